@@ -1,0 +1,86 @@
+//! I/O engines: how an I/O reaches the target. An engine submits operations and reports
+//! completions; it never reads a clock or touches a histogram. The core loop (crate
+//! `ioscope-exec`) stamps intended, issue and completion times and records results, so
+//! every engine is measured the same way.
+//!
+//! An engine is one module plus one line in [`EngineKind`]'s registry in the executor.
+
+pub mod buffers;
+pub mod null;
+pub mod op;
+pub mod posix;
+
+pub use buffers::IoBuffers;
+pub use op::{Io, Op, OP_KINDS};
+
+use std::path::PathBuf;
+
+/// What an engine can do; the executor checks a plan against it before any I/O.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Capabilities {
+    /// Can keep more than one I/O in flight (submit may return [`Submitted::Queued`]).
+    pub queued: bool,
+    /// Supports O_DIRECT (unbuffered) I/O.
+    pub direct_io: bool,
+    /// Supports metadata operations (create, delete, getattr, ...).
+    pub metadata: bool,
+    /// Largest queue depth the engine accepts.
+    pub max_queue_depth: u32,
+}
+
+/// What an engine opens before the run: the working-set files and how.
+#[derive(Clone, Debug, Default)]
+pub struct OpenSpec {
+    pub files: Vec<PathBuf>,
+    /// Open for writing too.
+    pub write: bool,
+    /// O_DIRECT: bypass the page cache (buffers are aligned by [`IoBuffers`]).
+    pub direct: bool,
+    /// O_DSYNC: each write is durable when it completes.
+    pub dsync: bool,
+    /// Queue depth the core will use.
+    pub queue_depth: u32,
+}
+
+/// Result of [`Engine::submit`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Submitted {
+    /// Completed synchronously: bytes transferred (>= 0) or a negative errno.
+    Done(i64),
+    /// Accepted; its completion comes from [`Engine::reap`].
+    Queued,
+    /// The engine cannot accept more now; reap first and resubmit.
+    Busy,
+}
+
+/// A queued I/O that finished.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Completion {
+    /// The slot given in [`Io::slot`].
+    pub slot: u32,
+    /// Bytes transferred (>= 0) or a negative errno.
+    pub result: i64,
+}
+
+/// The engine interface. One instance per worker thread.
+pub trait Engine: Send {
+    fn name(&self) -> &'static str;
+    fn capabilities(&self) -> Capabilities;
+    /// Opens the target. Buffers are allocated by the core and stay put for the whole run.
+    fn open(&mut self, spec: &OpenSpec, buffers: &IoBuffers) -> std::io::Result<()>;
+    /// Submits one I/O using the buffer of `io.slot`.
+    fn submit(&mut self, io: &Io, buffers: &mut IoBuffers) -> Submitted;
+    /// Makes queued submissions visible to the target (batched engines); no-op by default.
+    fn commit(&mut self) {}
+    /// Waits for at least `min` completions (0 = do not wait) and appends them to `out`.
+    fn reap(&mut self, _min: usize, _out: &mut Vec<Completion>) -> std::io::Result<()> {
+        Ok(())
+    }
+    /// Closes the target. Also done on drop.
+    fn close(&mut self) {}
+}
+
+/// Turns a negative errno result into a readable message.
+pub fn error_name(result: i64) -> String {
+    std::io::Error::from_raw_os_error((-result) as i32).to_string()
+}

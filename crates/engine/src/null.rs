@@ -1,0 +1,39 @@
+//! The null engine: performs no I/O. It completes every request at once (or, at a
+//! queue depth above 1, queues it and completes it on the next reap), so a run with it
+//! measures the cost of the core loop itself.
+
+use crate::{Capabilities, Completion, Engine, Io, IoBuffers, OpenSpec, Submitted};
+
+#[derive(Default)]
+pub struct NullEngine {
+    queued: bool,
+    pending: Vec<Completion>,
+}
+
+impl Engine for NullEngine {
+    fn name(&self) -> &'static str {
+        "null"
+    }
+    fn capabilities(&self) -> Capabilities {
+        Capabilities { queued: true, direct_io: true, metadata: true, max_queue_depth: 1024 }
+    }
+    fn open(&mut self, spec: &OpenSpec, _buffers: &IoBuffers) -> std::io::Result<()> {
+        self.queued = spec.queue_depth > 1;
+        self.pending = Vec::with_capacity(spec.queue_depth as usize);
+        Ok(())
+    }
+    #[inline]
+    fn submit(&mut self, io: &Io, _buffers: &mut IoBuffers) -> Submitted {
+        let bytes = if io.op.is_data() { io.len as i64 } else { 0 };
+        if self.queued {
+            self.pending.push(Completion { slot: io.slot, result: bytes });
+            Submitted::Queued
+        } else {
+            Submitted::Done(bytes)
+        }
+    }
+    fn reap(&mut self, _min: usize, out: &mut Vec<Completion>) -> std::io::Result<()> {
+        out.append(&mut self.pending);
+        Ok(())
+    }
+}

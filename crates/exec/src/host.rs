@@ -1,0 +1,133 @@
+//! The host's configuration, recorded with every run: CPU, memory, kernel, OS, clock
+//! source, and the file system and mount options of the target directory.
+
+use serde_json::{json, Value};
+use std::path::Path;
+
+/// This host's name.
+pub fn hostname() -> String {
+    read_trim("/proc/sys/kernel/hostname").unwrap_or_else(|| "localhost".into())
+}
+
+/// Total memory in bytes, from /proc/meminfo.
+pub fn memory_bytes() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kb: u64 = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// Describes this host and the target directory as JSON.
+pub fn describe(target_dir: Option<&Path>) -> Value {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let cpu_model = cpuinfo
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split(':').nth(1))
+        .map(|s| s.trim().to_string());
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let os = std::fs::read_to_string("/etc/os-release")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("PRETTY_NAME=")).map(|l| l[12..].trim_matches('"').to_string()));
+    // SAFETY: sysconf with a valid name.
+    let page_size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    let target = target_dir.map(|d| {
+        let canonical = d.canonicalize().unwrap_or_else(|_| d.to_path_buf());
+        let mut t = json!({ "dir": canonical.display().to_string() });
+        if let Some(m) = mount_of(&canonical) {
+            t["fs_type"] = json!(m.fs_type);
+            t["mount_point"] = json!(m.mount_point);
+            t["mount_source"] = json!(m.source);
+            t["mount_options"] = json!(m.options);
+        }
+        t
+    });
+    json!({
+        "hostname": hostname(),
+        "cpu_model": cpu_model,
+        "cpus": cpus,
+        "memory_bytes": memory_bytes(),
+        "kernel": read_trim("/proc/sys/kernel/osrelease"),
+        "kernel_version": read_trim("/proc/sys/kernel/version"),
+        "os": os,
+        "page_size_bytes": page_size,
+        "clocksource": read_trim("/sys/devices/system/clocksource/clocksource0/current_clocksource"),
+        "ioscope_version": env!("CARGO_PKG_VERSION"),
+        "target": target,
+    })
+}
+
+fn read_trim(path: &str) -> Option<String> {
+    std::fs::read_to_string(path).ok().map(|s| s.trim().to_string())
+}
+
+/// A mount as listed in /proc/self/mountinfo.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Mount {
+    pub mount_point: String,
+    pub fs_type: String,
+    pub source: String,
+    pub options: String,
+}
+
+/// The mount that holds `path` (longest matching mount point).
+pub fn mount_of(path: &Path) -> Option<Mount> {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    best_mount(&info, path)
+}
+
+fn best_mount(mountinfo: &str, path: &Path) -> Option<Mount> {
+    mountinfo
+        .lines()
+        .filter_map(|line| {
+            // id parent major:minor root mount_point options [optional...] - fstype source super_options
+            let (left, right) = line.split_once(" - ")?;
+            let l: Vec<&str> = left.split(' ').collect();
+            let r: Vec<&str> = right.split(' ').collect();
+            let mount_point = unescape(l.get(4)?);
+            // Per-mount options, then the file system's own, each once.
+            let mut options: Vec<&str> = Vec::new();
+            for o in l.get(5)?.split(',').chain(r.get(2).unwrap_or(&"").split(',')) {
+                if !o.is_empty() && !options.contains(&o) {
+                    options.push(o);
+                }
+            }
+            let options = options.join(",");
+            Some(Mount {
+                mount_point,
+                fs_type: r.first()?.to_string(),
+                source: r.get(1).unwrap_or(&"").to_string(),
+                options,
+            })
+        })
+        .filter(|m| path.starts_with(&m.mount_point))
+        .max_by_key(|m| m.mount_point.len())
+}
+
+/// mountinfo escapes space, tab, newline and backslash as octal.
+fn unescape(s: &str) -> String {
+    s.replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n").replace("\\134", "\\")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn picks_the_longest_mount_point() {
+        let info = "22 1 254:0 / / rw,relatime - ext4 /dev/vda rw\n\
+                    30 22 0:25 / /tmp rw,nosuid - tmpfs tmpfs rw,size=100k\n\
+                    31 22 0:26 / /tmpx rw - xfs /dev/vdb rw\n";
+        let m = best_mount(info, Path::new("/tmp/a/b")).unwrap();
+        assert_eq!(m.fs_type, "tmpfs");
+        assert_eq!(m.options, "rw,nosuid,size=100k");
+        assert_eq!(best_mount(info, Path::new("/var")).unwrap().fs_type, "ext4");
+    }
+
+    #[test]
+    fn describes_this_host() {
+        let d = describe(Some(Path::new("/")));
+        assert!(d["memory_bytes"].as_u64().unwrap() > 0);
+        assert!(d["cpus"].as_u64().unwrap() >= 1);
+        assert!(d["target"]["fs_type"].is_string());
+    }
+}

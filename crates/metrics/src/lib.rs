@@ -1,0 +1,10 @@
+//! Measurement: the log-linear histogram layout, per-worker recorders written on the
+//! I/O path, and the per-second snapshots the collector builds from them.
+
+pub mod histogram;
+pub mod recorder;
+pub mod snapshot;
+
+pub use histogram::{Histogram, RELATIVE_ERROR};
+pub use recorder::{Counts, OpInterval, OpRecorder, WorkerReader, WorkerRecorder};
+pub use snapshot::{OpSeries, Snapshot, WorkerCounts};

@@ -1,0 +1,227 @@
+//! Per-worker recorders: cumulative counters and histograms written by exactly one
+//! worker thread and read once a second by the collector.
+//!
+//! Each cell is an `AtomicU64` updated with a relaxed load and store (single writer),
+//! which compiles to a plain add: no lock, no locked instruction, no allocation per
+//! I/O. The collector reads the cumulative values and subtracts the previous read,
+//! so a late or missed tick loses nothing (the rezolus model).
+
+use crate::histogram::{bucket_index, Histogram, BUCKETS};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+#[inline(always)]
+fn bump(cell: &AtomicU64, n: u64) {
+    cell.store(cell.load(Relaxed).wrapping_add(n), Relaxed);
+}
+
+/// A histogram with one writer and concurrent readers.
+pub struct AtomicHistogram {
+    buckets: Box<[AtomicU64]>,
+    sum: AtomicU64,
+    max: AtomicU64,
+}
+
+impl Default for AtomicHistogram {
+    fn default() -> Self {
+        Self {
+            buckets: (0..BUCKETS).map(|_| AtomicU64::new(0)).collect(),
+            sum: AtomicU64::new(0),
+            max: AtomicU64::new(0),
+        }
+    }
+}
+
+impl AtomicHistogram {
+    /// Records a value. Must only be called from the owning worker thread.
+    #[inline(always)]
+    pub fn record(&self, value: u64) {
+        bump(&self.buckets[bucket_index(value)], 1);
+        bump(&self.sum, value);
+        if value > self.max.load(Relaxed) {
+            self.max.store(value, Relaxed);
+        }
+    }
+
+    /// Reads the cumulative state into `into` (reusing its allocation).
+    fn read(&self, into: &mut Cumulative) {
+        for (dst, src) in into.buckets.iter_mut().zip(self.buckets.iter()) {
+            *dst = src.load(Relaxed);
+        }
+        into.sum = self.sum.load(Relaxed);
+        into.max = self.max.swap(0, Relaxed);
+    }
+}
+
+/// What one worker records for one operation.
+#[derive(Default)]
+pub struct OpRecorder {
+    pub ops: AtomicU64,
+    pub bytes: AtomicU64,
+    pub errors: AtomicU64,
+    /// Response time: from the intended start (rate schedule) to completion.
+    pub latency_ns: AtomicHistogram,
+    /// Service time: from issue to completion.
+    pub service_ns: AtomicHistogram,
+    pub size_bytes: AtomicHistogram,
+    pub offset_bytes: AtomicHistogram,
+}
+
+impl OpRecorder {
+    /// Records one completed I/O. `latency_ns` is measured from the intended start.
+    #[inline(always)]
+    pub fn record(&self, latency_ns: u64, service_ns: u64, size: u64, offset: u64) {
+        bump(&self.ops, 1);
+        bump(&self.bytes, size);
+        self.latency_ns.record(latency_ns);
+        self.service_ns.record(service_ns);
+        self.size_bytes.record(size);
+        self.offset_bytes.record(offset);
+    }
+
+    /// Records a failed I/O: counted as an error, not as an operation.
+    #[inline(always)]
+    pub fn record_error(&self) {
+        bump(&self.errors, 1);
+    }
+}
+
+/// One worker's recorders, one per operation kind (indexed by the caller's op number).
+pub struct WorkerRecorder {
+    ops: Vec<OpRecorder>,
+}
+
+impl WorkerRecorder {
+    pub fn new(op_kinds: usize) -> Self {
+        Self { ops: (0..op_kinds).map(|_| OpRecorder::default()).collect() }
+    }
+    #[inline(always)]
+    pub fn op(&self, op: usize) -> &OpRecorder {
+        &self.ops[op]
+    }
+    pub fn op_kinds(&self) -> usize {
+        self.ops.len()
+    }
+}
+
+/// Cumulative values of one histogram at the previous read.
+#[derive(Clone)]
+struct Cumulative {
+    buckets: Vec<u64>,
+    sum: u64,
+    max: u64,
+}
+
+impl Default for Cumulative {
+    fn default() -> Self {
+        Self { buckets: vec![0; BUCKETS], sum: 0, max: 0 }
+    }
+}
+
+/// Turns successive cumulative reads of one [`AtomicHistogram`] into per-interval histograms.
+#[derive(Default)]
+pub struct HistogramDelta {
+    prev: Cumulative,
+    cur: Cumulative,
+}
+
+impl HistogramDelta {
+    /// Reads `h` and returns what was recorded since the previous call.
+    pub fn take(&mut self, h: &AtomicHistogram) -> Histogram {
+        h.read(&mut self.cur);
+        let buckets: Vec<u64> =
+            self.cur.buckets.iter().zip(&self.prev.buckets).map(|(c, p)| c.wrapping_sub(*p)).collect();
+        let sum = self.cur.sum.wrapping_sub(self.prev.sum) as u128;
+        let count: u64 = buckets.iter().sum();
+        let min = buckets.iter().position(|c| *c > 0).map_or(0, |i| crate::histogram::bucket_range(i).0);
+        // The exact max was reset by the read; if a value raced in after the bucket read it
+        // shows up next interval, so clamp to the highest bucket seen here.
+        let top = buckets.iter().rposition(|c| *c > 0).map_or(0, |i| crate::histogram::bucket_range(i).1);
+        let max = if count == 0 { 0 } else { self.cur.max.min(top).max(min) };
+        std::mem::swap(&mut self.prev, &mut self.cur);
+        Histogram::from_parts(buckets, sum, min, max)
+    }
+}
+
+/// Per-interval counters of one operation.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub ops: u64,
+    pub bytes: u64,
+    pub errors: u64,
+}
+
+/// Per-interval results of one operation of one worker.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OpInterval {
+    pub counts: Counts,
+    pub latency_ns: Histogram,
+    pub service_ns: Histogram,
+    pub size_bytes: Histogram,
+    pub offset_bytes: Histogram,
+}
+
+/// Reads one worker's recorders each interval and yields deltas.
+pub struct WorkerReader {
+    prev: Vec<Counts>,
+    hists: Vec<[HistogramDelta; 4]>,
+}
+
+impl WorkerReader {
+    pub fn new(op_kinds: usize) -> Self {
+        Self { prev: vec![Counts::default(); op_kinds], hists: (0..op_kinds).map(|_| Default::default()).collect() }
+    }
+
+    /// What `w` recorded since the previous call, per op.
+    pub fn take(&mut self, w: &WorkerRecorder) -> Vec<OpInterval> {
+        let mut out = Vec::with_capacity(w.op_kinds());
+        for (i, rec) in w.ops.iter().enumerate() {
+            let now =
+                Counts { ops: rec.ops.load(Relaxed), bytes: rec.bytes.load(Relaxed), errors: rec.errors.load(Relaxed) };
+            let prev = std::mem::replace(&mut self.prev[i], now);
+            let [lat, svc, size, off] = &mut self.hists[i];
+            let latency_ns = lat.take(&rec.latency_ns);
+            out.push(OpInterval {
+                // Count ops from the latency histogram so counts and distributions agree.
+                counts: Counts {
+                    ops: latency_ns.count(),
+                    bytes: now.bytes.wrapping_sub(prev.bytes),
+                    errors: now.errors.wrapping_sub(prev.errors),
+                },
+                latency_ns,
+                service_ns: svc.take(&rec.service_ns),
+                size_bytes: size.take(&rec.size_bytes),
+                offset_bytes: off.take(&rec.offset_bytes),
+            });
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deltas_per_interval_add_up_to_the_total() {
+        let w = WorkerRecorder::new(2);
+        let mut r = WorkerReader::new(2);
+        for v in 1..=1000u64 {
+            w.op(0).record(v * 1000, v * 900, 4096, v * 4096);
+        }
+        w.op(1).record_error();
+        let first = r.take(&w);
+        assert_eq!(first[0].counts, Counts { ops: 1000, bytes: 4_096_000, errors: 0 });
+        assert_eq!(first[0].latency_ns.max(), Some(1_000_000));
+        assert_eq!(first[1].counts.errors, 1);
+        for v in 1..=10u64 {
+            w.op(0).record(v, v, 512, 0);
+        }
+        let second = r.take(&w);
+        assert_eq!(second[0].counts, Counts { ops: 10, bytes: 5120, errors: 0 });
+        assert_eq!(second[0].latency_ns.max(), Some(10));
+        assert_eq!(second[0].latency_ns.sum(), 55);
+        assert_eq!(second[1].counts, Counts::default());
+        let third = r.take(&w);
+        assert!(third[0].latency_ns.is_empty());
+    }
+}

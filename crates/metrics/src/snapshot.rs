@@ -1,0 +1,72 @@
+//! One second of results from one host: per-operation counters and distributions
+//! merged across workers, plus per-worker counters. Snapshots of different hosts
+//! or seconds merge by adding buckets.
+
+use crate::recorder::{Counts, OpInterval};
+
+/// Per-operation results for one second (or any interval), merged over workers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OpSeries {
+    /// Operation name: "read", "write", "fsync", ...
+    pub op: String,
+    pub data: OpInterval,
+}
+
+/// Per-worker counters of one operation for one second.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkerCounts {
+    pub worker: u32,
+    pub op: String,
+    pub counts: Counts,
+}
+
+/// One second of one host.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Snapshot {
+    /// Second since the start of the run (0 is the first second).
+    pub second: u32,
+    /// Wall-clock duration this snapshot covers, in ns (about 1e9; the last one may be shorter).
+    pub interval_ns: u64,
+    pub host: String,
+    pub ops: Vec<OpSeries>,
+    pub workers: Vec<WorkerCounts>,
+}
+
+impl OpInterval {
+    /// An empty interval.
+    pub fn empty() -> Self {
+        Self {
+            counts: Counts::default(),
+            latency_ns: Default::default(),
+            service_ns: Default::default(),
+            size_bytes: Default::default(),
+            offset_bytes: Default::default(),
+        }
+    }
+
+    /// Adds another interval (another worker, host or second) into this one.
+    pub fn merge(&mut self, other: &OpInterval) {
+        self.counts.ops += other.counts.ops;
+        self.counts.bytes += other.counts.bytes;
+        self.counts.errors += other.counts.errors;
+        self.latency_ns.merge(&other.latency_ns);
+        self.service_ns.merge(&other.service_ns);
+        self.size_bytes.merge(&other.size_bytes);
+        self.offset_bytes.merge(&other.offset_bytes);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.counts == Counts::default()
+    }
+}
+
+impl Snapshot {
+    /// Totals over all operations: ops, bytes, errors.
+    pub fn total(&self) -> Counts {
+        self.ops.iter().fold(Counts::default(), |acc, s| Counts {
+            ops: acc.ops + s.data.counts.ops,
+            bytes: acc.bytes + s.data.counts.bytes,
+            errors: acc.errors + s.data.counts.errors,
+        })
+    }
+}

@@ -1,0 +1,135 @@
+//! Methodology notes: what limits how far a run's numbers can be trusted, worked out
+//! from the summary alone (status, measured seconds, plan, hosts' configuration).
+
+use crate::format;
+use crate::Summary;
+use ioscope_workload::plan::{EngineKind, Plan, SyncMode};
+
+/// Runs shorter than this many measured seconds get a "too short" note.
+pub const SHORT_RUN_SECONDS: u64 = 10;
+/// An open-loop run that achieves less than this share of its target rate is saturated.
+const RATE_SHORTFALL: f64 = 0.95;
+
+pub(crate) fn notes(s: &Summary) -> Vec<String> {
+    let mut notes = Vec::new();
+    let plan: Option<Plan> = serde_json::from_value(s.workload.plan.clone()).ok();
+
+    match s.status.as_str() {
+        "interrupted" => notes.push(format!(
+            "the run was interrupted ({}): the numbers cover only the {} s measured before it stopped",
+            s.status_detail.as_deref().unwrap_or("no detail recorded"),
+            format::num(s.duration_s)
+        )),
+        "failed" => notes.push(format!(
+            "the run failed ({}): the numbers cover only the {} s measured before it stopped",
+            s.status_detail.as_deref().unwrap_or("no detail recorded"),
+            format::num(s.duration_s)
+        )),
+        "running" => notes.push("the run is still running: these are the numbers so far".to_string()),
+        _ => {}
+    }
+
+    if s.seconds == 0 {
+        notes.push("no second was recorded: there is nothing to summarize".to_string());
+    } else if s.seconds < SHORT_RUN_SECONDS {
+        notes.push(format!(
+            "only {} s measured: too short to tell whether the result is steady (run for minutes, not seconds)",
+            s.seconds
+        ));
+    }
+    if s.status == "completed" && s.planned_duration_s > 0.0 && s.duration_s < 0.9 * s.planned_duration_s {
+        notes.push(format!(
+            "measured {} s of the planned {} s",
+            format::num(s.duration_s),
+            format::num(s.planned_duration_s)
+        ));
+    }
+
+    if let Some(p) = &plan {
+        if p.engine == EngineKind::Null {
+            notes.push("engine null performs no I/O: the numbers measure ioscope itself, not storage".to_string());
+        } else {
+            cache_notes(s, p, &mut notes);
+        }
+    }
+
+    let attempts = s.total.ops + s.total.errors;
+    if s.total.errors > 0 {
+        let per_op: Vec<String> = s
+            .ops
+            .iter()
+            .filter(|(_, o)| o.errors > 0)
+            .map(|(name, o)| format!("{name} {}", format::int(o.errors)))
+            .collect();
+        notes.push(format!(
+            "{} I/O errors ({} of {} attempts: {}): failed operations count as errors, not in IOPS or latency",
+            format::int(s.total.errors),
+            format::pct(s.total.errors as f64 / attempts as f64),
+            format::int(attempts),
+            per_op.join(", ")
+        ));
+    }
+
+    if let Some(rate) = plan.as_ref().and_then(|p| p.rate_iops) {
+        if s.duration_s > 0.0 && s.total.iops < RATE_SHORTFALL * rate as f64 {
+            notes.push(format!(
+                "the target rate of {} IOPS was not reached ({} IOPS): the storage or ioscope is saturated, \
+                 and latency (measured from each I/O's intended start) includes the queueing",
+                format::int(rate),
+                format::iops(s.total.iops)
+            ));
+        }
+    }
+
+    if s.total.ops > 0 {
+        let idle = s.samples.iter().filter(|x| x.ops == 0).count();
+        if idle > 0 {
+            notes.push(format!("{idle} of {} seconds completed no I/O at all (stalls)", s.samples.len()));
+        }
+    }
+    notes
+}
+
+/// Working set against each host's RAM, for buffered I/O.
+fn cache_notes(s: &Summary, p: &Plan, notes: &mut Vec<String>) {
+    if p.direct {
+        return;
+    }
+    let did = |op: &str| s.ops.get(op).is_some_and(|o| o.ops > 0);
+    let reads = p.read_pct > 0 && did("read");
+    let cached_writes = p.writes() && p.sync == SyncMode::None && did("write");
+    let what = match (reads, cached_writes) {
+        (true, true) => "reads were likely served from, and writes absorbed by, the page cache",
+        (true, false) => "reads were likely served from the page cache",
+        (false, true) => "writes were likely absorbed by the page cache (no sync)",
+        (false, false) => return,
+    };
+    let several = s.system.len() > 1;
+    let mut memory_known = false;
+    for (host, config) in &s.system {
+        let Some(ram) = config["memory_bytes"].as_u64().filter(|m| *m > 0) else { continue };
+        memory_known = true;
+        let whose = if several { format!("host {host}'s") } else { "this host's".to_string() };
+        let ratio = p.size_bytes as f64 / ram as f64;
+        if ratio <= 1.0 {
+            notes.push(format!(
+                "working set {} is {} of {whose} {} RAM and I/O was buffered: {what}",
+                format::bytes(p.size_bytes),
+                format::pct(ratio),
+                format::bytes(ram),
+            ));
+        } else if ratio < 4.0 {
+            notes.push(format!(
+                "working set {} is only {:.1}x {whose} {} RAM and I/O was buffered: up to {} of the I/O may have \
+                 hit the page cache",
+                format::bytes(p.size_bytes),
+                ratio,
+                format::bytes(ram),
+                format::pct(1.0 / ratio),
+            ));
+        }
+    }
+    if !memory_known {
+        notes.push(format!("I/O was buffered and the host's memory size is not recorded: {what}, possibly"));
+    }
+}

@@ -1,0 +1,322 @@
+//! Reports from fixed histograms: no I/O, exact expectations.
+
+use super::*;
+use ioscope_metrics::{Counts, OpSeries, Snapshot, WorkerCounts};
+use ioscope_store::{RunInfo, Status, StoredRun};
+use ioscope_workload::plan::{BlockSize, EngineKind, Plan, Rw, SyncMode};
+use std::path::PathBuf;
+use std::time::Duration;
+
+const SCHEMA_FILE: &str = include_str!("../../../schema/summary.schema.json");
+
+fn plan() -> Plan {
+    Plan {
+        engine: EngineKind::Posix,
+        rw: Rw::RandRw,
+        read_pct: 70,
+        block_sizes: vec![BlockSize { bytes: 4096, weight: 1 }],
+        size_bytes: 256 << 20,
+        files: 1,
+        threads: 2,
+        iodepth: 1,
+        duration: Duration::from_secs(3),
+        dir: PathBuf::from("/tmp/x"),
+        direct: false,
+        sync: SyncMode::None,
+        rate_iops: None,
+        force: false,
+        cleanup: true,
+    }
+}
+fn hist(values: &[(u64, u64)]) -> Histogram {
+    let mut h = Histogram::new();
+    for &(v, n) in values {
+        h.record_n(v, n);
+    }
+    h
+}
+
+/// 1000 reads: 900 at 2 µs, 90 at 10 µs, 9 at 100 µs, 1 at 1 ms.
+fn reads() -> OpInterval {
+    let lat = [(2_000, 900), (10_000, 90), (100_000, 9), (1_000_000, 1)];
+    OpInterval {
+        counts: Counts { ops: 1000, bytes: 4096 * 1000, errors: 0 },
+        latency_ns: hist(&lat),
+        service_ns: hist(&lat.map(|(v, n)| (v / 2, n))),
+        size_bytes: hist(&[(4096, 1000)]),
+        offset_bytes: hist(&[(0, 500), (1 << 20, 500)]),
+    }
+}
+
+fn writes(ops: u64, errors: u64) -> OpInterval {
+    OpInterval {
+        counts: Counts { ops, bytes: 4096 * ops, errors },
+        latency_ns: hist(&[(50_000, ops)]),
+        service_ns: hist(&[(40_000, ops)]),
+        size_bytes: hist(&[(4096, ops)]),
+        offset_bytes: hist(&[(8192, ops)]),
+    }
+}
+
+fn snap(second: u32, interval_ns: u64, ops: Vec<(&str, OpInterval)>) -> Snapshot {
+    Snapshot {
+        second,
+        interval_ns,
+        host: "h1".into(),
+        workers: ops.iter().map(|(op, d)| WorkerCounts { worker: 0, op: op.to_string(), counts: d.counts }).collect(),
+        ops: ops.into_iter().map(|(op, data)| OpSeries { op: op.into(), data }).collect(),
+    }
+}
+
+fn results(status: Status) -> Results {
+    let fsync = OpInterval::empty();
+    Results {
+        path: PathBuf::from("/tmp/r.ioscope"),
+        schema_version: 1,
+        run: StoredRun {
+            info: RunInfo {
+                ioscope_version: "0.1.0-test".into(),
+                host: "h1".into(),
+                pid: 42,
+                command_line: "ioscope run w.toml".into(),
+                started_unix_ms: 1_700_000_000_000,
+                planned_duration_ns: 3_000_000_000,
+                plan_json: serde_json::to_string(&plan()).unwrap(),
+                workload_toml: "rw = \"randrw\"\n".into(),
+                workload_hash: "3f2a9c0d11223344".into(),
+            },
+            ended_unix_ms: Some(1_700_000_003_000),
+            stored_status: status,
+            stored_detail: None,
+            status,
+            status_detail: None,
+        },
+        hosts: vec![(
+            "h1".into(),
+            serde_json::json!({"cpu_model": "Test CPU", "cpus": 2, "memory_bytes": 25_125_558_272u64,
+                "kernel": "6.18.0", "target": {"fs_type": "ext4",
+                "mount_options": "rw,relatime", "mount_point": "/tmp/x"}}),
+        )],
+        seconds: vec![
+            snap(0, 1_000_000_000, vec![("read", reads()), ("write", writes(100, 0)), ("fsync", fsync.clone())]),
+            snap(1, 1_000_000_000, vec![("read", reads()), ("write", writes(0, 2)), ("fsync", fsync.clone())]),
+            // A stall: the last half second completed nothing.
+            snap(2, 500_000_000, vec![("read", OpInterval::empty()), ("write", OpInterval::empty()), ("fsync", fsync)]),
+        ],
+    }
+}
+
+fn validate(summary: &serde_json::Value) -> Vec<String> {
+    let schema: serde_json::Value = serde_json::from_str(SCHEMA_FILE).unwrap();
+    let v = jsonschema::draft202012::new(&schema).expect("the schema compiles");
+    v.iter_errors(summary).map(|e| format!("{} at {}", e, e.instance_path)).collect()
+}
+
+#[test]
+fn summary_math_comes_from_the_histograms() {
+    let s = summarize(&results(Status::Completed), Path::new("/tmp/r.ioscope"));
+    assert_eq!(s.schema, SUMMARY_SCHEMA);
+    assert_eq!(s.status, "completed");
+    assert_eq!(s.duration_s, 2.5);
+    assert_eq!(s.seconds, 3);
+
+    assert_eq!(s.ops.keys().collect::<Vec<_>>(), ["read", "write"], "never-used fsync is left out");
+    let r = &s.ops["read"];
+    assert_eq!((r.ops, r.bytes, r.errors), (2000, 2000 * 4096, 0));
+    assert_eq!(r.iops, 800.0);
+    assert_eq!(r.bytes_per_sec, 2000.0 * 4096.0 / 2.5);
+    let lat = r.latency_ns.as_ref().unwrap();
+    // Exact: mean (from the sum), min, max. Percentiles: bucket midpoints.
+    assert_eq!((lat.mean, lat.min, lat.max), (4_600, 2_000, 1_000_000));
+    assert_eq!((lat.p50, lat.p90, lat.p99, lat.p999), (2_003, 2_003, 10_015, 100_095));
+    for (got, truth) in [(lat.p50, 2_000), (lat.p90, 2_000), (lat.p99, 10_000), (lat.p999, 100_000)] {
+        assert!((got as f64 - truth as f64).abs() / truth as f64 <= s.latency_relative_error);
+    }
+    assert_eq!(r.service_time_ns.as_ref().unwrap().max, 500_000);
+    assert_eq!(r.size_bytes, Some(SizeStats { mean: 4096, min: 4096, max: 4096 }));
+
+    let w = &s.ops["write"];
+    assert_eq!((w.ops, w.errors, w.iops), (100, 2, 40.0));
+    assert_eq!(w.latency_ns.as_ref().unwrap().p99, 50_000, "clamped to the exact max");
+
+    assert_eq!(s.total.ops, 2100);
+    assert_eq!(s.total.errors, 2);
+    assert_eq!(s.total.iops, 840.0);
+    assert_eq!(s.total.bytes_per_sec, 2100.0 * 4096.0 / 2.5);
+    assert_eq!(s.by_host["h1"], s.total);
+
+    assert_eq!(s.samples.len(), 3);
+    assert_eq!((s.samples[0].ops, s.samples[0].iops, s.samples[0].interval_s), (1100, 1100.0, 1.0));
+    assert_eq!(s.samples[0].latency_p99_ns, Some(50_047), "reads and writes merged");
+    assert_eq!((s.samples[1].ops, s.samples[1].errors, s.samples[1].latency_p99_ns), (1000, 2, Some(10_015)));
+    assert_eq!((s.samples[2].ops, s.samples[2].latency_p99_ns, s.samples[2].interval_s), (0, None, 0.5));
+
+    assert_eq!(s.system["h1"]["cpus"], 2);
+    assert_eq!(s.workload.plan["rw"], "randrw");
+    assert_eq!(s.workload.hash, "3f2a9c0d11223344");
+    assert_eq!(
+        s.notes,
+        [
+            "only 3 s measured: too short to tell whether the result is steady (run for minutes, not seconds)",
+            "measured 2.5 s of the planned 3 s",
+            "working set 256 MiB is 1.1% of this host's 23.4 GiB RAM and I/O was buffered: reads were likely \
+             served from, and writes absorbed by, the page cache",
+            "2 I/O errors (0.10% of 2,102 attempts: write 2): failed operations count as errors, not in IOPS or latency",
+            "1 of 3 seconds completed no I/O at all (stalls)",
+        ]
+    );
+}
+
+#[test]
+fn text_summary_is_aligned_and_carries_the_numbers() {
+    let s = summarize(&results(Status::Completed), Path::new("/tmp/r.ioscope"));
+    let text = render_text(&s);
+    let golden = "\
+ioscope 0.1.0-test  completed  2.5 s  results: /tmp/r.ioscope
+workload  randrw 70% reads  bs 4 KiB  size 256 MiB x 1 file  threads 2  qd 1  posix buffered  hash 3f2a9c0d…
+op     IOPS  MB/s  lat mean      p50      p90      p99    p99.9      max  errors
+read    800   3.3    4.6 µs   2.0 µs   2.0 µs  10.0 µs   100 µs   1.0 ms       0
+write  40.0   0.2   50.0 µs  50.0 µs  50.0 µs  50.0 µs  50.0 µs  50.0 µs       2
+total   840   3.4                                                              2
+latency: response time from intended start; percentiles within ±0.4% (log-linear histogram)
+system   Test CPU x2, 23.4 GiB RAM, Linux 6.18.0, ext4 (rw,relatime) on /tmp/x
+";
+    assert!(text.starts_with(golden), "got:\n{text}\nwant prefix:\n{golden}");
+    let notes: Vec<&str> = text.lines().filter(|l| l.starts_with("note: ")).collect();
+    assert_eq!(notes.len(), s.notes.len());
+    assert!(notes[2].contains("1.1% of this host's 23.4 GiB RAM"));
+}
+
+#[test]
+fn text_summary_of_a_run_without_plan_or_ops() {
+    let mut r = results(Status::Interrupted);
+    r.run.info.plan_json = "not json".into();
+    r.run.status_detail = Some("the run stopped without finishing (killed or crashed); 0 seconds kept".into());
+    r.seconds.clear();
+    r.hosts.clear();
+    let s = summarize(&r, Path::new("r"));
+    assert_eq!(s.duration_s, 0.0);
+    assert_eq!(s.total.iops, 0.0);
+    assert!(s.ops.is_empty());
+    let text = render_text(&s);
+    assert!(text.contains("interrupted  0.0 s"), "{text}");
+    assert!(text.contains("workload  hash 3f2a9c0d…"), "{text}");
+    assert!(text.contains("note: the run was interrupted (the run stopped without finishing"), "{text}");
+    assert!(validate(&serde_json::to_value(&s).unwrap()).is_empty());
+}
+
+#[test]
+fn summary_validates_against_the_schema_file() {
+    for status in [Status::Completed, Status::Interrupted, Status::Failed, Status::Running] {
+        let mut r = results(status);
+        // An operation that only failed has no latency: null, still valid.
+        r.seconds[0].ops.push(OpSeries { op: "fsync".into(), data: writes(0, 3) });
+        let s = summarize(&r, Path::new("/tmp/r.ioscope"));
+        assert!(s.ops["fsync"].latency_ns.is_none());
+        let json: serde_json::Value = serde_json::from_str(&render_json(&s)).unwrap();
+        let errors = validate(&json);
+        assert!(errors.is_empty(), "{status}: {errors:#?}");
+        // Required fields the acceptance checks rely on.
+        for key in ["schema", "status", "results_file", "duration_s", "total", "ops", "samples", "system", "workload"] {
+            assert!(json.get(key).is_some(), "{key}");
+        }
+        assert!(json["ops"]["read"]["latency_ns"]["p99"].is_u64());
+        assert!(json["samples"][0]["latency_p99_ns"].is_u64());
+        // The JSON reads back into the same Summary.
+        let back: Summary = serde_json::from_value(json).unwrap();
+        assert_eq!(back, s);
+    }
+
+    // The schema does reject what is wrong.
+    let s = summarize(&results(Status::Completed), Path::new("r"));
+    let mut json = serde_json::to_value(&s).unwrap();
+    json.as_object_mut().unwrap().remove("total");
+    json["schema"] = "ioscope.summary/2".into();
+    json["ops"]["read"]["latency_ns"]["p99"] = (-1).into();
+    assert_eq!(validate(&json).len(), 3, "{:#?}", validate(&json));
+}
+
+#[test]
+fn csv_has_one_row_per_second() {
+    let csv = export_csv(&results(Status::Completed));
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 1 + 3);
+    assert_eq!(
+        lines[0],
+        "second,interval_s,ops_total,iops,bytes_per_sec,errors,\
+         read_iops,read_bytes_per_sec,read_errors,read_lat_mean_ns,read_lat_p50_ns,read_lat_p99_ns,read_lat_max_ns,\
+         write_iops,write_bytes_per_sec,write_errors,write_lat_mean_ns,write_lat_p50_ns,write_lat_p99_ns,write_lat_max_ns"
+    );
+    assert_eq!(
+        lines[1],
+        "0,1,1100,1100,4505600,0,1000,4096000,0,4600,2003,10015,1000000,100,409600,0,50000,50000,50000,50000"
+    );
+    assert_eq!(lines[2], "1,1,1000,1000,4096000,2,1000,4096000,0,4600,2003,10015,1000000,0,0,2,,,,");
+    assert_eq!(lines[3], "2,0.5,0,0,0,0,0,0,0,,,,,0,0,0,,,,");
+    for l in &lines {
+        assert_eq!(l.split(',').count(), 20);
+    }
+}
+
+#[test]
+fn json_export_nests_ops_per_second() {
+    let v: serde_json::Value = serde_json::from_str(&export_json(&results(Status::Completed))).unwrap();
+    let rows = v.as_array().unwrap();
+    assert_eq!(rows.len(), 3);
+    assert_eq!(rows[0]["ops_total"], 1100);
+    assert_eq!(rows[0]["interval_s"], 1.0);
+    assert_eq!(rows[0]["ops"]["read"]["lat_p99_ns"], 10_015);
+    assert_eq!(rows[1]["ops"]["write"]["errors"], 2);
+    assert!(rows[1]["ops"]["write"]["lat_p99_ns"].is_null());
+    assert!(rows[0]["ops"].get("fsync").is_none());
+}
+
+#[test]
+fn hosts_merge_per_second_and_report_separately() {
+    let mut r = results(Status::Completed);
+    let mut other: Vec<Snapshot> = r.seconds.clone();
+    for s in &mut other {
+        s.host = "h2".into();
+    }
+    r.seconds.extend(other);
+    r.seconds.sort_by(|a, b| (a.second, &a.host).cmp(&(b.second, &b.host)));
+    r.hosts.push(("h2".into(), serde_json::json!({"memory_bytes": 1u64 << 27})));
+    let s = summarize(&r, Path::new("r"));
+    assert_eq!(s.duration_s, 2.5, "hosts run side by side");
+    assert_eq!(s.total.iops, 1680.0);
+    assert_eq!(s.by_host["h2"].iops, 840.0);
+    assert_eq!(s.samples.len(), 3);
+    assert_eq!(s.samples[0].ops, 2200);
+    assert!(s.notes.iter().any(|n| n.starts_with("working set 256 MiB is 1.1% of host h1's")), "{:#?}", s.notes);
+    assert!(
+        s.notes.iter().any(|n| n.starts_with("working set 256 MiB is only 2.0x host h2's 128 MiB RAM")),
+        "{:#?}",
+        s.notes
+    );
+    let text = render_text(&s);
+    assert!(text.contains("\nhost h1 "), "{text}");
+    assert!(text.contains("\nsystem   h1: Test CPU x2"), "{text}");
+    assert!(text.contains("\n         h2: 128 MiB RAM"), "{text}");
+    assert_eq!(export_csv(&r).lines().count(), 4);
+}
+
+#[test]
+fn notes_for_direct_null_and_rate_limited_runs() {
+    let with_plan = |p: Plan| {
+        let mut r = results(Status::Completed);
+        r.run.info.plan_json = serde_json::to_string(&p).unwrap();
+        summarize(&r, Path::new("r")).notes
+    };
+    let direct = with_plan(Plan { direct: true, ..plan() });
+    assert!(!direct.iter().any(|n| n.contains("page cache")), "{direct:#?}");
+    let null = with_plan(Plan { engine: EngineKind::Null, ..plan() });
+    assert!(null.iter().any(|n| n.starts_with("engine null performs no I/O")), "{null:#?}");
+    assert!(!null.iter().any(|n| n.contains("page cache")));
+    let rate = with_plan(Plan { rate_iops: Some(10_000), ..plan() });
+    assert!(
+        rate.iter().any(|n| n.starts_with("the target rate of 10,000 IOPS was not reached (840 IOPS)")),
+        "{rate:#?}"
+    );
+    let met = with_plan(Plan { rate_iops: Some(800), ..plan() });
+    assert!(!met.iter().any(|n| n.contains("target rate")));
+}

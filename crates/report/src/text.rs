@@ -1,0 +1,105 @@
+//! The terminal summary: a header, the workload in one line, an aligned table per
+//! operation, how latency was measured, the system, and the methodology notes.
+
+use crate::{format, Summary};
+use ioscope_workload::plan::Plan;
+
+/// Operations in table order: read and write first, the rest by name.
+fn op_order(s: &Summary) -> Vec<&str> {
+    let mut names: Vec<&str> = s.ops.keys().map(String::as_str).collect();
+    let rank = |n: &str| match n {
+        "read" => 0,
+        "write" => 1,
+        _ => 2,
+    };
+    names.sort_by(|a, b| rank(a).cmp(&rank(b)).then(a.cmp(b)));
+    names
+}
+
+/// Renders rows as columns: the first left-aligned, the others right-aligned.
+fn table(rows: &[Vec<String>]) -> String {
+    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let width: Vec<usize> =
+        (0..cols).map(|c| rows.iter().filter_map(|r| r.get(c)).map(|x| x.chars().count()).max().unwrap_or(0)).collect();
+    let mut out = String::new();
+    for r in rows {
+        let mut line = String::new();
+        for (c, cell) in r.iter().enumerate() {
+            let pad = width[c] - cell.chars().count();
+            if c == 0 {
+                line.push_str(cell);
+                line.push_str(&" ".repeat(pad));
+            } else {
+                line.push_str("  ");
+                line.push_str(&" ".repeat(pad));
+                line.push_str(cell);
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// The end-of-run (and `ioscope show`) summary.
+pub fn render_text(s: &Summary) -> String {
+    let mut out =
+        format!("ioscope {}  {}  {:.1} s  results: {}\n", s.ioscope_version, s.status, s.duration_s, s.results_file);
+
+    let hash = if s.workload.hash.chars().count() > 8 {
+        format!("{}…", s.workload.hash.chars().take(8).collect::<String>())
+    } else {
+        s.workload.hash.clone()
+    };
+    match serde_json::from_value::<Plan>(s.workload.plan.clone()) {
+        Ok(p) => out.push_str(&format!("workload  {}  hash {hash}\n", format::workload(&p))),
+        Err(_) => out.push_str(&format!("workload  hash {hash}\n")),
+    }
+
+    let mut rows = vec![["op", "IOPS", "MB/s", "lat mean", "p50", "p90", "p99", "p99.9", "max", "errors"]
+        .map(String::from)
+        .to_vec()];
+    for name in op_order(s) {
+        let o = &s.ops[name];
+        let mut row = vec![name.to_string(), format::iops(o.iops), format::float(o.bytes_per_sec / 1e6, 1)];
+        match &o.latency_ns {
+            Some(l) => row.extend([l.mean, l.p50, l.p90, l.p99, l.p999, l.max].map(format::ns)),
+            None => row.extend(vec!["-".to_string(); 6]),
+        }
+        row.push(format::int(o.errors));
+        rows.push(row);
+    }
+    let total_row = |label: String, t: &crate::Totals| {
+        let mut row = vec![label, format::iops(t.iops), format::float(t.bytes_per_sec / 1e6, 1)];
+        row.extend(vec![String::new(); 6]);
+        row.push(format::int(t.errors));
+        row
+    };
+    rows.push(total_row("total".into(), &s.total));
+    if s.by_host.len() > 1 {
+        for (host, t) in &s.by_host {
+            rows.push(total_row(format!("host {host}"), t));
+        }
+    }
+    out.push_str(&table(&rows));
+
+    out.push_str(&format!(
+        "latency: response time from intended start; percentiles within ±{:.1}% (log-linear histogram)\n",
+        s.latency_relative_error * 100.0
+    ));
+
+    let several = s.system.len() > 1;
+    for (i, (host, config)) in s.system.iter().enumerate() {
+        let label = if i == 0 { "system" } else { "" };
+        let line = format::system(config);
+        if several {
+            out.push_str(&format!("{label:<9}{host}: {line}\n"));
+        } else {
+            out.push_str(&format!("{label:<9}{line}\n"));
+        }
+    }
+    for n in &s.notes {
+        out.push_str(&format!("note: {n}\n"));
+    }
+    out
+}

@@ -1,0 +1,207 @@
+//! The results file: one SQLite database per run, readable with the sqlite3 CLI.
+//!
+//! Crash safety is the point. [`Writer`] commits one transaction per second in WAL mode
+//! with `synchronous=NORMAL`, so a run killed with SIGKILL leaves a file that opens and
+//! holds every finished second. [`Writer::finish`] records the final status, checkpoints
+//! and switches back to `journal_mode=DELETE` so that one self-contained file remains.
+//!
+//! [`open`] reads a file back (read-only, also while a run is still writing it or after
+//! it was killed) into memory and works out the effective status: a file whose run row
+//! still says `running` but whose process is gone was interrupted.
+//!
+//! The schema is in [`schema`]; `PRAGMA application_id` is [`APPLICATION_ID`] and
+//! `PRAGMA user_version` is [`SCHEMA_VERSION`].
+
+mod read;
+pub mod schema;
+mod write;
+
+pub use ioscope_metrics::Snapshot;
+pub use read::open;
+pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
+pub use write::{check_new_path, Writer};
+
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// Statistic names and their units, as stored in `series.stat` and `series.unit`.
+pub mod stat {
+    /// Completed operations (counter, unit `ops`).
+    pub const OPS: &str = "io.ops";
+    /// Bytes transferred (counter, unit `bytes`).
+    pub const BYTES: &str = "io.bytes";
+    /// Failed operations (counter, unit `errors`).
+    pub const ERRORS: &str = "io.errors";
+    /// Response time from the intended start (distribution, unit `ns`).
+    pub const LATENCY: &str = "io.latency";
+    /// Service time from issue (distribution, unit `ns`).
+    pub const SERVICE_TIME: &str = "io.service_time";
+    /// I/O size (distribution, unit `bytes`).
+    pub const SIZE: &str = "io.size";
+    /// I/O offset (distribution, unit `bytes`).
+    pub const OFFSET: &str = "io.offset";
+
+    /// Counters: carried by per-op series and per-worker series. (stat, unit)
+    pub const COUNTERS: [(&str, &str); 3] = [(OPS, "ops"), (BYTES, "bytes"), (ERRORS, "errors")];
+    /// Distributions: carried by per-op series only. (stat, unit)
+    pub const DISTRIBUTIONS: [(&str, &str); 4] =
+        [(LATENCY, "ns"), (SERVICE_TIME, "ns"), (SIZE, "bytes"), (OFFSET, "bytes")];
+}
+
+/// What is known about a run when it starts.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunInfo {
+    pub ioscope_version: String,
+    /// The host that ran (or coordinated) the run.
+    pub host: String,
+    /// Process id of the ioscope process writing the file.
+    pub pid: u32,
+    pub command_line: String,
+    pub started_unix_ms: i64,
+    pub planned_duration_ns: u64,
+    /// The validated plan as JSON (`ioscope_workload::Plan`).
+    pub plan_json: String,
+    /// The workload as given (TOML), for the record.
+    pub workload_toml: String,
+    pub workload_hash: String,
+}
+
+/// How a run ended (or that it has not).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Running,
+    Completed,
+    Interrupted,
+    Failed,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Running => "running",
+            Status::Completed => "completed",
+            Status::Interrupted => "interrupted",
+            Status::Failed => "failed",
+        }
+    }
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A status string that is none of `running`, `completed`, `interrupted`, `failed`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown run status {0:?} (expected running, completed, interrupted or failed)")]
+pub struct UnknownStatus(pub String);
+
+impl std::str::FromStr for Status {
+    type Err = UnknownStatus;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "running" => Ok(Status::Running),
+            "completed" => Ok(Status::Completed),
+            "interrupted" => Ok(Status::Interrupted),
+            "failed" => Ok(Status::Failed),
+            _ => Err(UnknownStatus(s.to_string())),
+        }
+    }
+}
+
+/// The run row as read back, with both the stored and the effective status.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredRun {
+    pub info: RunInfo,
+    pub ended_unix_ms: Option<i64>,
+    /// Status as written in the file (`running` after a kill).
+    pub stored_status: Status,
+    pub stored_detail: Option<String>,
+    /// Effective status: `Interrupted` when the file says `running` but the run's
+    /// process is gone (or ran on another host).
+    pub status: Status,
+    pub status_detail: Option<String>,
+}
+
+/// Everything in a results file, in memory.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Results {
+    pub path: PathBuf,
+    pub schema_version: i32,
+    pub run: StoredRun,
+    /// Hosts and their configuration, by name.
+    pub hosts: Vec<(String, serde_json::Value)>,
+    /// Every stored second of every host, ordered by (second, host).
+    pub seconds: Vec<Snapshot>,
+}
+
+impl Results {
+    /// Number of distinct seconds stored (over all hosts).
+    pub fn seconds_kept(&self) -> usize {
+        let mut n = 0;
+        let mut last = None;
+        for s in &self.seconds {
+            if last != Some(s.second) {
+                n += 1;
+                last = Some(s.second);
+            }
+        }
+        n
+    }
+
+    /// Operation names present in the run, in order of first appearance.
+    pub fn op_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        for s in &self.seconds {
+            for o in &s.ops {
+                if !names.contains(&o.op) {
+                    names.push(o.op.clone());
+                }
+            }
+        }
+        names
+    }
+}
+
+/// Errors of the results file; every message names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{}: already exists; ioscope never overwrites a results file (choose another path or remove it)", .path.display())]
+    Exists { path: PathBuf },
+    #[error("{}: a leftover {} exists from an earlier SQLite session; remove it or choose another path", .path.display(), .leftover.display())]
+    Leftover { path: PathBuf, leftover: PathBuf },
+    #[error("{}: {source}", .path.display())]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{}: {source}", .path.display())]
+    Sqlite { path: PathBuf, source: rusqlite::Error },
+    #[error("{}: not an ioscope results file ({detail})", .path.display())]
+    NotResults { path: PathBuf, detail: String },
+    #[error("{}: results file schema version {found} is newer than this ioscope reads ({supported}); use a newer ioscope", .path.display())]
+    Version { path: PathBuf, found: i32, supported: i32 },
+    #[error("{}: damaged results file: {detail}", .path.display())]
+    Corrupt { path: PathBuf, detail: String },
+}
+
+impl StoreError {
+    pub(crate) fn sqlite(path: &Path) -> impl FnOnce(rusqlite::Error) -> StoreError + '_ {
+        move |source| StoreError::Sqlite { path: path.to_path_buf(), source }
+    }
+}
+
+/// This machine's host name (the kernel's node name), if it can be read.
+pub fn hostname() -> Option<String> {
+    for f in ["/proc/sys/kernel/hostname", "/etc/hostname"] {
+        if let Ok(s) = std::fs::read_to_string(f) {
+            let s = s.trim();
+            if !s.is_empty() {
+                return Some(s.to_string());
+            }
+        }
+    }
+    std::env::var("HOSTNAME").ok().filter(|s| !s.is_empty())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,296 @@
+//! Reading a results file back into memory, and the effective status of its run.
+
+use crate::schema::{APPLICATION_ID, SCHEMA_VERSION};
+use crate::{stat, Results, RunInfo, Status, StoreError, StoredRun};
+use ioscope_metrics::{Histogram, OpInterval, OpSeries, Snapshot, WorkerCounts};
+use rusqlite::types::ValueRef;
+use rusqlite::{Connection, OpenFlags, OptionalExtension};
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::time::Duration;
+
+/// Opens a results file read-only and loads everything. Works on a file still being
+/// written and on one left by a killed run (its `-wal` file is read too).
+pub fn open(path: &Path) -> Result<Results, StoreError> {
+    let meta = std::fs::metadata(path).map_err(|e| StoreError::Io { path: path.to_path_buf(), source: e })?;
+    if !meta.is_file() {
+        return Err(StoreError::NotResults { path: path.to_path_buf(), detail: "not a regular file".into() });
+    }
+    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+        .map_err(StoreError::sqlite(path))?;
+    conn.busy_timeout(Duration::from_secs(5)).map_err(StoreError::sqlite(path))?;
+    let not_results = |detail: String| StoreError::NotResults { path: path.to_path_buf(), detail };
+
+    let app_id: i32 = conn.query_row("PRAGMA application_id", [], |r| r.get(0)).map_err(|e| match e {
+        rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::NotADatabase => {
+            not_results("not an SQLite database".into())
+        }
+        e => StoreError::Sqlite { path: path.to_path_buf(), source: e },
+    })?;
+    if app_id != APPLICATION_ID {
+        return Err(not_results(format!("SQLite application_id is {app_id:#x}, expected {APPLICATION_ID:#x}")));
+    }
+    let version: i32 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(StoreError::sqlite(path))?;
+    if version > SCHEMA_VERSION {
+        return Err(StoreError::Version { path: path.to_path_buf(), found: version, supported: SCHEMA_VERSION });
+    }
+    if version < 1 {
+        return Err(not_results(format!("schema version {version}")));
+    }
+
+    // One read transaction: a consistent view even while a run is still writing.
+    let tx = conn.unchecked_transaction().map_err(StoreError::sqlite(path))?;
+    let mut r = Reader { path, conn: &tx };
+    let (info, ended_unix_ms, stored_status, stored_detail) = r.run()?;
+    let hosts = r.hosts()?;
+    let seconds = r.seconds()?;
+    drop(tx);
+
+    let mut results = Results {
+        path: path.to_path_buf(),
+        schema_version: version,
+        run: StoredRun {
+            info,
+            ended_unix_ms,
+            stored_status,
+            stored_detail: stored_detail.clone(),
+            status: stored_status,
+            status_detail: stored_detail,
+        },
+        hosts,
+        seconds,
+    };
+    if stored_status == Status::Running && !still_running(&results.run.info) {
+        results.run.status = Status::Interrupted;
+        results.run.status_detail = Some(format!(
+            "the run stopped without finishing (killed or crashed); {} seconds kept",
+            results.seconds_kept()
+        ));
+    }
+    Ok(results)
+}
+
+/// Whether the process that wrote a `running` file is still at it: same host, the pid
+/// exists and it is an ioscope process. A run from another host cannot be checked and
+/// counts as stopped.
+fn still_running(run: &RunInfo) -> bool {
+    if crate::hostname().as_deref() != Some(run.host.as_str()) || run.pid == 0 {
+        return false;
+    }
+    match std::fs::read_to_string(format!("/proc/{}/comm", run.pid)) {
+        Ok(comm) => comm.trim_end() == "ioscope",
+        Err(_) => false,
+    }
+}
+
+struct Reader<'a> {
+    path: &'a Path,
+    conn: &'a Connection,
+}
+
+fn u64_of(v: ValueRef<'_>) -> Result<Option<u64>, String> {
+    match v {
+        ValueRef::Null => Ok(None),
+        ValueRef::Integer(i) => u64::try_from(i).map(Some).map_err(|_| format!("negative value {i}")),
+        ValueRef::Text(t) => {
+            let s = std::str::from_utf8(t).map_err(|_| "non-UTF-8 number".to_string())?;
+            s.trim().parse().map(Some).map_err(|_| format!("bad number {s:?}"))
+        }
+        ValueRef::Real(f) if f >= 0.0 => Ok(Some(f as u64)),
+        other => Err(format!("unexpected value {other:?}")),
+    }
+}
+
+fn u128_of(v: ValueRef<'_>) -> Result<Option<u128>, String> {
+    match v {
+        ValueRef::Text(t) => {
+            let s = std::str::from_utf8(t).map_err(|_| "non-UTF-8 number".to_string())?;
+            s.trim().parse().map(Some).map_err(|_| format!("bad number {s:?}"))
+        }
+        ValueRef::Real(f) if f >= 0.0 => Ok(Some(f as u128)),
+        other => u64_of(other).map(|o| o.map(u128::from)),
+    }
+}
+
+impl Reader<'_> {
+    fn sql(&self) -> impl FnOnce(rusqlite::Error) -> StoreError + '_ {
+        StoreError::sqlite(self.path)
+    }
+    fn corrupt(&self, detail: String) -> StoreError {
+        StoreError::Corrupt { path: self.path.to_path_buf(), detail }
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn run(&mut self) -> Result<(RunInfo, Option<i64>, Status, Option<String>), StoreError> {
+        let row = self
+            .conn
+            .query_row(
+                "SELECT ioscope_version, host, pid, command_line, started_unix_ms, ended_unix_ms,
+                        status, status_detail, planned_duration_ns, plan_json, workload_toml,
+                        workload_hash
+                 FROM run WHERE id = 1",
+                [],
+                |r| {
+                    Ok((
+                        RunInfo {
+                            ioscope_version: r.get(0)?,
+                            host: r.get(1)?,
+                            pid: r.get(2)?,
+                            command_line: r.get(3)?,
+                            started_unix_ms: r.get(4)?,
+                            planned_duration_ns: r.get::<_, i64>(8)?.max(0) as u64,
+                            plan_json: r.get(9)?,
+                            workload_toml: r.get(10)?,
+                            workload_hash: r.get(11)?,
+                        },
+                        r.get::<_, Option<i64>>(5)?,
+                        r.get::<_, String>(6)?,
+                        r.get::<_, Option<String>>(7)?,
+                    ))
+                },
+            )
+            .optional()
+            .map_err(self.sql())?;
+        let Some((info, ended, status, detail)) = row else {
+            return Err(self.corrupt("the run table is empty".into()));
+        };
+        let status = status.parse::<Status>().map_err(|e| self.corrupt(e.to_string()))?;
+        Ok((info, ended, status, detail))
+    }
+
+    fn hosts(&mut self) -> Result<Vec<(String, serde_json::Value)>, StoreError> {
+        let mut stmt = self.conn.prepare("SELECT name, config_json FROM host ORDER BY name").map_err(self.sql())?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
+            .map_err(self.sql())?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(self.sql())?;
+        // A configuration that is not JSON is kept as a string rather than refused.
+        Ok(rows
+            .into_iter()
+            .map(|(name, json)| {
+                let v = serde_json::from_str(&json).unwrap_or(serde_json::Value::String(json));
+                (name, v)
+            })
+            .collect())
+    }
+
+    fn seconds(&mut self) -> Result<Vec<Snapshot>, StoreError> {
+        struct SeriesRow {
+            stat: String,
+            host: String,
+            op: String,
+            worker: Option<u32>,
+        }
+        let mut series = HashMap::new();
+        {
+            let mut stmt = self.conn.prepare("SELECT id, stat, host, op, worker FROM series").map_err(self.sql())?;
+            let mut rows = stmt.query([]).map_err(self.sql())?;
+            while let Some(r) = rows.next().map_err(self.sql())? {
+                let id: i64 = r.get(0).map_err(self.sql())?;
+                let row = SeriesRow {
+                    stat: r.get(1).map_err(self.sql())?,
+                    host: r.get(2).map_err(self.sql())?,
+                    op: r.get(3).map_err(self.sql())?,
+                    worker: r.get(4).map_err(self.sql())?,
+                };
+                series.insert(id, row);
+            }
+        }
+
+        #[derive(Default)]
+        struct Building {
+            snap: Option<Snapshot>,
+            ops: HashMap<String, usize>,
+            workers: HashMap<(u32, String), usize>,
+        }
+        let mut snaps: BTreeMap<(u32, String), Building> = BTreeMap::new();
+        let new_snap = |second: u32, host: &str, interval_ns: u64| Snapshot {
+            second,
+            interval_ns,
+            host: host.to_string(),
+            ops: Vec::new(),
+            workers: Vec::new(),
+        };
+        {
+            let mut stmt = self.conn.prepare("SELECT host, second, interval_ns FROM tick").map_err(self.sql())?;
+            let mut rows = stmt.query([]).map_err(self.sql())?;
+            while let Some(r) = rows.next().map_err(self.sql())? {
+                let host: String = r.get(0).map_err(self.sql())?;
+                let second: u32 = r.get(1).map_err(self.sql())?;
+                let interval = u64_of(r.get_ref(2).map_err(self.sql())?).map_err(|e| self.corrupt(e))?.unwrap_or(0);
+                let b = snaps.entry((second, host.clone())).or_default();
+                b.snap = Some(new_snap(second, &host, interval));
+            }
+        }
+
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT series_id, second, interval_ns, value, sum, min, max, hist
+                 FROM sample ORDER BY second, series_id",
+            )
+            .map_err(self.sql())?;
+        let mut rows = stmt.query([]).map_err(self.sql())?;
+        while let Some(r) = rows.next().map_err(self.sql())? {
+            let id: i64 = r.get(0).map_err(self.sql())?;
+            let second: u32 = r.get(1).map_err(self.sql())?;
+            let Some(s) = series.get(&id) else {
+                return Err(self.corrupt(format!("sample of unknown series {id}")));
+            };
+            let bad = |e: String| self.corrupt(format!("series {id} ({}) second {second}: {e}", s.stat));
+            let num = |i: usize| -> Result<Option<u64>, StoreError> {
+                u64_of(r.get_ref(i).map_err(self.sql())?).map_err(bad)
+            };
+            let interval = num(2)?.unwrap_or(0);
+            let value = num(3)?.unwrap_or(0);
+
+            let b = snaps.entry((second, s.host.clone())).or_default();
+            let snap = b.snap.get_or_insert_with(|| new_snap(second, &s.host, interval));
+            match s.worker {
+                Some(worker) => {
+                    let i = *b.workers.entry((worker, s.op.clone())).or_insert_with(|| {
+                        snap.workers.push(WorkerCounts { worker, op: s.op.clone(), counts: Default::default() });
+                        snap.workers.len() - 1
+                    });
+                    let c = &mut snap.workers[i].counts;
+                    match s.stat.as_str() {
+                        stat::OPS => c.ops = value,
+                        stat::BYTES => c.bytes = value,
+                        stat::ERRORS => c.errors = value,
+                        _ => {} // a statistic this version does not know: skipped
+                    }
+                }
+                None => {
+                    let i = *b.ops.entry(s.op.clone()).or_insert_with(|| {
+                        snap.ops.push(OpSeries { op: s.op.clone(), data: OpInterval::empty() });
+                        snap.ops.len() - 1
+                    });
+                    let d = &mut snap.ops[i].data;
+                    let hist = |d: &mut Histogram| -> Result<(), StoreError> {
+                        let blob = match r.get_ref(7).map_err(self.sql())? {
+                            ValueRef::Null => return Ok(()),
+                            ValueRef::Blob(b) => b,
+                            other => return Err(bad(format!("histogram is {:?}, not a blob", other.data_type()))),
+                        };
+                        let sum = u128_of(r.get_ref(4).map_err(self.sql())?).map_err(bad)?.unwrap_or(0);
+                        let (min, max) = (num(5)?.unwrap_or(0), num(6)?.unwrap_or(0));
+                        *d = Histogram::decode_sparse(blob, sum, min, max).map_err(|e| bad(e.to_string()))?;
+                        Ok(())
+                    };
+                    match s.stat.as_str() {
+                        stat::OPS => d.counts.ops = value,
+                        stat::BYTES => d.counts.bytes = value,
+                        stat::ERRORS => d.counts.errors = value,
+                        stat::LATENCY => hist(&mut d.latency_ns)?,
+                        stat::SERVICE_TIME => hist(&mut d.service_ns)?,
+                        stat::SIZE => hist(&mut d.size_bytes)?,
+                        stat::OFFSET => hist(&mut d.offset_bytes)?,
+                        _ => {}
+                    }
+                }
+            }
+        }
+        Ok(snaps.into_values().filter_map(|b| b.snap).collect())
+    }
+}

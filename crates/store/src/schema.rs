@@ -1,0 +1,111 @@
+//! The SQL schema of a results file, version [`SCHEMA_VERSION`].
+//!
+//! Kept readable with the sqlite3 CLI: one row per run, hosts with their configuration
+//! as JSON, series (a statistic plus its dimensions) and one sample per series and
+//! second. Every value is in the unit named by its series (`series.unit`), and
+//! distributions carry their sparse histogram beside the exact count, sum, min and max.
+
+/// `PRAGMA user_version` of files this crate writes and reads.
+pub const SCHEMA_VERSION: i32 = 1;
+
+/// `PRAGMA application_id` of an ioscope results file: "IOSC" in ASCII.
+pub const APPLICATION_ID: i32 = 0x494F_5343;
+
+/// `meta.format` of an ioscope results file.
+pub const FORMAT: &str = "ioscope results";
+
+pub(crate) const CREATE: &str = r#"
+CREATE TABLE meta(
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+
+-- The run: exactly one row. `status` stays 'running' until the run finishes, so a
+-- file left by a killed run says 'running' (readers work out that it was interrupted).
+CREATE TABLE run(
+    id                  INTEGER PRIMARY KEY CHECK (id = 1),
+    ioscope_version     TEXT    NOT NULL,
+    host                TEXT    NOT NULL,
+    pid                 INTEGER NOT NULL,
+    command_line        TEXT    NOT NULL,
+    started_unix_ms     INTEGER NOT NULL,
+    ended_unix_ms       INTEGER,
+    status              TEXT    NOT NULL
+        CHECK (status IN ('running', 'completed', 'interrupted', 'failed')),
+    status_detail       TEXT,
+    planned_duration_ns INTEGER NOT NULL,
+    plan_json           TEXT    NOT NULL,
+    workload_toml       TEXT    NOT NULL,
+    workload_hash       TEXT    NOT NULL
+);
+
+-- Every host that ran load, with its configuration (CPU, memory, kernel, file system...).
+CREATE TABLE host(
+    name        TEXT PRIMARY KEY,
+    config_json TEXT NOT NULL
+);
+
+-- One row per host and finished second: the second exists even when nothing completed.
+CREATE TABLE tick(
+    host        TEXT    NOT NULL,
+    second      INTEGER NOT NULL,
+    interval_ns INTEGER NOT NULL,
+    PRIMARY KEY (host, second)
+) WITHOUT ROWID;
+
+-- A statistic with its dimensions. `worker` is NULL for the per-host, per-op series
+-- (all statistics); per-worker series carry only the counters.
+CREATE TABLE series(
+    id     INTEGER PRIMARY KEY,
+    stat   TEXT NOT NULL,
+    unit   TEXT NOT NULL,
+    kind   TEXT NOT NULL CHECK (kind IN ('counter', 'distribution')),
+    host   TEXT NOT NULL,
+    op     TEXT NOT NULL,
+    worker INTEGER
+);
+CREATE UNIQUE INDEX series_key ON series(stat, host, op, ifnull(worker, -1));
+
+-- One value per series and second. Counter: value = count. Distribution: value = count,
+-- sum/min/max exact (NULL when empty; INTEGER, or decimal TEXT past 2^63-1), and hist =
+-- the sparse histogram (see meta 'hist_encoding').
+CREATE TABLE sample(
+    series_id   INTEGER NOT NULL REFERENCES series(id),
+    second      INTEGER NOT NULL,
+    interval_ns INTEGER NOT NULL,
+    value       INTEGER NOT NULL,
+    sum,
+    min,
+    max,
+    hist        BLOB,
+    PRIMARY KEY (series_id, second)
+) WITHOUT ROWID;
+
+-- For reading by hand: samples with their series spelled out.
+CREATE VIEW samples AS
+SELECT x.second, s.host, s.op, s.worker, s.stat, s.unit, x.interval_ns, x.value,
+       x.sum, x.min, x.max, length(x.hist) AS hist_bytes
+FROM sample x JOIN series s ON s.id = x.series_id;
+"#;
+
+/// Rows of the `meta` table written at creation.
+pub(crate) fn meta_rows() -> Vec<(&'static str, String)> {
+    use ioscope_metrics::histogram::{BUCKETS, GROUPING_POWER, RELATIVE_ERROR};
+    vec![
+        ("format", FORMAT.to_string()),
+        ("schema_version", SCHEMA_VERSION.to_string()),
+        (
+            "histogram",
+            format!(
+                "log-linear: values below {} exact, then {} buckets per power of two \
+                 (grouping power {GROUPING_POWER}), {BUCKETS} buckets; bucket midpoints \
+                 within {:.2}%",
+                2u64 << GROUPING_POWER,
+                1u64 << GROUPING_POWER,
+                RELATIVE_ERROR * 100.0
+            ),
+        ),
+        ("hist_encoding", "sparse: LEB128 varint pairs (bucket index delta, count) of non-zero buckets".to_string()),
+        ("latency", "io.latency: response time from the intended start; io.service_time: from issue".to_string()),
+    ]
+}

@@ -1,0 +1,271 @@
+//! Writing a results file: create, one transaction per second, finish.
+
+use crate::schema::{self, APPLICATION_ID, SCHEMA_VERSION};
+use crate::{stat, RunInfo, Status, StoreError};
+use ioscope_metrics::{Histogram, Snapshot};
+use rusqlite::types::Value;
+use rusqlite::{params, Connection, OpenFlags, TransactionBehavior};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How long a statement waits for a lock held by a reader before failing.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// (stat, host, op, worker)
+type SeriesKey = (&'static str, String, String, Option<u32>);
+
+/// Checks that `path` can be created as a new results file; the CLI calls this before
+/// any I/O. Refuses an existing path, and leftover `-wal`/`-journal` files beside it
+/// (SQLite would replay them into the new file).
+pub fn check_new_path(path: &Path) -> Result<(), StoreError> {
+    if path.symlink_metadata().is_ok() {
+        return Err(StoreError::Exists { path: path.to_path_buf() });
+    }
+    for suffix in ["-wal", "-journal"] {
+        let mut s = path.as_os_str().to_owned();
+        s.push(suffix);
+        let leftover = PathBuf::from(s);
+        if leftover.symlink_metadata().is_ok() {
+            return Err(StoreError::Leftover { path: path.to_path_buf(), leftover });
+        }
+    }
+    Ok(())
+}
+
+/// Writes one run's results file.
+pub struct Writer {
+    conn: Connection,
+    path: PathBuf,
+    series: HashMap<SeriesKey, i64>,
+}
+
+impl std::fmt::Debug for Writer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Writer").field("path", &self.path).finish_non_exhaustive()
+    }
+}
+
+fn int(v: u64) -> Value {
+    match i64::try_from(v) {
+        Ok(i) => Value::Integer(i),
+        Err(_) => Value::Text(v.to_string()),
+    }
+}
+
+fn int128(v: u128) -> Value {
+    match i64::try_from(v) {
+        Ok(i) => Value::Integer(i),
+        Err(_) => Value::Text(v.to_string()),
+    }
+}
+
+impl Writer {
+    /// Creates a new results file at `path` (never over an existing one) and records the
+    /// run (status `running`) and the hosts' configuration.
+    pub fn create(path: &Path, run: &RunInfo, hosts: &[(String, serde_json::Value)]) -> Result<Self, StoreError> {
+        check_new_path(path)?;
+        // Claim the path atomically: two runs racing for one name cannot both win.
+        std::fs::OpenOptions::new().write(true).create_new(true).open(path).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::AlreadyExists {
+                StoreError::Exists { path: path.to_path_buf() }
+            } else {
+                StoreError::Io { path: path.to_path_buf(), source: e }
+            }
+        })?;
+        match Self::init(path, run, hosts) {
+            Ok(w) => Ok(w),
+            Err(e) => {
+                // We created it; leave nothing half-made behind.
+                for suffix in ["", "-wal", "-shm", "-journal"] {
+                    let mut s = path.as_os_str().to_owned();
+                    s.push(suffix);
+                    let _ = std::fs::remove_file(PathBuf::from(s));
+                }
+                Err(e)
+            }
+        }
+    }
+
+    fn init(path: &Path, run: &RunInfo, hosts: &[(String, serde_json::Value)]) -> Result<Self, StoreError> {
+        let err = StoreError::sqlite(path);
+        let mut conn =
+            Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+                .map_err(StoreError::sqlite(path))?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(StoreError::sqlite(path))?;
+        let mode: String =
+            conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)).map_err(StoreError::sqlite(path))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(StoreError::Corrupt {
+                path: path.to_path_buf(),
+                detail: format!("cannot switch to WAL mode (got journal_mode {mode})"),
+            });
+        }
+        conn.execute_batch(&format!(
+            "PRAGMA synchronous = NORMAL;
+             PRAGMA application_id = {APPLICATION_ID};
+             PRAGMA user_version = {SCHEMA_VERSION};"
+        ))
+        .map_err(StoreError::sqlite(path))?;
+
+        let tx = conn.transaction().map_err(StoreError::sqlite(path))?;
+        tx.execute_batch(schema::CREATE).map_err(StoreError::sqlite(path))?;
+        for (k, v) in schema::meta_rows() {
+            tx.execute("INSERT INTO meta(key, value) VALUES (?1, ?2)", params![k, v])
+                .map_err(StoreError::sqlite(path))?;
+        }
+        tx.execute(
+            "INSERT INTO run(id, ioscope_version, host, pid, command_line, started_unix_ms,
+                 ended_unix_ms, status, status_detail, planned_duration_ns, plan_json,
+                 workload_toml, workload_hash)
+             VALUES (1, ?1, ?2, ?3, ?4, ?5, NULL, 'running', NULL, ?6, ?7, ?8, ?9)",
+            params![
+                run.ioscope_version,
+                run.host,
+                run.pid,
+                run.command_line,
+                run.started_unix_ms,
+                int(run.planned_duration_ns),
+                run.plan_json,
+                run.workload_toml,
+                run.workload_hash,
+            ],
+        )
+        .map_err(StoreError::sqlite(path))?;
+        for (name, config) in hosts {
+            tx.execute("INSERT INTO host(name, config_json) VALUES (?1, ?2)", params![name, config.to_string()])
+                .map_err(StoreError::sqlite(path))?;
+        }
+        tx.commit().map_err(err)?;
+        Ok(Writer { conn, path: path.to_path_buf(), series: HashMap::new() })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Records one second of one host in one transaction: when this returns, the second
+    /// survives a kill of the process.
+    pub fn write_second(&mut self, s: &Snapshot) -> Result<(), StoreError> {
+        let path = self.path.as_path();
+        let tx =
+            self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(StoreError::sqlite(path))?;
+        // Series created in this transaction join the cache only once it commits.
+        let mut created: Vec<(SeriesKey, i64)> = Vec::new();
+        let cache = &self.series;
+        let mut series_id = |stat: &'static str, unit: &str, kind: &str, op: &str, worker: Option<u32>| {
+            let key: SeriesKey = (stat, s.host.clone(), op.to_string(), worker);
+            if let Some(id) = cache.get(&key) {
+                return Ok(*id);
+            }
+            if let Some((_, id)) = created.iter().find(|(k, _)| *k == key) {
+                return Ok(*id);
+            }
+            tx.prepare_cached(
+                "INSERT INTO series(stat, unit, kind, host, op, worker) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?
+            .execute(params![stat, unit, kind, s.host, op, worker])?;
+            let id = tx.last_insert_rowid();
+            created.push((key, id));
+            Ok::<i64, rusqlite::Error>(id)
+        };
+
+        let result = (|| {
+            tx.execute(
+                "INSERT INTO tick(host, second, interval_ns) VALUES (?1, ?2, ?3)",
+                params![s.host, s.second, int(s.interval_ns)],
+            )?;
+            let interval = int(s.interval_ns);
+            let mut insert = tx.prepare_cached(
+                "INSERT INTO sample(series_id, second, interval_ns, value, sum, min, max, hist)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            )?;
+            let mut counter = |id: i64, value: u64| {
+                insert.execute(params![
+                    id,
+                    s.second,
+                    interval,
+                    int(value),
+                    None::<i64>,
+                    None::<i64>,
+                    None::<i64>,
+                    None::<Vec<u8>>
+                ])
+            };
+            for o in &s.ops {
+                let c = o.data.counts;
+                for ((stat, unit), v) in stat::COUNTERS.into_iter().zip([c.ops, c.bytes, c.errors]) {
+                    let id = series_id(stat, unit, "counter", &o.op, None)?;
+                    counter(id, v)?;
+                }
+            }
+            for w in &s.workers {
+                let c = w.counts;
+                for ((stat, unit), v) in stat::COUNTERS.into_iter().zip([c.ops, c.bytes, c.errors]) {
+                    let id = series_id(stat, unit, "counter", &w.op, Some(w.worker))?;
+                    counter(id, v)?;
+                }
+            }
+            for o in &s.ops {
+                let d = &o.data;
+                let hists: [&Histogram; 4] = [&d.latency_ns, &d.service_ns, &d.size_bytes, &d.offset_bytes];
+                for ((stat, unit), h) in stat::DISTRIBUTIONS.into_iter().zip(hists) {
+                    let id = series_id(stat, unit, "distribution", &o.op, None)?;
+                    if h.is_empty() {
+                        insert.execute(params![
+                            id,
+                            s.second,
+                            interval,
+                            0,
+                            None::<i64>,
+                            None::<i64>,
+                            None::<i64>,
+                            None::<Vec<u8>>
+                        ])?;
+                    } else {
+                        insert.execute(params![
+                            id,
+                            s.second,
+                            interval,
+                            int(h.count()),
+                            int128(h.sum()),
+                            h.min().map(int),
+                            h.max().map(int),
+                            h.encode_sparse(),
+                        ])?;
+                    }
+                }
+            }
+            Ok::<(), rusqlite::Error>(())
+        })();
+        result.map_err(StoreError::sqlite(path))?;
+        tx.commit().map_err(StoreError::sqlite(path))?;
+        self.series.extend(created);
+        Ok(())
+    }
+
+    /// Records how the run ended, checkpoints the WAL and switches the file back to
+    /// `journal_mode=DELETE`: one self-contained file remains.
+    pub fn finish(self, status: Status, detail: Option<&str>, ended_unix_ms: i64) -> Result<(), StoreError> {
+        let path = self.path;
+        let conn = self.conn;
+        conn.execute(
+            "UPDATE run SET status = ?1, status_detail = ?2, ended_unix_ms = ?3 WHERE id = 1",
+            params![status.as_str(), detail, ended_unix_ms],
+        )
+        .map_err(StoreError::sqlite(&path))?;
+        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())).map_err(StoreError::sqlite(&path))?;
+        let mode: String =
+            conn.query_row("PRAGMA journal_mode = DELETE", [], |r| r.get(0)).map_err(StoreError::sqlite(&path))?;
+        if !mode.eq_ignore_ascii_case("delete") {
+            return Err(StoreError::Corrupt {
+                path: path.clone(),
+                detail: format!(
+                    "could not leave WAL mode (journal_mode is {mode}); the file is complete but keeps its -wal file"
+                ),
+            });
+        }
+        conn.close().map_err(|(_, e)| StoreError::Sqlite { path: path.clone(), source: e })?;
+        Ok(())
+    }
+}

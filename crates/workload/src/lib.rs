@@ -1,0 +1,19 @@
+//! Workload input: fio-like flags and TOML files, parsed and validated into one [`Plan`].
+//!
+//! [`build_plan`] merges defaults, a workload file and flags, and returns either a [`Plan`] or
+//! every [`Diagnostic`] found; [`to_toml`] and [`plan_hash`] give a plan's canonical form.
+
+mod canonical;
+mod diagnostic;
+mod input;
+pub mod plan;
+mod units;
+
+pub use canonical::{plan_hash, to_toml};
+pub use diagnostic::{render_diagnostics, Diagnostic, Origin};
+pub use input::{build_plan, validate_file, Flags, SourceFile};
+pub use plan::{BlockSize, EngineKind, Plan, Rw, SyncMode};
+pub use units::{format_size, parse_duration, parse_size};
+
+#[cfg(test)]
+mod tests;

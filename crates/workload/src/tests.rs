@@ -1,0 +1,526 @@
+//! Behaviour a user would notice: what builds, what is rejected, and where the error points.
+
+use crate::*;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+fn src(text: &str) -> SourceFile {
+    SourceFile { path: PathBuf::from("job.toml"), text: text.to_string() }
+}
+
+fn plan(text: &str) -> Plan {
+    match validate_file(&src(text)) {
+        Ok(p) => p,
+        Err(d) => panic!("expected a plan, got:\n{}", render_diagnostics(&d)),
+    }
+}
+
+fn errors(text: &str, flags: &Flags) -> Vec<Diagnostic> {
+    match build_plan(Some(&src(text)), flags) {
+        Ok(p) => panic!("expected errors, got {p:?}"),
+        Err(d) => d,
+    }
+}
+
+fn file_errors(text: &str) -> Vec<Diagnostic> {
+    errors(text, &Flags::default())
+}
+
+/// (line, col) of a file diagnostic.
+fn pos(d: &Diagnostic) -> (usize, usize) {
+    match &d.origin {
+        Origin::File { line, col, .. } => (*line, *col),
+        Origin::Flag { flag } => panic!("expected a file diagnostic, got flag {flag}: {d}"),
+    }
+}
+
+fn flag_of(d: &Diagnostic) -> &str {
+    match &d.origin {
+        Origin::Flag { flag } => flag,
+        Origin::File { .. } => panic!("expected a flag diagnostic, got {d}"),
+    }
+}
+
+/// The single diagnostic for `text`.
+fn one_error(text: &str) -> Diagnostic {
+    let d = file_errors(text);
+    assert_eq!(d.len(), 1, "{}", render_diagnostics(&d));
+    d.into_iter().next().unwrap()
+}
+
+const DIR: &str = "dir = \"/tmp/x\"\n";
+
+#[test]
+fn acceptance_bad_size_unknown_key_negative_threads() {
+    let text = "# demo\nbs = \"8q\"\nthraeds = 4\nthreads = -4\ndir = \"/tmp/x\"\n";
+    let d = file_errors(text);
+    assert_eq!(d.len(), 3, "{}", render_diagnostics(&d));
+
+    assert_eq!(pos(&d[0]), (2, 6));
+    assert_eq!((d[0].key.as_str(), d[0].value.as_str()), ("bs", "\"8q\""));
+    assert_eq!(d[0].expected, "a size like 4k, 64k, 1m");
+
+    assert_eq!(pos(&d[1]), (3, 1));
+    assert_eq!(d[1].key, "thraeds");
+    assert!(d[1].expected.starts_with("one of: description, engine, rw,"));
+    assert!(d[1].message.contains("did you mean `threads`?"));
+
+    assert_eq!(pos(&d[2]), (4, 11));
+    assert_eq!((d[2].key.as_str(), d[2].value.as_str()), ("threads", "-4"));
+    assert_eq!(d[2].expected, "a whole number from 1 to 4096");
+
+    let out = render_diagnostics(&d);
+    assert!(
+        out.starts_with(
+            "job.toml:2:6: error: bs \"8q\": expected a size like 4k, 64k, 1m\n  |\n2 | bs = \"8q\"\n  |      ^^^^\n"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("job.toml:3:1: error: unknown key \"thraeds\": expected one of: "));
+    assert!(out.contains("  = note: did you mean `threads`?"));
+    assert!(out.contains(
+        "job.toml:4:11: error: threads -4: expected a whole number from 1 to 4096\n  |\n4 | threads = -4\n  |           ^^"
+    ), "{out}");
+    assert!(out.ends_with("3 errors; nothing was run.\n"));
+}
+
+#[test]
+fn defaults() {
+    let p = plan(DIR);
+    assert_eq!(p.engine, EngineKind::Posix);
+    assert_eq!(p.rw, Rw::RandRead);
+    assert_eq!(p.read_pct, 100);
+    assert_eq!(p.block_sizes, vec![BlockSize { bytes: 4096, weight: 1 }]);
+    assert_eq!(p.size_bytes, 1 << 30);
+    assert_eq!((p.files, p.threads, p.iodepth), (1, 1, 1));
+    assert_eq!(p.duration, Duration::from_secs(60));
+    assert_eq!(p.dir, Path::new("/tmp/x"));
+    assert!(!p.direct && !p.force && !p.cleanup);
+    assert_eq!(p.sync, SyncMode::None);
+    assert_eq!(p.rate_iops, None);
+}
+
+#[test]
+fn dir_is_required_except_for_the_null_engine() {
+    let d = build_plan(None, &Flags::default()).unwrap_err();
+    assert_eq!(d.len(), 1);
+    assert_eq!(d[0].key, "dir");
+    assert_eq!(flag_of(&d[0]), "--dir");
+    assert_eq!(d[0].expected, "a directory path, e.g. --dir /mnt/test or dir = \"/mnt/test\"");
+    let d = file_errors("threads = 2\n");
+    assert_eq!(d.len(), 1);
+    assert!(d[0].message.contains("job.toml"), "{}", d[0]);
+
+    let p = plan("engine = \"null\"\n");
+    assert_eq!(p.engine, EngineKind::Null);
+    assert_eq!(p.dir, PathBuf::new());
+    let flags = Flags { engine: Some("null".into()), ..Flags::default() };
+    assert!(build_plan(None, &flags).is_ok());
+    // An empty path is no path.
+    assert_eq!(one_error("dir = \"\"\n").key, "dir");
+}
+
+#[test]
+fn every_key_from_the_file() {
+    let p = plan(
+        "# comment\ndescription = \"all keys\"\nengine = \"posix\"\nrw = \"randrw\"\nrwmix_read = 70\n\
+         bs = \"4k:3,64k:1\"\nsize = \"2g\"\nfiles = 4\nthreads = 8\niodepth = 1\nduration = \"1m30s\"\n\
+         dir = \"data\"\ndirect = true\nsync = \"fdatasync\"\nrate_iops = 1000\nforce = true\ncleanup = true\n",
+    );
+    assert_eq!(p.rw, Rw::RandRw);
+    assert_eq!(p.read_pct, 70);
+    assert_eq!(p.block_sizes, vec![BlockSize { bytes: 4096, weight: 3 }, BlockSize { bytes: 65536, weight: 1 }]);
+    assert_eq!(p.size_bytes, 2 << 30);
+    assert_eq!((p.files, p.threads), (4, 8));
+    assert_eq!(p.duration, Duration::from_secs(90));
+    assert_eq!(p.dir, Path::new("data"), "relative paths stay relative to the cwd");
+    assert!(p.direct && p.force && p.cleanup);
+    assert_eq!(p.sync, SyncMode::Fdatasync);
+    assert_eq!(p.rate_iops, Some(1000));
+}
+
+#[test]
+fn numbers_and_sizes_in_their_toml_types() {
+    let p = plan("bs = 8192\nsize = 1048576\nduration = 5\ndir = \"/d\"\n");
+    assert_eq!(p.block_sizes[0].bytes, 8192);
+    assert_eq!(p.size_bytes, 1 << 20);
+    assert_eq!(p.duration, Duration::from_secs(5));
+    let d = one_error("threads = \"4\"\ndir = \"/d\"\n");
+    assert_eq!(d.key, "threads");
+    assert!(d.message.contains("without quotes"), "{d}");
+    assert_eq!(one_error("direct = \"yes\"\ndir = \"/d\"\n").expected, "true or false");
+}
+
+#[test]
+fn read_pct_follows_rw() {
+    for (rw, pct) in [("read", 100), ("write", 0), ("randread", 100), ("randwrite", 0), ("randrw", 50)] {
+        let p = plan(&format!("rw = \"{rw}\"\n{DIR}"));
+        assert_eq!(p.read_pct, pct, "{rw}");
+        assert_eq!(p.rw.name(), rw);
+    }
+}
+
+#[test]
+fn weighted_block_sizes() {
+    let want = vec![
+        BlockSize { bytes: 4096, weight: 60 },
+        BlockSize { bytes: 32 << 10, weight: 25 },
+        BlockSize { bytes: 512 << 10, weight: 10 },
+        BlockSize { bytes: 4 << 20, weight: 5 },
+    ];
+    let p = plan(&format!("bs = \"4k:60, 32k:25,512k:10,4m:5\"\n{DIR}"));
+    assert_eq!(p.block_sizes, want);
+    let p = plan(&format!(
+        "bs = [{{size = \"4k\", weight = 60}}, {{size = \"32k\", weight = 25}},\n  {{size = 524288, weight = 10}}, {{size = \"4m\", weight = 5}}]\n{DIR}"
+    ));
+    assert_eq!(p.block_sizes, want);
+    let p = plan(&format!(
+        "{DIR}[[bs]]\nsize = \"4k\"\nweight = 60\n[[bs]]\nsize = \"32k\"\nweight = 25\n[[bs]]\nsize = \"512k\"\nweight = 10\n[[bs]]\nsize = \"4m\"\nweight = 5\n"
+    ));
+    assert_eq!(p.block_sizes, want);
+    // A single size needs no weight.
+    assert_eq!(
+        plan(&format!("bs = [{{size = \"16k\"}}]\n{DIR}")).block_sizes,
+        vec![BlockSize { bytes: 16384, weight: 1 }]
+    );
+}
+
+#[test]
+fn weighted_list_errors_point_at_the_entry() {
+    let d = one_error(&format!("bs = \"4k:60,8q:40\"\n{DIR}"));
+    assert_eq!(pos(&d), (1, 13));
+    assert_eq!(d.value, "\"8q\"");
+    let d = one_error(&format!("bs = \"4k:60,8k:0\"\n{DIR}"));
+    assert_eq!(pos(&d), (1, 16));
+    assert!(d.expected.contains("weight"), "{d}");
+    let d = one_error(&format!("bs = \"4k:60,8k\"\n{DIR}"));
+    assert!(d.expected.starts_with("SIZE:WEIGHT"), "{d}");
+    let d = one_error(&format!("bs = \"4k:60,,8k:1\"\n{DIR}"));
+    assert!(d.expected.contains("separated by commas"), "{d}");
+    let d = one_error(&format!("bs = \"4k:-1\"\n{DIR}"));
+    assert!(d.expected.contains("weight"), "{d}");
+    let d = one_error(&format!("bs = [{{size = \"4k\", weight = 60}}, {{size = \"8k\", wieght = 1}}]\n{DIR}"));
+    assert_eq!(d.key, "bs.wieght");
+    assert!(d.message.contains("did you mean `weight`?"), "{d}");
+    let d = one_error(&format!("bs = []\n{DIR}"));
+    assert_eq!(d.expected, "at least one block size");
+    // From a flag: the whole flag, and a note naming the entry.
+    let flags = Flags { bs: Some("4k:1,9x:2".into()), ..Flags::default() };
+    let d = errors(DIR, &flags);
+    assert_eq!(d.len(), 1);
+    assert_eq!(flag_of(&d[0]), "--bs");
+    assert!(d[0].message.contains("in entry \"9x:2\""), "{}", d[0]);
+}
+
+#[test]
+fn block_size_limits() {
+    let d = one_error(&format!("bs = 0\n{DIR}"));
+    assert!(d.expected.contains("from 1 byte to 256 MiB"), "{d}");
+    let d = one_error(&format!("bs = \"512m\"\nsize = \"10g\"\n{DIR}"));
+    assert!(d.message.contains("512 MiB"), "{d}");
+    assert_eq!(plan(&format!("bs = \"256m\"\n{DIR}")).block_sizes[0].bytes, 256 << 20);
+    assert_eq!(plan(&format!("bs = 1\n{DIR}")).block_sizes[0].bytes, 1);
+}
+
+#[test]
+fn size_must_hold_one_largest_block_per_file() {
+    let d = one_error(&format!("size = \"1m\"\nfiles = 4\nbs = \"4k:1,512k:1\"\n{DIR}"));
+    assert_eq!(d.key, "size");
+    assert_eq!(pos(&d), (1, 8));
+    assert!(d.expected.starts_with("at least 2 MiB"), "{d}");
+    assert!(plan(&format!("size = \"2m\"\nfiles = 4\nbs = \"4k:1,512k:1\"\n{DIR}")).size_bytes == 2 << 20);
+    // With the default size (1 GiB) the blame goes to files.
+    let d = one_error(&format!("files = 300000\nbs = \"4m\"\n{DIR}"));
+    assert_eq!(d.key, "files");
+    assert!(d.expected.starts_with("at most 256 files"), "{d}");
+    assert_eq!(one_error(&format!("size = 0\n{DIR}")).key, "size");
+}
+
+#[test]
+fn whole_number_ranges() {
+    for (key, max) in [("files", 1_000_000u64), ("threads", 4096), ("iodepth", 1024)] {
+        let want = format!("a whole number from 1 to {max}");
+        for bad in ["0".to_string(), "-4".into(), "2.5".into(), (max + 1).to_string(), "\"many\"".into()] {
+            let d = one_error(&format!("engine = \"null\"\n{key} = {bad}\n"));
+            assert_eq!(d.key, key);
+            assert_eq!(d.expected, want, "{key} = {bad}");
+            assert_eq!(pos(&d), (2, key.len() + 4));
+        }
+        let p = plan(&format!("engine = \"null\"\n{key} = {max}\nsize = \"1p\"\n"));
+        assert!(p.files as u64 == max || p.threads as u64 == max || p.iodepth as u64 == max);
+    }
+    assert_eq!(
+        one_error(&format!("rw = \"randrw\"\nrwmix_read = 101\n{DIR}")).expected,
+        "a whole number from 0 to 100"
+    );
+    assert_eq!(plan(&format!("rw = \"randrw\"\nrwmix_read = 0\n{DIR}")).read_pct, 0);
+}
+
+#[test]
+fn posix_is_synchronous() {
+    let d = one_error(&format!("iodepth = 8\n{DIR}"));
+    assert_eq!(d.key, "iodepth");
+    assert!(d.message.contains("posix is synchronous: iodepth must be 1 (use engine null, or uring when available)"));
+    assert_eq!(plan("engine = \"null\"\niodepth = 8\n").iodepth, 8);
+}
+
+#[test]
+fn duration_limits() {
+    assert_eq!(plan(&format!("duration = \"30d\"\n{DIR}")).duration, Duration::from_secs(30 * 86400));
+    assert_eq!(plan(&format!("duration = \"500ms\"\n{DIR}")).duration, Duration::from_millis(500));
+    for bad in ["0", "\"0s\"", "\"31d\"", "-5", "\"soon\"", "true"] {
+        let d = one_error(&format!("duration = {bad}\n{DIR}"));
+        assert_eq!(d.key, "duration", "{bad}");
+        assert!(d.expected.starts_with("a duration like 90s"), "{d}");
+    }
+}
+
+#[test]
+fn rate_iops_limits() {
+    let d = one_error(&format!("threads = 8\nrate_iops = 4\n{DIR}"));
+    assert_eq!(d.key, "rate_iops");
+    assert_eq!(d.expected, "at least 8 (1 IOPS per thread)");
+    assert_eq!(one_error(&format!("rate_iops = 100000001\n{DIR}")).expected, "a whole number from 1 to 100000000");
+    assert_eq!(plan(&format!("threads = 8\nrate_iops = 8\n{DIR}")).rate_iops, Some(8));
+}
+
+#[test]
+fn direct_needs_512_byte_multiples_on_posix() {
+    let d = one_error(&format!("direct = true\nbs = \"4k:1,1000:1\"\n{DIR}"));
+    assert_eq!(d.key, "bs");
+    assert_eq!(pos(&d), (2, 12));
+    assert!(d.message.contains("O_DIRECT"), "{d}");
+    assert!(plan(&format!("direct = true\nbs = \"4k:1,1000:1\"\nengine = \"null\"\n{DIR}")).direct);
+    assert!(plan(&format!("bs = 1000\n{DIR}")).block_sizes[0].bytes == 1000);
+}
+
+#[test]
+fn sync_needs_writes() {
+    let d = one_error(&format!("rw = \"read\"\nsync = \"fsync\"\n{DIR}"));
+    assert_eq!(d.key, "sync");
+    assert_eq!(pos(&d), (2, 8));
+    assert!(d.message.contains("rw = read (line 1)"), "{d}");
+    for rw in ["write", "randwrite", "randrw"] {
+        assert_eq!(plan(&format!("rw = \"{rw}\"\nsync = \"dsync\"\n{DIR}")).sync, SyncMode::Dsync);
+    }
+    // The default rw is randread.
+    assert!(one_error(&format!("sync = \"fdatasync\"\n{DIR}")).message.contains("the default"));
+}
+
+#[test]
+fn rwmix_read_only_with_randrw() {
+    let d = one_error(&format!("rw = \"randread\"\nrwmix_read = 70\n{DIR}"));
+    assert_eq!(d.key, "rwmix_read");
+    assert_eq!(pos(&d), (2, 14));
+    assert!(d.message.contains("rwmix_read applies only to rw = randrw"), "{d}");
+    assert!(d.message.contains("rw is randread (line 1)"), "{d}");
+}
+
+#[test]
+fn enum_values_suggest_close_names() {
+    let d = one_error(&format!("rw = \"randred\"\n{DIR}"));
+    assert_eq!(d.expected, "one of: read, write, randread, randwrite, randrw");
+    assert!(d.message.contains("did you mean `randread`?"));
+    let d = one_error(&format!("engine = \"uring\"\n{DIR}"));
+    assert!(d.message.contains("not available yet"), "{d}");
+    assert_eq!(one_error(&format!("sync = \"always\"\n{DIR}")).expected, "one of: none, fsync, fdatasync, dsync");
+    assert_eq!(plan(&format!("rw = \"RandWrite\"\n{DIR}")).rw, Rw::RandWrite);
+}
+
+#[test]
+fn files_are_flat() {
+    let d = one_error(&format!("{DIR}[job]\nthreads = 4\n"));
+    assert_eq!(d.key, "job");
+    assert_eq!(pos(&d), (2, 2));
+    assert!(d.message.contains("flat"), "{d}");
+    let d = one_error(&format!("{DIR}job.threads = 4\n"));
+    assert_eq!(d.key, "job");
+    assert!(d.message.contains("flat"), "{d}");
+    let d = one_error(&format!("{DIR}numjobs = 4\n"));
+    assert!(d.message.contains("did you mean `threads`?"), "{d}");
+    // Every unknown key is reported.
+    assert_eq!(file_errors(&format!("{DIR}a = 1\nb = 2\nc = 3\n")).len(), 3);
+}
+
+#[test]
+fn toml_syntax_error_has_a_position() {
+    let d = one_error("threads = 4\nbs = \"4k\ndir = \"/x\"\n");
+    assert_eq!(d.key, "");
+    let (line, _) = pos(&d);
+    assert_eq!(line, 2);
+    assert!(d.to_string().starts_with("job.toml:2:"), "{d}");
+    assert!(d.to_string().contains("error: invalid TOML"), "{d}");
+    // Duplicate keys are a TOML error too.
+    let d = one_error("threads = 4\nthreads = 5\ndir = \"/x\"\n");
+    assert_eq!(pos(&d).0, 2, "{d}");
+}
+
+#[test]
+fn flags_override_the_file() {
+    let text = "rw = \"randread\"\nbs = \"8q\"\nthreads = 2\nduration = \"1m\"\ndir = \"/from/file\"\n";
+    let flags = Flags {
+        bs: Some("64k".into()),
+        threads: Some("16".into()),
+        duration: Some("10s".into()),
+        dir: Some("/from/flag".into()),
+        rw: Some("randwrite".into()),
+        sync: Some("fsync".into()),
+        size: Some("2g".into()),
+        files: Some("2".into()),
+        rate_iops: Some("100".into()),
+        direct: true,
+        force: true,
+        cleanup: true,
+        ..Flags::default()
+    };
+    // The file's bad bs is replaced by the flag, so it is not an error.
+    let p = build_plan(Some(&src(text)), &flags).unwrap();
+    assert_eq!(p.block_sizes, vec![BlockSize { bytes: 65536, weight: 1 }]);
+    assert_eq!(p.threads, 16);
+    assert_eq!(p.duration, Duration::from_secs(10));
+    assert_eq!(p.dir, Path::new("/from/flag"));
+    assert_eq!((p.rw, p.read_pct), (Rw::RandWrite, 0));
+    assert_eq!(p.sync, SyncMode::Fsync);
+    assert_eq!((p.size_bytes, p.files, p.rate_iops), (2 << 30, 2, Some(100)));
+    assert!(p.direct && p.force && p.cleanup);
+
+    // Flags alone, and the mix: randrw from a flag, rwmix from the file.
+    let flags = Flags { rw: Some("randrw".into()), ..Flags::default() };
+    let p = build_plan(Some(&src(&format!("rwmix_read = 30\n{DIR}"))), &flags).unwrap();
+    assert_eq!(p.read_pct, 30);
+    let flags = Flags {
+        engine: Some("null".into()),
+        rwmix_read: Some("90".into()),
+        rw: Some("randrw".into()),
+        ..Flags::default()
+    };
+    assert_eq!(build_plan(None, &flags).unwrap().read_pct, 90);
+}
+
+#[test]
+fn flag_errors_point_at_the_flag_and_come_with_file_errors() {
+    let flags =
+        Flags { threads: Some("-4".into()), bs: Some("4q".into()), iodepth: Some("4".into()), ..Flags::default() };
+    let d = errors(&format!("thraeds = 1\n{DIR}"), &flags);
+    assert_eq!(d.len(), 4, "{}", render_diagnostics(&d));
+    assert_eq!(d[0].key, "thraeds", "file errors come first");
+    assert_eq!(flag_of(&d[1]), "--bs");
+    assert_eq!(flag_of(&d[2]), "--threads");
+    assert_eq!(d[2].to_string(), "--threads -4: error: expected a whole number from 1 to 4096");
+    assert_eq!(flag_of(&d[3]), "--iodepth");
+    assert!(render_diagnostics(&d).ends_with("4 errors; nothing was run.\n"));
+
+    // A flag overriding a good file value with a bad one: the error is the flag's.
+    let flags = Flags { rate_iops: Some("1".into()), threads: Some("4".into()), ..Flags::default() };
+    let d = errors(&format!("rate_iops = 1000\n{DIR}"), &flags);
+    assert_eq!(d.len(), 1);
+    assert_eq!(flag_of(&d[0]), "--rate-iops");
+    assert_eq!(d[0].value, "1");
+    let flags = Flags { direct: true, ..Flags::default() };
+    let d = errors(&format!("bs = 1000\n{DIR}"), &flags);
+    assert!(d[0].message.contains("--direct"), "{}", d[0]);
+}
+
+#[test]
+fn canonical_toml_round_trips() {
+    let plans = [
+        plan(DIR),
+        plan("engine = \"null\"\niodepth = 32\nduration = \"1h30m15s250ms\"\n"),
+        plan(
+            "rw = \"randrw\"\nrwmix_read = 70\nbs = \"4k:60,32k:25,512k:10,4m:5\"\nsize = 4294967296\nfiles = 4\nthreads = 4\n\
+             dir = \"/tmp/with \\\"quotes\\\" and é\"\ndirect = true\nsync = \"dsync\"\nrate_iops = 12345\nforce = true\ncleanup = true\n",
+        ),
+        plan(&format!("rw = \"write\"\nbs = 1536\nsize = 1000000\nsync = \"fsync\"\n{DIR}")),
+        plan(&format!("bs = \"16k:5\"\nrw = \"read\"\n{DIR}")),
+    ];
+    for p in plans {
+        let text = to_toml(&p);
+        let back = validate_file(&SourceFile { path: "canon.toml".into(), text: text.clone() })
+            .unwrap_or_else(|d| panic!("{text}\n{}", render_diagnostics(&d)));
+        assert_eq!(back, p, "{text}");
+        assert_eq!(to_toml(&back), text);
+    }
+    let text = to_toml(&plan(DIR));
+    let keys: Vec<&str> =
+        text.lines().filter(|l| !l.starts_with('#')).map(|l| l.split(" = ").next().unwrap()).collect();
+    assert_eq!(
+        keys,
+        [
+            "engine", "rw", "bs", "size", "files", "threads", "iodepth", "duration", "dir", "direct", "sync", "force",
+            "cleanup"
+        ]
+    );
+    assert!(text.contains("bs = \"4k\""), "{text}");
+    assert!(text.contains("size = \"1g\""), "{text}");
+    assert!(text.contains("duration = \"1m\""), "{text}");
+    assert!(text.contains("# rate_iops"), "{text}");
+}
+
+#[test]
+fn plan_hash_is_stable_and_tracks_values() {
+    let a = plan(&format!("bs = \"4k\"\nsize = \"1g\"\n{DIR}"));
+    let b = plan(&format!("# same workload, written differently\nsize = 1073741824\nbs = 4096\nduration = 60\n{DIR}"));
+    assert_eq!(plan_hash(&a), plan_hash(&b));
+    let h = plan_hash(&a);
+    assert_eq!(h.len(), 64);
+    assert!(h.chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+    assert_eq!(plan_hash(&a.clone()), h);
+    let mut c = a.clone();
+    c.threads = 2;
+    assert_ne!(plan_hash(&c), h);
+    let mut c = a.clone();
+    c.block_sizes[0].bytes = 8192;
+    assert_ne!(plan_hash(&c), h);
+    let flags = Flags { threads: Some("2".into()), ..Flags::default() };
+    let via_flag = build_plan(Some(&src(DIR)), &flags).unwrap();
+    assert_eq!(
+        plan_hash(&via_flag),
+        plan_hash(&{
+            let mut c = a.clone();
+            c.threads = 2;
+            c
+        })
+    );
+}
+
+#[test]
+fn description_is_free_text() {
+    assert_eq!(plan(&format!("description = \"hello\"\n{DIR}")), plan(DIR));
+    assert_eq!(one_error(&format!("description = 5\n{DIR}")).key, "description");
+}
+
+fn examples_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
+}
+
+#[test]
+fn examples_validate_and_bad_toml_shows_three_errors() {
+    let mut seen = 0;
+    for entry in std::fs::read_dir(examples_dir()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().and_then(|e| e.to_str()) != Some("toml") {
+            continue;
+        }
+        seen += 1;
+        let text = std::fs::read_to_string(&path).unwrap();
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        let file = SourceFile { path: PathBuf::from(&name), text };
+        let got = validate_file(&file);
+        if name == "bad.toml" {
+            let d = got.expect_err("bad.toml must not validate");
+            assert_eq!(d.len(), 3, "{}", render_diagnostics(&d));
+            let keys: Vec<&str> = d.iter().map(|d| d.key.as_str()).collect();
+            assert_eq!(keys, ["bs", "thraeds", "threads"]);
+        } else {
+            let p = got.unwrap_or_else(|d| panic!("{name}:\n{}", render_diagnostics(&d)));
+            assert_eq!(p.dir, Path::new("/tmp/ioscope-example"), "{name}");
+        }
+    }
+    assert!(seen >= 4, "examples/ should hold the four example files");
+    let mixed = std::fs::read_to_string(examples_dir().join("mixed-70-30.toml")).unwrap();
+    let p = validate_file(&src(&mixed)).unwrap();
+    assert_eq!((p.rw, p.read_pct, p.files, p.threads, p.block_sizes.len()), (Rw::RandRw, 70, 4, 4, 4));
+    let fsync = std::fs::read_to_string(examples_dir().join("fsync-writes.toml")).unwrap();
+    let p = validate_file(&src(&fsync)).unwrap();
+    assert_eq!((p.rw, p.sync, p.rate_iops), (Rw::RandWrite, SyncMode::Fdatasync, Some(500)));
+}

@@ -1,0 +1,151 @@
+//! Command-line definitions. Workload flags are taken as raw strings and validated
+//! together with the workload file, so every error is reported at once.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Parser)]
+#[command(
+    name = "ioscope",
+    version,
+    about = "A storage performance lab: apply load, record every I/O into per-second histograms, show what happened."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Run a workload (a TOML file, flags, or both; flags override the file).
+    Run(Box<RunArgs>),
+    /// Check a workload file and print every problem; runs nothing.
+    Validate { file: PathBuf },
+    /// Print the summary of a results file.
+    Show {
+        file: PathBuf,
+        /// Print the versioned JSON summary instead of the table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the per-second series of a results file.
+    Export {
+        file: PathBuf,
+        #[arg(long, value_enum, default_value = "csv")]
+        format: ExportFormat,
+    },
+    /// Run a short mixed workload in a temporary directory and print its summary.
+    Demo(DemoArgs),
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum ExportFormat {
+    Csv,
+    Json,
+}
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// Workload file (TOML). See examples/.
+    pub file: Option<PathBuf>,
+    #[command(flatten)]
+    pub workload: WorkloadFlags,
+    #[command(flatten)]
+    pub output: OutputFlags,
+}
+
+#[derive(Args, Default)]
+pub struct OutputFlags {
+    /// Results file to create (SQLite). Default: ioscope-YYYYMMDD-HHMMSS.db in the current directory.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Print the JSON summary (schema ioscope.summary/1) instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// No progress line and no preparation messages.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+#[derive(Args, Default)]
+pub struct DemoArgs {
+    /// Keep the results file here instead of the temporary directory.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Seconds to run.
+    #[arg(long, default_value = "8s")]
+    pub duration: String,
+}
+
+/// fio-like workload flags. Values are validated by the workload crate.
+#[derive(Args, Default)]
+#[command(next_help_heading = "Workload")]
+pub struct WorkloadFlags {
+    /// Access pattern: read, write, randread, randwrite, randrw.
+    #[arg(long, value_name = "PATTERN")]
+    pub rw: Option<String>,
+    /// Share of reads in percent, for --rw randrw.
+    #[arg(long, value_name = "PCT", allow_hyphen_values = true)]
+    pub rwmix_read: Option<String>,
+    /// Block size (4k) or weighted list (4k:60,32k:25,512k:10,4m:5).
+    #[arg(long, value_name = "SIZE")]
+    pub bs: Option<String>,
+    /// Working-set size over all files (256m, 10g).
+    #[arg(long, value_name = "SIZE", allow_hyphen_values = true)]
+    pub size: Option<String>,
+    /// Number of files the working set is split into.
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub files: Option<String>,
+    /// Worker threads.
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub threads: Option<String>,
+    /// I/Os in flight per thread (queueing engines).
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub iodepth: Option<String>,
+    /// How long to run (30s, 5m, 1h30m).
+    #[arg(long, value_name = "DUR")]
+    pub duration: Option<String>,
+    /// Directory for the working set; ioscope creates and marks its own files there.
+    #[arg(long, value_name = "PATH")]
+    pub dir: Option<String>,
+    /// O_DIRECT: bypass the page cache.
+    #[arg(long)]
+    pub direct: bool,
+    /// After each write: none, fsync, fdatasync; or dsync (open with O_DSYNC).
+    #[arg(long, value_name = "MODE")]
+    pub sync: Option<String>,
+    /// Open loop: issue this many I/Os per second over all threads; latency counts from the schedule.
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub rate_iops: Option<String>,
+    /// Engine: posix (pread/pwrite) or null (no I/O; measures ioscope itself).
+    #[arg(long, value_name = "ENGINE")]
+    pub engine: Option<String>,
+    /// Write into files ioscope did not create.
+    #[arg(long)]
+    pub force: bool,
+    /// Remove the files ioscope created after the run.
+    #[arg(long)]
+    pub cleanup: bool,
+}
+
+impl WorkloadFlags {
+    pub fn to_flags(&self) -> ioscope_workload::Flags {
+        ioscope_workload::Flags {
+            rw: self.rw.clone(),
+            rwmix_read: self.rwmix_read.clone(),
+            bs: self.bs.clone(),
+            size: self.size.clone(),
+            files: self.files.clone(),
+            threads: self.threads.clone(),
+            iodepth: self.iodepth.clone(),
+            duration: self.duration.clone(),
+            dir: self.dir.clone(),
+            direct: self.direct,
+            sync: self.sync.clone(),
+            rate_iops: self.rate_iops.clone(),
+            engine: self.engine.clone(),
+            force: self.force,
+            cleanup: self.cleanup,
+        }
+    }
+}

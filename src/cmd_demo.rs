@@ -1,0 +1,49 @@
+//! `ioscope demo`: a short, sensible mixed workload in a temporary directory, so a new
+//! user sees a complete run, its summary and where its results went.
+
+use crate::cli::{DemoArgs, OutputFlags};
+use crate::{exit, terminal};
+use ioscope_workload::{build_plan, Flags};
+
+pub fn demo(args: DemoArgs) -> u8 {
+    let work = match tempfile::Builder::new().prefix("ioscope-demo-").tempdir() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("error: cannot create a temporary directory: {e}");
+            return exit::RUN_FAILED;
+        }
+    };
+    let flags = Flags {
+        rw: Some("randrw".into()),
+        rwmix_read: Some("70".into()),
+        bs: Some("4k:70,64k:30".into()),
+        size: Some("256m".into()),
+        threads: Some("2".into()),
+        duration: Some(args.duration.clone()),
+        dir: Some(work.path().join("data").display().to_string()),
+        ..Flags::default()
+    };
+    let plan = match build_plan(None, &flags) {
+        Ok(p) => p,
+        Err(d) => {
+            eprint!("{}", ioscope_workload::render_diagnostics(&d));
+            return exit::INVALID_INPUT;
+        }
+    };
+    let out =
+        args.out.unwrap_or_else(|| std::env::temp_dir().join(format!("ioscope-demo-{}.db", terminal::utc_stamp())));
+    eprintln!(
+        "ioscope demo: 70% random reads / 30% writes, 4 KiB and 64 KiB blocks, 256 MiB working set, 2 threads, {}",
+        args.duration
+    );
+    let code = crate::cmd_run::execute(&plan, &OutputFlags { out: Some(out.clone()), json: false, quiet: false });
+    drop(work); // removes the working set
+    if out.exists() {
+        let f = out.display();
+        println!("\nresults: {f}");
+        println!("  ioscope show {f}            # this summary again (--json for the machine-readable one)");
+        println!("  ioscope export {f} --format csv   # one row per second");
+        println!("  sqlite3 {f} .tables         # the raw per-second histograms");
+    }
+    code
+}

@@ -1,0 +1,169 @@
+//! `ioscope run` and `ioscope validate`: input to Plan (exit 2 on any problem, before
+//! any I/O), working-set preparation, the run, and the end-of-run summary.
+
+use crate::cli::{OutputFlags, RunArgs};
+use crate::exit;
+use crate::terminal;
+use ioscope_exec::workset;
+use ioscope_store::Status;
+use ioscope_workload::{build_plan, render_diagnostics, EngineKind, Flags, Plan, SourceFile};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+/// Reads a workload file; a missing or unreadable file is invalid input.
+fn read_source(path: &Path) -> Result<SourceFile, u8> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(SourceFile { path: path.to_path_buf(), text }),
+        Err(e) => {
+            eprintln!("{}: error: cannot read workload file: {e}", path.display());
+            Err(exit::INVALID_INPUT)
+        }
+    }
+}
+
+/// Builds the plan or prints every problem and returns exit code 2.
+pub fn plan_from(file: Option<&Path>, flags: &Flags) -> Result<Plan, u8> {
+    let source = file.map(read_source).transpose()?;
+    build_plan(source.as_ref(), flags).map_err(|diags| {
+        eprint!("{}", render_diagnostics(&diags));
+        exit::INVALID_INPUT
+    })
+}
+
+pub fn validate(file: &Path) -> u8 {
+    match plan_from(Some(file), &Flags::default()) {
+        Ok(plan) => {
+            println!(
+                "{}: ok ({} {}, {} threads, {})",
+                file.display(),
+                format!("{:?}", plan.engine).to_lowercase(),
+                plan.rw.name(),
+                plan.threads,
+                terminal::duration(plan.duration)
+            );
+            exit::OK
+        }
+        Err(code) => code,
+    }
+}
+
+pub fn run(args: RunArgs) -> u8 {
+    let plan = match plan_from(args.file.as_deref(), &args.workload.to_flags()) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    execute(&plan, &args.output)
+}
+
+/// Default results file name: ioscope-YYYYMMDD-HHMMSS.db (UTC) in the current directory.
+fn default_out() -> PathBuf {
+    PathBuf::from(format!("ioscope-{}.db", terminal::utc_stamp()))
+}
+
+/// Runs a valid plan: everything after input validation. Shared with `demo`.
+pub fn execute(plan: &Plan, output: &OutputFlags) -> u8 {
+    let out = output.out.clone().unwrap_or_else(default_out);
+    if out.exists() {
+        eprintln!(
+            "{}: error: results file exists; ioscope never overwrites results. Choose another --out.",
+            out.display()
+        );
+        return exit::INVALID_INPUT;
+    }
+    let show_progress = !output.quiet && terminal::stderr_is_tty();
+
+    // Working set: decide without writing (refusals are invalid input), then prepare.
+    let files = if plan.engine == EngineKind::Null {
+        Vec::new()
+    } else {
+        let mut layout = match workset::check(plan) {
+            Ok(l) => l,
+            Err(e @ workset::WorksetError::NotOurs { .. }) => {
+                eprintln!("error: {e}");
+                return exit::INVALID_INPUT;
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                return exit::RUN_FAILED;
+            }
+        };
+        if !layout.to_fill.is_empty() {
+            let total = layout.bytes_to_fill();
+            if !output.quiet {
+                eprintln!(
+                    "preparing working set: {} in {} file(s) under {}",
+                    terminal::size(total),
+                    layout.to_fill.len(),
+                    layout.dir.display()
+                );
+            }
+            let started = std::time::Instant::now();
+            let report = |done: u64, total: u64| {
+                if show_progress {
+                    terminal::progress_line(&format!("  filling {} / {}", terminal::size(done), terminal::size(total)));
+                }
+            };
+            if let Err(e) = workset::prepare(&mut layout, plan.threads.min(8) as usize, &report) {
+                terminal::clear_line(show_progress);
+                eprintln!("error: preparing the working set: {e}");
+                return exit::RUN_FAILED;
+            }
+            terminal::clear_line(show_progress);
+            if !output.quiet {
+                let secs = started.elapsed().as_secs_f64();
+                eprintln!("  written in {secs:.1} s ({:.0} MB/s)", total as f64 / 1e6 / secs.max(1e-9));
+            }
+        }
+        layout.files
+    };
+
+    let interrupt = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let _ = signal_hook::flag::register(sig, Arc::clone(&interrupt));
+    }
+    let mut on_second = |p: &ioscope_exec::Progress| {
+        if show_progress {
+            terminal::progress_line(&terminal::progress_text(p));
+        }
+    };
+    let outcome = ioscope_exec::run(
+        plan,
+        &files,
+        ioscope_exec::RunConfig {
+            out: out.clone(),
+            command_line: std::env::args().collect::<Vec<_>>().join(" "),
+            workload_toml: ioscope_workload::to_toml(plan),
+            workload_hash: ioscope_workload::plan_hash(plan),
+            interrupt: &interrupt,
+            on_second: &mut on_second,
+        },
+    );
+    terminal::clear_line(show_progress);
+    let outcome = match outcome {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return exit::RUN_FAILED;
+        }
+    };
+    for e in &outcome.first_errors {
+        eprintln!("I/O errors were counted; first {e}");
+    }
+    let code = crate::cmd_show::print_summary(&out, output.json);
+    if plan.cleanup && plan.engine != EngineKind::Null {
+        match workset::cleanup(&plan.dir) {
+            Ok(c) if !output.quiet => eprintln!("cleanup: removed {} file(s), {}", c.files, terminal::size(c.bytes)),
+            Ok(_) => {}
+            Err(e) => eprintln!("cleanup failed: {e}"),
+        }
+    }
+    if code != exit::OK {
+        return code;
+    }
+    match outcome.status {
+        Status::Completed => exit::OK,
+        Status::Interrupted => exit::INTERRUPTED,
+        Status::Failed | Status::Running => exit::RUN_FAILED,
+    }
+}

@@ -1,0 +1,34 @@
+//! `ioscope`: the command line. Subcommands live in their own modules; this file maps
+//! every outcome to one exit code (see docs/exit-codes.md).
+
+mod cli;
+mod cmd_demo;
+mod cmd_run;
+mod cmd_show;
+mod terminal;
+
+use clap::Parser;
+use std::process::ExitCode;
+
+/// Exit codes, in one place.
+pub mod exit {
+    pub const OK: u8 = 0;
+    /// The run failed (target could not be opened, results file could not be written).
+    pub const RUN_FAILED: u8 = 1;
+    /// Invalid input: nothing was run and nothing was written into the target.
+    pub const INVALID_INPUT: u8 = 2;
+    /// Interrupted (Ctrl-C or SIGTERM); results up to that moment are kept.
+    pub const INTERRUPTED: u8 = 130;
+}
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    let code = match cli.command {
+        cli::Command::Run(args) => cmd_run::run(*args),
+        cli::Command::Validate { file } => cmd_run::validate(&file),
+        cli::Command::Show { file, json } => cmd_show::show(&file, json),
+        cli::Command::Export { file, format } => cmd_show::export(&file, format),
+        cli::Command::Demo(args) => cmd_demo::demo(args),
+    };
+    ExitCode::from(code)
+}

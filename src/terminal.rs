@@ -1,0 +1,65 @@
+//! Terminal output: the live progress line (only on a TTY) and small formatters.
+
+use std::io::{IsTerminal, Write};
+use std::time::Duration;
+
+pub fn stderr_is_tty() -> bool {
+    std::io::stderr().is_terminal()
+}
+
+/// Rewrites the current stderr line.
+pub fn progress_line(text: &str) {
+    let mut e = std::io::stderr().lock();
+    let _ = write!(e, "\r\x1b[2K{text}");
+    let _ = e.flush();
+}
+
+/// Clears the progress line, if one was shown.
+pub fn clear_line(shown: bool) {
+    if shown {
+        progress_line("");
+    }
+}
+
+pub fn progress_text(p: &ioscope_exec::Progress) -> String {
+    let p99 = p.p99_ns.map_or("-".to_string(), ioscope_report::format::ns);
+    let errors = if p.errors > 0 { format!("   {} errors", p.errors) } else { String::new() };
+    format!(
+        "  {:>5.1}/{:.0} s   {:>12} IOPS   {:>10} MB/s   p99 {p99}{errors}",
+        p.elapsed_s,
+        p.total_s,
+        ioscope_report::format::iops(p.iops),
+        format!("{:.1}", p.bytes_per_sec / 1e6),
+    )
+}
+
+pub fn size(bytes: u64) -> String {
+    ioscope_workload::format_size(bytes)
+}
+
+pub fn duration(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0 => format!("{} ms", d.as_millis()),
+        s if s % 3600 == 0 => format!("{}h", s / 3600),
+        s if s % 60 == 0 => format!("{}m", s / 60),
+        s => format!("{s}s"),
+    }
+}
+
+/// Current UTC time as YYYYMMDD-HHMMSS.
+pub fn utc_stamp() -> String {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()) as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + (month <= 2) as i64;
+    format!("{year:04}{month:02}{day:02}-{:02}{:02}{:02}", rem / 3600, rem % 3600 / 60, rem % 60)
+}

@@ -1,0 +1,232 @@
+//! Integration tests: the real `ioscope` binary in temporary directories.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+fn ioscope() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_ioscope"))
+}
+
+fn run_ok(args: &[&str]) -> Output {
+    let out = ioscope().args(args).output().unwrap();
+    assert!(out.status.success(), "ioscope {args:?} failed: {}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+fn json_of(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+fn schema_check(summary: &Value) {
+    let schema: Value = serde_json::from_str(include_str!("../schema/summary.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator.iter_errors(summary).map(|e| format!("{} at {}", e, e.instance_path)).collect();
+    assert!(errors.is_empty(), "summary does not match schema: {errors:#?}");
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn randread_run_json_show_and_export_agree() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let results = tmp.path().join("r.db");
+    let out = run_ok(&[
+        "run",
+        "--rw",
+        "randread",
+        "--bs",
+        "4k",
+        "--size",
+        "32m",
+        "--threads",
+        "2",
+        "--duration",
+        "5s",
+        "--dir",
+        s(&dir),
+        "--out",
+        s(&results),
+        "--json",
+    ]);
+    let run = json_of(&out);
+    schema_check(&run);
+    assert_eq!(run["schema"], "ioscope.summary/1");
+    assert_eq!(run["status"], "completed");
+    assert!(run["total"]["iops"].as_f64().unwrap() > 0.0);
+    let lat = &run["ops"]["read"]["latency_ns"];
+    assert!(lat["p99"].as_u64().unwrap() >= lat["p50"].as_u64().unwrap());
+    assert!(lat["max"].as_u64().unwrap() >= lat["p99"].as_u64().unwrap());
+    let duration = run["duration_s"].as_f64().unwrap();
+    assert!((4.9..6.0).contains(&duration), "duration_s {duration}");
+
+    let shown = json_of(&run_ok(&["show", s(&results), "--json"]));
+    schema_check(&shown);
+    for key in ["total", "ops", "duration_s", "status", "workload"] {
+        assert_eq!(shown[key], run[key], "show and run disagree on {key}");
+    }
+    let samples = shown["samples"].as_array().unwrap();
+    assert!(samples.len() >= 5, "{} samples", samples.len());
+
+    let csv = String::from_utf8(run_ok(&["export", s(&results), "--format", "csv"]).stdout).unwrap();
+    let rows: Vec<&str> = csv.lines().collect();
+    assert_eq!(rows.len(), samples.len() + 1, "header plus one row per second:\n{csv}");
+    assert!(rows[0].starts_with("second,"));
+
+    // The working set is ours: a second run reuses it, and a sqlite3 reader sees the series.
+    assert!(dir.join(".ioscope-workset.json").exists());
+    let text = String::from_utf8(run_ok(&["show", s(&results)]).stdout).unwrap();
+    assert!(text.contains("read") && text.contains("p99"), "{text}");
+}
+
+#[test]
+fn sigkill_leaves_a_readable_interrupted_results_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().join("r.db");
+    let mut child = ioscope()
+        .args(["run", "--engine", "null", "--rw", "randread", "--duration", "60s", "--quiet", "--out", s(&results)])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let shown = json_of(&run_ok(&["show", s(&results), "--json"]));
+    assert_eq!(shown["status"], "interrupted");
+    assert!(shown["samples"].as_array().unwrap().len() >= 2, "{shown}");
+    assert!(shown["total"]["iops"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn sigint_stops_cleanly_with_exit_130() {
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().join("r.db");
+    let child = ioscope()
+        .args(["run", "--engine", "null", "--rw", "randrw", "--duration", "60s", "--json", "--out", s(&results)])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    // SAFETY: plain kill(2) on our child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    let summary = json_of(&out);
+    assert_eq!(summary["status"], "interrupted");
+    assert!(summary["ops"]["write"]["iops"].as_f64().unwrap() > 0.0);
+    // A finished file is one self-contained SQLite file.
+    assert!(!PathBuf::from(format!("{}-wal", results.display())).exists());
+}
+
+#[test]
+fn invalid_workload_lists_every_error_and_touches_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let target = tmp.path().join("target");
+    std::fs::create_dir(&target).unwrap();
+    let job = tmp.path().join("job.toml");
+    std::fs::write(
+        &job,
+        format!("rw = \"randread\"\nsize = \"12q\"\nthraeds = 4\nthreads = -2\ndir = \"{}\"\n", target.display()),
+    )
+    .unwrap();
+    let out = ioscope().args(["run", s(&job), "--out", s(&tmp.path().join("r.db"))]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let job = job.display();
+    for needle in [format!("{job}:2:8"), format!("{job}:3:1"), format!("{job}:4:11")] {
+        assert!(err.contains(&needle), "missing {needle} in:\n{err}");
+    }
+    assert!(err.contains("3 errors"), "{err}");
+    assert_eq!(std::fs::read_dir(&target).unwrap().count(), 0, "nothing written into the target directory");
+    assert!(!tmp.path().join("r.db").exists(), "no results file for a run that never started");
+
+    let v = ioscope().args(["validate", &job.to_string()]).output().unwrap();
+    assert_eq!(v.status.code(), Some(2));
+}
+
+#[test]
+fn refuses_to_write_into_files_it_did_not_create() {
+    let tmp = tempfile::tempdir().unwrap();
+    let foreign = tmp.path().join("ioscope.0.dat");
+    std::fs::write(&foreign, vec![42u8; 1 << 20]).unwrap();
+    let out = ioscope()
+        .args(["run", "--rw", "randwrite", "--size", "1m", "--duration", "1s", "--dir", s(tmp.path())])
+        .args(["--out", s(&tmp.path().join("r.db"))])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--force"));
+    assert_eq!(std::fs::read(&foreign).unwrap(), vec![42u8; 1 << 20], "the foreign file is untouched");
+}
+
+#[test]
+fn writes_are_incompressible_and_cleanup_removes_only_our_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ws");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("notes.txt"), b"keep me").unwrap();
+    run_ok(&[
+        "run",
+        "--rw",
+        "randwrite",
+        "--bs",
+        "4k:50,16k:50",
+        "--size",
+        "8m",
+        "--files",
+        "2",
+        "--sync",
+        "fdatasync",
+        "--duration",
+        "1s",
+        "--dir",
+        s(&dir),
+        "--out",
+        s(&tmp.path().join("r.db")),
+        "--quiet",
+    ]);
+    let data = std::fs::read(dir.join("ioscope.1.dat")).unwrap();
+    assert_eq!(data.len(), 4 << 20);
+    let zeros = data.iter().filter(|b| **b == 0).count();
+    assert!(zeros < data.len() / 100, "{zeros} zero bytes: data must be random");
+    let shown = json_of(&run_ok(&["show", s(&tmp.path().join("r.db")), "--json"]));
+    assert!(shown["ops"]["fdatasync"]["ops"].as_u64().unwrap() > 0, "each write is followed by a counted fdatasync");
+
+    run_ok(&[
+        "run",
+        "--rw",
+        "randread",
+        "--size",
+        "8m",
+        "--files",
+        "2",
+        "--duration",
+        "1s",
+        "--dir",
+        s(&dir),
+        "--cleanup",
+        "--out",
+        s(&tmp.path().join("r2.db")),
+        "--quiet",
+    ]);
+    let left: Vec<String> =
+        std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert_eq!(left, vec!["notes.txt".to_string()]);
+}
+
+#[test]
+fn examples_validate() {
+    for entry in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/examples")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            let out = ioscope().args(["validate", s(&path)]).output().unwrap();
+            let want = if path.file_name().unwrap() == "bad.toml" { 2 } else { 0 };
+            assert_eq!(out.status.code(), Some(want), "{}: {}", path.display(), String::from_utf8_lossy(&out.stderr));
+        }
+    }
+}
