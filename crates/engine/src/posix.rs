@@ -5,12 +5,10 @@
 use crate::{Capabilities, Engine, Io, IoBuffers, Op, OpenSpec, Submitted};
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
-use std::os::unix::io::AsRawFd;
 
 #[derive(Default)]
 pub struct PosixEngine {
     files: Vec<File>,
-    fds: Vec<i32>,
 }
 
 impl Engine for PosixEngine {
@@ -40,41 +38,30 @@ impl Engine for PosixEngine {
                     .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", p.display())))
             })
             .collect::<Result<_, _>>()?;
-        self.fds = self.files.iter().map(|f| f.as_raw_fd()).collect();
         Ok(())
     }
 
     #[inline]
     fn submit(&mut self, io: &Io, buffers: &mut IoBuffers) -> Submitted {
-        let fd = self.fds[io.file as usize];
+        // rustix issues the system calls directly: no libc wrapper, no cancellation-point
+        // bookkeeping on every I/O.
+        let file = &self.files[io.file as usize];
         loop {
             let r = match io.op {
-                Op::Read => {
-                    let buf = buffers.slot_ptr(io.slot);
-                    // SAFETY: the slot buffer is at least io.len bytes (checked by the core).
-                    unsafe { libc::pread(fd, buf.cast(), io.len as usize, io.offset as libc::off_t) as i64 }
-                }
-                Op::Write => {
-                    let buf = buffers.slot_ptr(io.slot);
-                    // SAFETY: as above.
-                    unsafe { libc::pwrite(fd, buf.cast(), io.len as usize, io.offset as libc::off_t) as i64 }
-                }
-                // SAFETY: plain syscalls on an open fd.
-                Op::Fsync => unsafe { libc::fsync(fd) as i64 },
-                Op::Fdatasync => unsafe { libc::fdatasync(fd) as i64 },
+                Op::Read => rustix::io::pread(file, &mut buffers.slot(io.slot)[..io.len as usize], io.offset),
+                Op::Write => rustix::io::pwrite(file, &buffers.slot(io.slot)[..io.len as usize], io.offset),
+                Op::Fsync => rustix::fs::fsync(file).map(|()| 0),
+                Op::Fdatasync => rustix::fs::fdatasync(file).map(|()| 0),
             };
-            if r >= 0 {
-                return Submitted::Done(r);
-            }
-            let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO);
-            if errno != libc::EINTR {
-                return Submitted::Done(-(errno as i64));
+            match r {
+                Ok(n) => return Submitted::Done(n as i64),
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(e) => return Submitted::Done(-(e.raw_os_error() as i64)),
             }
         }
     }
 
     fn close(&mut self) {
-        self.fds.clear();
         self.files.clear();
     }
 }

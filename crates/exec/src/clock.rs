@@ -1,15 +1,93 @@
-//! The one clock: CLOCK_MONOTONIC in nanoseconds (vDSO, no syscall on common clock
-//! sources), and a precise wait for open-loop schedules.
+//! The one clock: monotonic nanoseconds on the CLOCK_MONOTONIC time line, and a precise
+//! wait for open-loop schedules.
+//!
+//! Where the kernel itself trusts the TSC (clock source `tsc`, CPU flags `constant_tsc`
+//! and `nonstop_tsc`), time is read with RDTSC (about 8 ns here against 19 ns for the vDSO
+//! clock_gettime) and scaled with a factor calibrated against CLOCK_MONOTONIC at start-up.
+//! Everywhere else it is clock_gettime(CLOCK_MONOTONIC).
 
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::OnceLock;
 
-/// Monotonic time in ns.
-#[inline(always)]
-pub fn now_ns() -> u64 {
+/// TSC to ns: `ns = base_ns + ((tsc - base_tsc) * mult) >> 32`.
+#[derive(Clone, Copy, Debug)]
+struct Tsc {
+    base_tsc: u64,
+    base_ns: u64,
+    mult: u64,
+}
+
+static TSC: OnceLock<Option<Tsc>> = OnceLock::new();
+
+/// CLOCK_MONOTONIC in ns.
+pub fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: valid pointer; CLOCK_MONOTONIC always exists on Linux.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn rdtsc() -> u64 {
+    // SAFETY: RDTSC has no preconditions on x86_64.
+    unsafe { core::arch::x86_64::_rdtsc() }
+}
+
+#[cfg(target_arch = "x86_64")]
+fn calibrate() -> Option<Tsc> {
+    let source = std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/current_clocksource").ok()?;
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    let flags = cpuinfo.lines().find(|l| l.starts_with("flags"))?;
+    let has = |f: &str| flags.split_whitespace().any(|x| x == f);
+    if source.trim() != "tsc" || !has("constant_tsc") || !has("nonstop_tsc") {
+        return None;
+    }
+    // Bracket each TSC read with clock reads and keep the tightest pair, then measure
+    // over 20 ms: the scale error is a few parts per million.
+    let sample = || {
+        (0..16)
+            .map(|_| {
+                let a = monotonic_ns();
+                let t = rdtsc();
+                let b = monotonic_ns();
+                (b - a, t, a + (b - a) / 2)
+            })
+            .min_by_key(|s| s.0)
+            .map(|(_, t, ns)| (t, ns))
+            .expect("16 samples")
+    };
+    let (t0, n0) = sample();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let (t1, n1) = sample();
+    let ticks = t1.checked_sub(t0).filter(|t| *t > 0)?;
+    let mult = (((n1 - n0) as u128) << 32) / ticks as u128;
+    Some(Tsc { base_tsc: t1, base_ns: n1, mult: u64::try_from(mult).ok()? })
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn calibrate() -> Option<Tsc> {
+    None
+}
+
+/// Chooses the clock source; called once before a run (calibration takes ~20 ms).
+/// Returns the name of the source in use.
+pub fn init() -> &'static str {
+    match TSC.get_or_init(calibrate) {
+        Some(_) => "tsc",
+        None => "clock_gettime",
+    }
+}
+
+/// Monotonic time in ns.
+#[inline(always)]
+pub fn now_ns() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(Some(t)) = TSC.get() {
+        let d = rdtsc().wrapping_sub(t.base_tsc) as i64 as i128;
+        return (t.base_ns as i128 + ((d * t.mult as i128) >> 32)) as u64;
+    }
+    monotonic_ns()
 }
 
 /// Wall-clock time in ms since the Unix epoch (for records, never for measuring).
@@ -38,6 +116,23 @@ pub fn wait_until(target_ns: u64, stop: &AtomicBool) -> u64 {
             std::thread::sleep(std::time::Duration::from_nanos((left - SPIN_NS).min(MAX_SLEEP_NS)));
         } else {
             std::hint::spin_loop();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fast_clock_agrees_with_clock_monotonic() {
+        init();
+        for _ in 0..5 {
+            let a = monotonic_ns();
+            let t = now_ns();
+            let b = monotonic_ns();
+            assert!(t + 2_000 >= a && t <= b + 2_000, "{a} <= {t} <= {b}");
+            std::thread::sleep(std::time::Duration::from_millis(30));
         }
     }
 }

@@ -6,7 +6,7 @@ use std::path::Path;
 
 /// This host's name.
 pub fn hostname() -> String {
-    read_trim("/proc/sys/kernel/hostname").unwrap_or_else(|| "localhost".into())
+    ioscope_store::hostname().unwrap_or_else(|| "localhost".into())
 }
 
 /// Total memory in bytes, from /proc/meminfo.

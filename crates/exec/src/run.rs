@@ -79,8 +79,10 @@ pub fn ops_of(plan: &Plan) -> Vec<Op> {
 
 /// Runs the plan against `files` (already prepared) and writes the results file.
 pub fn run(plan: &Plan, files: &[PathBuf], cfg: RunConfig<'_>) -> Result<Outcome, RunError> {
+    let clock_source = crate::clock::init();
     let host = crate::host::hostname();
-    let config = crate::host::describe((!plan.dir.as_os_str().is_empty()).then_some(plan.dir.as_path()));
+    let mut config = crate::host::describe((!plan.dir.as_os_str().is_empty()).then_some(plan.dir.as_path()));
+    config["timer"] = serde_json::json!(clock_source);
     let info = RunInfo {
         ioscope_version: env!("CARGO_PKG_VERSION").to_string(),
         host: host.clone(),

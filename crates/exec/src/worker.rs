@@ -2,9 +2,9 @@
 //! rate is set, submit it, stamp the completion, record. Latency is timed here, never
 //! by the engine: response time from the intended start, service time from issue.
 //!
-//! Closed loop (no rate): the intended start is the moment the worker is ready, which
-//! is the previous completion, so one clock read per I/O suffices. Open loop: the
-//! schedule is fixed in advance; an I/O that starts late keeps its intended time, so
+//! Closed loop (no rate): the intended start of an I/O is the moment the worker is ready,
+//! which is the previous completion; the issue time is read right before submission, so
+//! service time covers the engine alone. Open loop: the schedule is fixed in advance; an I/O that starts late keeps its intended time, so
 //! queueing delay shows in response time (no coordinated omission).
 
 use crate::clock::{now_ns, wait_until};
@@ -126,7 +126,7 @@ impl<'a, E: Engine> Worker<'a, E> {
                 }
             };
             self.stamp(&io);
-            let issue = t;
+            let issue = now_ns();
             let result = match self.engine.submit(&io, &mut self.buffers) {
                 Submitted::Done(r) => r,
                 // A synchronous loop never has anything queued; treat it as an engine bug.
