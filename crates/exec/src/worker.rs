@@ -283,8 +283,9 @@ mod tests {
         rec
     }
 
-    fn count(rec: &WorkerRecorder, op: Op) -> u64 {
-        rec.op(op as usize).ops.load(Relaxed)
+    /// Everything the recorder holds, per op.
+    fn totals(rec: &WorkerRecorder) -> Vec<ioscope_metrics::OpInterval> {
+        ioscope_metrics::WorkerReader::new(ioscope_engine::OP_KINDS).take(rec)
     }
 
     #[test]
@@ -292,10 +293,11 @@ mod tests {
         for depth in [1, 8] {
             let p = plan(depth);
             let rec = run_with(NullEngine::default(), &p, None, 50_000_000);
-            let (r, w, s) = (count(&rec, Op::Read), count(&rec, Op::Write), count(&rec, Op::Fdatasync));
+            let t = totals(&rec);
+            let (r, w, s) = (t[0].counts.ops, t[1].counts.ops, t[Op::Fdatasync as usize].counts.ops);
             assert!(r > 1000 && w > 1000, "depth {depth}: {r} reads {w} writes");
             assert_eq!(s, w, "depth {depth}: one fdatasync per write");
-            assert_eq!(rec.op(Op::Read as usize).bytes.load(Relaxed), r * 4096);
+            assert_eq!(t[0].counts.bytes, r * 4096);
         }
     }
 
@@ -333,14 +335,10 @@ mod tests {
         // during the stall start late, and their response time must show it.
         let engine = StallOnce { n: 0, stall_at: 50, stall: Duration::from_millis(100) };
         let rec = run_with(engine, &p, Some(1_000_000), 300_000_000);
-        let mut lat = ioscope_metrics::recorder::HistogramDelta::default();
-        let mut svc = ioscope_metrics::recorder::HistogramDelta::default();
         let (mut latency, mut service) = (ioscope_metrics::Histogram::new(), ioscope_metrics::Histogram::new());
-        for op in [Op::Read, Op::Write] {
-            latency.merge(&lat.take(&rec.op(op as usize).latency_ns));
-            service.merge(&svc.take(&rec.op(op as usize).service_ns));
-            lat = Default::default();
-            svc = Default::default();
+        for op in totals(&rec) {
+            latency.merge(&op.latency_ns);
+            service.merge(&op.service_ns);
         }
         let ops = latency.count();
         assert!((280..=301).contains(&ops), "the schedule is kept: {ops} I/Os in 300 ms");

@@ -1,13 +1,19 @@
 //! Per-worker recorders: cumulative counters and histograms written by exactly one
 //! worker thread and read once a second by the collector.
 //!
-//! Each cell is an `AtomicU64` updated with a relaxed load and store (single writer),
-//! which compiles to a plain add: no lock, no locked instruction, no allocation per
-//! I/O. The collector reads the cumulative values and subtracts the previous read,
-//! so a late or missed tick loses nothing (the rezolus model).
+//! Each cell is an atomic updated with a relaxed load and store (single writer), which
+//! compiles to a plain add: no lock, no locked instruction, no allocation per I/O. The
+//! collector reads the cumulative values and subtracts the previous read, so a late or
+//! missed tick loses nothing (the rezolus model).
+//!
+//! Bucket counters are 32 bits and wrap: a delta is exact as long as a bucket gets fewer
+//! than 2^32 increments between two reads (one second apart), and the smaller cells keep
+//! more of the histograms in cache next to the kernel's own work. Operation and byte
+//! counts are not kept separately: they are the latency histogram's count and the size
+//! histogram's sum.
 
 use crate::histogram::{bucket_index, Histogram, BUCKETS};
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 
 #[inline(always)]
 fn bump(cell: &AtomicU64, n: u64) {
@@ -16,7 +22,7 @@ fn bump(cell: &AtomicU64, n: u64) {
 
 /// A histogram with one writer and concurrent readers.
 pub struct AtomicHistogram {
-    buckets: Box<[AtomicU64]>,
+    buckets: Box<[AtomicU32]>,
     sum: AtomicU64,
     max: AtomicU64,
 }
@@ -24,7 +30,7 @@ pub struct AtomicHistogram {
 impl Default for AtomicHistogram {
     fn default() -> Self {
         Self {
-            buckets: (0..BUCKETS).map(|_| AtomicU64::new(0)).collect(),
+            buckets: (0..BUCKETS).map(|_| AtomicU32::new(0)).collect(),
             sum: AtomicU64::new(0),
             max: AtomicU64::new(0),
         }
@@ -35,7 +41,8 @@ impl AtomicHistogram {
     /// Records a value. Must only be called from the owning worker thread.
     #[inline(always)]
     pub fn record(&self, value: u64) {
-        bump(&self.buckets[bucket_index(value)], 1);
+        let cell = &self.buckets[bucket_index(value)];
+        cell.store(cell.load(Relaxed).wrapping_add(1), Relaxed);
         bump(&self.sum, value);
         if value > self.max.load(Relaxed) {
             self.max.store(value, Relaxed);
@@ -55,8 +62,6 @@ impl AtomicHistogram {
 /// What one worker records for one operation.
 #[derive(Default)]
 pub struct OpRecorder {
-    pub ops: AtomicU64,
-    pub bytes: AtomicU64,
     pub errors: AtomicU64,
     /// Response time: from the intended start (rate schedule) to completion.
     pub latency_ns: AtomicHistogram,
@@ -70,8 +75,6 @@ impl OpRecorder {
     /// Records one completed I/O. `latency_ns` is measured from the intended start.
     #[inline(always)]
     pub fn record(&self, latency_ns: u64, service_ns: u64, size: u64, offset: u64) {
-        bump(&self.ops, 1);
-        bump(&self.bytes, size);
         self.latency_ns.record(latency_ns);
         self.service_ns.record(service_ns);
         self.size_bytes.record(size);
@@ -106,7 +109,7 @@ impl WorkerRecorder {
 /// Cumulative values of one histogram at the previous read.
 #[derive(Clone)]
 struct Cumulative {
-    buckets: Vec<u64>,
+    buckets: Vec<u32>,
     sum: u64,
     max: u64,
 }
@@ -129,7 +132,7 @@ impl HistogramDelta {
     pub fn take(&mut self, h: &AtomicHistogram) -> Histogram {
         h.read(&mut self.cur);
         let buckets: Vec<u64> =
-            self.cur.buckets.iter().zip(&self.prev.buckets).map(|(c, p)| c.wrapping_sub(*p)).collect();
+            self.cur.buckets.iter().zip(&self.prev.buckets).map(|(c, p)| c.wrapping_sub(*p) as u64).collect();
         let sum = self.cur.sum.wrapping_sub(self.prev.sum) as u128;
         let count: u64 = buckets.iter().sum();
         let min = buckets.iter().position(|c| *c > 0).map_or(0, |i| crate::histogram::bucket_range(i).0);
@@ -162,34 +165,33 @@ pub struct OpInterval {
 
 /// Reads one worker's recorders each interval and yields deltas.
 pub struct WorkerReader {
-    prev: Vec<Counts>,
+    prev_errors: Vec<u64>,
     hists: Vec<[HistogramDelta; 4]>,
 }
 
 impl WorkerReader {
     pub fn new(op_kinds: usize) -> Self {
-        Self { prev: vec![Counts::default(); op_kinds], hists: (0..op_kinds).map(|_| Default::default()).collect() }
+        Self { prev_errors: vec![0; op_kinds], hists: (0..op_kinds).map(|_| Default::default()).collect() }
     }
 
     /// What `w` recorded since the previous call, per op.
     pub fn take(&mut self, w: &WorkerRecorder) -> Vec<OpInterval> {
         let mut out = Vec::with_capacity(w.op_kinds());
         for (i, rec) in w.ops.iter().enumerate() {
-            let now =
-                Counts { ops: rec.ops.load(Relaxed), bytes: rec.bytes.load(Relaxed), errors: rec.errors.load(Relaxed) };
-            let prev = std::mem::replace(&mut self.prev[i], now);
+            let errors = rec.errors.load(Relaxed);
+            let prev_errors = std::mem::replace(&mut self.prev_errors[i], errors);
             let [lat, svc, size, off] = &mut self.hists[i];
             let latency_ns = lat.take(&rec.latency_ns);
+            let size_bytes = size.take(&rec.size_bytes);
             out.push(OpInterval {
-                // Count ops from the latency histogram so counts and distributions agree.
                 counts: Counts {
                     ops: latency_ns.count(),
-                    bytes: now.bytes.wrapping_sub(prev.bytes),
-                    errors: now.errors.wrapping_sub(prev.errors),
+                    bytes: size_bytes.sum() as u64,
+                    errors: errors.wrapping_sub(prev_errors),
                 },
                 latency_ns,
                 service_ns: svc.take(&rec.service_ns),
-                size_bytes: size.take(&rec.size_bytes),
+                size_bytes,
                 offset_bytes: off.take(&rec.offset_bytes),
             });
         }
