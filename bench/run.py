@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""ioscope vs fio, side by side, on one shared 1 GiB file.
+"""ioscope vs fio, side by side, on one shared 1 GiB file, with a bare pread loop as the ceiling.
 
-Runs each case alternately with fio and ioscope (fio, ioscope, fio, ioscope, ...) for
---rounds rounds, warms the page cache right before every page-cache measurement, prints
-a markdown table of median IOPS and the ratio ioscope/fio, and writes it with the raw
-per-round numbers to bench/results/YYYY-MM-DD-<hostname>-<label>.md.
+Runs each case alternately with fio, ioscope and, on the page-cache psync cases, a bare C
+pread loop (bench/preadloop.c, compiled at start with cc): fio, ioscope, bare, fio, ...
+for --rounds rounds, warms the page cache right before every page-cache measurement,
+prints a markdown table of median IOPS and the ratios ioscope/fio and ioscope/bare, and
+writes it with the raw per-round numbers to bench/results/YYYY-MM-DD-<hostname>-<label>.md.
 
 Python 3 standard library only. See bench/README.md.
 """
@@ -32,6 +33,7 @@ REPO_DIR = os.path.dirname(BENCH_DIR)
 GIB = 1 << 30
 FILE_SIZE = GIB  # the whole working set: ONE 1 GiB file
 WARM_CHUNK = 1 << 20
+PREADLOOP_SRC = os.path.join(BENCH_DIR, "preadloop.c")
 
 # name, block size (fio spelling, ioscope spelling), threads, page-cache case?
 CASES = [
@@ -165,6 +167,61 @@ def build_ioscope():
     if not os.access(path, os.X_OK):
         die(f"build succeeded but {path} is not an executable")
     return path
+
+
+def build_preadloop(scratch):
+    """Compiles bench/preadloop.c into scratch; returns (binary path, compile argv)."""
+    if not shutil.which("cc"):
+        die("cc (a C compiler) is not on PATH; it is needed to build the bare pread loop "
+            "bench/preadloop.c (install gcc or clang, or put a 'cc' on PATH)")
+    exe = os.path.join(scratch, "preadloop")
+    argv = ["cc", "-O2", "-pthread", "-o", exe, PREADLOOP_SRC]
+    log("building the bare pread loop: " + shell(argv))
+    code, out, err = run_capture(argv, 120, cwd=BENCH_DIR)
+    if code != 0 or not os.access(exe, os.X_OK):
+        die(f"compiling {PREADLOOP_SRC} failed (exit {code}): {(err or out).strip()[-1000:]}")
+    return exe, argv
+
+
+def bs_bytes(bs):
+    """'4k' -> 4096, '1' -> 1 (the block sizes used in CASES)."""
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    b = bs.lower()
+    return int(b[:-1]) * units[b[-1]] if b[-1] in units else int(b)
+
+
+def bare_argv(preadloop, case, filename, duration):
+    return [preadloop, filename, str(bs_bytes(case["bs"])), str(case["threads"]), str(duration)]
+
+
+def run_bare(preadloop, case, filename, duration, scratch):
+    argv = bare_argv(preadloop, case, filename, duration)
+    code, out, err = run_capture(argv, duration + 60, cwd=scratch)
+    rec = {"argv": argv, "iops": None, "problems": []}
+    if code != 0:
+        rec["problems"].append(f"preadloop exited {code}: {err.strip()[-500:]}")
+        return rec
+    data, problem = parse_json_stdout(out)
+    if problem:
+        rec["problems"].append(problem)
+    if data is None:
+        return rec
+    try:
+        rec["iops"] = float(data["iops"])
+        rec["ops"] = data.get("ops")
+        rec["runtime_s"] = data.get("seconds")
+    except (KeyError, TypeError, ValueError) as e:
+        rec["problems"].append(f"unexpected preadloop JSON: {e!r}")
+        return rec
+    rt = rec.get("runtime_s")
+    if isinstance(rt, (int, float)) and abs(rt - duration) > max(0.5, 0.1 * duration):
+        rec["problems"].append(f"measured {rt:.2f} s for a {duration} s run")
+    return rec
+
+
+def tools_for(case):
+    """Tools run on a case, in order; the bare loop only on page-cache psync cases."""
+    return ("fio", "ioscope") if case["null"] else ("fio", "ioscope", "bare")
 
 
 def fio_argv(fio, case, filename, duration):
@@ -335,17 +392,20 @@ def median(xs):
 
 def table(results, rounds):
     lines = [
-        "| case | fio IOPS (median) | ioscope IOPS (median) | ioscope/fio |",
-        "|---|---:|---:|---:|",
+        "| case | fio IOPS (median) | ioscope IOPS (median) | bare loop IOPS (median) | ioscope/fio | ioscope/bare |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
     for case in CASES:
         r = results[case["name"]]
         f = median(x["iops"] for x in r["fio"])
         i = median(x["iops"] for x in r["ioscope"])
+        b = median(x["iops"] for x in r.get("bare", []))
         ratio = f"{i / f:.2f}" if f and i is not None else "-"
+        ratio_bare = f"{i / b:.2f}" if b and i is not None else "-"
         per = " (per thread)" if case["null"] else ""
         lines.append(f"| {case['name']}{per} | {fmt_iops(f and f / case['threads'] if case['null'] else f)} "
-                     f"| {fmt_iops(i and i / case['threads'] if case['null'] else i)} | {ratio} |")
+                     f"| {fmt_iops(i and i / case['threads'] if case['null'] else i)} | {fmt_iops(b)} "
+                     f"| {ratio} | {ratio_bare} |")
     return "\n".join(lines)
 
 
@@ -358,10 +418,12 @@ def report(args, env, results, first_argv, prep_argv, started, finished):
     out.append(f"# ioscope vs fio: {args.label}")
     out.append("")
     out.append(f"- date (UTC): {started.strftime('%Y-%m-%d %H:%M:%S')} to {finished.strftime('%H:%M:%S')}")
-    for k in ("hostname", "cpu", "cores", "kernel", "fio", "ioscope", "ioscope binary", "source", "data file", "filesystem"):
+    for k in ("hostname", "cpu", "cores", "kernel", "fio", "ioscope", "ioscope binary", "bare loop", "source",
+              "data file", "filesystem"):
         out.append(f"- {k}: {env[k]}")
-    out.append(f"- rounds: {args.rounds}, {args.duration} s per measurement, order per case and round: fio then ioscope; "
-               "page cache warmed (whole file read) right before every page-cache measurement")
+    out.append(f"- rounds: {args.rounds}, {args.duration} s per measurement, order per case and round: fio, ioscope, "
+               "then the bare pread loop (page-cache psync cases only); "
+               "page cache warmed (whole file read) right before every page-cache measurement, bare loop included")
     out.append("- fio flags added for a fair page-cache comparison: `--invalidate=0` (fio's default `invalidate=1` "
                "drops the file from the page cache before each job, so fio would read from disk) and `--readonly` "
                "(safety: fio never writes ioscope's file); fio keeps its default latency percentile recording")
@@ -370,6 +432,10 @@ def report(args, env, results, first_argv, prep_argv, started, finished):
     out.append("")
     out.append("IOPS are medians over the rounds; ioscope/fio is the ratio of the medians (above 1: ioscope is faster). "
                "The null-engine row is IOPS per thread (1 thread) and measures each tool's own per-I/O cost without any I/O.")
+    out.append("")
+    out.append("The bare loop (`bench/preadloop.c`: pread at random offsets, no per-I/O timing or recording) is the ceiling, "
+               "the kernel's cost of pread alone; ioscope/bare shows how close ioscope's fully timed and recorded loop "
+               "gets to it, and bare/fio (bare loop IOPS ÷ fio IOPS) shows how much room there is over fio.")
     out.append("")
     out.append("## Commands")
     out.append("")
@@ -380,14 +446,16 @@ def report(args, env, results, first_argv, prep_argv, started, finished):
     out.append("```")
     out.append("")
     out.append("Per case (round 1 shown; later rounds differ only in the `--out` file name, which is fresh and deleted after each run). "
-               "fio and ioscope both read `" + env["data file"] + "`.")
+               "fio, ioscope and the bare loop all read `" + env["data file"] + "`. "
+               "The bare loop was compiled at start, into the temporary scratch directory (deleted at the end), with `"
+               + shell(env["bare loop argv"]) + "`.")
     out.append("")
     for case in CASES:
         out.append(f"{case['name']}:")
         out.append("")
         out.append("```")
-        out.append(shell(first_argv[case["name"]]["fio"]))
-        out.append(shell(first_argv[case["name"]]["ioscope"]))
+        for tool in tools_for(case):
+            out.append(shell(first_argv[case["name"]][tool]))
         out.append("```")
         out.append("")
     out.append("## Raw per-round numbers")
@@ -401,7 +469,7 @@ def report(args, env, results, first_argv, prep_argv, started, finished):
     for case in CASES:
         r = results[case["name"]]
         for rnd in range(args.rounds):
-            for tool in ("fio", "ioscope"):
+            for tool in tools_for(case):
                 x = r[tool][rnd]
                 rt = x.get("runtime_s")
                 warm_rec = x.get("warm") or {}
@@ -414,7 +482,7 @@ def report(args, env, results, first_argv, prep_argv, started, finished):
                     fmt_res(x.get("resident_after")) if not case["null"] else "-",
                     "; ".join(p.replace("|", "\\|").replace("\n", " ") for p in x["problems"]) or "",
                 ))
-    problems = [(c["name"], rnd + 1, tool, p) for c in CASES for tool in ("fio", "ioscope")
+    problems = [(c["name"], rnd + 1, tool, p) for c in CASES for tool in tools_for(c)
                 for rnd, x in enumerate(results[c["name"]][tool]) for p in x["problems"]]
     out.append("")
     if problems:
@@ -440,8 +508,10 @@ def result_path(label, hostname, when):
 
 
 def main():
-    ap = argparse.ArgumentParser(description="Run ioscope and fio side by side and compare median IOPS.")
-    ap.add_argument("--rounds", type=int, default=3, help="rounds per case, each runs fio then ioscope (min 3, default 3)")
+    ap = argparse.ArgumentParser(description="Run ioscope and fio side by side, with a bare C pread loop as the ceiling, "
+                                             "and compare median IOPS.")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="rounds per case, each runs fio, ioscope, then the bare loop (min 3, default 3)")
     ap.add_argument("--duration", type=int, default=5, help="seconds per measurement (default 5)")
     ap.add_argument("--dir", default="/var/tmp/ioscope-bench", help="data directory, ioscope's own (default /var/tmp/ioscope-bench)")
     ap.add_argument("--label", default="psync", help="label in the result file name (default psync)")
@@ -481,6 +551,11 @@ def main():
 
     scratch = tempfile.mkdtemp(prefix="ioscope-bench-")
     try:
+        # 0. Build the bare pread loop (the ceiling) into the scratch directory.
+        preadloop, cc_argv = build_preadloop(scratch)
+        env["bare loop"] = f"bench/preadloop.c, {tool_version(['cc', '--version'])}"
+        env["bare loop argv"] = cc_argv
+
         # 1. Let ioscope create (or reuse) its own 1 GiB file.
         os.makedirs(os.path.dirname(data_dir), exist_ok=True)
         prep_out = os.path.join(scratch, "prepare.db")
@@ -499,13 +574,13 @@ def main():
             die(f"{data_file} is {size} bytes, expected {FILE_SIZE}; fio would extend it")
         env["filesystem"] = fs_of(data_dir)
 
-        results = {c["name"]: {"fio": [], "ioscope": []} for c in CASES}
+        results = {c["name"]: {t: [] for t in tools_for(c)} for c in CASES}
         first_argv = {}
-        total = args.rounds * len(CASES) * 2
+        total = args.rounds * sum(len(tools_for(c)) for c in CASES)
         n = 0
         for rnd in range(args.rounds):
             for case in CASES:
-                for tool in ("fio", "ioscope"):
+                for tool in tools_for(case):
                     n += 1
                     w = None
                     if not case["null"]:
@@ -514,6 +589,8 @@ def main():
                     log(f"[{n}/{total}] round {rnd + 1}: {case['name']}: {tool}")
                     if tool == "fio":
                         rec = run_fio(args.fio, case, data_file, args.duration, scratch)
+                    elif tool == "bare":
+                        rec = run_bare(preadloop, case, data_file, args.duration, scratch)
                     else:
                         rec = run_ioscope(ioscope, case, data_dir, args.duration, scratch, f"r{rnd + 1}-{n}")
                     rec["warm"] = w

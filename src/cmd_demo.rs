@@ -41,9 +41,9 @@ pub fn demo(args: DemoArgs) -> u8 {
     if out.exists() {
         let f = out.display();
         println!("\nresults: {f}");
-        println!("  ioscope show {f}            # this summary again (--json for the machine-readable one)");
+        println!("  ioscope show {f}                  # this summary again (--json: machine-readable)");
         println!("  ioscope export {f} --format csv   # one row per second");
-        println!("  sqlite3 {f} .tables         # the raw per-second histograms");
+        println!("  sqlite3 {f} 'select * from samples limit 5'   # the raw per-second series");
     }
     code
 }

@@ -29,7 +29,7 @@ pub fn progress_text(p: &ioscope_exec::Progress) -> String {
         p.elapsed_s,
         p.total_s,
         ioscope_report::format::iops(p.iops),
-        format!("{:.1}", p.bytes_per_sec / 1e6),
+        ioscope_report::format::float(p.bytes_per_sec / 1e6, 1),
     )
 }
 
