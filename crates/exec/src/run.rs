@@ -39,7 +39,7 @@ pub struct Progress {
     pub iops: f64,
     pub bytes_per_sec: f64,
     pub errors: u64,
-    /// p99 response time over all ops in the last second.
+    /// p99 response time of transfers (reads and writes) in the last second.
     pub p99_ns: Option<u64>,
 }
 
@@ -286,7 +286,7 @@ fn progress(s: &Snapshot, elapsed_ns: u64, plan: &Plan) -> Progress {
     let secs = s.interval_ns as f64 / 1e9;
     let total = s.total();
     let mut lat = ioscope_metrics::Histogram::new();
-    for o in &s.ops {
+    for o in s.ops.iter().filter(|o| !ioscope_metrics::is_sync_op(&o.op)) {
         lat.merge(&o.data.latency_ns);
     }
     Progress {

@@ -60,13 +60,31 @@ impl OpInterval {
     }
 }
 
+/// Sync operations (`fsync`, `fdatasync`) make earlier writes durable. They are reported
+/// in their own rows but, as in fio, not counted in total IOPS, which counts transfers;
+/// their errors are counted in the total like every other error.
+pub fn is_sync_op(op: &str) -> bool {
+    matches!(op, "fsync" | "fdatasync")
+}
+
+impl Counts {
+    /// Adds `other` as part of a total: see [`is_sync_op`].
+    pub fn add_to_total(&mut self, op: &str, other: &Counts) {
+        if !is_sync_op(op) {
+            self.ops += other.ops;
+            self.bytes += other.bytes;
+        }
+        self.errors += other.errors;
+    }
+}
+
 impl Snapshot {
-    /// Totals over all operations: ops, bytes, errors.
+    /// Totals over all operations (see [`is_sync_op`]).
     pub fn total(&self) -> Counts {
-        self.ops.iter().fold(Counts::default(), |acc, s| Counts {
-            ops: acc.ops + s.data.counts.ops,
-            bytes: acc.bytes + s.data.counts.bytes,
-            errors: acc.errors + s.data.counts.errors,
-        })
+        let mut t = Counts::default();
+        for s in &self.ops {
+            t.add_to_total(&s.op, &s.data.counts);
+        }
+        t
     }
 }

@@ -14,7 +14,7 @@ mod text;
 pub use export::{export_csv, export_json};
 pub use text::render_text;
 
-use ioscope_metrics::{Histogram, OpInterval};
+use ioscope_metrics::{Counts, Histogram, OpInterval};
 use ioscope_store::Results;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -104,7 +104,7 @@ pub struct SizeStats {
     pub max: u64,
 }
 
-/// One second, all hosts and operations together.
+/// One second, all hosts together; totals and latency cover transfers (see [`ioscope_metrics::is_sync_op`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Sample {
     pub second: u32,
@@ -150,7 +150,11 @@ pub(crate) struct SecondRow {
 
 impl SecondRow {
     pub fn total(&self) -> (u64, u64, u64) {
-        self.ops.iter().fold((0, 0, 0), |(o, b, e), (_, d)| (o + d.counts.ops, b + d.counts.bytes, e + d.counts.errors))
+        let mut t = Counts::default();
+        for (op, d) in &self.ops {
+            t.add_to_total(op, &d.counts);
+        }
+        (t.ops, t.bytes, t.errors)
     }
     pub fn op(&self, name: &str) -> Option<&OpInterval> {
         self.ops.iter().find(|(n, _)| n == name).map(|(_, d)| d)
@@ -228,9 +232,7 @@ pub fn summarize(r: &Results, results_path: &Path) -> Summary {
     let mut total = OpInterval::empty();
     for (name, d) in names.iter().zip(&merged) {
         let c = d.counts;
-        total.counts.ops += c.ops;
-        total.counts.bytes += c.bytes;
-        total.counts.errors += c.errors;
+        total.counts.add_to_total(name, &c);
         ops.insert(
             name.clone(),
             OpSummary {
@@ -255,7 +257,7 @@ pub fn summarize(r: &Results, results_path: &Path) -> Summary {
         .map(|row| {
             let (o, b, e) = row.total();
             let mut lat = Histogram::new();
-            for (_, d) in &row.ops {
+            for (_, d) in row.ops.iter().filter(|(op, _)| !ioscope_metrics::is_sync_op(op)) {
                 lat.merge(&d.latency_ns);
             }
             let interval_s = row.interval_ns as f64 / 1e9;
