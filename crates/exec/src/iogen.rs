@@ -111,32 +111,10 @@ impl IoGen {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ioscope_workload::{BlockSize, EngineKind, Rw, SyncMode};
-    use std::time::Duration;
-
-    fn plan(rw: Rw, read_pct: u8, sizes: &[(u64, u32)], size: u64, files: u32) -> Plan {
-        Plan {
-            engine: EngineKind::Null,
-            rw,
-            read_pct,
-            block_sizes: sizes.iter().map(|&(bytes, weight)| BlockSize { bytes, weight }).collect(),
-            size_bytes: size,
-            files,
-            threads: 1,
-            iodepth: 1,
-            duration: Duration::from_secs(1),
-            dir: "/nonexistent".into(),
-            direct: false,
-            sync: SyncMode::None,
-            rate_iops: None,
-            force: false,
-            cleanup: false,
-        }
-    }
 
     #[test]
     fn random_offsets_are_aligned_in_bounds_and_cover_the_file() {
-        let p = plan(Rw::RandRead, 100, &[(4096, 1)], 1 << 20, 2);
+        let p = crate::test_plan("engine = 'null'\nrw = 'randread'\nbs = '4k'\nsize = '1m'\nfiles = 2");
         let mut g = IoGen::new(&p, 0, 42);
         let mut seen = vec![false; 2 * 128];
         for _ in 0..20_000 {
@@ -151,7 +129,9 @@ mod tests {
 
     #[test]
     fn mix_and_weights_follow_the_plan() {
-        let p = plan(Rw::RandRw, 70, &[(4096, 60), (32768, 25), (524288, 15)], 64 << 20, 1);
+        let p = crate::test_plan(
+            "engine = 'null'\nrw = 'randrw'\nrwmix_read = 70\nbs = '4k:60,32k:25,512k:15'\nsize = '64m'",
+        );
         let mut g = IoGen::new(&p, 0, 7);
         let n = 100_000;
         let (mut reads, mut small, mut large) = (0, 0, 0);
@@ -170,7 +150,7 @@ mod tests {
 
     #[test]
     fn sequential_walks_files_in_order() {
-        let p = plan(Rw::Read, 100, &[(4096, 1)], 16384, 2);
+        let p = crate::test_plan("engine = 'null'\nrw = 'read'\nbs = '4k'\nsize = '16k'\nfiles = 2");
         let mut g = IoGen::new(&p, 0, 1);
         let got: Vec<(u32, u64)> = (0..5).map(|_| g.next(0)).map(|io| (io.file, io.offset)).collect();
         assert_eq!(got, vec![(0, 0), (0, 4096), (1, 0), (1, 4096), (0, 0)]);

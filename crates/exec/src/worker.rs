@@ -249,27 +249,11 @@ mod tests {
     use super::*;
     use ioscope_engine::null::NullEngine;
     use ioscope_engine::{Capabilities, OpenSpec};
-    use ioscope_workload::{BlockSize, EngineKind, Plan, Rw};
+    use ioscope_workload::Plan;
     use std::time::Duration;
 
     fn plan(iodepth: u32) -> Plan {
-        Plan {
-            engine: EngineKind::Null,
-            rw: Rw::RandRw,
-            read_pct: 50,
-            block_sizes: vec![BlockSize { bytes: 4096, weight: 1 }],
-            size_bytes: 1 << 30,
-            files: 1,
-            threads: 1,
-            iodepth,
-            duration: Duration::from_millis(200),
-            dir: "".into(),
-            direct: false,
-            sync: SyncMode::Fdatasync,
-            rate_iops: None,
-            force: false,
-            cleanup: false,
-        }
+        crate::test_plan(&format!("engine = 'null'\nrw = 'randrw'\nsync = 'fdatasync'\niodepth = {iodepth}"))
     }
 
     fn run_with<E: Engine>(mut engine: E, p: &Plan, interval_ns: Option<u64>, duration_ns: u64) -> WorkerRecorder {

@@ -218,34 +218,19 @@ pub fn cleanup(dir: &Path) -> Result<Cleaned, WorksetError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ioscope_workload::{BlockSize, EngineKind, Rw, SyncMode};
-    use std::time::Duration;
 
-    fn plan(dir: &Path, rw: Rw, size: u64, force: bool) -> Plan {
-        Plan {
-            engine: EngineKind::Posix,
-            rw,
-            read_pct: rw.default_read_pct(),
-            block_sizes: vec![BlockSize { bytes: 4096, weight: 1 }],
-            size_bytes: size,
-            files: 2,
-            threads: 2,
-            iodepth: 1,
-            duration: Duration::from_secs(1),
-            dir: dir.to_path_buf(),
-            direct: false,
-            sync: SyncMode::None,
-            rate_iops: None,
-            force,
-            cleanup: false,
-        }
+    fn plan(dir: &Path, rw: &str, size: &str, force: bool) -> Plan {
+        crate::test_plan(&format!(
+            "dir = '{}'\nrw = '{rw}'\nsize = '{size}'\nfiles = 2\nforce = {force}",
+            dir.display()
+        ))
     }
 
     #[test]
     fn creates_fills_reuses_and_cleans_up() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("ws");
-        let p = plan(&dir, Rw::RandWrite, 20 << 20, false);
+        let p = plan(&dir, "randwrite", "20m", false);
         let mut l = check(&p).unwrap();
         assert!(!dir.exists(), "check writes nothing");
         assert_eq!(l.to_fill, vec![0, 1]);
@@ -259,7 +244,7 @@ mod tests {
         // A matching layout is reused without rewriting.
         assert!(check(&p).unwrap().to_fill.is_empty());
         // A different size is ours to rewrite.
-        assert_eq!(check(&plan(&dir, Rw::RandWrite, 40 << 20, false)).unwrap().to_fill, vec![0, 1]);
+        assert_eq!(check(&plan(&dir, "randwrite", "40m", false)).unwrap().to_fill, vec![0, 1]);
 
         let other = dir.join("keep.txt");
         fs::write(&other, b"user data").unwrap();
@@ -276,14 +261,14 @@ mod tests {
         let dir = tmp.path();
         fs::write(dir.join("ioscope.0.dat"), vec![1u8; 10 << 20]).unwrap();
         fs::write(dir.join("ioscope.1.dat"), vec![1u8; 10 << 20]).unwrap();
-        let err = check(&plan(dir, Rw::RandWrite, 20 << 20, false)).unwrap_err();
+        let err = check(&plan(dir, "randwrite", "20m", false)).unwrap_err();
         assert!(matches!(err, WorksetError::NotOurs { .. }), "{err}");
         assert!(err.to_string().contains("--force"));
         // Reading them is harmless, and --force allows writing.
-        assert!(check(&plan(dir, Rw::RandRead, 20 << 20, false)).unwrap().to_fill.is_empty());
-        assert!(check(&plan(dir, Rw::RandWrite, 20 << 20, true)).is_ok());
+        assert!(check(&plan(dir, "randread", "20m", false)).unwrap().to_fill.is_empty());
+        assert!(check(&plan(dir, "randwrite", "20m", true)).is_ok());
         // Too small to read without rewriting: refused too.
-        assert!(check(&plan(dir, Rw::RandRead, 40 << 20, false)).is_err());
+        assert!(check(&plan(dir, "randread", "40m", false)).is_err());
         // Nothing was written or removed.
         assert!(!dir.join(MARKER).exists());
         assert_eq!(cleanup(dir).unwrap().files, 0);
