@@ -99,9 +99,12 @@ pub struct WorkloadFlags {
     /// Worker threads.
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub threads: Option<String>,
-    /// I/Os in flight per thread (queueing engines).
+    /// I/Os in flight per thread (engine uring).
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub iodepth: Option<String>,
+    /// io_uring: let a kernel thread poll the submission queue.
+    #[arg(long)]
+    pub sqpoll: bool,
     /// How long to run (30s, 5m, 1h30m).
     #[arg(long, value_name = "DUR")]
     pub duration: Option<String>,
@@ -117,7 +120,7 @@ pub struct WorkloadFlags {
     /// Open loop: issue this many I/Os per second over all threads; latency counts from the schedule.
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub rate_iops: Option<String>,
-    /// Engine: posix (pread/pwrite) or null (no I/O; measures ioscope itself).
+    /// Engine: posix (pread/pwrite), uring (io_uring, --iodepth in flight) or null (no I/O; measures ioscope itself).
     #[arg(long, value_name = "ENGINE")]
     pub engine: Option<String>,
     /// Write into files ioscope did not create.
@@ -144,6 +147,7 @@ impl WorkloadFlags {
             sync: self.sync.clone(),
             rate_iops: self.rate_iops.clone(),
             engine: self.engine.clone(),
+            sqpoll: self.sqpoll,
             force: self.force,
             cleanup: self.cleanup,
         }

@@ -34,14 +34,9 @@ pub fn plan_from(file: Option<&Path>, flags: &Flags) -> Result<Plan, u8> {
 pub fn validate(file: &Path) -> u8 {
     match plan_from(Some(file), &Flags::default()) {
         Ok(plan) => {
-            println!(
-                "{}: ok ({} {}, {} threads, {})",
-                file.display(),
-                format!("{:?}", plan.engine).to_lowercase(),
-                plan.rw.name(),
-                plan.threads,
-                terminal::duration(plan.duration)
-            );
+            let threads = if plan.threads == 1 { "1 thread".to_string() } else { format!("{} threads", plan.threads) };
+            let (engine, rw, duration) = (plan.engine.name(), plan.rw.name(), terminal::duration(plan.duration));
+            println!("{}: ok ({engine} {rw}, {threads}, {duration})", file.display());
             exit::OK
         }
         Err(code) => code,

@@ -230,3 +230,42 @@ fn examples_validate() {
         }
     }
 }
+
+#[test]
+fn uring_direct_mixed_run_counts_every_io_without_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().join("r.db");
+    let out = run_ok(&[
+        "run",
+        "--engine",
+        "uring",
+        "--iodepth",
+        "16",
+        "--rw",
+        "randrw",
+        "--bs",
+        "4k:50,64k:50",
+        "--size",
+        "16m",
+        "--direct",
+        "--sync",
+        "fdatasync",
+        "--threads",
+        "2",
+        "--duration",
+        "2s",
+        "--dir",
+        s(&tmp.path().join("d")),
+        "--out",
+        s(&results),
+        "--json",
+    ]);
+    let summary = json_of(&out);
+    schema_check(&summary);
+    assert_eq!(summary["total"]["errors"], 0, "{summary}");
+    for op in ["read", "write", "fdatasync"] {
+        assert!(summary["ops"][op]["ops"].as_u64().unwrap() > 0, "{op}: {summary}");
+    }
+    assert_eq!(summary["ops"]["write"]["ops"], summary["ops"]["fdatasync"]["ops"], "one fdatasync per write");
+    assert_eq!(summary["workload"]["plan"]["iodepth"], 16);
+}

@@ -9,6 +9,7 @@ pub mod buffers;
 pub mod null;
 pub mod op;
 pub mod posix;
+pub mod uring;
 
 pub use buffers::IoBuffers;
 pub use op::{Io, Op, OP_KINDS};
@@ -18,7 +19,8 @@ use std::path::PathBuf;
 /// What an engine can do; the executor checks a plan against it before any I/O.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Capabilities {
-    /// Can keep more than one I/O in flight (submit may return [`Submitted::Queued`]).
+    /// Completions come from [`Engine::reap`] (submit may return [`Submitted::Queued`]);
+    /// false means every submit completes before it returns.
     pub queued: bool,
     /// Supports O_DIRECT (unbuffered) I/O.
     pub direct_io: bool,
@@ -65,6 +67,10 @@ pub struct Completion {
 /// The engine interface. One instance per worker thread.
 pub trait Engine: Send {
     fn name(&self) -> &'static str;
+    /// How the engine is set up once opened (recorded with the results); the name by default.
+    fn describe(&self) -> String {
+        self.name().to_string()
+    }
     fn capabilities(&self) -> Capabilities;
     /// Opens the target. Buffers are allocated by the core and stay put for the whole run.
     fn open(&mut self, spec: &OpenSpec, buffers: &IoBuffers) -> std::io::Result<()>;

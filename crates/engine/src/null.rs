@@ -15,7 +15,8 @@ impl Engine for NullEngine {
         "null"
     }
     fn capabilities(&self) -> Capabilities {
-        Capabilities { queued: true, direct_io: true, metadata: true, max_queue_depth: 1024 }
+        // Synchronous at depth 1 (the cheapest loop), queued above it once opened.
+        Capabilities { queued: self.queued, direct_io: true, metadata: true, max_queue_depth: 1024 }
     }
     fn open(&mut self, spec: &OpenSpec, _buffers: &IoBuffers) -> std::io::Result<()> {
         self.queued = spec.queue_depth > 1;

@@ -7,6 +7,7 @@ use crate::iogen::IoGen;
 use crate::worker::{FirstErrors, Schedule, Worker};
 use ioscope_engine::null::NullEngine;
 use ioscope_engine::posix::PosixEngine;
+use ioscope_engine::uring::UringEngine;
 use ioscope_engine::{error_name, Engine, IoBuffers, Op, OpenSpec, OP_KINDS};
 use ioscope_metrics::{OpInterval, OpSeries, Snapshot, WorkerCounts, WorkerReader, WorkerRecorder};
 use ioscope_store::{RunInfo, Status, Writer};
@@ -95,7 +96,7 @@ pub fn run(plan: &Plan, files: &[PathBuf], cfg: RunConfig<'_>) -> Result<Outcome
         workload_hash: cfg.workload_hash.clone(),
     };
     let store_err = |source| RunError::Store { path: cfg.out.clone(), source };
-    let mut writer = Writer::create(&cfg.out, &info, &[(host.clone(), config)]).map_err(store_err)?;
+    let mut writer = Writer::create(&cfg.out, &info, &[(host.clone(), config.clone())]).map_err(store_err)?;
 
     let threads = plan.threads as usize;
     let recorders: Vec<WorkerRecorder> = (0..threads).map(|_| WorkerRecorder::new(OP_KINDS)).collect();
@@ -104,6 +105,7 @@ pub fn run(plan: &Plan, files: &[PathBuf], cfg: RunConfig<'_>) -> Result<Outcome
     let start_ns = AtomicU64::new(0);
     let finished = AtomicUsize::new(0);
     let open_error: Mutex<Option<String>> = Mutex::new(None);
+    let engine_setup: Mutex<Option<String>> = Mutex::new(None);
     let ops = ops_of(plan);
     let spec = OpenSpec {
         files: files.to_vec(),
@@ -127,9 +129,11 @@ pub fn run(plan: &Plan, files: &[PathBuf], cfg: RunConfig<'_>) -> Result<Outcome
                     start_ns: &start_ns,
                     finished: &finished,
                     open_error: &open_error,
+                    engine_setup: &engine_setup,
                 };
                 s.spawn(move || match plan.engine {
                     EngineKind::Posix => worker_main(PosixEngine::default(), w as u32, shared),
+                    EngineKind::Uring => worker_main(UringEngine::new(plan.sqpoll), w as u32, shared),
                     EngineKind::Null => worker_main(NullEngine::default(), w as u32, shared),
                 })
             })
@@ -141,6 +145,14 @@ pub fn run(plan: &Plan, files: &[PathBuf], cfg: RunConfig<'_>) -> Result<Outcome
         ready.wait();
         if open_error.lock().unwrap().is_some() {
             stop.store(true, Relaxed);
+        }
+        if let Some(setup) = engine_setup.lock().unwrap().take() {
+            let mut config = config.clone();
+            config["engine"] = serde_json::json!(setup);
+            if let Err(e) = writer.update_host(&host, &config) {
+                store_failure = Some(e);
+                stop.store(true, Relaxed);
+            }
         }
         let deadline = t0 + plan.duration.as_nanos() as u64;
         let mut readers: Vec<WorkerReader> = (0..threads).map(|_| WorkerReader::new(OP_KINDS)).collect();
@@ -222,14 +234,20 @@ struct Shared<'a> {
     start_ns: &'a AtomicU64,
     finished: &'a AtomicUsize,
     open_error: &'a Mutex<Option<String>>,
+    /// How worker 0's engine was set up, once open.
+    engine_setup: &'a Mutex<Option<String>>,
 }
 
 fn worker_main<E: Engine>(mut engine: E, id: u32, sh: Shared<'_>) -> FirstErrors {
     tighten_timer_slack();
     let plan = sh.plan;
     let buffers = IoBuffers::new(plan.iodepth as usize, plan.max_block_bytes() as usize, 0x9e37_79b9 ^ id as u64);
-    if let Err(e) = engine.open(sh.spec, &buffers) {
-        sh.open_error.lock().unwrap().get_or_insert(e.to_string());
+    match engine.open(sh.spec, &buffers) {
+        Ok(()) if id == 0 => *sh.engine_setup.lock().unwrap() = Some(engine.describe()),
+        Ok(()) => {}
+        Err(e) => {
+            sh.open_error.lock().unwrap().get_or_insert(e.to_string());
+        }
     }
     sh.ready.wait();
     let mut errors = FirstErrors::default();

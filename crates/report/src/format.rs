@@ -114,6 +114,7 @@ pub fn system(config: &serde_json::Value) -> String {
         let at = text(&target["mount_point"]).map(|m| format!(" on {m}")).unwrap_or_default();
         parts.push(format!("{fs}{opts}{at}"));
     }
+    parts.extend(text(&config["engine"]));
     if parts.is_empty() {
         "no configuration recorded".to_string()
     } else {
@@ -142,11 +143,8 @@ pub fn workload(p: &Plan) -> String {
     parts.push(format!("size {} x {} file{}", bytes(p.size_bytes), p.files, if p.files == 1 { "" } else { "s" }));
     parts.push(format!("threads {}", p.threads));
     parts.push(format!("qd {}", p.iodepth));
-    let engine = match p.engine {
-        ioscope_workload::plan::EngineKind::Posix => "posix",
-        ioscope_workload::plan::EngineKind::Null => "null",
-    };
-    let mut io = format!("{engine} {}", if p.direct { "direct" } else { "buffered" });
+    let sqpoll = if p.sqpoll { " sqpoll" } else { "" };
+    let mut io = format!("{}{sqpoll} {}", p.engine.name(), if p.direct { "direct" } else { "buffered" });
     let sync = match p.sync {
         ioscope_workload::plan::SyncMode::None => None,
         ioscope_workload::plan::SyncMode::Fsync => Some("fsync"),

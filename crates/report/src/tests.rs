@@ -24,6 +24,7 @@ fn plan() -> Plan {
         direct: false,
         sync: SyncMode::None,
         rate_iops: None,
+        sqpoll: false,
         force: false,
         cleanup: true,
     }

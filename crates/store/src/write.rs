@@ -244,6 +244,15 @@ impl Writer {
         Ok(())
     }
 
+    /// Replaces a host's configuration (what is only known once the run has started,
+    /// such as how the engine was set up).
+    pub fn update_host(&mut self, name: &str, config: &serde_json::Value) -> Result<(), StoreError> {
+        self.conn
+            .execute("UPDATE host SET config_json = ?2 WHERE name = ?1", params![name, config.to_string()])
+            .map_err(StoreError::sqlite(&self.path))?;
+        Ok(())
+    }
+
     /// Records how the run ended, checkpoints the WAL and switches the file back to
     /// `journal_mode=DELETE`: one self-contained file remains.
     pub fn finish(self, status: Status, detail: Option<&str>, ended_unix_ms: i64) -> Result<(), StoreError> {

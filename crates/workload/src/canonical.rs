@@ -5,7 +5,7 @@
 //! workload hash stored with results, so two runs of the same workload share a hash however the
 //! workload was written (flags, file, sizes as "4k" or 4096).
 
-use crate::plan::{EngineKind, Plan, Rw, SyncMode};
+use crate::plan::{Plan, Rw, SyncMode};
 use crate::units::{duration_literal, format_size, size_literal};
 use sha2::{Digest, Sha256};
 
@@ -36,11 +36,7 @@ pub fn to_toml(plan: &Plan) -> String {
     let mut lines: Vec<(String, String)> = Vec::new();
     let mut kv = |k: &str, v: String, comment: &str| lines.push((format!("{k} = {v}"), comment.to_string()));
 
-    let engine = match plan.engine {
-        EngineKind::Posix => "posix",
-        EngineKind::Null => "null",
-    };
-    kv("engine", toml_string(engine), "posix (pread/pwrite) | null (no I/O)");
+    kv("engine", toml_string(plan.engine.name()), "posix (pread/pwrite) | uring (io_uring) | null (no I/O)");
     kv("rw", toml_string(plan.rw.name()), "read | write | randread | randwrite | randrw");
     if plan.rw == Rw::RandRw {
         kv("rwmix_read", plan.read_pct.to_string(), "% of I/Os that are reads");
@@ -55,6 +51,9 @@ pub fn to_toml(plan: &Plan) -> String {
     kv("files", plan.files.to_string(), "files the working set is split over");
     kv("threads", plan.threads.to_string(), "worker threads");
     kv("iodepth", plan.iodepth.to_string(), "I/Os in flight per thread");
+    if plan.sqpoll {
+        kv("sqpoll", "true".into(), "io_uring submission-queue polling");
+    }
     let secs = format!("{:.3}", plan.duration.as_secs_f64());
     let secs = format!("run time = {} s", secs.trim_end_matches('0').trim_end_matches('.'));
     kv("duration", toml_string(&duration_literal(plan.duration)), &secs);

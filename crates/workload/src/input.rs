@@ -30,6 +30,7 @@ pub struct Flags {
     pub sync: Option<String>,
     pub rate_iops: Option<String>,
     pub engine: Option<String>,
+    pub sqpoll: bool,
     pub force: bool,
     pub cleanup: bool,
 }
@@ -43,7 +44,7 @@ pub struct SourceFile {
 
 /// Every key a workload file may contain, in canonical order, with its command-line flag
 /// (`description` has none).
-pub(crate) const KEYS: [(&str, &str); 16] = [
+pub(crate) const KEYS: [(&str, &str); 17] = [
     ("description", ""),
     ("engine", "--engine"),
     ("rw", "--rw"),
@@ -53,6 +54,7 @@ pub(crate) const KEYS: [(&str, &str); 16] = [
     ("files", "--files"),
     ("threads", "--threads"),
     ("iodepth", "--iodepth"),
+    ("sqpoll", "--sqpoll"),
     ("duration", "--duration"),
     ("dir", "--dir"),
     ("direct", "--direct"),
@@ -87,7 +89,12 @@ const MAX_DURATION: Duration = Duration::from_secs(30 * 86_400);
 const SIZE_EXAMPLE: &str = "a size like 4k, 64k, 1m";
 const DIR_EXPECTED: &str = "a directory path, e.g. --dir /mnt/test or dir = \"/mnt/test\"";
 
-const ENGINES: &[(&str, EngineKind)] = &[("posix", EngineKind::Posix), ("null", EngineKind::Null)];
+const ENGINES: &[(&str, EngineKind)] = &[
+    ("posix", EngineKind::Posix),
+    ("uring", EngineKind::Uring),
+    ("io_uring", EngineKind::Uring),
+    ("null", EngineKind::Null),
+];
 const RWS: &[(&str, Rw)] = &[
     ("read", Rw::Read),
     ("write", Rw::Write),
@@ -309,6 +316,7 @@ impl<'a> Ctx<'a> {
             "sync" => f.sync.as_deref(),
             "rate_iops" => f.rate_iops.as_deref(),
             "direct" => f.direct.then_some(""),
+            "sqpoll" => f.sqpoll.then_some(""),
             "force" => f.force.then_some(""),
             "cleanup" => f.cleanup.then_some(""),
             _ => None,
@@ -397,8 +405,8 @@ impl<'a> Ctx<'a> {
         if let Some((_, v)) = choices.iter().find(|(n, _)| *n == t) {
             return Got::Ok(*v, loc);
         }
-        let note = if key == "engine" && (t == "uring" || t == "io_uring" || t == "libaio") {
-            format!("engine {t} is not available yet: use posix, or null to measure ioscope itself")
+        let note = if key == "engine" && t == "libaio" {
+            "libaio is not an ioscope engine: use uring for queued asynchronous I/O".to_string()
         } else if let Some(c) = closest(&t, &names) {
             format!("did you mean `{c}`?")
         } else {
@@ -724,6 +732,7 @@ impl<'a> Ctx<'a> {
         let files_g = self.int("files", 1, 1_000_000);
         let threads_g = self.int("threads", 1, 4096);
         let iodepth_g = self.int("iodepth", 1, 1024);
+        let sqpoll_g = self.boolean("sqpoll");
         let duration_g = self.duration("duration");
         let dir_g = self.dir();
         let direct_g = self.boolean("direct");
@@ -762,8 +771,15 @@ impl<'a> Ctx<'a> {
                     loc,
                     "iodepth",
                     "1 with engine posix",
-                    "posix is synchronous: iodepth must be 1 (use engine null, or uring when available)",
+                    "posix is synchronous: iodepth must be 1 (use engine uring to keep I/Os in flight)",
                 );
+            }
+        }
+        // Submission-queue polling is an io_uring feature.
+        if let (Got::Ok(true, loc), Some(e)) = (&sqpoll_g, engine) {
+            if e != EngineKind::Uring {
+                let note = format!("sqpoll is an io_uring option and the engine is {}", e.name());
+                self.err(loc, "sqpoll", "sqpoll only with engine = \"uring\"", note);
             }
         }
         // Each file must hold at least one block of the largest size.
@@ -808,7 +824,7 @@ impl<'a> Ctx<'a> {
         }
         // O_DIRECT needs sector-aligned transfers; the null engine does no I/O and ignores it.
         let direct = direct_g.or(false).unwrap_or(false);
-        if let (true, Some(EngineKind::Posix), Some(bs)) = (direct, engine, &bs) {
+        if let (true, Some(EngineKind::Posix | EngineKind::Uring), Some(bs)) = (direct, engine, &bs) {
             for e in bs.iter().filter(|e| e.bs.bytes % 512 != 0) {
                 let note = format!(
                     "direct = true (O_DIRECT, {}) needs block sizes that are multiples of 512 bytes; {} is not",
@@ -831,7 +847,8 @@ impl<'a> Ctx<'a> {
         }
         // The files need a home, unless the engine does no I/O.
         if matches!(dir_g, Got::Absent) && engine != Some(EngineKind::Null) && !self.syntax_failed {
-            let mut note = String::from("engine posix reads and writes files in this directory");
+            let mut note =
+                format!("engine {} reads and writes files in this directory", engine.map_or("posix", |e| e.name()));
             if let Some(f) = self.file {
                 note.push_str(&format!("\nneither --dir nor `dir` in {} was given", f.path.display()));
             }
@@ -864,6 +881,7 @@ impl<'a> Ctx<'a> {
                 Got::Absent => None,
                 Got::Bad => return None,
             },
+            sqpoll: sqpoll_g.or(false)?,
             force: force_g.or(false)?,
             cleanup: cleanup_g.or(false)?,
         })

@@ -59,8 +59,26 @@ pub enum SyncMode {
 pub enum EngineKind {
     /// pread/pwrite.
     Posix,
+    /// io_uring: queued, batched submission and reaping; registered files and buffers.
+    Uring,
     /// No I/O: measures the core itself.
     Null,
+}
+
+impl EngineKind {
+    pub const ALL: [EngineKind; 3] = [EngineKind::Posix, EngineKind::Uring, EngineKind::Null];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::Posix => "posix",
+            EngineKind::Uring => "uring",
+            EngineKind::Null => "null",
+        }
+    }
+    /// Keeps more than one I/O in flight per thread.
+    pub fn queues(self) -> bool {
+        matches!(self, EngineKind::Uring | EngineKind::Null)
+    }
 }
 
 /// One entry of a weighted block-size list.
@@ -92,6 +110,9 @@ pub struct Plan {
     pub sync: SyncMode,
     /// Open-loop rate over all threads, in I/Os per second; None = closed loop (as fast as possible).
     pub rate_iops: Option<u64>,
+    /// io_uring: a kernel thread polls the submission queue (no system call to submit).
+    #[serde(default)]
+    pub sqpoll: bool,
     /// Write into files ioscope did not create.
     pub force: bool,
     /// Remove the files ioscope created after the run.

@@ -260,8 +260,12 @@ fn whole_number_ranges() {
 fn posix_is_synchronous() {
     let d = one_error(&format!("iodepth = 8\n{DIR}"));
     assert_eq!(d.key, "iodepth");
-    assert!(d.message.contains("posix is synchronous: iodepth must be 1 (use engine null, or uring when available)"));
+    assert!(d.message.contains("posix is synchronous: iodepth must be 1 (use engine uring"), "{d}");
     assert_eq!(plan("engine = \"null\"\niodepth = 8\n").iodepth, 8);
+    assert_eq!(plan(&format!("engine = \"uring\"\niodepth = 256\nsqpoll = true\n{DIR}")).iodepth, 256);
+    let d = one_error(&format!("sqpoll = true\n{DIR}"));
+    assert_eq!(d.key, "sqpoll");
+    assert!(d.message.contains("io_uring option"), "{d}");
 }
 
 #[test]
@@ -321,8 +325,9 @@ fn enum_values_suggest_close_names() {
     let d = one_error(&format!("rw = \"randred\"\n{DIR}"));
     assert_eq!(d.expected, "one of: read, write, randread, randwrite, randrw");
     assert!(d.message.contains("did you mean `randread`?"));
-    let d = one_error(&format!("engine = \"uring\"\n{DIR}"));
-    assert!(d.message.contains("not available yet"), "{d}");
+    let d = one_error(&format!("engine = \"libaio\"\n{DIR}"));
+    assert!(d.message.contains("use uring"), "{d}");
+    assert_eq!(plan(&format!("engine = \"io_uring\"\n{DIR}")).engine, EngineKind::Uring);
     assert_eq!(one_error(&format!("sync = \"always\"\n{DIR}")).expected, "one of: none, fsync, fdatasync, dsync");
     assert_eq!(plan(&format!("rw = \"RandWrite\"\n{DIR}")).rw, Rw::RandWrite);
 }
