@@ -78,8 +78,9 @@ pub trait Engine: Send {
     fn submit(&mut self, io: &Io, buffers: &mut IoBuffers) -> Submitted;
     /// Makes queued submissions visible to the target (batched engines); no-op by default.
     fn commit(&mut self) {}
-    /// Waits for at least `min` completions (0 = do not wait) and appends them to `out`.
-    fn reap(&mut self, _min: usize, _out: &mut Vec<Completion>) -> std::io::Result<()> {
+    /// Submits what is queued, waits for at least `min` completions (0 = do not wait) but
+    /// no longer than `timeout_ns` if given, and appends the completions to `out`.
+    fn reap(&mut self, _min: usize, _timeout_ns: Option<u64>, _out: &mut Vec<Completion>) -> std::io::Result<()> {
         Ok(())
     }
     /// Closes the target. Also done on drop.

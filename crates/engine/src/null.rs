@@ -33,7 +33,7 @@ impl Engine for NullEngine {
             Submitted::Done(bytes)
         }
     }
-    fn reap(&mut self, _min: usize, out: &mut Vec<Completion>) -> std::io::Result<()> {
+    fn reap(&mut self, _min: usize, _timeout_ns: Option<u64>, out: &mut Vec<Completion>) -> std::io::Result<()> {
         out.append(&mut self.pending);
         Ok(())
     }

@@ -179,17 +179,26 @@ impl Engine for UringEngine {
         }
     }
 
-    fn reap(&mut self, min: usize, out: &mut Vec<Completion>) -> std::io::Result<()> {
+    fn reap(&mut self, min: usize, timeout_ns: Option<u64>, out: &mut Vec<Completion>) -> std::io::Result<()> {
         let ring = self.ring.as_mut().expect("open before reap");
         let ready = ring.completion().len();
         if self.pending > 0 || ready < min {
             let want = min.saturating_sub(ready);
+            let ts =
+                timeout_ns.map(|ns| types::Timespec::new().sec(ns / 1_000_000_000).nsec((ns % 1_000_000_000) as u32));
             loop {
-                match ring.submit_and_wait(want) {
+                let r = match (&ts, want) {
+                    (Some(ts), 1..) => ring.submitter().submit_with_args(want, &types::SubmitArgs::new().timespec(ts)),
+                    _ => ring.submit_and_wait(want),
+                };
+                match r {
                     Ok(_) => break,
-                    Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
-                    Err(e) if e.raw_os_error() == Some(libc::EBUSY) && ready > 0 => break,
-                    Err(e) => return Err(e),
+                    Err(e) => match e.raw_os_error() {
+                        Some(libc::ETIME) => break,
+                        Some(libc::EINTR) => continue,
+                        Some(libc::EBUSY) if ready > 0 => break,
+                        _ => return Err(e),
+                    },
                 }
             }
             self.pending = 0;
@@ -211,7 +220,7 @@ mod tests {
     fn reap_all(e: &mut UringEngine, n: usize) -> Vec<Completion> {
         let mut out = Vec::new();
         while out.len() < n {
-            e.reap(1, &mut out).unwrap();
+            e.reap(1, None, &mut out).unwrap();
         }
         out
     }

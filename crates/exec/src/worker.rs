@@ -219,9 +219,15 @@ impl<'a, E: Engine> Worker<'a, E> {
                 };
                 continue;
             }
-            // With a rate, do not block past the next intended start.
-            let min = if s.interval_ns.is_some() && !stopping { 0 } else { 1 };
-            if let Err(e) = self.engine.reap(min, &mut done) {
+            // With a rate and a free slot, wait for a completion only until the next intended
+            // start (or the deadline); otherwise wait for one completion.
+            let timeout = match s.interval_ns {
+                Some(_) if !stopping && !free.is_empty() => {
+                    Some(next_intended.min(s.deadline_ns).saturating_sub(now_ns()).max(1))
+                }
+                _ => None,
+            };
+            if let Err(e) = self.engine.reap(1, timeout, &mut done) {
                 // The engine lost its queue: count every in-flight I/O as failed.
                 let errno = -(e.raw_os_error().unwrap_or(libc::EIO) as i64);
                 for slot in 0..depth as u32 {
@@ -244,10 +250,6 @@ impl<'a, E: Engine> Worker<'a, E> {
                     }
                     _ => free.push(c.slot),
                 }
-            }
-            if min == 0 && free.len() < depth && !stopping {
-                // Open loop with I/O in flight: a short pause instead of a busy reap.
-                t = wait_until(next_intended.min(t + 20_000), self.stop);
             }
         }
     }
