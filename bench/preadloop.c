@@ -1,22 +1,27 @@
 /*
  * preadloop: the reference "tool" of bench/run.py, a bare pread loop.
  *
- * Usage: preadloop FILE BS THREADS SECONDS
+ * Usage: preadloop FILE BS THREADS SECONDS [rand|seq]
  *
  * It is the practical ceiling for any psync load generator on this machine: THREADS
- * threads call pread(fd, buf, BS, random offset) on FILE as fast as they can, so the
- * IOPS it reaches are the kernel's cost of pread alone (syscall + page-cache lookup +
- * copy) plus a xorshift step. On purpose it does NO per-I/O timing and records nothing
- * (no latencies, no histograms, no per-op stats); it reads the clock only once every
- * 1024 reads to know when to stop. A real load generator (fio, ioscope) does more work
- * per I/O, so its IOPS ratio to this loop shows how much of the ceiling it reaches.
+ * threads call pread(fd, buf, BS, offset) on FILE at random (or sequential) offsets as
+ * fast as they can, so the IOPS it reaches are the kernel's cost of pread alone (syscall
+ * + page-cache lookup + copy) plus a xorshift step. On purpose it does NO per-I/O timing
+ * and records nothing (no latencies, no histograms, no per-op stats); it reads the clock
+ * only once every 1024 reads (every 16 MiB for larger blocks, e.g. every 16 reads of
+ * 1 MiB) to know when to stop. A real load generator (fio, ioscope) does more work per
+ * I/O, so its IOPS ratio to this loop shows how much of the ceiling it reaches.
  *
- * Offsets: xorshift64 per thread (seeded differently), offset = (x % (size / align)) *
- * align, with align = BS for BS >= 512 and 1 otherwise, size = file size - BS.
+ * Offsets, mode rand (the default): xorshift64 per thread (seeded differently), offset =
+ * (x % (size / align)) * align, with align = BS for BS >= 512 and 1 otherwise, size = file
+ * size - BS. Mode seq: every thread starts at offset 0 and reads BS after BS, back to 0
+ * when the next block would pass the end of the file (as fio's and ioscope's sequential
+ * reads do).
  * Each thread opens FILE itself, O_RDONLY (page cache, no O_DIRECT), as fio's jobs and
  * ioscope's workers do: threads sharing one open file contend on it in the kernel.
  *
- * Output on stdout, one JSON line: {"iops": N, "ops": N, "seconds": S, "threads": T}
+ * Output on stdout, one JSON line:
+ * {"iops": N, "ops": N, "seconds": S, "threads": T, "mode": "rand"|"seq"}
  * (iops = total ops / elapsed seconds). Errors go to stderr with exit status 1.
  *
  * Build: cc -O2 -pthread -o preadloop preadloop.c
@@ -34,7 +39,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CHECK_EVERY 1024 /* reads between two clock checks */
+#define CHECK_EVERY 1024          /* reads between two clock checks... */
+#define CHECK_BYTES (16u << 20)   /* ...or fewer, so that at most 16 MiB are read between two */
 
 struct worker {
     pthread_t tid;
@@ -43,6 +49,8 @@ struct worker {
     uint64_t slots;     /* size / align */
     uint64_t align;
     uint64_t seed;
+    int seq;            /* 1: sequential offsets, 0: random */
+    uint64_t fsize;     /* file size (seq mode wraps before it) */
     struct timespec deadline;
     uint64_t ops;       /* result */
     int err;            /* errno of a failed pread, or -1 for a short read; 0 if fine */
@@ -79,13 +87,26 @@ static void *run(void *arg)
         return NULL;
     }
     memset(buf, 0, w->bs);
-    uint64_t x = w->seed, ops = 0;
+    uint64_t x = w->seed, ops = 0, next = 0;
+    int check_every = CHECK_BYTES / w->bs;
+    if (check_every > CHECK_EVERY)
+        check_every = CHECK_EVERY;
+    if (check_every < 1)
+        check_every = 1;
     for (;;) {
-        for (int i = 0; i < CHECK_EVERY; i++) {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            off_t off = (off_t)((x % w->slots) * w->align);
+        for (int i = 0; i < check_every; i++) {
+            off_t off;
+            if (w->seq) {
+                if (next + w->bs > w->fsize)
+                    next = 0;
+                off = (off_t)next;
+                next += w->bs;
+            } else {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                off = (off_t)((x % w->slots) * w->align);
+            }
             ssize_t n = pread(w->fd, buf, w->bs, off);
             if (n != (ssize_t)w->bs) {
                 w->err = n < 0 ? errno : -1;
@@ -121,9 +142,18 @@ static long long parse_pos(const char *s, const char *what)
 
 int main(int argc, char **argv)
 {
-    if (argc != 5) {
-        fprintf(stderr, "usage: preadloop FILE BS THREADS SECONDS\n");
+    if (argc != 5 && argc != 6) {
+        fprintf(stderr, "usage: preadloop FILE BS THREADS SECONDS [rand|seq]\n");
         return 2;
+    }
+    int seq = 0;
+    if (argc == 6) {
+        if (strcmp(argv[5], "seq") == 0)
+            seq = 1;
+        else if (strcmp(argv[5], "rand") != 0) {
+            fprintf(stderr, "preadloop: mode must be rand or seq, got '%s'\n", argv[5]);
+            return 2;
+        }
     }
     const char *path = argv[1];
     size_t bs = (size_t)parse_pos(argv[2], "BS");
@@ -166,6 +196,8 @@ int main(int argc, char **argv)
         w[i].bs = bs;
         w[i].slots = slots;
         w[i].align = align;
+        w[i].seq = seq;
+        w[i].fsize = (uint64_t)st.st_size;
         do
             w[i].seed = splitmix64(&seed_state); /* a different, non-zero seed per thread */
         while (w[i].seed == 0);
@@ -200,7 +232,7 @@ int main(int argc, char **argv)
     if (failed)
         return 1;
     double elapsed = ts_sec(&end) - ts_sec(&start);
-    printf("{\"iops\": %.1f, \"ops\": %" PRIu64 ", \"seconds\": %.6f, \"threads\": %d}\n",
-           (double)ops / elapsed, ops, elapsed, threads);
+    printf("{\"iops\": %.1f, \"ops\": %" PRIu64 ", \"seconds\": %.6f, \"threads\": %d, \"mode\": \"%s\"}\n",
+           (double)ops / elapsed, ops, elapsed, threads, seq ? "seq" : "rand");
     return 0;
 }
