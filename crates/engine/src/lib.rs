@@ -28,6 +28,9 @@ pub struct Capabilities {
     pub metadata: bool,
     /// Largest queue depth the engine accepts.
     pub max_queue_depth: u32,
+    /// Queued I/Os reach the target only at [`Engine::reap`] (batched), not in
+    /// [`Engine::submit`]; the core then stamps their issue time once, before reaping.
+    pub batched_submit: bool,
 }
 
 /// What an engine opens before the run: the working-set files and how.

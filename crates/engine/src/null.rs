@@ -16,7 +16,13 @@ impl Engine for NullEngine {
     }
     fn capabilities(&self) -> Capabilities {
         // Synchronous at depth 1 (the cheapest loop), queued above it once opened.
-        Capabilities { queued: self.queued, direct_io: true, metadata: true, max_queue_depth: 1024 }
+        Capabilities {
+            queued: self.queued,
+            direct_io: true,
+            metadata: true,
+            max_queue_depth: 1024,
+            batched_submit: true,
+        }
     }
     fn open(&mut self, spec: &OpenSpec, _buffers: &IoBuffers) -> std::io::Result<()> {
         self.queued = spec.queue_depth > 1;

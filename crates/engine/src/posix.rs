@@ -16,7 +16,7 @@ impl Engine for PosixEngine {
         "posix"
     }
     fn capabilities(&self) -> Capabilities {
-        Capabilities { queued: false, direct_io: true, metadata: false, max_queue_depth: 1 }
+        Capabilities { queued: false, direct_io: true, metadata: false, max_queue_depth: 1, batched_submit: false }
     }
     fn open(&mut self, spec: &OpenSpec, _buffers: &IoBuffers) -> std::io::Result<()> {
         let mut flags = 0;

@@ -1,7 +1,13 @@
-//! The io_uring engine: up to `queue_depth` I/Os in flight per worker, submitted in
-//! batches (one `io_uring_enter` submits the batch and waits for completions), with the
+//! The io_uring engine: up to `queue_depth` I/Os in flight per worker, with the
 //! working-set files and the I/O buffers registered with the ring, buffered or O_DIRECT,
 //! and optionally a kernel thread polling the submission queue (SQPOLL).
+//!
+//! Buffered I/O is submitted in batches: one `io_uring_enter` submits every queued I/O and
+//! waits for a completion, and page-cache hits complete inside that call, so the batch
+//! saves system calls (measured: ~900K against ~810K IOPS at depth 32). O_DIRECT I/O goes
+//! to a device, and a device that is handed 32 requests at once tends to finish them
+//! together and then idle (lock-step); there each I/O is submitted as soon as it is queued,
+//! which kept this machine's virtio disk busier (median ~110K against ~99K IOPS, 5 rounds).
 //!
 //! Registration falls back to plain file descriptors and buffers if the kernel refuses
 //! it (for example a low RLIMIT_MEMLOCK); what was used is reported by `describe` and
@@ -26,6 +32,8 @@ pub struct UringEngine {
     fixed_buffers: bool,
     /// Pushed but not yet handed to the kernel.
     pending: u32,
+    /// Hand each I/O to the kernel as soon as it is queued instead of once per batch.
+    eager_submit: bool,
 }
 
 impl UringEngine {
@@ -113,7 +121,13 @@ impl Engine for UringEngine {
         "uring"
     }
     fn capabilities(&self) -> Capabilities {
-        Capabilities { queued: true, direct_io: true, metadata: false, max_queue_depth: 1024 }
+        Capabilities {
+            queued: true,
+            direct_io: true,
+            metadata: false,
+            max_queue_depth: 1024,
+            batched_submit: !self.eager_submit,
+        }
     }
 
     /// What the engine ended up using, e.g. "io_uring: registered files, registered buffers".
@@ -148,6 +162,7 @@ impl Engine for UringEngine {
                     .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", p.display())))
             })
             .collect::<Result<_, _>>()?;
+        self.eager_submit = spec.direct;
         let entries = spec.queue_depth.max(1).next_power_of_two();
         let ring =
             self.build_ring(entries).map_err(|e| std::io::Error::new(e.kind(), format!("io_uring setup: {e}")))?;
@@ -170,9 +185,16 @@ impl Engine for UringEngine {
         let ring = self.ring.as_mut().expect("open before submit");
         // SAFETY: the entry points at a registered file/buffer or at an fd and buffer that
         // stay valid until its completion is reaped (the core keeps the slot busy until then).
-        match unsafe { ring.submission().push(&entry) } {
+        let pushed = unsafe { ring.submission().push(&entry) };
+        match pushed {
             Ok(()) => {
                 self.pending += 1;
+                if self.eager_submit {
+                    // A failed submit leaves the entry queued; reap submits it again.
+                    if ring.submit().is_ok() {
+                        self.pending = 0;
+                    }
+                }
                 Submitted::Queued
             }
             Err(_) => Submitted::Busy,

@@ -162,6 +162,7 @@ impl<'a, E: Engine> Worker<'a, E> {
         // Slots queued in this round; their issue time is read once, right before commit.
         let mut batch: Vec<u32> = Vec::with_capacity(depth);
         let mut next_intended = s.start_ns + s.phase_ns;
+        let batched = self.engine.capabilities().batched_submit;
         let mut t = now_ns();
         loop {
             let stopping = t >= s.deadline_ns || self.stop.load(Relaxed);
@@ -182,15 +183,19 @@ impl<'a, E: Engine> Worker<'a, E> {
                 };
                 let io = self.gen.next(slot);
                 self.stamp(&io);
+                // An engine that hands each I/O to the target at once is stamped per I/O.
+                let issue = if batched { t } else { now_ns() };
                 match self.engine.submit(&io, &mut self.buffers) {
                     Submitted::Queued => {
                         free.pop();
-                        batch.push(slot);
-                        slots[slot as usize] = InFlight { io, intended, issue: t };
+                        if batched {
+                            batch.push(slot);
+                        }
+                        slots[slot as usize] = InFlight { io, intended, issue };
                     }
                     Submitted::Done(r) => {
                         let now = now_ns();
-                        self.record(&io, r, now - intended, now - t);
+                        self.record(&io, r, now - intended, now - issue);
                         t = now;
                         if t >= s.deadline_ns || self.stop.load(Relaxed) {
                             break;
@@ -308,7 +313,7 @@ mod tests {
             "stall"
         }
         fn capabilities(&self) -> Capabilities {
-            Capabilities { queued: false, direct_io: false, metadata: false, max_queue_depth: 1 }
+            Capabilities { queued: false, direct_io: false, metadata: false, max_queue_depth: 1, batched_submit: false }
         }
         fn open(&mut self, _: &OpenSpec, _: &IoBuffers) -> std::io::Result<()> {
             Ok(())
