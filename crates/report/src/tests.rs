@@ -321,3 +321,17 @@ fn notes_for_direct_null_and_rate_limited_runs() {
     let met = with_plan(Plan { rate_iops: Some(800), ..plan() });
     assert!(!met.iter().any(|n| n.contains("target rate")));
 }
+
+#[test]
+fn open_loop_summary_shows_service_time_under_each_response_time() {
+    let mut r = results(Status::Completed);
+    r.run.info.plan_json = serde_json::to_string(&Plan { rate_iops: Some(800), ..plan() }).unwrap();
+    let text = render_text(&summarize(&r, Path::new("r")));
+    let lines: Vec<&str> = text.lines().collect();
+    let read = lines.iter().position(|l| l.starts_with("read ")).expect("a read row");
+    assert!(lines[read + 1].starts_with("  service "), "{text}");
+    assert!(text.contains("(service rows: from issue)"), "{text}");
+    // Closed loop: one row per op, as before.
+    let closed = render_text(&summarize(&results(Status::Completed), Path::new("r")));
+    assert!(!closed.contains("  service"), "{closed}");
+}

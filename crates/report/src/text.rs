@@ -51,10 +51,13 @@ pub fn render_text(s: &Summary) -> String {
     } else {
         s.workload.hash.clone()
     };
-    match serde_json::from_value::<Plan>(s.workload.plan.clone()) {
-        Ok(p) => out.push_str(&format!("workload  {}  hash {hash}\n", format::workload(&p))),
-        Err(_) => out.push_str(&format!("workload  hash {hash}\n")),
+    let plan = serde_json::from_value::<Plan>(s.workload.plan.clone()).ok();
+    match &plan {
+        Some(p) => out.push_str(&format!("workload  {}  hash {hash}\n", format::workload(p))),
+        None => out.push_str(&format!("workload  hash {hash}\n")),
     }
+    // Open loop: response and service time differ by the queueing delay, so show both.
+    let open_loop = plan.as_ref().is_some_and(|p| p.rate_iops.is_some());
 
     let mut rows = vec![["op", "IOPS", "MB/s", "lat mean", "p50", "p90", "p99", "p99.9", "max", "errors"]
         .map(String::from)
@@ -68,6 +71,11 @@ pub fn render_text(s: &Summary) -> String {
         }
         row.push(format::int(o.errors));
         rows.push(row);
+        if let (true, Some(l)) = (open_loop, &o.service_time_ns) {
+            let mut row = vec!["  service".to_string(), String::new(), String::new()];
+            row.extend([l.mean, l.p50, l.p90, l.p99, l.p999, l.max].map(format::ns));
+            rows.push(row);
+        }
     }
     let total_row = |label: String, t: &crate::Totals| {
         let mut row = vec![label, format::iops(t.iops), format::float(t.bytes_per_sec / 1e6, 1)];
@@ -83,8 +91,9 @@ pub fn render_text(s: &Summary) -> String {
     }
     out.push_str(&table(&rows));
 
+    let service = if open_loop { " (service rows: from issue)" } else { "" };
     out.push_str(&format!(
-        "latency: response time from intended start; percentiles within ±{:.1}% (log-linear histogram)\n",
+        "latency: response time from intended start{service}; percentiles within ±{:.1}% (log-linear histogram)\n",
         s.latency_relative_error * 100.0
     ));
 
