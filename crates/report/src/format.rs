@@ -114,7 +114,7 @@ pub fn system(config: &serde_json::Value) -> String {
         let at = text(&target["mount_point"]).map(|m| format!(" on {m}")).unwrap_or_default();
         parts.push(format!("{fs}{opts}{at}"));
     }
-    parts.extend(text(&config["engine"]));
+    parts.extend(text(&config["engine"]).map(|e| format!("engine {e}")));
     if parts.is_empty() {
         "no configuration recorded".to_string()
     } else {
