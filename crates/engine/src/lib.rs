@@ -47,6 +47,31 @@ pub struct OpenSpec {
     pub queue_depth: u32,
 }
 
+impl OpenSpec {
+    /// Opens every file as the spec says (read, write, O_DIRECT, O_DSYNC); errors name the file.
+    pub fn open_files(&self) -> std::io::Result<Vec<std::fs::File>> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut flags = 0;
+        if self.direct {
+            flags |= libc::O_DIRECT;
+        }
+        if self.dsync {
+            flags |= libc::O_DSYNC;
+        }
+        self.files
+            .iter()
+            .map(|p| {
+                std::fs::OpenOptions::new()
+                    .read(true)
+                    .write(self.write)
+                    .custom_flags(flags)
+                    .open(p)
+                    .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", p.display())))
+            })
+            .collect()
+    }
+}
+
 /// Result of [`Engine::submit`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Submitted {

@@ -3,8 +3,7 @@
 //! completes before it returns.
 
 use crate::{Capabilities, Engine, Io, IoBuffers, Op, OpenSpec, Submitted};
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::OpenOptionsExt;
+use std::fs::File;
 
 #[derive(Default)]
 pub struct PosixEngine {
@@ -19,25 +18,7 @@ impl Engine for PosixEngine {
         Capabilities { queued: false, direct_io: true, metadata: false, max_queue_depth: 1, batched_submit: false }
     }
     fn open(&mut self, spec: &OpenSpec, _buffers: &IoBuffers) -> std::io::Result<()> {
-        let mut flags = 0;
-        if spec.direct {
-            flags |= libc::O_DIRECT;
-        }
-        if spec.dsync {
-            flags |= libc::O_DSYNC;
-        }
-        self.files = spec
-            .files
-            .iter()
-            .map(|p| {
-                OpenOptions::new()
-                    .read(true)
-                    .write(spec.write)
-                    .custom_flags(flags)
-                    .open(p)
-                    .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", p.display())))
-            })
-            .collect::<Result<_, _>>()?;
+        self.files = spec.open_files()?;
         Ok(())
     }
 

@@ -15,8 +15,7 @@
 
 use crate::{Capabilities, Completion, Engine, Io, IoBuffers, Op, OpenSpec, Submitted};
 use io_uring::{opcode, squeue, types, IoUring};
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::OpenOptionsExt;
+use std::fs::File;
 use std::os::unix::io::AsRawFd;
 
 /// How long the SQPOLL kernel thread spins without work before it sleeps.
@@ -143,25 +142,7 @@ impl Engine for UringEngine {
     }
 
     fn open(&mut self, spec: &OpenSpec, buffers: &IoBuffers) -> std::io::Result<()> {
-        let mut flags = 0;
-        if spec.direct {
-            flags |= libc::O_DIRECT;
-        }
-        if spec.dsync {
-            flags |= libc::O_DSYNC;
-        }
-        self.files = spec
-            .files
-            .iter()
-            .map(|p| {
-                OpenOptions::new()
-                    .read(true)
-                    .write(spec.write)
-                    .custom_flags(flags)
-                    .open(p)
-                    .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", p.display())))
-            })
-            .collect::<Result<_, _>>()?;
+        self.files = spec.open_files()?;
         self.eager_submit = spec.direct;
         let entries = spec.queue_depth.max(1).next_power_of_two();
         let ring =
