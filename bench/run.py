@@ -265,16 +265,21 @@ def bare_argv(preadloop, case, filename, duration):
     return [preadloop, filename, str(bs_bytes(case["bs"])), str(case["threads"]), str(duration), mode]
 
 
-def run_bare(preadloop, case, filename, duration, scratch):
-    argv = bare_argv(preadloop, case, filename, duration)
-    code, out, err = run_capture(argv, duration + 60, cwd=scratch)
+def run_json(tool, argv, timeout, scratch):
+    """Runs a tool that prints JSON; returns (record with argv and problems, parsed JSON or None)."""
+    code, out, err = run_capture(argv, timeout, cwd=scratch)
     rec = {"argv": argv, "iops": None, "problems": []}
     if code != 0:
-        rec["problems"].append(f"preadloop exited {code}: {err.strip()[-500:]}")
-        return rec
+        rec["problems"].append(f"{tool} exited {code}: {err.strip()[-500:]}")
+        return rec, None
     data, problem = parse_json_stdout(out)
     if problem:
         rec["problems"].append(problem)
+    return rec, data
+
+
+def run_bare(preadloop, case, filename, duration, scratch):
+    rec, data = run_json("preadloop", bare_argv(preadloop, case, filename, duration), duration + 60, scratch)
     if data is None:
         return rec
     try:
@@ -381,15 +386,7 @@ def remove_results(path):
 
 
 def run_fio(fio, case, filename, duration, scratch):
-    argv = fio_argv(fio, case, filename, duration)
-    code, out, err = run_capture(argv, duration + 120, cwd=scratch)
-    rec = {"argv": argv, "iops": None, "problems": []}
-    if code != 0:
-        rec["problems"].append(f"fio exited {code}: {err.strip()[-500:]}")
-        return rec
-    data, problem = parse_json_stdout(out)
-    if problem:
-        rec["problems"].append(problem)
+    rec, data = run_json("fio", fio_argv(fio, case, filename, duration), duration + 120, scratch)
     if data is None:
         return rec
     try:

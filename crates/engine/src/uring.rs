@@ -56,62 +56,30 @@ impl UringEngine {
     #[inline]
     fn entry(&self, io: &Io, buffers: &IoBuffers) -> squeue::Entry {
         let ptr = buffers.slot_ptr(io.slot);
-        let e = match (io.op, self.fixed_files) {
-            (Op::Read, true) => self.read(types::Fixed(io.file), ptr, io),
-            (Op::Read, false) => self.read(types::Fd(self.files[io.file as usize].as_raw_fd()), ptr, io),
-            (Op::Write, true) => self.write(types::Fixed(io.file), ptr, io),
-            (Op::Write, false) => self.write(types::Fd(self.files[io.file as usize].as_raw_fd()), ptr, io),
-            (Op::Fsync | Op::Fdatasync, fixed) => {
-                let flags =
-                    if io.op == Op::Fdatasync { types::FsyncFlags::DATASYNC } else { types::FsyncFlags::empty() };
-                if fixed {
-                    opcode::Fsync::new(types::Fixed(io.file)).flags(flags).build()
-                } else {
-                    opcode::Fsync::new(types::Fd(self.files[io.file as usize].as_raw_fd())).flags(flags).build()
+        let fixed_buffers = self.fixed_buffers;
+        let sync_flags = if io.op == Op::Fdatasync { types::FsyncFlags::DATASYNC } else { types::FsyncFlags::empty() };
+        // The same entry for a registered file index or a plain descriptor (two types).
+        macro_rules! build {
+            ($file:expr) => {
+                match io.op {
+                    Op::Read if fixed_buffers => {
+                        opcode::ReadFixed::new($file, ptr, io.len, io.slot as u16).offset(io.offset).build()
+                    }
+                    Op::Read => opcode::Read::new($file, ptr, io.len).offset(io.offset).build(),
+                    Op::Write if fixed_buffers => {
+                        opcode::WriteFixed::new($file, ptr, io.len, io.slot as u16).offset(io.offset).build()
+                    }
+                    Op::Write => opcode::Write::new($file, ptr, io.len).offset(io.offset).build(),
+                    Op::Fsync | Op::Fdatasync => opcode::Fsync::new($file).flags(sync_flags).build(),
                 }
-            }
+            };
+        }
+        let e = if self.fixed_files {
+            build!(types::Fixed(io.file))
+        } else {
+            build!(types::Fd(self.files[io.file as usize].as_raw_fd()))
         };
         e.user_data(io.slot as u64)
-    }
-
-    #[inline]
-    fn read(&self, target: impl Into<Target>, ptr: *mut u8, io: &Io) -> squeue::Entry {
-        match (target.into(), self.fixed_buffers) {
-            (Target::Fixed(f), true) => {
-                opcode::ReadFixed::new(f, ptr, io.len, io.slot as u16).offset(io.offset).build()
-            }
-            (Target::Fixed(f), false) => opcode::Read::new(f, ptr, io.len).offset(io.offset).build(),
-            (Target::Fd(f), true) => opcode::ReadFixed::new(f, ptr, io.len, io.slot as u16).offset(io.offset).build(),
-            (Target::Fd(f), false) => opcode::Read::new(f, ptr, io.len).offset(io.offset).build(),
-        }
-    }
-
-    #[inline]
-    fn write(&self, target: impl Into<Target>, ptr: *mut u8, io: &Io) -> squeue::Entry {
-        match (target.into(), self.fixed_buffers) {
-            (Target::Fixed(f), true) => {
-                opcode::WriteFixed::new(f, ptr, io.len, io.slot as u16).offset(io.offset).build()
-            }
-            (Target::Fixed(f), false) => opcode::Write::new(f, ptr, io.len).offset(io.offset).build(),
-            (Target::Fd(f), true) => opcode::WriteFixed::new(f, ptr, io.len, io.slot as u16).offset(io.offset).build(),
-            (Target::Fd(f), false) => opcode::Write::new(f, ptr, io.len).offset(io.offset).build(),
-        }
-    }
-}
-
-/// A file as io_uring addresses it: registered index or plain descriptor.
-enum Target {
-    Fixed(types::Fixed),
-    Fd(types::Fd),
-}
-impl From<types::Fixed> for Target {
-    fn from(f: types::Fixed) -> Self {
-        Target::Fixed(f)
-    }
-}
-impl From<types::Fd> for Target {
-    fn from(f: types::Fd) -> Self {
-        Target::Fd(f)
     }
 }
 
