@@ -36,6 +36,22 @@ pub enum Command {
     },
     /// Run a short mixed workload in a temporary directory and print its summary.
     Demo(DemoArgs),
+    /// Convert another tool's workload file into an ioscope workload file.
+    Import {
+        #[command(subcommand)]
+        from: ImportFrom,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum ImportFrom {
+    /// A vdbench parameter file (fsd, fwd, rd): every unsupported parameter is reported.
+    Vdbench {
+        file: PathBuf,
+        /// Write the workload file here (never over an existing file) instead of stdout.
+        #[arg(short, long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -120,6 +136,15 @@ pub struct WorkloadFlags {
     /// Open loop: issue this many I/Os per second over all threads; latency counts from the schedule.
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub rate_iops: Option<String>,
+    /// Unmeasured time before each step (excluded from the summary).
+    #[arg(long, value_name = "DUR")]
+    pub warmup: Option<String>,
+    /// Step threads up: START-MAX[+ADD]/EVERY, e.g. 1-8/5s (1 to 8 threads, one more every 5 s).
+    #[arg(long, value_name = "RAMP")]
+    pub staircase: Option<String>,
+    /// Set any workload key, also inside sections: --set dataset.files=10 --set workload.threads=4.
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
     /// Engine: posix (pread/pwrite), uring (io_uring, --iodepth in flight) or null (no I/O; measures ioscope itself).
     #[arg(long, value_name = "ENGINE")]
     pub engine: Option<String>,
@@ -147,6 +172,9 @@ impl WorkloadFlags {
             sync: self.sync.clone(),
             rate_iops: self.rate_iops.clone(),
             engine: self.engine.clone(),
+            warmup: self.warmup.clone(),
+            staircase: self.staircase.clone(),
+            sets: self.set.clone(),
             sqpoll: self.sqpoll,
             force: self.force,
             cleanup: self.cleanup,

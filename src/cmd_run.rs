@@ -4,7 +4,7 @@
 use crate::cli::{OutputFlags, RunArgs};
 use crate::exit;
 use crate::terminal;
-use ioscope_exec::workset;
+use ioscope_exec::{dataset, workset};
 use ioscope_store::Status;
 use ioscope_workload::{build_plan, render_diagnostics, EngineKind, Flags, Plan, SourceFile};
 use std::path::{Path, PathBuf};
@@ -34,9 +34,13 @@ pub fn plan_from(file: Option<&Path>, flags: &Flags) -> Result<Plan, u8> {
 pub fn validate(file: &Path) -> u8 {
     match plan_from(Some(file), &Flags::default()) {
         Ok(plan) => {
-            let threads = if plan.threads == 1 { "1 thread".to_string() } else { format!("{} threads", plan.threads) };
-            let (engine, rw, duration) = (plan.engine.name(), plan.rw.name(), terminal::duration(plan.duration));
-            println!("{}: ok ({engine} {rw}, {threads}, {duration})", file.display());
+            let threads: u32 = plan.max_threads().iter().sum();
+            let threads = if threads == 1 { "1 thread".to_string() } else { format!("{threads} threads") };
+            let names: Vec<&str> = plan.workloads.iter().map(|w| w.name.as_str()).collect();
+            let steps = plan.steps().len();
+            let steps = if steps == 1 { String::new() } else { format!(", {steps} steps") };
+            let (engine, duration) = (plan.engine.name(), terminal::duration(plan.total_duration()));
+            println!("{}: ok ({engine} {}, {threads}{steps}, {duration})", file.display(), names.join(" + "));
             exit::OK
         }
         Err(code) => code,
@@ -68,8 +72,15 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> u8 {
     }
     let show_progress = !output.quiet && terminal::stderr_is_tty();
 
-    // Working set: decide without writing (refusals are invalid input), then prepare.
-    let files = if plan.engine == EngineKind::Null {
+    // Data: decide without writing (refusals are invalid input), then prepare.
+    let mut dataset = None;
+    let files = if let Some(d) = &plan.dataset {
+        match prepare_dataset(d, plan, output, show_progress) {
+            Ok(layout) => dataset = Some(layout),
+            Err(code) => return code,
+        }
+        Vec::new()
+    } else if plan.engine == EngineKind::Null {
         Vec::new()
     } else {
         let mut layout = match workset::check(plan) {
@@ -99,7 +110,8 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> u8 {
                     terminal::progress_line(&format!("  filling {} / {}", terminal::size(done), terminal::size(total)));
                 }
             };
-            if let Err(e) = workset::prepare(&mut layout, plan.threads.min(8) as usize, &report) {
+            let threads: u32 = plan.max_threads().iter().sum();
+            if let Err(e) = workset::prepare(&mut layout, threads.clamp(1, 8) as usize, &report) {
                 terminal::clear_line(show_progress);
                 eprintln!("error: preparing the working set: {e}");
                 return exit::RUN_FAILED;
@@ -132,6 +144,7 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> u8 {
             workload_hash: ioscope_workload::plan_hash(plan),
             interrupt: &interrupt,
             on_second: &mut on_second,
+            dataset,
         },
     );
     terminal::clear_line(show_progress);
@@ -146,7 +159,13 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> u8 {
         eprintln!("I/O errors were counted; first {e}");
     }
     let code = crate::cmd_show::print_summary(&out, output.json);
-    if plan.cleanup && plan.engine != EngineKind::Null {
+    if let (true, Some(d)) = (plan.cleanup, &plan.dataset) {
+        match dataset::cleanup(&d.dir) {
+            Ok(c) if !output.quiet => eprintln!("cleanup: removed {} file(s), {}", c.files, terminal::size(c.bytes)),
+            Ok(_) => {}
+            Err(e) => eprintln!("cleanup failed: {e}"),
+        }
+    } else if plan.cleanup && plan.engine != EngineKind::Null {
         match workset::cleanup(&plan.dir) {
             Ok(c) if !output.quiet => eprintln!("cleanup: removed {} file(s), {}", c.files, terminal::size(c.bytes)),
             Ok(_) => {}
@@ -160,5 +179,65 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> u8 {
         Status::Completed => exit::OK,
         Status::Interrupted => exit::INTERRUPTED,
         Status::Failed | Status::Running => exit::RUN_FAILED,
+    }
+}
+
+/// Checks the dataset's anchor (refusal: exit 2, before any I/O), then creates or reuses
+/// the tree, with progress.
+fn prepare_dataset(
+    d: &ioscope_workload::Dataset,
+    plan: &Plan,
+    output: &OutputFlags,
+    show_progress: bool,
+) -> Result<dataset::Layout, u8> {
+    let (spec, format) = dataset::DatasetSpec::of(d);
+    let reusable = match dataset::check(&spec, format, plan.force) {
+        Ok(r) => r,
+        Err(e @ (dataset::DatasetError::NotOurs { .. } | dataset::DatasetError::Missing { .. })) => {
+            eprintln!("error: {e}");
+            return Err(exit::INVALID_INPUT);
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Err(exit::RUN_FAILED);
+        }
+    };
+    let layout = dataset::Layout::new(&spec);
+    if !output.quiet {
+        let what = if reusable { "reusing" } else { "creating" };
+        eprintln!(
+            "{what} dataset: {} files, {} in {} directories under {}",
+            terminal::int(layout.files()),
+            terminal::size(layout.total_bytes()),
+            terminal::int(layout.leaf_dirs()),
+            d.dir.display()
+        );
+    }
+    let started = std::time::Instant::now();
+    let report = |done: u64, total: u64, bytes: u64| {
+        if show_progress {
+            terminal::progress_line(&format!(
+                "  {} / {} files, {}",
+                terminal::int(done),
+                terminal::int(total),
+                terminal::size(bytes)
+            ));
+        }
+    };
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(1, 16);
+    let prepared = dataset::prepare(&spec, format, plan.force, threads, &report);
+    terminal::clear_line(show_progress);
+    match prepared {
+        Ok(p) => {
+            if !p.reused && !output.quiet {
+                let secs = started.elapsed().as_secs_f64();
+                eprintln!("  created in {secs:.1} s ({:.0} files/s)", p.layout.files() as f64 / secs.max(1e-9));
+            }
+            Ok(p.layout)
+        }
+        Err(e) => {
+            eprintln!("error: preparing the dataset: {e}");
+            Err(exit::RUN_FAILED)
+        }
     }
 }

@@ -3,6 +3,7 @@
 
 mod cli;
 mod cmd_demo;
+mod cmd_import;
 mod cmd_run;
 mod cmd_show;
 mod terminal;
@@ -29,6 +30,9 @@ fn main() -> ExitCode {
         cli::Command::Show { file, json } => cmd_show::show(&file, json),
         cli::Command::Export { file, format } => cmd_show::export(&file, format),
         cli::Command::Demo(args) => cmd_demo::demo(args),
+        cli::Command::Import { from: cli::ImportFrom::Vdbench { file, out } } => {
+            cmd_import::vdbench(&file, out.as_deref())
+        }
     };
     ExitCode::from(code)
 }

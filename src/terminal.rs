@@ -63,3 +63,8 @@ pub fn utc_stamp() -> String {
     let year = yoe + era * 400 + (month <= 2) as i64;
     format!("{year:04}{month:02}{day:02}-{:02}{:02}{:02}", rem / 3600, rem % 3600 / 60, rem % 60)
 }
+
+/// A count with thousands separators: "12,345".
+pub fn int(n: u64) -> String {
+    ioscope_report::format::int(n)
+}

@@ -12,7 +12,7 @@ pub mod posix;
 pub mod uring;
 
 pub use buffers::IoBuffers;
-pub use op::{Io, Op, OP_KINDS};
+pub use op::{FileReq, Io, Op, OP_KINDS};
 
 use std::path::PathBuf;
 
@@ -110,6 +110,11 @@ pub trait Engine: Send {
     /// no longer than `timeout_ns` if given, and appends the completions to `out`.
     fn reap(&mut self, _min: usize, _timeout_ns: Option<u64>, _out: &mut Vec<Completion>) -> std::io::Result<()> {
         Ok(())
+    }
+    /// Performs a file or directory operation synchronously: bytes transferred (Create,
+    /// Copy), 0, or a negative errno. Engines without `metadata` refuse every one.
+    fn file_op(&mut self, _req: &FileReq<'_>, _buffers: &mut IoBuffers) -> i64 {
+        -(libc::EOPNOTSUPP as i64)
     }
     /// Closes the target. Also done on drop.
     fn close(&mut self) {}

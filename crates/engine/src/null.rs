@@ -2,7 +2,7 @@
 //! queue depth above 1, queues it and completes it on the next reap), so a run with it
 //! measures the cost of the core loop itself.
 
-use crate::{Capabilities, Completion, Engine, Io, IoBuffers, OpenSpec, Submitted};
+use crate::{Capabilities, Completion, Engine, FileReq, Io, IoBuffers, Op, OpenSpec, Submitted};
 
 #[derive(Default)]
 pub struct NullEngine {
@@ -37,6 +37,12 @@ impl Engine for NullEngine {
             Submitted::Queued
         } else {
             Submitted::Done(bytes)
+        }
+    }
+    fn file_op(&mut self, req: &FileReq<'_>, _buffers: &mut IoBuffers) -> i64 {
+        match req.op {
+            Op::Create => req.size as i64,
+            _ => 0,
         }
     }
     fn reap(&mut self, _min: usize, _timeout_ns: Option<u64>, out: &mut Vec<Completion>) -> std::io::Result<()> {

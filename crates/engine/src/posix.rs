@@ -2,7 +2,7 @@
 //! files, buffered or with O_DIRECT, optionally O_DSYNC. Synchronous: every submit
 //! completes before it returns.
 
-use crate::{Capabilities, Engine, Io, IoBuffers, Op, OpenSpec, Submitted};
+use crate::{Capabilities, Engine, FileReq, Io, IoBuffers, Op, OpenSpec, Submitted};
 use std::fs::File;
 
 #[derive(Default)]
@@ -15,7 +15,7 @@ impl Engine for PosixEngine {
         "posix"
     }
     fn capabilities(&self) -> Capabilities {
-        Capabilities { queued: false, direct_io: true, metadata: false, max_queue_depth: 1, batched_submit: false }
+        Capabilities { queued: false, direct_io: true, metadata: true, max_queue_depth: 1, batched_submit: false }
     }
     fn open(&mut self, spec: &OpenSpec, _buffers: &IoBuffers) -> std::io::Result<()> {
         self.files = spec.open_files()?;
@@ -33,6 +33,7 @@ impl Engine for PosixEngine {
                 Op::Write => rustix::io::pwrite(file, &buffers.slot(io.slot)[..io.len as usize], io.offset),
                 Op::Fsync => rustix::fs::fsync(file).map(|()| 0),
                 Op::Fdatasync => rustix::fs::fdatasync(file).map(|()| 0),
+                _ => Err(rustix::io::Errno::INVAL),
             };
             match r {
                 Ok(n) => return Submitted::Done(n as i64),
@@ -42,9 +43,70 @@ impl Engine for PosixEngine {
         }
     }
 
+    fn file_op(&mut self, req: &FileReq<'_>, buffers: &mut IoBuffers) -> i64 {
+        let result = match req.op {
+            Op::Open => {
+                let opened = std::fs::OpenOptions::new().read(true).write(req.write).open(req.path);
+                opened.map(|f| {
+                    // Handles are opened and closed last-in, first-out (one per worker today).
+                    self.files.truncate(req.file as usize);
+                    self.files.push(f);
+                    0
+                })
+            }
+            Op::Close => {
+                self.files.truncate(req.file as usize);
+                Ok(0)
+            }
+            Op::Create => create(req.path, req.size, buffers),
+            Op::Delete => std::fs::remove_file(req.path).map(|()| 0),
+            Op::Mkdir => std::fs::create_dir(req.path).map(|()| 0),
+            Op::Rmdir => std::fs::remove_dir(req.path).map(|()| 0),
+            Op::Getattr => std::fs::symlink_metadata(req.path).map(|_| 0),
+            Op::Setattr => std::fs::File::options()
+                .write(true)
+                .open(req.path)
+                .and_then(|f| f.set_modified(std::time::SystemTime::now()))
+                .map(|()| 0),
+            Op::Copy => match req.to {
+                Some(to) => copy_new(req.path, to),
+                None => Err(std::io::Error::from_raw_os_error(libc::EINVAL)),
+            },
+            Op::Move => match req.to {
+                // Never over an existing file: rename(2) would replace it.
+                Some(to) if to.symlink_metadata().is_ok() => Err(std::io::Error::from_raw_os_error(libc::EEXIST)),
+                Some(to) => std::fs::rename(req.path, to).map(|()| 0),
+                None => Err(std::io::Error::from_raw_os_error(libc::EINVAL)),
+            },
+            Op::Read | Op::Write | Op::Fsync | Op::Fdatasync => Err(std::io::Error::from_raw_os_error(libc::EINVAL)),
+        };
+        result.unwrap_or_else(|e| -(e.raw_os_error().unwrap_or(libc::EIO) as i64))
+    }
+
     fn close(&mut self) {
         self.files.clear();
     }
+}
+
+/// Creates `path` (which must not exist) and writes `size` bytes from buffer slot 0.
+fn create(path: &std::path::Path, size: u64, buffers: &mut IoBuffers) -> std::io::Result<i64> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(path)?;
+    let chunk = buffers.slot(0);
+    let mut left = size;
+    while left > 0 {
+        let n = left.min(chunk.len() as u64) as usize;
+        f.write_all(&chunk[..n])?;
+        left -= n as u64;
+    }
+    Ok(size as i64)
+}
+
+/// Copies `from` to `to`, which must not exist, through the kernel (copy_file_range).
+fn copy_new(from: &std::path::Path, to: &std::path::Path) -> std::io::Result<i64> {
+    let mut src = std::fs::File::open(from)?;
+    let mut dst = std::fs::OpenOptions::new().write(true).create_new(true).open(to)?;
+    std::io::copy(&mut src, &mut dst).map(|n| n as i64)
 }
 
 #[cfg(test)]

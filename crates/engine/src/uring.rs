@@ -71,6 +71,9 @@ impl UringEngine {
                     }
                     Op::Write => opcode::Write::new($file, ptr, io.len).offset(io.offset).build(),
                     Op::Fsync | Op::Fdatasync => opcode::Fsync::new($file).flags(sync_flags).build(),
+                    // Plans with path operations never use this engine (the workload is
+                    // refused at validation); a stray one fails visibly rather than as a no-op.
+                    _ => opcode::Read::new($file, ptr, 0).offset(u64::MAX).build(),
                 }
             };
         }

@@ -35,7 +35,7 @@ fn run(p: &Plan, rec: &WorkerRecorder, reader: &mut WorkerReader, iters: u64) ->
     let buffers = IoBuffers::new(p.iodepth as usize, p.max_block_bytes() as usize, 1);
     let mut engine = NullEngine::default();
     engine.open(&OpenSpec { queue_depth: p.iodepth, ..Default::default() }, &buffers).unwrap();
-    let mut w = Worker::new(engine, buffers, IoGen::new(p, 0, 42), rec, &stop, p.sync, p.iodepth);
+    let mut w = Worker::new(engine, buffers, IoGen::for_plan(p, 42), rec, &stop, p.sync, p.iodepth);
     let run_ns = iters.saturating_mul(EXPECTED_NS_PER_IO).max(MIN_RUN_NS);
 
     let t = Instant::now();

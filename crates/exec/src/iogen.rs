@@ -1,10 +1,13 @@
-//! Per-worker I/O generator: picks the operation (read share), the block size (weighted
-//! list), the file and the offset (random, aligned to the smallest block size, or
-//! sequential). A few multiplications per I/O; no division, no allocation.
+//! Per-worker I/O generator on the flat working set: picks the operation (read share), the
+//! block size (weighted list), the file and the offset (random, aligned to the smallest
+//! block size, or sequential). A few multiplications per I/O; no division, no allocation.
+//! A pattern workload instead draws its text: see [`PatternGen`].
 
+use crate::Effective;
 use ioscope_engine::buffers::wyrand;
 use ioscope_engine::{Io, Op};
-use ioscope_workload::Plan;
+use ioscope_workload::font;
+use ioscope_workload::PatternMap;
 
 #[derive(Clone, Copy)]
 struct SizeChoice {
@@ -27,6 +30,33 @@ pub struct IoGen {
     random: bool,
     seq_file: u32,
     seq_offset: u64,
+    pattern: Option<PatternGen>,
+}
+
+/// Draws a text into the offset (or size) heat map: time is cut into columns of the
+/// text's 5×7 rendering; in each column the I/Os go to the lit rows only. Row 0 (the top
+/// of a glyph) is the highest offset band, or the largest size (32 KiB down to 512 B).
+/// The text repeats when it ends.
+pub struct PatternGen {
+    columns: Vec<u8>,
+    column_ns: u64,
+    start_ns: u64,
+    map: PatternMap,
+    /// Offset map: bytes per row band.
+    band: u64,
+}
+
+impl PatternGen {
+    /// The lit rows (bit r = row r) of the column at time `t`, and when that column ends.
+    pub fn column_at(&self, t: u64) -> (u8, u64) {
+        let n = t.saturating_sub(self.start_ns) / self.column_ns;
+        let col = self.columns[(n % self.columns.len() as u64) as usize];
+        (col, self.start_ns + (n + 1) * self.column_ns)
+    }
+    /// The I/O size drawn by row `r` of a size pattern.
+    pub fn row_size(r: u32) -> u32 {
+        512 << (font::ROWS - 1 - r)
+    }
 }
 
 /// Uniform integer in 0..n (Lemire's multiply-shift, no division).
@@ -36,11 +66,14 @@ fn below(rng: &mut u64, n: u64) -> u64 {
 }
 
 impl IoGen {
-    pub fn new(plan: &Plan, worker: u32, seed: u64) -> Self {
-        let file_size = plan.file_size_bytes();
-        let align = if plan.rw.is_random() { plan.min_block_bytes() } else { 1 };
+    /// A generator over `files` files of `file_size` bytes for worker `local` of `eff.threads`;
+    /// `start_ns` is when a pattern's first column begins.
+    pub fn new(files: u32, file_size: u64, eff: &Effective, local: u32, seed: u64, start_ns: u64) -> Self {
+        let random = eff.fileio == ioscope_workload::FileIo::Random;
+        let min_block = eff.block_sizes.iter().map(|b| b.bytes).min().unwrap_or(1);
+        let align = if random { min_block } else { 1 };
         let mut cum = 0;
-        let sizes = plan
+        let sizes = eff
             .block_sizes
             .iter()
             .map(|b| {
@@ -52,25 +85,86 @@ impl IoGen {
                 }
             })
             .collect();
-        let read_below = match plan.read_pct {
+        let read_below = match eff.read_pct {
             100 => u64::MAX,
             0 => 0,
             p => (u64::MAX / 100) * p as u64,
         };
         // Sequential streams start spread over the working set, one region per worker.
-        let start = (plan.size_bytes / plan.threads as u64) * worker as u64;
+        let total = file_size * files as u64;
+        let start = (total / eff.threads.max(1) as u64) * local as u64;
+        let pattern = eff.pattern.as_ref().map(|p| PatternGen {
+            columns: font::render(&p.text).unwrap_or_default(),
+            column_ns: p.column.as_nanos().max(1) as u64,
+            start_ns,
+            map: p.map,
+            band: file_size / font::ROWS as u64,
+        });
         Self {
             rng: seed,
             read_below,
             sizes,
             total_weight: cum,
-            files: plan.files,
+            files: files.max(1),
             file_size,
             align,
-            random: plan.rw.is_random(),
-            seq_file: ((start / file_size.max(1)) as u32).min(plan.files - 1),
+            random,
+            seq_file: ((start / file_size.max(1)) as u32).min(files.max(1) - 1),
             seq_offset: start % file_size.max(1),
+            pattern: pattern.filter(|p| !p.columns.is_empty()),
         }
+    }
+
+    /// The generator of worker 0 of a plan's first workload in its first step.
+    pub fn for_plan(p: &ioscope_workload::Plan, seed: u64) -> Self {
+        let eff = Effective::of(&p.workloads[0], &p.steps()[0]);
+        Self::new(p.files, p.file_size_bytes(), &eff, 0, seed, 0)
+    }
+
+    pub fn pattern(&self) -> Option<&PatternGen> {
+        self.pattern.as_ref()
+    }
+
+    /// The next I/O of a pattern workload at time `t`; Err(when the column ends) in a blank
+    /// column.
+    pub fn next_pattern(&mut self, slot: u32, t: u64) -> Result<Io, u64> {
+        let Some(p) = &self.pattern else {
+            return Ok(self.next(slot));
+        };
+        let (col, end) = p.column_at(t);
+        if col == 0 {
+            return Err(end);
+        }
+        // A lit row of this column, uniformly.
+        let lit = col.count_ones() as u64;
+        let mut k = below(&mut self.rng, lit);
+        let mut row = 0;
+        for r in 0..font::ROWS {
+            if col & (1 << r) != 0 {
+                if k == 0 {
+                    row = r;
+                    break;
+                }
+                k -= 1;
+            }
+        }
+        let op = if self.read_below == 0 { Op::Write } else { Op::Read };
+        let file = if self.files > 1 { below(&mut self.rng, self.files as u64) as u32 } else { 0 };
+        let (len, offset) = match p.map {
+            PatternMap::Offset => {
+                let len = self.sizes[0].len;
+                // Band of row r, from the top of the file down; offsets aligned to the size.
+                let band_start = (font::ROWS - 1 - row) as u64 * p.band;
+                let fits = p.band.saturating_sub(len as u64) / len as u64 + 1;
+                (len, band_start + below(&mut self.rng, fits) * len as u64)
+            }
+            PatternMap::Size => {
+                let len = PatternGen::row_size(row);
+                let fits = self.file_size.saturating_sub(len as u64) / 512 + 1;
+                (len, below(&mut self.rng, fits) * 512)
+            }
+        };
+        Ok(Io { op, file, offset, len, slot })
     }
 
     #[inline(always)]
@@ -111,11 +205,16 @@ impl IoGen {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ioscope_workload::Plan;
+
+    fn gen(p: &Plan, seed: u64) -> IoGen {
+        IoGen::for_plan(p, seed)
+    }
 
     #[test]
     fn random_offsets_are_aligned_in_bounds_and_cover_the_file() {
         let p = crate::test_plan("engine = 'null'\nrw = 'randread'\nbs = '4k'\nsize = '1m'\nfiles = 2");
-        let mut g = IoGen::new(&p, 0, 42);
+        let mut g = gen(&p, 42);
         let mut seen = vec![false; 2 * 128];
         for _ in 0..20_000 {
             let io = g.next(0);
@@ -132,7 +231,7 @@ mod tests {
         let p = crate::test_plan(
             "engine = 'null'\nrw = 'randrw'\nrwmix_read = 70\nbs = '4k:60,32k:25,512k:15'\nsize = '64m'",
         );
-        let mut g = IoGen::new(&p, 0, 7);
+        let mut g = gen(&p, 7);
         let n = 100_000;
         let (mut reads, mut small, mut large) = (0, 0, 0);
         for _ in 0..n {
@@ -151,7 +250,7 @@ mod tests {
     #[test]
     fn sequential_walks_files_in_order() {
         let p = crate::test_plan("engine = 'null'\nrw = 'read'\nbs = '4k'\nsize = '16k'\nfiles = 2");
-        let mut g = IoGen::new(&p, 0, 1);
+        let mut g = gen(&p, 1);
         let got: Vec<(u32, u64)> = (0..5).map(|_| g.next(0)).map(|io| (io.file, io.offset)).collect();
         assert_eq!(got, vec![(0, 0), (0, 4096), (1, 0), (1, 4096), (0, 0)]);
     }

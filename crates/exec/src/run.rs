@@ -4,14 +4,16 @@
 
 use crate::clock::{now_ns, tighten_timer_slack, unix_ms};
 use crate::iogen::IoGen;
+use crate::tree::{Tree, TreeTask};
 use crate::worker::{FirstErrors, Schedule, Worker};
+use crate::Effective;
 use ioscope_engine::null::NullEngine;
 use ioscope_engine::posix::PosixEngine;
 use ioscope_engine::uring::UringEngine;
 use ioscope_engine::{error_name, Engine, IoBuffers, Op, OpenSpec, OP_KINDS};
 use ioscope_metrics::{OpInterval, OpSeries, Snapshot, WorkerCounts, WorkerReader, WorkerRecorder};
-use ioscope_store::{RunInfo, Status, Writer};
-use ioscope_workload::{EngineKind, Plan, SyncMode};
+use ioscope_store::{ProbeRow, RunInfo, Status, StepRow, Writer};
+use ioscope_workload::{EngineKind, Operation, Plan, Rate, Step, SyncMode, Workload};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Barrier, Mutex};
@@ -30,6 +32,8 @@ pub struct RunConfig<'a> {
     pub interrupt: &'a AtomicBool,
     /// Called after every second is written.
     pub on_second: &'a mut dyn FnMut(&Progress),
+    /// The prepared dataset, for a plan with one.
+    pub dataset: Option<crate::dataset::Layout>,
 }
 
 /// One line of live progress.
@@ -61,69 +65,172 @@ pub enum RunError {
     Store { path: PathBuf, source: ioscope_store::StoreError },
 }
 
-/// The ops a plan can produce; each gets a series every second, zero or not.
-pub fn ops_of(plan: &Plan) -> Vec<Op> {
+/// The ops a workload can produce in a run; each gets a series every second, zero or not.
+pub fn ops_of(plan: &Plan, w: &Workload) -> Vec<Op> {
+    let pcts: Vec<u8> = if plan.steps.for_read_pct.is_empty() || !w.operation.transfers() {
+        vec![w.read_pct]
+    } else {
+        plan.steps.for_read_pct.clone()
+    };
     let mut ops = Vec::new();
-    if plan.read_pct > 0 {
-        ops.push(Op::Read);
-    }
-    if plan.read_pct < 100 {
-        ops.push(Op::Write);
-        match plan.sync {
-            SyncMode::Fsync => ops.push(Op::Fsync),
-            SyncMode::Fdatasync => ops.push(Op::Fdatasync),
-            SyncMode::None | SyncMode::Dsync => {}
+    match w.operation {
+        Operation::Read | Operation::Write => {
+            let dataset = plan.dataset.is_some();
+            if dataset {
+                ops.push(Op::Open);
+            }
+            if pcts.iter().any(|p| *p > 0) {
+                ops.push(Op::Read);
+            }
+            if pcts.iter().any(|p| *p < 100) {
+                ops.push(Op::Write);
+                match plan.sync {
+                    SyncMode::Fsync if !dataset => ops.push(Op::Fsync),
+                    SyncMode::Fdatasync if !dataset => ops.push(Op::Fdatasync),
+                    _ => {}
+                }
+            }
+            if dataset {
+                ops.push(Op::Close);
+            }
         }
+        Operation::Open | Operation::Close => ops.extend([Op::Open, Op::Close]),
+        Operation::Create => ops.push(Op::Create),
+        Operation::Delete => ops.push(Op::Delete),
+        Operation::Mkdir => ops.push(Op::Mkdir),
+        Operation::Rmdir => ops.push(Op::Rmdir),
+        Operation::Getattr => ops.push(Op::Getattr),
+        Operation::Setattr => ops.push(Op::Setattr),
+        Operation::Copy => ops.push(Op::Copy),
+        Operation::Move => ops.push(Op::Move),
     }
     ops
 }
 
-/// Runs the plan against `files` (already prepared) and writes the results file.
+/// Where each step lies in the run, in ns from the start.
+struct StepTimes {
+    start_ns: Vec<u64>,
+    warmup_ns: Vec<u64>,
+    end_ns: Vec<u64>,
+}
+
+impl StepTimes {
+    fn new(steps: &[Step]) -> Self {
+        let (mut start_ns, mut warmup_ns, mut end_ns) = (Vec::new(), Vec::new(), Vec::new());
+        let mut at = 0u64;
+        for s in steps {
+            start_ns.push(at);
+            warmup_ns.push(s.warmup.as_nanos() as u64);
+            at += (s.warmup + s.duration).as_nanos() as u64;
+            end_ns.push(at);
+        }
+        Self { start_ns, warmup_ns, end_ns }
+    }
+    /// The step of the second starting at `t` (ns from the start) and whether it is warm-up.
+    fn at(&self, t: u64) -> (u32, bool) {
+        let k = self.end_ns.iter().position(|e| t < *e).unwrap_or(self.end_ns.len() - 1);
+        (k as u32, t < self.start_ns[k] + self.warmup_ns[k])
+    }
+}
+
+/// A curve base not yet measured.
+const UNKNOWN: u64 = 0;
+
+/// Runs the plan against `files` (already prepared; or the dataset in `cfg.dataset`) and
+/// writes the results file.
 pub fn run(plan: &Plan, files: &[PathBuf], cfg: RunConfig<'_>) -> Result<Outcome, RunError> {
     let clock_source = crate::clock::init();
     let host = crate::host::hostname();
-    let mut config = crate::host::describe((!plan.dir.as_os_str().is_empty()).then_some(plan.dir.as_path()));
+    let target = plan.dataset.as_ref().map_or(plan.dir.as_path(), |d| d.dir.as_path());
+    let mut config = crate::host::describe((!target.as_os_str().is_empty()).then_some(target));
     config["timer"] = serde_json::json!(clock_source);
+    let steps = plan.steps();
+    let times = StepTimes::new(&steps);
+    let total_ns = *times.end_ns.last().expect("a plan has a step");
     let info = RunInfo {
         ioscope_version: env!("CARGO_PKG_VERSION").to_string(),
         host: host.clone(),
         pid: std::process::id(),
         command_line: cfg.command_line.clone(),
         started_unix_ms: unix_ms(),
-        planned_duration_ns: plan.duration.as_nanos() as u64,
+        planned_duration_ns: total_ns,
         plan_json: serde_json::to_string(plan).expect("plan serializes"),
         workload_toml: cfg.workload_toml.clone(),
         workload_hash: cfg.workload_hash.clone(),
     };
     let store_err = |source| RunError::Store { path: cfg.out.clone(), source };
     let mut writer = Writer::create(&cfg.out, &info, &[(host.clone(), config.clone())]).map_err(store_err)?;
+    let step_rows: Vec<StepRow> = steps
+        .iter()
+        .zip(&times.start_ns)
+        .map(|(s, start)| StepRow {
+            index: s.index,
+            label: s.label(),
+            threads: s.threads,
+            rate_iops: match s.rate {
+                Rate::Fixed(r) => Some(r),
+                _ => None,
+            },
+            curve_pct: match s.rate {
+                Rate::Curve { pct, .. } => Some(pct),
+                _ => None,
+            },
+            start_second: (start / SECOND_NS) as u32,
+            warmup_ns: s.warmup.as_nanos() as u64,
+            duration_ns: s.duration.as_nanos() as u64,
+        })
+        .collect();
+    writer.write_steps(&step_rows).map_err(store_err)?;
 
-    let threads = plan.threads as usize;
-    let recorders: Vec<WorkerRecorder> = (0..threads).map(|_| WorkerRecorder::new(OP_KINDS)).collect();
+    // Workers: for each workload, as many as its most threads in any step.
+    let max_threads = plan.max_threads();
+    let mut roles: Vec<(usize, u32)> = Vec::new();
+    for (wi, n) in max_threads.iter().enumerate() {
+        roles.extend((0..*n).map(|local| (wi, local)));
+    }
+    let threads = roles.len();
+    let workload_ops: Vec<Vec<Op>> = plan.workloads.iter().map(|w| ops_of(plan, w)).collect();
+    let recorders: Vec<WorkerRecorder> = roles
+        .iter()
+        .map(|(wi, _)| {
+            let used: Vec<usize> = workload_ops[*wi].iter().map(|o| *o as usize).collect();
+            WorkerRecorder::with_ops(OP_KINDS, &used)
+        })
+        .collect();
+    let tree = cfg.dataset.map(Tree::new);
+    let curve_base: Vec<AtomicU64> = steps.iter().map(|_| AtomicU64::new(UNKNOWN)).collect();
     let stop = AtomicBool::new(false);
     let ready = Barrier::new(threads + 1);
     let start_ns = AtomicU64::new(0);
     let finished = AtomicUsize::new(0);
     let open_error: Mutex<Option<String>> = Mutex::new(None);
     let engine_setup: Mutex<Option<String>> = Mutex::new(None);
-    let ops = ops_of(plan);
     let spec = OpenSpec {
-        files: files.to_vec(),
+        files: if tree.is_some() { Vec::new() } else { files.to_vec() },
         write: plan.writes(),
         direct: plan.direct,
         dsync: plan.sync == SyncMode::Dsync,
         queue_depth: plan.iodepth,
     };
+    let (probe_tx, probe_rx) = std::sync::mpsc::channel::<ProbeRow>();
 
     let mut seconds_written = 0u32;
     let mut store_failure = None;
     let first_errors: Vec<FirstErrors> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|w| {
+        let handles: Vec<_> = roles
+            .iter()
+            .enumerate()
+            .map(|(id, (wi, local))| {
                 let shared = Shared {
                     plan,
+                    steps: &steps,
+                    times: &times,
+                    workload: *wi,
+                    local: *local,
                     spec: &spec,
-                    recorder: &recorders[w],
+                    tree: tree.as_ref(),
+                    curve_base: &curve_base,
+                    recorder: &recorders[id],
                     stop: &stop,
                     ready: &ready,
                     start_ns: &start_ns,
@@ -132,9 +239,9 @@ pub fn run(plan: &Plan, files: &[PathBuf], cfg: RunConfig<'_>) -> Result<Outcome
                     engine_setup: &engine_setup,
                 };
                 s.spawn(move || match plan.engine {
-                    EngineKind::Posix => worker_main(PosixEngine::default(), w as u32, shared),
-                    EngineKind::Uring => worker_main(UringEngine::new(plan.sqpoll), w as u32, shared),
-                    EngineKind::Null => worker_main(NullEngine::default(), w as u32, shared),
+                    EngineKind::Posix => worker_main(PosixEngine::default(), id as u32, shared),
+                    EngineKind::Uring => worker_main(UringEngine::new(plan.sqpoll), id as u32, shared),
+                    EngineKind::Null => worker_main(NullEngine::default(), id as u32, shared),
                 })
             })
             .collect();
@@ -154,10 +261,21 @@ pub fn run(plan: &Plan, files: &[PathBuf], cfg: RunConfig<'_>) -> Result<Outcome
                 stop.store(true, Relaxed);
             }
         }
-        let deadline = t0 + plan.duration.as_nanos() as u64;
+        let probes = (!plan.probes.is_empty()).then(|| {
+            let tx = probe_tx.clone();
+            let (probes, stop) = (&plan.probes, &stop);
+            s.spawn(move || crate::probe::run_probes(probes, t0, stop, &tx))
+        });
+        drop(probe_tx);
+        let deadline = t0 + total_ns;
         let mut readers: Vec<WorkerReader> = (0..threads).map(|_| WorkerReader::new(OP_KINDS)).collect();
         let mut prev_tick = t0;
         let mut second = 0u32;
+        // Measured transfers and time of each step so far (for curves).
+        let mut step_ops = vec![0u64; steps.len()];
+        let mut step_ns = vec![0u64; steps.len()];
+        let mut published = vec![false; steps.len()];
+        let c = Collect { host: &host, plan, workload_ops: &workload_ops, roles: &roles };
         loop {
             let tick = t0 + (second as u64 + 1) * SECOND_NS;
             // Sleep to the tick; at the end of the run, wait for workers to finish their last I/O.
@@ -175,8 +293,35 @@ pub fn run(plan: &Plan, files: &[PathBuf], cfg: RunConfig<'_>) -> Result<Outcome
             }
             let all_done = finished.load(Relaxed) == threads;
             let now = now_ns();
-            let snap = collect(second, now.saturating_sub(prev_tick).max(1), &host, &ops, &recorders, &mut readers);
+            let (step, warmup) = times.at(second as u64 * SECOND_NS);
+            let mut snap = c.collect(second, now.saturating_sub(prev_tick).max(1), &recorders, &mut readers);
+            (snap.step, snap.warmup) = (step, warmup);
             prev_tick = now;
+            if !warmup {
+                step_ops[step as usize] += snap.total().ops;
+                step_ns[step as usize] += snap.interval_ns;
+            }
+            // A max step that has ended gives its curve steps their rate.
+            for (k, st) in steps.iter().enumerate() {
+                if published[k] || now < t0 + times.end_ns[k] {
+                    continue;
+                }
+                published[k] = true;
+                let base = (step_ops[k] as u128 * SECOND_NS as u128 / step_ns[k].max(1) as u128) as u64;
+                curve_base[k].store(base.max(1), Relaxed);
+                for later in steps.iter().skip(k + 1) {
+                    if let Rate::Curve { pct, of_step } = later.rate {
+                        if of_step == st.index {
+                            let _ = writer.set_step_rate(later.index, (base * pct as u64 / 100).max(1));
+                        }
+                    }
+                }
+            }
+            for p in probe_rx.try_iter() {
+                if let Err(e) = writer.write_probe(&p) {
+                    store_failure = Some(e);
+                }
+            }
             let empty_tail = all_done && snap.ops.iter().all(|o| o.data.is_empty()) && second > 0;
             if !empty_tail {
                 if let Err(e) = writer.write_second(&snap) {
@@ -185,7 +330,7 @@ pub fn run(plan: &Plan, files: &[PathBuf], cfg: RunConfig<'_>) -> Result<Outcome
                     break;
                 }
                 seconds_written += 1;
-                (cfg.on_second)(&progress(&snap, now - t0, plan));
+                (cfg.on_second)(&progress(&snap, now - t0, total_ns));
             }
             if all_done {
                 break;
@@ -193,7 +338,16 @@ pub fn run(plan: &Plan, files: &[PathBuf], cfg: RunConfig<'_>) -> Result<Outcome
             second += 1;
         }
         stop.store(true, Relaxed);
-        handles.into_iter().map(|h| h.join().unwrap_or_default()).collect()
+        let errors = handles.into_iter().map(|h| h.join().unwrap_or_default()).collect();
+        if let Some(p) = probes {
+            let _ = p.join();
+        }
+        for p in probe_rx.try_iter() {
+            if let Err(e) = writer.write_probe(&p) {
+                store_failure = Some(e);
+            }
+        }
+        errors
     });
 
     if let Some(e) = store_failure {
@@ -227,7 +381,15 @@ pub fn run(plan: &Plan, files: &[PathBuf], cfg: RunConfig<'_>) -> Result<Outcome
 #[derive(Clone, Copy)]
 struct Shared<'a> {
     plan: &'a Plan,
+    steps: &'a [Step],
+    times: &'a StepTimes,
+    /// This worker's workload, and its number within it.
+    workload: usize,
+    local: u32,
     spec: &'a OpenSpec,
+    tree: Option<&'a Tree>,
+    /// Measured IOPS of each max step, once it has ended (for curve steps).
+    curve_base: &'a [AtomicU64],
     recorder: &'a WorkerRecorder,
     stop: &'a AtomicBool,
     ready: &'a Barrier,
@@ -236,6 +398,19 @@ struct Shared<'a> {
     open_error: &'a Mutex<Option<String>>,
     /// How worker 0's engine was set up, once open.
     engine_setup: &'a Mutex<Option<String>>,
+}
+
+impl Shared<'_> {
+    /// This worker's share of a total rate (I/Os per second) in a step with `threads` threads
+    /// in its workload: the workload's skew (or an even share of what skews leave), split
+    /// evenly over its threads.
+    fn share(&self, total: f64, threads: u32) -> f64 {
+        let ws = &self.plan.workloads;
+        let skewed: f64 = ws.iter().filter_map(|w| w.skew_pct).sum();
+        let unskewed = ws.iter().filter(|w| w.skew_pct.is_none()).count().max(1);
+        let pct = ws[self.workload].skew_pct.unwrap_or((100.0 - skewed).max(0.0) / unskewed as f64);
+        total * pct / 100.0 / threads.max(1) as f64
+    }
 }
 
 fn worker_main<E: Engine>(mut engine: E, id: u32, sh: Shared<'_>) -> FirstErrors {
@@ -252,19 +427,55 @@ fn worker_main<E: Engine>(mut engine: E, id: u32, sh: Shared<'_>) -> FirstErrors
     sh.ready.wait();
     let mut errors = FirstErrors::default();
     if !sh.stop.load(Relaxed) {
-        let start = sh.start_ns.load(Relaxed);
-        let interval_ns = plan.rate_iops.map(|r| (plan.threads as u64 * SECOND_NS) / r.max(1));
-        let schedule = Schedule {
-            start_ns: start,
-            deadline_ns: start + plan.duration.as_nanos() as u64,
-            interval_ns,
-            phase_ns: interval_ns.map_or(0, |iv| iv * id as u64 / plan.threads as u64),
-        };
-        let gen = IoGen::new(plan, id, 0x5851_f42d_4c95_7f2d ^ ((id as u64 + 1) << 32));
-        // Wait for the common start.
-        crate::clock::wait_until(start, sh.stop);
+        let t0 = sh.start_ns.load(Relaxed);
+        let workload = &plan.workloads[sh.workload];
+        let seed = |k: usize| 0x5851_f42d_4c95_7f2d ^ ((id as u64 + 1) << 32) ^ k as u64;
+        let first = Effective::of(workload, &sh.steps[0]);
+        let gen = IoGen::new(plan.files, plan.file_size_bytes(), &first, sh.local, seed(0), t0);
         let mut w = Worker::new(engine, buffers, gen, sh.recorder, sh.stop, plan.sync, plan.iodepth);
-        w.run(&schedule);
+        for (k, step) in sh.steps.iter().enumerate() {
+            if sh.stop.load(Relaxed) {
+                break;
+            }
+            let eff = Effective::of(workload, step);
+            let (start, end) = (t0 + sh.times.start_ns[k], t0 + sh.times.end_ns[k]);
+            if sh.local >= eff.threads {
+                crate::clock::wait_until(end, sh.stop);
+                continue;
+            }
+            let mut begin = start;
+            let rate = match step.rate {
+                Rate::Max => None,
+                Rate::Fixed(r) => Some(r as f64),
+                Rate::Curve { pct, of_step } => {
+                    // Wait for the max step's measurement (published just after it ends).
+                    let base = &sh.curve_base[of_step as usize];
+                    while base.load(Relaxed) == UNKNOWN && !sh.stop.load(Relaxed) && now_ns() < end {
+                        std::thread::sleep(std::time::Duration::from_micros(200));
+                    }
+                    begin = begin.max(now_ns());
+                    Some(base.load(Relaxed).max(1) as f64 * pct as f64 / 100.0)
+                }
+            };
+            let interval_ns = rate.map(|r| (SECOND_NS as f64 / sh.share(r, eff.threads).max(1e-3)) as u64);
+            let schedule = Schedule {
+                start_ns: begin,
+                deadline_ns: end,
+                interval_ns,
+                phase_ns: interval_ns.map_or(0, |iv| iv * sh.local as u64 / eff.threads as u64),
+            };
+            crate::clock::wait_until(begin, sh.stop);
+            match sh.tree {
+                Some(tree) => {
+                    let mut task = TreeTask::new(tree, eff, sh.local, seed(k));
+                    w.run_tree(tree, &mut task, &schedule);
+                }
+                None => {
+                    w.gen = IoGen::new(plan.files, plan.file_size_bytes(), &eff, sh.local, seed(k), t0);
+                    w.run(&schedule);
+                }
+            }
+        }
         w.engine.close();
         errors = w.errors;
     }
@@ -272,35 +483,49 @@ fn worker_main<E: Engine>(mut engine: E, id: u32, sh: Shared<'_>) -> FirstErrors
     errors
 }
 
-/// Reads every worker and builds the snapshot of one second.
-fn collect(
-    second: u32,
-    interval_ns: u64,
-    host: &str,
-    ops: &[Op],
-    recorders: &[WorkerRecorder],
-    readers: &mut [WorkerReader],
-) -> Snapshot {
-    let mut merged: Vec<OpInterval> = ops.iter().map(|_| OpInterval::empty()).collect();
-    let mut workers = Vec::with_capacity(recorders.len() * ops.len());
-    for (w, (rec, reader)) in recorders.iter().zip(readers.iter_mut()).enumerate() {
-        let per_op = reader.take(rec);
-        for (m, op) in merged.iter_mut().zip(ops) {
-            let d = &per_op[*op as usize];
-            m.merge(d);
-            workers.push(WorkerCounts { worker: w as u32, op: op.name().to_string(), counts: d.counts });
+/// What the collector needs to build a second.
+struct Collect<'a> {
+    host: &'a str,
+    plan: &'a Plan,
+    workload_ops: &'a [Vec<Op>],
+    /// (workload, local number) of each worker.
+    roles: &'a [(usize, u32)],
+}
+
+impl Collect<'_> {
+    /// Reads every worker and builds the snapshot of one second: per workload and op,
+    /// merged over the workload's workers.
+    fn collect(
+        &self,
+        second: u32,
+        interval_ns: u64,
+        recorders: &[WorkerRecorder],
+        readers: &mut [WorkerReader],
+    ) -> Snapshot {
+        let mut merged: Vec<Vec<OpInterval>> =
+            self.workload_ops.iter().map(|ops| ops.iter().map(|_| OpInterval::empty()).collect()).collect();
+        let mut workers = Vec::new();
+        for (w, (rec, reader)) in recorders.iter().zip(readers.iter_mut()).enumerate() {
+            let per_op = reader.take(rec);
+            let wi = self.roles[w].0;
+            for (m, op) in merged[wi].iter_mut().zip(&self.workload_ops[wi]) {
+                let d = &per_op[*op as usize];
+                m.merge(d);
+                workers.push(WorkerCounts { worker: w as u32, op: op.name().to_string(), counts: d.counts });
+            }
         }
-    }
-    Snapshot {
-        second,
-        interval_ns,
-        host: host.to_string(),
-        ops: ops.iter().zip(merged).map(|(op, data)| OpSeries { op: op.name().to_string(), data }).collect(),
-        workers,
+        let mut ops = Vec::new();
+        for (wi, per_op) in merged.into_iter().enumerate() {
+            for (op, data) in self.workload_ops[wi].iter().zip(per_op) {
+                let workload = self.plan.workloads[wi].name.clone();
+                ops.push(OpSeries { workload, op: op.name().to_string(), data });
+            }
+        }
+        Snapshot { second, interval_ns, step: 0, warmup: false, host: self.host.to_string(), ops, workers }
     }
 }
 
-fn progress(s: &Snapshot, elapsed_ns: u64, plan: &Plan) -> Progress {
+fn progress(s: &Snapshot, elapsed_ns: u64, total_ns: u64) -> Progress {
     let secs = s.interval_ns as f64 / 1e9;
     let total = s.total();
     let mut lat = ioscope_metrics::Histogram::new();
@@ -309,7 +534,7 @@ fn progress(s: &Snapshot, elapsed_ns: u64, plan: &Plan) -> Progress {
     }
     Progress {
         elapsed_s: elapsed_ns as f64 / 1e9,
-        total_s: plan.duration.as_secs_f64(),
+        total_s: total_ns as f64 / 1e9,
         iops: total.ops as f64 / secs,
         bytes_per_sec: total.bytes as f64 / secs,
         errors: total.errors,

@@ -75,7 +75,7 @@ impl<'a, E: Engine> Worker<'a, E> {
     }
 
     #[inline(always)]
-    fn record(&mut self, io: &Io, result: i64, latency_ns: u64, service_ns: u64) {
+    pub(crate) fn record(&mut self, io: &Io, result: i64, latency_ns: u64, service_ns: u64) {
         let rec = self.recorder.op(io.op as usize);
         if result >= 0 {
             rec.record(latency_ns, service_ns, result as u64, io.offset);
@@ -87,7 +87,7 @@ impl<'a, E: Engine> Worker<'a, E> {
 
     /// Makes each written block unique (no dedup) by stamping a sequence number.
     #[inline(always)]
-    fn stamp(&mut self, io: &Io) {
+    pub(crate) fn stamp(&mut self, io: &Io) {
         if io.op == Op::Write && io.len >= 8 {
             self.writes += 1;
             self.buffers.slot(io.slot)[..8].copy_from_slice(&self.writes.to_le_bytes());
@@ -109,8 +109,21 @@ impl<'a, E: Engine> Worker<'a, E> {
     fn run_sync(&mut self, s: &Schedule) {
         let mut next_intended = s.start_ns + s.phase_ns;
         let mut t = if s.interval_ns.is_some() { wait_until(next_intended, self.stop) } else { now_ns() };
+        let pattern = self.gen.pattern().is_some();
         while t < s.deadline_ns && !self.stop.load(Relaxed) {
-            let io = self.gen.next(0);
+            let io = if pattern {
+                // A blank column of the text: idle (and skip what was due) until it ends.
+                match self.gen.next_pattern(0, next_intended.max(t)) {
+                    Ok(io) => io,
+                    Err(column_end) => {
+                        t = wait_until(column_end.min(s.deadline_ns), self.stop);
+                        next_intended = next_intended.max(column_end);
+                        continue;
+                    }
+                }
+            } else {
+                self.gen.next(0)
+            };
             let intended = match s.interval_ns {
                 None => t,
                 Some(iv) => {
@@ -278,7 +291,7 @@ mod tests {
         let bufs = IoBuffers::new(p.iodepth as usize, 4096, 1);
         engine.open(&OpenSpec { queue_depth: p.iodepth, ..Default::default() }, &bufs).unwrap();
         let start = now_ns();
-        let mut w = Worker::new(engine, bufs, IoGen::new(p, 0, 1), &rec, &stop, p.sync, p.iodepth);
+        let mut w = Worker::new(engine, bufs, IoGen::for_plan(p, 1), &rec, &stop, p.sync, p.iodepth);
         w.run(&Schedule { start_ns: start, deadline_ns: start + duration_ns, interval_ns, phase_ns: 0 });
         rec
     }
@@ -377,7 +390,7 @@ mod tests {
             let mut engine = ioscope_engine::uring::UringEngine::new(false);
             let spec = OpenSpec { files: vec![path.clone()], queue_depth: depth, ..Default::default() };
             engine.open(&spec, &bufs).unwrap();
-            let mut w = Worker::new(engine, bufs, IoGen::new(&p, 0, 1), &rec, &stop, p.sync, depth);
+            let mut w = Worker::new(engine, bufs, IoGen::for_plan(&p, 1), &rec, &stop, p.sync, depth);
             let start = now_ns();
             w.run(&Schedule { start_ns: start, deadline_ns: start + 300_000_000, interval_ns: None, phase_ns: 0 });
             let read = &totals(&rec)[Op::Read as usize];

@@ -88,18 +88,25 @@ impl OpRecorder {
     }
 }
 
-/// One worker's recorders, one per operation kind (indexed by the caller's op number).
+/// One worker's recorders, one per operation kind it performs (indexed by the caller's op
+/// number); kinds it never performs take no memory.
 pub struct WorkerRecorder {
-    ops: Vec<OpRecorder>,
+    ops: Vec<Option<OpRecorder>>,
 }
 
 impl WorkerRecorder {
+    /// Recorders for every kind.
     pub fn new(op_kinds: usize) -> Self {
-        Self { ops: (0..op_kinds).map(|_| OpRecorder::default()).collect() }
+        Self { ops: (0..op_kinds).map(|_| Some(OpRecorder::default())).collect() }
     }
+    /// Recorders for the kinds in `used` only.
+    pub fn with_ops(op_kinds: usize, used: &[usize]) -> Self {
+        Self { ops: (0..op_kinds).map(|i| used.contains(&i).then(OpRecorder::default)).collect() }
+    }
+    /// The recorder of `op`. Panics for a kind the recorder was not made for (a bug).
     #[inline(always)]
     pub fn op(&self, op: usize) -> &OpRecorder {
-        &self.ops[op]
+        self.ops[op].as_ref().expect("operation kind without a recorder")
     }
     pub fn op_kinds(&self) -> usize {
         self.ops.len()
@@ -178,6 +185,10 @@ impl WorkerReader {
     pub fn take(&mut self, w: &WorkerRecorder) -> Vec<OpInterval> {
         let mut out = Vec::with_capacity(w.op_kinds());
         for (i, rec) in w.ops.iter().enumerate() {
+            let Some(rec) = rec else {
+                out.push(OpInterval::empty());
+                continue;
+            };
             let errors = rec.errors.load(Relaxed);
             let prev_errors = std::mem::replace(&mut self.prev_errors[i], errors);
             let [lat, svc, size, off] = &mut self.hists[i];

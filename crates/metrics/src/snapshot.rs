@@ -7,6 +7,8 @@ use crate::recorder::{Counts, OpInterval};
 /// Per-operation results for one second (or any interval), merged over workers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OpSeries {
+    /// The workload that did it (its name); empty for a run of one unnamed workload.
+    pub workload: String,
     /// Operation name: "read", "write", "fsync", ...
     pub op: String,
     pub data: OpInterval,
@@ -27,6 +29,10 @@ pub struct Snapshot {
     pub second: u32,
     /// Wall-clock duration this snapshot covers, in ns (about 1e9; the last one may be shorter).
     pub interval_ns: u64,
+    /// The step this second belongs to (0 for a run of one step).
+    pub step: u32,
+    /// Part of the step's warm-up: excluded from summaries.
+    pub warmup: bool,
     pub host: String,
     pub ops: Vec<OpSeries>,
     pub workers: Vec<WorkerCounts>,
@@ -60,11 +66,12 @@ impl OpInterval {
     }
 }
 
-/// Sync operations (`fsync`, `fdatasync`) make earlier writes durable. They are reported
-/// in their own rows but, as in fio, not counted in total IOPS, which counts transfers;
-/// their errors are counted in the total like every other error.
+/// Operations that serve others: `fsync`/`fdatasync` after writes, and the `open`/`close`
+/// around a dataset workload's transfers. They are reported in their own rows but, as in
+/// fio and vdbench, not counted in total IOPS; their errors count in the total like every
+/// other error.
 pub fn is_sync_op(op: &str) -> bool {
-    matches!(op, "fsync" | "fdatasync")
+    matches!(op, "fsync" | "fdatasync" | "open" | "close")
 }
 
 impl Counts {

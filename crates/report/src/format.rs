@@ -122,26 +122,87 @@ pub fn system(config: &serde_json::Value) -> String {
     }
 }
 
-/// "randread  bs 4 KiB  size 256 MiB x 1 file  threads 2  qd 1  posix buffered"
-pub fn workload(p: &Plan) -> String {
-    let mut parts = Vec::new();
-    if p.read_pct != p.rw.default_read_pct() || p.rw == ioscope_workload::plan::Rw::RandRw {
-        parts.push(format!("{} {}% reads", p.rw.name(), p.read_pct));
-    } else {
-        parts.push(p.rw.name().to_string());
-    }
-    let total_weight: u64 = p.block_sizes.iter().map(|b| b.weight as u64).sum();
-    let bs = match p.block_sizes.as_slice() {
+/// A block-size list: "4 KiB" or "4 KiB:60%/64 KiB:40%".
+fn block_sizes(list: &[ioscope_workload::BlockSize]) -> String {
+    let total_weight: u64 = list.iter().map(|b| b.weight as u64).sum();
+    match list {
         [one] => bytes(one.bytes),
         many => many
             .iter()
             .map(|b| format!("{}:{}", bytes(b.bytes), pct(b.weight as f64 / total_weight.max(1) as f64)))
             .collect::<Vec<_>>()
             .join("/"),
-    };
-    parts.push(format!("bs {bs}"));
-    parts.push(format!("size {} x {} file{}", bytes(p.size_bytes), p.files, if p.files == 1 { "" } else { "s" }));
-    parts.push(format!("threads {}", p.threads));
+    }
+}
+
+/// One workload: "randread bs 4 KiB threads 2", "fwd1: read sequential bs 8 KiB threads 48 skew 50%".
+fn one_workload(p: &Plan, w: &ioscope_workload::Workload) -> String {
+    let mut parts = Vec::new();
+    if p.dataset.is_none() && w.operation.transfers() {
+        let rw = w.rw_name();
+        if matches!(rw, "randrw" | "rw") {
+            parts.push(format!("{rw} {}% reads", w.read_pct));
+        } else {
+            parts.push(rw.to_string());
+        }
+    } else {
+        let mut op = w.operation.name().to_string();
+        if w.operation.transfers() {
+            let fileio = match w.fileio {
+                ioscope_workload::FileIo::Sequential => "sequential",
+                ioscope_workload::FileIo::Random => "random",
+            };
+            op = format!("{op} {fileio}");
+            if w.read_pct != 100 && w.read_pct != 0 {
+                op.push_str(&format!(" {}% reads", w.read_pct));
+            }
+        }
+        parts.push(op);
+    }
+    if w.operation.transfers() {
+        parts.push(format!("bs {}", block_sizes(&w.block_sizes)));
+    }
+    match (&p.steps.staircase, p.steps.for_threads.as_slice()) {
+        (Some(st), _) => {
+            parts.push(format!("threads {}-{} (+{} every {} s)", st.start, st.max, st.add, num(st.every.as_secs_f64())))
+        }
+        (None, []) => parts.push(format!("threads {}", w.threads)),
+        (None, list) => {
+            parts.push(format!("threads {}", list.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(",")))
+        }
+    }
+    if let Some(sk) = w.skew_pct {
+        parts.push(format!("skew {}%", num(sk)));
+    }
+    if let Some(pat) = &w.pattern {
+        parts.push(format!("pattern \"{}\"", pat.text));
+    }
+    parts.join(" ")
+}
+
+/// "randread  bs 4 KiB  size 256 MiB x 1 file  threads 2  qd 1  posix buffered"
+pub fn workload(p: &Plan) -> String {
+    let mut parts = Vec::new();
+    match p.workloads.as_slice() {
+        [one] => parts.push(one_workload(p, one)),
+        many => parts.extend(many.iter().map(|w| format!("{}: {}", w.name, one_workload(p, w)))),
+    }
+    match &p.dataset {
+        Some(d) => parts.push(format!(
+            "dataset {} depth {} width {} files {}/dir sizes {}",
+            d.dir.display(),
+            d.depth,
+            d.width,
+            d.files,
+            block_sizes(&d.sizes)
+        )),
+        None => parts.push(format!(
+            "size {} x {} file{}",
+            bytes(p.size_bytes),
+            p.files,
+            if p.files == 1 { "" } else { "s" }
+        )),
+    }
     parts.push(format!("qd {}", p.iodepth));
     let sqpoll = if p.sqpoll { " sqpoll" } else { "" };
     let mut io = format!("{}{sqpoll} {}", p.engine.name(), if p.direct { "direct" } else { "buffered" });
@@ -157,6 +218,9 @@ pub fn workload(p: &Plan) -> String {
     parts.push(io);
     if let Some(r) = p.rate_iops {
         parts.push(format!("rate {} IOPS", int(r)));
+    }
+    if !p.warmup.is_zero() {
+        parts.push(format!("warm-up {} s per step", num(p.warmup.as_secs_f64())));
     }
     parts.join("  ")
 }

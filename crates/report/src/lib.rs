@@ -56,8 +56,99 @@ pub struct Summary {
     /// Each host's configuration as stored.
     pub system: BTreeMap<String, serde_json::Value>,
     pub workload: Workload,
+    /// Per workload, when the run had more than one (measured seconds only).
+    pub workloads: BTreeMap<String, PartSummary>,
+    /// Per step, when the run had more than one (measured seconds only).
+    pub steps: Vec<StepSummary>,
+    /// Where throughput stops rising while latency climbs, for runs with steps.
+    pub knee: Option<Knee>,
+    /// Each start of each probe command.
+    pub probes: Vec<ProbeSummary>,
     /// Methodology: what limits how far these numbers can be trusted.
     pub notes: Vec<String>,
+}
+
+/// Throughput and transfer latency of a part of a run (a workload, a step).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PartSummary {
+    pub iops: f64,
+    pub bytes_per_sec: f64,
+    pub ops: u64,
+    pub errors: u64,
+    pub latency_p50_ns: Option<u64>,
+    pub latency_p99_ns: Option<u64>,
+}
+
+/// One step of a staircase, curve or for-loop.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StepSummary {
+    pub index: u32,
+    pub label: String,
+    /// Threads of every workload; null = each its own.
+    pub threads: Option<u32>,
+    /// The rate asked, I/Os per second; null = max.
+    pub rate_iops: Option<u64>,
+    /// Seconds measured (warm-up excluded).
+    pub seconds: u64,
+    #[serde(flatten)]
+    pub measured: PartSummary,
+}
+
+/// The knee of a staircase or curve.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Knee {
+    /// The last step whose throughput was worth its latency.
+    pub step: u32,
+    pub label: String,
+    /// What happened at the next step, in words.
+    pub reason: String,
+}
+
+/// One start of a probe command.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProbeSummary {
+    pub name: String,
+    pub command: String,
+    /// When it started, from the start of the run.
+    pub at_s: f64,
+    pub duration_s: f64,
+    /// null when it was killed or could not start (see detail).
+    pub exit_code: Option<i32>,
+    pub detail: Option<String>,
+}
+
+/// The knee is the first step at this share of the peak throughput...
+const KNEE_OF_PEAK: f64 = 0.9;
+/// ...after which p99 latency rises by more than this factor.
+const KNEE_P99_RISE: f64 = 1.2;
+
+/// The knee: the first step that reaches 90% of the run's peak throughput, provided p99
+/// latency climbs by more than 20% in the steps after it. Below it, more load still buys
+/// throughput; beyond it, mostly queueing. Using a share of the peak (rather than "the
+/// next step gains less than x%") keeps one noisy step from hiding or faking a knee.
+pub fn find_knee(steps: &[StepSummary]) -> Option<Knee> {
+    let points: Vec<&StepSummary> =
+        steps.iter().filter(|s| s.seconds > 0 && s.measured.latency_p99_ns.is_some()).collect();
+    let p99 = |s: &StepSummary| s.measured.latency_p99_ns.unwrap_or(0) as f64;
+    let peak = points.iter().map(|s| s.measured.iops).fold(0.0, f64::max);
+    let k = points.iter().position(|s| s.measured.iops >= KNEE_OF_PEAK * peak)?;
+    let (a, later) = (points[k], &points[k + 1..]);
+    let worst = later.iter().map(|b| p99(b)).fold(0.0, f64::max);
+    if later.is_empty() || worst <= p99(a) * KNEE_P99_RISE {
+        return None;
+    }
+    let gain = (peak / a.measured.iops.max(1e-9) - 1.0) * 100.0;
+    let rise = (worst / p99(a).max(1.0) - 1.0) * 100.0;
+    Some(Knee {
+        step: a.index,
+        label: a.label.clone(),
+        reason: format!(
+            "{} IOPS at p99 {}, {:.0}% of the peak; beyond it IOPS rose at most {gain:+.0}% while p99 latency rose up to {rise:.0}%",
+            format::iops(a.measured.iops),
+            format::ns(p99(a) as u64),
+            a.measured.iops / peak.max(1e-9) * 100.0
+        ),
+    })
 }
 
 /// Counters and rates.
@@ -108,6 +199,9 @@ pub struct SizeStats {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Sample {
     pub second: u32,
+    pub step: u32,
+    /// A warm-up second: not in the totals.
+    pub warmup: bool,
     pub interval_s: f64,
     pub ops: u64,
     pub iops: f64,
@@ -144,6 +238,8 @@ impl Distribution {
 /// One second merged over hosts: the longest host interval, and per-op data in run order.
 pub(crate) struct SecondRow {
     pub second: u32,
+    pub step: u32,
+    pub warmup: bool,
     pub interval_ns: u64,
     pub ops: Vec<(String, OpInterval)>,
 }
@@ -174,7 +270,7 @@ pub(crate) fn per_second(r: &Results) -> Vec<SecondRow> {
     let mut rows: Vec<SecondRow> = Vec::new();
     for s in &r.seconds {
         if rows.last().map(|l| l.second) != Some(s.second) {
-            rows.push(SecondRow { second: s.second, interval_ns: 0, ops: Vec::new() });
+            rows.push(SecondRow { second: s.second, step: s.step, warmup: s.warmup, interval_ns: 0, ops: Vec::new() });
         }
         let row = rows.last_mut().expect("pushed above");
         row.interval_ns = row.interval_ns.max(s.interval_ns);
@@ -200,10 +296,10 @@ fn totals(ops: u64, bytes: u64, errors: u64, seconds: f64) -> Totals {
     Totals { iops: rate(ops, seconds), bytes_per_sec: rate(bytes, seconds), ops, bytes, errors }
 }
 
-/// Measured duration per host, in seconds.
+/// Measured duration per host, in seconds (warm-up excluded).
 fn host_durations(r: &Results) -> BTreeMap<String, f64> {
     let mut d: BTreeMap<String, u64> = BTreeMap::new();
-    for s in &r.seconds {
+    for s in r.seconds.iter().filter(|s| !s.warmup) {
         *d.entry(s.host.clone()).or_default() += s.interval_ns;
     }
     d.into_iter().map(|(h, ns)| (h, ns as f64 / 1e9)).collect()
@@ -217,7 +313,7 @@ pub fn summarize(r: &Results, results_path: &Path) -> Summary {
     let names = active_ops(r);
     let mut merged: Vec<OpInterval> = names.iter().map(|_| OpInterval::empty()).collect();
     let mut by_host_counts: BTreeMap<String, (u64, u64, u64)> = BTreeMap::new();
-    for s in &r.seconds {
+    for s in r.seconds.iter().filter(|s| !s.warmup) {
         let t = s.total();
         let e = by_host_counts.entry(s.host.clone()).or_default();
         *e = (e.0 + t.ops, e.1 + t.bytes, e.2 + t.errors);
@@ -252,8 +348,9 @@ pub fn summarize(r: &Results, results_path: &Path) -> Summary {
         );
     }
 
-    let samples = per_second(r)
-        .into_iter()
+    let rows = per_second(r);
+    let samples = rows
+        .iter()
         .map(|row| {
             let (o, b, e) = row.total();
             let mut lat = Histogram::new();
@@ -263,6 +360,8 @@ pub fn summarize(r: &Results, results_path: &Path) -> Summary {
             let interval_s = row.interval_ns as f64 / 1e9;
             Sample {
                 second: row.second,
+                step: row.step,
+                warmup: row.warmup,
                 interval_s,
                 ops: o,
                 iops: rate(o, interval_s),
@@ -308,10 +407,90 @@ pub fn summarize(r: &Results, results_path: &Path) -> Summary {
                 .unwrap_or_else(|_| serde_json::Value::String(info.plan_json.clone())),
             toml: info.workload_toml.clone(),
         },
+        workloads: workload_parts(r),
+        steps: step_parts(r, &rows),
+        knee: None,
+        probes: r
+            .probes
+            .iter()
+            .map(|p| ProbeSummary {
+                name: p.name.clone(),
+                command: p.command.clone(),
+                at_s: p.at_ns as f64 / 1e9,
+                duration_s: p.duration_ns as f64 / 1e9,
+                exit_code: p.exit_code,
+                detail: p.detail.clone(),
+            })
+            .collect(),
         notes: Vec::new(),
     };
+    s.knee = find_knee(&s.steps);
     s.notes = notes::notes(&s);
     s
+}
+
+/// Counts and transfer latency of `ops` over `seconds` of measured time.
+fn part<'a>(ops: impl Iterator<Item = (&'a str, &'a OpInterval)>, seconds: f64) -> PartSummary {
+    let (mut c, mut lat) = (Counts::default(), Histogram::new());
+    for (op, d) in ops {
+        c.add_to_total(op, &d.counts);
+        if !ioscope_metrics::is_sync_op(op) {
+            lat.merge(&d.latency_ns);
+        }
+    }
+    PartSummary {
+        iops: rate(c.ops, seconds),
+        bytes_per_sec: rate(c.bytes, seconds),
+        ops: c.ops,
+        errors: c.errors,
+        latency_p50_ns: lat.quantile(0.5),
+        latency_p99_ns: lat.quantile(0.99),
+    }
+}
+
+/// Per workload over the measured seconds, for runs of several workloads.
+fn workload_parts(r: &Results) -> BTreeMap<String, PartSummary> {
+    let measured: Vec<_> = r.seconds.iter().filter(|s| !s.warmup).collect();
+    let mut names: Vec<&str> = Vec::new();
+    for o in measured.iter().flat_map(|s| &s.ops) {
+        if !names.contains(&o.workload.as_str()) {
+            names.push(&o.workload);
+        }
+    }
+    if names.len() < 2 {
+        return BTreeMap::new();
+    }
+    let seconds = host_durations(r).values().copied().fold(0.0, f64::max);
+    names
+        .iter()
+        .map(|name| {
+            let ops = measured.iter().flat_map(|s| &s.ops).filter(|o| o.workload == *name);
+            (name.to_string(), part(ops.map(|o| (o.op.as_str(), &o.data)), seconds))
+        })
+        .collect()
+}
+
+/// Per step over its measured seconds, for runs of several steps.
+fn step_parts(r: &Results, rows: &[SecondRow]) -> Vec<StepSummary> {
+    if r.steps.len() < 2 {
+        return Vec::new();
+    }
+    r.steps
+        .iter()
+        .map(|st| {
+            let mine: Vec<&SecondRow> = rows.iter().filter(|x| x.step == st.index && !x.warmup).collect();
+            let seconds = mine.iter().map(|x| x.interval_ns).sum::<u64>() as f64 / 1e9;
+            let ops = mine.iter().flat_map(|x| x.ops.iter().map(|(op, d)| (op.as_str(), d)));
+            StepSummary {
+                index: st.index,
+                label: st.label.clone(),
+                threads: st.threads,
+                rate_iops: st.rate_iops,
+                seconds: mine.len() as u64,
+                measured: part(ops, seconds),
+            }
+        })
+        .collect()
 }
 
 /// The summary as pretty JSON.

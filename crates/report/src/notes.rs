@@ -96,7 +96,7 @@ fn cache_notes(s: &Summary, p: &Plan, notes: &mut Vec<String>) {
         return;
     }
     let did = |op: &str| s.ops.get(op).is_some_and(|o| o.ops > 0);
-    let reads = p.read_pct > 0 && did("read");
+    let reads = p.workloads.iter().any(|w| w.read_pct > 0) && did("read");
     let cached_writes = p.writes() && p.sync == SyncMode::None && did("write");
     let what = match (reads, cached_writes) {
         (true, true) => "reads were likely served from, and writes absorbed by, the page cache",
@@ -104,17 +104,26 @@ fn cache_notes(s: &Summary, p: &Plan, notes: &mut Vec<String>) {
         (false, true) => "writes were likely absorbed by the page cache (no sync)",
         (false, false) => return,
     };
+    let working_set = match &p.dataset {
+        // The dataset's definition bounds it: files × the largest file size.
+        Some(d) => {
+            let files = (d.width as u64).saturating_pow(d.depth) * d.files as u64;
+            let largest = d.sizes.iter().map(|b| b.bytes).max().unwrap_or(0);
+            d.working_set_bytes.or(d.total_size_bytes).unwrap_or(files.saturating_mul(largest))
+        }
+        None => p.size_bytes,
+    };
     let several = s.system.len() > 1;
     let mut memory_known = false;
     for (host, config) in &s.system {
         let Some(ram) = config["memory_bytes"].as_u64().filter(|m| *m > 0) else { continue };
         memory_known = true;
         let whose = if several { format!("host {host}'s") } else { "this host's".to_string() };
-        let ratio = p.size_bytes as f64 / ram as f64;
+        let ratio = working_set as f64 / ram as f64;
         if ratio <= 1.0 {
             notes.push(format!(
                 "working set {} is {} of {whose} {} RAM and I/O was buffered: {what}",
-                format::bytes(p.size_bytes),
+                format::bytes(working_set),
                 format::pct(ratio),
                 format::bytes(ram),
             ));
@@ -122,7 +131,7 @@ fn cache_notes(s: &Summary, p: &Plan, notes: &mut Vec<String>) {
             notes.push(format!(
                 "working set {} is only {:.1}x {whose} {} RAM and I/O was buffered: up to {} of the I/O may have \
                  hit the page cache",
-                format::bytes(p.size_bytes),
+                format::bytes(working_set),
                 ratio,
                 format::bytes(ram),
                 format::pct(1.0 / ratio),

@@ -3,7 +3,7 @@
 use super::*;
 use ioscope_metrics::{Counts, OpSeries, Snapshot, WorkerCounts};
 use ioscope_store::{RunInfo, Status, StoredRun};
-use ioscope_workload::plan::{BlockSize, EngineKind, Plan, Rw, SyncMode};
+use ioscope_workload::plan::{BlockSize, EngineKind, FileIo, FileSelect, Operation, Plan, SyncMode, Workload};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -12,14 +12,25 @@ const SCHEMA_FILE: &str = include_str!("../../../schema/summary.schema.json");
 fn plan() -> Plan {
     Plan {
         engine: EngineKind::Posix,
-        rw: Rw::RandRw,
-        read_pct: 70,
-        block_sizes: vec![BlockSize { bytes: 4096, weight: 1 }],
+        workloads: vec![Workload {
+            name: "randrw".into(),
+            operation: Operation::Read,
+            read_pct: 70,
+            block_sizes: vec![BlockSize { bytes: 4096, weight: 1 }],
+            fileio: FileIo::Random,
+            fileselect: FileSelect::Random,
+            threads: 2,
+            skew_pct: None,
+            pattern: None,
+        }],
         size_bytes: 256 << 20,
         files: 1,
-        threads: 2,
+        dataset: None,
         iodepth: 1,
         duration: Duration::from_secs(3),
+        warmup: Duration::ZERO,
+        steps: Default::default(),
+        probes: Vec::new(),
         dir: PathBuf::from("/tmp/x"),
         direct: false,
         sync: SyncMode::None,
@@ -63,9 +74,11 @@ fn snap(second: u32, interval_ns: u64, ops: Vec<(&str, OpInterval)>) -> Snapshot
     Snapshot {
         second,
         interval_ns,
+        step: 0,
+        warmup: false,
         host: "h1".into(),
         workers: ops.iter().map(|(op, d)| WorkerCounts { worker: 0, op: op.to_string(), counts: d.counts }).collect(),
-        ops: ops.into_iter().map(|(op, data)| OpSeries { op: op.into(), data }).collect(),
+        ops: ops.into_iter().map(|(op, data)| OpSeries { workload: "randrw".into(), op: op.into(), data }).collect(),
     }
 }
 
@@ -104,7 +117,42 @@ fn results(status: Status) -> Results {
             // A stall: the last half second completed nothing.
             snap(2, 500_000_000, vec![("read", OpInterval::empty()), ("write", OpInterval::empty()), ("fsync", fsync)]),
         ],
+        steps: Vec::new(),
+        probes: Vec::new(),
     }
+}
+
+/// A step measured at `iops` with p99 `p99_ns`.
+fn step(index: u32, iops: f64, p99_ns: u64) -> StepSummary {
+    StepSummary {
+        index,
+        label: format!("threads={}", index + 1),
+        threads: Some(index + 1),
+        rate_iops: None,
+        seconds: 5,
+        measured: PartSummary { iops, latency_p99_ns: Some(p99_ns), ..Default::default() },
+    }
+}
+
+#[test]
+fn knee_is_the_first_step_near_peak_throughput_with_latency_climbing_after_it() {
+    // A device that saturates at ~110K IOPS: step 2 reaches 90% of the peak, then p99 climbs.
+    let steps = [
+        step(0, 60_000.0, 200_000),
+        step(1, 90_000.0, 300_000),
+        step(2, 104_000.0, 400_000),
+        step(3, 110_000.0, 700_000),
+        step(4, 109_000.0, 900_000),
+    ];
+    let knee = find_knee(&steps).expect("a knee");
+    assert_eq!((knee.step, knee.label.as_str()), (2, "threads=3"));
+    assert!(knee.reason.contains("p99 latency rose up to 125%"), "{}", knee.reason);
+    // One noisy dip does not make a knee while throughput keeps growing.
+    let rising = [step(0, 10_000.0, 100), step(1, 20_000.0, 100), step(2, 19_000.0, 300), step(3, 40_000.0, 300)];
+    assert_eq!(find_knee(&rising), None);
+    // Throughput flat but latency flat too: a limit, not queueing.
+    let flat = [step(0, 100.0, 1000), step(1, 101.0, 1000), step(2, 100.0, 1050)];
+    assert_eq!(find_knee(&flat), None);
 }
 
 fn validate(summary: &serde_json::Value) -> Vec<String> {
@@ -153,7 +201,7 @@ fn summary_math_comes_from_the_histograms() {
     assert_eq!((s.samples[2].ops, s.samples[2].latency_p99_ns, s.samples[2].interval_s), (0, None, 0.5));
 
     assert_eq!(s.system["h1"]["cpus"], 2);
-    assert_eq!(s.workload.plan["rw"], "randrw");
+    assert_eq!(s.workload.plan["workloads"][0]["read_pct"], 70);
     assert_eq!(s.workload.hash, "3f2a9c0d11223344");
     assert_eq!(
         s.notes,
@@ -174,7 +222,7 @@ fn text_summary_is_aligned_and_carries_the_numbers() {
     let text = render_text(&s);
     let golden = "\
 ioscope 0.1.0-test  completed  2.5 s  results: /tmp/r.ioscope
-workload  randrw 70% reads  bs 4 KiB  size 256 MiB x 1 file  threads 2  qd 1  posix buffered  hash 3f2a9c0d…
+workload  randrw 70% reads bs 4 KiB threads 2  size 256 MiB x 1 file  qd 1  posix buffered  hash 3f2a9c0d…
 op     IOPS  MB/s  lat mean      p50      p90      p99    p99.9      max  errors
 read    800   3.3    4.6 µs   2.0 µs   2.0 µs  10.0 µs   100 µs   1.0 ms       0
 write  40.0   0.2   50.0 µs  50.0 µs  50.0 µs  50.0 µs  50.0 µs  50.0 µs       2
@@ -211,7 +259,7 @@ fn summary_validates_against_the_schema_file() {
     for status in [Status::Completed, Status::Interrupted, Status::Failed, Status::Running] {
         let mut r = results(status);
         // An operation that only failed has no latency: null, still valid.
-        r.seconds[0].ops.push(OpSeries { op: "fsync".into(), data: writes(0, 3) });
+        r.seconds[0].ops.push(OpSeries { workload: "randrw".into(), op: "fsync".into(), data: writes(0, 3) });
         let s = summarize(&r, Path::new("/tmp/r.ioscope"));
         assert!(s.ops["fsync"].latency_ns.is_none());
         let json: serde_json::Value = serde_json::from_str(&render_json(&s)).unwrap();

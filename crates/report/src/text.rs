@@ -41,6 +41,19 @@ fn table(rows: &[Vec<String>]) -> String {
     out
 }
 
+/// name, IOPS, MB/s, p50, p99, errors.
+fn part_row(name: String, p: &crate::PartSummary) -> Vec<String> {
+    let lat = |v: Option<u64>| v.map_or("-".to_string(), format::ns);
+    vec![
+        name,
+        format::iops(p.iops),
+        format::float(p.bytes_per_sec / 1e6, 1),
+        lat(p.latency_p50_ns),
+        lat(p.latency_p99_ns),
+        format::int(p.errors),
+    ]
+}
+
 /// The end-of-run (and `ioscope show`) summary.
 pub fn render_text(s: &Summary) -> String {
     let mut out =
@@ -90,6 +103,54 @@ pub fn render_text(s: &Summary) -> String {
         }
     }
     out.push_str(&table(&rows));
+
+    if !s.workloads.is_empty() {
+        let mut rows = vec![["workload", "IOPS", "MB/s", "p50", "p99", "errors"].map(String::from).to_vec()];
+        for (name, w) in &s.workloads {
+            rows.push(part_row(name.clone(), w));
+        }
+        out.push('\n');
+        out.push_str(&table(&rows));
+    }
+    if !s.steps.is_empty() {
+        let mut rows =
+            vec![["step", "threads", "rate asked", "IOPS", "MB/s", "p50", "p99", "errors"].map(String::from).to_vec()];
+        for st in &s.steps {
+            let mut row = vec![
+                format!("{} {}", st.index, st.label),
+                st.threads.map_or("-".into(), |t| t.to_string()),
+                st.rate_iops.map_or("max".into(), format::int),
+            ];
+            row.extend(part_row(String::new(), &st.measured).into_iter().skip(1));
+            rows.push(row);
+        }
+        out.push('\n');
+        out.push_str(&table(&rows));
+        match &s.knee {
+            Some(k) => out.push_str(&format!("knee: step {} ({}): {}\n", k.step, k.label, k.reason)),
+            None => out.push_str(
+                "knee: none found (throughput reached 90% of its peak only at the last step, or p99 latency did not climb 20% after it)\n",
+            ),
+        }
+    }
+    if !s.probes.is_empty() {
+        let mut rows = vec![["probe", "at", "duration", "exit"].map(String::from).to_vec()];
+        for p in &s.probes {
+            let exit = match (p.exit_code, &p.detail) {
+                (Some(c), _) => c.to_string(),
+                (None, Some(d)) => d.clone(),
+                (None, None) => "-".into(),
+            };
+            rows.push(vec![
+                p.name.clone(),
+                format!("{} s", format::num(p.at_s)),
+                format::ns((p.duration_s * 1e9) as u64),
+                exit,
+            ]);
+        }
+        out.push('\n');
+        out.push_str(&table(&rows));
+    }
 
     let service = if open_loop { " (service rows: from issue)" } else { "" };
     out.push_str(&format!(

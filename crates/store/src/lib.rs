@@ -66,6 +66,37 @@ pub struct RunInfo {
     pub workload_hash: String,
 }
 
+/// One step of a run, as stored.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepRow {
+    pub index: u32,
+    /// What sets the step apart ("threads=4 rate=50%"); empty for a plain run.
+    pub label: String,
+    /// Threads of every workload; None = each workload its own.
+    pub threads: Option<u32>,
+    /// Rate asked in I/Os per second; None = max (or a curve step not yet resolved).
+    pub rate_iops: Option<u64>,
+    /// A curve step: its percentage of the max rate.
+    pub curve_pct: Option<u8>,
+    pub start_second: u32,
+    pub warmup_ns: u64,
+    pub duration_ns: u64,
+}
+
+/// One start of a probe command.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProbeRow {
+    pub name: String,
+    pub command: String,
+    /// When it was started, from the start of the run.
+    pub at_ns: u64,
+    pub duration_ns: u64,
+    /// None when it was killed by a signal or could not start.
+    pub exit_code: Option<i32>,
+    /// Why it has no exit code, or what it printed last on error.
+    pub detail: Option<String>,
+}
+
 /// How a run ended (or that it has not).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -135,6 +166,8 @@ pub struct Results {
     pub hosts: Vec<(String, serde_json::Value)>,
     /// Every stored second of every host, ordered by (second, host).
     pub seconds: Vec<Snapshot>,
+    pub steps: Vec<StepRow>,
+    pub probes: Vec<ProbeRow>,
 }
 
 impl Results {

@@ -1,7 +1,7 @@
 //! Reading a results file back into memory, and the effective status of its run.
 
 use crate::schema::{APPLICATION_ID, SCHEMA_VERSION};
-use crate::{stat, Results, RunInfo, Status, StoreError, StoredRun};
+use crate::{stat, ProbeRow, Results, RunInfo, Status, StepRow, StoreError, StoredRun};
 use ioscope_metrics::{Histogram, OpInterval, OpSeries, Snapshot, WorkerCounts};
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
@@ -34,8 +34,10 @@ pub fn open(path: &Path) -> Result<Results, StoreError> {
     if version > SCHEMA_VERSION {
         return Err(StoreError::Version { path: path.to_path_buf(), found: version, supported: SCHEMA_VERSION });
     }
-    if version < 1 {
-        return Err(not_results(format!("schema version {version}")));
+    if version < SCHEMA_VERSION {
+        return Err(not_results(format!(
+            "schema version {version}, written by an older ioscope; this one reads version {SCHEMA_VERSION}"
+        )));
     }
 
     // One read transaction: a consistent view even while a run is still writing.
@@ -44,6 +46,8 @@ pub fn open(path: &Path) -> Result<Results, StoreError> {
     let (info, ended_unix_ms, stored_status, stored_detail) = r.run()?;
     let hosts = r.hosts()?;
     let seconds = r.seconds()?;
+    let steps = r.steps()?;
+    let probes = r.probes()?;
     drop(tx);
 
     let mut results = Results {
@@ -59,6 +63,8 @@ pub fn open(path: &Path) -> Result<Results, StoreError> {
         },
         hosts,
         seconds,
+        steps,
+        probes,
     };
     if stored_status == Status::Running && !still_running(&results.run.info) {
         results.run.status = Status::Interrupted;
@@ -175,24 +181,72 @@ impl Reader<'_> {
             .collect())
     }
 
+    fn steps(&mut self) -> Result<Vec<StepRow>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT idx, label, threads, rate_iops, curve_pct, start_second, warmup_ns, duration_ns
+                 FROM step ORDER BY idx",
+            )
+            .map_err(self.sql())?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(StepRow {
+                    index: r.get(0)?,
+                    label: r.get(1)?,
+                    threads: r.get(2)?,
+                    rate_iops: r.get::<_, Option<i64>>(3)?.map(|v| v.max(0) as u64),
+                    curve_pct: r.get(4)?,
+                    start_second: r.get(5)?,
+                    warmup_ns: r.get::<_, i64>(6)?.max(0) as u64,
+                    duration_ns: r.get::<_, i64>(7)?.max(0) as u64,
+                })
+            })
+            .map_err(self.sql())?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(self.sql())
+    }
+
+    fn probes(&mut self) -> Result<Vec<ProbeRow>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT name, command, at_ns, duration_ns, exit_code, detail FROM probe ORDER BY at_ns, name")
+            .map_err(self.sql())?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(ProbeRow {
+                    name: r.get(0)?,
+                    command: r.get(1)?,
+                    at_ns: r.get::<_, i64>(2)?.max(0) as u64,
+                    duration_ns: r.get::<_, i64>(3)?.max(0) as u64,
+                    exit_code: r.get(4)?,
+                    detail: r.get(5)?,
+                })
+            })
+            .map_err(self.sql())?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(self.sql())
+    }
+
     fn seconds(&mut self) -> Result<Vec<Snapshot>, StoreError> {
         struct SeriesRow {
             stat: String,
             host: String,
+            workload: String,
             op: String,
             worker: Option<u32>,
         }
         let mut series = HashMap::new();
         {
-            let mut stmt = self.conn.prepare("SELECT id, stat, host, op, worker FROM series").map_err(self.sql())?;
+            let mut stmt =
+                self.conn.prepare("SELECT id, stat, host, workload, op, worker FROM series").map_err(self.sql())?;
             let mut rows = stmt.query([]).map_err(self.sql())?;
             while let Some(r) = rows.next().map_err(self.sql())? {
                 let id: i64 = r.get(0).map_err(self.sql())?;
                 let row = SeriesRow {
                     stat: r.get(1).map_err(self.sql())?,
                     host: r.get(2).map_err(self.sql())?,
-                    op: r.get(3).map_err(self.sql())?,
-                    worker: r.get(4).map_err(self.sql())?,
+                    workload: r.get(3).map_err(self.sql())?,
+                    op: r.get(4).map_err(self.sql())?,
+                    worker: r.get(5).map_err(self.sql())?,
                 };
                 series.insert(id, row);
             }
@@ -201,26 +255,31 @@ impl Reader<'_> {
         #[derive(Default)]
         struct Building {
             snap: Option<Snapshot>,
-            ops: HashMap<String, usize>,
+            ops: HashMap<(String, String), usize>,
             workers: HashMap<(u32, String), usize>,
         }
         let mut snaps: BTreeMap<(u32, String), Building> = BTreeMap::new();
-        let new_snap = |second: u32, host: &str, interval_ns: u64| Snapshot {
+        let new_snap = |second: u32, host: &str, interval_ns: u64, step: u32, warmup: bool| Snapshot {
             second,
             interval_ns,
+            step,
+            warmup,
             host: host.to_string(),
             ops: Vec::new(),
             workers: Vec::new(),
         };
         {
-            let mut stmt = self.conn.prepare("SELECT host, second, interval_ns FROM tick").map_err(self.sql())?;
+            let mut stmt =
+                self.conn.prepare("SELECT host, second, interval_ns, step, warmup FROM tick").map_err(self.sql())?;
             let mut rows = stmt.query([]).map_err(self.sql())?;
             while let Some(r) = rows.next().map_err(self.sql())? {
                 let host: String = r.get(0).map_err(self.sql())?;
                 let second: u32 = r.get(1).map_err(self.sql())?;
                 let interval = u64_of(r.get_ref(2).map_err(self.sql())?).map_err(|e| self.corrupt(e))?.unwrap_or(0);
+                let step: u32 = r.get(3).map_err(self.sql())?;
+                let warmup: bool = r.get(4).map_err(self.sql())?;
                 let b = snaps.entry((second, host.clone())).or_default();
-                b.snap = Some(new_snap(second, &host, interval));
+                b.snap = Some(new_snap(second, &host, interval, step, warmup));
             }
         }
 
@@ -246,7 +305,7 @@ impl Reader<'_> {
             let value = num(3)?.unwrap_or(0);
 
             let b = snaps.entry((second, s.host.clone())).or_default();
-            let snap = b.snap.get_or_insert_with(|| new_snap(second, &s.host, interval));
+            let snap = b.snap.get_or_insert_with(|| new_snap(second, &s.host, interval, 0, false));
             match s.worker {
                 Some(worker) => {
                     let i = *b.workers.entry((worker, s.op.clone())).or_insert_with(|| {
@@ -262,8 +321,12 @@ impl Reader<'_> {
                     }
                 }
                 None => {
-                    let i = *b.ops.entry(s.op.clone()).or_insert_with(|| {
-                        snap.ops.push(OpSeries { op: s.op.clone(), data: OpInterval::empty() });
+                    let i = *b.ops.entry((s.workload.clone(), s.op.clone())).or_insert_with(|| {
+                        snap.ops.push(OpSeries {
+                            workload: s.workload.clone(),
+                            op: s.op.clone(),
+                            data: OpInterval::empty(),
+                        });
                         snap.ops.len() - 1
                     });
                     let d = &mut snap.ops[i].data;

@@ -6,7 +6,7 @@
 //! distributions carry their sparse histogram beside the exact count, sum, min and max.
 
 /// `PRAGMA user_version` of files this crate writes and reads.
-pub const SCHEMA_VERSION: i32 = 1;
+pub const SCHEMA_VERSION: i32 = 2;
 
 /// `PRAGMA application_id` of an ioscope results file: "IOSC" in ASCII.
 pub const APPLICATION_ID: i32 = 0x494F_5343;
@@ -46,25 +46,54 @@ CREATE TABLE host(
 );
 
 -- One row per host and finished second: the second exists even when nothing completed.
+-- `step` is the step the second belongs to; `warmup` = 1 for the step's warm-up seconds,
+-- which summaries leave out.
 CREATE TABLE tick(
     host        TEXT    NOT NULL,
     second      INTEGER NOT NULL,
     interval_ns INTEGER NOT NULL,
+    step        INTEGER NOT NULL DEFAULT 0,
+    warmup      INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (host, second)
 ) WITHOUT ROWID;
 
--- A statistic with its dimensions. `worker` is NULL for the per-host, per-op series
--- (all statistics); per-worker series carry only the counters.
-CREATE TABLE series(
-    id     INTEGER PRIMARY KEY,
-    stat   TEXT NOT NULL,
-    unit   TEXT NOT NULL,
-    kind   TEXT NOT NULL CHECK (kind IN ('counter', 'distribution')),
-    host   TEXT NOT NULL,
-    op     TEXT NOT NULL,
-    worker INTEGER
+-- The run's steps (a staircase, a curve, for-loops; one row for a plain run). `rate_iops`
+-- is the rate asked (NULL = max; a curve step's rate is filled in once its max step has
+-- been measured); `threads` is the threads of every workload (NULL = each its own).
+CREATE TABLE step(
+    idx          INTEGER PRIMARY KEY,
+    label        TEXT    NOT NULL,
+    threads      INTEGER,
+    rate_iops    INTEGER,
+    curve_pct    INTEGER,
+    start_second INTEGER NOT NULL,
+    warmup_ns    INTEGER NOT NULL,
+    duration_ns  INTEGER NOT NULL
 );
-CREATE UNIQUE INDEX series_key ON series(stat, host, op, ifnull(worker, -1));
+
+-- Foreground probes: one row per start of a command run during the load.
+CREATE TABLE probe(
+    name        TEXT    NOT NULL,
+    command     TEXT    NOT NULL,
+    at_ns       INTEGER NOT NULL,
+    duration_ns INTEGER NOT NULL,
+    exit_code   INTEGER,
+    detail      TEXT
+);
+
+-- A statistic with its dimensions. `worker` is NULL for the per-host, per-workload,
+-- per-op series (all statistics); per-worker series carry only the counters.
+CREATE TABLE series(
+    id       INTEGER PRIMARY KEY,
+    stat     TEXT NOT NULL,
+    unit     TEXT NOT NULL,
+    kind     TEXT NOT NULL CHECK (kind IN ('counter', 'distribution')),
+    host     TEXT NOT NULL,
+    workload TEXT NOT NULL DEFAULT '',
+    op       TEXT NOT NULL,
+    worker   INTEGER
+);
+CREATE UNIQUE INDEX series_key ON series(stat, host, workload, op, ifnull(worker, -1));
 
 -- One value per series and second. Counter: value = count. Distribution: value = count,
 -- sum/min/max exact (NULL when empty; INTEGER, or decimal TEXT past 2^63-1), and hist =
@@ -83,9 +112,10 @@ CREATE TABLE sample(
 
 -- For reading by hand: samples with their series spelled out.
 CREATE VIEW samples AS
-SELECT x.second, s.host, s.op, s.worker, s.stat, s.unit, x.interval_ns, x.value,
-       x.sum, x.min, x.max, length(x.hist) AS hist_bytes
-FROM sample x JOIN series s ON s.id = x.series_id;
+SELECT x.second, t.step, t.warmup, s.host, s.workload, s.op, s.worker, s.stat, s.unit,
+       x.interval_ns, x.value, x.sum, x.min, x.max, length(x.hist) AS hist_bytes
+FROM sample x JOIN series s ON s.id = x.series_id
+LEFT JOIN tick t ON t.host = s.host AND t.second = x.second;
 "#;
 
 /// Rows of the `meta` table written at creation.

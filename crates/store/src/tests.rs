@@ -45,13 +45,19 @@ fn snapshot(second: u32, host: &str) -> Snapshot {
     write.offset_bytes.record(u64::MAX);
     write.service_ns = Histogram::new();
     Snapshot {
+        step: second / 2,
+        warmup: second == 0,
         second,
         interval_ns: 1_000_000_000 + second as u64,
         host: host.into(),
         ops: vec![
-            OpSeries { op: "read".into(), data: op_interval(second as u64, 1000 + second as u64) },
-            OpSeries { op: "write".into(), data: write },
-            OpSeries { op: "fsync".into(), data: OpInterval::empty() },
+            OpSeries {
+                workload: "w1".into(),
+                op: "read".into(),
+                data: op_interval(second as u64, 1000 + second as u64),
+            },
+            OpSeries { workload: "w1".into(), op: "write".into(), data: write },
+            OpSeries { workload: "w1".into(), op: "fsync".into(), data: OpInterval::empty() },
         ],
         workers: (0..3)
             .flat_map(|w| {
@@ -83,9 +89,32 @@ fn finished_run_round_trips_exactly_into_one_file() {
     let path = dir.path().join("r.ioscope");
     let snaps: Vec<Snapshot> = (0..3).map(|s| snapshot(s, "h1")).collect();
     let mut w = Writer::create(&path, &run_info(std::process::id(), "h1"), &hosts()).unwrap();
+    let steps: Vec<StepRow> = (0..2)
+        .map(|i| StepRow {
+            index: i,
+            label: format!("rate={}%", 50 * (i + 1)),
+            threads: Some(4),
+            rate_iops: None,
+            curve_pct: Some(50 * (i + 1) as u8),
+            start_second: 2 * i,
+            warmup_ns: 1_000_000_000,
+            duration_ns: 1_000_000_000,
+        })
+        .collect();
+    w.write_steps(&steps).unwrap();
     for s in &snaps {
         w.write_second(s).unwrap();
     }
+    w.set_step_rate(1, 1234).unwrap();
+    let probe = ProbeRow {
+        name: "rsync".into(),
+        command: "rsync -a a/ b/".into(),
+        at_ns: 1_500_000_000,
+        duration_ns: 250_000_000,
+        exit_code: Some(23),
+        detail: None,
+    };
+    w.write_probe(&probe).unwrap();
     w.finish(Status::Completed, None, 1_700_000_003_500).unwrap();
 
     assert!(!sidecar(&path, "-wal").exists(), "no -wal file after finish");
@@ -102,6 +131,9 @@ fn finished_run_round_trips_exactly_into_one_file() {
     assert_eq!(r.schema_version, SCHEMA_VERSION);
     assert_eq!(r.seconds_kept(), 3);
     assert_eq!(r.op_names(), ["read", "write", "fsync"]);
+    assert_eq!(r.steps[0], steps[0]);
+    assert_eq!(r.steps[1].rate_iops, Some(1234), "a curve step's rate is filled in later");
+    assert_eq!(r.probes, vec![probe]);
 
     if let Some(out) = sqlite3_cli(
         &path,
@@ -109,7 +141,7 @@ fn finished_run_round_trips_exactly_into_one_file() {
          SELECT status FROM run; SELECT count(*) FROM tick; \
          SELECT value FROM samples WHERE stat='io.ops' AND op='read' AND worker IS NULL ORDER BY second;",
     ) {
-        assert_eq!(out, format!("delete\n{APPLICATION_ID}\n1\ncompleted\n3\n1000\n1001\n1002\n"));
+        assert_eq!(out, format!("delete\n{APPLICATION_ID}\n{SCHEMA_VERSION}\ncompleted\n3\n1000\n1001\n1002\n"));
     }
 }
 

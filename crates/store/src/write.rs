@@ -1,7 +1,7 @@
 //! Writing a results file: create, one transaction per second, finish.
 
 use crate::schema::{self, APPLICATION_ID, SCHEMA_VERSION};
-use crate::{stat, RunInfo, Status, StoreError};
+use crate::{stat, ProbeRow, RunInfo, Status, StepRow, StoreError};
 use ioscope_metrics::{Histogram, Snapshot};
 use rusqlite::types::Value;
 use rusqlite::{params, Connection, OpenFlags, TransactionBehavior};
@@ -12,8 +12,8 @@ use std::time::Duration;
 /// How long a statement waits for a lock held by a reader before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// (stat, host, op, worker)
-type SeriesKey = (&'static str, String, String, Option<u32>);
+/// (stat, host, workload, op, worker)
+type SeriesKey = (&'static str, String, String, String, Option<u32>);
 
 /// Checks that `path` can be created as a new results file; the CLI calls this before
 /// any I/O. Refuses an existing path, and leftover `-wal`/`-journal` files beside it
@@ -153,27 +153,28 @@ impl Writer {
         // Series created in this transaction join the cache only once it commits.
         let mut created: Vec<(SeriesKey, i64)> = Vec::new();
         let cache = &self.series;
-        let mut series_id = |stat: &'static str, unit: &str, kind: &str, op: &str, worker: Option<u32>| {
-            let key: SeriesKey = (stat, s.host.clone(), op.to_string(), worker);
-            if let Some(id) = cache.get(&key) {
-                return Ok(*id);
-            }
-            if let Some((_, id)) = created.iter().find(|(k, _)| *k == key) {
-                return Ok(*id);
-            }
-            tx.prepare_cached(
-                "INSERT INTO series(stat, unit, kind, host, op, worker) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        let mut series_id =
+            |stat: &'static str, unit: &str, kind: &str, workload: &str, op: &str, worker: Option<u32>| {
+                let key: SeriesKey = (stat, s.host.clone(), workload.to_string(), op.to_string(), worker);
+                if let Some(id) = cache.get(&key) {
+                    return Ok(*id);
+                }
+                if let Some((_, id)) = created.iter().find(|(k, _)| *k == key) {
+                    return Ok(*id);
+                }
+                tx.prepare_cached(
+                "INSERT INTO series(stat, unit, kind, host, workload, op, worker) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )?
-            .execute(params![stat, unit, kind, s.host, op, worker])?;
-            let id = tx.last_insert_rowid();
-            created.push((key, id));
-            Ok::<i64, rusqlite::Error>(id)
-        };
+            .execute(params![stat, unit, kind, s.host, workload, op, worker])?;
+                let id = tx.last_insert_rowid();
+                created.push((key, id));
+                Ok::<i64, rusqlite::Error>(id)
+            };
 
         let result = (|| {
             tx.execute(
-                "INSERT INTO tick(host, second, interval_ns) VALUES (?1, ?2, ?3)",
-                params![s.host, s.second, int(s.interval_ns)],
+                "INSERT INTO tick(host, second, interval_ns, step, warmup) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![s.host, s.second, int(s.interval_ns), s.step, s.warmup],
             )?;
             let interval = int(s.interval_ns);
             let mut insert = tx.prepare_cached(
@@ -195,14 +196,14 @@ impl Writer {
             for o in &s.ops {
                 let c = o.data.counts;
                 for ((stat, unit), v) in stat::COUNTERS.into_iter().zip([c.ops, c.bytes, c.errors]) {
-                    let id = series_id(stat, unit, "counter", &o.op, None)?;
+                    let id = series_id(stat, unit, "counter", &o.workload, &o.op, None)?;
                     counter(id, v)?;
                 }
             }
             for w in &s.workers {
                 let c = w.counts;
                 for ((stat, unit), v) in stat::COUNTERS.into_iter().zip([c.ops, c.bytes, c.errors]) {
-                    let id = series_id(stat, unit, "counter", &w.op, Some(w.worker))?;
+                    let id = series_id(stat, unit, "counter", "", &w.op, Some(w.worker))?;
                     counter(id, v)?;
                 }
             }
@@ -210,7 +211,7 @@ impl Writer {
                 let d = &o.data;
                 let hists: [&Histogram; 4] = [&d.latency_ns, &d.service_ns, &d.size_bytes, &d.offset_bytes];
                 for ((stat, unit), h) in stat::DISTRIBUTIONS.into_iter().zip(hists) {
-                    let id = series_id(stat, unit, "distribution", &o.op, None)?;
+                    let id = series_id(stat, unit, "distribution", &o.workload, &o.op, None)?;
                     if h.is_empty() {
                         insert.execute(params![
                             id,
@@ -241,6 +242,48 @@ impl Writer {
         result.map_err(StoreError::sqlite(path))?;
         tx.commit().map_err(StoreError::sqlite(path))?;
         self.series.extend(created);
+        Ok(())
+    }
+
+    /// Records the run's steps (before the first second).
+    pub fn write_steps(&mut self, steps: &[StepRow]) -> Result<(), StoreError> {
+        let tx = self.conn.transaction().map_err(StoreError::sqlite(&self.path))?;
+        for st in steps {
+            tx.execute(
+                "INSERT INTO step(idx, label, threads, rate_iops, curve_pct, start_second, warmup_ns, duration_ns)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                params![
+                    st.index,
+                    st.label,
+                    st.threads,
+                    st.rate_iops.map(int),
+                    st.curve_pct,
+                    st.start_second,
+                    int(st.warmup_ns),
+                    int(st.duration_ns)
+                ],
+            )
+            .map_err(StoreError::sqlite(&self.path))?;
+        }
+        tx.commit().map_err(StoreError::sqlite(&self.path))
+    }
+
+    /// Fills in the rate of a curve step once its max step has been measured.
+    pub fn set_step_rate(&mut self, index: u32, rate_iops: u64) -> Result<(), StoreError> {
+        self.conn
+            .execute("UPDATE step SET rate_iops = ?2 WHERE idx = ?1", params![index, int(rate_iops)])
+            .map_err(StoreError::sqlite(&self.path))?;
+        Ok(())
+    }
+
+    /// Records one finished start of a probe.
+    pub fn write_probe(&mut self, p: &ProbeRow) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "INSERT INTO probe(name, command, at_ns, duration_ns, exit_code, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![p.name, p.command, int(p.at_ns), int(p.duration_ns), p.exit_code, p.detail],
+            )
+            .map_err(StoreError::sqlite(&self.path))?;
         Ok(())
     }
 

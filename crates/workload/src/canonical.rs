@@ -5,7 +5,7 @@
 //! workload hash stored with results, so two runs of the same workload share a hash however the
 //! workload was written (flags, file, sizes as "4k" or 4096).
 
-use crate::plan::{Plan, Rw, SyncMode};
+use crate::plan::{BlockSize, DatasetFormat, FileIo, FileSelect, PatternMap, Plan, SyncMode};
 use crate::units::{duration_literal, format_size, size_literal};
 use sha2::{Digest, Sha256};
 
@@ -27,60 +27,182 @@ fn toml_string(s: &str) -> String {
     out
 }
 
-/// The canonical TOML for a plan (every key, flat, in a fixed order, commented units).
-///
-/// `rwmix_read` is written only for `rw = "randrw"` (elsewhere it is implied by `rw`);
-/// `dir` and `rate_iops` appear as comments when unset.
-pub fn to_toml(plan: &Plan) -> String {
-    // (line, trailing comment)
-    let mut lines: Vec<(String, String)> = Vec::new();
-    let mut kv = |k: &str, v: String, comment: &str| lines.push((format!("{k} = {v}"), comment.to_string()));
-
-    kv("engine", toml_string(plan.engine.name()), "posix (pread/pwrite) | uring (io_uring) | null (no I/O)");
-    kv("rw", toml_string(plan.rw.name()), "read | write | randread | randwrite | randrw");
-    if plan.rw == Rw::RandRw {
-        kv("rwmix_read", plan.read_pct.to_string(), "% of I/Os that are reads");
-    }
-    let bs = match plan.block_sizes.as_slice() {
+/// A block-size list as written in a file: "4k", or "4k:60,64k:40".
+fn bs_literal(list: &[BlockSize]) -> String {
+    match list {
         [one] if one.weight == 1 => size_literal(one.bytes),
         list => list.iter().map(|b| format!("{}:{}", size_literal(b.bytes), b.weight)).collect::<Vec<_>>().join(","),
-    };
-    kv("bs", toml_string(&bs), "block size(s), binary (4k = 4096 B); SIZE:WEIGHT list for a mix");
-    let size_note = format!("working set over all files = {}", format_size(plan.size_bytes));
-    kv("size", toml_string(&size_literal(plan.size_bytes)), &size_note);
-    kv("files", plan.files.to_string(), "files the working set is split over");
-    kv("threads", plan.threads.to_string(), "worker threads");
-    kv("iodepth", plan.iodepth.to_string(), "I/Os in flight per thread");
-    if plan.sqpoll {
-        kv("sqpoll", "true".into(), "io_uring submission-queue polling");
     }
-    let secs = format!("{:.3}", plan.duration.as_secs_f64());
-    let secs = format!("run time = {} s", secs.trim_end_matches('0').trim_end_matches('.'));
-    kv("duration", toml_string(&duration_literal(plan.duration)), &secs);
-    if plan.dir.as_os_str().is_empty() {
-        kv("# dir", "(none)".into(), "engine null does no I/O");
+}
+
+/// A number as TOML: an integer when it is one.
+fn number(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{}", x as i64)
     } else {
-        kv("dir", toml_string(&plan.dir.to_string_lossy()), "where the files live");
+        format!("{x}")
     }
-    kv("direct", plan.direct.to_string(), "O_DIRECT: bypass the page cache");
+}
+
+/// Aligned `key = value  # comment` lines.
+#[derive(Default)]
+struct Lines(Vec<(String, String)>);
+
+impl Lines {
+    fn kv(&mut self, k: &str, v: String, comment: &str) {
+        self.0.push((format!("{k} = {v}"), comment.to_string()));
+    }
+    fn write(self, out: &mut String) {
+        let width = self.0.iter().map(|(l, _)| l.len()).max().unwrap_or(0).min(32);
+        for (line, comment) in self.0 {
+            if comment.is_empty() {
+                out.push_str(&format!("{line}\n"));
+            } else {
+                out.push_str(&format!("{line:<width$}  # {comment}\n"));
+            }
+        }
+    }
+}
+
+/// The canonical TOML for a plan: every key in a fixed order with commented units; the
+/// workloads always as [[workload]] tables (the one-workload form included).
+pub fn to_toml(plan: &Plan) -> String {
+    let mut top = Lines::default();
+    top.kv("engine", toml_string(plan.engine.name()), "posix (pread/pwrite) | uring (io_uring) | null (no I/O)");
+    top.kv("iodepth", plan.iodepth.to_string(), "I/Os in flight per thread");
+    if plan.sqpoll {
+        top.kv("sqpoll", "true".into(), "io_uring submission-queue polling");
+    }
+    if plan.dir.as_os_str().is_empty() {
+        top.kv("# dir", "(none)".into(), "no flat working set directory");
+    } else {
+        top.kv("dir", toml_string(&plan.dir.to_string_lossy()), "where the files live");
+    }
+    if plan.dataset.is_none() {
+        let size_note = format!("working set over all files = {}", format_size(plan.size_bytes));
+        top.kv("size", toml_string(&size_literal(plan.size_bytes)), &size_note);
+        top.kv("files", plan.files.to_string(), "files the working set is split over");
+    }
+    top.kv("direct", plan.direct.to_string(), "O_DIRECT: bypass the page cache");
     let sync = match plan.sync {
         SyncMode::None => "none",
         SyncMode::Fsync => "fsync",
         SyncMode::Fdatasync => "fdatasync",
         SyncMode::Dsync => "dsync",
     };
-    kv("sync", toml_string(sync), "after each write: none | fsync | fdatasync | dsync");
-    match plan.rate_iops {
-        Some(r) => kv("rate_iops", r.to_string(), "I/Os per second over all threads"),
-        None => kv("# rate_iops", "(none)".into(), "closed loop: as fast as possible"),
+    top.kv("sync", toml_string(sync), "after each write: none | fsync | fdatasync | dsync");
+    let st = &plan.steps;
+    match &st.staircase {
+        Some(s) => top.kv(
+            "staircase",
+            toml_string(&format!("{}-{}+{}/{}", s.start, s.max, s.add, duration_literal(s.every))),
+            "threads START-MAX+ADD/EVERY step",
+        ),
+        None => {
+            let secs = format!("{:.3}", plan.duration.as_secs_f64());
+            let secs = format!("each step measures {} s", secs.trim_end_matches('0').trim_end_matches('.'));
+            top.kv("duration", toml_string(&duration_literal(plan.duration)), &secs);
+        }
     }
-    kv("force", plan.force.to_string(), "may write into files ioscope did not create");
-    kv("cleanup", plan.cleanup.to_string(), "remove created files after the run");
+    if !plan.warmup.is_zero() {
+        top.kv("warmup", toml_string(&duration_literal(plan.warmup)), "before each step, not measured");
+    }
+    match plan.rate_iops {
+        Some(r) => top.kv("rate_iops", r.to_string(), "I/Os per second over all workloads"),
+        None => top.kv("# rate_iops", "(none)".into(), "closed loop: as fast as possible"),
+    }
+    let ints =
+        |v: &mut dyn Iterator<Item = u64>| format!("[{}]", v.map(|x| x.to_string()).collect::<Vec<_>>().join(", "));
+    if !st.curve.is_empty() {
+        top.kv("curve", ints(&mut st.curve.iter().map(|x| *x as u64)), "% of the max rate, after a max step");
+    }
+    if !st.for_threads.is_empty() {
+        top.kv("for_threads", ints(&mut st.for_threads.iter().map(|x| *x as u64)), "a step per thread count");
+    }
+    if !st.for_bs.is_empty() {
+        let list: Vec<String> = st.for_bs.iter().map(|b| toml_string(&bs_literal(b))).collect();
+        top.kv("for_bs", format!("[{}]", list.join(", ")), "a step per block size");
+    }
+    if !st.for_read_pct.is_empty() {
+        top.kv("for_rwmix_read", ints(&mut st.for_read_pct.iter().map(|x| *x as u64)), "a step per read share");
+    }
+    top.kv("force", plan.force.to_string(), "may write into files ioscope did not create");
+    top.kv("cleanup", plan.cleanup.to_string(), "remove created files after the run");
 
     let mut out = String::from("# ioscope workload (canonical form)\n");
-    let width = lines.iter().map(|(l, _)| l.len()).max().unwrap_or(0).min(32);
-    for (line, comment) in &lines {
-        out.push_str(&format!("{line:<width$}  # {comment}\n"));
+    top.write(&mut out);
+    if let Some(d) = &plan.dataset {
+        let mut l = Lines::default();
+        l.kv("dir", toml_string(&d.dir.to_string_lossy()), "anchor");
+        l.kv("depth", d.depth.to_string(), "directory levels");
+        l.kv("width", d.width.to_string(), "directories per level");
+        l.kv("files", d.files.to_string(), "files per leaf directory");
+        l.kv("sizes", toml_string(&bs_literal(&d.sizes)), "file sizes, SIZE:WEIGHT");
+        if let Some(t) = d.total_size_bytes {
+            l.kv("total_size", toml_string(&size_literal(t)), "stop creating files at this total");
+        }
+        if let Some(w) = d.working_set_bytes {
+            l.kv("working_set", toml_string(&size_literal(w)), "workloads use the first files up to this size");
+        }
+        let format = match d.format {
+            DatasetFormat::Reuse => "reuse",
+            DatasetFormat::Always => "always",
+            DatasetFormat::Never => "never",
+        };
+        l.kv("format", toml_string(format), "reuse | always | never");
+        out.push_str("\n[dataset]\n");
+        l.write(&mut out);
+    }
+    for w in &plan.workloads {
+        let mut l = Lines::default();
+        l.kv("name", toml_string(&w.name), "");
+        l.kv("operation", toml_string(w.operation.name()), "");
+        if w.operation.transfers() {
+            l.kv("rwmix_read", w.read_pct.to_string(), "% of transfers that are reads");
+        }
+        l.kv("bs", toml_string(&bs_literal(&w.block_sizes)), "transfer size(s), binary (4k = 4096 B)");
+        let fileio = match w.fileio {
+            FileIo::Sequential => "sequential",
+            FileIo::Random => "random",
+        };
+        l.kv("fileio", toml_string(fileio), "");
+        let fileselect = match w.fileselect {
+            FileSelect::Random => "random".to_string(),
+            FileSelect::Sequential => "sequential".to_string(),
+            FileSelect::Zipf(t) => format!("zipf:{t}"),
+        };
+        l.kv("fileselect", toml_string(&fileselect), "");
+        l.kv("threads", w.threads.to_string(), "");
+        if let Some(s) = w.skew_pct {
+            l.kv("skew", number(s), "% of the rate");
+        }
+        if let Some(p) = &w.pattern {
+            let map = match p.map {
+                PatternMap::Offset => "offset",
+                PatternMap::Size => "size",
+            };
+            let v = format!(
+                "{{ text = {}, map = {}, column = {} }}",
+                toml_string(&p.text),
+                toml_string(map),
+                toml_string(&duration_literal(p.column))
+            );
+            l.kv("pattern", v, "");
+        }
+        out.push_str("\n[[workload]]\n");
+        l.write(&mut out);
+    }
+    for p in &plan.probes {
+        let mut l = Lines::default();
+        l.kv("name", toml_string(&p.name), "");
+        l.kv("command", toml_string(&p.command), "run with sh -c");
+        let at: Vec<String> = p.at.iter().map(|d| toml_string(&duration_literal(*d))).collect();
+        l.kv("at", format!("[{}]", at.join(", ")), "from the start of the run");
+        if let Some(t) = p.timeout {
+            l.kv("timeout", toml_string(&duration_literal(t)), "");
+        }
+        out.push_str("\n[[probe]]\n");
+        l.write(&mut out);
     }
     out
 }

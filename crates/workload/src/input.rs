@@ -5,7 +5,10 @@
 //! [`Diagnostic`] pointing at the value (or flag) responsible; nothing stops at the first one.
 
 use crate::diagnostic::{closest, Diagnostic};
-use crate::plan::{BlockSize, EngineKind, Plan, Rw, SyncMode};
+use crate::plan::{
+    BlockSize, Dataset, DatasetFormat, EngineKind, FileIo, FileSelect, Operation, Pattern, PatternMap, Plan, Probe, Rw,
+    Staircase, Steps, SyncMode, Workload,
+};
 use crate::units::{format_size, parse_duration, parse_size};
 use std::collections::HashMap;
 use std::ops::Range;
@@ -30,9 +33,14 @@ pub struct Flags {
     pub sync: Option<String>,
     pub rate_iops: Option<String>,
     pub engine: Option<String>,
+    pub warmup: Option<String>,
+    pub staircase: Option<String>,
     pub sqpoll: bool,
     pub force: bool,
     pub cleanup: bool,
+    /// `--set KEY=VALUE`, in order: any key, `section.key` inside sections (for
+    /// `[[workload]]` and `[[probe]]`, every entry). A later one wins.
+    pub sets: Vec<String>,
 }
 
 /// A workload file's path (as the user gave it) and text.
@@ -44,7 +52,7 @@ pub struct SourceFile {
 
 /// Every key a workload file may contain, in canonical order, with its command-line flag
 /// (`description` has none).
-pub(crate) const KEYS: [(&str, &str); 17] = [
+pub(crate) const KEYS: [(&str, &str); 26] = [
     ("description", ""),
     ("engine", "--engine"),
     ("rw", "--rw"),
@@ -59,13 +67,43 @@ pub(crate) const KEYS: [(&str, &str); 17] = [
     ("dir", "--dir"),
     ("direct", "--direct"),
     ("sync", "--sync"),
+    ("warmup", "--warmup"),
     ("rate_iops", "--rate-iops"),
+    ("curve", ""),
+    ("for_threads", ""),
+    ("for_bs", ""),
+    ("for_rwmix_read", ""),
+    ("staircase", "--staircase"),
     ("force", "--force"),
     ("cleanup", "--cleanup"),
+    ("dataset", ""),
+    ("workload", ""),
+    ("probe", ""),
+];
+
+/// Keys of the sections: `[dataset]`, each `[[workload]]`, each `[[probe]]`.
+const DATASET_KEYS: [&str; 8] = ["dir", "depth", "width", "files", "sizes", "total_size", "working_set", "format"];
+const WORKLOAD_KEYS: [&str; 10] =
+    ["name", "operation", "rw", "rwmix_read", "bs", "fileio", "fileselect", "threads", "skew", "pattern"];
+const PROBE_KEYS: [&str; 4] = ["name", "command", "at", "timeout"];
+/// Sections: name, keys, whether it is an array of tables.
+const SECTIONS: [(&str, &[&str], bool); 3] =
+    [("dataset", &DATASET_KEYS, false), ("workload", &WORKLOAD_KEYS, true), ("probe", &PROBE_KEYS, true)];
+
+/// vdbench's names, and the key ioscope uses, inside sections.
+const SECTION_ALIASES: [(&str, &str); 8] = [
+    ("anchor", "dir"),
+    ("totalsize", "total_size"),
+    ("workingsetsize", "working_set"),
+    ("xfersize", "bs"),
+    ("rdpct", "rwmix_read"),
+    ("numjobs", "threads"),
+    ("size", "sizes"),
+    ("cmd", "command"),
 ];
 
 /// Names people bring from fio (or guess), and the key ioscope uses instead.
-const ALIASES: [(&str, &str); 14] = [
+const ALIASES: [(&str, &str); 19] = [
     ("blocksize", "bs"),
     ("block_size", "bs"),
     ("numjobs", "threads"),
@@ -80,6 +118,11 @@ const ALIASES: [(&str, &str); 14] = [
     ("rate", "rate_iops"),
     ("rwmixread", "rwmix_read"),
     ("readwrite", "rw"),
+    ("elapsed", "duration"),
+    ("fwdrate", "rate_iops"),
+    ("iorate", "rate_iops"),
+    ("forthreads", "for_threads"),
+    ("forxfersize", "for_bs"),
 ];
 
 /// Largest accepted block size.
@@ -102,6 +145,27 @@ const RWS: &[(&str, Rw)] = &[
     ("randwrite", Rw::RandWrite),
     ("randrw", Rw::RandRw),
 ];
+const OPERATIONS: &[(&str, Operation)] = &[
+    ("read", Operation::Read),
+    ("write", Operation::Write),
+    ("create", Operation::Create),
+    ("delete", Operation::Delete),
+    ("mkdir", Operation::Mkdir),
+    ("rmdir", Operation::Rmdir),
+    ("open", Operation::Open),
+    ("close", Operation::Close),
+    ("getattr", Operation::Getattr),
+    ("setattr", Operation::Setattr),
+    ("copy", Operation::Copy),
+    ("move", Operation::Move),
+];
+const FILEIOS: &[(&str, FileIo)] = &[("sequential", FileIo::Sequential), ("random", FileIo::Random)];
+const FORMATS: &[(&str, DatasetFormat)] =
+    &[("reuse", DatasetFormat::Reuse), ("always", DatasetFormat::Always), ("never", DatasetFormat::Never)];
+/// Most steps a run may have.
+const MAX_STEPS: usize = 10_000;
+/// Most files a dataset may have.
+const MAX_DATASET_FILES: u128 = 100_000_000;
 const SYNCS: &[(&str, SyncMode)] = &[
     ("none", SyncMode::None),
     ("fsync", SyncMode::Fsync),
@@ -122,7 +186,18 @@ fn flag_name(key: &str) -> &'static str {
 /// problem found, never just the first, in file order, then flag order.
 pub fn build_plan(file: Option<&SourceFile>, flags: &Flags) -> Result<Plan, Vec<Diagnostic>> {
     let parsed = file.map(|f| (f, Document::parse(f.text.as_str())));
-    let mut ctx = Ctx { file, flags, entries: HashMap::new(), diags: Vec::new(), syntax_failed: false };
+    let mut diags = Vec::new();
+    let sets = parse_sets(&flags.sets, &mut diags);
+    let mut ctx = Ctx {
+        file,
+        flags,
+        sets: sets.iter().map(|(k, v, t)| (k.as_str(), v.as_ref(), t.as_str())).collect(),
+        entries: HashMap::new(),
+        arrays: HashMap::new(),
+        current: None,
+        diags,
+        syntax_failed: false,
+    };
     match &parsed {
         Some((_, Ok(doc))) => ctx.walk(doc.as_table()),
         Some((f, Err(e))) => {
@@ -148,6 +223,41 @@ pub fn build_plan(file: Option<&SourceFile>, flags: &Flags) -> Result<Plan, Vec<
         crate::Origin::Flag { .. } => (1, 0, 0),
     });
     Err(diags)
+}
+
+/// Every key `--set` accepts: top-level keys and `section.key`.
+fn settable_keys() -> Vec<String> {
+    let top = KEYS.iter().map(|(k, _)| *k).filter(|k| !SECTIONS.iter().any(|(s, _, _)| s == k)).map(String::from);
+    let inner = SECTIONS.iter().flat_map(|(s, keys, _)| keys.iter().map(move |k| format!("{s}.{k}")));
+    top.chain(inner).collect()
+}
+
+/// `--set KEY=VALUE` flags: (key, value as a TOML array/table/boolean if it reads as one, text).
+fn parse_sets(sets: &[String], diags: &mut Vec<Diagnostic>) -> Vec<(String, Option<Item>, String)> {
+    let known = settable_keys();
+    let mut out = Vec::new();
+    for set in sets {
+        let Some((key, value)) = set.split_once('=') else {
+            diags.push(Diagnostic::at_flag("--set", "", set, "KEY=VALUE, e.g. --set dataset.files=10", ""));
+            continue;
+        };
+        let key = key.trim();
+        if !known.iter().any(|k| k == key) {
+            let names: Vec<&str> = known.iter().map(String::as_str).collect();
+            let note = closest(key, &names).map(|c| format!("did you mean `{c}`?")).unwrap_or_default();
+            let expected = "a workload key (see docs/workload.md), e.g. threads, dataset.files, workload.threads";
+            diags.push(Diagnostic::at_flag("--set", key, set, expected, note));
+            continue;
+        }
+        let item = value
+            .trim()
+            .parse::<Value>()
+            .ok()
+            .filter(|v| matches!(v, Value::Array(_) | Value::InlineTable(_) | Value::Boolean(_)))
+            .map(Item::Value);
+        out.push((key.to_string(), item, value.trim().to_string()));
+    }
+    out
 }
 
 /// Validates a file alone (`ioscope validate FILE`): exactly the rules of [`build_plan`] with no
@@ -219,11 +329,22 @@ struct BsEntry {
     loc: Loc,
 }
 
+/// A file's keys at one level: full key ("threads", "dataset.depth") to key span and item.
+type Entries<'a> = HashMap<String, (Option<Range<usize>>, &'a Item)>;
+/// One table of an array section: its header span and keys.
+type ArrayEntry<'a> = (Option<Range<usize>>, Entries<'a>);
+
 struct Ctx<'a> {
     file: Option<&'a SourceFile>,
     flags: &'a Flags,
-    /// The file's known top-level keys: key span and item.
-    entries: HashMap<&'static str, (Option<Range<usize>>, &'a Item)>,
+    /// `--set` flags: key, value as TOML (arrays, tables, booleans), text.
+    sets: Vec<(&'a str, Option<&'a Item>, &'a str)>,
+    /// The file's known keys outside arrays of tables.
+    entries: Entries<'a>,
+    /// Each `[[workload]]` and `[[probe]]`: its header span and keys.
+    arrays: HashMap<&'static str, Vec<ArrayEntry<'a>>>,
+    /// The array entry being read: keys of that section are looked up in it.
+    current: Option<(&'static str, usize)>,
     diags: Vec<Diagnostic>,
     /// The file did not parse: skip the rules that need the whole picture.
     syntax_failed: bool,
@@ -266,15 +387,40 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// Walks the file's top level: records known keys and reports unknown ones and tables.
+    /// Walks the file: records known keys (top level and sections), reports unknown ones.
     fn walk(&mut self, root: &'a toml_edit::Table) {
         for (name, _) in root.iter() {
             let Some((key, item)) = root.get_key_value(name) else {
                 continue;
             };
             let key_span = key.span();
+            if let Some((sec, keys, array)) = SECTIONS.iter().find(|(s, _, _)| *s == name) {
+                let header = item.span().or(key_span.clone());
+                match (item, array) {
+                    (Item::ArrayOfTables(a), true) => {
+                        for t in a.iter() {
+                            let entries = self.section(sec, keys, t);
+                            self.arrays.entry(sec).or_default().push((t.span().or(header.clone()), entries));
+                        }
+                    }
+                    (Item::Table(_), true) => {
+                        let loc = self.item_loc(item, key_span);
+                        self.err(&loc, name, format!("[[{sec}]] (double brackets: there may be several)"), "");
+                    }
+                    (_, false) if item.is_table_like() => {
+                        let entries = self.section(sec, keys, item.as_table_like().expect("table"));
+                        self.entries.extend(entries);
+                    }
+                    _ => {
+                        let loc = self.item_loc(item, key_span);
+                        let form = if *array { format!("[[{sec}]] tables") } else { format!("a [{sec}] table") };
+                        self.err(&loc, name, form, "");
+                    }
+                }
+                continue;
+            }
             if let Some((known, _)) = KEYS.iter().find(|(k, _)| *k == name) {
-                self.entries.insert(known, (key_span, item));
+                self.entries.insert(known.to_string(), (key_span, item));
                 continue;
             }
             let loc = match key_span.clone() {
@@ -282,12 +428,10 @@ impl<'a> Ctx<'a> {
                 None => self.item_loc(item, None),
             };
             let mut notes = Vec::new();
-            if let Some(t) = item.as_table_like() {
-                notes.push(if t.is_dotted() {
-                    format!("`{name}.…` is a nested key; workload files are flat: write keys at the top level")
-                } else {
-                    format!("[{name}] starts a table; workload files are flat: write keys at the top level, with no [section] headers")
-                });
+            if item.is_table_like() {
+                notes.push(format!(
+                    "[{name}] is not a section of a workload file: the sections are [dataset], [[workload]] and [[probe]]"
+                ));
             }
             if let Some((_, to)) = ALIASES.iter().find(|(from, _)| name.eq_ignore_ascii_case(from)) {
                 notes.push(format!("did you mean `{to}`? (`{name}` is spelled `{to}` in ioscope)"));
@@ -299,7 +443,31 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// The effective raw input for `key` (flag over file) and its location.
+    /// The keys of one section table, as "section.key"; unknown keys are reported.
+    fn section(&mut self, sec: &str, keys: &[&str], t: &'a dyn TableLike) -> Entries<'a> {
+        let mut out = Entries::new();
+        for (k, item) in t.iter() {
+            let key_span = t.key(k).and_then(|k| k.span());
+            if keys.contains(&k) {
+                out.insert(format!("{sec}.{k}"), (key_span, item));
+                continue;
+            }
+            let loc = match key_span {
+                Some(s) => self.file_loc(s),
+                None => self.item_loc(item, None),
+            };
+            let note = match SECTION_ALIASES.iter().find(|(from, to)| k.eq_ignore_ascii_case(from) && keys.contains(to))
+            {
+                Some((_, to)) => format!("did you mean `{to}`? (`{k}` is spelled `{to}` in ioscope)"),
+                None => closest(k, keys).map(|c| format!("did you mean `{c}`?")).unwrap_or_default(),
+            };
+            self.err(&loc, &format!("{sec}.{k}"), format!("in [{sec}], one of: {}", keys.join(", ")), note);
+        }
+        out
+    }
+
+    /// The effective raw input for `key` (flag over file) and its location. Keys of an
+    /// array section ("workload.threads") are read from the entry being parsed.
     fn raw(&self, key: &str) -> Option<(Raw<'a>, Loc)> {
         let f = self.flags;
         let flag_text: Option<&'a str> = match key {
@@ -315,17 +483,26 @@ impl<'a> Ctx<'a> {
             "dir" => f.dir.as_deref(),
             "sync" => f.sync.as_deref(),
             "rate_iops" => f.rate_iops.as_deref(),
+            "warmup" => f.warmup.as_deref(),
+            "staircase" => f.staircase.as_deref(),
             "direct" => f.direct.then_some(""),
             "sqpoll" => f.sqpoll.then_some(""),
             "force" => f.force.then_some(""),
             "cleanup" => f.cleanup.then_some(""),
             _ => None,
         };
+        if let Some((_, item, text)) = self.sets.iter().rev().find(|(k, _, _)| *k == key) {
+            let loc = Loc::Flag { flag: "--set", text: format!("{key}={text}") };
+            return Some((item.map_or(Raw::Flag(text), Raw::Toml), loc));
+        }
         if let Some(text) = flag_text {
             let loc = Loc::Flag { flag: flag_name(key), text: text.to_string() };
             return Some((Raw::Flag(text), loc));
         }
-        let (key_span, item) = self.entries.get(key)?;
+        let (key_span, item) = match (key.split_once('.'), self.current) {
+            (Some((sec, _)), Some((cur, i))) if sec == cur => self.arrays.get(cur)?.get(i)?.1.get(key)?,
+            _ => self.entries.get(key)?,
+        };
         Some((Raw::Toml(item), self.item_loc(item, key_span.clone())))
     }
 
@@ -444,26 +621,27 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// A duration: a duration string, or a number of seconds; above zero, at most 30 days.
+    /// A duration: a duration string, or a number of seconds; above zero (or zero when
+    /// `zero_ok`), at most 30 days.
     fn duration(&mut self, key: &str) -> Got<Duration> {
+        self.duration_from(key, false)
+    }
+
+    fn duration_from(&mut self, key: &str, zero_ok: bool) -> Got<Duration> {
         let Some((raw, loc)) = self.raw(key) else {
             return Got::Absent;
         };
         let parsed = match raw {
             Raw::Flag(t) => parse_duration(t),
-            Raw::Toml(item) => match item.as_value() {
-                Some(Value::String(s)) => parse_duration(s.value()),
-                Some(Value::Integer(i)) if *i.value() >= 0 => Ok(Duration::from_secs(*i.value() as u64)),
-                Some(Value::Float(x)) if x.value().is_finite() && *x.value() >= 0.0 => {
-                    Duration::try_from_secs_f64(*x.value()).map_err(|e| e.to_string())
-                }
-                Some(Value::Integer(_) | Value::Float(_)) => Err("a duration cannot be negative".into()),
-                _ => Err(String::new()),
-            },
+            Raw::Toml(item) => item.as_value().map_or(Err(String::new()), duration_value),
         };
-        let expected = "a duration like 90s, 1m30s, 2h (a bare number is seconds), above 0 and at most 30d";
+        let expected = if zero_ok {
+            "a duration like 30s, 5m (a bare number is seconds), at most 30d"
+        } else {
+            "a duration like 90s, 1m30s, 2h (a bare number is seconds), above 0 and at most 30d"
+        };
         match parsed {
-            Ok(d) if !d.is_zero() && d <= MAX_DURATION => Got::Ok(d, loc),
+            Ok(d) if (zero_ok || !d.is_zero()) && d <= MAX_DURATION => Got::Ok(d, loc),
             Ok(_) => {
                 self.err(&loc, key, expected, "");
                 Got::Bad
@@ -475,42 +653,339 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// The directory for the files; a non-empty path.
-    fn dir(&mut self) -> Got<PathBuf> {
-        let Some((raw, loc)) = self.raw("dir") else {
+    /// A directory path (non-empty).
+    fn dir(&mut self, key: &str) -> Got<PathBuf> {
+        let Some((raw, loc)) = self.raw(key) else {
             return Got::Absent;
         };
-        match self.string("dir", raw, &loc, DIR_EXPECTED) {
+        match self.string(key, raw, &loc, DIR_EXPECTED) {
             Some(s) if !s.trim().is_empty() => Got::Ok(PathBuf::from(s), loc),
             Some(_) => {
-                self.err(&loc, "dir", DIR_EXPECTED, "");
+                self.err(&loc, key, DIR_EXPECTED, "");
                 Got::Bad
             }
             None => Got::Bad,
         }
     }
 
+    /// Free text (a name, a command); not empty.
+    fn text_value(&mut self, key: &str, expected: &str) -> Got<String> {
+        let Some((raw, loc)) = self.raw(key) else {
+            return Got::Absent;
+        };
+        match self.string(key, raw, &loc, expected) {
+            Some(s) if !s.trim().is_empty() => Got::Ok(s.to_string(), loc),
+            Some(_) => {
+                self.err(&loc, key, expected, "it is empty");
+                Got::Bad
+            }
+            None => Got::Bad,
+        }
+    }
+
+    /// The items of a list value: a TOML array (each item with its location), a flag's
+    /// comma-separated text, or (when `single_ok`) a lone value.
+    fn list_items(&mut self, key: &str, expected: &str, single_ok: bool) -> Option<(Vec<(ListItem<'a>, Loc)>, Loc)> {
+        let (raw, loc) = self.raw(key)?;
+        let items = match raw {
+            Raw::Flag(t) => t.split(',').map(|p| (ListItem::Text(p.trim()), loc.clone())).collect(),
+            Raw::Toml(item) => match item.as_value() {
+                Some(Value::Array(a)) => {
+                    a.iter().map(|v| (ListItem::Toml(v), v.span().map_or(loc.clone(), |s| self.file_loc(s)))).collect()
+                }
+                Some(v) if single_ok => vec![(ListItem::Toml(v), loc.clone())],
+                _ => {
+                    self.err(&loc, key, expected, "");
+                    return Some((Vec::new(), loc));
+                }
+            },
+        };
+        Some((items, loc))
+    }
+
+    /// A list of whole numbers in `min..=max`, like `[1, 2, 4]` (flag: "1,2,4").
+    fn int_list(&mut self, key: &str, min: u64, max: u64) -> Got<Vec<u64>> {
+        let expected = format!("a list of whole numbers from {min} to {max}, like [1, 2, 4]");
+        let Some((items, loc)) = self.list_items(key, &expected, false) else {
+            return Got::Absent;
+        };
+        let mut out = Vec::new();
+        for (item, iloc) in &items {
+            let v = match item {
+                ListItem::Text(t) => t.parse::<i64>().ok(),
+                ListItem::Toml(v) => v.as_integer(),
+            };
+            match v.filter(|v| *v >= min as i64 && *v <= max as i64) {
+                Some(v) => out.push(v as u64),
+                None => self.err(iloc, key, expected.as_str(), ""),
+            }
+        }
+        if items.is_empty() || out.len() != items.len() {
+            if items.is_empty() {
+                self.err(&loc, key, expected.as_str(), "the list is empty");
+            }
+            return Got::Bad;
+        }
+        Got::Ok(out, loc)
+    }
+
+    /// A list of durations, like `["30m", "60m"]`, or one duration.
+    fn duration_list(&mut self, key: &str) -> Got<Vec<Duration>> {
+        let expected = "durations from the start of the run, like [\"30m\", \"60m\"]";
+        let Some((items, loc)) = self.list_items(key, expected, true) else {
+            return Got::Absent;
+        };
+        let mut out = Vec::new();
+        for (item, iloc) in &items {
+            let d = match item {
+                ListItem::Text(t) => parse_duration(t),
+                ListItem::Toml(v) => duration_value(v),
+            };
+            match d {
+                Ok(d) if d <= MAX_DURATION => out.push(d),
+                Ok(_) => self.err(iloc, key, expected, "at most 30d"),
+                Err(note) => self.err(iloc, key, expected, note),
+            }
+        }
+        if items.is_empty() || out.len() != items.len() {
+            return Got::Bad;
+        }
+        Got::Ok(out, loc)
+    }
+
+    /// `for_bs`: a list of block sizes or weighted lists, like `["4k", "64k"]` (flag: "4k 64k").
+    fn bs_lists(&mut self, key: &str) -> Got<Vec<Vec<BsEntry>>> {
+        let Some((raw, loc)) = self.raw(key) else {
+            return Got::Absent;
+        };
+        let expected = "a list of block sizes like [\"4k\", \"64k\"] (each may be a weighted list)";
+        let mut out = Vec::new();
+        let mut ok = true;
+        match raw {
+            Raw::Flag(t) => {
+                for piece in t.split_whitespace() {
+                    match self.bs_list(key, piece, &loc) {
+                        Some(e) => out.push(e),
+                        None => ok = false,
+                    }
+                }
+            }
+            Raw::Toml(item) => match item.as_value() {
+                Some(Value::Array(a)) => {
+                    for v in a.iter() {
+                        let vloc = v.span().map_or(loc.clone(), |s| self.file_loc(s));
+                        let entries = match v {
+                            Value::String(s) => self.bs_list(key, s.value(), &vloc),
+                            Value::Integer(i) => {
+                                let bytes = u64::try_from(*i.value()).map_err(|_| "a size cannot be negative".into());
+                                self.bs_entry(key, bytes, 1, &vloc).map(|e| vec![e])
+                            }
+                            _ => {
+                                self.err(&vloc, key, expected, "");
+                                None
+                            }
+                        };
+                        match entries {
+                            Some(e) => out.push(e),
+                            None => ok = false,
+                        }
+                    }
+                }
+                _ => {
+                    self.err(&loc, key, expected, "");
+                    ok = false;
+                }
+            },
+        }
+        if out.is_empty() && ok {
+            self.err(&loc, key, expected, "the list is empty");
+            ok = false;
+        }
+        if ok {
+            Got::Ok(out, loc)
+        } else {
+            Got::Bad
+        }
+    }
+
+    /// `curve = true` (10, 20 ... 100) or a list of percentages of the max rate.
+    fn curve(&mut self) -> Got<Vec<u8>> {
+        if let Some((Raw::Toml(item), loc)) = self.raw("curve") {
+            if let Some(b) = item.as_bool() {
+                return Got::Ok(if b { (1..=10).map(|i| i * 10).collect() } else { Vec::new() }, loc);
+            }
+        }
+        match self.int_list("curve", 1, 100) {
+            Got::Ok(v, loc) => Got::Ok(v.into_iter().map(|p| p as u8).collect(), loc),
+            Got::Absent => Got::Absent,
+            Got::Bad => Got::Bad,
+        }
+    }
+
+    /// `staircase = "1-8/5s"` or `"2-16+2/10s"`.
+    fn staircase(&mut self) -> Got<Staircase> {
+        let Some((raw, loc)) = self.raw("staircase") else {
+            return Got::Absent;
+        };
+        let expected = "START-MAX/EVERY or START-MAX+ADD/EVERY, like \"1-8/5s\" (1 to 8 threads, one more every 5 s)";
+        let Some(text) = self.string("staircase", raw, &loc, expected) else {
+            return Got::Bad;
+        };
+        let parsed = (|| {
+            let (range, every) = text.split_once('/')?;
+            let (range, add) = match range.split_once('+') {
+                Some((r, a)) => (r, a.trim().parse::<u32>().ok()?),
+                None => (range, 1),
+            };
+            let (start, max) = range.split_once('-')?;
+            let (start, max) = (start.trim().parse::<u32>().ok()?, max.trim().parse::<u32>().ok()?);
+            let every = parse_duration(every).ok()?;
+            (start >= 1 && max >= start && max <= 4096 && add >= 1 && !every.is_zero() && every <= MAX_DURATION)
+                .then_some(Staircase { start, add, max, every })
+        })();
+        match parsed {
+            Some(s) => Got::Ok(s, loc),
+            None => {
+                self.err(&loc, "staircase", expected, "threads from 1 to 4096, START at most MAX, EVERY above 0");
+                Got::Bad
+            }
+        }
+    }
+
+    /// `fileselect`: random, sequential, or "zipf:THETA".
+    fn fileselect(&mut self, key: &str) -> Got<FileSelect> {
+        let Some((raw, loc)) = self.raw(key) else {
+            return Got::Absent;
+        };
+        let expected = "random, sequential, or zipf:THETA (THETA above 0, like zipf:1.2)";
+        let Some(text) = self.string(key, raw, &loc, expected) else {
+            return Got::Bad;
+        };
+        let t = text.trim().to_ascii_lowercase();
+        let parsed = match t.as_str() {
+            "random" => Some(FileSelect::Random),
+            "sequential" | "seq" => Some(FileSelect::Sequential),
+            "zipf" => Some(FileSelect::Zipf(1.0)),
+            z => z
+                .strip_prefix("zipf:")
+                .and_then(|x| x.trim().parse::<f64>().ok())
+                .filter(|x| x.is_finite() && *x > 0.0 && *x <= 10.0)
+                .map(FileSelect::Zipf),
+        };
+        match parsed {
+            Some(f) => Got::Ok(f, loc),
+            None => {
+                self.err(&loc, key, expected, "");
+                Got::Bad
+            }
+        }
+    }
+
+    /// A percentage above 0 and at most 100 (an integer or a float).
+    fn percent(&mut self, key: &str) -> Got<f64> {
+        let Some((raw, loc)) = self.raw(key) else {
+            return Got::Absent;
+        };
+        let v = match raw {
+            Raw::Flag(t) => t.trim().parse::<f64>().ok(),
+            Raw::Toml(item) => item.as_float().or_else(|| item.as_integer().map(|i| i as f64)),
+        };
+        match v.filter(|v| *v > 0.0 && *v <= 100.0) {
+            Some(v) => Got::Ok(v, loc),
+            None => {
+                self.err(&loc, key, "a percentage above 0 and at most 100, like 50", "");
+                Got::Bad
+            }
+        }
+    }
+
+    /// `pattern = { text = "HELLO", map = "offset", column = "1s" }`.
+    fn pattern(&mut self, key: &str) -> Got<Pattern> {
+        let Some((raw, loc)) = self.raw(key) else {
+            return Got::Absent;
+        };
+        let expected = "a table like { text = \"HELLO\", map = \"offset\" } (map: offset or size; column: time per font column, default 1s)";
+        let table = match raw {
+            Raw::Toml(item) => item.as_table_like(),
+            Raw::Flag(_) => None,
+        };
+        let Some(t) = table else {
+            self.err(&loc, key, expected, "");
+            return Got::Bad;
+        };
+        let mut ok = true;
+        for (k, _) in t.iter() {
+            if !["text", "map", "column"].contains(&k) {
+                let kloc = t.key(k).and_then(|k| k.span()).map_or(loc.clone(), |s| self.file_loc(s));
+                self.err(&kloc, &format!("{key}.{k}"), "text, map or column", "");
+                ok = false;
+            }
+        }
+        let text = t.get("text").and_then(|i| i.as_str()).map(str::to_string);
+        match &text {
+            None => {
+                self.err(&loc, key, expected, "`text` is missing");
+                ok = false;
+            }
+            Some(s) if s.trim().is_empty() || s.chars().count() > 64 => {
+                self.err(&loc, key, "a text of 1 to 64 characters", "");
+                ok = false;
+            }
+            Some(s) => {
+                if let Err(c) = crate::font::render(s) {
+                    let note = format!("'{c}' has no glyph; the font has {}", crate::font::SUPPORTED);
+                    self.err(&loc, key, "text the 5×7 font can draw", note);
+                    ok = false;
+                }
+            }
+        }
+        let map = match t.get("map").map(|i| i.as_str()) {
+            None => Some(PatternMap::Offset),
+            Some(Some("offset")) => Some(PatternMap::Offset),
+            Some(Some("size")) => Some(PatternMap::Size),
+            Some(_) => {
+                self.err(&loc, &format!("{key}.map"), "offset or size", "");
+                None
+            }
+        };
+        let column = match t.get("column").and_then(|i| i.as_value()) {
+            None => Some(Duration::from_secs(1)),
+            Some(v) => match duration_value(v) {
+                Ok(d) if d >= Duration::from_millis(100) && d <= Duration::from_secs(3600) => Some(d),
+                _ => {
+                    self.err(&loc, &format!("{key}.column"), "a duration from 100ms to 1h, like \"1s\"", "");
+                    None
+                }
+            },
+        };
+        match (ok, text, map, column) {
+            (true, Some(text), Some(map), Some(column)) => Got::Ok(Pattern { text, map, column }, loc),
+            _ => Got::Bad,
+        }
+    }
+
     /// Block sizes: "4k", 4096, "4k:60,64k:40", or an array of `{size, weight}` tables.
-    fn block_sizes(&mut self) -> Got<Vec<BsEntry>> {
-        let Some((raw, loc)) = self.raw("bs") else {
+    fn block_sizes(&mut self, key: &str) -> Got<Vec<BsEntry>> {
+        let Some((raw, loc)) = self.raw(key) else {
             return Got::Absent;
         };
         let expected = "a size like 4k, a byte count, or a weighted list like \"4k:60,64k:40\" \
                         or [{size = \"4k\", weight = 60}, ...]";
         let entries = match raw {
-            Raw::Flag(t) => self.bs_list(t, &loc),
+            Raw::Flag(t) => self.bs_list(key, t, &loc),
             Raw::Toml(Item::ArrayOfTables(arr)) => {
                 let tables: Vec<(&dyn TableLike, Loc)> = arr
                     .iter()
                     .map(|t| (t as &dyn TableLike, t.span().map_or(loc.clone(), |s| self.file_loc(s))))
                     .collect();
-                self.bs_tables(tables, &loc)
+                self.bs_tables(key, tables, &loc)
             }
             Raw::Toml(item) => match item.as_value() {
-                Some(Value::String(s)) => self.bs_list(s.value(), &loc),
+                Some(Value::String(s)) => self.bs_list(key, s.value(), &loc),
                 Some(Value::Integer(i)) => {
                     let bytes = u64::try_from(*i.value()).ok();
-                    self.bs_entry(bytes.ok_or_else(|| "a size cannot be negative".into()), 1, &loc).map(|e| vec![e])
+                    self.bs_entry(key, bytes.ok_or_else(|| "a size cannot be negative".into()), 1, &loc)
+                        .map(|e| vec![e])
                 }
                 Some(Value::Array(a)) => {
                     let mut tables = Vec::new();
@@ -520,16 +995,16 @@ impl<'a> Ctx<'a> {
                         match v.as_inline_table() {
                             Some(t) => tables.push((t as &dyn TableLike, vloc)),
                             None => {
-                                self.err(&vloc, "bs", "a table like {size = \"4k\", weight = 60}", "");
+                                self.err(&vloc, key, "a table like {size = \"4k\", weight = 60}", "");
                                 ok = false;
                             }
                         }
                     }
-                    let got = self.bs_tables(tables, &loc);
+                    let got = self.bs_tables(key, tables, &loc);
                     got.filter(|_| ok)
                 }
                 _ => {
-                    self.err(&loc, "bs", expected, "");
+                    self.err(&loc, key, expected, "");
                     None
                 }
             },
@@ -541,7 +1016,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// Checks one block size (1 byte ..= 256 MiB).
-    fn bs_entry(&mut self, bytes: Result<u64, String>, weight: u32, loc: &Loc) -> Option<BsEntry> {
+    fn bs_entry(&mut self, key: &str, bytes: Result<u64, String>, weight: u32, loc: &Loc) -> Option<BsEntry> {
         match bytes {
             Ok(b) if (1..=MAX_BS).contains(&b) => {
                 Some(BsEntry { bs: BlockSize { bytes: b, weight }, loc: loc.clone() })
@@ -549,11 +1024,11 @@ impl<'a> Ctx<'a> {
             Ok(b) => {
                 let note =
                     if b == 0 { String::new() } else { format!("{} is larger than the 256 MiB limit", format_size(b)) };
-                self.err(loc, "bs", "a block size from 1 byte to 256 MiB, like 4k, 64k, 1m", note);
+                self.err(loc, key, "a block size from 1 byte to 256 MiB, like 4k, 64k, 1m", note);
                 None
             }
             Err(note) => {
-                self.err(loc, "bs", SIZE_EXAMPLE, note);
+                self.err(loc, key, SIZE_EXAMPLE, note);
                 None
             }
         }
@@ -581,7 +1056,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// "4k" or "4k:60,32k:25,...". Entries need a weight when there is more than one.
-    fn bs_list(&mut self, s: &str, base: &Loc) -> Option<Vec<BsEntry>> {
+    fn bs_list(&mut self, key: &str, s: &str, base: &Loc) -> Option<Vec<BsEntry>> {
         let mut pieces = Vec::new();
         let mut start = 0;
         for (i, c) in s.char_indices().chain(std::iter::once((s.len(), ','))) {
@@ -612,7 +1087,7 @@ impl<'a> Ctx<'a> {
                 let (loc, _) = sub(self, piece.clone());
                 self.err(
                     &loc,
-                    "bs",
+                    key,
                     "SIZE:WEIGHT entries separated by commas, like \"4k:60,64k:40\"",
                     "an entry is empty (two commas in a row, or one at an end?)",
                 );
@@ -631,23 +1106,23 @@ impl<'a> Ctx<'a> {
                     let w = s[wr.clone()].parse::<u32>().ok().filter(|w| *w > 0);
                     if w.is_none() {
                         let (loc, note) = sub(self, wr);
-                        self.err(&loc, "bs", "a weight that is a whole number from 1 to 4294967295, like 4k:60", note);
+                        self.err(&loc, key, "a weight that is a whole number from 1 to 4294967295, like 4k:60", note);
                     }
                     w
                 }
                 None if multi => {
                     let (loc, note) = sub(self, trimmed.clone());
-                    self.err(&loc, "bs", "SIZE:WEIGHT, like 4k:60 (each entry of a list needs a weight)", note);
+                    self.err(&loc, key, "SIZE:WEIGHT, like 4k:60 (each entry of a list needs a weight)", note);
                     None
                 }
                 None => Some(1),
             };
             let (loc, note) = sub(self, size_r.clone());
             let entry = match parse_size(&s[size_r]) {
-                Ok(b) => self.bs_entry(Ok(b), weight.unwrap_or(1), &loc),
+                Ok(b) => self.bs_entry(key, Ok(b), weight.unwrap_or(1), &loc),
                 Err(e) => {
                     let msg = [note, e].into_iter().filter(|n| !n.is_empty()).collect::<Vec<_>>();
-                    self.bs_entry(Err(msg.join("\n")), 1, &loc)
+                    self.bs_entry(key, Err(msg.join("\n")), 1, &loc)
                 }
             };
             match (entry, weight) {
@@ -659,9 +1134,9 @@ impl<'a> Ctx<'a> {
     }
 
     /// `[{size = "4k", weight = 60}, ...]` or `[[bs]]` tables.
-    fn bs_tables(&mut self, tables: Vec<(&dyn TableLike, Loc)>, base: &Loc) -> Option<Vec<BsEntry>> {
+    fn bs_tables(&mut self, key: &str, tables: Vec<(&dyn TableLike, Loc)>, base: &Loc) -> Option<Vec<BsEntry>> {
         if tables.is_empty() {
-            self.err(base, "bs", "at least one block size", "");
+            self.err(base, key, "at least one block size", "");
             return None;
         }
         let multi = tables.len() > 1;
@@ -673,7 +1148,7 @@ impl<'a> Ctx<'a> {
                 if k != "size" && k != "weight" {
                     let kloc = t.key(k).and_then(|k| k.span()).map_or(tloc.clone(), |s| self.file_loc(s));
                     let note = closest(k, &["size", "weight"]).map(|c| format!("did you mean `{c}`?"));
-                    self.err(&kloc, &format!("bs.{k}"), "size or weight", note.unwrap_or_default());
+                    self.err(&kloc, &format!("{key}.{k}"), "size or weight", note.unwrap_or_default());
                     ok = false;
                     misspelt = true;
                 }
@@ -683,14 +1158,14 @@ impl<'a> Ctx<'a> {
                     let wloc = self.item_loc(item, k.span());
                     let w = item.as_integer().and_then(|w| u32::try_from(w).ok()).filter(|w| *w > 0);
                     if w.is_none() {
-                        self.err(&wloc, "bs", "a weight that is a whole number from 1 to 4294967295", "");
+                        self.err(&wloc, key, "a weight that is a whole number from 1 to 4294967295", "");
                     }
                     w
                 }
                 // (A misspelt key already explains what is missing.)
                 None if misspelt => None,
                 None if multi => {
-                    self.err(&tloc, "bs", "a weight in each entry, like {size = \"4k\", weight = 60}", "");
+                    self.err(&tloc, key, "a weight in each entry, like {size = \"4k\", weight = 60}", "");
                     None
                 }
                 None => Some(1),
@@ -705,11 +1180,11 @@ impl<'a> Ctx<'a> {
                         }
                         _ => Err(String::new()),
                     };
-                    self.bs_entry(bytes, weight.unwrap_or(1), &sloc)
+                    self.bs_entry(key, bytes, weight.unwrap_or(1), &sloc)
                 }
                 None if misspelt => None,
                 None => {
-                    self.err(&tloc, "bs", "a size in each entry, like {size = \"4k\", weight = 60}", "");
+                    self.err(&tloc, key, "a size in each entry, like {size = \"4k\", weight = 60}", "");
                     None
                 }
             };
@@ -725,55 +1200,114 @@ impl<'a> Ctx<'a> {
     /// (the diagnostics say what).
     fn plan(&mut self) -> Option<Plan> {
         let engine_g = self.choice("engine", ENGINES);
-        let rw_g = self.choice("rw", RWS);
-        let rwmix_g = self.int("rwmix_read", 0, 100);
-        let bs_g = self.block_sizes();
-        let size_g = self.size("size");
-        let files_g = self.int("files", 1, 1_000_000);
-        let threads_g = self.int("threads", 1, 4096);
         let iodepth_g = self.int("iodepth", 1, 1024);
         let sqpoll_g = self.boolean("sqpoll");
         let duration_g = self.duration("duration");
-        let dir_g = self.dir();
+        let warmup_g = self.duration_from("warmup", true);
+        let dir_g = self.dir("dir");
         let direct_g = self.boolean("direct");
         let sync_g = self.choice("sync", SYNCS);
         let rate_g = self.int("rate_iops", 1, 100_000_000);
+        let curve_g = self.curve();
+        let for_threads_g = self.int_list("for_threads", 1, 4096);
+        let for_bs_g = self.bs_lists("for_bs");
+        let for_pct_g = self.int_list("for_rwmix_read", 0, 100);
+        let staircase_g = self.staircase();
         let force_g = self.boolean("force");
         let cleanup_g = self.boolean("cleanup");
         if let Some((raw, loc)) = self.raw("description") {
             self.string("description", raw, &loc, "a string of free text");
         }
-
         let engine = engine_g.or(EngineKind::Posix);
-        let rw = rw_g.or(Rw::RandRead);
-        let default_bs = vec![BsEntry { bs: BlockSize { bytes: 4096, weight: 1 }, loc: Loc::Default }];
-        let bs = bs_g.or(default_bs);
-        let size = size_g.or(1 << 30);
-        let files = files_g.or(1);
-        let threads = threads_g.or(1);
         let text = self.text();
 
-        // rwmix_read only means something for randrw.
-        if let (Got::Ok(_, loc), Some(rw)) = (&rwmix_g, rw) {
-            if rw != Rw::RandRw {
-                let note = format!(
-                    "rwmix_read applies only to rw = randrw, and rw is {} ({}): remove rwmix_read, or set rw = \"randrw\"",
-                    rw.name(),
-                    rw_g.loc().describe(text)
-                );
-                self.err(loc, "rwmix_read", "no rwmix_read unless rw = \"randrw\"", note);
+        // Data: a dataset tree, or the flat working set.
+        let has_dataset = self.entries.keys().any(|k| k.starts_with("dataset."))
+            || self.sets.iter().any(|(k, _, _)| k.starts_with("dataset."));
+        let size_g = self.size("size");
+        let files_g = self.int("files", 1, 1_000_000);
+        let dataset = if has_dataset { self.dataset(&dir_g) } else { Some(None) };
+        if has_dataset {
+            for (g, key) in [(size_g.loc(), "size"), (files_g.loc(), "files")] {
+                if !matches!(g, Loc::Default) {
+                    let note = format!(
+                        "`{key}` sizes the flat working set; with a [dataset], its files and sizes are set there"
+                    );
+                    self.err(&g, key, "no `size` or `files` with a [dataset]", note);
+                }
             }
         }
-        // posix does one I/O at a time per thread.
-        if let (Got::Ok(depth, loc), Some(EngineKind::Posix)) = (&iodepth_g, engine) {
-            if *depth > 1 {
+
+        // Workloads: [[workload]] tables, or the one workload of the top-level keys.
+        let n = self.arrays.get("workload").map_or(0, Vec::len);
+        let mut workloads: Vec<Option<ParsedWorkload>> = Vec::new();
+        if n == 0 {
+            workloads.push(self.flat_workload(has_dataset));
+        } else {
+            for key in ["rw", "rwmix_read", "bs", "threads"] {
+                if let Some((_, loc)) = self.raw(key) {
+                    let note = format!("with [[workload]] sections, each workload sets its own `{key}`");
+                    self.err(&loc, key, format!("`{key}` inside each [[workload]]"), note);
+                }
+            }
+            for i in 0..n {
+                self.current = Some(("workload", i));
+                workloads.push(self.workload(i, has_dataset));
+                self.current = None;
+            }
+            let mut names: Vec<&str> = Vec::new();
+            for w in workloads.iter().flatten() {
+                if names.contains(&w.workload.name.as_str()) {
+                    self.err(&w.name_loc, "workload.name", "a name no other workload has", "");
+                }
+                names.push(&w.workload.name);
+            }
+        }
+        let probes: Vec<Option<Probe>> = (0..self.arrays.get("probe").map_or(0, Vec::len))
+            .map(|i| {
+                self.current = Some(("probe", i));
+                let p = self.probe(i);
+                self.current = None;
+                p
+            })
+            .collect();
+
+        // Steps.
+        if let (Got::Ok(_, loc), Got::Ok(..)) = (&curve_g, &rate_g) {
+            let note = "a curve runs at max rate first, then at percentages of it: it sets the rate itself";
+            self.err(loc, "curve", "either curve or rate_iops, not both", note);
+        }
+        if let (Got::Ok(_, loc), Got::Ok(..)) = (&staircase_g, &for_threads_g) {
+            self.err(loc, "staircase", "either staircase or for_threads, not both", "both step the thread count");
+        }
+        if let (Got::Ok(_, loc), Got::Ok(..)) = (&staircase_g, &duration_g) {
+            let note = format!(
+                "the staircase's /EVERY part is each step's duration, and duration is also set ({})",
+                duration_g.loc().describe(text)
+            );
+            self.err(loc, "staircase", "no duration with a staircase", note);
+        }
+        // posix does one I/O at a time per thread; so do dataset workloads.
+        if let (Got::Ok(depth, loc), Some(e)) = (&iodepth_g, engine) {
+            if *depth > 1 && e == EngineKind::Posix {
                 self.err(
                     loc,
                     "iodepth",
                     "1 with engine posix",
                     "posix is synchronous: iodepth must be 1 (use engine uring to keep I/Os in flight)",
                 );
+            } else if *depth > 1 && has_dataset {
+                self.err(
+                    loc,
+                    "iodepth",
+                    "1 with a [dataset]",
+                    "dataset workloads do one operation at a time per thread",
+                );
             }
+        }
+        if let (true, Got::Ok(EngineKind::Uring, loc)) = (has_dataset, &engine_g) {
+            let note = "dataset workloads (open, create, delete ...) run on engine posix or null";
+            self.err(loc, "engine", "posix or null with a [dataset]", note);
         }
         // Submission-queue polling is an io_uring feature.
         if let (Got::Ok(true, loc), Some(e)) = (&sqpoll_g, engine) {
@@ -782,9 +1316,18 @@ impl<'a> Ctx<'a> {
                 self.err(loc, "sqpoll", "sqpoll only with engine = \"uring\"", note);
             }
         }
+        let parsed: Vec<&ParsedWorkload> = workloads.iter().flatten().collect();
+        let all_ok = parsed.len() == workloads.len();
+        // Every block size the run can use: the workloads' and the for_bs steps'.
+        let mut all_bs: Vec<BsEntry> = parsed.iter().flat_map(|w| w.bs.iter().cloned()).collect();
+        if let Got::Ok(lists, _) = &for_bs_g {
+            all_bs.extend(lists.iter().flatten().cloned());
+        }
         // Each file must hold at least one block of the largest size.
-        if let (Some(size), Some(files), Some(bs)) = (size, files, &bs) {
-            let largest = bs.iter().max_by_key(|e| e.bs.bytes).expect("bs is never empty");
+        let (size, files) = (size_g.or(1 << 30), files_g.or(1));
+        if let (false, Some(size), Some(files), Some(largest)) =
+            (has_dataset, size, files, all_bs.iter().max_by_key(|e| e.bs.bytes))
+        {
             let max = largest.bs.bytes;
             let need = u128::from(files) * u128::from(max);
             if u128::from(size) < need {
@@ -812,20 +1355,36 @@ impl<'a> Ctx<'a> {
             }
         }
         // An open-loop rate is split over the threads; each needs at least 1 I/O per second.
-        if let (Got::Ok(rate, loc), Some(threads)) = (&rate_g, threads) {
-            if *rate < threads {
+        let max_threads: u64 = parsed
+            .iter()
+            .map(|w| {
+                let stepped = match (&for_threads_g, &staircase_g) {
+                    (Got::Ok(l, _), _) => l.iter().copied().max(),
+                    (_, Got::Ok(s, _)) => Some(u64::from(s.max)),
+                    _ => None,
+                };
+                stepped.unwrap_or(u64::from(w.workload.threads))
+            })
+            .sum();
+        if let Got::Ok(rate, loc) = &rate_g {
+            if *rate < max_threads {
                 self.err(
                     loc,
                     "rate_iops",
-                    format!("at least {threads} (1 IOPS per thread)"),
-                    format!("each of the {threads} threads needs at least 1 IOPS"),
+                    format!("at least {max_threads} (1 IOPS per thread)"),
+                    format!("each of the {max_threads} threads needs at least 1 IOPS"),
                 );
             }
         }
+        let skew_sum: f64 = parsed.iter().filter_map(|w| w.workload.skew_pct).sum();
+        if skew_sum > 100.0 + 1e-9 {
+            let loc = parsed.iter().rev().find(|w| w.workload.skew_pct.is_some()).map(|w| w.skew_loc.clone());
+            self.err(&loc.unwrap_or(Loc::Default), "workload.skew", "skews that add up to at most 100", "");
+        }
         // O_DIRECT needs sector-aligned transfers; the null engine does no I/O and ignores it.
         let direct = direct_g.or(false).unwrap_or(false);
-        if let (true, Some(EngineKind::Posix | EngineKind::Uring), Some(bs)) = (direct, engine, &bs) {
-            for e in bs.iter().filter(|e| e.bs.bytes % 512 != 0) {
+        if let (true, Some(EngineKind::Posix | EngineKind::Uring)) = (direct, engine) {
+            for e in all_bs.iter().filter(|e| e.bs.bytes % 512 != 0) {
                 let note = format!(
                     "direct = true (O_DIRECT, {}) needs block sizes that are multiples of 512 bytes; {} is not",
                     direct_g.loc().describe(text),
@@ -835,18 +1394,23 @@ impl<'a> Ctx<'a> {
             }
         }
         // Syncing only makes sense after writes.
-        if let (Got::Ok(sync, loc), Some(rw)) = (&sync_g, rw) {
-            if *sync != SyncMode::None && rw.default_read_pct() == 100 {
-                let note = format!(
-                    "sync applies after writes, and rw = {} ({}) never writes: use rw = write, randwrite or randrw, or sync = \"none\"",
-                    rw.name(),
-                    rw_g.loc().describe(text)
-                );
-                self.err(loc, "sync", format!("none with rw = {}", rw.name()), note);
+        if let (Got::Ok(sync, loc), true) = (&sync_g, all_ok) {
+            let writes = parsed.iter().any(|w| w.workload.writes())
+                || matches!(&for_pct_g, Got::Ok(l, _) if l.iter().any(|p| *p < 100));
+            if *sync != SyncMode::None && !writes {
+                let note = match (n, parsed.first()) {
+                    (0, Some(w)) => format!(
+                        "sync applies after writes, and rw = {} ({}) never writes: use rw = write, randwrite or randrw, or sync = \"none\"",
+                        w.workload.rw_name(),
+                        self.raw("rw").map_or(Loc::Default, |(_, l)| l).describe(text)
+                    ),
+                    _ => "sync applies after writes, and no workload writes: set rwmix_read below 100 or operation = \"write\", or sync = \"none\"".to_string(),
+                };
+                self.err(loc, "sync", "none when nothing is written", note);
             }
         }
         // The files need a home, unless the engine does no I/O.
-        if matches!(dir_g, Got::Absent) && engine != Some(EngineKind::Null) && !self.syntax_failed {
+        if matches!(dir_g, Got::Absent) && !has_dataset && engine != Some(EngineKind::Null) && !self.syntax_failed {
             let mut note =
                 format!("engine {} reads and writes files in this directory", engine.map_or("posix", |e| e.name()));
             if let Some(f) = self.file {
@@ -855,36 +1419,297 @@ impl<'a> Ctx<'a> {
             self.err(&Loc::Default, "dir", DIR_EXPECTED, note);
         }
 
-        let read_pct = match (rw?, &rwmix_g) {
-            (Rw::RandRw, Got::Ok(pct, _)) => *pct as u8,
-            (rw, _) => rw.default_read_pct(),
+        let steps = Steps {
+            for_threads: match for_threads_g {
+                Got::Ok(l, _) => l.into_iter().map(|t| t as u32).collect(),
+                Got::Absent => Vec::new(),
+                Got::Bad => return None,
+            },
+            for_bs: match for_bs_g {
+                Got::Ok(l, _) => l.into_iter().map(|e| e.into_iter().map(|e| e.bs).collect()).collect(),
+                Got::Absent => Vec::new(),
+                Got::Bad => return None,
+            },
+            for_read_pct: match for_pct_g {
+                Got::Ok(l, _) => l.into_iter().map(|p| p as u8).collect(),
+                Got::Absent => Vec::new(),
+                Got::Bad => return None,
+            },
+            curve: curve_g.or(Vec::new())?,
+            staircase: match staircase_g {
+                Got::Ok(s, _) => Some(s),
+                Got::Absent => None,
+                Got::Bad => return None,
+            },
         };
-        Some(Plan {
+        let plan = Plan {
             engine: engine?,
-            rw: rw?,
-            read_pct,
-            block_sizes: bs?.into_iter().map(|e| e.bs).collect(),
-            size_bytes: size?,
-            files: files? as u32,
-            threads: threads? as u32,
             iodepth: iodepth_g.or(1)? as u32,
-            duration: duration_g.or(Duration::from_secs(60))?,
+            sqpoll: sqpoll_g.or(false)?,
+            direct,
+            sync: sync_g.or(SyncMode::None)?,
             dir: match dir_g {
                 Got::Ok(d, _) => d,
                 Got::Absent => PathBuf::new(),
                 Got::Bad => return None,
             },
-            direct,
-            sync: sync_g.or(SyncMode::None)?,
+            size_bytes: if has_dataset { 0 } else { size? },
+            files: if has_dataset { 0 } else { files? as u32 },
+            dataset: dataset?,
+            workloads: workloads.into_iter().map(|w| w.map(|w| w.workload)).collect::<Option<Vec<_>>>()?,
+            duration: duration_g.or(Duration::from_secs(60))?,
+            warmup: warmup_g.or(Duration::ZERO)?,
             rate_iops: match rate_g {
                 Got::Ok(r, _) => Some(r),
                 Got::Absent => None,
                 Got::Bad => return None,
             },
-            sqpoll: sqpoll_g.or(false)?,
+            steps,
+            probes: probes.into_iter().collect::<Option<Vec<_>>>()?,
             force: force_g.or(false)?,
             cleanup: cleanup_g.or(false)?,
+        };
+        let steps = plan.steps().len();
+        if steps > MAX_STEPS {
+            self.err(
+                &Loc::Default,
+                "for_threads",
+                format!("at most {MAX_STEPS} steps"),
+                format!("the loops make {steps}"),
+            );
+            return None;
+        }
+        Some(plan)
+    }
+
+    /// The one workload of a file without [[workload]]: `rw`, `rwmix_read`, `bs`, `threads`.
+    fn flat_workload(&mut self, has_dataset: bool) -> Option<ParsedWorkload> {
+        let rw_g = self.choice("rw", RWS);
+        let rwmix_g = self.int("rwmix_read", 0, 100);
+        let bs_g = self.block_sizes("bs");
+        let threads_g = self.int("threads", 1, 4096);
+        let text = self.text();
+        // rwmix_read only means something for randrw.
+        if let (Got::Ok(_, loc), Some(rw)) = (&rwmix_g, rw_g.or(Rw::RandRead)) {
+            if rw != Rw::RandRw {
+                let note = format!(
+                    "rwmix_read applies only to rw = randrw, and rw is {} ({}): remove rwmix_read, or set rw = \"randrw\"",
+                    rw.name(),
+                    rw_g.loc().describe(text)
+                );
+                self.err(loc, "rwmix_read", "no rwmix_read unless rw = \"randrw\"", note);
+            }
+        }
+        let rw = rw_g.or(Rw::RandRead)?;
+        let read_pct = match (rw, &rwmix_g) {
+            (Rw::RandRw, Got::Ok(pct, _)) => *pct as u8,
+            (rw, _) => rw.default_read_pct(),
+        };
+        let default_bs = vec![BsEntry { bs: BlockSize { bytes: 4096, weight: 1 }, loc: Loc::Default }];
+        let bs = bs_g.or(default_bs)?;
+        Some(ParsedWorkload {
+            workload: Workload {
+                name: rw.name().to_string(),
+                operation: if read_pct > 0 { Operation::Read } else { Operation::Write },
+                read_pct,
+                block_sizes: bs.iter().map(|e| e.bs).collect(),
+                fileio: if rw.is_random() { FileIo::Random } else { FileIo::Sequential },
+                fileselect: if has_dataset || rw.is_random() { FileSelect::Random } else { FileSelect::Sequential },
+                threads: threads_g.or(1)? as u32,
+                skew_pct: None,
+                pattern: None,
+            },
+            bs,
+            name_loc: Loc::Default,
+            skew_loc: Loc::Default,
         })
+    }
+
+    /// One [[workload]] table (keys "workload.*" of entry `i`).
+    fn workload(&mut self, i: usize, has_dataset: bool) -> Option<ParsedWorkload> {
+        let name_g = self.text_value("workload.name", "a name like \"seqread\"");
+        let op_g = self.choice("workload.operation", OPERATIONS);
+        let rw_g = self.choice("workload.rw", RWS);
+        let rwmix_g = self.int("workload.rwmix_read", 0, 100);
+        let bs_g = self.block_sizes("workload.bs");
+        let fileio_g = self.choice("workload.fileio", FILEIOS);
+        let fileselect_g = self.fileselect("workload.fileselect");
+        let threads_g = self.int("workload.threads", 1, 4096);
+        let skew_g = self.percent("workload.skew");
+        let pattern_g = self.pattern("workload.pattern");
+        for (other, key) in [(op_g.loc(), "operation"), (fileio_g.loc(), "fileio")] {
+            if let (Got::Ok(_, loc), false) = (&rw_g, matches!(other, Loc::Default)) {
+                let note = format!("rw names the operation and the file I/O order at once; `{key}` is also set");
+                self.err(loc, "workload.rw", format!("either rw or {key}, not both"), note);
+            }
+        }
+        let op = match &rw_g {
+            Got::Ok(rw, _) => Some(if rw.default_read_pct() > 0 { Operation::Read } else { Operation::Write }),
+            _ => op_g.or(Operation::Read),
+        };
+        if let (Some(op), Got::Ok(_, loc)) = (op, &op_g) {
+            if !op.transfers() && !has_dataset {
+                let note = format!(
+                    "`{}` works on the files and directories of a [dataset]; without one, only read and write apply",
+                    op.name()
+                );
+                self.err(loc, "workload.operation", "read or write without a [dataset]", note);
+            }
+        }
+        if let (Some(op), Got::Ok(_, loc)) = (op, &rwmix_g) {
+            if !op.transfers() {
+                let note = format!("rwmix_read mixes reads and writes; the operation is {}", op.name());
+                self.err(loc, "workload.rwmix_read", "rwmix_read only with operation read or write", note);
+            }
+        }
+        if let (Got::Ok(_, loc), true) = (&pattern_g, has_dataset || op.is_some_and(|o| !o.transfers())) {
+            self.err(loc, "workload.pattern", "a pattern only for read or write on the flat working set", "");
+        }
+        let read_pct = match (&rwmix_g, &rw_g, op) {
+            (Got::Ok(p, _), _, _) => *p as u8,
+            (_, Got::Ok(rw, _), _) => rw.default_read_pct(),
+            (_, _, Some(Operation::Write)) => 0,
+            _ => 100,
+        };
+        let fileio = match &rw_g {
+            Got::Ok(rw, _) => FileIo::from_random(rw.is_random()),
+            _ => fileio_g.or(if has_dataset { FileIo::Sequential } else { FileIo::Random })?,
+        };
+        let default_bs = vec![BsEntry { bs: BlockSize { bytes: 4096, weight: 1 }, loc: Loc::Default }];
+        let bs = bs_g.or(default_bs)?;
+        Some(ParsedWorkload {
+            name_loc: name_g.loc(),
+            skew_loc: skew_g.loc(),
+            workload: Workload {
+                name: name_g.or(format!("workload{}", i + 1))?,
+                operation: op?,
+                read_pct,
+                block_sizes: bs.iter().map(|e| e.bs).collect(),
+                fileio,
+                fileselect: fileselect_g.or(FileSelect::Random)?,
+                threads: threads_g.or(1)? as u32,
+                skew_pct: match skew_g {
+                    Got::Ok(s, _) => Some(s),
+                    Got::Absent => None,
+                    Got::Bad => return None,
+                },
+                pattern: match pattern_g {
+                    Got::Ok(p, _) => Some(p),
+                    Got::Absent => None,
+                    Got::Bad => return None,
+                },
+            },
+            bs,
+        })
+    }
+
+    /// The [dataset] table. Some(None) never: a present dataset is Some(Some) or None (bad).
+    fn dataset(&mut self, top_dir: &Got<PathBuf>) -> Option<Option<Dataset>> {
+        let dir_g = self.dir("dataset.dir");
+        let depth_g = self.int("dataset.depth", 0, 8);
+        let width_g = self.int("dataset.width", 1, 10_000);
+        let files_g = self.int("dataset.files", 1, 10_000_000);
+        let sizes_g = self.block_sizes("dataset.sizes");
+        let total_g = self.size("dataset.total_size");
+        let ws_g = self.size("dataset.working_set");
+        let format_g = self.choice("dataset.format", FORMATS);
+        let dir = match (dir_g, top_dir) {
+            (Got::Ok(d, _), _) => Some(d),
+            (Got::Absent, Got::Ok(d, _)) => Some(d.clone()),
+            (Got::Absent, Got::Absent) => {
+                self.err(
+                    &Loc::Default,
+                    "dataset.dir",
+                    "the dataset's anchor directory: dir in [dataset], or the top-level dir",
+                    "",
+                );
+                None
+            }
+            _ => None,
+        };
+        let (depth, width, files) = (depth_g.or(1)?, width_g.or(1)?, files_g.or(1)?);
+        let total = u128::from(width).pow(depth as u32) * u128::from(files);
+        if total > MAX_DATASET_FILES {
+            let note = format!("width^depth × files = {width}^{depth} × {files} = {total} files");
+            self.err(&files_g.loc(), "dataset.files", format!("at most {MAX_DATASET_FILES} files in all"), note);
+            return None;
+        }
+        let default_sizes = vec![BsEntry { bs: BlockSize { bytes: 64 << 10, weight: 1 }, loc: Loc::Default }];
+        Some(Some(Dataset {
+            dir: dir?,
+            depth: depth as u32,
+            width: width as u32,
+            files: files as u32,
+            sizes: sizes_g.or(default_sizes)?.into_iter().map(|e| e.bs).collect(),
+            total_size_bytes: match total_g {
+                Got::Ok(v, _) => Some(v),
+                Got::Absent => None,
+                Got::Bad => return None,
+            },
+            working_set_bytes: match ws_g {
+                Got::Ok(v, _) => Some(v),
+                Got::Absent => None,
+                Got::Bad => return None,
+            },
+            format: format_g.or(DatasetFormat::Reuse)?,
+        }))
+    }
+
+    /// One [[probe]] table.
+    fn probe(&mut self, i: usize) -> Option<Probe> {
+        let command_g = self.text_value("probe.command", "a shell command, like \"rsync -a /src/ /dst/\"");
+        let name_g = self.text_value("probe.name", "a name like \"rsync\"");
+        let at_g = self.duration_list("probe.at");
+        let timeout_g = self.duration("probe.timeout");
+        if matches!(command_g, Got::Absent) || matches!(at_g, Got::Absent) {
+            let header = self.arrays.get("probe").and_then(|a| a.get(i)).and_then(|(s, _)| s.clone());
+            let loc = header.map_or(Loc::Default, |s| self.file_loc(s));
+            let missing = if matches!(command_g, Got::Absent) { "probe.command" } else { "probe.at" };
+            self.err(&loc, missing, "command and at in each [[probe]]", format!("`{missing}` is missing"));
+            return None;
+        }
+        let command = command_g.or(String::new())?;
+        let default_name =
+            command.split_whitespace().next().unwrap_or("probe").rsplit('/').next().unwrap_or("probe").to_string();
+        let mut at = at_g.or(Vec::new())?;
+        at.sort();
+        Some(Probe {
+            name: name_g.or(default_name)?,
+            command,
+            at,
+            timeout: match timeout_g {
+                Got::Ok(t, _) => Some(t),
+                Got::Absent => None,
+                Got::Bad => return None,
+            },
+        })
+    }
+}
+
+/// A workload and where its values were written (for the rules between keys).
+struct ParsedWorkload {
+    workload: Workload,
+    bs: Vec<BsEntry>,
+    name_loc: Loc,
+    skew_loc: Loc,
+}
+
+/// One item of a list value.
+enum ListItem<'a> {
+    Text(&'a str),
+    Toml(&'a Value),
+}
+
+/// A duration from a TOML value: a string like "90s", or a number of seconds.
+fn duration_value(v: &Value) -> Result<Duration, String> {
+    match v {
+        Value::String(s) => parse_duration(s.value()),
+        Value::Integer(i) if *i.value() >= 0 => Ok(Duration::from_secs(*i.value() as u64)),
+        Value::Float(x) if x.value().is_finite() && *x.value() >= 0.0 => {
+            Duration::try_from_secs_f64(*x.value()).map_err(|e| e.to_string())
+        }
+        Value::Integer(_) | Value::Float(_) => Err("a duration cannot be negative".into()),
+        _ => Err(String::new()),
     }
 }
 

@@ -89,30 +89,287 @@ pub struct BlockSize {
     pub weight: u32,
 }
 
+/// What a workload does (vdbench fwd `operation`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Operation {
+    /// Reads, or a read/write mix with `read_pct` below 100.
+    Read,
+    /// Writes, or a read/write mix with `read_pct` above 0.
+    Write,
+    Create,
+    Delete,
+    Mkdir,
+    Rmdir,
+    Open,
+    Close,
+    Getattr,
+    Setattr,
+    Copy,
+    Move,
+}
+
+impl Operation {
+    pub const ALL: [Operation; 12] = [
+        Operation::Read,
+        Operation::Write,
+        Operation::Create,
+        Operation::Delete,
+        Operation::Mkdir,
+        Operation::Rmdir,
+        Operation::Open,
+        Operation::Close,
+        Operation::Getattr,
+        Operation::Setattr,
+        Operation::Copy,
+        Operation::Move,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            Operation::Read => "read",
+            Operation::Write => "write",
+            Operation::Create => "create",
+            Operation::Delete => "delete",
+            Operation::Mkdir => "mkdir",
+            Operation::Rmdir => "rmdir",
+            Operation::Open => "open",
+            Operation::Close => "close",
+            Operation::Getattr => "getattr",
+            Operation::Setattr => "setattr",
+            Operation::Copy => "copy",
+            Operation::Move => "move",
+        }
+    }
+    /// Reads or writes file data (the only operations on a flat working set).
+    pub fn transfers(self) -> bool {
+        matches!(self, Operation::Read | Operation::Write)
+    }
+}
+
+/// How a workload moves through a file (vdbench `fileio`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FileIo {
+    Sequential,
+    Random,
+}
+
+/// How a workload picks the next file of a dataset (vdbench `fileselect`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FileSelect {
+    Random,
+    Sequential,
+    /// Skewed: file k (from 1) is chosen with probability proportional to 1 / k^theta.
+    Zipf(f64),
+}
+
+/// What a pattern workload draws into a heat map.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PatternMap {
+    Offset,
+    Size,
+}
+
+/// A text drawn into the offset or size heat map over time ("latency art").
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Pattern {
+    pub text: String,
+    pub map: PatternMap,
+    /// Time per font column.
+    #[serde(with = "duration_ns", rename = "column_ns")]
+    pub column: Duration,
+}
+
+/// One workload: an operation mix run by a group of threads (vdbench fwd).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Workload {
+    pub name: String,
+    pub operation: Operation,
+    /// Read and write: share of reads in percent (100 = reads only, 0 = writes only).
+    pub read_pct: u8,
+    /// Transfer sizes with weights; one entry for a fixed size. Never empty.
+    pub block_sizes: Vec<BlockSize>,
+    pub fileio: FileIo,
+    pub fileselect: FileSelect,
+    pub threads: u32,
+    /// Share of the run's rate in percent; None = an even share of what is left.
+    pub skew_pct: Option<f64>,
+    pub pattern: Option<Pattern>,
+}
+
+impl Workload {
+    pub fn writes(&self) -> bool {
+        match self.operation {
+            Operation::Read => self.read_pct < 100,
+            Operation::Open | Operation::Close | Operation::Getattr | Operation::Mkdir | Operation::Rmdir => false,
+            _ => true,
+        }
+    }
+    pub fn min_block_bytes(&self) -> u64 {
+        self.block_sizes.iter().map(|b| b.bytes).min().unwrap_or(1)
+    }
+    pub fn max_block_bytes(&self) -> u64 {
+        self.block_sizes.iter().map(|b| b.bytes).max().unwrap_or(1)
+    }
+    /// fio's name for a transfer workload on a flat working set ("randread", "write"...).
+    pub fn rw_name(&self) -> &'static str {
+        let random = self.fileio == FileIo::Random;
+        match (self.read_pct, random) {
+            (100, false) => "read",
+            (100, true) => "randread",
+            (0, false) => "write",
+            (0, true) => "randwrite",
+            (_, true) => "randrw",
+            (_, false) => "rw",
+        }
+    }
+}
+
+/// Whether a dataset already on disk is used, created or required.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DatasetFormat {
+    /// Use a tree that matches the definition, else (re)create it.
+    Reuse,
+    /// Always recreate.
+    Always,
+    /// The tree must exist.
+    Never,
+}
+
+/// A directory tree of files (vdbench fsd).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Dataset {
+    pub dir: PathBuf,
+    pub depth: u32,
+    pub width: u32,
+    /// Files per leaf directory.
+    pub files: u32,
+    /// File sizes with weights.
+    pub sizes: Vec<BlockSize>,
+    pub total_size_bytes: Option<u64>,
+    pub working_set_bytes: Option<u64>,
+    pub format: DatasetFormat,
+}
+
+/// A command run at set moments during the run, timed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Probe {
+    pub name: String,
+    pub command: String,
+    /// Start times from the start of the run, ascending.
+    #[serde(with = "durations_ns", rename = "at_ns")]
+    pub at: Vec<Duration>,
+    #[serde(with = "opt_duration_ns", rename = "timeout_ns")]
+    pub timeout: Option<Duration>,
+}
+
+/// A ramp of threads: `start`, `start + add`, ... up to `max`, each for `every`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Staircase {
+    pub start: u32,
+    pub add: u32,
+    pub max: u32,
+    #[serde(with = "duration_ns", rename = "every_ns")]
+    pub every: Duration,
+}
+
+impl Staircase {
+    pub fn threads(&self) -> Vec<u32> {
+        (0..).map(|i| self.start + i * self.add).take_while(|t| *t <= self.max).collect()
+    }
+}
+
+/// The rate of one step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rate {
+    /// Closed loop: as fast as possible.
+    Max,
+    /// Open loop at this many I/Os per second over all workloads.
+    Fixed(u64),
+    /// Open loop at this percentage of the rate measured by the step `of_step` (a max step).
+    Curve { pct: u8, of_step: u32 },
+}
+
+/// One phase of a run with fixed parameters. `None` = the workload's own value.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Step {
+    pub index: u32,
+    /// Threads of every workload.
+    pub threads: Option<u32>,
+    pub block_sizes: Option<Vec<BlockSize>>,
+    pub read_pct: Option<u8>,
+    pub rate: Rate,
+    #[serde(with = "duration_ns", rename = "warmup_ns")]
+    pub warmup: Duration,
+    #[serde(with = "duration_ns", rename = "duration_ns")]
+    pub duration: Duration,
+}
+
+impl Step {
+    /// "threads=4 bs=8k rate=50%": what sets this step apart (empty for a single plain step).
+    pub fn label(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(t) = self.threads {
+            parts.push(format!("threads={t}"));
+        }
+        if let Some(bs) = &self.block_sizes {
+            let list: Vec<String> = bs.iter().map(|b| crate::units::size_literal(b.bytes)).collect();
+            parts.push(format!("bs={}", list.join(",")));
+        }
+        if let Some(p) = self.read_pct {
+            parts.push(format!("rwmix_read={p}"));
+        }
+        match self.rate {
+            Rate::Max => {}
+            Rate::Fixed(r) => parts.push(format!("rate={r}")),
+            Rate::Curve { pct, .. } => parts.push(format!("rate={pct}%")),
+        }
+        parts.join(" ")
+    }
+}
+
+/// The for-loops, curve and staircase that make a run's steps (see [`Plan::steps`]).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Steps {
+    pub for_threads: Vec<u32>,
+    pub for_bs: Vec<Vec<BlockSize>>,
+    pub for_read_pct: Vec<u8>,
+    /// Percentages of the max rate; empty = no curve.
+    pub curve: Vec<u8>,
+    pub staircase: Option<Staircase>,
+}
+
 /// The validated workload.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Plan {
     pub engine: EngineKind,
-    pub rw: Rw,
-    /// Share of reads in percent; 100 for read-only patterns, 0 for write-only.
-    pub read_pct: u8,
-    /// Block sizes with weights; one entry for a fixed size. Never empty.
-    pub block_sizes: Vec<BlockSize>,
-    /// Total working-set size in bytes, split evenly over `files`.
-    pub size_bytes: u64,
-    pub files: u32,
-    pub threads: u32,
     pub iodepth: u32,
-    #[serde(with = "duration_ns", rename = "duration_ns")]
-    pub duration: Duration,
-    pub dir: PathBuf,
+    /// io_uring: a kernel thread polls the submission queue (no system call to submit).
+    pub sqpoll: bool,
     pub direct: bool,
     pub sync: SyncMode,
-    /// Open-loop rate over all threads, in I/Os per second; None = closed loop (as fast as possible).
+    /// Directory of the working set (and the default dataset anchor); empty for engine null.
+    pub dir: PathBuf,
+    /// Flat working set (no dataset): total size in bytes, split evenly over `files`.
+    pub size_bytes: u64,
+    pub files: u32,
+    pub dataset: Option<Dataset>,
+    /// Never empty.
+    pub workloads: Vec<Workload>,
+    /// Measured time of each step.
+    #[serde(with = "duration_ns", rename = "duration_ns")]
+    pub duration: Duration,
+    /// Unmeasured time before each step.
+    #[serde(with = "duration_ns", rename = "warmup_ns")]
+    pub warmup: Duration,
+    /// Fixed rate over all workloads, I/Os per second; None = max (or the curve).
     pub rate_iops: Option<u64>,
-    /// io_uring: a kernel thread polls the submission queue (no system call to submit).
-    #[serde(default)]
-    pub sqpoll: bool,
+    pub steps: Steps,
+    pub probes: Vec<Probe>,
     /// Write into files ioscope did not create.
     pub force: bool,
     /// Remove the files ioscope created after the run.
@@ -120,19 +377,73 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// Size of each file in bytes.
+    /// Size of each flat working-set file in bytes.
     pub fn file_size_bytes(&self) -> u64 {
         self.size_bytes / self.files as u64
     }
-    /// Smallest block size: random offsets are aligned to it.
-    pub fn min_block_bytes(&self) -> u64 {
-        self.block_sizes.iter().map(|b| b.bytes).min().unwrap_or(1)
+    pub fn writes(&self) -> bool {
+        self.workloads.iter().any(Workload::writes)
     }
     pub fn max_block_bytes(&self) -> u64 {
-        self.block_sizes.iter().map(|b| b.bytes).max().unwrap_or(1)
+        let steps = self.steps.for_bs.iter().flatten().map(|b| b.bytes);
+        self.workloads.iter().map(Workload::max_block_bytes).chain(steps).max().unwrap_or(1)
     }
-    pub fn writes(&self) -> bool {
-        self.read_pct < 100
+
+    /// The steps in run order: threads, then bs, then rwmix_read, then rate (innermost).
+    pub fn steps(&self) -> Vec<Step> {
+        let s = &self.steps;
+        let (threads, duration): (Vec<Option<u32>>, Duration) = match (&s.staircase, s.for_threads.is_empty()) {
+            (Some(st), _) => (st.threads().into_iter().map(Some).collect(), st.every),
+            (None, false) => (s.for_threads.iter().copied().map(Some).collect(), self.duration),
+            (None, true) => (vec![None], self.duration),
+        };
+        let bss: Vec<Option<Vec<BlockSize>>> =
+            if s.for_bs.is_empty() { vec![None] } else { s.for_bs.iter().cloned().map(Some).collect() };
+        let pcts: Vec<Option<u8>> =
+            if s.for_read_pct.is_empty() { vec![None] } else { s.for_read_pct.iter().copied().map(Some).collect() };
+        let mut out: Vec<Step> = Vec::new();
+        for t in &threads {
+            for bs in &bss {
+                for pct in &pcts {
+                    let push = |out: &mut Vec<Step>, rate| {
+                        let index = out.len() as u32;
+                        out.push(Step {
+                            index,
+                            threads: *t,
+                            block_sizes: bs.clone(),
+                            read_pct: *pct,
+                            rate,
+                            warmup: self.warmup,
+                            duration,
+                        })
+                    };
+                    if s.curve.is_empty() {
+                        push(&mut out, self.rate_iops.map_or(Rate::Max, Rate::Fixed));
+                    } else {
+                        let of_step = out.len() as u32;
+                        push(&mut out, Rate::Max);
+                        for pct in &s.curve {
+                            push(&mut out, Rate::Curve { pct: *pct, of_step });
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Warm-up and measured time of every step.
+    pub fn total_duration(&self) -> Duration {
+        self.steps().iter().map(|s| s.warmup + s.duration).sum()
+    }
+
+    /// The largest thread count of each workload over all steps.
+    pub fn max_threads(&self) -> Vec<u32> {
+        let steps = self.steps();
+        self.workloads
+            .iter()
+            .map(|w| steps.iter().map(|s| s.threads.unwrap_or(w.threads)).max().unwrap_or(w.threads))
+            .collect()
     }
 }
 
@@ -144,5 +455,40 @@ mod duration_ns {
     }
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         Ok(Duration::from_nanos(u64::deserialize(d)?))
+    }
+}
+
+mod durations_ns {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+    pub fn serialize<S: Serializer>(d: &[Duration], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(d.iter().map(|d| d.as_nanos() as u64))
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Duration>, D::Error> {
+        Ok(Vec::<u64>::deserialize(d)?.into_iter().map(Duration::from_nanos).collect())
+    }
+}
+
+mod opt_duration_ns {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_some(&(d.as_nanos() as u64)),
+            None => s.serialize_none(),
+        }
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        Ok(Option::<u64>::deserialize(d)?.map(Duration::from_nanos))
+    }
+}
+
+impl FileIo {
+    pub fn from_random(random: bool) -> Self {
+        if random {
+            FileIo::Random
+        } else {
+            FileIo::Sequential
+        }
     }
 }

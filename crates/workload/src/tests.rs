@@ -88,11 +88,11 @@ fn acceptance_bad_size_unknown_key_negative_threads() {
 fn defaults() {
     let p = plan(DIR);
     assert_eq!(p.engine, EngineKind::Posix);
-    assert_eq!(p.rw, Rw::RandRead);
-    assert_eq!(p.read_pct, 100);
-    assert_eq!(p.block_sizes, vec![BlockSize { bytes: 4096, weight: 1 }]);
+    assert_eq!(rw_of(&p), Rw::RandRead);
+    assert_eq!(p.workloads[0].read_pct, 100);
+    assert_eq!(p.workloads[0].block_sizes, vec![BlockSize { bytes: 4096, weight: 1 }]);
     assert_eq!(p.size_bytes, 1 << 30);
-    assert_eq!((p.files, p.threads, p.iodepth), (1, 1, 1));
+    assert_eq!((p.files, p.workloads[0].threads, p.iodepth), (1, 1, 1));
     assert_eq!(p.duration, Duration::from_secs(60));
     assert_eq!(p.dir, Path::new("/tmp/x"));
     assert!(!p.direct && !p.force && !p.cleanup);
@@ -127,11 +127,14 @@ fn every_key_from_the_file() {
          bs = \"4k:3,64k:1\"\nsize = \"2g\"\nfiles = 4\nthreads = 8\niodepth = 1\nduration = \"1m30s\"\n\
          dir = \"data\"\ndirect = true\nsync = \"fdatasync\"\nrate_iops = 1000\nforce = true\ncleanup = true\n",
     );
-    assert_eq!(p.rw, Rw::RandRw);
-    assert_eq!(p.read_pct, 70);
-    assert_eq!(p.block_sizes, vec![BlockSize { bytes: 4096, weight: 3 }, BlockSize { bytes: 65536, weight: 1 }]);
+    assert_eq!(rw_of(&p), Rw::RandRw);
+    assert_eq!(p.workloads[0].read_pct, 70);
+    assert_eq!(
+        p.workloads[0].block_sizes,
+        vec![BlockSize { bytes: 4096, weight: 3 }, BlockSize { bytes: 65536, weight: 1 }]
+    );
     assert_eq!(p.size_bytes, 2 << 30);
-    assert_eq!((p.files, p.threads), (4, 8));
+    assert_eq!((p.files, p.workloads[0].threads), (4, 8));
     assert_eq!(p.duration, Duration::from_secs(90));
     assert_eq!(p.dir, Path::new("data"), "relative paths stay relative to the cwd");
     assert!(p.direct && p.force && p.cleanup);
@@ -142,7 +145,7 @@ fn every_key_from_the_file() {
 #[test]
 fn numbers_and_sizes_in_their_toml_types() {
     let p = plan("bs = 8192\nsize = 1048576\nduration = 5\ndir = \"/d\"\n");
-    assert_eq!(p.block_sizes[0].bytes, 8192);
+    assert_eq!(p.workloads[0].block_sizes[0].bytes, 8192);
     assert_eq!(p.size_bytes, 1 << 20);
     assert_eq!(p.duration, Duration::from_secs(5));
     let d = one_error("threads = \"4\"\ndir = \"/d\"\n");
@@ -155,8 +158,8 @@ fn numbers_and_sizes_in_their_toml_types() {
 fn read_pct_follows_rw() {
     for (rw, pct) in [("read", 100), ("write", 0), ("randread", 100), ("randwrite", 0), ("randrw", 50)] {
         let p = plan(&format!("rw = \"{rw}\"\n{DIR}"));
-        assert_eq!(p.read_pct, pct, "{rw}");
-        assert_eq!(p.rw.name(), rw);
+        assert_eq!(p.workloads[0].read_pct, pct, "{rw}");
+        assert_eq!(rw_of(&p).name(), rw);
     }
 }
 
@@ -169,18 +172,18 @@ fn weighted_block_sizes() {
         BlockSize { bytes: 4 << 20, weight: 5 },
     ];
     let p = plan(&format!("bs = \"4k:60, 32k:25,512k:10,4m:5\"\n{DIR}"));
-    assert_eq!(p.block_sizes, want);
+    assert_eq!(p.workloads[0].block_sizes, want);
     let p = plan(&format!(
         "bs = [{{size = \"4k\", weight = 60}}, {{size = \"32k\", weight = 25}},\n  {{size = 524288, weight = 10}}, {{size = \"4m\", weight = 5}}]\n{DIR}"
     ));
-    assert_eq!(p.block_sizes, want);
+    assert_eq!(p.workloads[0].block_sizes, want);
     let p = plan(&format!(
         "{DIR}[[bs]]\nsize = \"4k\"\nweight = 60\n[[bs]]\nsize = \"32k\"\nweight = 25\n[[bs]]\nsize = \"512k\"\nweight = 10\n[[bs]]\nsize = \"4m\"\nweight = 5\n"
     ));
-    assert_eq!(p.block_sizes, want);
+    assert_eq!(p.workloads[0].block_sizes, want);
     // A single size needs no weight.
     assert_eq!(
-        plan(&format!("bs = [{{size = \"16k\"}}]\n{DIR}")).block_sizes,
+        plan(&format!("bs = [{{size = \"16k\"}}]\n{DIR}")).workloads[0].block_sizes,
         vec![BlockSize { bytes: 16384, weight: 1 }]
     );
 }
@@ -218,8 +221,8 @@ fn block_size_limits() {
     assert!(d.expected.contains("from 1 byte to 256 MiB"), "{d}");
     let d = one_error(&format!("bs = \"512m\"\nsize = \"10g\"\n{DIR}"));
     assert!(d.message.contains("512 MiB"), "{d}");
-    assert_eq!(plan(&format!("bs = \"256m\"\n{DIR}")).block_sizes[0].bytes, 256 << 20);
-    assert_eq!(plan(&format!("bs = 1\n{DIR}")).block_sizes[0].bytes, 1);
+    assert_eq!(plan(&format!("bs = \"256m\"\n{DIR}")).workloads[0].block_sizes[0].bytes, 256 << 20);
+    assert_eq!(plan(&format!("bs = 1\n{DIR}")).workloads[0].block_sizes[0].bytes, 1);
 }
 
 #[test]
@@ -247,13 +250,13 @@ fn whole_number_ranges() {
             assert_eq!(pos(&d), (2, key.len() + 4));
         }
         let p = plan(&format!("engine = \"null\"\n{key} = {max}\nsize = \"1p\"\n"));
-        assert!(p.files as u64 == max || p.threads as u64 == max || p.iodepth as u64 == max);
+        assert!(p.files as u64 == max || p.workloads[0].threads as u64 == max || p.iodepth as u64 == max);
     }
     assert_eq!(
         one_error(&format!("rw = \"randrw\"\nrwmix_read = 101\n{DIR}")).expected,
         "a whole number from 0 to 100"
     );
-    assert_eq!(plan(&format!("rw = \"randrw\"\nrwmix_read = 0\n{DIR}")).read_pct, 0);
+    assert_eq!(plan(&format!("rw = \"randrw\"\nrwmix_read = 0\n{DIR}")).workloads[0].read_pct, 0);
 }
 
 #[test]
@@ -295,7 +298,7 @@ fn direct_needs_512_byte_multiples_on_posix() {
     assert_eq!(pos(&d), (2, 12));
     assert!(d.message.contains("O_DIRECT"), "{d}");
     assert!(plan(&format!("direct = true\nbs = \"4k:1,1000:1\"\nengine = \"null\"\n{DIR}")).direct);
-    assert!(plan(&format!("bs = 1000\n{DIR}")).block_sizes[0].bytes == 1000);
+    assert!(plan(&format!("bs = 1000\n{DIR}")).workloads[0].block_sizes[0].bytes == 1000);
 }
 
 #[test]
@@ -329,18 +332,18 @@ fn enum_values_suggest_close_names() {
     assert!(d.message.contains("use uring"), "{d}");
     assert_eq!(plan(&format!("engine = \"io_uring\"\n{DIR}")).engine, EngineKind::Uring);
     assert_eq!(one_error(&format!("sync = \"always\"\n{DIR}")).expected, "one of: none, fsync, fdatasync, dsync");
-    assert_eq!(plan(&format!("rw = \"RandWrite\"\n{DIR}")).rw, Rw::RandWrite);
+    assert_eq!(plan(&format!("rw = \"RandWrite\"\n{DIR}")).workloads[0].rw_name(), "randwrite");
 }
 
 #[test]
-fn files_are_flat() {
+fn only_known_sections() {
     let d = one_error(&format!("{DIR}[job]\nthreads = 4\n"));
     assert_eq!(d.key, "job");
     assert_eq!(pos(&d), (2, 2));
-    assert!(d.message.contains("flat"), "{d}");
+    assert!(d.message.contains("the sections are [dataset], [[workload]] and [[probe]]"), "{d}");
     let d = one_error(&format!("{DIR}job.threads = 4\n"));
     assert_eq!(d.key, "job");
-    assert!(d.message.contains("flat"), "{d}");
+    assert!(d.message.contains("not a section"), "{d}");
     let d = one_error(&format!("{DIR}numjobs = 4\n"));
     assert!(d.message.contains("did you mean `threads`?"), "{d}");
     // Every unknown key is reported.
@@ -380,11 +383,11 @@ fn flags_override_the_file() {
     };
     // The file's bad bs is replaced by the flag, so it is not an error.
     let p = build_plan(Some(&src(text)), &flags).unwrap();
-    assert_eq!(p.block_sizes, vec![BlockSize { bytes: 65536, weight: 1 }]);
-    assert_eq!(p.threads, 16);
+    assert_eq!(p.workloads[0].block_sizes, vec![BlockSize { bytes: 65536, weight: 1 }]);
+    assert_eq!(p.workloads[0].threads, 16);
     assert_eq!(p.duration, Duration::from_secs(10));
     assert_eq!(p.dir, Path::new("/from/flag"));
-    assert_eq!((p.rw, p.read_pct), (Rw::RandWrite, 0));
+    assert_eq!((rw_of(&p), p.workloads[0].read_pct), (Rw::RandWrite, 0));
     assert_eq!(p.sync, SyncMode::Fsync);
     assert_eq!((p.size_bytes, p.files, p.rate_iops), (2 << 30, 2, Some(100)));
     assert!(p.direct && p.force && p.cleanup);
@@ -392,14 +395,14 @@ fn flags_override_the_file() {
     // Flags alone, and the mix: randrw from a flag, rwmix from the file.
     let flags = Flags { rw: Some("randrw".into()), ..Flags::default() };
     let p = build_plan(Some(&src(&format!("rwmix_read = 30\n{DIR}"))), &flags).unwrap();
-    assert_eq!(p.read_pct, 30);
+    assert_eq!(p.workloads[0].read_pct, 30);
     let flags = Flags {
         engine: Some("null".into()),
         rwmix_read: Some("90".into()),
         rw: Some("randrw".into()),
         ..Flags::default()
     };
-    assert_eq!(build_plan(None, &flags).unwrap().read_pct, 90);
+    assert_eq!(build_plan(None, &flags).unwrap().workloads[0].read_pct, 90);
 }
 
 #[test]
@@ -451,8 +454,25 @@ fn canonical_toml_round_trips() {
     assert_eq!(
         keys,
         [
-            "engine", "rw", "bs", "size", "files", "threads", "iodepth", "duration", "dir", "direct", "sync", "force",
-            "cleanup"
+            "engine",
+            "iodepth",
+            "dir",
+            "size",
+            "files",
+            "direct",
+            "sync",
+            "duration",
+            "force",
+            "cleanup",
+            "",
+            "[[workload]]",
+            "name",
+            "operation",
+            "rwmix_read",
+            "bs",
+            "fileio",
+            "fileselect",
+            "threads"
         ]
     );
     assert!(text.contains("bs = \"4k\""), "{text}");
@@ -471,10 +491,10 @@ fn plan_hash_is_stable_and_tracks_values() {
     assert!(h.chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
     assert_eq!(plan_hash(&a.clone()), h);
     let mut c = a.clone();
-    c.threads = 2;
+    c.workloads[0].threads = 2;
     assert_ne!(plan_hash(&c), h);
     let mut c = a.clone();
-    c.block_sizes[0].bytes = 8192;
+    c.workloads[0].block_sizes[0].bytes = 8192;
     assert_ne!(plan_hash(&c), h);
     let flags = Flags { threads: Some("2".into()), ..Flags::default() };
     let via_flag = build_plan(Some(&src(DIR)), &flags).unwrap();
@@ -482,7 +502,7 @@ fn plan_hash_is_stable_and_tracks_values() {
         plan_hash(&via_flag),
         plan_hash(&{
             let mut c = a.clone();
-            c.threads = 2;
+            c.workloads[0].threads = 2;
             c
         })
     );
@@ -524,8 +544,22 @@ fn examples_validate_and_bad_toml_shows_three_errors() {
     assert!(seen >= 4, "examples/ should hold the four example files");
     let mixed = std::fs::read_to_string(examples_dir().join("mixed-70-30.toml")).unwrap();
     let p = validate_file(&src(&mixed)).unwrap();
-    assert_eq!((p.rw, p.read_pct, p.files, p.threads, p.block_sizes.len()), (Rw::RandRw, 70, 4, 4, 4));
+    assert_eq!(
+        (rw_of(&p), p.workloads[0].read_pct, p.files, p.workloads[0].threads, p.workloads[0].block_sizes.len()),
+        (Rw::RandRw, 70, 4, 4, 4)
+    );
     let fsync = std::fs::read_to_string(examples_dir().join("fsync-writes.toml")).unwrap();
     let p = validate_file(&src(&fsync)).unwrap();
-    assert_eq!((p.rw, p.sync, p.rate_iops), (Rw::RandWrite, SyncMode::Fdatasync, Some(500)));
+    assert_eq!((rw_of(&p), p.sync, p.rate_iops), (Rw::RandWrite, SyncMode::Fdatasync, Some(500)));
+}
+
+/// The Rw of a plan's one workload.
+fn rw_of(p: &Plan) -> Rw {
+    match p.workloads[0].rw_name() {
+        "read" => Rw::Read,
+        "write" => Rw::Write,
+        "randread" => Rw::RandRead,
+        "randwrite" => Rw::RandWrite,
+        _ => Rw::RandRw,
+    }
 }

@@ -1,0 +1,735 @@
+//! The dataset: a vdbench-style directory tree (fsd) that file workloads run on.
+//! `depth` levels of `width` directories below an anchor, `files_per_leaf` files in each
+//! leaf, sizes drawn from a weighted list. The shape follows from the definition alone, so
+//! workers compute any file's path and size without a file list. ioscope creates the tree
+//! in parallel with non-zero, incompressible data, marks it with a marker file holding the
+//! definition, reuses it when the definition matches, never writes into a non-empty
+//! directory it did not mark unless forced, and on cleanup removes only what it created.
+
+use ioscope_engine::buffers::fill_random;
+use serde::{Deserialize, Serialize};
+use std::fs::{self, OpenOptions};
+use std::io::{ErrorKind, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::Mutex;
+use std::time::Instant;
+
+/// Name of the marker file in the anchor that says "ioscope created this tree".
+pub const MARKER: &str = ".ioscope-dataset.json";
+
+/// The dataset's definition, from the validated plan.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DatasetSpec {
+    pub anchor: PathBuf,
+    /// Directory levels below the anchor; 0 puts the files in the anchor itself.
+    pub depth: u32,
+    pub width: u32,
+    pub files_per_leaf: u32,
+    /// (bytes, weight) pairs; weights > 0.
+    pub sizes: Vec<(u64, u32)>,
+    /// Stop at the last file that fits in this many bytes (vdbench totalsize).
+    pub total_size: Option<u64>,
+    /// Workloads use only the first files up to this many bytes.
+    pub working_set: Option<u64>,
+}
+
+impl DatasetSpec {
+    /// Whether both describe the same files on disk. The anchor's spelling and the working
+    /// set do not change the tree, so changing them must not cost a re-format.
+    fn same_tree(&self, o: &Self) -> bool {
+        (self.depth, self.width, self.files_per_leaf, &self.sizes, self.total_size)
+            == (o.depth, o.width, o.files_per_leaf, &o.sizes, o.total_size)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// Use a matching tree, else (re)create it.
+    Reuse,
+    /// Always recreate.
+    Always,
+    /// The matching tree must exist.
+    Never,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DatasetError {
+    /// Preparing would write into (or clean up) data ioscope did not create.
+    #[error("{path}: {reason}; ioscope only creates a dataset in an empty directory or one it marked as its own ({marker}). Pass --force to use it anyway, or choose another dataset dir", marker = MARKER)]
+    NotOurs { path: PathBuf, reason: String },
+    /// format = "never" and there is no matching tree.
+    #[error("{path}: {reason}; format = \"never\" uses an existing dataset only. Use format = \"reuse\" to create it")]
+    Missing { path: PathBuf, reason: String },
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> DatasetError + '_ {
+    move |source| DatasetError::Io { path: path.to_path_buf(), source }
+}
+
+/// splitmix64's finalizer: a cheap, well-mixed hash of a file index (sizes, data seeds).
+fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+fn digits(max_index: u64) -> usize {
+    max_index.checked_ilog10().unwrap_or(0) as usize + 1
+}
+
+/// The tree's shape, derived from the spec alone (deterministic; no I/O).
+#[derive(Clone, Debug)]
+pub struct Layout {
+    spec: DatasetSpec,
+    /// (cumulative weight, size): a file's size is the first entry above its hash.
+    cum: Vec<(u64, u64)>,
+    leaf_dirs: u64,
+    files: u64,
+    working_files: u64,
+    total_bytes: u64,
+    dir_digits: usize,
+    file_digits: usize,
+}
+
+impl Layout {
+    pub fn new(spec: &DatasetSpec) -> Layout {
+        let mut acc = 0;
+        let cum = spec.sizes.iter().map(|&(size, w)| {
+            acc += u64::from(w);
+            (acc, size)
+        });
+        let leaf_dirs = u64::from(spec.width).saturating_pow(spec.depth);
+        let per_leaf = u64::from(spec.files_per_leaf);
+        let mut l = Layout {
+            spec: spec.clone(),
+            cum: cum.collect(),
+            leaf_dirs,
+            files: 0,
+            working_files: 0,
+            total_bytes: 0,
+            dir_digits: digits(u64::from(spec.width.saturating_sub(1))).max(2),
+            file_digits: digits(per_leaf.saturating_sub(1)).max(6),
+        };
+        // One pass over the files: the total_size cap and the working set are both
+        // "the longest prefix of files whose sizes fit".
+        let max = leaf_dirs.saturating_mul(per_leaf);
+        let mut working = None;
+        while l.files < max {
+            let next = l.total_bytes + l.file_size(l.files);
+            if spec.total_size.is_some_and(|t| next > t) {
+                break;
+            }
+            if working.is_none() && spec.working_set.is_some_and(|w| next > w) {
+                working = Some(l.files.max(1));
+            }
+            (l.total_bytes, l.files) = (next, l.files + 1);
+        }
+        l.working_files = working.unwrap_or(l.files).min(l.files);
+        l
+    }
+
+    pub fn spec(&self) -> &DatasetSpec {
+        &self.spec
+    }
+    pub fn anchor(&self) -> &Path {
+        &self.spec.anchor
+    }
+    /// width^depth.
+    pub fn leaf_dirs(&self) -> u64 {
+        self.leaf_dirs
+    }
+    /// Files in the tree, after the total_size cap.
+    pub fn files(&self) -> u64 {
+        self.files
+    }
+    /// Files the workloads use: the first ones up to working_set bytes (at least one).
+    pub fn working_files(&self) -> u64 {
+        self.working_files
+    }
+    /// Sum of the sizes of all files.
+    pub fn total_bytes(&self) -> u64 {
+        self.total_bytes
+    }
+
+    /// File i's size: a weighted pick by a hash of i, so it is never stored. Cheap: workers
+    /// call it per file they open.
+    #[inline]
+    pub fn file_size(&self, i: u64) -> u64 {
+        let total = self.cum.last().map_or(1, |c| c.0);
+        let r = ((u128::from(mix(i)) * u128::from(total)) >> 64) as u64;
+        let k = self.cum.partition_point(|&(c, _)| c <= r);
+        self.cum.get(k).map_or(0, |c| c.1)
+    }
+
+    /// Files are numbered leaf by leaf.
+    pub fn leaf_of(&self, i: u64) -> u64 {
+        i / u64::from(self.spec.files_per_leaf.max(1))
+    }
+
+    /// anchor/d00/d07/f000042: one dNN level per depth, the file's index within its leaf.
+    pub fn file_path(&self, i: u64) -> PathBuf {
+        let per_leaf = u64::from(self.spec.files_per_leaf.max(1));
+        self.leaf_path(i / per_leaf).join(format!("f{:0w$}", i % per_leaf, w = self.file_digits))
+    }
+
+    pub fn leaf_path(&self, leaf: u64) -> PathBuf {
+        self.dir_path(self.spec.depth, leaf)
+    }
+
+    /// Directory `index` of `level` (0 = the anchor): its index written in base width.
+    fn dir_path(&self, level: u32, mut index: u64) -> PathBuf {
+        let width = u64::from(self.spec.width.max(1));
+        let mut parts = vec![0; level as usize];
+        for p in parts.iter_mut().rev() {
+            (*p, index) = (index % width, index / width);
+        }
+        let mut path = self.spec.anchor.clone();
+        path.extend(parts.iter().map(|p| format!("d{p:0w$}", w = self.dir_digits)));
+        path
+    }
+
+    pub fn files_in_leaf(&self, leaf: u64) -> std::ops::Range<u64> {
+        let per_leaf = u64::from(self.spec.files_per_leaf);
+        let start = leaf.saturating_mul(per_leaf).min(self.files);
+        start..start.saturating_add(per_leaf).min(self.files)
+    }
+
+    /// Whether a name in one of our directories is ours: `dNN` (or `fNNNNNN` in a leaf).
+    /// Files a workload created (copy, move, create) follow the same naming.
+    fn our_name(&self, name: &str, leaf: bool) -> bool {
+        let (prefix, w) = if leaf { ('f', self.file_digits) } else { ('d', self.dir_digits) };
+        name.len() == w + 1 && name.starts_with(prefix) && name[1..].bytes().all(|b| b.is_ascii_digit())
+    }
+
+    /// A quick look that the tree is there: every leaf, and the first, last and ~100
+    /// files spread over the tree exist with their size.
+    fn looks_complete(&self) -> bool {
+        let file_ok = |i| fs::metadata(self.file_path(i)).is_ok_and(|m| m.is_file() && m.len() == self.file_size(i));
+        (0..self.leaf_dirs).all(|l| self.leaf_path(l).is_dir())
+            && (self.files == 0 || (0..=100).all(|k| file_ok(k * (self.files - 1) / 100)))
+    }
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+struct Marker {
+    created_by: String,
+    /// The anchor did not exist before ioscope made it (cleanup may remove it).
+    created_dir: bool,
+    /// All files written; an interrupted format stays ours (to clean or recreate) but is
+    /// never reused.
+    complete: bool,
+    files: u64,
+    total_bytes: u64,
+    spec: DatasetSpec,
+}
+
+/// Ok(None) if there is no marker; an unreadable one is an error, since we cannot tell
+/// what it claims.
+fn read_marker(anchor: &Path) -> Result<Option<Marker>, DatasetError> {
+    let path = anchor.join(MARKER);
+    match fs::read_to_string(&path) {
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io_err(&path)(e)),
+        Ok(text) => serde_json::from_str(&text)
+            .map(Some)
+            .map_err(|e| DatasetError::NotOurs { path, reason: format!("unreadable marker ({e})") }),
+    }
+}
+
+fn write_marker(anchor: &Path, marker: &Marker) -> Result<(), DatasetError> {
+    let tmp = anchor.join(format!("{MARKER}.tmp"));
+    fs::write(&tmp, serde_json::to_string_pretty(marker).expect("marker serializes")).map_err(io_err(&tmp))?;
+    fs::rename(&tmp, anchor.join(MARKER)).map_err(io_err(anchor))
+}
+
+/// What check found: reuse the tree, or create it (removing our old tree first).
+struct State {
+    reuse: bool,
+    anchor_exists: bool,
+    old: Option<Marker>,
+}
+
+fn inspect(layout: &Layout, format: Format, force: bool) -> Result<State, DatasetError> {
+    let anchor = layout.anchor();
+    let anchor_exists = anchor.exists();
+    if anchor_exists && !anchor.is_dir() {
+        return Err(io_err(anchor)(std::io::Error::other("not a directory")));
+    }
+    let old = match read_marker(anchor) {
+        Err(DatasetError::NotOurs { .. }) if force => None,
+        m => m?,
+    };
+    let reuse = format != Format::Always
+        && old.as_ref().is_some_and(|m| m.complete && m.spec.same_tree(layout.spec()))
+        && layout.looks_complete();
+    if format == Format::Never && !reuse {
+        let reason = match &old {
+            None => "no dataset here".to_string(),
+            Some(m) if !m.spec.same_tree(layout.spec()) => "the dataset here has another definition".to_string(),
+            Some(_) => "the dataset here is incomplete".to_string(),
+        };
+        return Err(DatasetError::Missing { path: anchor.to_path_buf(), reason });
+    }
+    if old.is_none() && anchor_exists && !force {
+        // lost+found is what a fresh file system's root holds; it does not make a mount
+        // point someone's data.
+        let rd = fs::read_dir(anchor).map_err(io_err(anchor))?;
+        if let Some(e) = rd.flatten().find(|e| e.file_name() != "lost+found") {
+            let reason = format!("the directory is not empty (it holds {:?})", e.file_name());
+            return Err(DatasetError::NotOurs { path: anchor.to_path_buf(), reason });
+        }
+    }
+    Ok(State { reuse, anchor_exists, old })
+}
+
+/// Checks the anchor, writing nothing: whether the existing tree can be reused. Errors if
+/// the anchor holds data that is not ours (unless force), or format = Never and no
+/// matching tree.
+pub fn check(spec: &DatasetSpec, format: Format, force: bool) -> Result<bool, DatasetError> {
+    Ok(inspect(&Layout::new(spec), format, force)?.reuse)
+}
+
+/// Runs `f(state, i)` for i in 0..n on `threads` threads, taking indexes from a shared
+/// counter (so slow files do not hold up a whole stripe); stops at the first error.
+fn par_for<S>(
+    n: u64,
+    threads: usize,
+    init: impl Fn() -> S + Sync,
+    f: impl Fn(&mut S, u64) -> Result<(), DatasetError> + Sync,
+) -> Result<(), DatasetError> {
+    let (next, failed, first_error) = (AtomicU64::new(0), AtomicBool::new(false), Mutex::new(None));
+    std::thread::scope(|s| {
+        for _ in 0..threads.clamp(1, n.max(1) as usize) {
+            s.spawn(|| {
+                let mut state = init();
+                while !failed.load(Relaxed) {
+                    let i = next.fetch_add(1, Relaxed);
+                    if i >= n {
+                        break;
+                    }
+                    if let Err(e) = f(&mut state, i) {
+                        failed.store(true, Relaxed);
+                        first_error.lock().unwrap().get_or_insert(e);
+                    }
+                }
+            });
+        }
+    });
+    first_error.into_inner().unwrap().map_or(Ok(()), Err)
+}
+
+/// What prepare did.
+#[derive(Debug)]
+pub struct Prepared {
+    pub reused: bool,
+    pub layout: Layout,
+}
+
+/// Creates, re-creates or reuses the tree: directories, then the files, filled with
+/// random data on `threads` threads. `progress(files_done, files_total, bytes_done)` is
+/// called at the start, about every 100 ms, and at the end.
+pub fn prepare(
+    spec: &DatasetSpec,
+    format: Format,
+    force: bool,
+    threads: usize,
+    progress: &(dyn Fn(u64, u64, u64) + Sync),
+) -> Result<Prepared, DatasetError> {
+    let layout = Layout::new(spec);
+    let state = inspect(&layout, format, force)?;
+    if state.reuse {
+        return Ok(Prepared { reused: true, layout });
+    }
+    let anchor = layout.anchor();
+    let created_dir = match &state.old {
+        Some(old) => {
+            // The old tree at this anchor, wherever it was when it was made.
+            remove_tree(&Layout::new(&DatasetSpec { anchor: anchor.to_path_buf(), ..old.spec.clone() }), threads)?;
+            old.created_dir
+        }
+        None => !state.anchor_exists,
+    };
+    fs::create_dir_all(anchor).map_err(io_err(anchor))?;
+    // Marked ours (incomplete) before the first file, so an interrupted format can be
+    // cleaned up or recreated, but is not reused.
+    let mut marker = Marker {
+        created_by: format!("ioscope {}", env!("CARGO_PKG_VERSION")),
+        created_dir,
+        complete: false,
+        files: layout.files(),
+        total_bytes: layout.total_bytes(),
+        spec: spec.clone(),
+    };
+    write_marker(anchor, &marker)?;
+    for leaf in 0..layout.leaf_dirs() {
+        let dir = layout.leaf_path(leaf);
+        fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+    }
+
+    const CHUNK: u64 = 1 << 20;
+    let total = layout.files();
+    let (done, bytes, start, next_report) = (AtomicU64::new(0), AtomicU64::new(0), Instant::now(), AtomicU64::new(100));
+    // Called after every chunk and file; one thread reports when 100 ms have passed.
+    let tick = || {
+        let (ms, due) = (start.elapsed().as_millis() as u64, next_report.load(Relaxed));
+        if ms >= due && next_report.compare_exchange(due, ms + 100, Relaxed, Relaxed).is_ok() {
+            progress(done.load(Relaxed), total, bytes.load(Relaxed));
+        }
+    };
+    progress(0, total, 0);
+    let buf_len = spec.sizes.iter().map(|s| s.0).max().unwrap_or(0).min(CHUNK) as usize;
+    par_for(
+        total,
+        threads,
+        || vec![0u8; buf_len],
+        |buf, i| {
+            let path = layout.file_path(i);
+            let size = layout.file_size(i);
+            let mut file =
+                OpenOptions::new().create(true).write(true).truncate(true).open(&path).map_err(io_err(&path))?;
+            for off in (0..size).step_by(CHUNK as usize) {
+                let chunk = &mut buf[..(size - off).min(CHUNK) as usize];
+                // Seeded per file and offset: no two chunks are alike, so nothing dedupes.
+                fill_random(chunk, mix(mix(i) ^ off));
+                file.write_all(chunk).map_err(io_err(&path))?;
+                bytes.fetch_add(chunk.len() as u64, Relaxed);
+                tick();
+            }
+            // Durable before the marker says complete, and so the run does not measure the
+            // write-back of the format.
+            file.sync_data().map_err(io_err(&path))?;
+            done.fetch_add(1, Relaxed);
+            tick();
+            Ok(())
+        },
+    )?;
+    progress(total, total, layout.total_bytes());
+    marker.complete = true;
+    write_marker(anchor, &marker)?;
+    Ok(Prepared { reused: false, layout })
+}
+
+/// What cleanup removed, and what it left.
+#[derive(Debug, Default, PartialEq)]
+pub struct Cleaned {
+    pub files: u64,
+    pub bytes: u64,
+    /// Entries in our directories that ioscope did not name; left in place.
+    pub kept: Vec<PathBuf>,
+    pub removed_anchor: bool,
+}
+
+/// Removes our files and directories per the layout (not the marker). Walks the directories
+/// rather than the file list: a workload may have deleted files, or made new ones with our
+/// names. Anything else is left and listed in `kept`.
+fn remove_tree(layout: &Layout, threads: usize) -> Result<Cleaned, DatasetError> {
+    let (files, bytes, kept) = (AtomicU64::new(0), AtomicU64::new(0), Mutex::new(Vec::new()));
+    let depth = layout.spec().depth;
+    par_for(
+        layout.leaf_dirs(),
+        threads,
+        || (),
+        |_, leaf| {
+            let dir = layout.leaf_path(leaf);
+            let entries = match fs::read_dir(&dir) {
+                Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
+                r => r.map_err(io_err(&dir))?,
+            };
+            for e in entries {
+                let e = e.map_err(io_err(&dir))?;
+                let name = e.file_name();
+                let path = e.path();
+                if name.to_str().is_some_and(|n| n.starts_with(MARKER)) {
+                    continue; // depth 0: the leaf is the anchor
+                }
+                match e.metadata() {
+                    Ok(m) if m.is_file() && name.to_str().is_some_and(|n| layout.our_name(n, true)) => {
+                        match fs::remove_file(&path) {
+                            Err(e) if e.kind() == ErrorKind::NotFound => {} // a workload deleted it
+                            r => r.map_err(io_err(&path))?,
+                        }
+                        files.fetch_add(1, Relaxed);
+                        bytes.fetch_add(m.len(), Relaxed);
+                    }
+                    Err(e) if e.kind() == ErrorKind::NotFound => {}
+                    _ => kept.lock().unwrap().push(path),
+                }
+            }
+            if depth > 0 {
+                let _ = fs::remove_dir(&dir); // fails only if something was kept
+            }
+            Ok(())
+        },
+    )?;
+    // The directories above the leaves, deepest first; names that are not ours are kept.
+    let mut kept = kept.into_inner().unwrap();
+    for level in (1..depth).rev() {
+        for d in 0..u64::from(layout.spec().width).saturating_pow(level) {
+            remove_dir_or_list(layout, &layout.dir_path(level, d), &mut kept)?;
+        }
+    }
+    Ok(Cleaned { files: files.into_inner(), bytes: bytes.into_inner(), kept, removed_anchor: false })
+}
+
+/// Removes a directory above the leaves; if something is left in it, lists what is not one
+/// of our directories (those hold what was already listed).
+fn remove_dir_or_list(layout: &Layout, dir: &Path, kept: &mut Vec<PathBuf>) -> Result<bool, DatasetError> {
+    match fs::remove_dir(dir) {
+        Err(e) if e.kind() != ErrorKind::NotFound => {
+            let entries = fs::read_dir(dir).map_err(io_err(dir))?.flatten();
+            let ours = |e: &fs::DirEntry| e.file_name().to_str().is_some_and(|n| layout.our_name(n, false));
+            kept.extend(entries.filter(|e| !ours(e)).map(|e| e.path()));
+            Ok(false)
+        }
+        r => Ok(r.is_ok()),
+    }
+}
+
+/// Removes the tree under `anchor`: our files and directories, the marker, and the anchor
+/// if ioscope created it and nothing else is left in it. Does nothing without our marker.
+pub fn cleanup(anchor: &Path) -> Result<Cleaned, DatasetError> {
+    let Some(marker) = read_marker(anchor)? else { return Ok(Cleaned::default()) };
+    let layout = Layout::new(&DatasetSpec { anchor: anchor.to_path_buf(), ..marker.spec });
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(16);
+    let mut c = remove_tree(&layout, threads)?;
+    let marker_path = anchor.join(MARKER);
+    fs::remove_file(&marker_path).map_err(io_err(&marker_path))?;
+    if marker.created_dir {
+        // At depth 0 the anchor is the leaf, whose leftovers are already listed.
+        let mut kept = Vec::new();
+        c.removed_anchor = remove_dir_or_list(&layout, anchor, &mut kept)?;
+        c.kept.extend(kept.into_iter().filter(|_| layout.spec().depth > 0));
+    }
+    c.kept.sort();
+    Ok(c)
+}
+
+impl DatasetSpec {
+    /// The spec and format of a plan's `[dataset]`.
+    pub fn of(d: &ioscope_workload::Dataset) -> (DatasetSpec, Format) {
+        let spec = DatasetSpec {
+            anchor: d.dir.clone(),
+            depth: d.depth,
+            width: d.width,
+            files_per_leaf: d.files,
+            sizes: d.sizes.iter().map(|b| (b.bytes, b.weight)).collect(),
+            total_size: d.total_size_bytes,
+            working_set: d.working_set_bytes,
+        };
+        let format = match d.format {
+            ioscope_workload::DatasetFormat::Reuse => Format::Reuse,
+            ioscope_workload::DatasetFormat::Always => Format::Always,
+            ioscope_workload::DatasetFormat::Never => Format::Never,
+        };
+        (spec, format)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(anchor: &Path, depth: u32, width: u32, files_per_leaf: u32, sizes: &[(u64, u32)]) -> DatasetSpec {
+        DatasetSpec {
+            anchor: anchor.to_path_buf(),
+            depth,
+            width,
+            files_per_leaf,
+            sizes: sizes.to_vec(),
+            total_size: None,
+            working_set: None,
+        }
+    }
+
+    /// Every file below `dir` (relative paths), sorted.
+    fn walk(dir: &Path) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for e in fs::read_dir(dir).into_iter().flatten().flatten() {
+            if e.file_type().unwrap().is_dir() {
+                out.extend(walk(&e.path()).into_iter().map(|p| Path::new(&e.file_name()).join(p)));
+            } else {
+                out.push(e.file_name().into());
+            }
+        }
+        out.sort();
+        out
+    }
+
+    const NO_PROGRESS: &(dyn Fn(u64, u64, u64) + Sync) = &|_, _, _| {};
+
+    #[test]
+    fn layout_paths_and_counts() {
+        let l = Layout::new(&spec(Path::new("/a"), 2, 3, 4, &[(100, 1)]));
+        assert_eq!((l.leaf_dirs(), l.files(), l.working_files(), l.total_bytes()), (9, 36, 36, 3600));
+        assert_eq!(l.file_path(0), Path::new("/a/d00/d00/f000000"));
+        assert_eq!(l.file_path(5), Path::new("/a/d00/d01/f000001"));
+        assert_eq!(l.file_path(35), Path::new("/a/d02/d02/f000003"));
+        assert_eq!((l.leaf_of(13), l.leaf_path(3)), (3, PathBuf::from("/a/d01/d00")));
+        assert_eq!((l.files_in_leaf(8), l.files_in_leaf(9)), (32..36, 36..36));
+        let flat = Layout::new(&spec(Path::new("/a"), 0, 3, 12_345_678, &[(1, 1)]));
+        assert_eq!((flat.leaf_dirs(), flat.file_path(7)), (1, PathBuf::from("/a/f00000007")));
+        let wide = Layout::new(&spec(Path::new("/a"), 1, 150, 1, &[(1, 1)]));
+        assert_eq!(wide.file_path(149), Path::new("/a/d149/f000000"));
+    }
+
+    #[test]
+    fn sizes_follow_weights() {
+        let sizes = [(8192, 60), (32768, 25), (524288, 10), (4 << 20, 5)];
+        let l = Layout::new(&spec(Path::new("/a"), 1, 10, 1000, &sizes));
+        assert_eq!(l.files(), 10_000);
+        for (size, weight) in sizes {
+            let n = (0..l.files()).filter(|&i| l.file_size(i) == size).count() as f64;
+            assert!((n / 100.0 - f64::from(weight)).abs() < 2.0, "{size}: {n} of 10000 for weight {weight}");
+        }
+        let again = Layout::new(&spec(Path::new("/b"), 1, 10, 1000, &sizes));
+        assert!((0..l.files()).all(|i| l.file_size(i) == again.file_size(i)), "sizes depend on the index only");
+        assert_eq!(l.total_bytes(), (0..l.files()).map(|i| l.file_size(i)).sum::<u64>());
+    }
+
+    #[test]
+    fn total_size_and_working_set_cap_the_files() {
+        let mut s = spec(Path::new("/a"), 1, 2, 100, &[(1000, 1)]);
+        s.total_size = Some(25_500);
+        s.working_set = Some(10_999);
+        let l = Layout::new(&s);
+        assert_eq!((l.files(), l.total_bytes(), l.working_files()), (25, 25_000, 10));
+        assert_eq!((l.files_in_leaf(0), l.files_in_leaf(1)), (0..25, 25..25));
+        s.working_set = Some(1);
+        assert_eq!(Layout::new(&s).working_files(), 1, "at least one file");
+
+        let mut s = spec(Path::new("/a"), 2, 4, 100, &[(1000, 3), (7000, 1)]);
+        s.total_size = Some(200_000);
+        let l = Layout::new(&s);
+        assert!(l.total_bytes() <= 200_000 && l.total_bytes() + l.file_size(l.files()) > 200_000);
+    }
+
+    #[test]
+    fn prepare_creates_reuses_and_recreates() {
+        let tmp = tempfile::tempdir().unwrap();
+        let anchor = tmp.path().join("tree");
+        let s = spec(&anchor, 2, 2, 3, &[(1, 1), (4096, 2), ((1 << 20) + 100, 1)]);
+        assert!(!check(&s, Format::Reuse, false).unwrap());
+        assert!(!anchor.exists(), "check writes nothing");
+
+        let last = Mutex::new((0, 0, 0));
+        let p = prepare(&s, Format::Reuse, false, 3, &|f, t, b| *last.lock().unwrap() = (f, t, b)).unwrap();
+        let l = &p.layout;
+        assert!(!p.reused);
+        assert_eq!(*last.lock().unwrap(), (12, 12, l.total_bytes()));
+        let mut expected: Vec<PathBuf> =
+            (0..12).map(|i| l.file_path(i).strip_prefix(&anchor).unwrap().into()).collect();
+        expected.push(MARKER.into());
+        expected.sort();
+        assert_eq!(walk(&anchor), expected, "exactly the files of the layout, and the marker");
+        for i in 0..12 {
+            let data = fs::read(l.file_path(i)).unwrap();
+            assert_eq!(data.len() as u64, l.file_size(i));
+            let zeros = data.iter().filter(|b| **b == 0).count();
+            assert!(zeros <= data.len() / 64, "file {i}: {zeros} zero bytes of {}", data.len());
+        }
+        let marker = read_marker(&anchor).unwrap().unwrap();
+        assert!(marker.complete && marker.created_dir && marker.spec == s);
+        assert_eq!((marker.files, marker.total_bytes), (12, l.total_bytes()));
+
+        // The same definition is reused without rewriting: a changed file stays changed.
+        let probe = l.file_path(4);
+        let changed = vec![7u8; l.file_size(4) as usize];
+        fs::write(&probe, &changed).unwrap();
+        assert!(check(&s, Format::Reuse, false).unwrap());
+        assert!(prepare(&s, Format::Reuse, false, 2, NO_PROGRESS).unwrap().reused);
+        assert_eq!(fs::read(&probe).unwrap(), changed);
+        // Another working set is the same tree; format = always recreates it.
+        let s2 = DatasetSpec { working_set: Some(1), ..s.clone() };
+        assert!(prepare(&s2, Format::Never, false, 2, NO_PROGRESS).unwrap().reused);
+        assert!(!prepare(&s, Format::Always, false, 2, NO_PROGRESS).unwrap().reused);
+        assert_ne!(fs::read(&probe).unwrap(), changed);
+
+        // Another definition: the old tree goes, the new one comes, the anchor stays ours.
+        let narrow = DatasetSpec { width: 1, ..s.clone() };
+        assert!(matches!(check(&narrow, Format::Never, false), Err(DatasetError::Missing { .. })));
+        let p = prepare(&narrow, Format::Reuse, false, 2, NO_PROGRESS).unwrap();
+        assert!(!p.reused);
+        assert_eq!(walk(&anchor).len(), 3 + 1);
+        assert!(!anchor.join("d01").exists());
+        assert!(read_marker(&anchor).unwrap().unwrap().created_dir);
+
+        // An interrupted format is ours but not reused.
+        let mut m = read_marker(&anchor).unwrap().unwrap();
+        m.complete = false;
+        write_marker(&anchor, &m).unwrap();
+        assert!(!prepare(&narrow, Format::Reuse, false, 2, NO_PROGRESS).unwrap().reused);
+        // So is one with a missing file.
+        fs::remove_file(p.layout.file_path(2)).unwrap();
+        assert!(!check(&narrow, Format::Reuse, false).unwrap());
+    }
+
+    #[test]
+    fn refuses_foreign_directories_unless_forced() {
+        let tmp = tempfile::tempdir().unwrap();
+        let anchor = tmp.path();
+        fs::write(anchor.join("user.txt"), b"user data").unwrap();
+        let s = spec(anchor, 1, 2, 2, &[(4096, 1)]);
+        let err = check(&s, Format::Reuse, false).unwrap_err();
+        assert!(matches!(err, DatasetError::NotOurs { .. }), "{err}");
+        assert!(err.to_string().contains("--force"), "{err}");
+        assert!(prepare(&s, Format::Always, false, 2, NO_PROGRESS).is_err());
+        assert_eq!(walk(anchor), vec![PathBuf::from("user.txt")], "nothing written");
+        assert_eq!(cleanup(anchor).unwrap(), Cleaned::default(), "no marker, nothing removed");
+
+        let p = prepare(&s, Format::Reuse, true, 2, NO_PROGRESS).unwrap();
+        assert_eq!(walk(anchor).len(), 4 + 2);
+        assert!(!read_marker(anchor).unwrap().unwrap().created_dir);
+        let c = cleanup(anchor).unwrap();
+        assert_eq!((c.files, c.bytes, c.removed_anchor), (4, p.layout.total_bytes(), false));
+        assert!(c.kept.is_empty(), "the user's file is not in our tree: {:?}", c.kept);
+        assert_eq!(walk(anchor), vec![PathBuf::from("user.txt")]);
+        assert_eq!(fs::read(anchor.join("user.txt")).unwrap(), b"user data");
+
+        // An empty directory (or only lost+found) is fine; format = never still needs a tree.
+        let empty = anchor.join("empty");
+        fs::create_dir_all(empty.join("lost+found")).unwrap();
+        let s = spec(&empty, 0, 1, 2, &[(10, 1)]);
+        assert!(matches!(check(&s, Format::Never, false), Err(DatasetError::Missing { .. })));
+        assert!(!check(&s, Format::Reuse, false).unwrap());
+    }
+
+    #[test]
+    fn cleanup_removes_only_what_it_created() {
+        let tmp = tempfile::tempdir().unwrap();
+        let anchor = tmp.path().join("a/tree");
+        let s = spec(&anchor, 2, 2, 2, &[(1000, 1)]);
+        let l = prepare(&s, Format::Reuse, false, 2, NO_PROGRESS).unwrap().layout;
+        // What a workload leaves: a deleted file, a copy with our naming, foreign names.
+        fs::remove_file(l.file_path(0)).unwrap();
+        fs::write(l.leaf_path(1).join("f000009"), [1u8; 10]).unwrap();
+        let foreign = [l.leaf_path(0).join("notes.txt"), anchor.join("d00/extra"), anchor.join("keep")];
+        for f in &foreign {
+            fs::write(f, b"x").unwrap();
+        }
+        let c = cleanup(&anchor).unwrap();
+        assert_eq!((c.files, c.bytes, c.removed_anchor), (8, 7010, false));
+        assert_eq!(c.kept, {
+            let mut f = foreign.to_vec();
+            f.sort();
+            f
+        });
+        let mut left: Vec<PathBuf> = foreign.iter().map(|f| f.strip_prefix(&anchor).unwrap().into()).collect();
+        left.sort();
+        assert_eq!(walk(&anchor), left);
+        assert!(!anchor.join("d01").exists() && !anchor.join(MARKER).exists());
+
+        // A clean tree goes with the anchor ioscope made (not the parents it made on the way).
+        for depth in [0, 2] {
+            let anchor = tmp.path().join(format!("b{depth}/tree"));
+            prepare(&DatasetSpec { anchor: anchor.clone(), depth, ..s.clone() }, Format::Reuse, false, 2, NO_PROGRESS)
+                .unwrap();
+            let c = cleanup(&anchor).unwrap();
+            assert_eq!((c.files, c.removed_anchor), (2 * 2u64.pow(depth), true));
+            assert!(!anchor.exists() && anchor.parent().unwrap().exists());
+        }
+    }
+}

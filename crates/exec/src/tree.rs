@@ -1,0 +1,301 @@
+//! Dataset workloads (vdbench fwd on an fsd): each scheduled operation picks a file or
+//! directory of the tree and acts on it through the engine. Reads and writes open a file,
+//! transfer it (`fileio` sequential: start to end; random: as many random blocks as it
+//! holds) and close it; `open` and `close` are recorded as their own operations around
+//! the transfers. The core times everything, as in the flat loops.
+//!
+//! Which files exist is shared by all workers (one state byte per file and per leaf
+//! directory), and a worker claims a file before it creates, deletes, copies or moves
+//! it, so two workers never race for the same name.
+
+use crate::clock::{now_ns, wait_until};
+use crate::dataset::Layout;
+use crate::worker::{Schedule, Worker};
+use crate::Effective;
+use ioscope_engine::buffers::wyrand;
+use ioscope_engine::{Engine, FileReq, Io, Op, Submitted};
+use ioscope_workload::{FileIo, FileSelect, Operation};
+use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
+
+const ABSENT: u8 = 0;
+const PRESENT: u8 = 1;
+/// Claimed by a worker for a create, delete, copy or move in progress.
+const BUSY: u8 = 2;
+/// Picks tried before an operation gives up for want of a file in the right state.
+const PICK_TRIES: u32 = 64;
+
+/// The tree and the state of its files and leaf directories, shared by all workers.
+pub struct Tree {
+    pub layout: Layout,
+    files: Vec<AtomicU8>,
+    dirs: Vec<AtomicU8>,
+}
+
+impl Tree {
+    /// A freshly prepared tree: every file and directory exists.
+    pub fn new(layout: Layout) -> Self {
+        let files = (0..layout.files()).map(|_| AtomicU8::new(PRESENT)).collect();
+        let dirs = (0..layout.leaf_dirs()).map(|_| AtomicU8::new(PRESENT)).collect();
+        Self { layout, files, dirs }
+    }
+    /// Claims a file in state `from` (to BUSY); false if another worker got there first.
+    fn claim(&self, i: u64, from: u8) -> bool {
+        self.files[i as usize].compare_exchange(from, BUSY, Relaxed, Relaxed).is_ok()
+    }
+    fn set(&self, i: u64, state: u8) {
+        self.files[i as usize].store(state, Relaxed);
+    }
+}
+
+/// One worker's position in a dataset workload.
+pub struct TreeTask {
+    eff: Effective,
+    rng: u64,
+    /// Files the workload uses (the working set), and the sequential cursor.
+    files: u64,
+    cursor: u64,
+    /// The file being transferred: (index, size, next offset, transfers left).
+    open: Option<(u64, u64, u64, u64)>,
+    total_weight: u64,
+}
+
+impl TreeTask {
+    pub fn new(tree: &Tree, eff: Effective, local: u32, seed: u64) -> Self {
+        let files = tree.layout.working_files().max(1);
+        let cursor = files / eff.threads.max(1) as u64 * local as u64;
+        let total_weight = eff.block_sizes.iter().map(|b| b.weight as u64).sum::<u64>().max(1);
+        Self { eff, rng: seed, files, cursor, open: None, total_weight }
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        ((wyrand(&mut self.rng) as u128 * n as u128) >> 64) as u64
+    }
+
+    /// A file index by `fileselect`.
+    fn select(&mut self) -> u64 {
+        match self.eff.fileselect {
+            FileSelect::Random => self.below(self.files),
+            FileSelect::Sequential => {
+                self.cursor = (self.cursor + 1) % self.files;
+                self.cursor
+            }
+            FileSelect::Zipf(theta) => {
+                // Inverse of the continuous Zipf CDF over 1..=n: file 0 is the hottest.
+                let u = (wyrand(&mut self.rng) >> 11) as f64 / (1u64 << 53) as f64;
+                let n = self.files as f64;
+                let x = if (theta - 1.0).abs() < 1e-9 {
+                    n.powf(u)
+                } else {
+                    let a = 1.0 - theta;
+                    ((n.powf(a) - 1.0) * u + 1.0).powf(1.0 / a)
+                };
+                (x as u64).clamp(1, self.files) - 1
+            }
+        }
+    }
+
+    /// A file in state `want`; claimed (BUSY) when `claim`. None after [`PICK_TRIES`].
+    fn pick(&mut self, tree: &Tree, want: u8, claim: bool) -> Option<u64> {
+        for _ in 0..PICK_TRIES {
+            let i = self.select();
+            if claim {
+                if tree.claim(i, want) {
+                    return Some(i);
+                }
+            } else if tree.files[i as usize].load(Relaxed) == want {
+                return Some(i);
+            }
+        }
+        None
+    }
+
+    /// A leaf directory for mkdir (absent) or rmdir (present, with none of its files).
+    fn pick_dir(&mut self, tree: &Tree, want: u8) -> Option<u64> {
+        let leaves = tree.layout.leaf_dirs();
+        for _ in 0..PICK_TRIES {
+            let d = self.below(leaves);
+            let empty = || tree.layout.files_in_leaf(d).all(|i| tree.files[i as usize].load(Relaxed) == ABSENT);
+            if tree.dirs[d as usize].load(Relaxed) == want
+                && (want == ABSENT || empty())
+                && tree.dirs[d as usize].compare_exchange(want, BUSY, Relaxed, Relaxed).is_ok()
+            {
+                return Some(d);
+            }
+        }
+        None
+    }
+
+    fn transfer_len(&mut self) -> u32 {
+        if self.eff.block_sizes.len() == 1 {
+            return self.eff.block_sizes[0].bytes as u32;
+        }
+        let mut w = self.below(self.total_weight);
+        for b in &self.eff.block_sizes {
+            if w < b.weight as u64 {
+                return b.bytes as u32;
+            }
+            w -= b.weight as u64;
+        }
+        self.eff.block_sizes[0].bytes as u32
+    }
+}
+
+impl<E: Engine> Worker<'_, E> {
+    /// Runs a dataset workload until the deadline (or stop), one operation at a time.
+    pub fn run_tree(&mut self, tree: &Tree, task: &mut TreeTask, s: &Schedule) {
+        let mut next_intended = s.start_ns + s.phase_ns;
+        let mut t = if s.interval_ns.is_some() { wait_until(next_intended, self.stop) } else { now_ns() };
+        while t < s.deadline_ns && !self.stop.load(Relaxed) {
+            let intended = match s.interval_ns {
+                None => t,
+                Some(iv) => {
+                    let i = next_intended;
+                    next_intended += iv;
+                    if i > t {
+                        t = wait_until(i, self.stop);
+                        if t >= s.deadline_ns || self.stop.load(Relaxed) {
+                            break;
+                        }
+                    }
+                    i
+                }
+            };
+            t = self.tree_op(tree, task, intended);
+        }
+        if task.open.take().is_some() {
+            self.file_op(Op::Close, &FileReq { op: Op::Close, ..req(tree.layout.anchor()) }, now_ns());
+        }
+    }
+
+    /// Performs and records one path operation; returns its result and completion time.
+    fn file_op(&mut self, op: Op, r: &FileReq<'_>, intended: u64) -> (i64, u64) {
+        let issue = now_ns();
+        let result = self.engine.file_op(r, &mut self.buffers);
+        let done = now_ns();
+        let io = Io { op, file: 0, offset: 0, len: 0, slot: 0 };
+        self.record(&io, result, done - intended, done - issue);
+        (result, done)
+    }
+
+    /// Records that no file was in the state an operation needs (all picks failed).
+    fn no_target(&mut self, op: Op) -> u64 {
+        let io = Io { op, file: 0, offset: 0, len: 0, slot: 0 };
+        self.record(&io, -(libc::ENOENT as i64), 0, 0);
+        now_ns()
+    }
+
+    fn tree_op(&mut self, tree: &Tree, task: &mut TreeTask, intended: u64) -> u64 {
+        let layout = &tree.layout;
+        match task.eff.operation {
+            Operation::Read | Operation::Write => self.transfer(tree, task, intended),
+            Operation::Create => {
+                let Some(i) = task.pick(tree, ABSENT, true) else { return self.no_target(Op::Create) };
+                let path = layout.file_path(i);
+                let (r, t) = self.file_op(
+                    Op::Create,
+                    &FileReq { op: Op::Create, size: layout.file_size(i), ..req(&path) },
+                    intended,
+                );
+                tree.set(i, if r >= 0 { PRESENT } else { ABSENT });
+                t
+            }
+            Operation::Delete => {
+                let Some(i) = task.pick(tree, PRESENT, true) else { return self.no_target(Op::Delete) };
+                let path = layout.file_path(i);
+                let (r, t) = self.file_op(Op::Delete, &FileReq { op: Op::Delete, ..req(&path) }, intended);
+                tree.set(i, if r >= 0 { ABSENT } else { PRESENT });
+                t
+            }
+            Operation::Mkdir | Operation::Rmdir => {
+                let (op, want, after) = match task.eff.operation {
+                    Operation::Mkdir => (Op::Mkdir, ABSENT, PRESENT),
+                    _ => (Op::Rmdir, PRESENT, ABSENT),
+                };
+                let Some(d) = task.pick_dir(tree, want) else { return self.no_target(op) };
+                let path = layout.leaf_path(d);
+                let (r, t) = self.file_op(op, &FileReq { op, ..req(&path) }, intended);
+                tree.dirs[d as usize].store(if r >= 0 { after } else { want }, Relaxed);
+                t
+            }
+            Operation::Open | Operation::Close => {
+                let Some(i) = task.pick(tree, PRESENT, false) else { return self.no_target(Op::Open) };
+                let path = layout.file_path(i);
+                let (r, t) = self.file_op(Op::Open, &FileReq { op: Op::Open, ..req(&path) }, intended);
+                if r < 0 {
+                    return t;
+                }
+                self.file_op(Op::Close, &FileReq { op: Op::Close, ..req(&path) }, t).1
+            }
+            Operation::Getattr | Operation::Setattr => {
+                let op = if task.eff.operation == Operation::Getattr { Op::Getattr } else { Op::Setattr };
+                let Some(i) = task.pick(tree, PRESENT, false) else { return self.no_target(op) };
+                let path = layout.file_path(i);
+                self.file_op(op, &FileReq { op, ..req(&path) }, intended).1
+            }
+            Operation::Copy | Operation::Move => {
+                let op = if task.eff.operation == Operation::Copy { Op::Copy } else { Op::Move };
+                let Some(src) = task.pick(tree, PRESENT, true) else { return self.no_target(op) };
+                let Some(dst) = task.pick(tree, ABSENT, true) else {
+                    tree.set(src, PRESENT);
+                    return self.no_target(op);
+                };
+                let (from, to) = (layout.file_path(src), layout.file_path(dst));
+                let (r, t) = self.file_op(op, &FileReq { op, to: Some(&to), ..req(&from) }, intended);
+                let ok = r >= 0;
+                tree.set(src, if ok && op == Op::Move { ABSENT } else { PRESENT });
+                tree.set(dst, if ok { PRESENT } else { ABSENT });
+                t
+            }
+        }
+    }
+
+    /// One read or write of the open file, opening the next file first when needed.
+    fn transfer(&mut self, tree: &Tree, task: &mut TreeTask, intended: u64) -> u64 {
+        let write = task.eff.read_pct < 100;
+        if task.open.is_none() {
+            let Some(i) = task.pick(tree, PRESENT, false) else { return self.no_target(Op::Open) };
+            let path = tree.layout.file_path(i);
+            let (r, done) = self.file_op(Op::Open, &FileReq { op: Op::Open, write, ..req(&path) }, intended);
+            if r < 0 {
+                return done;
+            }
+            let size = tree.layout.file_size(i);
+            let block = task.eff.block_sizes.iter().map(|b| b.bytes).min().unwrap_or(1).max(1);
+            task.open = Some((i, size, 0, size.div_ceil(block).max(1)));
+        }
+        let (i, size, offset, left) = task.open.expect("a file is open");
+        let len = (task.transfer_len() as u64).min(size.max(1)) as u32;
+        let op = if task.eff.read_pct == 100 || (task.eff.read_pct > 0 && task.below(100) < task.eff.read_pct as u64) {
+            Op::Read
+        } else {
+            Op::Write
+        };
+        let at = match task.eff.fileio {
+            FileIo::Sequential => offset,
+            FileIo::Random => task.below(size.saturating_sub(len as u64) / len.max(1) as u64 + 1) * len as u64,
+        };
+        let io = Io { op, file: 0, offset: at, len, slot: 0 };
+        self.stamp(&io);
+        let issue = now_ns();
+        let result = match self.engine.submit(&io, &mut self.buffers) {
+            Submitted::Done(r) => r,
+            Submitted::Queued | Submitted::Busy => -(libc::EPROTO as i64),
+        };
+        let done = now_ns();
+        self.record(&io, result, done - intended, done - issue);
+        let next = at + len as u64;
+        let finished = left <= 1 || (task.eff.fileio == FileIo::Sequential && next >= size) || result < 0;
+        if finished {
+            task.open = None;
+            let path = tree.layout.file_path(i);
+            return self.file_op(Op::Close, &FileReq { op: Op::Close, ..req(&path) }, done).1;
+        }
+        task.open = Some((i, size, next, left - 1));
+        done
+    }
+}
+
+/// A request for `path` with every other field at its default.
+fn req(path: &std::path::Path) -> FileReq<'_> {
+    FileReq { op: Op::Getattr, path, to: None, file: 0, write: false, size: 0 }
+}
