@@ -269,3 +269,187 @@ fn uring_direct_mixed_run_counts_every_io_without_errors() {
     assert_eq!(summary["ops"]["write"]["ops"], summary["ops"]["fdatasync"]["ops"], "one fdatasync per write");
     assert_eq!(summary["workload"]["plan"]["iodepth"], 16);
 }
+
+/// Per-second CSV rows (header names to values), full seconds only.
+fn csv_seconds(results: &Path) -> Vec<std::collections::HashMap<String, String>> {
+    let out = run_ok(&["export", s(results), "--format", "csv"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<String> = lines.next().unwrap().split(',').map(String::from).collect();
+    lines
+        .map(|l| header.iter().cloned().zip(l.split(',').map(String::from)).collect())
+        .filter(|row: &std::collections::HashMap<String, String>| row["interval_s"].parse::<f64>().unwrap() > 0.99)
+        .collect()
+}
+
+#[test]
+fn a_fixed_rate_of_2000_iops_holds_within_2_percent_every_second_on_null_and_posix() {
+    let tmp = tempfile::tempdir().unwrap();
+    for engine in ["null", "posix"] {
+        let results = tmp.path().join(format!("{engine}.db"));
+        let dir = tmp.path().join("data");
+        run_ok(&[
+            "run",
+            "--engine",
+            engine,
+            "--size",
+            "16m",
+            "--dir",
+            s(&dir),
+            "--rate-iops",
+            "2000",
+            "--duration",
+            "4s",
+            "--out",
+            s(&results),
+            "--quiet",
+        ]);
+        let rows = csv_seconds(&results);
+        assert!(rows.len() >= 3, "{engine}: {} full seconds", rows.len());
+        for row in rows {
+            let iops: f64 = row["iops"].parse().unwrap();
+            assert!((iops - 2000.0).abs() <= 40.0, "{engine}: second {} ran at {iops} IOPS", row["second"]);
+        }
+    }
+}
+
+#[test]
+fn seed_vdbench_file_imports_and_both_workloads_run_at_their_share() {
+    let tmp = tempfile::tempdir().unwrap();
+    let toml = tmp.path().join("seed.toml");
+    run_ok(&["import", "vdbench", "examples/vdbench-seed.parm", "-o", s(&toml)]);
+    let text = std::fs::read_to_string(&toml).unwrap();
+    assert!(text.contains("name = \"fwd1\"") && text.contains("name = \"fwd2\""), "{text}");
+    assert!(text.contains("rate_iops = 10000") && text.contains("sizes = \"8k:60,32k:25,512k:10,4m:5\""), "{text}");
+    // Scaled down from the command line: a small tree, 4 threads each, 2,000 IOPS, 4 s.
+    let results = tmp.path().join("r.db");
+    let tree = tmp.path().join("tree");
+    let out = run_ok(&[
+        "run",
+        s(&toml),
+        "--set",
+        &format!("dataset.dir={}", s(&tree)),
+        "--set",
+        "dataset.files=4",
+        "--set",
+        "dataset.sizes=8k:60,32k:25,512k:10,1m:5",
+        "--set",
+        "dataset.format=reuse",
+        "--set",
+        "workload.threads=2",
+        "--rate-iops",
+        "2000",
+        "--duration",
+        "4s",
+        "--out",
+        s(&results),
+        "--json",
+        "--quiet",
+    ]);
+    let summary = json_of(&out);
+    schema_check(&summary);
+    for w in ["fwd1", "fwd2"] {
+        let iops = summary["workloads"][w]["iops"].as_f64().unwrap();
+        assert!((iops - 1000.0).abs() < 50.0, "{w}: {iops} IOPS, skew 50% of 2,000");
+    }
+    assert_eq!(summary["total"]["errors"], 0);
+    // Per-second results for both workloads.
+    for row in csv_seconds(&results) {
+        for w in ["fwd1", "fwd2"] {
+            let iops: f64 = row[&format!("{w}.read_iops")].parse().unwrap();
+            assert!(iops > 900.0, "second {}: {w} {iops} IOPS", row["second"]);
+        }
+    }
+    // Unsupported vdbench parameters are named with their line, and nothing is written.
+    let bad = tmp.path().join("bad.parm");
+    std::fs::write(
+        &bad,
+        "fsd=fsd1,anchor=/x,depth=1,width=1,files=1,sizes=8k\nfwd=fwd1,fsd=fsd1,hotband=5\nrd=rd1,fwd=fwd1\n",
+    )
+    .unwrap();
+    let out = ioscope().args(["import", "vdbench", s(&bad)]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bad.parm:2:"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn staircase_prints_a_step_per_thread_count_and_a_knee_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().join("r.db");
+    let out = run_ok(&["run", "--engine", "null", "--staircase", "1-3/1s", "--out", s(&results)]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    for t in 1..=3 {
+        assert!(text.contains(&format!("{} threads={t}", t - 1)), "{text}");
+    }
+    assert!(text.contains("\nknee: "), "{text}");
+    let json = json_of(&run_ok(&["show", s(&results), "--json"]));
+    schema_check(&json);
+    let steps = json["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 3);
+    assert!(steps.iter().all(|st| st["seconds"].as_u64().unwrap() >= 1 && st["iops"].as_f64().unwrap() > 0.0));
+}
+
+#[test]
+fn probe_durations_and_exit_codes_are_in_the_results_and_the_summary() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("probe.toml");
+    std::fs::write(
+        &file,
+        "engine = \"null\"\nduration = \"3s\"\nrate_iops = 1000\n\n[[probe]]\nname = \"nap\"\ncommand = \"sleep 0.3\"\nat = [\"1s\"]\n\n[[probe]]\ncommand = \"exit 3\"\nat = [\"1s\", \"2s\"]\n",
+    )
+    .unwrap();
+    let results = tmp.path().join("r.db");
+    let summary = json_of(&run_ok(&["run", s(&file), "--out", s(&results), "--json", "--quiet"]));
+    schema_check(&summary);
+    let probes = summary["probes"].as_array().unwrap();
+    assert_eq!(probes.len(), 3, "{probes:#?}");
+    let nap = probes.iter().find(|p| p["name"] == "nap").unwrap();
+    let d = nap["duration_s"].as_f64().unwrap();
+    assert!((0.3..2.0).contains(&d), "sleep 0.3 took {d} s");
+    assert_eq!(nap["exit_code"], 0);
+    let exits: Vec<&Value> = probes.iter().filter(|p| p["name"] == "exit").map(|p| &p["exit_code"]).collect();
+    assert_eq!(exits, [&Value::from(3), &Value::from(3)]);
+    assert!((1.0..1.5).contains(&nap["at_s"].as_f64().unwrap()));
+    let text = String::from_utf8(run_ok(&["show", s(&results)]).stdout).unwrap();
+    assert!(text.contains("nap") && text.contains("probe"), "{text}");
+}
+
+#[test]
+fn pattern_workload_spells_its_text_in_the_per_second_offset_distribution() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("art.toml");
+    std::fs::write(
+        &file,
+        "engine = \"null\"\nsize = \"7m\"\nduration = \"12s\"\nrate_iops = 3000\n\n[[workload]]\nbs = \"4k\"\npattern = { text = \"HI\", map = \"offset\" }\n",
+    )
+    .unwrap();
+    let results = tmp.path().join("r.db");
+    run_ok(&["run", s(&file), "--out", s(&results), "--quiet"]);
+    let r = ioscope_store::open(&results).unwrap();
+    let band = (7u64 << 20) / 7;
+    let want = ioscope_workload::font::render("HI").unwrap();
+    let mut drawn = Vec::new();
+    for snap in r.seconds.iter().take(want.len()) {
+        let h = &snap.ops.iter().find(|o| o.op == "read").unwrap().data.offset_bytes;
+        let mut rows = [0u64; 7];
+        for (i, c) in h.buckets().iter().enumerate().filter(|(_, c)| **c > 0) {
+            let (lo, _) = ioscope_metrics::histogram::bucket_range(i);
+            // Band 0 is the lowest offsets: the glyph's bottom row (row 6).
+            rows[6 - (lo / band).min(6) as usize] += c;
+        }
+        // A lit band gets a few hundred I/Os a second (3,000 IOPS over at most 7 bands);
+        // a blank second may catch the first I/Os of the next column as it ends.
+        let column = (0..7).filter(|r| rows[*r] >= 100).fold(0u8, |acc, r| acc | 1 << r);
+        drawn.push(column);
+    }
+    // The text ends with a blank column: a last second without I/O is not stored.
+    assert!(drawn.len() >= want.len() - 1, "{} seconds stored", drawn.len());
+    drawn.resize(want.len(), 0);
+    let art = |cols: &[u8]| {
+        (0..7)
+            .map(|r| cols.iter().map(|c| if c & (1 << r) != 0 { '#' } else { '.' }).collect::<String>() + "\n")
+            .collect::<String>()
+    };
+    assert_eq!(art(&drawn), art(&want), "drawn:\n{}\nwant:\n{}", art(&drawn), art(&want));
+}

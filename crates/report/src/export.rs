@@ -1,7 +1,8 @@
 //! Per-second exports: one row per second (all hosts merged), totals first, then each
-//! operation present in the run. CSV for spreadsheets, JSON for programs.
+//! operation present in the run (`workload.op` when the run had several workloads). CSV
+//! for spreadsheets, JSON for programs.
 
-use crate::{active_ops, per_second, SecondRow};
+use crate::{active_ops, active_workload_ops, per_second_by, several_workloads, SecondRow};
 use ioscope_metrics::OpInterval;
 use ioscope_store::Results;
 use serde::Serialize;
@@ -10,6 +11,8 @@ use std::collections::BTreeMap;
 #[derive(Serialize)]
 struct Row {
     second: u32,
+    step: u32,
+    warmup: bool,
     interval_s: f64,
     ops_total: u64,
     iops: f64,
@@ -55,8 +58,9 @@ fn op_row(d: Option<&OpInterval>, interval_s: f64) -> OpRow {
 }
 
 fn rows(r: &Results) -> (Vec<String>, Vec<(Row, Vec<OpRow>)>) {
-    let names = active_ops(r);
-    let rows = per_second(r)
+    let split = several_workloads(r);
+    let names = if split { active_workload_ops(r) } else { active_ops(r) };
+    let rows = per_second_by(r, split)
         .iter()
         .map(|sr: &SecondRow| {
             let (o, b, e) = sr.total();
@@ -64,6 +68,8 @@ fn rows(r: &Results) -> (Vec<String>, Vec<(Row, Vec<OpRow>)>) {
             let per_op: Vec<OpRow> = names.iter().map(|n| op_row(sr.op(n), interval_s)).collect();
             let row = Row {
                 second: sr.second,
+                step: sr.step,
+                warmup: sr.warmup,
                 interval_s,
                 ops_total: o,
                 iops: rate(o, interval_s),
@@ -99,13 +105,15 @@ fn csv_field(s: &str) -> String {
     }
 }
 
-/// One CSV row per second: `second,interval_s,ops_total,iops,bytes_per_sec,errors`, then
+/// One CSV row per second: `second,step,warmup,interval_s,ops_total,iops,bytes_per_sec,errors`, then
 /// per operation `<op>_iops,<op>_bytes_per_sec,<op>_errors,<op>_lat_mean_ns,<op>_lat_p50_ns,
 /// <op>_lat_p99_ns,<op>_lat_max_ns` (latency cells empty when nothing completed).
 pub fn export_csv(r: &Results) -> String {
     let (names, rows) = rows(r);
     let mut header: Vec<String> =
-        ["second", "interval_s", "ops_total", "iops", "bytes_per_sec", "errors"].map(String::from).to_vec();
+        ["second", "step", "warmup", "interval_s", "ops_total", "iops", "bytes_per_sec", "errors"]
+            .map(String::from)
+            .to_vec();
     for n in &names {
         for col in ["iops", "bytes_per_sec", "errors", "lat_mean_ns", "lat_p50_ns", "lat_p99_ns", "lat_max_ns"] {
             header.push(csv_field(&format!("{n}_{col}")));
@@ -116,6 +124,8 @@ pub fn export_csv(r: &Results) -> String {
     for (row, ops) in rows {
         let mut cells = vec![
             row.second.to_string(),
+            row.step.to_string(),
+            u8::from(row.warmup).to_string(),
             num(row.interval_s, 9),
             row.ops_total.to_string(),
             num(row.iops, 3),

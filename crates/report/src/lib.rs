@@ -247,8 +247,9 @@ pub(crate) struct SecondRow {
 impl SecondRow {
     pub fn total(&self) -> (u64, u64, u64) {
         let mut t = Counts::default();
-        for (op, d) in &self.ops {
-            t.add_to_total(op, &d.counts);
+        for (key, d) in &self.ops {
+            // Keys are "op", or "workload.op" when split by workload.
+            t.add_to_total(key.rsplit('.').next().unwrap_or(key), &d.counts);
         }
         (t.ops, t.bytes, t.errors)
     }
@@ -263,6 +264,44 @@ pub(crate) fn active_ops(r: &Results) -> Vec<String> {
         .into_iter()
         .filter(|name| r.seconds.iter().flat_map(|s| &s.ops).any(|o| &o.op == name && !o.data.is_empty()))
         .collect()
+}
+
+/// Whether the run had several workloads (its series are then split by workload).
+pub(crate) fn several_workloads(r: &Results) -> bool {
+    let first = r.seconds.iter().flat_map(|s| &s.ops).next().map(|o| &o.workload);
+    r.seconds.iter().flat_map(|s| &s.ops).any(|o| Some(&o.workload) != first)
+}
+
+/// Keys "workload.op" of the operations that completed or failed at least once.
+pub(crate) fn active_workload_ops(r: &Results) -> Vec<String> {
+    let mut keys: Vec<String> = Vec::new();
+    for o in r.seconds.iter().flat_map(|s| &s.ops).filter(|o| !o.data.is_empty()) {
+        let key = format!("{}.{}", o.workload, o.op);
+        if !keys.contains(&key) {
+            keys.push(key);
+        }
+    }
+    keys
+}
+
+/// Seconds merged over hosts, in order; per op, or per "workload.op" when `by_workload`.
+pub(crate) fn per_second_by(r: &Results, by_workload: bool) -> Vec<SecondRow> {
+    let mut rows: Vec<SecondRow> = Vec::new();
+    for s in &r.seconds {
+        if rows.last().map(|l| l.second) != Some(s.second) {
+            rows.push(SecondRow { second: s.second, step: s.step, warmup: s.warmup, interval_ns: 0, ops: Vec::new() });
+        }
+        let row = rows.last_mut().expect("pushed above");
+        row.interval_ns = row.interval_ns.max(s.interval_ns);
+        for o in &s.ops {
+            let key = if by_workload { format!("{}.{}", o.workload, o.op) } else { o.op.clone() };
+            match row.ops.iter_mut().find(|(n, _)| *n == key) {
+                Some((_, d)) => d.merge(&o.data),
+                None => row.ops.push((key, o.data.clone())),
+            }
+        }
+    }
+    rows
 }
 
 /// Seconds merged over hosts, in order.

@@ -379,7 +379,7 @@ pub struct Plan {
 impl Plan {
     /// Size of each flat working-set file in bytes.
     pub fn file_size_bytes(&self) -> u64 {
-        self.size_bytes / self.files as u64
+        self.size_bytes / self.files.max(1) as u64
     }
     pub fn writes(&self) -> bool {
         self.workloads.iter().any(Workload::writes)
