@@ -292,16 +292,16 @@ fn csv_has_one_row_per_second() {
     assert_eq!(lines.len(), 1 + 3);
     assert_eq!(
         lines[0],
-        "second,interval_s,ops_total,iops,bytes_per_sec,errors,\
+        "second,step,warmup,interval_s,ops_total,iops,bytes_per_sec,errors,\
          read_iops,read_bytes_per_sec,read_errors,read_lat_mean_ns,read_lat_p50_ns,read_lat_p99_ns,read_lat_max_ns,\
          write_iops,write_bytes_per_sec,write_errors,write_lat_mean_ns,write_lat_p50_ns,write_lat_p99_ns,write_lat_max_ns"
     );
     assert_eq!(
         lines[1],
-        "0,1,1100,1100,4505600,0,1000,4096000,0,4600,2003,10015,1000000,100,409600,0,50000,50000,50000,50000"
+        "0,0,0,1,1100,1100,4505600,0,1000,4096000,0,4600,2003,10015,1000000,100,409600,0,50000,50000,50000,50000"
     );
-    assert_eq!(lines[2], "1,1,1000,1000,4096000,2,1000,4096000,0,4600,2003,10015,1000000,0,0,2,,,,");
-    assert_eq!(lines[3], "2,0.5,0,0,0,0,0,0,0,,,,,0,0,0,,,,");
+    assert_eq!(lines[2], "1,0,0,1,1000,1000,4096000,2,1000,4096000,0,4600,2003,10015,1000000,0,0,2,,,,");
+    assert_eq!(lines[3], "2,0,0,0.5,0,0,0,0,0,0,0,,,,,0,0,0,,,,");
     for l in &lines {
         assert_eq!(l.split(',').count(), 20);
     }
