@@ -303,7 +303,7 @@ fn csv_has_one_row_per_second() {
     assert_eq!(lines[2], "1,0,0,1,1000,1000,4096000,2,1000,4096000,0,4600,2003,10015,1000000,0,0,2,,,,");
     assert_eq!(lines[3], "2,0,0,0.5,0,0,0,0,0,0,0,,,,,0,0,0,,,,");
     for l in &lines {
-        assert_eq!(l.split(',').count(), 20);
+        assert_eq!(l.split(',').count(), 22);
     }
 }
 
