@@ -1305,6 +1305,19 @@ impl<'a> Ctx<'a> {
                 );
             }
         }
+        if let (true, Got::Ok(sync, loc)) = (has_dataset, &sync_g) {
+            if *sync != SyncMode::None {
+                let note = "dataset workloads write whole files through open/write/close; per-write sync applies to the flat working set";
+                self.err(loc, "sync", "none with a [dataset]", note);
+            }
+        }
+        let patterned = workloads.iter().flatten().any(|w| w.workload.pattern.is_some());
+        if let (true, Some(e)) = (patterned, engine) {
+            if e == EngineKind::Uring || iodepth_g.or(1).unwrap_or(1) > 1 {
+                let note = "a pattern draws column by column, one I/O at a time per thread: use engine posix or null with iodepth 1";
+                self.err(&engine_g.loc(), "engine", "posix or null, iodepth 1, for a pattern workload", note);
+            }
+        }
         if let (true, Got::Ok(EngineKind::Uring, loc)) = (has_dataset, &engine_g) {
             let note = "dataset workloads (open, create, delete ...) run on engine posix or null";
             self.err(loc, "engine", "posix or null with a [dataset]", note);
