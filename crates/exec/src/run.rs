@@ -312,7 +312,9 @@ pub fn run(plan: &Plan, files: &[PathBuf], cfg: RunConfig<'_>) -> Result<Outcome
                 for later in steps.iter().skip(k + 1) {
                     if let Rate::Curve { pct, of_step } = later.rate {
                         if of_step == st.index {
-                            let _ = writer.set_step_rate(later.index, (base * pct as u64 / 100).max(1));
+                            if let Err(e) = writer.set_step_rate(later.index, (base * pct as u64 / 100).max(1)) {
+                                store_failure = Some(e);
+                            }
                         }
                     }
                 }

@@ -13,7 +13,7 @@ use crate::dataset::Layout;
 use crate::worker::{Schedule, Worker};
 use crate::Effective;
 use ioscope_engine::buffers::wyrand;
-use ioscope_engine::{Engine, FileReq, Io, Op, Submitted};
+use ioscope_engine::{Engine, FileReq, Io, Op};
 use ioscope_workload::{FileIo, FileSelect, Operation};
 use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
 
@@ -146,20 +146,7 @@ impl<E: Engine> Worker<'_, E> {
         let mut next_intended = s.start_ns + s.phase_ns;
         let mut t = if s.interval_ns.is_some() { wait_until(next_intended, self.stop) } else { now_ns() };
         while t < s.deadline_ns && !self.stop.load(Relaxed) {
-            let intended = match s.interval_ns {
-                None => t,
-                Some(iv) => {
-                    let i = next_intended;
-                    next_intended += iv;
-                    if i > t {
-                        t = wait_until(i, self.stop);
-                        if t >= s.deadline_ns || self.stop.load(Relaxed) {
-                            break;
-                        }
-                    }
-                    i
-                }
-            };
+            let Some(intended) = self.pace(s, &mut next_intended, &mut t) else { break };
             t = self.tree_op(tree, task, intended);
         }
         if task.open.take().is_some() {
@@ -274,15 +261,7 @@ impl<E: Engine> Worker<'_, E> {
             FileIo::Sequential => offset,
             FileIo::Random => task.below(size.saturating_sub(len as u64) / len.max(1) as u64 + 1) * len as u64,
         };
-        let io = Io { op, file: 0, offset: at, len, slot: 0 };
-        self.stamp(&io);
-        let issue = now_ns();
-        let result = match self.engine.submit(&io, &mut self.buffers) {
-            Submitted::Done(r) => r,
-            Submitted::Queued | Submitted::Busy => -(libc::EPROTO as i64),
-        };
-        let done = now_ns();
-        self.record(&io, result, done - intended, done - issue);
+        let (result, done) = self.submit_sync(&Io { op, file: 0, offset: at, len, slot: 0 }, intended);
         let next = at + len as u64;
         let finished = left <= 1 || (task.eff.fileio == FileIo::Sequential && next >= size) || result < 0;
         if finished {

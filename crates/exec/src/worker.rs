@@ -87,7 +87,7 @@ impl<'a, E: Engine> Worker<'a, E> {
 
     /// Makes each written block unique (no dedup) by stamping a sequence number.
     #[inline(always)]
-    pub(crate) fn stamp(&mut self, io: &Io) {
+    fn stamp(&mut self, io: &Io) {
         if io.op == Op::Write && io.len >= 8 {
             self.writes += 1;
             self.buffers.slot(io.slot)[..8].copy_from_slice(&self.writes.to_le_bytes());
@@ -103,6 +103,39 @@ impl<'a, E: Engine> Worker<'a, E> {
             SyncMode::None | SyncMode::Dsync => return None,
         };
         (io.op == Op::Write && result >= 0).then_some(Io { op, offset: 0, len: 0, ..*io })
+    }
+
+    /// The intended start of the next operation of a one-at-a-time loop at time `t`: `t`
+    /// itself (closed loop), or the next slot of the schedule, waited for (`t` moves on).
+    /// None when the deadline or a stop comes first.
+    #[inline(always)]
+    pub(crate) fn pace(&self, s: &Schedule, next_intended: &mut u64, t: &mut u64) -> Option<u64> {
+        let Some(iv) = s.interval_ns else { return Some(*t) };
+        let i = *next_intended;
+        *next_intended += iv;
+        if i > *t {
+            *t = wait_until(i, self.stop);
+            if *t >= s.deadline_ns || self.stop.load(Relaxed) {
+                return None;
+            }
+        }
+        Some(i)
+    }
+
+    /// Submits one I/O to a synchronous engine and records it; returns its result and
+    /// completion time.
+    #[inline(always)]
+    pub(crate) fn submit_sync(&mut self, io: &Io, intended: u64) -> (i64, u64) {
+        self.stamp(io);
+        let issue = now_ns();
+        let result = match self.engine.submit(io, &mut self.buffers) {
+            Submitted::Done(r) => r,
+            // A synchronous loop never has anything queued; treat it as an engine bug.
+            Submitted::Queued | Submitted::Busy => -(libc::EPROTO as i64),
+        };
+        let done = now_ns();
+        self.record(io, result, done - intended, done - issue);
+        (result, done)
     }
 
     /// Synchronous engines (or depth 1): one I/O at a time.
@@ -124,29 +157,16 @@ impl<'a, E: Engine> Worker<'a, E> {
             } else {
                 self.gen.next(0)
             };
+            // The closed loop stays inline: through `pace` it measured ~3% slower on null.
             let intended = match s.interval_ns {
                 None => t,
-                Some(iv) => {
-                    let i = next_intended;
-                    next_intended += iv;
-                    if i > t {
-                        t = wait_until(i, self.stop);
-                        if t >= s.deadline_ns || self.stop.load(Relaxed) {
-                            break;
-                        }
-                    }
-                    i
-                }
+                Some(_) => match self.pace(s, &mut next_intended, &mut t) {
+                    Some(i) => i,
+                    None => break,
+                },
             };
-            self.stamp(&io);
-            let issue = now_ns();
-            let result = match self.engine.submit(&io, &mut self.buffers) {
-                Submitted::Done(r) => r,
-                // A synchronous loop never has anything queued; treat it as an engine bug.
-                Submitted::Queued | Submitted::Busy => -(libc::EPROTO as i64),
-            };
-            t = now_ns();
-            self.record(&io, result, t - intended, t - issue);
+            let result;
+            (result, t) = self.submit_sync(&io, intended);
             if let Some(sync) = self.sync_after(&io, result) {
                 let issue = t;
                 let r = match self.engine.submit(&sync, &mut self.buffers) {
