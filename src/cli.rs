@@ -2,6 +2,7 @@
 //! together with the workload file, so every error is reported at once.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 
 #[derive(Parser)]
@@ -41,6 +42,56 @@ pub enum Command {
         #[command(subcommand)]
         from: ImportFrom,
     },
+    /// Serve the Analytics UI (heat maps, breakdowns, drill-down, compare) for results files.
+    Ui {
+        /// Results files; the first is shown, the others can be compared with it.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Address to serve on. Any address other than loopback requires the printed token.
+        #[arg(long, value_name = "ADDR:PORT", default_value = DEFAULT_LISTEN)]
+        listen: SocketAddr,
+    },
+    /// Write a self-contained HTML report (summary, steps, system, charts, heat maps).
+    Report {
+        file: PathBuf,
+        /// The HTML file to write.
+        #[arg(short, long, value_name = "FILE")]
+        out: PathBuf,
+        /// Replace the output file if it exists.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Render a heat map (time x value, colour = count) of a results file as a PNG image.
+    Plot(PlotArgs),
+}
+
+/// Where the UI listens unless told otherwise.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:7878";
+
+#[derive(Args)]
+pub struct PlotArgs {
+    pub file: PathBuf,
+    /// Distribution to draw: latency, service_time, size or offset.
+    #[arg(long, default_value = "latency")]
+    pub stat: String,
+    /// One panel per value of this dimension: op, workload, host or step.
+    #[arg(long, value_name = "DIMENSION")]
+    pub by: Option<String>,
+    /// Only these rows, as DIMENSION:VALUE[;DIMENSION:VALUE...] (e.g. op:write).
+    #[arg(long = "where", value_name = "FILTER")]
+    pub filter: Option<String>,
+    /// The PNG file to write.
+    #[arg(short, long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// Image width in pixels.
+    #[arg(long, default_value_t = 1200)]
+    pub width: u32,
+    /// Height of each panel in pixels.
+    #[arg(long, default_value_t = 320)]
+    pub height: u32,
+    /// Replace the output file if it exists.
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Subcommand)]
@@ -70,7 +121,7 @@ pub struct RunArgs {
     pub output: OutputFlags,
 }
 
-#[derive(Args, Default)]
+#[derive(Args)]
 pub struct OutputFlags {
     /// Results file to create (SQLite). Default: ioscope-YYYYMMDD-HHMMSS.db in the current directory.
     #[arg(long, value_name = "FILE")]
@@ -81,6 +132,12 @@ pub struct OutputFlags {
     /// No progress line and no preparation messages.
     #[arg(long)]
     pub quiet: bool,
+    /// Serve the Analytics UI during the run, updated every second (and after it, until Ctrl-C).
+    #[arg(long)]
+    pub ui: bool,
+    /// Address for --ui. Any address other than loopback requires the printed token.
+    #[arg(long, value_name = "ADDR:PORT", default_value = DEFAULT_LISTEN)]
+    pub listen: SocketAddr,
 }
 
 #[derive(Args, Default)]

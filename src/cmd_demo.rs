@@ -36,10 +36,25 @@ pub fn demo(args: DemoArgs) -> u8 {
         "ioscope demo: 70% random reads / 30% writes, 4 KiB and 64 KiB blocks, 256 MiB working set, 2 threads, {}",
         args.duration
     );
-    let code = crate::cmd_run::execute(&plan, &OutputFlags { out: Some(out.clone()), json: false, quiet: false });
+    let output = OutputFlags {
+        out: Some(out.clone()),
+        json: false,
+        quiet: false,
+        ui: false,
+        listen: crate::cli::DEFAULT_LISTEN.parse().expect("default address"),
+    };
+    let code = crate::cmd_run::execute(&plan, &output);
     drop(work); // removes the working set
     if out.exists() {
         let f = out.display();
+        let report = out.with_extension("html");
+        if !report.exists() && crate::cmd_ui::write_report(&out, &report) == exit::OK {
+            println!("\nlook at it: open {} in a browser (heat maps, breakdowns, steps, system)", report.display());
+            println!(
+                "  or: ioscope ui {f}              # the live Analytics worksheet at http://{}/",
+                crate::cli::DEFAULT_LISTEN
+            );
+        }
         println!("\nresults: {f}");
         println!("  ioscope show {f}                  # this summary again (--json: machine-readable)");
         println!("  ioscope export {f} --format csv   # one row per second");

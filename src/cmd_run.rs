@@ -8,7 +8,7 @@ use ioscope_exec::{dataset, workset};
 use ioscope_store::Status;
 use ioscope_workload::{build_plan, render_diagnostics, EngineKind, Flags, Plan, SourceFile};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// Reads a workload file; a missing or unreadable file is invalid input.
@@ -129,6 +129,14 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> u8 {
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         let _ = signal_hook::flag::register(sig, Arc::clone(&interrupt));
     }
+    let server = if output.ui {
+        match crate::cmd_ui::start(std::slice::from_ref(&out), output.listen) {
+            Ok(s) => Some(s),
+            Err(code) => return code,
+        }
+    } else {
+        None
+    };
     let mut on_second = |p: &ioscope_exec::Progress| {
         if show_progress {
             terminal::progress_line(&terminal::progress_text(p));
@@ -174,6 +182,16 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> u8 {
     }
     if code != exit::OK {
         return code;
+    }
+    if let Some(server) = server {
+        if outcome.status != Status::Interrupted {
+            eprintln!("the run is over; the UI stays at {} until Ctrl-C", server.url());
+            interrupt.store(false, Ordering::Relaxed);
+            while !interrupt.load(Ordering::Relaxed) {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+        }
+        server.stop();
     }
     match outcome.status {
         Status::Completed => exit::OK,

@@ -6,6 +6,7 @@ mod cmd_demo;
 mod cmd_import;
 mod cmd_run;
 mod cmd_show;
+mod cmd_ui;
 mod terminal;
 
 use clap::Parser;
@@ -33,6 +34,9 @@ fn main() -> ExitCode {
         cli::Command::Import { from: cli::ImportFrom::Vdbench { file, out } } => {
             cmd_import::vdbench(&file, out.as_deref())
         }
+        cli::Command::Ui { files, listen } => cmd_ui::ui(&files, listen),
+        cli::Command::Report { file, out, force } => cmd_ui::report(&file, &out, force),
+        cli::Command::Plot(args) => cmd_ui::plot(&args),
     };
     ExitCode::from(code)
 }

@@ -1,0 +1,223 @@
+//! The `/api/v1` JSON API (docs/api.md) over one or more results files. A file is read
+//! again when it changes on disk, so a run still being written is served live.
+
+use crate::query::{self, Query};
+use ioscope_store::{Results, Status};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+pub const API_VERSION: u32 = 1;
+
+/// An answer: HTTP status and JSON body.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: u16,
+    pub body: Value,
+}
+
+impl Answer {
+    fn ok(body: Value) -> Self {
+        Answer { status: 200, body }
+    }
+    fn error(status: u16, message: impl Into<String>) -> Self {
+        Answer { status, body: json!({ "error": message.into() }) }
+    }
+}
+
+/// What identifies a version of a results file on disk (the file and its SQLite WAL).
+type Stamp = Vec<(Option<SystemTime>, u64)>;
+
+fn stamp(path: &Path) -> Stamp {
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    [path.to_path_buf(), PathBuf::from(wal)]
+        .iter()
+        .map(|p| std::fs::metadata(p).map(|m| (m.modified().ok(), m.len())).unwrap_or((None, 0)))
+        .collect()
+}
+
+struct Loaded {
+    stamp: Stamp,
+    results: Arc<Results>,
+}
+
+/// One results file served as run `id`.
+pub struct RunSource {
+    pub id: String,
+    pub path: PathBuf,
+    cache: Mutex<Option<Loaded>>,
+}
+
+impl RunSource {
+    pub fn new(id: usize, path: &Path) -> Self {
+        RunSource { id: id.to_string(), path: path.to_path_buf(), cache: Mutex::new(None) }
+    }
+
+    /// The file's contents, read again only when the file changed since the last read.
+    pub fn results(&self) -> Result<Arc<Results>, String> {
+        let now = stamp(&self.path);
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(l) = cache.as_ref().filter(|l| l.stamp == now) {
+            return Ok(Arc::clone(&l.results));
+        }
+        let results = Arc::new(ioscope_store::open(&self.path).map_err(|e| e.to_string())?);
+        *cache = Some(Loaded { stamp: now, results: Arc::clone(&results) });
+        Ok(results)
+    }
+
+    pub fn name(&self) -> String {
+        self.path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| self.id.clone())
+    }
+}
+
+/// The runs being served.
+pub struct Api {
+    pub runs: Vec<RunSource>,
+}
+
+impl Api {
+    pub fn new(paths: &[PathBuf]) -> Self {
+        Api { runs: paths.iter().enumerate().map(|(i, p)| RunSource::new(i, p)).collect() }
+    }
+
+    /// Answers `GET path?query` for a path under `/api/v1/`.
+    pub fn get(&self, path: &str, query: &str) -> Answer {
+        let params = parse_query(query);
+        let pairs = params.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+        let parts: Vec<&str> = path.trim_start_matches("/api/v1").split('/').filter(|p| !p.is_empty()).collect();
+        match parts.as_slice() {
+            ["runs"] => Answer::ok(self.run_list()),
+            ["runs", id, rest @ ..] => {
+                let Some(run) = self.runs.iter().find(|r| r.id == *id) else {
+                    return Answer::error(404, format!("no run {id:?} (runs are 0..{})", self.runs.len()));
+                };
+                let results = match run.results() {
+                    Ok(r) => r,
+                    Err(e) => return Answer::error(500, e),
+                };
+                match rest {
+                    [] => Answer::ok(run_detail(run, &results)),
+                    ["series"] => match Query::parse(pairs) {
+                        Ok(q) => Answer::ok(query::series(&results, &q)),
+                        Err(e) => Answer::error(400, e),
+                    },
+                    ["heatmap"] => match Query::parse(pairs).and_then(|q| query::heatmap(&results, &q)) {
+                        Ok(v) => Answer::ok(v),
+                        Err(e) => Answer::error(400, e),
+                    },
+                    _ => Answer::error(404, format!("no such path {path:?} (see docs/api.md)")),
+                }
+            }
+            _ => Answer::error(404, format!("no such path {path:?} (see docs/api.md)")),
+        }
+    }
+
+    fn run_list(&self) -> Value {
+        let runs: Vec<Value> = self
+            .runs
+            .iter()
+            .map(|run| match run.results() {
+                Ok(r) => run_entry(run, &r),
+                Err(e) => json!({"id": run.id, "name": run.name(), "path": run.path, "error": e}),
+            })
+            .collect();
+        json!({"api_version": API_VERSION, "runs": runs})
+    }
+}
+
+fn run_entry(run: &RunSource, r: &Results) -> Value {
+    let range = query::second_range(r);
+    json!({
+        "id": run.id,
+        "name": run.name(),
+        "path": run.path,
+        "status": r.run.status.as_str(),
+        "live": r.run.status == Status::Running,
+        "started_unix_ms": r.run.info.started_unix_ms,
+        "first_second": range.map(|x| x.0),
+        "last_second": range.map(|x| x.1),
+    })
+}
+
+/// `GET /api/v1/runs/{id}`.
+pub fn run_detail(run: &RunSource, r: &Results) -> Value {
+    let mut v = run_entry(run, r);
+    let summary = ioscope_report::summarize(r, &run.path);
+    let plan: Value = serde_json::from_str(&r.run.info.plan_json).unwrap_or(Value::Null);
+    let m = v.as_object_mut().expect("run entry is an object");
+    m.insert("summary".into(), serde_json::to_value(summary).unwrap_or(Value::Null));
+    m.insert(
+        "hosts".into(),
+        Value::Array(r.hosts.iter().map(|(name, config)| json!({"name": name, "config": config})).collect()),
+    );
+    m.insert("plan".into(), plan);
+    m.insert("workload_toml".into(), json!(r.run.info.workload_toml));
+    m.insert("steps".into(), serde_json::to_value(&r.steps).unwrap_or(Value::Null));
+    m.insert("probes".into(), serde_json::to_value(&r.probes).unwrap_or(Value::Null));
+    m.insert("stats".into(), query::stat_list(r));
+    m.insert("dimensions".into(), query::dimension_values(r));
+    v
+}
+
+/// Splits and percent-decodes `a=1&b=x%3Ay`.
+pub fn parse_query(query: &str) -> Vec<(String, String)> {
+    query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            (percent_decode(k), percent_decode(v))
+        })
+        .collect()
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < bytes.len() => {
+                match std::str::from_utf8(&bytes[i + 1..i + 3]).ok().and_then(|h| u8::from_str_radix(h, 16).ok()) {
+                    Some(b) => {
+                        out.push(b);
+                        i += 2;
+                    }
+                    None => out.push(b'%'),
+                }
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Percent-encodes like JavaScript's encodeURIComponent, keeping `:` and `;` (the
+/// separators of `where`) as they are: the form `queryPath` in assets/api.js writes.
+pub fn encode_component(s: &str) -> String {
+    let mut out = String::new();
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.!~*'():;".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// The path of a series or heat-map query, exactly as the UI writes it (report keys).
+pub fn query_path(run_id: &str, kind: &str, stat: &str, by: Option<&str>, filter: &str) -> String {
+    let mut p = format!("/api/v1/runs/{run_id}/{kind}?stat={}", encode_component(stat));
+    if let Some(by) = by {
+        p.push_str(&format!("&by={}", encode_component(by)));
+    }
+    if !filter.is_empty() {
+        p.push_str(&format!("&where={}", encode_component(filter)));
+    }
+    p
+}

@@ -1,0 +1,606 @@
+//! Queries over a run's per-second series: keep the rows whose dimension values match a
+//! filter, break them down by one dimension, and answer per second as rates (counters),
+//! percentiles or heat-map columns (distributions), or probe durations (events).
+//!
+//! Every answer is an exact aggregate of the stored data: counters add, histograms merge
+//! by bucket addition, so a breakdown's parts always sum to its whole.
+
+use ioscope_metrics::histogram::bucket_range;
+use ioscope_metrics::{Histogram, OpSeries, Snapshot, WorkerCounts, RELATIVE_ERROR};
+use ioscope_store::Results;
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// What a statistic can be filtered and broken down by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dim {
+    Op,
+    Workload,
+    Host,
+    Step,
+    Worker,
+    Probe,
+}
+
+impl Dim {
+    pub const ALL: [Dim; 6] = [Dim::Op, Dim::Workload, Dim::Host, Dim::Step, Dim::Worker, Dim::Probe];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Dim::Op => "op",
+            Dim::Workload => "workload",
+            Dim::Host => "host",
+            Dim::Step => "step",
+            Dim::Worker => "worker",
+            Dim::Probe => "probe",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Dim> {
+        Dim::ALL.into_iter().find(|d| d.name() == s)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A count per second, answered as a rate.
+    Counter,
+    /// A histogram per second.
+    Distribution,
+    /// Probe command durations, at the second each started.
+    Event,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Counter => "counter",
+            Kind::Distribution => "distribution",
+            Kind::Event => "event",
+        }
+    }
+}
+
+/// A statistic the API serves.
+#[derive(Debug)]
+pub struct Stat {
+    pub name: &'static str,
+    pub label: &'static str,
+    pub unit: &'static str,
+    pub kind: Kind,
+    pub dims: &'static [Dim],
+}
+
+const COUNTER_DIMS: &[Dim] = &[Dim::Op, Dim::Workload, Dim::Host, Dim::Step, Dim::Worker];
+const DISTRIBUTION_DIMS: &[Dim] = &[Dim::Op, Dim::Workload, Dim::Host, Dim::Step];
+
+pub static STATS: &[Stat] = &[
+    Stat { name: "ops", label: "Operations", unit: "ops/s", kind: Kind::Counter, dims: COUNTER_DIMS },
+    Stat { name: "bytes", label: "Bytes", unit: "bytes/s", kind: Kind::Counter, dims: COUNTER_DIMS },
+    Stat { name: "errors", label: "Errors", unit: "errors/s", kind: Kind::Counter, dims: COUNTER_DIMS },
+    Stat {
+        name: "latency",
+        label: "Latency (from intended start)",
+        unit: "ns",
+        kind: Kind::Distribution,
+        dims: DISTRIBUTION_DIMS,
+    },
+    Stat {
+        name: "service_time",
+        label: "Service time (from issue)",
+        unit: "ns",
+        kind: Kind::Distribution,
+        dims: DISTRIBUTION_DIMS,
+    },
+    Stat { name: "size", label: "I/O size", unit: "bytes", kind: Kind::Distribution, dims: DISTRIBUTION_DIMS },
+    Stat { name: "offset", label: "File offset", unit: "bytes", kind: Kind::Distribution, dims: DISTRIBUTION_DIMS },
+    Stat { name: "probe", label: "Probe duration", unit: "ns", kind: Kind::Event, dims: &[Dim::Probe] },
+];
+
+pub fn stat(name: &str) -> Option<&'static Stat> {
+    STATS.iter().find(|s| s.name == name)
+}
+
+/// A parsed query: see docs/api.md.
+#[derive(Debug)]
+pub struct Query {
+    pub stat: &'static Stat,
+    pub by: Option<Dim>,
+    /// (dimension, value): values of one dimension are alternatives, dimensions all apply.
+    pub filter: Vec<(Dim, String)>,
+    pub from: Option<u32>,
+    pub to: Option<u32>,
+}
+
+impl Query {
+    pub fn new(stat_name: &str) -> Result<Self, String> {
+        let stat = stat(stat_name).ok_or_else(|| {
+            let names: Vec<_> = STATS.iter().map(|s| s.name).collect();
+            format!("unknown statistic {stat_name:?} (expected one of {})", names.join(", "))
+        })?;
+        Ok(Query { stat, by: None, filter: Vec::new(), from: None, to: None })
+    }
+
+    /// From URL query parameters (already percent-decoded).
+    pub fn parse<'a>(params: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Self, String> {
+        let params: Vec<(&str, &str)> = params.into_iter().collect();
+        let get = |k: &str| params.iter().rev().find(|(key, _)| *key == k).map(|(_, v)| *v).filter(|v| !v.is_empty());
+        let mut q = Query::new(get("stat").ok_or("missing parameter stat")?)?;
+        if let Some(by) = get("by") {
+            q = q.by(by)?;
+        }
+        if let Some(w) = get("where") {
+            q = q.filter(w)?;
+        }
+        let second = |k: &str| -> Result<Option<u32>, String> {
+            get(k)
+                .map(|v| v.parse::<u32>().map_err(|_| format!("{k}={v:?}: expected a second (0, 1, ...)")))
+                .transpose()
+        };
+        q.from = second("from")?;
+        q.to = second("to")?;
+        Ok(q)
+    }
+
+    pub fn by(mut self, dim: &str) -> Result<Self, String> {
+        self.by = Some(self.dimension(dim)?);
+        self.check_sources()?;
+        Ok(self)
+    }
+
+    /// Adds filters written `dim:value;dim:value`.
+    pub fn filter(mut self, spec: &str) -> Result<Self, String> {
+        for part in spec.split(';').filter(|p| !p.is_empty()) {
+            let (d, v) = part.split_once(':').ok_or_else(|| format!("where {part:?}: expected DIMENSION:VALUE"))?;
+            let dim = self.dimension(d)?;
+            self.filter.push((dim, v.to_string()));
+        }
+        self.check_sources()?;
+        Ok(self)
+    }
+
+    /// The filter as written in URLs: `dim:value;dim:value`.
+    pub fn where_string(&self) -> String {
+        self.filter.iter().map(|(d, v)| format!("{}:{v}", d.name())).collect::<Vec<_>>().join(";")
+    }
+
+    fn dimension(&self, name: &str) -> Result<Dim, String> {
+        let dim = Dim::parse(name).ok_or_else(|| {
+            let names: Vec<_> = Dim::ALL.iter().map(|d| d.name()).collect();
+            format!("unknown dimension {name:?} (expected one of {})", names.join(", "))
+        })?;
+        if !self.stat.dims.contains(&dim) {
+            let names: Vec<_> = self.stat.dims.iter().map(|d| d.name()).collect();
+            return Err(format!("{} cannot be broken down by {name} (it has: {})", self.stat.name, names.join(", ")));
+        }
+        Ok(dim)
+    }
+
+    fn uses(&self, dim: Dim) -> bool {
+        self.by == Some(dim) || self.filter.iter().any(|(d, _)| *d == dim)
+    }
+
+    /// Per-worker rows carry operation counts without a workload.
+    fn check_sources(&self) -> Result<(), String> {
+        if self.uses(Dim::Worker) && self.uses(Dim::Workload) {
+            return Err("worker and workload cannot be combined: per-worker counts carry no workload".into());
+        }
+        Ok(())
+    }
+
+    fn matches(&self, row: &Row) -> bool {
+        let mut dims: Vec<Dim> = self.filter.iter().map(|(d, _)| *d).collect();
+        dims.dedup();
+        dims.iter().all(|&d| {
+            let value = row.value(d);
+            self.filter.iter().any(|(fd, fv)| *fd == d && value.as_deref() == Some(fv.as_str()))
+        })
+    }
+}
+
+/// One stored row of one second: a per-op series or a per-worker counter set.
+enum Row<'a> {
+    Op(&'a Snapshot, &'a OpSeries),
+    Worker(&'a Snapshot, &'a WorkerCounts),
+}
+
+impl<'a> Row<'a> {
+    fn snapshot(&self) -> &'a Snapshot {
+        match *self {
+            Row::Op(s, _) | Row::Worker(s, _) => s,
+        }
+    }
+
+    fn value(&self, dim: Dim) -> Option<String> {
+        let s = self.snapshot();
+        match (dim, self) {
+            (Dim::Op, Row::Op(_, o)) => Some(o.op.clone()),
+            (Dim::Op, Row::Worker(_, w)) => Some(w.op.clone()),
+            (Dim::Workload, Row::Op(_, o)) => Some(workload_name(&o.workload).to_string()),
+            (Dim::Host, _) => Some(s.host.clone()),
+            (Dim::Step, _) => Some(s.step.to_string()),
+            (Dim::Worker, Row::Worker(_, w)) => Some(w.worker.to_string()),
+            _ => None,
+        }
+    }
+
+    fn counter(&self, stat: &str) -> u64 {
+        let c = match self {
+            Row::Op(_, o) => o.data.counts,
+            Row::Worker(_, w) => w.counts,
+        };
+        match stat {
+            "ops" => c.ops,
+            "bytes" => c.bytes,
+            _ => c.errors,
+        }
+    }
+
+    fn histogram(&self, stat: &str) -> Option<&'a Histogram> {
+        let Row::Op(_, o) = *self else { return None };
+        Some(match stat {
+            "latency" => &o.data.latency_ns,
+            "service_time" => &o.data.service_ns,
+            "size" => &o.data.size_bytes,
+            _ => &o.data.offset_bytes,
+        })
+    }
+}
+
+/// The name shown for a workload (a run of one unnamed workload stores "").
+pub fn workload_name(stored: &str) -> &str {
+    if stored.is_empty() {
+        "main"
+    } else {
+        stored
+    }
+}
+
+/// First and last stored second, or None when nothing is stored yet.
+pub fn second_range(r: &Results) -> Option<(u32, u32)> {
+    Some((r.seconds.first()?.second, r.seconds.last()?.second))
+}
+
+/// The seconds a query covers, and their snapshots grouped by second.
+struct Range<'a> {
+    from: u32,
+    to: u32,
+    by_second: Vec<&'a [Snapshot]>,
+}
+
+impl<'a> Range<'a> {
+    fn of(r: &'a Results, q: &Query) -> Range<'a> {
+        let (first, last) = second_range(r).unwrap_or((0, 0));
+        let from = q.from.unwrap_or(first);
+        let to = q.to.unwrap_or(last).max(from);
+        let by_second = r.seconds.chunk_by(|a, b| a.second == b.second).filter(|c| (from..=to).contains(&c[0].second));
+        Range { from, to, by_second: by_second.collect() }
+    }
+
+    fn len(&self) -> usize {
+        (self.to - self.from + 1) as usize
+    }
+
+    fn index(&self, second: u32) -> usize {
+        (second - self.from) as usize
+    }
+
+    fn rows(&self, q: &Query, group: &'a [Snapshot]) -> Vec<Row<'a>> {
+        let workers = q.uses(Dim::Worker);
+        let mut rows = Vec::new();
+        for s in group {
+            if workers {
+                rows.extend(s.workers.iter().map(|w| Row::Worker(s, w)));
+            } else {
+                rows.extend(s.ops.iter().map(|o| Row::Op(s, o)));
+            }
+        }
+        rows.retain(|row| q.matches(row));
+        rows
+    }
+
+    /// `seconds`, `step` and `warmup` arrays (step/warmup null for a second not stored).
+    fn axis(&self) -> (Vec<u32>, Vec<Value>, Vec<Value>) {
+        let n = self.len();
+        let mut step = vec![Value::Null; n];
+        let mut warmup = vec![Value::Null; n];
+        for g in &self.by_second {
+            let i = self.index(g[0].second);
+            step[i] = json!(g[0].step);
+            warmup[i] = json!(g.iter().any(|s| s.warmup));
+        }
+        ((self.from..=self.to).collect(), step, warmup)
+    }
+}
+
+/// Breakdown keys in a stable order: numeric when every key is a number, otherwise in
+/// order of first appearance.
+struct Keys {
+    names: Vec<String>,
+}
+
+impl Keys {
+    fn index(&mut self, name: String) -> usize {
+        match self.names.iter().position(|n| *n == name) {
+            Some(i) => i,
+            None => {
+                self.names.push(name);
+                self.names.len() - 1
+            }
+        }
+    }
+
+    /// The order to present keys in (indices into `names`).
+    fn order(&self) -> Vec<usize> {
+        let mut idx: Vec<usize> = (0..self.names.len()).collect();
+        if self.names.iter().all(|n| n.parse::<u64>().is_ok()) {
+            idx.sort_by_key(|&i| self.names[i].parse::<u64>().unwrap_or(0));
+        }
+        idx
+    }
+}
+
+fn key_of(q: &Query, row: &Row) -> String {
+    match q.by {
+        Some(d) => row.value(d).unwrap_or_default(),
+        None => "all".to_string(),
+    }
+}
+
+fn header(q: &Query, r: &Range) -> serde_json::Map<String, Value> {
+    let (seconds, step, warmup) = r.axis();
+    let mut m = serde_json::Map::new();
+    m.insert("stat".into(), json!(q.stat.name));
+    m.insert("unit".into(), json!(q.stat.unit));
+    m.insert("kind".into(), json!(q.stat.kind.name()));
+    m.insert("by".into(), json!(q.by.map(Dim::name)));
+    m.insert("where".into(), json!(q.where_string()));
+    m.insert("from".into(), json!(r.from));
+    m.insert("to".into(), json!(r.to));
+    m.insert("seconds".into(), json!(seconds));
+    m.insert("step".into(), json!(step));
+    m.insert("warmup".into(), json!(warmup));
+    m
+}
+
+/// `GET /api/v1/runs/{id}/series`.
+pub fn series(results: &Results, q: &Query) -> Value {
+    let range = Range::of(results, q);
+    let mut out = header(q, &range);
+    let series = match q.stat.kind {
+        Kind::Counter => counter_series(&range, q),
+        Kind::Distribution => distribution_series(&range, q),
+        Kind::Event => probe_series(results, &range, q),
+    };
+    out.insert("series".into(), Value::Array(series));
+    Value::Object(out)
+}
+
+fn counter_series(range: &Range, q: &Query) -> Vec<Value> {
+    let n = range.len();
+    let mut keys = Keys { names: Vec::new() };
+    let mut values: Vec<Vec<f64>> = Vec::new();
+    let mut totals: Vec<u64> = Vec::new();
+    let mut present = vec![false; n];
+    for group in &range.by_second {
+        let i = range.index(group[0].second);
+        present[i] = true;
+        for row in range.rows(q, group) {
+            let k = keys.index(key_of(q, &row));
+            if k == values.len() {
+                values.push(vec![0.0; n]);
+                totals.push(0);
+            }
+            let count = row.counter(q.stat.name);
+            let interval = row.snapshot().interval_ns.max(1) as f64;
+            values[k][i] += count as f64 * 1e9 / interval;
+            totals[k] += count;
+        }
+    }
+    keys.order()
+        .into_iter()
+        .map(|k| {
+            let v: Vec<Value> =
+                values[k].iter().zip(&present).map(|(v, p)| if *p { json!(round3(*v)) } else { Value::Null }).collect();
+            json!({"key": keys.names[k], "total": totals[k], "values": v})
+        })
+        .collect()
+}
+
+/// Merges each key's histograms per second and hands them to `each(key, second index, h)`.
+fn per_second_histograms(range: &Range, q: &Query, keys: &mut Keys, mut each: impl FnMut(usize, usize, &Histogram)) {
+    for group in &range.by_second {
+        let i = range.index(group[0].second);
+        let mut parts: BTreeMap<usize, Vec<&Histogram>> = BTreeMap::new();
+        for row in range.rows(q, group) {
+            let k = keys.index(key_of(q, &row));
+            if let Some(h) = row.histogram(q.stat.name) {
+                parts.entry(k).or_default().push(h);
+            }
+        }
+        for (k, hs) in parts {
+            if hs.len() == 1 {
+                each(k, i, hs[0]);
+            } else {
+                let mut merged = Histogram::new();
+                hs.iter().for_each(|h| merged.merge(h));
+                each(k, i, &merged);
+            }
+        }
+    }
+}
+
+fn distribution_series(range: &Range, q: &Query) -> Vec<Value> {
+    const QUANTILES: [(&str, f64); 4] = [("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p999", 0.999)];
+    let n = range.len();
+    let mut keys = Keys { names: Vec::new() };
+    struct Acc {
+        count: Vec<Value>,
+        total: u64,
+        q: [Vec<Value>; 4],
+        max: Vec<Value>,
+    }
+    let new_acc = || Acc {
+        count: vec![Value::Null; n],
+        total: 0,
+        q: std::array::from_fn(|_| vec![Value::Null; n]),
+        max: vec![Value::Null; n],
+    };
+    let mut accs: Vec<Acc> = Vec::new();
+    per_second_histograms(range, q, &mut keys, |k, i, h| {
+        while accs.len() <= k {
+            accs.push(new_acc());
+        }
+        let a = &mut accs[k];
+        a.count[i] = json!(h.count());
+        a.total += h.count();
+        for (j, (_, p)) in QUANTILES.iter().enumerate() {
+            a.q[j][i] = json!(h.quantile(*p));
+        }
+        a.max[i] = json!(h.max());
+    });
+    while accs.len() < keys.names.len() {
+        accs.push(new_acc());
+    }
+    keys.order()
+        .into_iter()
+        .map(|k| {
+            let a = &accs[k];
+            let mut m = serde_json::Map::new();
+            m.insert("key".into(), json!(keys.names[k]));
+            m.insert("total".into(), json!(a.total));
+            m.insert("count".into(), json!(a.count));
+            for (j, (name, _)) in QUANTILES.iter().enumerate() {
+                m.insert((*name).into(), json!(a.q[j]));
+            }
+            m.insert("max".into(), json!(a.max));
+            Value::Object(m)
+        })
+        .collect()
+}
+
+fn probe_series(results: &Results, range: &Range, q: &Query) -> Vec<Value> {
+    let n = range.len();
+    let mut keys = Keys { names: Vec::new() };
+    let mut values: Vec<Vec<Value>> = Vec::new();
+    let mut totals: Vec<u64> = Vec::new();
+    for p in &results.probes {
+        let second = (p.at_ns / 1_000_000_000) as u32;
+        if !(range.from..=range.to).contains(&second) {
+            continue;
+        }
+        if q.filter.iter().any(|(d, _)| *d == Dim::Probe) && !q.filter.iter().any(|(_, v)| *v == p.name) {
+            continue;
+        }
+        let key = if q.by.is_some() { p.name.clone() } else { "all".into() };
+        let k = keys.index(key);
+        if k == values.len() {
+            values.push(vec![Value::Null; n]);
+            totals.push(0);
+        }
+        let i = range.index(second);
+        let longest = values[k][i].as_u64().unwrap_or(0).max(p.duration_ns);
+        values[k][i] = json!(longest);
+        totals[k] += 1;
+    }
+    keys.order().into_iter().map(|k| json!({"key": keys.names[k], "total": totals[k], "values": values[k]})).collect()
+}
+
+/// `GET /api/v1/runs/{id}/heatmap`: distributions only.
+pub fn heatmap(results: &Results, q: &Query) -> Result<Value, String> {
+    if q.stat.kind != Kind::Distribution {
+        return Err(format!(
+            "{} is not a distribution; heat maps are for latency, service_time, size and offset",
+            q.stat.name
+        ));
+    }
+    let range = Range::of(results, q);
+    let n = range.len();
+    let mut keys = Keys { names: Vec::new() };
+    // Per key: per second, (bucket index, count) pairs in ascending bucket order.
+    let mut cols: Vec<Vec<Vec<(usize, u64)>>> = Vec::new();
+    let mut totals: Vec<u64> = Vec::new();
+    let mut used = BTreeSet::new();
+    per_second_histograms(&range, q, &mut keys, |k, i, h| {
+        while cols.len() <= k {
+            cols.push(vec![Vec::new(); n]);
+            totals.push(0);
+        }
+        let cells: Vec<(usize, u64)> = h.nonzero().collect();
+        used.extend(cells.iter().map(|c| c.0));
+        totals[k] += h.count();
+        cols[k][i] = cells;
+    });
+    while cols.len() < keys.names.len() {
+        cols.push(vec![Vec::new(); n]);
+        totals.push(0);
+    }
+    let used: Vec<usize> = used.into_iter().collect();
+    let position = |b: usize| used.binary_search(&b).expect("bucket collected above");
+    let series: Vec<Value> = keys
+        .order()
+        .into_iter()
+        .map(|k| {
+            let columns: Vec<Vec<u64>> = cols[k]
+                .iter()
+                .map(|c| c.iter().flat_map(|&(b, count)| [position(b) as u64, count]).collect())
+                .collect();
+            json!({"key": keys.names[k], "total": totals[k], "columns": columns})
+        })
+        .collect();
+    let mut out = header(q, &range);
+    out.insert("relative_error".into(), json!(RELATIVE_ERROR));
+    out.insert("buckets".into(), json!(used.iter().map(|&b| bucket_range(b)).collect::<Vec<_>>()));
+    out.insert("series".into(), Value::Array(series));
+    Ok(Value::Object(out))
+}
+
+fn round3(v: f64) -> f64 {
+    (v * 1000.0).round() / 1000.0
+}
+
+/// Every value each dimension takes in the run (for the UI's pickers).
+pub fn dimension_values(r: &Results) -> Value {
+    let mut ops = Vec::new();
+    let mut workloads = Vec::new();
+    let mut hosts = Vec::new();
+    let mut workers = BTreeSet::new();
+    let mut steps: BTreeSet<u32> = r.steps.iter().map(|s| s.index).collect();
+    let push = |v: &mut Vec<String>, s: &str| {
+        if !v.iter().any(|x| x == s) {
+            v.push(s.to_string());
+        }
+    };
+    for s in &r.seconds {
+        push(&mut hosts, &s.host);
+        steps.insert(s.step);
+        for o in &s.ops {
+            push(&mut ops, &o.op);
+            push(&mut workloads, workload_name(&o.workload));
+        }
+        workers.extend(s.workers.iter().map(|w| w.worker));
+    }
+    let mut probes = Vec::new();
+    for p in &r.probes {
+        push(&mut probes, &p.name);
+    }
+    let strings = |v: BTreeSet<u32>| v.into_iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    json!({
+        "op": ops, "workload": workloads, "host": hosts,
+        "step": strings(steps), "worker": strings(workers), "probe": probes,
+    })
+}
+
+/// The `stats` list of a run: every statistic with the dimensions it has.
+pub fn stat_list(r: &Results) -> Value {
+    let has_probes = !r.probes.is_empty();
+    let list: Vec<Value> = STATS
+        .iter()
+        .filter(|s| s.kind != Kind::Event || has_probes)
+        .map(|s| {
+            json!({"name": s.name, "label": s.label, "unit": s.unit, "kind": s.kind.name(),
+                   "dimensions": s.dims.iter().map(|d| d.name()).collect::<Vec<_>>()})
+        })
+        .collect();
+    Value::Array(list)
+}

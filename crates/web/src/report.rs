@@ -1,0 +1,109 @@
+//! `ioscope report`: one self-contained HTML file that opens with no server. It is the
+//! UI itself (bundled into one script, see assets.rs) with the API answers it needs
+//! embedded: the run, its summary, steps and system configuration, and every statistic
+//! as a series and as heat maps, whole and broken down by each dimension.
+
+use crate::api::{query_path, run_detail, Api, API_VERSION};
+use crate::assets;
+use crate::query::{self, Kind, Query, STATS};
+use serde_json::{json, Map, Value};
+use std::path::Path;
+
+/// Breakdowns embedded for heat maps (each one is a heat map per value).
+const HEATMAP_BREAKDOWNS: &[Option<&str>] = &[None, Some("op"), Some("workload"), Some("step")];
+
+pub fn render(results_path: &Path) -> Result<String, String> {
+    let api = Api::new(&[results_path.to_path_buf()]);
+    let run = &api.runs[0];
+    let results = run.results()?;
+    let detail = run_detail(run, &results);
+    let dims = query::dimension_values(&results);
+    let multi = |d: &str| dims[d].as_array().is_some_and(|v| v.len() > 1);
+
+    let mut responses = Map::new();
+    responses.insert(format!("/api/v1/runs/{}", run.id), detail.clone());
+    for stat in STATS {
+        if stat.kind == Kind::Event && results.probes.is_empty() {
+            continue;
+        }
+        let mut bys: Vec<Option<&str>> = vec![None];
+        bys.extend(stat.dims.iter().map(|d| d.name()).filter(|d| multi(d) || *d == "op").map(Some));
+        for by in bys {
+            let mut q = Query::new(stat.name)?;
+            if let Some(b) = by {
+                q = q.by(b)?;
+            }
+            responses.insert(query_path(&run.id, "series", stat.name, by, ""), query::series(&results, &q));
+            if stat.kind == Kind::Distribution && HEATMAP_BREAKDOWNS.contains(&by) {
+                responses.insert(query_path(&run.id, "heatmap", stat.name, by, ""), query::heatmap(&results, &q)?);
+            }
+        }
+    }
+    let runs = json!({"api_version": API_VERSION, "runs": [{
+        "id": detail["id"], "name": detail["name"], "path": detail["path"], "status": detail["status"],
+        "live": false, "started_unix_ms": detail["started_unix_ms"],
+        "first_second": detail["first_second"], "last_second": detail["last_second"],
+    }]});
+    let embedded = json!({"runs": runs, "responses": responses, "worksheet": "", "report": true});
+    page(&run.name(), &embedded)
+}
+
+/// index.html with its stylesheet and scripts inlined.
+fn page(title: &str, embedded: &Value) -> Result<String, String> {
+    let html = assets::text("index.html")?;
+    let css = assets::text("app.css")?;
+    let script = assets::bundle()?;
+    let data = script_safe(&embedded.to_string());
+    let (head, rest) = html.split_once("</head>").ok_or("index.html has no </head>")?;
+    let head = strip_tags(head, &["<link rel=\"stylesheet\"", "<script"]);
+    let body = strip_tags(rest, &["<script"]);
+    let (body, tail) = body.rsplit_once("</body>").ok_or("index.html has no </body>")?;
+    let title = html_escape(&format!("ioscope report: {title}"));
+    let head = match head.split_once("<title>") {
+        Some((a, b)) => format!("{a}<title>{title}</title>{}", b.split_once("</title>").map_or("", |x| x.1)),
+        None => format!("{head}<title>{title}</title>"),
+    };
+    Ok(format!(
+        "{head}<style>\n{css}\n</style>\n</head>{body}<script>window.IOSCOPE_EMBEDDED = {data};</script>\n<script>\n{}\n</script>\n</body>{tail}",
+        script_safe(&script)
+    ))
+}
+
+/// Removes every element starting with one of `starts` (up to its end tag or `>`).
+fn strip_tags(html: &str, starts: &[&str]) -> String {
+    let mut out = String::new();
+    let mut rest = html;
+    while let Some((i, start)) = starts.iter().filter_map(|s| rest.find(s).map(|i| (i, *s))).min_by_key(|x| x.0) {
+        out.push_str(&rest[..i]);
+        let after = &rest[i..];
+        let end = if start == "<script" {
+            after.find("</script>").map(|e| e + "</script>".len())
+        } else {
+            after.find('>').map(|e| e + 1)
+        };
+        rest = &after[end.unwrap_or(after.len())..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Text that cannot end a `<script>` element early.
+fn script_safe(s: &str) -> String {
+    s.replace("</", "<\\/").replace("<!--", "<\\!--")
+}
+
+fn html_escape(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_are_stripped_and_scripts_stay_closed() {
+        let html = "<head><link rel=\"stylesheet\" href=\"/assets/app.css\"><script type=\"module\" src=\"/assets/app.js\"></script><title>x</title>";
+        assert_eq!(strip_tags(html, &["<link rel=\"stylesheet\"", "<script"]), "<head><title>x</title>");
+        assert_eq!(script_safe("a</script>b"), "a<\\/script>b");
+    }
+}

@@ -1,0 +1,120 @@
+//! `ioscope ui`, `ioscope report` and `ioscope plot`: Analytics over results files, as a
+//! served UI, a self-contained HTML file, or a PNG heat map.
+
+use crate::cli::PlotArgs;
+use crate::exit;
+use ioscope_web::{query::Query, Api, Server};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+/// Starts the UI server for `files` and prints where to open it.
+pub fn start(files: &[PathBuf], listen: SocketAddr) -> Result<Server, u8> {
+    let server = Server::start(listen, Api::new(files)).map_err(|e| {
+        eprintln!("error: {e} (choose another address with --listen 127.0.0.1:PORT)");
+        exit::RUN_FAILED
+    })?;
+    eprintln!("Analytics UI: {}", server.url());
+    if server.token.is_some() {
+        eprintln!("  (listening beyond loopback: every request needs this token; traffic is not encrypted)");
+    }
+    Ok(server)
+}
+
+pub fn ui(files: &[PathBuf], listen: SocketAddr) -> u8 {
+    for f in files {
+        if let Err(e) = ioscope_store::open(f) {
+            eprintln!("{}: error: {e}", f.display());
+            return exit::INVALID_INPUT;
+        }
+    }
+    match start(files, listen) {
+        Ok(server) => {
+            eprintln!("  serving {} run(s); Ctrl-C to stop", files.len());
+            server.wait();
+            exit::OK
+        }
+        Err(code) => code,
+    }
+}
+
+/// Refuses to replace an existing file unless told to.
+fn check_out(out: &Path, force: bool) -> Result<(), u8> {
+    if out.exists() && !force {
+        eprintln!("{}: error: file exists; use --force to replace it", out.display());
+        return Err(exit::INVALID_INPUT);
+    }
+    Ok(())
+}
+
+fn write(out: &Path, bytes: &[u8]) -> u8 {
+    match std::fs::write(out, bytes) {
+        Ok(()) => exit::OK,
+        Err(e) => {
+            eprintln!("{}: error: {e}", out.display());
+            exit::RUN_FAILED
+        }
+    }
+}
+
+/// Writes the HTML report; the caller has checked `out`.
+pub fn write_report(file: &Path, out: &Path) -> u8 {
+    if let Err(e) = ioscope_store::open(file) {
+        eprintln!("{}: error: {e}", file.display());
+        return exit::INVALID_INPUT;
+    }
+    match ioscope_web::report::render(file) {
+        Ok(html) => write(out, html.as_bytes()),
+        Err(e) => {
+            eprintln!("{}: error: {e}", file.display());
+            exit::RUN_FAILED
+        }
+    }
+}
+
+pub fn report(file: &Path, out: &Path, force: bool) -> u8 {
+    if let Err(code) = check_out(out, force) {
+        return code;
+    }
+    let code = write_report(file, out);
+    if code == exit::OK {
+        eprintln!("report: {} (opens in any browser, no server needed)", out.display());
+    }
+    code
+}
+
+pub fn plot(args: &PlotArgs) -> u8 {
+    let query = Query::new(&args.stat)
+        .and_then(|q| match &args.by {
+            Some(by) => q.by(by),
+            None => Ok(q),
+        })
+        .and_then(|q| match &args.filter {
+            Some(w) => q.filter(w),
+            None => Ok(q),
+        });
+    let query = match query {
+        Ok(q) => q,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return exit::INVALID_INPUT;
+        }
+    };
+    if let Err(code) = check_out(&args.out, args.force) {
+        return code;
+    }
+    let results = match ioscope_store::open(&args.file) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("{}: error: {e}", args.file.display());
+            return exit::INVALID_INPUT;
+        }
+    };
+    let opts = ioscope_web::plot::PlotOptions { width: args.width, panel_height: args.height };
+    match ioscope_web::plot::render(&results, &query, &opts) {
+        Ok(png) => write(&args.out, &png),
+        Err(e) => {
+            eprintln!("error: {e}");
+            exit::INVALID_INPUT
+        }
+    }
+}
