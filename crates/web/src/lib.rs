@@ -11,3 +11,6 @@ pub mod server;
 
 pub use api::Api;
 pub use server::Server;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,260 @@
+//! Queries, API answers and the report over a small results file written for the test.
+
+use crate::api::{parse_query, query_path, Api};
+use crate::query::{self, Query};
+use ioscope_metrics::{Counts, Histogram, OpInterval, OpSeries, Snapshot, WorkerCounts};
+use ioscope_store::{ProbeRow, RunInfo, Status, Writer};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+fn hist(values: impl IntoIterator<Item = u64>) -> Histogram {
+    let mut h = Histogram::new();
+    values.into_iter().for_each(|v| h.record(v));
+    h
+}
+
+/// `n` operations with latencies base, base+1000, ...
+fn interval(n: u64, base_ns: u64, size: u64) -> OpInterval {
+    OpInterval {
+        counts: Counts { ops: n, bytes: n * size, errors: 0 },
+        latency_ns: hist((0..n).map(|i| base_ns + i * 1000)),
+        service_ns: hist((0..n).map(|i| base_ns / 2 + i * 1000)),
+        size_bytes: hist((0..n).map(|_| size)),
+        offset_bytes: hist((0..n).map(|i| i * size)),
+    }
+}
+
+fn snapshot(second: u32, host: &str) -> Snapshot {
+    let reads = 100 + second as u64;
+    Snapshot {
+        second,
+        interval_ns: if second == 1 { 500_000_000 } else { 1_000_000_000 },
+        step: second / 2,
+        warmup: second == 0,
+        host: host.into(),
+        ops: vec![
+            OpSeries { workload: "w".into(), op: "read".into(), data: interval(reads, 10_000, 4096) },
+            OpSeries { workload: "w".into(), op: "write".into(), data: interval(50, 2_000_000, 65536) },
+        ],
+        workers: vec![
+            WorkerCounts { worker: 0, op: "read".into(), counts: Counts { ops: reads - 40, bytes: 0, errors: 0 } },
+            WorkerCounts { worker: 1, op: "read".into(), counts: Counts { ops: 40, bytes: 0, errors: 0 } },
+            WorkerCounts { worker: 1, op: "write".into(), counts: Counts { ops: 50, bytes: 0, errors: 0 } },
+        ],
+    }
+}
+
+/// Seconds 0..4 on hosts a and b, except that host b misses second 2 and nobody has second 3.
+fn write_results(dir: &Path) -> PathBuf {
+    let path = dir.join("r.ioscope");
+    let info = RunInfo {
+        ioscope_version: "test".into(),
+        host: "a".into(),
+        pid: 1,
+        command_line: "ioscope run".into(),
+        started_unix_ms: 1_700_000_000_000,
+        planned_duration_ns: 5_000_000_000,
+        plan_json: "{}".into(),
+        workload_toml: String::new(),
+        workload_hash: "x".into(),
+    };
+    let hosts = vec![("a".to_string(), serde_json::json!({"cpus": 2})), ("b".to_string(), serde_json::json!({}))];
+    let mut w = Writer::create(&path, &info, &hosts).unwrap();
+    for second in [0, 1, 2, 4] {
+        w.write_second(&snapshot(second, "a")).unwrap();
+        if second != 2 {
+            w.write_second(&snapshot(second, "b")).unwrap();
+        }
+    }
+    let probe = |at_ns, duration_ns| ProbeRow {
+        name: "sync".into(),
+        command: "sync".into(),
+        at_ns,
+        duration_ns,
+        exit_code: Some(0),
+        detail: None,
+    };
+    w.write_probe(&probe(1_200_000_000, 300_000_000)).unwrap();
+    w.write_probe(&probe(4_100_000_000, 700_000_000)).unwrap();
+    w.finish(Status::Completed, None, 1_700_000_005_000).unwrap();
+    path
+}
+
+fn results() -> (tempfile::TempDir, ioscope_store::Results) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_results(dir.path());
+    let r = ioscope_store::open(&path).unwrap();
+    (dir, r)
+}
+
+fn q(stat: &str, by: Option<&str>, filter: &str) -> Query {
+    let mut q = Query::new(stat).unwrap();
+    if let Some(b) = by {
+        q = q.by(b).unwrap();
+    }
+    q.filter(filter).unwrap()
+}
+
+fn series_values(v: &Value, key: &str) -> Vec<Option<f64>> {
+    let s = v["series"].as_array().unwrap().iter().find(|s| s["key"] == key).unwrap_or_else(|| panic!("no {key}"));
+    s["values"].as_array().unwrap().iter().map(|x| x.as_f64()).collect()
+}
+
+#[test]
+fn counter_breakdowns_sum_to_the_whole_and_rates_use_each_interval() {
+    let (_d, r) = results();
+    let all = query::series(&r, &q("ops", None, ""));
+    let by_op = query::series(&r, &q("ops", Some("op"), ""));
+    let total = series_values(&all, "all");
+    let (reads, writes) = (series_values(&by_op, "read"), series_values(&by_op, "write"));
+    for i in 0..total.len() {
+        match total[i] {
+            Some(t) => assert!((t - reads[i].unwrap() - writes[i].unwrap()).abs() < 1e-6, "second {i}"),
+            None => assert!(reads[i].is_none() && writes[i].is_none()),
+        }
+    }
+    // Second 1 lasted 0.5 s on both hosts: 101 reads each is 202/s per host.
+    assert_eq!(reads[1], Some(404.0));
+    // Second 3 was never stored: null, not zero.
+    assert_eq!(total[3], None);
+    assert_eq!(all["seconds"], serde_json::json!([0, 1, 2, 3, 4]));
+    assert_eq!(all["warmup"][0], true);
+    assert_eq!(all["step"][4], 2);
+    // Host b has no second 2: only host a's 102 reads.
+    let b = query::series(&r, &q("ops", Some("host"), "op:read"));
+    assert_eq!(series_values(&b, "a")[2], Some(102.0));
+    assert_eq!(series_values(&b, "b")[2], Some(0.0));
+}
+
+#[test]
+fn filters_narrow_and_repeat_as_alternatives() {
+    let (_d, r) = results();
+    let writes = query::series(&r, &q("ops", None, "op:write"));
+    assert_eq!(writes["series"][0]["total"], 7 * 50);
+    let both = query::series(&r, &q("ops", None, "op:write;op:read"));
+    let all = query::series(&r, &q("ops", None, ""));
+    assert_eq!(both["series"][0]["total"], all["series"][0]["total"]);
+    let one_host = query::series(&r, &q("ops", None, "op:write;host:b"));
+    assert_eq!(one_host["series"][0]["total"], 3 * 50);
+    assert_eq!(one_host["where"], "op:write;host:b");
+}
+
+#[test]
+fn workers_come_from_per_worker_counts_and_cannot_be_split_by_workload() {
+    let (_d, r) = results();
+    let v = query::series(&r, &q("ops", Some("worker"), "op:read"));
+    let keys: Vec<&str> = v["series"].as_array().unwrap().iter().map(|s| s["key"].as_str().unwrap()).collect();
+    assert_eq!(keys, ["0", "1"]);
+    assert_eq!(v["series"][1]["total"], 7 * 40);
+    let err = Query::new("ops").unwrap().by("worker").unwrap().filter("workload:w").unwrap_err();
+    assert!(err.contains("worker and workload"), "{err}");
+    let err = Query::new("latency").unwrap().by("worker").unwrap_err();
+    assert!(err.contains("latency cannot be broken down by worker"), "{err}");
+    let err = Query::new("iops").unwrap_err();
+    assert!(err.contains("unknown statistic \"iops\"") && err.contains("latency"), "{err}");
+}
+
+#[test]
+fn percentiles_come_from_merged_histograms() {
+    let (_d, r) = results();
+    let v = query::series(&r, &q("latency", Some("op"), "step:2"));
+    let read = v["series"].as_array().unwrap().iter().find(|s| s["key"] == "read").unwrap();
+    // Second 4 on two hosts: 104 reads each at 10 us + i us, i < 104; p50 is ~61.5 us.
+    let p50 = read["p50"][4].as_f64().unwrap();
+    assert!((p50 - 61_000.0).abs() / 61_000.0 < 0.01, "p50 {p50}");
+    assert_eq!(read["count"][4], 208);
+    assert_eq!(read["max"][4], 113_000);
+    assert_eq!(read["count"][0], Value::Null, "second 0 is in step 0, filtered out");
+}
+
+#[test]
+fn heat_map_cells_add_up_and_name_their_bucket_bounds() {
+    let (_d, r) = results();
+    let v = query::heatmap(&r, &q("latency", Some("op"), "")).unwrap();
+    let buckets = v["buckets"].as_array().unwrap();
+    let lows: Vec<u64> = buckets.iter().map(|b| b[0].as_u64().unwrap()).collect();
+    assert!(lows.windows(2).all(|w| w[0] < w[1]), "buckets ascend");
+    for s in v["series"].as_array().unwrap() {
+        let mut sum = 0;
+        for col in s["columns"].as_array().unwrap() {
+            for pair in col.as_array().unwrap().chunks(2) {
+                assert!((pair[0].as_u64().unwrap() as usize) < buckets.len());
+                sum += pair[1].as_u64().unwrap();
+            }
+        }
+        assert_eq!(s["total"].as_u64(), Some(sum));
+    }
+    let write = v["series"].as_array().unwrap().iter().find(|s| s["key"] == "write").unwrap();
+    let first = &write["columns"][0];
+    let lo = buckets[first[0].as_u64().unwrap() as usize][0].as_u64().unwrap();
+    assert!((1_984_000..=2_000_000).contains(&lo), "the fastest write (2 ms) is in bucket from {lo}");
+    assert_eq!(v["series"][0]["columns"][3], serde_json::json!([]), "no second 3");
+    assert!(query::heatmap(&r, &q("ops", None, "")).unwrap_err().contains("not a distribution"));
+}
+
+#[test]
+fn probe_durations_sit_at_the_second_they_started() {
+    let (_d, r) = results();
+    let v = query::series(&r, &q("probe", Some("probe"), ""));
+    assert_eq!(series_values(&v, "sync"), [None, Some(3e8), None, None, Some(7e8)]);
+}
+
+#[test]
+fn the_api_routes_answers_and_refuses_with_reasons() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_results(dir.path());
+    let api = Api::new(&[path]);
+    let runs = api.get("/api/v1/runs", "");
+    assert_eq!(runs.status, 200);
+    assert_eq!(runs.body["runs"][0]["last_second"], 4);
+    assert_eq!(runs.body["runs"][0]["live"], false);
+    let detail = api.get("/api/v1/runs/0", "");
+    assert_eq!(detail.body["dimensions"]["host"], serde_json::json!(["a", "b"]));
+    assert_eq!(detail.body["summary"]["schema"], "ioscope.summary/1");
+    assert!(detail.body["stats"].as_array().unwrap().iter().any(|s| s["name"] == "probe"));
+    let ok = api.get("/api/v1/runs/0/heatmap", "stat=size&by=op&where=host%3Ab");
+    assert_eq!(ok.status, 200, "{}", ok.body);
+    assert_eq!(ok.body["where"], "host:b");
+    let bad = api.get("/api/v1/runs/0/series", "stat=latency&by=file");
+    assert_eq!(bad.status, 400);
+    assert!(bad.body["error"].as_str().unwrap().contains("unknown dimension \"file\""));
+    assert_eq!(api.get("/api/v1/runs/7", "").status, 404);
+    assert_eq!(api.get("/api/v1/nothing", "").status, 404);
+    assert_eq!(api.get("/api/v1/runs/0/series", "stat=ops&from=x").status, 400);
+}
+
+#[test]
+fn query_paths_match_the_uis_encoding() {
+    assert_eq!(
+        query_path("0", "heatmap", "latency", Some("op"), "op:write;host:my host"),
+        "/api/v1/runs/0/heatmap?stat=latency&by=op&where=op:write;host:my%20host"
+    );
+    let decoded = parse_query("where=op:write;host:my%20host&stat=ops");
+    assert_eq!(decoded[0], ("where".to_string(), "op:write;host:my host".to_string()));
+}
+
+#[test]
+fn the_report_embeds_its_data_and_needs_no_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_results(dir.path());
+    let html = crate::report::render(&path).unwrap();
+    assert!(html.contains("window.IOSCOPE_EMBEDDED = {"));
+    assert!(!html.contains("src=\"/assets/") && !html.contains("href=\"/assets/"), "no server paths left");
+    assert!(!html.contains("type=\"module\""), "module scripts do not load from file://");
+    for key in ["/api/v1/runs/0/series?stat=ops&by=op", "/api/v1/runs/0/heatmap?stat=latency&by=op"] {
+        assert!(html.contains(&format!("\"{key}\"")), "{key} not embedded");
+    }
+}
+
+#[test]
+fn the_plot_is_a_png_of_the_asked_size() {
+    let (_d, r) = results();
+    let opts = crate::plot::PlotOptions { width: 600, panel_height: 200 };
+    let png = crate::plot::render(&r, &q("latency", Some("op"), ""), &opts).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    let width = u32::from_be_bytes(png[16..20].try_into().unwrap());
+    let height = u32::from_be_bytes(png[20..24].try_into().unwrap());
+    assert_eq!((width, height), (600, 2 * (200 + 30) + 26), "two panels, one per op");
+    let err = crate::plot::render(&r, &q("latency", None, "op:fsync"), &opts).unwrap_err();
+    assert!(err.contains("no latency values"), "{err}");
+}
