@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the tests need and runs them all: formatting, lints, unit and
-# integration tests (the real binary in temporary directories).
+# integration tests (the real binary in temporary directories), the UI's data-shaping
+# modules under node:test, and browser tests driving Debian Chromium with playwright-core.
 # Usage: scripts/test.sh        (from anywhere inside the repository)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,6 +13,9 @@ export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 need_apt=()
 command -v cc >/dev/null || need_apt+=(build-essential)
 command -v sqlite3 >/dev/null || need_apt+=(sqlite3)
+command -v node >/dev/null || need_apt+=(nodejs)
+command -v npm >/dev/null || need_apt+=(npm)
+command -v "${CHROMIUM:-/usr/bin/chromium}" >/dev/null || need_apt+=(chromium)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "== installing: ${need_apt[*]}"
   if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq "${need_apt[@]}" >/dev/null
@@ -30,4 +34,9 @@ echo "== cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== cargo test"
 cargo test --workspace --locked
+echo "== UI unit tests (node:test)"
+node --test ui-tests/unit/
+echo "== UI browser tests (playwright-core, Chromium)"
+(cd ui-tests && npm ci --no-audit --no-fund --silent)
+IOSCOPE_BIN="$CARGO_TARGET_DIR/debug/ioscope" node --test --test-concurrency=1 ui-tests/browser/
 echo "== all tests passed"
