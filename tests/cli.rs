@@ -453,3 +453,153 @@ fn pattern_workload_spells_its_text_in_the_per_second_offset_distribution() {
     };
     assert_eq!(art(&drawn), art(&want), "drawn:\n{}\nwant:\n{}", art(&drawn), art(&want));
 }
+
+/// GET `path` from `addr` (HTTP/1.0): (status, body).
+fn http_get(addr: &str, path: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let status = response.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let body = response.split_once("\r\n\r\n").map(|x| x.1.to_string()).unwrap_or_default();
+    (status, body)
+}
+
+/// Starts `ioscope ARGS` and waits for the UI address it prints: (child, "127.0.0.1:PORT").
+fn spawn_ui(args: &[&str]) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let mut child = ioscope().args(args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    loop {
+        let line = rx.recv_timeout(Duration::from_secs(30)).expect("ioscope printed no UI address");
+        if let Some(url) = line.strip_prefix("Analytics UI: http://") {
+            return (child, url.trim_end_matches('/').to_string());
+        }
+    }
+}
+
+#[test]
+fn run_with_ui_serves_the_run_live_and_keeps_serving_until_ctrl_c() {
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().join("r.db");
+    let (mut child, addr) = spawn_ui(&[
+        "run",
+        "--engine",
+        "null",
+        "--rate-iops",
+        "1000",
+        "--duration",
+        "4s",
+        "--quiet",
+        "--ui",
+        "--listen",
+        "127.0.0.1:0",
+        "--out",
+        s(&results),
+    ]);
+    // During the run: live, and the stored seconds grow.
+    let mut seen_live = Vec::new();
+    for _ in 0..60 {
+        let (status, body) = http_get(&addr, "/api/v1/runs");
+        let v: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+        if status == 200 && v["runs"][0]["live"] == true {
+            if let Some(last) = v["runs"][0]["last_second"].as_u64() {
+                if seen_live.last() != Some(&last) {
+                    seen_live.push(last);
+                }
+            }
+        }
+        if seen_live.len() >= 2 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(seen_live.len() >= 2, "saw no new second while the run was live: {seen_live:?}");
+    // After the run: still served, no longer live.
+    let mut done = Value::Null;
+    for _ in 0..50 {
+        let v: Value = serde_json::from_str(&http_get(&addr, "/api/v1/runs").1).unwrap();
+        if v["runs"][0]["status"] == "completed" {
+            done = v;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(done["runs"][0]["live"], false, "{done}");
+    assert_eq!(done["runs"][0]["last_second"], 3);
+    let (status, page) = http_get(&addr, "/");
+    assert_eq!(status, 200);
+    assert!(page.contains("/assets/app.js"), "the UI page loads its script");
+    let (status, series) = http_get(&addr, "/api/v1/runs/0/series?stat=ops&by=op");
+    assert_eq!(status, 200);
+    let v: Value = serde_json::from_str(&series).unwrap();
+    let per_second: Vec<f64> = v["series"][0]["values"].as_array().unwrap().iter().filter_map(|x| x.as_f64()).collect();
+    assert!(per_second.iter().all(|r| (r - 1000.0).abs() < 50.0), "{per_second:?}");
+    assert!(child.try_wait().unwrap().is_none(), "the UI stays up after the run");
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "a completed run exits 0 when its UI is closed");
+}
+
+#[test]
+fn ui_refuses_what_is_not_a_results_file_and_answers_bad_queries_with_400() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bogus = tmp.path().join("x.db");
+    std::fs::write(&bogus, "not sqlite").unwrap();
+    let out = ioscope().args(["ui", s(&bogus), "--listen", "127.0.0.1:0"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("x.db"));
+
+    let results = tmp.path().join("r.db");
+    run_ok(&["run", "--engine", "null", "--duration", "1s", "--quiet", "--out", s(&results)]);
+    let (mut child, addr) = spawn_ui(&["ui", s(&results), "--listen", "127.0.0.1:0"]);
+    let (status, body) = http_get(&addr, "/api/v1/runs/0/heatmap?stat=ops");
+    assert_eq!(status, 400);
+    assert!(body.contains("not a distribution"), "{body}");
+    assert_eq!(http_get(&addr, "/api/v1/runs/9").0, 404);
+    assert_eq!(http_get(&addr, "/etc/passwd").0, 404);
+    child.kill().unwrap();
+    let _ = child.wait();
+}
+
+#[test]
+fn report_and_plot_write_their_files_and_never_overwrite_without_force() {
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().join("r.db");
+    run_ok(&["run", "--engine", "null", "--rate-iops", "2000", "--duration", "2s", "--quiet", "--out", s(&results)]);
+    let html = tmp.path().join("r.html");
+    run_ok(&["report", s(&results), "-o", s(&html)]);
+    let text = std::fs::read_to_string(&html).unwrap();
+    assert!(text.contains("window.IOSCOPE_EMBEDDED") && text.contains("\"stat\":\"latency\""));
+    let again = ioscope().args(["report", s(&results), "-o", s(&html)]).output().unwrap();
+    assert_eq!(again.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("--force"));
+    run_ok(&["report", s(&results), "-o", s(&html), "--force"]);
+
+    let png = tmp.path().join("h.png");
+    run_ok(&["plot", s(&results), "--stat", "latency", "--by", "op", "-o", s(&png)]);
+    assert_eq!(&std::fs::read(&png).unwrap()[..4], b"\x89PNG");
+    for (args, says) in [
+        (vec!["--stat", "ops"], "not a distribution"),
+        (vec!["--stat", "latency", "--by", "file"], "unknown dimension"),
+        (vec!["--stat", "latency", "--where", "op"], "DIMENSION:VALUE"),
+    ] {
+        let out =
+            ioscope().args(["plot", s(&results), "-o", s(&tmp.path().join("x.png"))]).args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(says),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!tmp.path().join("x.png").exists());
+    }
+}
