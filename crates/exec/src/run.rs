@@ -11,7 +11,7 @@ use ioscope_engine::null::NullEngine;
 use ioscope_engine::posix::PosixEngine;
 use ioscope_engine::uring::UringEngine;
 use ioscope_engine::{error_name, Engine, IoBuffers, Op, OpenSpec, OP_KINDS};
-use ioscope_metrics::{OpInterval, OpSeries, Snapshot, WorkerCounts, WorkerReader, WorkerRecorder};
+use ioscope_metrics::{Counts, FileCounts, OpInterval, OpSeries, Snapshot, WorkerCounts, WorkerReader, WorkerRecorder};
 use ioscope_store::{ProbeRow, RunInfo, Status, StepRow, Writer};
 use ioscope_workload::{EngineKind, Operation, Plan, Rate, Step, SyncMode, Workload};
 use std::path::PathBuf;
@@ -194,7 +194,7 @@ pub fn run(plan: &Plan, files: &[PathBuf], cfg: RunConfig<'_>) -> Result<Outcome
         .iter()
         .map(|(wi, _)| {
             let used: Vec<usize> = workload_ops[*wi].iter().map(|o| *o as usize).collect();
-            WorkerRecorder::with_ops(OP_KINDS, &used)
+            WorkerRecorder::with_ops(OP_KINDS, &used).with_files(files.len())
         })
         .collect();
     let tree = cfg.dataset.map(Tree::new);
@@ -275,7 +275,11 @@ pub fn run(plan: &Plan, files: &[PathBuf], cfg: RunConfig<'_>) -> Result<Outcome
         let mut step_ops = vec![0u64; steps.len()];
         let mut step_ns = vec![0u64; steps.len()];
         let mut published = vec![false; steps.len()];
-        let c = Collect { host: &host, plan, workload_ops: &workload_ops, roles: &roles };
+        let file_names: Vec<String> = files
+            .iter()
+            .map(|f| f.file_name().map_or_else(|| f.display().to_string(), |n| n.to_string_lossy().into_owned()))
+            .collect();
+        let c = Collect { host: &host, plan, workload_ops: &workload_ops, roles: &roles, file_names: &file_names };
         loop {
             let tick = t0 + (second as u64 + 1) * SECOND_NS;
             // Sleep to the tick; at the end of the run, wait for workers to finish their last I/O.
@@ -492,6 +496,8 @@ struct Collect<'a> {
     workload_ops: &'a [Vec<Op>],
     /// (workload, local number) of each worker.
     roles: &'a [(usize, u32)],
+    /// Names of the flat workloads' files, by index.
+    file_names: &'a [String],
 }
 
 impl Collect<'_> {
@@ -507,7 +513,12 @@ impl Collect<'_> {
         let mut merged: Vec<Vec<OpInterval>> =
             self.workload_ops.iter().map(|ops| ops.iter().map(|_| OpInterval::empty()).collect()).collect();
         let mut workers = Vec::new();
+        let mut per_file: std::collections::BTreeMap<(u32, usize), Counts> = Default::default();
         for (w, (rec, reader)) in recorders.iter().zip(readers.iter_mut()).enumerate() {
+            for (op, file, c) in reader.take_files(rec) {
+                let e = per_file.entry((file, op)).or_default();
+                *e = Counts { ops: e.ops + c.ops, bytes: e.bytes + c.bytes, errors: e.errors + c.errors };
+            }
             let per_op = reader.take(rec);
             let wi = self.roles[w].0;
             for (m, op) in merged[wi].iter_mut().zip(&self.workload_ops[wi]) {
@@ -523,7 +534,15 @@ impl Collect<'_> {
                 ops.push(OpSeries { workload, op: op.name().to_string(), data });
             }
         }
-        Snapshot { second, interval_ns, step: 0, warmup: false, host: self.host.to_string(), ops, workers }
+        let files = per_file
+            .into_iter()
+            .map(|((file, op), counts)| FileCounts {
+                file: self.file_names.get(file as usize).cloned().unwrap_or_else(|| file.to_string()),
+                op: Op::ALL.get(op).map_or("?", |o| o.name()).to_string(),
+                counts,
+            })
+            .collect();
+        Snapshot { second, interval_ns, step: 0, warmup: false, host: self.host.to_string(), ops, workers, files }
     }
 }
 

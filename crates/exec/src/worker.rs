@@ -77,6 +77,7 @@ impl<'a, E: Engine> Worker<'a, E> {
     #[inline(always)]
     pub(crate) fn record(&mut self, io: &Io, result: i64, latency_ns: u64, service_ns: u64) {
         let rec = self.recorder.op(io.op as usize);
+        self.recorder.record_file(io.op as usize, io.file, (result >= 0).then_some(result as u64));
         if result >= 0 {
             rec.record(latency_ns, service_ns, result as u64, io.offset);
         } else {

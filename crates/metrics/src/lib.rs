@@ -7,4 +7,4 @@ pub mod snapshot;
 
 pub use histogram::{Histogram, RELATIVE_ERROR};
 pub use recorder::{Counts, OpInterval, OpRecorder, WorkerReader, WorkerRecorder};
-pub use snapshot::{is_sync_op, OpSeries, Snapshot, WorkerCounts};
+pub use snapshot::{is_sync_op, FileCounts, OpSeries, Snapshot, WorkerCounts};

@@ -92,16 +92,26 @@ impl OpRecorder {
 /// number); kinds it never performs take no memory.
 pub struct WorkerRecorder {
     ops: Vec<Option<OpRecorder>>,
+    /// Per op kind (where recorded), per file: completed ops, bytes, errors.
+    files: Vec<Option<Box<[FileCell]>>>,
+}
+
+/// Counters of one operation on one file.
+#[derive(Default)]
+pub struct FileCell {
+    ops: AtomicU64,
+    bytes: AtomicU64,
+    errors: AtomicU64,
 }
 
 impl WorkerRecorder {
     /// Recorders for every kind.
     pub fn new(op_kinds: usize) -> Self {
-        Self { ops: (0..op_kinds).map(|_| Some(OpRecorder::default())).collect() }
+        Self { ops: (0..op_kinds).map(|_| Some(OpRecorder::default())).collect(), files: Vec::new() }
     }
     /// Recorders for the kinds in `used` only.
     pub fn with_ops(op_kinds: usize, used: &[usize]) -> Self {
-        Self { ops: (0..op_kinds).map(|i| used.contains(&i).then(OpRecorder::default)).collect() }
+        Self { ops: (0..op_kinds).map(|i| used.contains(&i).then(OpRecorder::default)).collect(), files: Vec::new() }
     }
     /// The recorder of `op`. Panics for a kind the recorder was not made for (a bug).
     #[inline(always)]
@@ -110,6 +120,28 @@ impl WorkerRecorder {
     }
     pub fn op_kinds(&self) -> usize {
         self.ops.len()
+    }
+
+    /// Also counts each recorded op per file, for files `0..files`.
+    pub fn with_files(mut self, files: usize) -> Self {
+        self.files =
+            self.ops.iter().map(|o| o.as_ref().map(|_| (0..files).map(|_| FileCell::default()).collect())).collect();
+        self
+    }
+
+    /// Counts one completed op (`bytes` transferred) or one error on `file`, when
+    /// per-file counting is on and the file is in range.
+    #[inline(always)]
+    pub fn record_file(&self, op: usize, file: u32, bytes: Option<u64>) {
+        let Some(Some(cells)) = self.files.get(op) else { return };
+        let Some(cell) = cells.get(file as usize) else { return };
+        match bytes {
+            Some(b) => {
+                bump(&cell.ops, 1);
+                bump(&cell.bytes, b);
+            }
+            None => bump(&cell.errors, 1),
+        }
     }
 }
 
@@ -174,11 +206,44 @@ pub struct OpInterval {
 pub struct WorkerReader {
     prev_errors: Vec<u64>,
     hists: Vec<[HistogramDelta; 4]>,
+    /// Per (op kind, file): counters at the previous read.
+    prev_files: Vec<Vec<Counts>>,
 }
 
 impl WorkerReader {
     pub fn new(op_kinds: usize) -> Self {
-        Self { prev_errors: vec![0; op_kinds], hists: (0..op_kinds).map(|_| Default::default()).collect() }
+        Self {
+            prev_errors: vec![0; op_kinds],
+            hists: (0..op_kinds).map(|_| Default::default()).collect(),
+            prev_files: vec![Vec::new(); op_kinds],
+        }
+    }
+
+    /// Per-file counts since the previous call: (op kind, file, counts), non-zero only.
+    pub fn take_files(&mut self, w: &WorkerRecorder) -> Vec<(usize, u32, Counts)> {
+        let mut out = Vec::new();
+        for (op, cells) in w.files.iter().enumerate() {
+            let Some(cells) = cells else { continue };
+            let prev = &mut self.prev_files[op];
+            prev.resize(cells.len(), Counts::default());
+            for (f, (cell, p)) in cells.iter().zip(prev.iter_mut()).enumerate() {
+                let now = Counts {
+                    ops: cell.ops.load(Relaxed),
+                    bytes: cell.bytes.load(Relaxed),
+                    errors: cell.errors.load(Relaxed),
+                };
+                let d = Counts {
+                    ops: now.ops.wrapping_sub(p.ops),
+                    bytes: now.bytes.wrapping_sub(p.bytes),
+                    errors: now.errors.wrapping_sub(p.errors),
+                };
+                *p = now;
+                if d != Counts::default() {
+                    out.push((op, f as u32, d));
+                }
+            }
+        }
+        out
     }
 
     /// What `w` recorded since the previous call, per op.
@@ -236,5 +301,24 @@ mod tests {
         assert_eq!(second[1].counts, Counts::default());
         let third = r.take(&w);
         assert!(third[0].latency_ns.is_empty());
+    }
+
+    #[test]
+    fn per_file_counts_are_deltas_and_skip_files_out_of_range() {
+        let w = WorkerRecorder::with_ops(3, &[0, 2]).with_files(2);
+        let mut r = WorkerReader::new(3);
+        w.record_file(0, 1, Some(4096));
+        w.record_file(0, 1, Some(4096));
+        w.record_file(2, 0, None);
+        w.record_file(0, 7, Some(1)); // no such file: ignored
+        w.record_file(1, 0, Some(1)); // op without a recorder: ignored
+        let first = r.take_files(&w);
+        assert_eq!(
+            first,
+            [(0, 1, Counts { ops: 2, bytes: 8192, errors: 0 }), (2, 0, Counts { ops: 0, bytes: 0, errors: 1 })]
+        );
+        w.record_file(0, 0, Some(512));
+        assert_eq!(r.take_files(&w), [(0, 0, Counts { ops: 1, bytes: 512, errors: 0 })]);
+        assert!(r.take_files(&w).is_empty());
     }
 }

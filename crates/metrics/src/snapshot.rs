@@ -22,6 +22,15 @@ pub struct WorkerCounts {
     pub counts: Counts,
 }
 
+/// Per-file counters of one operation for one second, merged over workers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileCounts {
+    /// The file's name within the run's directory.
+    pub file: String,
+    pub op: String,
+    pub counts: Counts,
+}
+
 /// One second of one host.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Snapshot {
@@ -36,6 +45,8 @@ pub struct Snapshot {
     pub host: String,
     pub ops: Vec<OpSeries>,
     pub workers: Vec<WorkerCounts>,
+    /// Per file and op (flat workloads; empty for file-tree datasets).
+    pub files: Vec<FileCounts>,
 }
 
 impl OpInterval {

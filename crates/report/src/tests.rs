@@ -78,6 +78,7 @@ fn snap(second: u32, interval_ns: u64, ops: Vec<(&str, OpInterval)>) -> Snapshot
         warmup: false,
         host: "h1".into(),
         workers: ops.iter().map(|(op, d)| WorkerCounts { worker: 0, op: op.to_string(), counts: d.counts }).collect(),
+        files: Vec::new(),
         ops: ops.into_iter().map(|(op, data)| OpSeries { workload: "randrw".into(), op: op.into(), data }).collect(),
     }
 }

@@ -2,7 +2,7 @@
 
 use crate::schema::{APPLICATION_ID, SCHEMA_VERSION};
 use crate::{stat, ProbeRow, Results, RunInfo, Status, StepRow, StoreError, StoredRun};
-use ioscope_metrics::{Histogram, OpInterval, OpSeries, Snapshot, WorkerCounts};
+use ioscope_metrics::{FileCounts, Histogram, OpInterval, OpSeries, Snapshot, WorkerCounts};
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 use std::collections::{BTreeMap, HashMap};
@@ -233,11 +233,14 @@ impl Reader<'_> {
             workload: String,
             op: String,
             worker: Option<u32>,
+            file: Option<String>,
         }
         let mut series = HashMap::new();
         {
-            let mut stmt =
-                self.conn.prepare("SELECT id, stat, host, workload, op, worker FROM series").map_err(self.sql())?;
+            let mut stmt = self
+                .conn
+                .prepare("SELECT id, stat, host, workload, op, worker, file FROM series")
+                .map_err(self.sql())?;
             let mut rows = stmt.query([]).map_err(self.sql())?;
             while let Some(r) = rows.next().map_err(self.sql())? {
                 let id: i64 = r.get(0).map_err(self.sql())?;
@@ -247,6 +250,7 @@ impl Reader<'_> {
                     workload: r.get(3).map_err(self.sql())?,
                     op: r.get(4).map_err(self.sql())?,
                     worker: r.get(5).map_err(self.sql())?,
+                    file: r.get(6).map_err(self.sql())?,
                 };
                 series.insert(id, row);
             }
@@ -257,6 +261,7 @@ impl Reader<'_> {
             snap: Option<Snapshot>,
             ops: HashMap<(String, String), usize>,
             workers: HashMap<(u32, String), usize>,
+            files: HashMap<(String, String), usize>,
         }
         let mut snaps: BTreeMap<(u32, String), Building> = BTreeMap::new();
         let new_snap = |second: u32, host: &str, interval_ns: u64, step: u32, warmup: bool| Snapshot {
@@ -267,6 +272,7 @@ impl Reader<'_> {
             host: host.to_string(),
             ops: Vec::new(),
             workers: Vec::new(),
+            files: Vec::new(),
         };
         {
             let mut stmt =
@@ -306,6 +312,20 @@ impl Reader<'_> {
 
             let b = snaps.entry((second, s.host.clone())).or_default();
             let snap = b.snap.get_or_insert_with(|| new_snap(second, &s.host, interval, 0, false));
+            if let Some(file) = &s.file {
+                let i = *b.files.entry((file.clone(), s.op.clone())).or_insert_with(|| {
+                    snap.files.push(FileCounts { file: file.clone(), op: s.op.clone(), counts: Default::default() });
+                    snap.files.len() - 1
+                });
+                let c = &mut snap.files[i].counts;
+                match s.stat.as_str() {
+                    stat::OPS => c.ops = value,
+                    stat::BYTES => c.bytes = value,
+                    stat::ERRORS => c.errors = value,
+                    _ => {}
+                }
+                continue;
+            }
             match s.worker {
                 Some(worker) => {
                     let i = *b.workers.entry((worker, s.op.clone())).or_insert_with(|| {

@@ -1,5 +1,5 @@
 use super::*;
-use ioscope_metrics::{Counts, Histogram, OpInterval, OpSeries, WorkerCounts};
+use ioscope_metrics::{Counts, FileCounts, Histogram, OpInterval, OpSeries, WorkerCounts};
 use std::process::Command;
 
 fn run_info(pid: u32, host: &str) -> RunInfo {
@@ -68,6 +68,14 @@ fn snapshot(second: u32, host: &str) -> Snapshot {
                 })
             })
             .collect(),
+        files: vec![
+            FileCounts {
+                file: "ioscope.0".into(),
+                op: "read".into(),
+                counts: Counts { ops: 7, bytes: 28672, errors: 0 },
+            },
+            FileCounts { file: "ioscope.1".into(), op: "write".into(), counts: Counts { ops: 3, bytes: 0, errors: 1 } },
+        ],
     }
 }
 
@@ -134,12 +142,13 @@ fn finished_run_round_trips_exactly_into_one_file() {
     assert_eq!(r.steps[0], steps[0]);
     assert_eq!(r.steps[1].rate_iops, Some(1234), "a curve step's rate is filled in later");
     assert_eq!(r.probes, vec![probe]);
+    assert_eq!(r.seconds[0].files[1].counts.errors, 1, "per-file counters round-trip");
 
     if let Some(out) = sqlite3_cli(
         &path,
         "PRAGMA journal_mode; PRAGMA application_id; PRAGMA user_version; \
          SELECT status FROM run; SELECT count(*) FROM tick; \
-         SELECT value FROM samples WHERE stat='io.ops' AND op='read' AND worker IS NULL ORDER BY second;",
+         SELECT value FROM samples WHERE stat='io.ops' AND op='read' AND worker IS NULL AND file IS NULL ORDER BY second;",
     ) {
         assert_eq!(out, format!("delete\n{APPLICATION_ID}\n{SCHEMA_VERSION}\ncompleted\n3\n1000\n1001\n1002\n"));
     }

@@ -12,8 +12,8 @@ use std::time::Duration;
 /// How long a statement waits for a lock held by a reader before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// (stat, host, workload, op, worker)
-type SeriesKey = (&'static str, String, String, String, Option<u32>);
+/// (stat, host, workload, op, worker, file)
+type SeriesKey = (&'static str, String, String, String, Option<u32>, Option<String>);
 
 /// Checks that `path` can be created as a new results file; the CLI calls this before
 /// any I/O. Refuses an existing path, and leftover `-wal`/`-journal` files beside it
@@ -153,23 +153,29 @@ impl Writer {
         // Series created in this transaction join the cache only once it commits.
         let mut created: Vec<(SeriesKey, i64)> = Vec::new();
         let cache = &self.series;
-        let mut series_id =
-            |stat: &'static str, unit: &str, kind: &str, workload: &str, op: &str, worker: Option<u32>| {
-                let key: SeriesKey = (stat, s.host.clone(), workload.to_string(), op.to_string(), worker);
-                if let Some(id) = cache.get(&key) {
-                    return Ok(*id);
-                }
-                if let Some((_, id)) = created.iter().find(|(k, _)| *k == key) {
-                    return Ok(*id);
-                }
-                tx.prepare_cached(
-                "INSERT INTO series(stat, unit, kind, host, workload, op, worker) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        let mut series_id = |stat: &'static str,
+                             unit: &str,
+                             kind: &str,
+                             workload: &str,
+                             op: &str,
+                             worker: Option<u32>,
+                             file: Option<&str>| {
+            let key: SeriesKey =
+                (stat, s.host.clone(), workload.to_string(), op.to_string(), worker, file.map(str::to_string));
+            if let Some(id) = cache.get(&key) {
+                return Ok(*id);
+            }
+            if let Some((_, id)) = created.iter().find(|(k, _)| *k == key) {
+                return Ok(*id);
+            }
+            tx.prepare_cached(
+                "INSERT INTO series(stat, unit, kind, host, workload, op, worker, file) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             )?
-            .execute(params![stat, unit, kind, s.host, workload, op, worker])?;
-                let id = tx.last_insert_rowid();
-                created.push((key, id));
-                Ok::<i64, rusqlite::Error>(id)
-            };
+            .execute(params![stat, unit, kind, s.host, workload, op, worker, file])?;
+            let id = tx.last_insert_rowid();
+            created.push((key, id));
+            Ok::<i64, rusqlite::Error>(id)
+        };
 
         let result = (|| {
             tx.execute(
@@ -196,14 +202,21 @@ impl Writer {
             for o in &s.ops {
                 let c = o.data.counts;
                 for ((stat, unit), v) in stat::COUNTERS.into_iter().zip([c.ops, c.bytes, c.errors]) {
-                    let id = series_id(stat, unit, "counter", &o.workload, &o.op, None)?;
+                    let id = series_id(stat, unit, "counter", &o.workload, &o.op, None, None)?;
                     counter(id, v)?;
                 }
             }
             for w in &s.workers {
                 let c = w.counts;
                 for ((stat, unit), v) in stat::COUNTERS.into_iter().zip([c.ops, c.bytes, c.errors]) {
-                    let id = series_id(stat, unit, "counter", "", &w.op, Some(w.worker))?;
+                    let id = series_id(stat, unit, "counter", "", &w.op, Some(w.worker), None)?;
+                    counter(id, v)?;
+                }
+            }
+            for f in &s.files {
+                let c = f.counts;
+                for ((stat, unit), v) in stat::COUNTERS.into_iter().zip([c.ops, c.bytes, c.errors]) {
+                    let id = series_id(stat, unit, "counter", "", &f.op, None, Some(&f.file))?;
                     counter(id, v)?;
                 }
             }
@@ -211,7 +224,7 @@ impl Writer {
                 let d = &o.data;
                 let hists: [&Histogram; 4] = [&d.latency_ns, &d.service_ns, &d.size_bytes, &d.offset_bytes];
                 for ((stat, unit), h) in stat::DISTRIBUTIONS.into_iter().zip(hists) {
-                    let id = series_id(stat, unit, "distribution", &o.workload, &o.op, None)?;
+                    let id = series_id(stat, unit, "distribution", &o.workload, &o.op, None, None)?;
                     if h.is_empty() {
                         insert.execute(params![
                             id,

@@ -6,7 +6,7 @@
 //! by bucket addition, so a breakdown's parts always sum to its whole.
 
 use ioscope_metrics::histogram::bucket_range;
-use ioscope_metrics::{Histogram, OpSeries, Snapshot, WorkerCounts, RELATIVE_ERROR};
+use ioscope_metrics::{FileCounts, Histogram, OpSeries, Snapshot, WorkerCounts, RELATIVE_ERROR};
 use ioscope_store::Results;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -19,11 +19,12 @@ pub enum Dim {
     Host,
     Step,
     Worker,
+    File,
     Probe,
 }
 
 impl Dim {
-    pub const ALL: [Dim; 6] = [Dim::Op, Dim::Workload, Dim::Host, Dim::Step, Dim::Worker, Dim::Probe];
+    pub const ALL: [Dim; 7] = [Dim::Op, Dim::Workload, Dim::Host, Dim::Step, Dim::Worker, Dim::File, Dim::Probe];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -32,6 +33,7 @@ impl Dim {
             Dim::Host => "host",
             Dim::Step => "step",
             Dim::Worker => "worker",
+            Dim::File => "file",
             Dim::Probe => "probe",
         }
     }
@@ -71,7 +73,7 @@ pub struct Stat {
     pub dims: &'static [Dim],
 }
 
-const COUNTER_DIMS: &[Dim] = &[Dim::Op, Dim::Workload, Dim::Host, Dim::Step, Dim::Worker];
+const COUNTER_DIMS: &[Dim] = &[Dim::Op, Dim::Workload, Dim::Host, Dim::Step, Dim::Worker, Dim::File];
 const DISTRIBUTION_DIMS: &[Dim] = &[Dim::Op, Dim::Workload, Dim::Host, Dim::Step];
 
 pub static STATS: &[Stat] = &[
@@ -180,10 +182,17 @@ impl Query {
         self.by == Some(dim) || self.filter.iter().any(|(d, _)| *d == dim)
     }
 
-    /// Per-worker rows carry operation counts without a workload.
+    /// Per-worker and per-file rows are separate counter sets: neither carries a
+    /// workload, and they cannot be split by each other.
     fn check_sources(&self) -> Result<(), String> {
-        if self.uses(Dim::Worker) && self.uses(Dim::Workload) {
-            return Err("worker and workload cannot be combined: per-worker counts carry no workload".into());
+        for (a, b, why) in [
+            (Dim::Worker, Dim::Workload, "per-worker counts carry no workload"),
+            (Dim::File, Dim::Workload, "per-file counts carry no workload"),
+            (Dim::Worker, Dim::File, "counts are kept per worker and per file, not per both"),
+        ] {
+            if self.uses(a) && self.uses(b) {
+                return Err(format!("{} and {} cannot be combined: {why}", a.name(), b.name()));
+            }
         }
         Ok(())
     }
@@ -202,12 +211,13 @@ impl Query {
 enum Row<'a> {
     Op(&'a Snapshot, &'a OpSeries),
     Worker(&'a Snapshot, &'a WorkerCounts),
+    File(&'a Snapshot, &'a FileCounts),
 }
 
 impl<'a> Row<'a> {
     fn snapshot(&self) -> &'a Snapshot {
         match *self {
-            Row::Op(s, _) | Row::Worker(s, _) => s,
+            Row::Op(s, _) | Row::Worker(s, _) | Row::File(s, _) => s,
         }
     }
 
@@ -216,6 +226,8 @@ impl<'a> Row<'a> {
         match (dim, self) {
             (Dim::Op, Row::Op(_, o)) => Some(o.op.clone()),
             (Dim::Op, Row::Worker(_, w)) => Some(w.op.clone()),
+            (Dim::Op, Row::File(_, f)) => Some(f.op.clone()),
+            (Dim::File, Row::File(_, f)) => Some(f.file.clone()),
             (Dim::Workload, Row::Op(_, o)) => Some(workload_name(&o.workload).to_string()),
             (Dim::Host, _) => Some(s.host.clone()),
             (Dim::Step, _) => Some(s.step.to_string()),
@@ -228,6 +240,7 @@ impl<'a> Row<'a> {
         let c = match self {
             Row::Op(_, o) => o.data.counts,
             Row::Worker(_, w) => w.counts,
+            Row::File(_, f) => f.counts,
         };
         match stat {
             "ops" => c.ops,
@@ -286,11 +299,13 @@ impl<'a> Range<'a> {
     }
 
     fn rows(&self, q: &Query, group: &'a [Snapshot]) -> Vec<Row<'a>> {
-        let workers = q.uses(Dim::Worker);
+        let (workers, files) = (q.uses(Dim::Worker), q.uses(Dim::File));
         let mut rows = Vec::new();
         for s in group {
             if workers {
                 rows.extend(s.workers.iter().map(|w| Row::Worker(s, w)));
+            } else if files {
+                rows.extend(s.files.iter().map(|f| Row::File(s, f)));
             } else {
                 rows.extend(s.ops.iter().map(|o| Row::Op(s, o)));
             }
@@ -565,6 +580,7 @@ pub fn dimension_values(r: &Results) -> Value {
     let mut workloads = Vec::new();
     let mut hosts = Vec::new();
     let mut workers = BTreeSet::new();
+    let mut files = Vec::new();
     let mut steps: BTreeSet<u32> = r.steps.iter().map(|s| s.index).collect();
     let push = |v: &mut Vec<String>, s: &str| {
         if !v.iter().any(|x| x == s) {
@@ -579,7 +595,11 @@ pub fn dimension_values(r: &Results) -> Value {
             push(&mut workloads, workload_name(&o.workload));
         }
         workers.extend(s.workers.iter().map(|w| w.worker));
+        for f in &s.files {
+            push(&mut files, &f.file);
+        }
     }
+    files.sort();
     let mut probes = Vec::new();
     for p in &r.probes {
         push(&mut probes, &p.name);
@@ -587,7 +607,7 @@ pub fn dimension_values(r: &Results) -> Value {
     let strings = |v: BTreeSet<u32>| v.into_iter().map(|x| x.to_string()).collect::<Vec<_>>();
     json!({
         "op": ops, "workload": workloads, "host": hosts,
-        "step": strings(steps), "worker": strings(workers), "probe": probes,
+        "step": strings(steps), "worker": strings(workers), "file": files, "probe": probes,
     })
 }
 

@@ -2,7 +2,7 @@
 
 use crate::api::{parse_query, query_path, Api};
 use crate::query::{self, Query};
-use ioscope_metrics::{Counts, Histogram, OpInterval, OpSeries, Snapshot, WorkerCounts};
+use ioscope_metrics::{Counts, FileCounts, Histogram, OpInterval, OpSeries, Snapshot, WorkerCounts};
 use ioscope_store::{ProbeRow, RunInfo, Status, Writer};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -40,6 +40,15 @@ fn snapshot(second: u32, host: &str) -> Snapshot {
             WorkerCounts { worker: 0, op: "read".into(), counts: Counts { ops: reads - 40, bytes: 0, errors: 0 } },
             WorkerCounts { worker: 1, op: "read".into(), counts: Counts { ops: 40, bytes: 0, errors: 0 } },
             WorkerCounts { worker: 1, op: "write".into(), counts: Counts { ops: 50, bytes: 0, errors: 0 } },
+        ],
+        files: vec![
+            FileCounts {
+                file: "f0".into(),
+                op: "read".into(),
+                counts: Counts { ops: reads - 10, bytes: 0, errors: 0 },
+            },
+            FileCounts { file: "f1".into(), op: "read".into(), counts: Counts { ops: 10, bytes: 0, errors: 0 } },
+            FileCounts { file: "f1".into(), op: "write".into(), counts: Counts { ops: 50, bytes: 0, errors: 2 } },
         ],
     }
 }
@@ -155,6 +164,20 @@ fn workers_come_from_per_worker_counts_and_cannot_be_split_by_workload() {
 }
 
 #[test]
+fn files_come_from_per_file_counts() {
+    let (_d, r) = results();
+    let v = query::series(&r, &q("ops", Some("file"), "op:write"));
+    let keys: Vec<&str> = v["series"].as_array().unwrap().iter().map(|s| s["key"].as_str().unwrap()).collect();
+    assert_eq!(keys, ["f1"], "only f1 was written");
+    assert_eq!(v["series"][0]["total"], 7 * 50);
+    let errors = query::series(&r, &q("errors", Some("file"), ""));
+    assert_eq!(series_values(&errors, "f1")[4], Some(4.0), "2 errors a second on each of two hosts");
+    let err = Query::new("ops").unwrap().by("file").unwrap().filter("worker:1").unwrap_err();
+    assert!(err.contains("worker and file cannot be combined"), "{err}");
+    assert!(Query::new("latency").unwrap().by("file").is_err(), "files carry counters only");
+}
+
+#[test]
 fn percentiles_come_from_merged_histograms() {
     let (_d, r) = results();
     let v = query::series(&r, &q("latency", Some("op"), "step:2"));
@@ -217,7 +240,8 @@ fn the_api_routes_answers_and_refuses_with_reasons() {
     assert_eq!(ok.body["where"], "host:b");
     let bad = api.get("/api/v1/runs/0/series", "stat=latency&by=file");
     assert_eq!(bad.status, 400);
-    assert!(bad.body["error"].as_str().unwrap().contains("unknown dimension \"file\""));
+    assert!(bad.body["error"].as_str().unwrap().contains("latency cannot be broken down by file"));
+    assert_eq!(api.get("/api/v1/runs/0/series", "stat=ops&by=disk").status, 400);
     assert_eq!(api.get("/api/v1/runs/7", "").status, 404);
     assert_eq!(api.get("/api/v1/nothing", "").status, 404);
     assert_eq!(api.get("/api/v1/runs/0/series", "stat=ops&from=x").status, 400);

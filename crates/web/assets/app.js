@@ -1,0 +1,402 @@
+// modules: format.js color.js histo.js series.js state.js api.js draw.js worksheet.js panels.js app.js
+// app.js: the entry. Loads the runs, keeps the worksheet state in the URL (location.hash;
+// back/forward restore it), draws the top bar (run, LIVE, compare, time range, link),
+// the worksheet and the panels, and polls live runs every second.
+
+import { fmtElapsed, fmtDateTime } from './format.js';
+import { decodeState, encodeState, completeState, defaultKind, kindsFor, KIND_LABELS, makeChart, visibleRange, zoomOut, pan } from './state.js';
+import { getRuns, getRun, isEmbedded, embeddedWorksheet } from './api.js';
+import { Worksheet, h } from './worksheet.js';
+import { renderPanels } from './panels.js';
+
+const app = {
+  runs: [],
+  details: new Map(),
+  state: null,
+  ws: null,
+  ready: Promise.resolve(),
+  generation: 0,
+  panelsKey: '',
+  polling: false,
+  pollCount: 1,
+};
+
+function runMeta(id) {
+  return app.runs.find((r) => String(r.id) === String(id)) || null;
+}
+
+function runDetail(id) {
+  return app.details.get(String(id)) || null;
+}
+
+async function ensureDetail(id) {
+  if (id == null || !runMeta(id)) return null;
+  if (!app.details.has(String(id))) {
+    try {
+      app.details.set(String(id), await getRun(id));
+    } catch (err) {
+      app.details.set(String(id), { id: String(id), error: err.message, stats: [], steps: [], probes: [], hosts: [] });
+    }
+  }
+  return runDetail(id);
+}
+
+// --- state <-> URL ------------------------------------------------------------------------
+
+function writeHash(push) {
+  const hash = `#${encodeState(app.state)}`;
+  if (location.hash === hash) return;
+  if (push) history.pushState(null, '', hash);
+  else history.replaceState(null, '', hash);
+}
+
+async function resolveState(partial) {
+  const first = app.runs.length ? String(app.runs[0].id) : null;
+  const runId = partial.run != null && runMeta(partial.run) ? String(partial.run) : first;
+  const detail = await ensureDetail(runId);
+  if (partial.compare != null && runMeta(partial.compare)) await ensureDetail(partial.compare);
+  const st = completeState({ ...partial, run: runId }, runId, detail ? detail.stats : null);
+  if (st.compare != null && !runMeta(st.compare)) st.compare = null;
+  return st;
+}
+
+// Apply a change to the state (a patch of its fields); push = a new history entry.
+async function change(patch, push) {
+  const next = await resolveState({ ...app.state, ...patch });
+  if (encodeState(next) === encodeState(app.state)) return app.ready;
+  app.state = next;
+  writeHash(push);
+  return apply();
+}
+
+async function onHash() {
+  const hash = location.hash;
+  const st = await resolveState(decodeState(hash));
+  if (encodeState(st) === encodeState(app.state)) return;
+  app.state = st;
+  writeHash(false);
+  apply();
+}
+
+// Redraw everything for the current state; resolves when every chart has drawn.
+function apply() {
+  const gen = ++app.generation;
+  document.body.dataset.ready = '0';
+  renderTopBar();
+  renderPanelsIfNeeded();
+  const p = app.ws.render().then(() => {
+    if (gen === app.generation) document.body.dataset.ready = '1';
+  });
+  app.ready = p;
+  return p;
+}
+
+function shownRuns() {
+  const ids = [app.state.run];
+  if (app.state.compare != null && runMeta(app.state.compare)) ids.push(app.state.compare);
+  return ids;
+}
+
+function renderPanelsIfNeeded(force) {
+  const ids = shownRuns();
+  const key = ids.map((id) => `${id}:${runDetail(id) && runDetail(id).status}`).join('|');
+  if (!force && key === app.panelsKey) return;
+  app.panelsKey = key;
+  const runs = ids.map((id) => ({ ...(runDetail(id) || {}), name: (runMeta(id) || {}).name }));
+  renderPanels(els.panels, runs, (range) => {
+    change({ range, follow: false }, true);
+    els.worksheet.scrollIntoView({ behavior: 'smooth', block: 'start' });
+  });
+}
+
+// --- time range ------------------------------------------------------------------------
+
+function span() {
+  let first = null;
+  let last = null;
+  for (const id of shownRuns()) {
+    const m = runMeta(id);
+    if (!m || m.first_second == null || m.last_second == null) continue;
+    first = first == null ? m.first_second : Math.min(first, m.first_second);
+    last = last == null ? m.last_second : Math.max(last, m.last_second);
+  }
+  return first == null ? null : [first, last];
+}
+
+function visible() {
+  const s = span();
+  return s ? visibleRange(app.state, s[0], s[1]) : null;
+}
+
+function doZoomOut() {
+  const s = span();
+  const v = visible();
+  if (!s || !v) return;
+  const r = zoomOut(v, s[0], s[1]);
+  change({ range: r, follow: r ? app.state.follow : true }, true);
+}
+
+function doPan(dir) {
+  const s = span();
+  const v = visible();
+  if (!s || !v) return;
+  if (!app.state.range) return;
+  const r = pan(v, dir, s[0], s[1]);
+  const atEnd = r[1] >= s[1];
+  const live = shownRuns().some((id) => runMeta(id) && runMeta(id).live);
+  change({ range: r, follow: live && atEnd && dir > 0 }, true);
+}
+
+function doFollow() {
+  change({ range: null, follow: true }, true);
+}
+
+// --- top bar -----------------------------------------------------------------------------
+
+const els = {};
+
+function statusBadge(meta) {
+  if (!meta) return null;
+  if (meta.live) return h('span', { class: 'badge live', title: 'The run is still writing; new seconds appear as they are stored' }, h('span', { class: 'dot' }), 'LIVE');
+  const st = meta.status || 'completed';
+  return h('span', { class: `badge status-${st}` }, st);
+}
+
+function renderTopBar() {
+  const st = app.state;
+  const meta = runMeta(st.run);
+  const runs = app.runs;
+  const runCtl = runs.length > 1
+    ? h('select', {
+      name: 'run', 'data-action': 'run', 'aria-label': 'Run', class: 'run-select',
+      onchange: (ev) => change({ run: ev.target.value, compare: app.state.compare === ev.target.value ? null : app.state.compare, range: null, follow: true }, true),
+    }, runs.map((r) => h('option', { value: r.id, selected: String(r.id) === String(st.run) }, `${r.name}`)))
+    : h('span', { class: 'run-name' }, meta ? meta.name : 'no runs');
+  const s = span();
+  const secs = meta && meta.last_second != null ? meta.last_second - meta.first_second + 1 : 0;
+  const runInfo = h('div', { class: 'run' },
+    runCtl,
+    statusBadge(meta),
+    meta ? h('span', { class: 'run-meta' }, [fmtDateTime(meta.started_unix_ms), meta.last_second != null ? `${fmtElapsed(secs)} (${secs} s)` : 'no seconds yet'].filter(Boolean).join(' · ')) : null);
+  const compare = runs.length > 1
+    ? h('label', { class: 'compare' }, h('span', { class: 'lbl' }, 'compare with'),
+      h('select', {
+        name: 'compare', 'data-action': 'compare', 'aria-label': 'Compare with run',
+        onchange: (ev) => change({ compare: ev.target.value || null }, true),
+      },
+      h('option', { value: '' }, '—'),
+      runs.filter((r) => String(r.id) !== String(st.run)).map((r) => h('option', { value: r.id, selected: String(r.id) === String(st.compare) }, r.name))))
+    : null;
+  const v = visible();
+  const following = st.follow && shownRuns().some((id) => runMeta(id) && runMeta(id).live);
+  const readout = v && s
+    ? h('span', { class: 'range-readout', title: 'Visible seconds of the run' },
+      h('b', {}, `${fmtElapsed(v[0])}–${fmtElapsed(v[1] + 1)}`),
+      ` of ${fmtElapsed(s[1] + 1)}`,
+      h('span', { class: 'muted' }, ` · ${v[1] - v[0] + 1} s`))
+    : h('span', { class: 'range-readout muted' }, 'no data yet');
+  const whole = !st.range;
+  const time = h('div', { class: 'timectl', role: 'group', 'aria-label': 'Time range' },
+    h('button', { type: 'button', 'data-action': 'pan-left', 'aria-label': 'Pan left', title: 'Pan left (←)', disabled: whole, onclick: () => doPan(-1) }, '◂'),
+    h('button', { type: 'button', 'data-action': 'zoom-out', 'aria-label': 'Zoom out', title: 'Zoom out (−)', disabled: whole, onclick: doZoomOut }, '−  zoom out'),
+    h('button', { type: 'button', 'data-action': 'pan-right', 'aria-label': 'Pan right', title: 'Pan right (→)', disabled: whole, onclick: () => doPan(1) }, '▸'),
+    h('button', {
+      type: 'button', 'data-action': 'follow', 'aria-label': meta && meta.live ? 'Follow' : 'Whole run', 'aria-pressed': String(whole && st.follow),
+      class: whole ? 'on' : '', title: meta && meta.live ? 'Show the whole run and follow new seconds (0)' : 'Show the whole run (0)', onclick: doFollow,
+    }, meta && meta.live ? (following ? '● following' : 'follow') : 'whole run'),
+    readout);
+  const link = h('a', {
+    class: 'copy-link', href: location.href, 'data-action': 'copy-link', title: 'Copy a link to this exact view',
+    onclick: (ev) => {
+      ev.preventDefault();
+      const done = () => {
+        link.textContent = 'Link copied';
+        link.classList.add('ok');
+        setTimeout(() => {
+          link.textContent = 'Copy link';
+          link.classList.remove('ok');
+        }, 1500);
+      };
+      if (navigator.clipboard && navigator.clipboard.writeText) navigator.clipboard.writeText(location.href).then(done, done);
+      else done();
+    },
+  }, 'Copy link');
+  els.top.replaceChildren(
+    h('div', { class: 'brand' }, h('span', { class: 'logo', 'aria-hidden': 'true' }, h('i'), h('i'), h('i'), h('i')), h('span', { class: 'name' }, 'ioscope'), h('span', { class: 'sub' }, isEmbedded() ? 'Analytics report' : 'Analytics')),
+    runInfo, compare, h('div', { class: 'spacer' }), time, link);
+}
+
+// --- add statistic -------------------------------------------------------------------------
+
+function openAddStat() {
+  closeAddStat();
+  const detail = runDetail(app.state.run);
+  const stats = (detail && detail.stats) || [];
+  if (!stats.length) return;
+  const statSel = h('select', { name: 'stat', 'aria-label': 'Statistic' }, stats.map((s) => h('option', { value: s.name }, `${s.label || s.name}  (${s.unit})`)));
+  const bySel = h('select', { name: 'by', 'aria-label': 'Breakdown' });
+  const kindSel = h('select', { name: 'kind', 'aria-label': 'Show as' });
+  const refill = () => {
+    const s = stats.find((x) => x.name === statSel.value);
+    const dims = (s.dimensions || []).filter((d) => !(s.kind === 'distribution' && d === 'worker'));
+    const prevBy = bySel.value;
+    bySel.replaceChildren(h('option', { value: '' }, 'none (raw statistic)'), dims.map((d) => h('option', { value: d, selected: d === prevBy }, `by ${d}`)));
+    const kinds = kindsFor(s.kind);
+    const def = defaultKind(s.kind, bySel.value);
+    kindSel.replaceChildren(...kinds.map((k) => h('option', { value: k, selected: k === def }, KIND_LABELS[k] || k)));
+  };
+  statSel.addEventListener('change', refill);
+  bySel.addEventListener('change', () => {
+    const s = stats.find((x) => x.name === statSel.value);
+    if (s.kind === 'counter') kindSel.value = defaultKind(s.kind, bySel.value);
+  });
+  refill();
+  const add = () => {
+    const chart = makeChart(statSel.value, { by: bySel.value, kind: kindSel.value });
+    closeAddStat();
+    app.ws.addChart(chart);
+    requestAnimationFrame(() => {
+      const last = els.worksheet.querySelector('section.chart:last-of-type');
+      if (last) last.scrollIntoView({ behavior: 'smooth', block: 'nearest' });
+    });
+  };
+  const pop = h('form', {
+    class: 'menu add-pop', role: 'dialog', 'aria-label': 'Add statistic',
+    onsubmit: (ev) => {
+      ev.preventDefault();
+      add();
+    },
+  },
+  h('div', { class: 'menu-head' }, 'Add statistic'),
+  h('label', {}, h('span', {}, 'Statistic'), statSel),
+  h('label', {}, h('span', {}, 'Breakdown'), bySel),
+  h('label', {}, h('span', {}, 'Show as'), kindSel),
+  h('div', { class: 'row' },
+    h('button', { type: 'submit', class: 'primary', 'data-action': 'add-confirm' }, 'Add'),
+    h('button', { type: 'button', 'data-action': 'add-cancel', onclick: closeAddStat }, 'Cancel')));
+  els.addWrap.append(pop);
+  els.addPop = pop;
+  statSel.focus();
+}
+
+function closeAddStat() {
+  if (els.addPop) els.addPop.remove();
+  els.addPop = null;
+}
+
+// --- live polling --------------------------------------------------------------------------
+
+async function poll() {
+  if (app.polling || isEmbedded()) return;
+  const ids = shownRuns();
+  if (!ids.some((id) => runMeta(id) && runMeta(id).live)) return;
+  app.polling = true;
+  try {
+    const before = new Map(ids.map((id) => [id, { ...runMeta(id) }]));
+    const res = await getRuns();
+    app.runs = res.runs || [];
+    const changed = [];
+    const ended = [];
+    for (const id of ids) {
+      const a = before.get(id);
+      const b = runMeta(id);
+      if (!a || !b) continue;
+      if (a.last_second !== b.last_second || a.first_second !== b.first_second) changed.push(id);
+      if (a.live && !b.live) ended.push(id);
+      else if (b.live && app.pollCount % 5 === 0) ended.push(id); // steps, probes, summary so far
+    }
+    app.pollCount++;
+    if (changed.length || ended.length) {
+      for (const id of ended) {
+        try {
+          app.details.set(String(id), await getRun(id));
+        } catch (_) {
+          // keep the previous detail
+        }
+      }
+      const focus = document.activeElement;
+      if (!(focus && focus.tagName === 'SELECT' && els.top.contains(focus))) renderTopBar();
+      await app.ws.refresh(changed.concat(ended.filter((x) => !changed.includes(x))));
+      if (ended.length) renderPanelsIfNeeded(true);
+    }
+    els.banner.hidden = true;
+  } catch (err) {
+    els.banner.hidden = false;
+    els.banner.textContent = `Lost contact with the ioscope server: ${err.message}. Retrying every second.`;
+  } finally {
+    app.polling = false;
+  }
+}
+
+// --- start -------------------------------------------------------------------------------
+
+function buildSkeleton() {
+  document.body.replaceChildren();
+  els.top = h('header', { class: 'topbar' });
+  els.banner = h('div', { class: 'banner', hidden: true, role: 'status' });
+  els.addWrap = h('div', { class: 'add-wrap' },
+    h('button', { type: 'button', class: 'add-stat', 'data-action': 'add-stat', 'aria-label': 'Add statistic', onclick: openAddStat }, h('span', { class: 'plus' }, '+'), 'Add statistic'));
+  els.wsTools = h('div', { class: 'ws-tools' },
+    h('div', { class: 'ws-title' }, 'Worksheet'),
+    h('div', { class: 'ws-hint' }, 'drag on a chart to zoom · double-click to zoom out · click a value to highlight, shift-click to add'),
+    els.addWrap);
+  els.worksheet = h('div', { class: 'worksheet' });
+  els.panels = h('div', { class: 'panels' });
+  const main = h('main', {}, els.wsTools, els.worksheet, els.panels);
+  document.body.append(els.top, els.banner, main);
+  document.addEventListener('mousedown', (ev) => {
+    if (els.addPop && !ev.target.closest('.add-wrap')) closeAddStat();
+  });
+  document.addEventListener('keydown', (ev) => {
+    if (ev.target.closest && ev.target.closest('input, select, textarea')) return;
+    if (ev.key === 'Escape') closeAddStat();
+    else if (ev.key === 'ArrowLeft') doPan(-1);
+    else if (ev.key === 'ArrowRight') doPan(1);
+    else if (ev.key === '-') doZoomOut();
+    else if (ev.key === '0') doFollow();
+  });
+}
+
+async function main() {
+  buildSkeleton();
+  document.body.dataset.ready = '0';
+  let res;
+  try {
+    res = await getRuns();
+  } catch (err) {
+    els.banner.hidden = false;
+    els.banner.textContent = `Cannot load the runs: ${err.message}`;
+    document.body.dataset.ready = '1';
+    return;
+  }
+  app.runs = (res && res.runs) || [];
+  const hash = location.hash && location.hash.length > 1 ? location.hash : embeddedWorksheet() || '';
+  app.state = await resolveState(decodeState(hash));
+  writeHash(false);
+  app.ws = new Worksheet(els.worksheet, {
+    state: () => app.state,
+    change,
+    runMeta,
+    runDetail,
+    zoomOut: doZoomOut,
+  });
+  window.addEventListener('popstate', onHash);
+  window.addEventListener('hashchange', onHash);
+  await apply();
+  if (!isEmbedded()) setInterval(poll, 1000);
+}
+
+window.ioscope = {
+  state: () => JSON.parse(JSON.stringify(app.state)),
+  // A state object (fields to change) or a hash string; resolves when every chart drew.
+  setState: (obj) => {
+    if (typeof obj === 'string') return resolveState(decodeState(obj)).then((st) => change(st, true));
+    return change(obj || {}, true);
+  },
+  get ready() {
+    return app.ready;
+  },
+  encode: () => encodeState(app.state),
+};
+
+app.ready = main();

@@ -1,0 +1,206 @@
+// panels.js: the run's paperwork below the worksheet, each panel collapsible: the summary
+// (totals, per-operation table with latency percentiles, knee, notes), the step table,
+// the probes, the system configuration of every host, and the workload as run.
+
+import { fmtInt, fmtNs, fmtBytes, fmtElapsed, fmtDateTime, fmtNum } from './format.js';
+import { h } from './worksheet.js';
+
+const openState = new Map([['summary', true], ['steps', true], ['probes', true], ['config', false], ['workload', false]]);
+
+function panel(id, title, count, body) {
+  const d = h('details', { class: 'panel', 'data-panel': id, open: openState.get(id) !== false },
+    h('summary', {}, h('span', { class: 'panel-title' }, title), count != null ? h('span', { class: 'panel-count' }, count) : null),
+    h('div', { class: 'panel-body' }, body));
+  d.addEventListener('toggle', () => openState.set(id, d.open));
+  return d;
+}
+
+function mbs(bytesPerSec) {
+  return bytesPerSec == null ? '—' : fmtNum(bytesPerSec / 1e6);
+}
+
+function tag(which) {
+  return which == null ? null : h('span', { class: `run-tag ${which === 0 ? 'a' : 'b'}` }, which === 0 ? 'A' : 'B');
+}
+
+function figure(label, value, sub) {
+  return h('div', { class: 'fig' }, h('div', { class: 'fig-v' }, value), h('div', { class: 'fig-l' }, label, sub ? h('span', { class: 'fig-s' }, sub) : null));
+}
+
+function summaryBlock(run, which) {
+  const s = run.summary;
+  if (!s) return h('p', { class: 'muted' }, 'No summary stored for this run.');
+  const t = s.total || {};
+  const status = s.status || run.status;
+  const figs = h('div', { class: 'figs' },
+    tag(which),
+    figure('IOPS', fmtInt(t.iops)),
+    figure('MB/s', mbs(t.bytes_per_sec)),
+    figure('operations', fmtInt(t.ops)),
+    figure('transferred', fmtBytes(t.bytes)),
+    figure('errors', fmtInt(t.errors), t.errors ? '⚠' : null),
+    figure('measured', `${s.duration_s != null ? s.duration_s.toFixed(1) : '—'} s`, s.planned_duration_s != null ? `of ${s.planned_duration_s.toFixed(0)} s planned` : null),
+    figure('status', status, s.status_detail || null));
+  const ops = Object.entries(s.ops || {});
+  const lat = (d, k) => (d ? fmtNs(d[k]) : '—');
+  const table = h('table', { class: 'grid ops' },
+    h('thead', {},
+      h('tr', { class: 'group' }, h('th', { colspan: 5 }), h('th', { colspan: 6, class: 'grp' }, 'latency (from intended start)'), h('th', { colspan: 2, class: 'grp' }, 'service time'), h('th', {})),
+      h('tr', {}, ['op', 'IOPS', 'MB/s', 'ops', 'errors', 'mean', 'p50', 'p90', 'p99', 'p99.9', 'max', 'p50', 'p99', 'size'].map((c, i) => h('th', { class: i === 0 ? 'l' : '' }, c)))),
+    h('tbody', {}, ops.map(([op, o]) => h('tr', {},
+      h('td', { class: 'l key' }, op),
+      h('td', {}, fmtInt(o.iops)),
+      h('td', {}, mbs(o.bytes_per_sec)),
+      h('td', {}, fmtInt(o.ops)),
+      h('td', { class: o.errors ? 'bad' : '' }, fmtInt(o.errors)),
+      h('td', {}, lat(o.latency_ns, 'mean')),
+      h('td', {}, lat(o.latency_ns, 'p50')),
+      h('td', {}, lat(o.latency_ns, 'p90')),
+      h('td', { class: 'em' }, lat(o.latency_ns, 'p99')),
+      h('td', {}, lat(o.latency_ns, 'p999')),
+      h('td', {}, lat(o.latency_ns, 'max')),
+      h('td', {}, lat(o.service_time_ns, 'p50')),
+      h('td', {}, lat(o.service_time_ns, 'p99')),
+      h('td', {}, o.size_bytes ? (o.size_bytes.min === o.size_bytes.max ? fmtBytes(o.size_bytes.min) : `${fmtBytes(o.size_bytes.min)}–${fmtBytes(o.size_bytes.max)}`) : '—'))),
+    h('tr', { class: 'total' }, h('td', { class: 'l key' }, 'total'), h('td', {}, fmtInt(t.iops)), h('td', {}, mbs(t.bytes_per_sec)), h('td', {}, fmtInt(t.ops)), h('td', { class: t.errors ? 'bad' : '' }, fmtInt(t.errors)), h('td', { colspan: 9 }))));
+  const err = s.latency_relative_error;
+  const foot = h('p', { class: 'foot' },
+    'Latency counts from the moment each I/O was meant to start (queueing included); ',
+    err != null ? `percentiles within ±${(err * 100).toFixed(2)}% (log-linear histogram).` : '');
+  const knee = s.knee ? h('div', { class: 'callout knee' }, h('b', {}, `Knee: step ${s.knee.step} (${s.knee.label})`), ' — ', s.knee.reason) : null;
+  const notes = (s.notes || []).length
+    ? h('ul', { class: 'notes' }, s.notes.map((n) => h('li', {}, h('span', { class: 'note-icon', 'aria-hidden': 'true' }, '!'), n)))
+    : null;
+  const meta = h('div', { class: 'meta-line' },
+    h('span', {}, s.results_file || run.path || ''),
+    s.host ? h('span', {}, `host ${s.host}`) : null,
+    s.started_unix_ms ? h('span', {}, `started ${fmtDateTime(s.started_unix_ms)}`) : null,
+    s.ioscope_version ? h('span', {}, `ioscope ${s.ioscope_version}`) : null);
+  return h('div', { class: 'summary-block' }, figs, knee, h('div', { class: 'table-scroll' }, table), foot, notes, meta);
+}
+
+function stepsBlock(run, which, onZoom) {
+  const s = run.summary || {};
+  const rows = s.steps || [];
+  const planned = run.steps || [];
+  if (!rows.length && !planned.length) return null;
+  const kneeStep = s.knee ? s.knee.step : null;
+  const zoomFor = (index) => {
+    const p = planned.find((x) => x.index === index);
+    if (!p) return null;
+    const a = p.start_second;
+    const n = Math.max(1, Math.ceil(((p.warmup_ns || 0) + (p.duration_ns || 0)) / 1e9));
+    return [a, a + n - 1];
+  };
+  const body = rows.length
+    ? rows.map((r) => {
+      const z = zoomFor(r.index);
+      return h('tr', {
+        class: `${r.index === kneeStep ? 'knee' : ''} ${z ? 'click' : ''}`, 'data-action': z ? 'zoom-step' : null, 'data-step': String(r.index),
+        title: z ? 'Zoom the worksheet to this step' : null, onclick: z ? () => onZoom(z) : null,
+      },
+      h('td', { class: 'l' }, String(r.index)),
+      h('td', { class: 'l key' }, r.label, r.index === kneeStep ? h('span', { class: 'badge knee-badge' }, 'knee') : null),
+      h('td', {}, r.threads == null ? '—' : String(r.threads)),
+      h('td', {}, r.rate_iops == null ? 'max' : fmtInt(r.rate_iops)),
+      h('td', {}, String(r.seconds)),
+      h('td', {}, fmtInt(r.iops)),
+      h('td', {}, mbs(r.bytes_per_sec)),
+      h('td', {}, fmtNs(r.latency_p50_ns)),
+      h('td', { class: 'em' }, fmtNs(r.latency_p99_ns)),
+      h('td', { class: r.errors ? 'bad' : '' }, fmtInt(r.errors)));
+    })
+    : planned.map((p) => {
+      const z = zoomFor(p.index);
+      return h('tr', { class: 'click', 'data-action': 'zoom-step', 'data-step': String(p.index), onclick: () => onZoom(z) },
+        h('td', { class: 'l' }, String(p.index)), h('td', { class: 'l key' }, p.label), h('td', {}, p.threads == null ? '—' : String(p.threads)),
+        h('td', {}, p.rate_iops == null ? 'max' : fmtInt(p.rate_iops)), h('td', {}, String(Math.round((p.duration_ns || 0) / 1e9))),
+        h('td', {}, '—'), h('td', {}, '—'), h('td', {}, '—'), h('td', {}, '—'), h('td', {}, '—'));
+    });
+  return h('div', {},
+    which != null ? h('div', { class: 'block-tag' }, tag(which), run.name) : null,
+    h('div', { class: 'table-scroll' }, h('table', { class: 'grid steps' },
+      h('thead', {}, h('tr', {}, ['#', 'step', 'threads', 'rate asked', 'seconds', 'IOPS', 'MB/s', 'p50', 'p99', 'errors'].map((c, i) => h('th', { class: i < 2 ? 'l' : '' }, c)))),
+      h('tbody', {}, body))));
+}
+
+function probesBlock(run, which, onZoom) {
+  const probes = run.probes || [];
+  if (!probes.length) return null;
+  return h('div', {},
+    which != null ? h('div', { class: 'block-tag' }, tag(which), run.name) : null,
+    h('div', { class: 'table-scroll' }, h('table', { class: 'grid probes' },
+      h('thead', {}, h('tr', {}, ['probe', 'command', 'at', 'duration', 'exit', 'detail'].map((c, i) => h('th', { class: i < 2 || i === 5 ? 'l' : '' }, c)))),
+      h('tbody', {}, probes.map((p) => {
+        const at = p.at_ns / 1e9;
+        const z = [Math.max(0, Math.floor(at) - 10), Math.ceil(at + p.duration_ns / 1e9) + 10];
+        return h('tr', { class: 'click', 'data-action': 'zoom-probe', title: 'Zoom the worksheet to this probe', onclick: () => onZoom(z) },
+          h('td', { class: 'l key' }, p.name),
+          h('td', { class: 'l mono cmd', title: p.command }, p.command),
+          h('td', {}, fmtElapsed(at)),
+          h('td', { class: 'em' }, fmtNs(p.duration_ns)),
+          h('td', { class: p.exit_code === 0 ? '' : 'bad' }, p.exit_code == null ? '—' : String(p.exit_code)),
+          h('td', { class: 'l muted' }, p.detail || ''));
+      })))));
+}
+
+function configValue(k, v) {
+  if (v == null) return h('span', { class: 'muted' }, '—');
+  if (typeof v === 'number' && /bytes$/.test(k)) return h('span', {}, fmtBytes(v), h('span', { class: 'muted' }, ` (${fmtInt(v)})`));
+  if (typeof v === 'number' && /_ns$/.test(k)) return h('span', {}, fmtNs(v));
+  if (typeof v === 'boolean') return h('span', { class: v ? 'yes' : 'no' }, v ? 'yes' : 'no');
+  return h('span', {}, String(v));
+}
+
+// A configuration object as an indented key/value tree.
+export function configTree(obj, depth) {
+  const d = depth || 0;
+  const rows = [];
+  const entries = Array.isArray(obj) ? obj.map((v, i) => [String(i), v]) : Object.entries(obj || {});
+  for (const [k, v] of entries) {
+    if (v && typeof v === 'object' && !(Array.isArray(v) && v.every((x) => typeof x !== 'object'))) {
+      rows.push(h('div', { class: 'kv group', style: { paddingLeft: `${d * 16}px` } }, h('span', { class: 'k' }, k)));
+      rows.push(...configTree(v, d + 1));
+    } else if (Array.isArray(v)) {
+      rows.push(h('div', { class: 'kv', style: { paddingLeft: `${d * 16}px` } }, h('span', { class: 'k' }, k), h('span', { class: 'v' }, v.join(', '))));
+    } else {
+      rows.push(h('div', { class: 'kv', style: { paddingLeft: `${d * 16}px` } }, h('span', { class: 'k' }, k), h('span', { class: 'v' }, configValue(k, v))));
+    }
+  }
+  return rows;
+}
+
+function configBlock(run, which) {
+  const hosts = run.hosts || [];
+  if (!hosts.length) return null;
+  return h('div', { class: 'hosts' }, hosts.map((ho) => h('div', { class: 'host-card' },
+    h('div', { class: 'host-name' }, tag(which), ho.name),
+    h('div', { class: 'kv-tree' }, configTree(ho.config, 0)))));
+}
+
+function workloadBlock(run, which) {
+  const s = run.summary || {};
+  const toml = run.workload_toml || (s.workload && s.workload.toml) || '';
+  return h('div', { class: 'workload' },
+    which != null ? h('div', { class: 'block-tag' }, tag(which), run.name) : null,
+    s.command_line ? h('div', { class: 'kv' }, h('span', { class: 'k' }, 'command'), h('code', { class: 'v' }, s.command_line)) : null,
+    s.workload && s.workload.hash ? h('div', { class: 'kv' }, h('span', { class: 'k' }, 'hash'), h('code', { class: 'v' }, s.workload.hash)) : null,
+    toml ? h('pre', { class: 'toml' }, toml) : h('p', { class: 'muted' }, 'No workload file stored.'));
+}
+
+// Render every panel for the run (and the compare run) into `root`.
+export function renderPanels(root, runs, onZoom) {
+  const both = runs.length > 1;
+  const list = (fn) => runs.map((r, i) => fn(r, both ? i : null, onZoom)).filter(Boolean);
+  const out = [];
+  out.push(panel('summary', 'Summary', null, h('div', { class: both ? 'two-col' : '' }, list(summaryBlock))));
+  const steps = list(stepsBlock);
+  const nSteps = Math.max(...runs.map((r) => ((r.summary && r.summary.steps) || r.steps || []).length), 0);
+  if (steps.length && nSteps > 1) out.push(panel('steps', 'Steps', String(nSteps), steps));
+  const probes = list(probesBlock);
+  if (probes.length) out.push(panel('probes', 'Probes', String(runs.reduce((a, r) => a + (r.probes || []).length, 0)), probes));
+  const cfg = list(configBlock);
+  if (cfg.length) out.push(panel('config', 'System configuration', String(runs.reduce((a, r) => a + (r.hosts || []).length, 0)), h('div', { class: both ? 'two-col' : '' }, cfg)));
+  out.push(panel('workload', 'Workload', null, h('div', { class: both ? 'two-col' : '' }, list(workloadBlock))));
+  root.replaceChildren(...out);
+}

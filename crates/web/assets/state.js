@@ -1,0 +1,282 @@
+// state.js: the worksheet state and its URL form (location.hash), so a link reproduces a
+// view and back/forward restore it. Also what depends only on the state: chart titles
+// in words, the chart kinds a statistic allows, and drill-down. Pure: no DOM.
+//
+// Hash form (each name and value encodeURIComponent-encoded, so the separators below
+// never occur inside one):
+//   run=0&cmp=1&t=10-50&follow=1&c=<chart>&c=<chart>...
+//   <chart> = STAT[,by=DIM][,where=DIM:VALUE;DIM:VALUE][,kind=K][,cut=PCT][,hl=KEY;KEY][,vz=N][,ys=lin]
+// e.g.  #run=0&c=ops,by=op,kind=stacked&c=latency,by=host,where=op:write,kind=heatmap,cut=1,hl=h2
+// t absent = the whole run; follow defaults to on without t and off with it.
+// `c=-` stands for an empty worksheet (no c at all means the default charts).
+
+export const KINDS = {
+  counter: ['stacked', 'line'],
+  distribution: ['heatmap', 'percentiles'],
+  event: ['probe'],
+};
+
+export const KIND_LABELS = {
+  stacked: 'Stacked',
+  line: 'Lines',
+  heatmap: 'Heat map',
+  percentiles: 'Percentiles',
+  probe: 'Durations',
+};
+
+const CUTS = [0, 5, 1, 0.1, 0.01];
+
+export function kindsFor(statKind) {
+  return KINDS[statKind] || ['line'];
+}
+
+export function defaultKind(statKind, by) {
+  if (statKind === 'distribution') return 'heatmap';
+  if (statKind === 'event') return 'probe';
+  return by ? 'stacked' : 'line';
+}
+
+// The chart kinds that read /heatmap; the others read /series.
+export function endpointFor(kind) {
+  return kind === 'heatmap' ? 'heatmap' : 'series';
+}
+
+export function makeChart(stat, opts) {
+  const o = opts || {};
+  return {
+    stat,
+    by: o.by || '',
+    where: (o.where || []).map((p) => [p[0], p[1]]),
+    kind: o.kind || '',
+    cut: CUTS.includes(Number(o.cut)) ? Number(o.cut) : 0,
+    hl: (o.hl || []).slice(),
+    vz: Number.isInteger(o.vz) ? o.vz : 0,
+    ys: o.ys === 'lin' ? 'lin' : 'log',
+  };
+}
+
+export function defaultCharts() {
+  return [
+    makeChart('ops', { by: 'op', kind: 'stacked' }),
+    makeChart('latency', { by: 'op', kind: 'heatmap' }),
+    makeChart('offset', { kind: 'heatmap' }),
+  ];
+}
+
+export function defaultState(runId) {
+  return { run: runId == null ? null : String(runId), compare: null, range: null, follow: true, charts: defaultCharts() };
+}
+
+const enc = encodeURIComponent;
+
+function dec(s) {
+  try {
+    return decodeURIComponent(s);
+  } catch (_) {
+    return s;
+  }
+}
+
+// `op:write;host:h1` from [['op','write'],['host','h1']], each part encoded (state form)
+// or raw (API form, encoded later by queryPath).
+export function whereString(where, encode) {
+  const e = encode ? enc : (x) => x;
+  return (where || []).map(([d, v]) => `${e(d)}:${e(v)}`).join(';');
+}
+
+export function parseWhere(s, decode) {
+  const d = decode ? dec : (x) => x;
+  if (!s) return [];
+  return s
+    .split(';')
+    .filter(Boolean)
+    .map((p) => {
+      const i = p.indexOf(':');
+      return i < 0 ? null : [d(p.slice(0, i)), d(p.slice(i + 1))];
+    })
+    .filter(Boolean);
+}
+
+export function encodeChart(c) {
+  const parts = [enc(c.stat)];
+  if (c.by) parts.push(`by=${enc(c.by)}`);
+  if (c.where && c.where.length) parts.push(`where=${whereString(c.where, true)}`);
+  if (c.kind) parts.push(`kind=${enc(c.kind)}`);
+  if (c.cut) parts.push(`cut=${c.cut}`);
+  if (c.hl && c.hl.length) parts.push(`hl=${c.hl.map(enc).join(';')}`);
+  if (c.vz) parts.push(`vz=${c.vz}`);
+  if (c.ys === 'lin') parts.push('ys=lin');
+  return parts.join(',');
+}
+
+export function decodeChart(s) {
+  const parts = s.split(',');
+  const stat = dec(parts[0]);
+  if (!stat) return null;
+  const o = {};
+  for (const p of parts.slice(1)) {
+    const i = p.indexOf('=');
+    if (i < 0) continue;
+    const k = p.slice(0, i);
+    const v = p.slice(i + 1);
+    if (k === 'by') o.by = dec(v);
+    else if (k === 'where') o.where = parseWhere(v, true);
+    else if (k === 'kind') o.kind = dec(v);
+    else if (k === 'cut') o.cut = Number(v);
+    else if (k === 'hl') o.hl = v.split(';').filter(Boolean).map(dec);
+    else if (k === 'vz') o.vz = Math.max(-6, Math.min(12, parseInt(v, 10) || 0));
+    else if (k === 'ys') o.ys = v;
+  }
+  return makeChart(stat, o);
+}
+
+// State -> hash string (without the leading '#').
+export function encodeState(st) {
+  const parts = [];
+  if (st.run != null) parts.push(`run=${enc(st.run)}`);
+  if (st.compare != null && st.compare !== '') parts.push(`cmp=${enc(st.compare)}`);
+  if (st.range) parts.push(`t=${Math.round(st.range[0])}-${Math.round(st.range[1])}`);
+  if (st.range && st.follow) parts.push('follow=1');
+  if (!st.range && st.follow === false) parts.push('follow=0');
+  const charts = st.charts || [];
+  if (charts.length === 0) parts.push('c=-');
+  for (const c of charts) parts.push(`c=${encodeChart(c)}`);
+  return parts.join('&');
+}
+
+// Hash string (with or without '#') -> state. Unknown parts are ignored; `charts` is null
+// when the hash names none (the caller then uses the default charts).
+export function decodeState(hash) {
+  const s = (hash || '').replace(/^#/, '');
+  const st = { run: null, compare: null, range: null, follow: null, charts: null };
+  if (!s) return { ...st, follow: true };
+  let sawCharts = false;
+  const charts = [];
+  for (const part of s.split('&')) {
+    const i = part.indexOf('=');
+    const k = i < 0 ? part : part.slice(0, i);
+    const v = i < 0 ? '' : part.slice(i + 1);
+    if (k === 'run') st.run = dec(v);
+    else if (k === 'cmp') st.compare = dec(v) || null;
+    else if (k === 't') {
+      const m = /^(\d+)-(\d+)$/.exec(v);
+      if (m) {
+        const a = Number(m[1]);
+        const b = Number(m[2]);
+        st.range = [Math.min(a, b), Math.max(a, b)];
+      }
+    } else if (k === 'follow') st.follow = v === '1';
+    else if (k === 'c') {
+      sawCharts = true;
+      if (v === '-') continue;
+      const c = decodeChart(v);
+      if (c) charts.push(c);
+    }
+  }
+  if (st.follow == null) st.follow = !st.range;
+  st.charts = sawCharts ? charts : null;
+  return st;
+}
+
+// Fill what the hash left open: the run, the default charts, each chart's kind.
+export function completeState(st, runId, stats) {
+  const out = {
+    run: st.run != null ? String(st.run) : runId == null ? null : String(runId),
+    compare: st.compare != null ? String(st.compare) : null,
+    range: st.range ? [st.range[0], st.range[1]] : null,
+    follow: st.follow == null ? !st.range : !!st.follow,
+    charts: (st.charts || defaultCharts()).map((c) => makeChart(c.stat, c)),
+  };
+  if (out.compare === out.run) out.compare = null;
+  if (stats) {
+    for (const c of out.charts) {
+      const info = stats.find((s) => s.name === c.stat);
+      const kinds = info ? kindsFor(info.kind) : null;
+      if (info && (!c.kind || !kinds.includes(c.kind))) c.kind = defaultKind(info.kind, c.by);
+    }
+  }
+  return out;
+}
+
+export function sameState(a, b) {
+  return encodeState(a) === encodeState(b);
+}
+
+// "Latency broken down by op, where op = write or read, and host = h1"
+export function chartTitle(c, info) {
+  const label = info ? info.label || info.name : c.stat;
+  let t = label;
+  if (c.by) t += ` broken down by ${c.by}`;
+  const groups = [];
+  for (const [d, v] of c.where || []) {
+    const g = groups.find((x) => x.d === d);
+    if (g) g.vs.push(v);
+    else groups.push({ d, vs: [v] });
+  }
+  if (groups.length) t += `, where ${groups.map((g) => `${g.d} = ${g.vs.join(' or ')}`).join(', and ')}`;
+  return t;
+}
+
+// Dimensions a drill-down from chart `c` can break down by next: the statistic's
+// dimensions minus the current breakdown, those already filtered on, and (for
+// distributions) worker, which carries no histograms.
+export function drillDims(c, info) {
+  if (!info) return [];
+  const used = new Set((c.where || []).map((p) => p[0]));
+  if (c.by) used.add(c.by);
+  return (info.dimensions || []).filter((d) => !used.has(d) && !(info.kind === 'distribution' && d === 'worker'));
+}
+
+// The chart a drill-down adds below `c`: filtered to the selected values of its
+// breakdown (several values of one dimension mean "any of") and broken down by `dim`.
+export function drillChart(c, values, dim, info) {
+  const where = (c.where || []).map((p) => [p[0], p[1]]);
+  if (c.by) for (const v of values) where.push([c.by, v]);
+  const kinds = info ? kindsFor(info.kind) : [c.kind];
+  const kind = kinds.includes(c.kind) ? c.kind : defaultKind(info ? info.kind : '', dim);
+  return makeChart(c.stat, { by: dim, where, kind: kind === 'line' ? 'stacked' : kind, cut: c.cut, ys: c.ys });
+}
+
+// The visible seconds for a run span [first, last] under `range`/`follow`: following
+// keeps the width of the range and moves it to the end.
+export function visibleRange(st, first, last) {
+  if (first == null || last == null) return null;
+  if (!st.range) return [first, last];
+  let [a, b] = st.range;
+  if (st.follow) {
+    const w = b - a;
+    b = last;
+    a = Math.max(first, b - w);
+  }
+  a = Math.max(first, Math.min(a, last));
+  b = Math.max(a, Math.min(b, last));
+  return [a, b];
+}
+
+// Zoom out around the middle (twice as wide); null when that covers the run.
+export function zoomOut(vis, first, last) {
+  const w = vis[1] - vis[0] + 1;
+  const mid = (vis[0] + vis[1]) / 2;
+  let a = Math.round(mid - w);
+  let b = a + 2 * w - 1;
+  if (a < first) {
+    b += first - a;
+    a = first;
+  }
+  if (b > last) {
+    a -= b - last;
+    b = last;
+  }
+  a = Math.max(first, a);
+  if (a <= first && b >= last) return null;
+  return [a, b];
+}
+
+// Pan by half the visible width (dir -1 left, +1 right), clamped to the run.
+export function pan(vis, dir, first, last) {
+  const w = vis[1] - vis[0];
+  const step = Math.max(1, Math.round((w + 1) / 2));
+  let a = vis[0] + dir * step;
+  a = Math.max(first, Math.min(a, last - w));
+  return [a, a + w];
+}

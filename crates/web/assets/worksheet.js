@@ -1,0 +1,823 @@
+// worksheet.js: the charts of the worksheet, stacked on one time axis. Each chart is a
+// <section class="chart"> with its title in words, its tools (kind, outliers, vertical
+// zoom), the canvas (two in compare mode) and the side panel of breakdown values.
+// Fetches each query once for the whole run (live runs: only the newer seconds), zooms
+// and pans in the client, and broadcasts the hovered second to every chart.
+
+import { fmtValue, fmtNum, fmtInt, fmtRange, fmtElapsed, fmtClock, fmtBytes, fmtNs } from './format.js';
+import { keyColor, PERCENTILE_COLORS } from './color.js';
+import { prepareHeat, indexRange, bucketCounts, heatRange, heatRangeLinear, keyTotals, valuesAt, mergeHeat, binSeconds, OUTLIER_CUTS } from './histo.js';
+import { prepareSeries, sideTotals, linearRange, percentileRange, probeRange, timelineMarks, timelineFromSteps, mergeSeries, PERCENTILES, PERCENTILE_LABELS } from './series.js';
+import { chartTitle, kindsFor, KIND_LABELS, drillDims, drillChart, endpointFor, whereString, makeChart, visibleRange } from './state.js';
+import { getData, queryPath } from './api.js';
+import { drawChart, chartHeight, plotRect, xOf, secondAt } from './draw.js';
+
+// A tiny DOM builder: h('div', { class: 'x', onclick: f }, child, 'text').
+export function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v == null || v === false) continue;
+    if (k.startsWith('on') && typeof v === 'function') el.addEventListener(k.slice(2), v);
+    else if (k === 'class') el.className = v;
+    else if (k === 'text') el.textContent = v;
+    else if (k === 'style' && typeof v === 'object') Object.assign(el.style, v);
+    else if (k === 'dataset') Object.assign(el.dataset, v);
+    else el.setAttribute(k, v === true ? '' : String(v));
+  }
+  for (const c of children.flat()) {
+    if (c == null || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+
+const CUT_LABELS = { 0: 'none', 5: '5%', 1: '1%', 0.1: '0.1%', 0.01: '0.01%' };
+
+// --- data: one fetch per query for the whole run; live runs append newer seconds -------
+
+export class DataStore {
+  constructor() {
+    this.entries = new Map();
+  }
+
+  key(runId, chart) {
+    return queryPath(runId, endpointFor(chart.kind), { stat: chart.stat, by: chart.by, where: whereString(chart.where) });
+  }
+
+  // The prepared data of a chart's query for a run (cached).
+  get(runId, chart) {
+    const key = this.key(runId, chart);
+    let e = this.entries.get(key);
+    if (!e) {
+      const endpoint = endpointFor(chart.kind);
+      const opts = { stat: chart.stat, by: chart.by, where: whereString(chart.where) };
+      e = { key, runId: String(runId), endpoint, opts, data: null, error: null, promise: null, version: 0 };
+      this.entries.set(key, e);
+    }
+    if (e.data) return Promise.resolve(e);
+    if (!e.promise) {
+      e.promise = getData(e.runId, e.endpoint, e.opts)
+        .then((resp) => {
+          e.data = e.endpoint === 'heatmap' ? prepareHeat(resp) : prepareSeries(resp);
+          e.error = null;
+          e.version++;
+          return e;
+        })
+        .catch((err) => {
+          e.error = err;
+          return e;
+        })
+        .finally(() => {
+          e.promise = null;
+        });
+    }
+    return e.promise;
+  }
+
+  peek(runId, chart) {
+    return this.entries.get(this.key(runId, chart)) || null;
+  }
+
+  // Fetch the seconds from the last one held onwards for every query of `runId`
+  // (the last held second again, in case it was still filling) and merge them in.
+  async refresh(runId) {
+    const jobs = [];
+    for (const e of this.entries.values()) {
+      if (e.runId !== String(runId) || e.promise) continue;
+      if (e.error && !e.data) {
+        e.error = null;
+        continue; // retried by the next get()
+      }
+      if (!e.data) continue;
+      const secs = e.data.seconds;
+      const from = secs.length ? secs[secs.length - 1] : undefined;
+      const opts = from == null ? e.opts : { ...e.opts, from };
+      e.promise = getData(e.runId, e.endpoint, opts)
+        .then((resp) => {
+          if (from == null) e.data = e.endpoint === 'heatmap' ? prepareHeat(resp) : prepareSeries(resp);
+          else e.data = e.endpoint === 'heatmap' ? mergeHeat(e.data, resp) : mergeSeries(e.data, resp);
+          e.version++;
+        })
+        .catch(() => {})
+        .finally(() => {
+          e.promise = null;
+        });
+      jobs.push(e.promise);
+    }
+    await Promise.all(jobs);
+  }
+
+  // The per-second step and warm-up of a run, from the longest series answer held.
+  timeline(runId) {
+    let best = null;
+    for (const e of this.entries.values()) {
+      if (e.runId !== String(runId) || !e.data || e.endpoint !== 'series') continue;
+      if (!best || e.data.seconds.length > best.seconds.length) best = e.data;
+    }
+    return best;
+  }
+}
+
+// --- one chart ---------------------------------------------------------------------------
+
+class ChartView {
+  constructor(ws, spec, index) {
+    this.ws = ws;
+    this.index = index;
+    this.spec = spec;
+    this.drawn = [null, null];
+    this.entries = [null, null];
+    this.build();
+  }
+
+  get info() {
+    return this.ws.statInfo(this.spec.stat);
+  }
+
+  dataKey(spec) {
+    return `${spec.stat}|${spec.by}|${whereString(spec.where)}|${endpointFor(spec.kind)}`;
+  }
+
+  build() {
+    const c = this.spec;
+    this.section = h('section', { class: 'chart' });
+    this.titleEl = h('h2', { class: 'chart-title' });
+    this.toolsEl = h('div', { class: 'chart-tools' });
+    this.legendEl = h('div', { class: 'chart-legend' });
+    this.head = h('header', { class: 'chart-head' }, h('div', { class: 'chart-heading' }, this.titleEl, this.legendEl), this.toolsEl);
+    this.plots = h('div', { class: 'plots' });
+    this.sideHead = h('div', { class: 'side-head' });
+    this.list = h('ul', { class: 'breakdown', role: 'listbox', 'aria-multiselectable': 'true' });
+    this.hoverEl = h('div', { class: 'hover-list' });
+    this.side = h('aside', { class: 'side' }, this.sideHead, this.list, this.hoverEl);
+    this.section.append(this.head, h('div', { class: 'chart-body' }, this.plots, this.side));
+    this.wraps = [];
+    this.applySpec(c, true);
+  }
+
+  makeWrap(which) {
+    const canvas = h('canvas', { class: which === 0 ? 'plot' : 'plot-compare' });
+    const cross = h('div', { class: 'crosshair', hidden: true }, h('span', { class: 'crosshair-tag' }));
+    const sel = h('div', { class: 'selection', hidden: true });
+    const msg = h('div', { class: 'plot-msg', hidden: true });
+    const caption = h('div', { class: 'plot-caption' });
+    const wrap = h('div', { class: 'plot-wrap' }, caption, h('div', { class: 'canvas-box' }, canvas, cross, sel, msg));
+    const w = { which, wrap, canvas, cross, sel, msg, caption, box: wrap.querySelector('.canvas-box') };
+    this.attachPointer(w);
+    return w;
+  }
+
+  applySpec(spec, force) {
+    const old = this.spec;
+    const reload = force || this.dataKey(old) !== this.dataKey(spec);
+    this.spec = spec;
+    const c = spec;
+    Object.assign(this.section.dataset, {
+      stat: c.stat,
+      by: c.by || '',
+      where: whereString(c.where),
+      kind: c.kind,
+      index: String(this.index),
+    });
+    if (reload) {
+      this.entries = [null, null];
+      delete this.section.dataset.drawn;
+      delete this.section.dataset.drawnCompare;
+    }
+    this.renderHead();
+  }
+
+  renderHead() {
+    const c = this.spec;
+    const info = this.info;
+    this.titleEl.textContent = chartTitle(c, info);
+    if (info && info.unit) this.titleEl.append(h('span', { class: 'unit' }, info.unit));
+    const tools = [];
+    const kinds = info ? kindsFor(info.kind) : [c.kind];
+    if (kinds.length > 1) {
+      tools.push(
+        h('div', { class: 'seg', role: 'group', 'aria-label': 'Chart kind' },
+          kinds.map((k) => h('button', {
+            type: 'button', 'data-action': 'kind', 'data-kind': k, 'aria-pressed': String(k === c.kind),
+            class: k === c.kind ? 'on' : '', onclick: () => this.ws.updateChart(this, { kind: k }),
+          }, KIND_LABELS[k] || k))),
+      );
+    }
+    if (c.kind === 'heatmap') {
+      const sel = h('select', {
+        'data-action': 'outliers', 'aria-label': 'Outlier elimination', title: 'Outlier elimination: drop the top share of the visible I/O from the y range',
+        onchange: (ev) => this.ws.updateChart(this, { cut: Number(ev.target.value) }),
+      }, OUTLIER_CUTS.map((p) => h('option', { value: String(p), selected: p === c.cut }, `outliers: ${CUT_LABELS[p]}`)));
+      tools.push(h('label', { class: 'tool-select' }, sel));
+      tools.push(
+        h('div', { class: 'seg', role: 'group', 'aria-label': 'Vertical zoom' },
+          h('button', { type: 'button', 'data-action': 'vzoom-out', 'aria-label': 'Zoom out vertically', title: 'Zoom out vertically', onclick: () => this.ws.updateChart(this, { vz: c.vz - 1 }) }, '−'),
+          h('button', { type: 'button', 'data-action': 'vzoom-in', 'aria-label': 'Zoom in vertically', title: 'Zoom in vertically (keeps the bottom)', onclick: () => this.ws.updateChart(this, { vz: c.vz + 1 }) }, '+'),
+          h('button', {
+            type: 'button', 'data-action': 'yscale', 'aria-label': 'Y axis scale', title: 'Log or linear value axis',
+            onclick: () => this.ws.updateChart(this, { ys: c.ys === 'lin' ? 'log' : 'lin', vz: 0 }),
+          }, c.ys === 'lin' ? 'lin' : 'log')),
+      );
+    }
+    tools.push(
+      h('div', { class: 'seg quiet', role: 'group', 'aria-label': 'Chart order' },
+        h('button', { type: 'button', 'data-action': 'move-up', 'aria-label': 'Move chart up', title: 'Move up', disabled: this.index === 0, onclick: () => this.ws.moveChart(this, -1) }, '↑'),
+        h('button', { type: 'button', 'data-action': 'move-down', 'aria-label': 'Move chart down', title: 'Move down', disabled: this.index === this.ws.views.length - 1, onclick: () => this.ws.moveChart(this, 1) }, '↓'),
+        h('button', { type: 'button', 'data-action': 'remove-chart', 'aria-label': 'Remove chart', title: 'Remove chart', onclick: () => this.ws.removeChart(this) }, '×')),
+    );
+    this.toolsEl.replaceChildren(...tools);
+    this.renderLegend();
+  }
+
+  renderLegend() {
+    const c = this.spec;
+    this.legendEl.replaceChildren();
+    if (c.kind !== 'percentiles') return;
+    const d = this.entries[0] && this.entries[0].data;
+    const hl = new Set(c.hl);
+    const active = d ? d.series.filter((s) => !hl.size || hl.has(s.key)) : [];
+    const single = active.length <= 1;
+    for (const p of PERCENTILES) {
+      const sw = h('span', { class: `lg-line ${single ? '' : `dash-${p}`}` });
+      if (single) sw.style.background = PERCENTILE_COLORS[p];
+      this.legendEl.append(h('span', { class: 'lg' }, sw, PERCENTILE_LABELS[p]));
+    }
+  }
+
+  // Both runs' data (compare mode: the same query for the compare run).
+  async load() {
+    const runs = this.ws.runIds();
+    const jobs = runs.map((r, i) => this.ws.store.get(r, this.spec).then((e) => {
+      this.entries[i] = e;
+    }));
+    await Promise.all(jobs);
+    this.renderLegend();
+  }
+
+  keys() {
+    const out = [];
+    for (const e of this.entries) {
+      if (!e || !e.data) continue;
+      for (const s of e.data.series) if (!out.includes(s.key)) out.push(s.key);
+    }
+    return out;
+  }
+
+  colors() {
+    const keys = this.keys();
+    return new Map(keys.map((k, i) => [k, keyColor(k, i, keys)]));
+  }
+
+  activeKeys(data) {
+    const hl = this.spec.hl.filter((k) => data.series.some((s) => s.key === k));
+    return hl.length ? new Set(hl) : null;
+  }
+
+  // The y range for one run's data over the visible seconds.
+  yRange(data, from, to) {
+    const c = this.spec;
+    const info = this.info || {};
+    const unit = data.unit || info.unit;
+    const [i0, i1] = indexRange(data.seconds, from, to);
+    const hl = this.activeKeys(data);
+    if (c.kind === 'heatmap') {
+      const counts = bucketCounts(data, hl, i0, i1);
+      const r = c.ys === 'lin' ? heatRangeLinear(counts, data.hi, unit, c.cut, c.vz) : heatRange(counts, data.lo, data.hi, unit, c.cut, c.vz);
+      return r ? { ...r, scale: c.ys === 'lin' ? 'lin' : 'log' } : null;
+    }
+    if (c.kind === 'percentiles') {
+      const r = percentileRange(data, i0, i1, hl, unit);
+      return r ? { ...r, scale: 'log' } : null;
+    }
+    if (c.kind === 'probe') return { ...probeRange(data, i0, i1), scale: 'lin' };
+    return { ...linearRange(data, i0, i1, hl, c.kind === 'stacked'), scale: 'lin' };
+  }
+
+  draw() {
+    const ws = this.ws;
+    const c = this.spec;
+    const runs = ws.runIds();
+    const compare = runs.length > 1;
+    while (this.wraps.length < runs.length) this.wraps.push(this.makeWrap(this.wraps.length));
+    while (this.wraps.length > runs.length) this.wraps.pop().wrap.remove();
+    if (this.plots.children.length !== this.wraps.length || this.wraps.some((w, i) => this.plots.children[i] !== w.wrap)) {
+      this.plots.replaceChildren(...this.wraps.map((w) => w.wrap));
+    }
+    this.plots.classList.toggle('two', compare);
+    const vis = ws.visible;
+    const from = vis ? vis[0] : null;
+    const to = vis ? vis[1] : null;
+    // One y scale for both runs.
+    let y = null;
+    for (const e of this.entries) {
+      if (!e || !e.data || from == null) continue;
+      const r = this.yRange(e.data, from, to);
+      if (!r) continue;
+      if (!y) y = { ...r };
+      else {
+        y.ymin = Math.min(y.ymin, r.ymin);
+        y.ymax = Math.max(y.ymax, r.ymax);
+      }
+    }
+    const colors = this.colors();
+    const cssW = ws.plotWidth(compare);
+    const cssH = chartHeight(c.kind);
+    this.wraps.forEach((w, i) => {
+      const runId = runs[i];
+      const meta = ws.runMeta(runId);
+      w.caption.replaceChildren(
+        compare ? h('span', { class: `run-tag ${i === 0 ? 'a' : 'b'}` }, i === 0 ? 'A' : 'B') : null,
+        compare ? h('span', { class: 'run-name' }, meta ? meta.name : runId) : null,
+      );
+      w.caption.hidden = !compare;
+      const e = this.entries[i];
+      const data = e && e.data ? e.data : null;
+      const msg = this.message(e, data, from, to);
+      const marks = ws.marks(runId, from, to);
+      const model = {
+        kind: c.kind, cssW, cssH, data: msg ? null : data, unit: (data && data.unit) || (this.info && this.info.unit),
+        from, to, y, highlight: data ? this.activeKeys(data) : null, colors, marks,
+        stepLabel: (s) => ws.stepLabel(runId, s), probes: ws.probeMarks(runId),
+      };
+      const info = drawChart(w.canvas, model);
+      w.plot = info.plot;
+      w.msg.hidden = !msg;
+      w.msg.textContent = msg || '';
+      if (msg) info.message = msg;
+      this.drawn[i] = info;
+      const json = JSON.stringify(info);
+      if (i === 0) this.section.dataset.drawn = json;
+      else this.section.dataset.drawnCompare = json;
+    });
+    this.renderSide();
+    this.positionCrosshair();
+  }
+
+  message(e, data, from, to) {
+    if (!e) return 'loading…';
+    if (e.error) return e.error.notIncluded ? 'not included in this report' : e.error.message;
+    if (!data) return 'loading…';
+    if (from == null) return 'no seconds stored yet';
+    const [i0, i1] = indexRange(data.seconds, from, to);
+    if (i1 <= i0) return 'no data in this time range';
+    if (!data.series.length) return 'no data';
+    return null;
+  }
+
+  // --- side panel --------------------------------------------------------------------
+
+  sideRows(data, from, to, at) {
+    const c = this.spec;
+    if (!data || from == null) return new Map();
+    if (at != null) {
+      const [i0, i1] = indexRange(data.seconds, at[0], at[1]);
+      if (c.kind === 'heatmap') return new Map(keyTotals(data, i0, i1).map((t) => [t.key, t.count]));
+      return new Map(sideTotals(data, i0, i1).map((t) => [t.key, c.kind === 'probe' ? t.value : t.value]));
+    }
+    const [i0, i1] = indexRange(data.seconds, from, to);
+    if (c.kind === 'heatmap') return new Map(keyTotals(data, i0, i1).map((t) => [t.key, t.count]));
+    return new Map(sideTotals(data, i0, i1).map((t) => [t.key, t.value]));
+  }
+
+  fmtSide(v) {
+    const c = this.spec;
+    const info = this.info || {};
+    if (v == null) return '—';
+    if (c.kind === 'heatmap' || c.kind === 'percentiles') return fmtInt(v);
+    if (c.kind === 'probe') return fmtNs(v);
+    if (info.unit === 'bytes/s') return `${fmtBytes(v)}/s`;
+    return fmtNum(v);
+  }
+
+  sideCaption(hovering) {
+    const c = this.spec;
+    const info = this.info || {};
+    if (c.kind === 'heatmap' || c.kind === 'percentiles') return hovering ? 'count' : 'count';
+    if (c.kind === 'probe') return hovering ? 'duration' : 'longest';
+    return hovering ? info.unit || '' : `avg ${info.unit || ''}`;
+  }
+
+  renderSide() {
+    const ws = this.ws;
+    const c = this.spec;
+    const vis = ws.visible;
+    const hover = ws.hover;
+    const runs = ws.runIds();
+    const hoverRange = hover != null ? this.hoverSeconds(hover) : null;
+    const rows = runs.map((r, i) => {
+      const e = this.entries[i];
+      return this.sideRows(e && e.data, vis && vis[0], vis && vis[1], hoverRange);
+    });
+    const keys = this.keys();
+    const colors = this.colors();
+    const hl = new Set(c.hl);
+    const dimLabel = c.by || 'total';
+    const cap = this.sideCaption(hoverRange != null);
+    const when = hoverRange
+      ? hoverRange[0] === hoverRange[1] ? `at ${fmtElapsed(hoverRange[0])}` : `${fmtElapsed(hoverRange[0])}–${fmtElapsed(hoverRange[1])}`
+      : 'visible range';
+    this.sideHead.replaceChildren(
+      h('span', { class: 'dim' }, dimLabel),
+      h('span', { class: 'cap' }, runs.length > 1 ? h('span', {}, h('span', { class: 'run-tag a' }, 'A'), ' ', h('span', { class: 'run-tag b' }, 'B')) : null, `${cap}`, h('span', { class: 'when' }, when)),
+    );
+    const items = keys.map((k) => {
+      const on = hl.has(k);
+      const vals = rows.map((m) => h('span', { class: 'v' }, this.fmtSide(m.get(k))));
+      const li = h('li', {
+        'data-key': k, role: 'option', 'aria-selected': String(on), class: `${on ? 'on' : ''} ${hl.size && !on ? 'dimmed' : ''}`,
+        title: 'Click: highlight · Shift-click: add to the highlight',
+        onclick: (ev) => {
+          if (ev.target.closest('[data-action="drill"]')) return;
+          this.toggleHighlight(k, ev.shiftKey);
+        },
+      },
+      h('span', { class: 'sw', style: { background: colors.get(k) } }),
+      h('span', { class: 'k', title: this.keyLabel(k) }, this.keyLabel(k)),
+      h('span', { class: 'vals' }, vals));
+      if (on) {
+        li.append(h('button', {
+          type: 'button', class: 'drill', 'data-action': 'drill', 'aria-label': `Drill down on ${k}`, title: 'Drill down: a new chart of this value, broken down by…',
+          onclick: (ev) => {
+            ev.stopPropagation();
+            this.openDrill(li);
+          },
+        }, 'drill ▾'));
+      }
+      return li;
+    });
+    this.list.replaceChildren(...items);
+    if (!keys.length) this.list.append(h('li', { class: 'empty' }, '—'));
+    this.renderHover(hoverRange);
+  }
+
+  keyLabel(k) {
+    if (this.spec.by === 'step') {
+      const l = this.ws.stepLabel(this.ws.runIds()[0], Number(k));
+      return l || `step ${k}`;
+    }
+    return k;
+  }
+
+  renderHover(hoverRange) {
+    const c = this.spec;
+    this.hoverEl.replaceChildren();
+    if (!hoverRange) {
+      this.hoverEl.hidden = true;
+      return;
+    }
+    this.hoverEl.hidden = false;
+    const runs = this.ws.runIds();
+    runs.forEach((r, i) => {
+      const e = this.entries[i];
+      const data = e && e.data;
+      if (!data) return;
+      const [i0, i1] = indexRange(data.seconds, hoverRange[0], hoverRange[1]);
+      const meta = this.ws.runMeta(r);
+      const clock = meta && meta.started_unix_ms != null ? fmtClock(meta.started_unix_ms + hoverRange[0] * 1000) : '';
+      const tag = runs.length > 1 ? h('span', { class: `run-tag ${i === 0 ? 'a' : 'b'}` }, i === 0 ? 'A' : 'B') : null;
+      if (c.kind === 'heatmap') {
+        const keys = this.activeKeys(data);
+        const list = valuesAt(data, keys, i0, i1);
+        const total = list.reduce((a, v) => a + v.count, 0);
+        const unit = data.unit;
+        const head = h('div', { class: 'hv-head' }, tag, h('span', {}, hoverRange[0] === hoverRange[1] ? fmtElapsed(hoverRange[0]) : `${fmtElapsed(hoverRange[0])}–${fmtElapsed(hoverRange[1])}`), h('span', { class: 'clock' }, clock), h('span', { class: 'tot' }, `${fmtInt(total)} I/O`));
+        const max = 60;
+        const rows = list.slice(0, max).map((v) => h('div', { class: 'hv-row' }, h('span', { class: 'r' }, fmtRange(v.lo, v.hi, unit)), h('span', { class: 'n' }, fmtInt(v.count))));
+        const more = list.length > max ? h('div', { class: 'hv-more' }, `… ${list.length - max} more ranges`) : null;
+        this.hoverEl.append(h('div', { class: 'hv' }, head, h('div', { class: 'hv-rows' }, rows), more));
+      } else if (c.kind === 'percentiles') {
+        const keys = this.activeKeys(data);
+        const blocks = data.series.filter((s) => !keys || keys.has(s.key)).map((s) => {
+          const idx = i0;
+          return h('div', { class: 'hv-block' },
+            data.series.length > 1 ? h('div', { class: 'hv-key' }, s.key) : null,
+            PERCENTILES.slice().reverse().map((p) => h('div', { class: 'hv-row' }, h('span', { class: 'r' }, PERCENTILE_LABELS[p]), h('span', { class: 'n' }, idx < i1 && s[p] ? fmtValue(s[p][idx], data.unit) : '—'))));
+        });
+        this.hoverEl.append(h('div', { class: 'hv' }, h('div', { class: 'hv-head' }, tag, h('span', {}, fmtElapsed(hoverRange[0])), h('span', { class: 'clock' }, clock)), blocks));
+      } else {
+        this.hoverEl.append(h('div', { class: 'hv' }, h('div', { class: 'hv-head' }, tag, h('span', {}, fmtElapsed(hoverRange[0])), h('span', { class: 'clock' }, clock))));
+      }
+    });
+  }
+
+  // Seconds summed under the cursor: the pixel column of the hovered second.
+  hoverSeconds(s) {
+    const vis = this.ws.visible;
+    if (!vis || s < vis[0] || s > vis[1]) return null;
+    if (this.spec.kind !== 'heatmap') return [s, s];
+    const d = this.drawn[0];
+    const dpr = window.devicePixelRatio || 1;
+    const w = d ? Math.round(d.plot.width * dpr) : 1000;
+    return binSeconds(vis[0], vis[1], w, s);
+  }
+
+  toggleHighlight(k, add) {
+    const cur = this.spec.hl.slice();
+    let hl;
+    if (add) hl = cur.includes(k) ? cur.filter((x) => x !== k) : cur.concat([k]);
+    else hl = cur.length === 1 && cur[0] === k ? [] : [k];
+    this.ws.updateChart(this, { hl });
+  }
+
+  openDrill(li) {
+    this.ws.closeMenus();
+    const dims = drillDims(this.spec, this.info);
+    const values = this.spec.by ? this.spec.hl.slice() : [];
+    const what = values.length ? `${this.spec.by} = ${values.join(' or ')}` : 'all';
+    const menu = h('div', { class: 'menu drill-menu', role: 'menu' },
+      h('div', { class: 'menu-head' }, `Drill down on ${what}, broken down by`),
+      dims.length
+        ? dims.map((d) => h('button', {
+          type: 'button', role: 'menuitem', 'data-action': 'drill-by', 'data-dim': d,
+          onclick: () => {
+            this.ws.closeMenus();
+            this.ws.insertChart(this, drillChart(this.spec, values, d, this.info));
+          },
+        }, `by ${d}`))
+        : h('div', { class: 'menu-empty' }, 'no dimension left to drill into'),
+    );
+    li.append(menu);
+    this.ws.openMenu = menu;
+  }
+
+  // --- pointer: crosshair, drag to zoom --------------------------------------------------
+
+  attachPointer(w) {
+    const box = w.box;
+    const localX = (ev) => ev.clientX - box.getBoundingClientRect().left;
+    box.addEventListener('mousemove', (ev) => {
+      if (!w.plot || !this.ws.visible) return;
+      const x = localX(ev);
+      const [from, to] = this.ws.visible;
+      if (x < w.plot.x || x > w.plot.x + w.plot.width) {
+        if (!this.drag) this.ws.setHover(null);
+      } else this.ws.setHover(secondAt(w.plot, from, to, x));
+      if (this.drag && this.drag.w === w) {
+        this.drag.x1 = Math.max(w.plot.x, Math.min(w.plot.x + w.plot.width, x));
+        const a = Math.min(this.drag.x0, this.drag.x1);
+        const b = Math.max(this.drag.x0, this.drag.x1);
+        w.sel.hidden = b - a < 3;
+        w.sel.style.left = `${a}px`;
+        w.sel.style.width = `${b - a}px`;
+        w.sel.style.top = `${w.plot.y}px`;
+        w.sel.style.height = `${w.plot.height}px`;
+      }
+    });
+    box.addEventListener('mouseleave', () => {
+      if (!this.drag) this.ws.setHover(null);
+    });
+    box.addEventListener('mousedown', (ev) => {
+      if (ev.button !== 0 || !w.plot || !this.ws.visible) return;
+      const x = localX(ev);
+      if (x < w.plot.x || x > w.plot.x + w.plot.width) return;
+      ev.preventDefault();
+      this.drag = { w, x0: x, x1: x };
+      const up = () => {
+        window.removeEventListener('mouseup', up);
+        const d = this.drag;
+        this.drag = null;
+        w.sel.hidden = true;
+        if (!d || Math.abs(d.x1 - d.x0) < 4) return;
+        const [from, to] = this.ws.visible;
+        const a = secondAt(w.plot, from, to, Math.min(d.x0, d.x1));
+        const b = secondAt(w.plot, from, to, Math.max(d.x0, d.x1) - 0.01);
+        this.ws.zoomTo([a, Math.max(a, b)]);
+      };
+      window.addEventListener('mouseup', up);
+    });
+    box.addEventListener('dblclick', () => this.ws.host.zoomOut());
+  }
+
+  positionCrosshair() {
+    const s = this.ws.hover;
+    const vis = this.ws.visible;
+    const hr = s != null ? this.hoverSeconds(s) : null;
+    for (const w of this.wraps) {
+      if (hr == null || !w.plot || !vis) {
+        w.cross.hidden = true;
+        continue;
+      }
+      const x0 = xOf(w.plot, vis[0], vis[1], hr[0]);
+      const x1 = xOf(w.plot, vis[0], vis[1], hr[1] + 1);
+      const x = (x0 + x1) / 2;
+      w.cross.hidden = false;
+      w.cross.style.left = `${Math.round(x)}px`;
+      w.cross.style.top = `${w.plot.y}px`;
+      w.cross.style.height = `${w.plot.height}px`;
+      const meta = this.ws.runMeta(this.ws.runIds()[w.which]);
+      const clock = meta && meta.started_unix_ms != null ? ` · ${fmtClock(meta.started_unix_ms + hr[0] * 1000)}` : '';
+      const tag = w.cross.firstChild;
+      tag.textContent = hr[0] === hr[1] ? `${fmtElapsed(hr[0])}${clock}` : `${fmtElapsed(hr[0])}–${fmtElapsed(hr[1])}`;
+      tag.classList.toggle('left', x > w.plot.x + w.plot.width - 110);
+    }
+  }
+}
+
+// --- the worksheet -------------------------------------------------------------------------
+
+export class Worksheet {
+  // host: { state(), change(patch, push), runMeta(id), runDetail(id), zoomOut() }
+  constructor(root, host) {
+    this.root = root;
+    this.host = host;
+    this.store = new DataStore();
+    this.views = [];
+    this.hover = null;
+    this.visible = null;
+    this.openMenu = null;
+    this.chartsEl = h('div', { class: 'charts' });
+    this.emptyEl = h('div', { class: 'empty-ws', hidden: true }, 'The worksheet is empty. Add a statistic to start.');
+    root.append(this.chartsEl, this.emptyEl);
+    document.addEventListener('mousedown', (ev) => {
+      if (this.openMenu && !ev.target.closest('.menu') && !ev.target.closest('[data-action="drill"]')) this.closeMenus();
+    });
+    document.addEventListener('keydown', (ev) => {
+      if (ev.key === 'Escape') this.closeMenus();
+    });
+    let pending = false;
+    this.resizeObserver = new ResizeObserver(() => {
+      if (pending) return;
+      pending = true;
+      requestAnimationFrame(() => {
+        pending = false;
+        const w = this.root.clientWidth;
+        if (w !== this.lastWidth) {
+          this.lastWidth = w;
+          this.drawAll();
+        }
+      });
+    });
+    this.resizeObserver.observe(this.root);
+  }
+
+  closeMenus() {
+    if (this.openMenu) this.openMenu.remove();
+    this.openMenu = null;
+  }
+
+  state() {
+    return this.host.state();
+  }
+
+  runIds() {
+    const st = this.state();
+    return st.compare != null && this.host.runMeta(st.compare) ? [st.run, st.compare] : [st.run];
+  }
+
+  runMeta(id) {
+    return this.host.runMeta(id);
+  }
+
+  statInfo(name) {
+    const d = this.host.runDetail(this.state().run);
+    return d && d.stats ? d.stats.find((s) => s.name === name) : null;
+  }
+
+  stepLabel(runId, step) {
+    const d = this.host.runDetail(runId);
+    const st = d && d.steps ? d.steps.find((x) => x.index === step) : null;
+    return st ? `step ${step} · ${st.label}` : `step ${step}`;
+  }
+
+  probeMarks(runId) {
+    const d = this.host.runDetail(runId);
+    return ((d && d.probes) || []).map((p) => ({ second: Math.floor(p.at_ns / 1e9), name: p.name }));
+  }
+
+  marks(runId, from, to) {
+    if (from == null) return { bounds: [], warm: [] };
+    let tl = this.store.timeline(runId);
+    if (!tl) {
+      const d = this.host.runDetail(runId);
+      const meta = this.runMeta(runId);
+      if (d && meta) tl = timelineFromSteps(d.steps, meta.first_second, meta.last_second);
+    }
+    return timelineMarks(tl, from, to);
+  }
+
+  // Seconds spanned by the runs shown (compare: the longer one).
+  span() {
+    let first = null;
+    let last = null;
+    for (const id of this.runIds()) {
+      const m = this.runMeta(id);
+      if (!m || m.first_second == null || m.last_second == null) continue;
+      first = first == null ? m.first_second : Math.min(first, m.first_second);
+      last = last == null ? m.last_second : Math.max(last, m.last_second);
+    }
+    return first == null ? null : [first, last];
+  }
+
+  plotWidth(compare) {
+    const total = this.chartsEl.clientWidth || this.root.clientWidth || 1000;
+    const side = 280;
+    const gap = 16;
+    const w = total - side - gap - 2;
+    return Math.max(240, Math.floor(compare ? (w - gap) / 2 : w));
+  }
+
+  // Re-create the chart views for the state (views whose query is unchanged keep their data).
+  sync() {
+    const st = this.state();
+    const old = this.views;
+    const next = [];
+    st.charts.forEach((spec, i) => {
+      let v = old[i] && !next.includes(old[i]) ? old[i] : null;
+      if (!v) v = new ChartView(this, spec, i);
+      v.index = i;
+      v.applySpec(spec, false);
+      next.push(v);
+    });
+    for (const v of old) if (!next.includes(v)) v.section.remove();
+    this.views = next;
+    this.chartsEl.replaceChildren(...next.map((v) => v.section));
+    for (const v of next) v.renderHead();
+    this.emptyEl.hidden = next.length > 0;
+  }
+
+  // Load what each chart needs, then draw them all. Resolves once every chart is drawn.
+  async render() {
+    this.sync();
+    this.updateVisible();
+    this.drawAll();
+    await Promise.all(this.views.map((v) => v.load().then(() => {
+      this.updateVisible();
+      v.draw();
+    })));
+    this.drawAll();
+  }
+
+  updateVisible() {
+    const span = this.span();
+    const st = this.state();
+    if (!span) {
+      this.visible = null;
+      return;
+    }
+    this.visible = visibleRange(st, span[0], span[1]);
+  }
+
+  drawAll() {
+    this.updateVisible();
+    for (const v of this.views) v.draw();
+  }
+
+  // Live: fetch the newer seconds of every query of these runs, then redraw.
+  async refresh(runIds) {
+    await Promise.all(runIds.map((r) => this.store.refresh(r)));
+    await Promise.all(this.views.map((v) => v.load()));
+    this.drawAll();
+  }
+
+  setHover(s) {
+    if (s === this.hover) return;
+    this.hover = s;
+    for (const v of this.views) {
+      v.positionCrosshair();
+      v.renderSide();
+    }
+  }
+
+  // --- state edits (each becomes a history entry) ---------------------------------------
+
+  updateChart(view, patch) {
+    const st = this.state();
+    const charts = st.charts.map((c, i) => (i === view.index ? makeChart(c.stat, { ...c, ...patch }) : c));
+    this.host.change({ charts }, true);
+  }
+
+  insertChart(view, chart) {
+    const st = this.state();
+    const charts = st.charts.slice();
+    charts.splice(view.index + 1, 0, chart);
+    this.host.change({ charts }, true);
+  }
+
+  addChart(chart) {
+    const st = this.state();
+    this.host.change({ charts: st.charts.concat([chart]) }, true);
+  }
+
+  removeChart(view) {
+    const st = this.state();
+    this.host.change({ charts: st.charts.filter((_, i) => i !== view.index) }, true);
+  }
+
+  moveChart(view, dir) {
+    const st = this.state();
+    const charts = st.charts.slice();
+    const j = view.index + dir;
+    if (j < 0 || j >= charts.length) return;
+    [charts[view.index], charts[j]] = [charts[j], charts[view.index]];
+    this.host.change({ charts }, true);
+  }
+
+  zoomTo(range) {
+    this.host.change({ range, follow: false }, true);
+  }
+}
+
+// Plot area of a chart's canvas in CSS pixels (for tests and tools).
+export function plotAreaFor(kind, cssW) {
+  return plotRect(cssW, chartHeight(kind));
+}
