@@ -34,15 +34,15 @@ pub fn open(path: &Path) -> Result<Results, StoreError> {
     if version > SCHEMA_VERSION {
         return Err(StoreError::Version { path: path.to_path_buf(), found: version, supported: SCHEMA_VERSION });
     }
-    if version < SCHEMA_VERSION {
+    if version < OLDEST_READABLE {
         return Err(not_results(format!(
-            "schema version {version}, written by an older ioscope; this one reads version {SCHEMA_VERSION}"
+            "schema version {version}, written by an older ioscope; this one reads versions {OLDEST_READABLE} to {SCHEMA_VERSION}"
         )));
     }
 
     // One read transaction: a consistent view even while a run is still writing.
     let tx = conn.unchecked_transaction().map_err(StoreError::sqlite(path))?;
-    let mut r = Reader { path, conn: &tx };
+    let mut r = Reader { path, conn: &tx, version };
     let (info, ended_unix_ms, stored_status, stored_detail) = r.run()?;
     let hosts = r.hosts()?;
     let seconds = r.seconds()?;
@@ -89,9 +89,13 @@ fn still_running(run: &RunInfo) -> bool {
     }
 }
 
+/// Version 2 files (no per-file series) are read as they are.
+const OLDEST_READABLE: i32 = 2;
+
 struct Reader<'a> {
     path: &'a Path,
     conn: &'a Connection,
+    version: i32,
 }
 
 fn u64_of(v: ValueRef<'_>) -> Result<Option<u64>, String> {
@@ -237,9 +241,10 @@ impl Reader<'_> {
         }
         let mut series = HashMap::new();
         {
+            let file = if self.version >= 3 { "file" } else { "NULL" };
             let mut stmt = self
                 .conn
-                .prepare("SELECT id, stat, host, workload, op, worker, file FROM series")
+                .prepare(&format!("SELECT id, stat, host, workload, op, worker, {file} FROM series"))
                 .map_err(self.sql())?;
             let mut rows = stmt.query([]).map_err(self.sql())?;
             while let Some(r) = rows.next().map_err(self.sql())? {
