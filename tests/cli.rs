@@ -433,7 +433,7 @@ fn pattern_workload_spells_its_text_in_the_per_second_offset_distribution() {
     for snap in r.seconds.iter().take(want.len()) {
         let h = &snap.ops.iter().find(|o| o.op == "read").unwrap().data.offset_bytes;
         let mut rows = [0u64; 7];
-        for (i, c) in h.buckets().iter().enumerate().filter(|(_, c)| **c > 0) {
+        for (i, c) in h.nonzero() {
             let (lo, _) = ioscope_metrics::histogram::bucket_range(i);
             // Band 0 is the lowest offsets: the glyph's bottom row (row 6).
             rows[6 - (lo / band).min(6) as usize] += c;

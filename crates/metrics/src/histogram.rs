@@ -48,10 +48,13 @@ pub fn bucket_value(index: usize) -> u64 {
     low + (high - low) / 2
 }
 
-/// A dense histogram with exact count, sum, min and max alongside the buckets.
+/// A histogram with exact count, sum, min and max beside the buckets. Only non-empty
+/// buckets are kept (ascending by index), so a second of I/O costs a few KiB, not the
+/// 58 KiB of all 7,424 buckets, and merging costs the buckets used, not all of them.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Histogram {
-    buckets: Vec<u64>,
+    /// (bucket index, count > 0), ascending by index.
+    cells: Vec<(u32, u64)>,
     count: u64,
     sum: u128,
     min: u64,
@@ -66,7 +69,7 @@ impl Default for Histogram {
 
 impl Histogram {
     pub fn new() -> Self {
-        Self { buckets: vec![0; BUCKETS], count: 0, sum: 0, min: u64::MAX, max: 0 }
+        Self { cells: Vec::new(), count: 0, sum: 0, min: u64::MAX, max: 0 }
     }
 
     pub fn record(&mut self, value: u64) {
@@ -77,18 +80,29 @@ impl Histogram {
         if n == 0 {
             return;
         }
-        self.buckets[bucket_index(value)] += n;
+        let index = bucket_index(value) as u32;
+        match self.cells.binary_search_by_key(&index, |c| c.0) {
+            Ok(i) => self.cells[i].1 += n,
+            Err(i) => self.cells.insert(i, (index, n)),
+        }
         self.count += n;
         self.sum += value as u128 * n as u128;
         self.min = self.min.min(value);
         self.max = self.max.max(value);
     }
 
-    /// Builds a histogram from bucket counts and the exact extras kept beside them.
+    /// Builds a histogram from dense bucket counts (one per bucket of the layout) and the
+    /// exact extras kept beside them.
     pub fn from_parts(buckets: Vec<u64>, sum: u128, min: u64, max: u64) -> Self {
         debug_assert_eq!(buckets.len(), BUCKETS);
-        let count = buckets.iter().sum();
-        Self { buckets, count, sum, min: if count == 0 { u64::MAX } else { min }, max }
+        let cells: Vec<(u32, u64)> =
+            buckets.iter().enumerate().filter(|(_, c)| **c > 0).map(|(i, c)| (i as u32, *c)).collect();
+        Self::from_cells(cells, sum, min, max)
+    }
+
+    fn from_cells(cells: Vec<(u32, u64)>, sum: u128, min: u64, max: u64) -> Self {
+        let count = cells.iter().map(|c| c.1).sum();
+        Self { cells, count, sum, min: if count == 0 { u64::MAX } else { min }, max }
     }
 
     /// Adds another histogram's buckets: aggregates over workers, hosts and seconds are exact.
@@ -96,8 +110,32 @@ impl Histogram {
         if other.count == 0 {
             return;
         }
-        for (a, b) in self.buckets.iter_mut().zip(&other.buckets) {
-            *a += *b;
+        if self.cells.is_empty() {
+            self.cells.clone_from(&other.cells);
+        } else {
+            let (a, b) = (&self.cells, &other.cells);
+            let mut out = Vec::with_capacity(a.len().max(b.len()));
+            let (mut i, mut j) = (0, 0);
+            while i < a.len() && j < b.len() {
+                match a[i].0.cmp(&b[j].0) {
+                    std::cmp::Ordering::Less => {
+                        out.push(a[i]);
+                        i += 1;
+                    }
+                    std::cmp::Ordering::Greater => {
+                        out.push(b[j]);
+                        j += 1;
+                    }
+                    std::cmp::Ordering::Equal => {
+                        out.push((a[i].0, a[i].1 + b[j].1));
+                        i += 1;
+                        j += 1;
+                    }
+                }
+            }
+            out.extend_from_slice(&a[i..]);
+            out.extend_from_slice(&b[j..]);
+            self.cells = out;
         }
         self.count += other.count;
         self.sum += other.sum;
@@ -126,9 +164,6 @@ impl Histogram {
     pub fn mean(&self) -> Option<f64> {
         (self.count > 0).then(|| self.sum as f64 / self.count as f64)
     }
-    pub fn buckets(&self) -> &[u64] {
-        &self.buckets
-    }
 
     /// Value at quantile `q` in 0..=1 (nearest rank), as the bucket midpoint clamped
     /// to the exact min and max; within [`RELATIVE_ERROR`] of the true value.
@@ -138,18 +173,18 @@ impl Histogram {
         }
         let rank = ((q.clamp(0.0, 1.0) * self.count as f64).ceil() as u64).max(1);
         let mut seen = 0u64;
-        for (i, &c) in self.buckets.iter().enumerate() {
+        for &(i, c) in &self.cells {
             seen += c;
             if seen >= rank {
-                return Some(bucket_value(i).clamp(self.min, self.max));
+                return Some(bucket_value(i as usize).clamp(self.min, self.max));
             }
         }
         Some(self.max)
     }
 
-    /// Non-zero buckets as (index, count) pairs.
+    /// Non-empty buckets as (index, count) pairs, ascending by index.
     pub fn nonzero(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
-        self.buckets.iter().enumerate().filter(|(_, c)| **c > 0).map(|(i, c)| (i, *c))
+        self.cells.iter().map(|&(i, c)| (i as usize, c))
     }
 
     /// Sparse encoding: LEB128 varints of (index delta, count) for non-zero buckets.
@@ -166,15 +201,22 @@ impl Histogram {
 
     /// Decodes [`Histogram::encode_sparse`] output; sum, min and max are stored beside it.
     pub fn decode_sparse(bytes: &[u8], sum: u128, min: u64, max: u64) -> Result<Self, DecodeError> {
-        let mut buckets = vec![0u64; BUCKETS];
+        let mut cells: Vec<(u32, u64)> = Vec::new();
         let mut pos = 0;
         let mut index = 0usize;
         while pos < bytes.len() {
-            index += get_varint(bytes, &mut pos)? as usize;
+            let delta = get_varint(bytes, &mut pos)? as usize;
+            index = index.checked_add(delta).filter(|i| *i < BUCKETS).ok_or(DecodeError)?;
             let count = get_varint(bytes, &mut pos)?;
-            *buckets.get_mut(index).ok_or(DecodeError)? += count;
+            match cells.last_mut() {
+                // Written ascending; a repeated index (delta 0) adds up.
+                Some(last) if last.0 as usize == index => last.1 += count,
+                Some(last) if last.0 as usize > index => return Err(DecodeError),
+                _ if count > 0 => cells.push((index as u32, count)),
+                _ => {}
+            }
         }
-        Ok(Self::from_parts(buckets, sum, min, max))
+        Ok(Self::from_cells(cells, sum, min, max))
     }
 }
 

@@ -1,0 +1,155 @@
+#!/usr/bin/env node
+// bench/ui.mjs: how fast the Analytics UI shows data, in headless Chromium.
+//
+//  1. Heat map: serves a results file of (at least) an hour, opens a worksheet with one
+//     latency heat map of the whole run, and reads the draw time the page measures for
+//     each redraw (binning 3,600 seconds of histograms into pixels and painting them);
+//     also times the /heatmap API answer and the first draw after page load.
+//  2. Live: starts `ioscope run --ui`, keeps the default worksheet open with follow on,
+//     and for every second of the run notes when a chart first shows it. The lag of
+//     second s is that moment minus the end of second s (run start + s + 1 s): the
+//     earliest it could possibly be drawn.
+//
+// Usage: node bench/ui.mjs HOUR.db [--live-seconds 40] [--label NAME]
+//   HOUR.db: a results file of an hour at 1 s, e.g. made with
+//   ioscope run --engine posix --dir /var/tmp/hour --size 256m --rw randrw --rwmix-read 70 \
+//     --bs 4k:70,64k:30 --threads 2 --rate-iops 10000 --duration 3600s --out HOUR.db
+// Needs `npm ci` in ui-tests/ (playwright-core) and Debian chromium; uses the release
+// binary ($IOSCOPE_BIN or $CARGO_TARGET_DIR/release/ioscope). Prints a markdown report
+// and writes it to bench/results/YYYY-MM-DD-HOST-ui[-LABEL].md.
+
+import { writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const target = process.env.CARGO_TARGET_DIR || path.join(os.homedir(), '.cache/ioscope/target');
+process.env.IOSCOPE_BIN ||= path.join(target, 'release/ioscope');
+const { serve, launch, open, tmpdir, BIN } = await import('../ui-tests/browser/harness.mjs');
+
+const args = process.argv.slice(2);
+const hourFile = args.find((a) => !a.startsWith('--'));
+const opt = (name, dflt) => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? args[i + 1] : dflt;
+};
+if (!hourFile) {
+  console.error('usage: node bench/ui.mjs HOUR.db [--live-seconds 40] [--label NAME]');
+  process.exit(2);
+}
+const liveSeconds = Number(opt('live-seconds', '40'));
+const label = opt('label', '');
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? s[Math.floor((s.length - 1) / 2)] : NaN;
+};
+const pct = (xs, p) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.ceil(p * s.length) - 1)];
+};
+const f1 = (x) => x.toFixed(1);
+
+const browser = await launch();
+const lines = [];
+const say = (s = '') => {
+  console.log(s);
+  lines.push(s);
+};
+
+// 1. Heat map of an hour.
+{
+  const server = await serve(['ui', hourFile, '--listen', '127.0.0.1:0']);
+  const runs = await (await fetch(`${server.url}api/v1/runs`)).json();
+  const run = runs.runs[0];
+  const seconds = run.last_second - run.first_second + 1;
+  const apiMs = [];
+  let bytes = 0;
+  for (let i = 0; i < 5; i++) {
+    const t = performance.now();
+    const body = await (await fetch(`${server.url}api/v1/runs/0/heatmap?stat=latency`)).text();
+    apiMs.push(performance.now() - t);
+    bytes = body.length;
+  }
+  const t0 = performance.now();
+  const { page } = await open(browser, `${server.url}#run=0&c=latency,kind=heatmap`, { width: 1600, height: 900 });
+  const firstReadyMs = performance.now() - t0;
+  const drawOf = () => page.$eval('section.chart', (e) => JSON.parse(e.dataset.drawn));
+  const first = await drawOf();
+  const draws = [first.ms];
+  const cuts = [0.01, 0, 1, 0, 5, 0, 0.1, 0];
+  for (let i = 0; i < 30; i++) {
+    const before = await page.$eval('section.chart', (e) => e.dataset.drawn);
+    await page.evaluate((cut) => {
+      const st = window.ioscope.state();
+      st.charts[0].cut = cut;
+      window.ioscope.setState(st);
+    }, cuts[i % cuts.length]);
+    await page.waitForFunction((b) => document.querySelector('section.chart').dataset.drawn !== b, before);
+    draws.push((await drawOf()).ms);
+  }
+  say(`# Analytics UI in headless Chromium (${new Date().toISOString().slice(0, 10)}, ${os.hostname()}, ${os.cpus().length} x ${os.cpus()[0].model})`);
+  say();
+  say(`## Latency heat map of ${seconds} seconds at 1 s (${hourFile})`);
+  say();
+  say(`| what | median | p90 | max |`);
+  say(`|---|---|---|---|`);
+  say(`| draw (bin ${first.cells.toLocaleString('en')} cells of ${seconds} s into pixels, paint), ms | ${f1(median(draws))} | ${f1(pct(draws, 0.9))} | ${f1(Math.max(...draws))} |`);
+  say(`| /heatmap API answer (${(bytes / 1e6).toFixed(1)} MB JSON), ms | ${f1(median(apiMs))} | ${f1(pct(apiMs, 0.9))} | ${f1(Math.max(...apiMs))} |`);
+  say(`| page load to first heat map drawn (fetch, parse, draw), ms | ${f1(firstReadyMs)} | | |`);
+  say();
+  say(`${draws.length} draws (outlier cut changed between draws); plot ${first.plot.width} x ${first.plot.height} px.`);
+  await page.close();
+  server.close();
+}
+
+// 2. Live run.
+{
+  const dir = tmpdir();
+  const server = await serve([
+    'run', '--engine', 'posix', '--dir', path.join(dir, 'data'), '--size', '64m', '--rw', 'randrw',
+    '--rate-iops', '5000', '--threads', '2', '--duration', `${liveSeconds}s`, '--quiet',
+    '--out', path.join(dir, 'live.db'), '--ui', '--listen', '127.0.0.1:0',
+  ]);
+  let run = null;
+  while (!run || run.first_second === null) {
+    run = (await (await fetch(`${server.url}api/v1/runs`).catch(() => ({ json: () => ({ runs: [] }) }))).json()).runs[0];
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const page = await browser.newPage({ viewport: { width: 1600, height: 900 } });
+  await page.goto(server.url);
+  const firstSeen = new Map();
+  const deadline = Date.now() + (liveSeconds + 5) * 1000;
+  while (Date.now() < deadline) {
+    const tos = await page.$$eval('section.chart', (els) => els.map((e) => (e.dataset.drawn ? JSON.parse(e.dataset.drawn).to : -1)));
+    const now = Date.now();
+    for (const to of tos) if (to >= 0 && !firstSeen.has(to)) firstSeen.set(to, now);
+    if (firstSeen.has(liveSeconds - 1)) break;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  const lags = [];
+  for (const [s, at] of firstSeen) {
+    // Seconds shown at page load were not waited for.
+    if (s < 2) continue;
+    lags.push((at - (run.started_unix_ms + (s + 1) * 1000)) / 1000);
+  }
+  say();
+  say(`## Live: \`ioscope run --ui\`, ${liveSeconds} s at 5,000 IOPS (posix randrw), default worksheet, follow on`);
+  say();
+  say(`| seconds observed | lag median, s | lag p90, s | lag max, s |`);
+  say(`|---|---|---|---|`);
+  say(`| ${lags.length} | ${lags.length ? median(lags).toFixed(2) : '-'} | ${lags.length ? pct(lags, 0.9).toFixed(2) : '-'} | ${lags.length ? Math.max(...lags).toFixed(2) : '-'} |`);
+  say();
+  say('Lag of second s = when a chart first showed it minus the end of second s (run start + s + 1 s).');
+  await page.close();
+  server.close();
+}
+
+await browser.close();
+say();
+say(`binary: ${BIN}`);
+const stamp = new Date().toISOString().slice(0, 10);
+const out = path.join(here, 'results', `${stamp}-${os.hostname()}-ui${label ? `-${label}` : ''}.md`);
+writeFileSync(out, `${lines.join('\n')}\n`);
+console.log(`\nwritten: ${out}`);
