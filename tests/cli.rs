@@ -478,10 +478,21 @@ fn spawn_ui(args: &[&str]) -> (std::process::Child, String) {
             let _ = tx.send(line);
         }
     });
-    loop {
-        let line = rx.recv_timeout(Duration::from_secs(30)).expect("ioscope printed no UI address");
-        if let Some(url) = line.strip_prefix("Analytics UI: http://") {
-            return (child, url.trim_end_matches('/').to_string());
+    let address = loop {
+        match rx.recv_timeout(Duration::from_secs(30)) {
+            Ok(line) => match line.strip_prefix("Analytics UI: http://") {
+                Some(url) => break Some(url.trim_end_matches('/').to_string()),
+                None => continue,
+            },
+            Err(_) => break None,
+        }
+    };
+    match address {
+        Some(a) => (child, a),
+        None => {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("ioscope printed no UI address");
         }
     }
 }
