@@ -70,7 +70,9 @@ pub(crate) fn notes(s: &Summary) -> Vec<String> {
         ));
     }
 
-    if let Some(rate) = plan.as_ref().and_then(|p| p.rate_iops) {
+    // A pattern workload idles on purpose (its blank columns): neither a shortfall nor a stall.
+    let drawing = plan.as_ref().is_some_and(|p| p.workloads.iter().any(|w| w.pattern.is_some()));
+    if let Some(rate) = plan.as_ref().and_then(|p| p.rate_iops).filter(|_| !drawing) {
         if s.duration_s > 0.0 && s.total.iops < RATE_SHORTFALL * rate as f64 {
             notes.push(format!(
                 "the target rate of {} IOPS was not reached ({} IOPS): the storage or ioscope is saturated, \
@@ -81,7 +83,7 @@ pub(crate) fn notes(s: &Summary) -> Vec<String> {
         }
     }
 
-    if s.total.ops > 0 {
+    if s.total.ops > 0 && !drawing {
         let idle = s.samples.iter().filter(|x| x.ops == 0).count();
         if idle > 0 {
             notes.push(format!("{idle} of {} seconds completed no I/O at all (stalls)", s.samples.len()));
