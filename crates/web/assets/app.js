@@ -6,7 +6,7 @@
 import { fmtElapsed, fmtDateTime } from './format.js';
 import { decodeState, encodeState, completeState, defaultKind, kindsFor, KIND_LABELS, makeChart, visibleRange, zoomOut, pan } from './state.js';
 import { getRuns, getRun, isEmbedded, embeddedWorksheet } from './api.js';
-import { Worksheet, h } from './worksheet.js';
+import { Worksheet, h, fill } from './worksheet.js';
 import { renderPanels } from './panels.js';
 
 const app = {
@@ -185,7 +185,8 @@ function renderTopBar() {
         onchange: (ev) => change({ compare: ev.target.value || null }, true),
       },
       h('option', { value: '' }, '—'),
-      runs.filter((r) => String(r.id) !== String(st.run)).map((r) => h('option', { value: r.id, selected: String(r.id) === String(st.compare) }, r.name))))
+      runs.filter((r) => String(r.id) !== String(st.run)).map((r) => h('option', { value: r.id, selected: String(r.id) === String(st.compare) }, r.name))),
+      st.compare != null && runMeta(st.compare) && runMeta(st.compare).live ? statusBadge(runMeta(st.compare)) : null)
     : null;
   const v = visible();
   const following = st.follow && shownRuns().some((id) => runMeta(id) && runMeta(id).live);
@@ -198,7 +199,7 @@ function renderTopBar() {
   const whole = !st.range;
   const time = h('div', { class: 'timectl', role: 'group', 'aria-label': 'Time range' },
     h('button', { type: 'button', 'data-action': 'pan-left', 'aria-label': 'Pan left', title: 'Pan left (←)', disabled: whole, onclick: () => doPan(-1) }, '◂'),
-    h('button', { type: 'button', 'data-action': 'zoom-out', 'aria-label': 'Zoom out', title: 'Zoom out (−)', disabled: whole, onclick: doZoomOut }, '−  zoom out'),
+    h('button', { type: 'button', 'data-action': 'zoom-out', 'aria-label': 'Zoom out', title: 'Zoom out (−)', disabled: whole, onclick: doZoomOut }, 'zoom out'),
     h('button', { type: 'button', 'data-action': 'pan-right', 'aria-label': 'Pan right', title: 'Pan right (→)', disabled: whole, onclick: () => doPan(1) }, '▸'),
     h('button', {
       type: 'button', 'data-action': 'follow', 'aria-label': meta && meta.live ? 'Follow' : 'Whole run', 'aria-pressed': String(whole && st.follow),
@@ -221,7 +222,7 @@ function renderTopBar() {
       else done();
     },
   }, 'Copy link');
-  els.top.replaceChildren(
+  fill(els.top,
     h('div', { class: 'brand' }, h('span', { class: 'logo', 'aria-hidden': 'true' }, h('i'), h('i'), h('i'), h('i')), h('span', { class: 'name' }, 'ioscope'), h('span', { class: 'sub' }, isEmbedded() ? 'Analytics report' : 'Analytics')),
     runInfo, compare, h('div', { class: 'spacer' }), time, link);
 }
@@ -240,10 +241,10 @@ function openAddStat() {
     const s = stats.find((x) => x.name === statSel.value);
     const dims = (s.dimensions || []).filter((d) => !(s.kind === 'distribution' && d === 'worker'));
     const prevBy = bySel.value;
-    bySel.replaceChildren(h('option', { value: '' }, 'none (raw statistic)'), dims.map((d) => h('option', { value: d, selected: d === prevBy }, `by ${d}`)));
+    fill(bySel, h('option', { value: '' }, 'none (raw statistic)'), ...dims.map((d) => h('option', { value: d, selected: d === prevBy }, `by ${d}`)));
     const kinds = kindsFor(s.kind);
     const def = defaultKind(s.kind, bySel.value);
-    kindSel.replaceChildren(...kinds.map((k) => h('option', { value: k, selected: k === def }, KIND_LABELS[k] || k)));
+    fill(kindSel, ...kinds.map((k) => h('option', { value: k, selected: k === def }, KIND_LABELS[k] || k)));
   };
   statSel.addEventListener('change', refill);
   bySel.addEventListener('change', () => {
@@ -331,7 +332,7 @@ async function poll() {
 // --- start -------------------------------------------------------------------------------
 
 function buildSkeleton() {
-  document.body.replaceChildren();
+  fill(document.body);
   els.top = h('header', { class: 'topbar' });
   els.banner = h('div', { class: 'banner', hidden: true, role: 'status' });
   els.addWrap = h('div', { class: 'add-wrap' },
@@ -389,7 +390,8 @@ async function main() {
 window.ioscope = {
   state: () => JSON.parse(JSON.stringify(app.state)),
   // A state object (fields to change) or a hash string; resolves when every chart drew.
-  setState: (obj) => {
+  setState: async (obj) => {
+    await starting;
     if (typeof obj === 'string') return resolveState(decodeState(obj)).then((st) => change(st, true));
     return change(obj || {}, true);
   },
@@ -399,4 +401,5 @@ window.ioscope = {
   encode: () => encodeState(app.state),
 };
 
-app.ready = main();
+const starting = main();
+app.ready = starting;

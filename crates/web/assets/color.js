@@ -102,20 +102,20 @@ export const HEAT_STOPS = [
   [0.45, [226, 82, 110]], // rose
   [0.65, [250, 140, 60]], // orange
   [0.85, [250, 220, 70]], // yellow
-  [1.0, [255, 250, 225]], // near white
+  [1.0, [255, 243, 184]], // pale yellow: the densest cells
 ];
 
 export const HEAT_LUT = lerpStops(HEAT_STOPS, 256);
 
 // Values not highlighted in a broken-down heat map: grey, dim to light.
-export const GREY_LUT = lerpStops([[0, [70, 76, 88]], [1, [200, 206, 216]]], 256);
+export const GREY_LUT = lerpStops([[0, [68, 74, 86]], [1, [176, 182, 194]]], 256);
 
 // A ramp in one hue for a highlighted breakdown value: a dim but visible shade of the hue
 // up to the hue, then towards white.
 export function hueLut(hex) {
   const c = hexToRgb(hex);
   const dim = c.map((v, i) => Math.round(v * 0.55 + PLOT_BG[i] * 0.45));
-  const light = c.map((v) => Math.round(v + (255 - v) * 0.75));
+  const light = c.map((v) => Math.round(v + (255 - v) * 0.55));
   return lerpStops([[0, dim], [0.6, c], [1, light]], 256);
 }
 

@@ -3,7 +3,7 @@
 // lines and probe durations; the shared time axis, warm-up seconds and step boundaries.
 // Returns what was drawn (the data-drawn contract the browser tests read).
 
-import { fmtValue, fmtElapsed, logTicks, linearTicks, timeTicks } from './format.js';
+import { fmtTick, fmtElapsed, logTicks, linearTicks, binaryTicks, timeTicks } from './format.js';
 import { PLOT_BG, WARMUP_BG, HEAT_LUT, GREY_LUT, hueLut, rgba, PERCENTILE_COLORS } from './color.js';
 import { indexRange, logScale, linScale, bucketRows, columnBins, accumulate } from './histo.js';
 import { stack, stackOrder, PERCENTILES } from './series.js';
@@ -184,7 +184,8 @@ function drawYAxis(ctx, plot, y, unit, grid) {
   const h = plot.height;
   const sc = yScale(y, h);
   const maxCount = Math.max(2, Math.floor(h / 24));
-  let ticks = y.scale === 'lin' ? linearTicks(y.ymin, y.ymax, Math.min(6, maxCount)).ticks : logTicks(y.ymin, y.ymax, unit, maxCount);
+  const linTicks = unit === 'bytes' || unit === 'bytes/s' ? binaryTicks : linearTicks;
+  let ticks = y.scale === 'lin' ? linTicks(y.ymin, y.ymax, Math.min(6, maxCount)).ticks : logTicks(y.ymin, y.ymax, unit, maxCount);
   if (ticks.length < 2 && y.scale !== 'lin') ticks = [y.ymin, y.ymax];
   ctx.font = AXIS_FONT;
   ctx.fillStyle = AXIS_TEXT;
@@ -206,7 +207,7 @@ function drawYAxis(ctx, plot, y, unit, grid) {
     ctx.moveTo(plot.x - 4, py);
     ctx.lineTo(plot.x, py);
     ctx.stroke();
-    ctx.fillText(fmtValue(v, unit), plot.x - 7, Math.max(plot.y + 4, Math.min(plot.y + h - 4, py)));
+    ctx.fillText(fmtTick(v, unit), plot.x - 7, Math.max(plot.y + 4, Math.min(plot.y + h - 4, py)));
   }
 }
 
@@ -310,7 +311,7 @@ function drawHeat(ctx, dpr, plot, m) {
     for (let i = i0; i < i1 && !any; i++) any = s.columns[i] && s.columns[i].length > 0;
     if (any) series++;
   }
-  return { cells: acc.cells, series };
+  return { cells: acc.cells, series, maxCell: hl ? hlMax : acc.maxes[0] };
 }
 
 // --- lines, stacked areas ----------------------------------------------------------------
@@ -528,6 +529,7 @@ export function drawChart(canvas, m) {
     }
     info.series = r.series;
     info.cells = r.cells;
+    if (r.maxCell != null) info.maxCell = r.maxCell;
   }
   if (hasRange) {
     drawWarmStrip(ctx, plot, m.from, m.to, m.marks);

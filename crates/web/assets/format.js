@@ -117,6 +117,12 @@ export function fmtValue(v, unit) {
   return fmtSI(v);
 }
 
+// An axis label: the compact form without trailing zeros ("5K", "10 ms", "2.5 µs").
+export function fmtTick(v, unit) {
+  if (v === 0) return '0';
+  return fmtValue(v, unit).replace(/(\d)\.(\d*?)0+(?=\D|$)/, (m, a, b) => (b ? `${a}.${b}` : a));
+}
+
 // A value with its unit spelled out where the compact form drops it ("20.0K ops/s").
 export function fmtWithUnit(v, unit) {
   if (unit === 'ns' || unit === 'bytes' || unit === 'bytes/s') return fmtValue(v, unit);
@@ -184,6 +190,15 @@ export function linearTicks(min, max, target) {
   const ticks = [];
   const first = Math.ceil(min / step - 1e-9) * step;
   for (let v = first; v <= max + step * 1e-9; v += step) ticks.push(Number(v.toPrecision(12)));
+  return { step, ticks };
+}
+
+// Linear ticks for bytes: steps of a power of two (0, 1 GiB, 2 GiB ... not 954 MiB).
+export function binaryTicks(min, max, target) {
+  if (!(max > min)) return { step: 1, ticks: [min] };
+  const step = 2 ** Math.ceil(Math.log2((max - min) / Math.max(1, target)));
+  const ticks = [];
+  for (let v = Math.ceil(min / step) * step; v <= max * (1 + 1e-12); v += step) ticks.push(v);
   return { step, ticks };
 }
 

@@ -206,12 +206,15 @@ export function binSeconds(from, to, w, s) {
   return [from + Math.ceil((bin * n) / width), Math.min(to, from + Math.ceil(((bin + 1) * n) / width) - 1)];
 }
 
-// The y range of a heat map on a linear axis (offset art reads better linear): from 0 to
-// the outlier cut rounded up; vertical zoom divides the top by 2 per step.
+// The y range of a heat map on a linear axis (offsets: a file is a line of blocks): from
+// 0 to the outlier cut rounded up to a round step (a power of two for bytes); each
+// vertical zoom step in halves the top.
 export function heatRangeLinear(counts, hi, unit, pct, vz) {
   const top = cutValue(counts, hi, pct);
   if (top == null) return null;
-  let ymax = niceUp(Math.max(top, 2), unit);
+  const t = Math.max(top, 2);
+  const step = unit === 'bytes' ? 2 ** Math.ceil(Math.log2(t / 8)) : niceUp(t / 8, unit);
+  let ymax = Math.ceil(t / step - 1e-9) * step;
   if (vz) ymax *= 2 ** -vz;
   return { ymin: 0, ymax };
 }

@@ -3,7 +3,7 @@
 // the probes, the system configuration of every host, and the workload as run.
 
 import { fmtInt, fmtNs, fmtBytes, fmtElapsed, fmtDateTime, fmtNum } from './format.js';
-import { h } from './worksheet.js';
+import { h, fill } from './worksheet.js';
 
 const openState = new Map([['summary', true], ['steps', true], ['probes', true], ['config', false], ['workload', false]]);
 
@@ -202,5 +202,5 @@ export function renderPanels(root, runs, onZoom) {
   const cfg = list(configBlock);
   if (cfg.length) out.push(panel('config', 'System configuration', String(runs.reduce((a, r) => a + (r.hosts || []).length, 0)), h('div', { class: both ? 'two-col' : '' }, cfg)));
   out.push(panel('workload', 'Workload', null, h('div', { class: both ? 'two-col' : '' }, list(workloadBlock))));
-  root.replaceChildren(...out);
+  fill(root, ...out);
 }

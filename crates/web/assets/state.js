@@ -5,9 +5,11 @@
 // Hash form (each name and value encodeURIComponent-encoded, so the separators below
 // never occur inside one):
 //   run=0&cmp=1&t=10-50&follow=1&c=<chart>&c=<chart>...
-//   <chart> = STAT[,by=DIM][,where=DIM:VALUE;DIM:VALUE][,kind=K][,cut=PCT][,hl=KEY;KEY][,vz=N][,ys=lin]
+//   <chart> = STAT[,by=DIM][,where=DIM:VALUE;DIM:VALUE][,kind=K][,cut=PCT][,hl=KEY;KEY][,vz=N][,ys=lin|log]
 // e.g.  #run=0&c=ops,by=op,kind=stacked&c=latency,by=host,where=op:write,kind=heatmap,cut=1,hl=h2
-// t absent = the whole run; follow defaults to on without t and off with it.
+// t absent = the whole run; follow defaults to on without t and off with it. ys (the heat
+// map's value axis) is written only when it differs from the default: linear for offset,
+// log for the rest.
 // `c=-` stands for an empty worksheet (no c at all means the default charts).
 
 export const KINDS = {
@@ -41,6 +43,12 @@ export function endpointFor(kind) {
   return kind === 'heatmap' ? 'heatmap' : 'series';
 }
 
+// Offsets read linearly (a file is a line of blocks; latency art is drawn in linear
+// bands); every other distribution on a log scale.
+export function defaultYScale(stat) {
+  return stat === 'offset' ? 'lin' : 'log';
+}
+
 export function makeChart(stat, opts) {
   const o = opts || {};
   return {
@@ -51,7 +59,7 @@ export function makeChart(stat, opts) {
     cut: CUTS.includes(Number(o.cut)) ? Number(o.cut) : 0,
     hl: (o.hl || []).slice(),
     vz: Number.isInteger(o.vz) ? o.vz : 0,
-    ys: o.ys === 'lin' ? 'lin' : 'log',
+    ys: o.ys === 'lin' || o.ys === 'log' ? o.ys : defaultYScale(stat),
   };
 }
 
@@ -105,7 +113,7 @@ export function encodeChart(c) {
   if (c.cut) parts.push(`cut=${c.cut}`);
   if (c.hl && c.hl.length) parts.push(`hl=${c.hl.map(enc).join(';')}`);
   if (c.vz) parts.push(`vz=${c.vz}`);
-  if (c.ys === 'lin') parts.push('ys=lin');
+  if (c.ys && c.ys !== defaultYScale(c.stat)) parts.push(`ys=${c.ys}`);
   return parts.join(',');
 }
 
@@ -202,9 +210,21 @@ export function sameState(a, b) {
   return encodeState(a) === encodeState(b);
 }
 
+// A statistic's label without its parenthetical ("Latency (from intended start)" ->
+// "Latency"), and the parenthetical alone, shown beside the title.
+export function statLabel(info, stat) {
+  const l = info ? info.label || info.name : stat;
+  return l.replace(/\s*\(.*\)\s*$/, '') || l;
+}
+
+export function statNote(info) {
+  const m = info && info.label ? /\(([^)]*)\)\s*$/.exec(info.label) : null;
+  return m ? m[1] : '';
+}
+
 // "Latency broken down by op, where op = write or read, and host = h1"
 export function chartTitle(c, info) {
-  const label = info ? info.label || info.name : c.stat;
+  const label = statLabel(info, c.stat);
   let t = label;
   if (c.by) t += ` broken down by ${c.by}`;
   const groups = [];
@@ -218,13 +238,20 @@ export function chartTitle(c, info) {
 }
 
 // Dimensions a drill-down from chart `c` can break down by next: the statistic's
-// dimensions minus the current breakdown, those already filtered on, and (for
-// distributions) worker, which carries no histograms.
+// dimensions minus the current breakdown, those already filtered on, (for distributions)
+// worker, which carries no histograms, and the dimensions exclusive with one in use.
+// worker, file and workload cannot be combined (the server keeps per-worker and per-file
+// counts, not per-workload-and-worker ones): once one is used, the others are not offered.
+const EXCLUSIVE = ['worker', 'file', 'workload'];
+
 export function drillDims(c, info) {
   if (!info) return [];
   const used = new Set((c.where || []).map((p) => p[0]));
   if (c.by) used.add(c.by);
-  return (info.dimensions || []).filter((d) => !used.has(d) && !(info.kind === 'distribution' && d === 'worker'));
+  const exclusive = EXCLUSIVE.some((d) => used.has(d));
+  return (info.dimensions || []).filter((d) => !used.has(d)
+    && !(info.kind === 'distribution' && d === 'worker')
+    && !(exclusive && EXCLUSIVE.includes(d)));
 }
 
 // The chart a drill-down adds below `c`: filtered to the selected values of its

@@ -5,10 +5,10 @@
 // and pans in the client, and broadcasts the hovered second to every chart.
 
 import { fmtValue, fmtNum, fmtInt, fmtRange, fmtElapsed, fmtClock, fmtBytes, fmtNs } from './format.js';
-import { keyColor, PERCENTILE_COLORS } from './color.js';
+import { keyColor, PERCENTILE_COLORS, HEAT_STOPS, hueLut } from './color.js';
 import { prepareHeat, indexRange, bucketCounts, heatRange, heatRangeLinear, keyTotals, valuesAt, mergeHeat, binSeconds, OUTLIER_CUTS } from './histo.js';
 import { prepareSeries, sideTotals, linearRange, percentileRange, probeRange, timelineMarks, timelineFromSteps, mergeSeries, PERCENTILES, PERCENTILE_LABELS } from './series.js';
-import { chartTitle, kindsFor, KIND_LABELS, drillDims, drillChart, endpointFor, whereString, makeChart, visibleRange } from './state.js';
+import { chartTitle, statNote, kindsFor, KIND_LABELS, drillDims, drillChart, endpointFor, whereString, makeChart, visibleRange } from './state.js';
 import { getData, queryPath } from './api.js';
 import { drawChart, chartHeight, plotRect, xOf, secondAt } from './draw.js';
 
@@ -29,6 +29,20 @@ export function h(tag, attrs, ...children) {
     el.append(c instanceof Node ? c : document.createTextNode(String(c)));
   }
   return el;
+}
+
+// Replace an element's children (nested arrays flattened, null and false skipped).
+export function fill(el, ...children) {
+  el.replaceChildren(...children.flat(Infinity).filter((c) => c != null && c !== false).map((c) => (c instanceof Node ? c : document.createTextNode(String(c)))));
+  return el;
+}
+
+const HEAT_GRADIENT = `linear-gradient(90deg, ${HEAT_STOPS.map(([t, c]) => `rgb(${c.join(',')}) ${Math.round(t * 100)}%`).join(', ')})`;
+
+function hueGradient(hex) {
+  const lut = hueLut(hex);
+  const at = (i) => `rgb(${lut[i * 4]},${lut[i * 4 + 1]},${lut[i * 4 + 2]})`;
+  return `linear-gradient(90deg, ${at(0)}, ${at(153)}, ${at(255)})`;
 }
 
 const CUT_LABELS = { 0: 'none', 5: '5%', 1: '1%', 0.1: '0.1%', 0.01: '0.01%' };
@@ -191,7 +205,8 @@ class ChartView {
     const c = this.spec;
     const info = this.info;
     this.titleEl.textContent = chartTitle(c, info);
-    if (info && info.unit) this.titleEl.append(h('span', { class: 'unit' }, info.unit));
+    const note = statNote(info);
+    if (info && info.unit) this.titleEl.append(h('span', { class: 'unit' }, note ? `${info.unit} · ${note}` : info.unit));
     const tools = [];
     const kinds = info ? kindsFor(info.kind) : [c.kind];
     if (kinds.length > 1) {
@@ -225,13 +240,23 @@ class ChartView {
         h('button', { type: 'button', 'data-action': 'move-down', 'aria-label': 'Move chart down', title: 'Move down', disabled: this.index === this.ws.views.length - 1, onclick: () => this.ws.moveChart(this, 1) }, '↓'),
         h('button', { type: 'button', 'data-action': 'remove-chart', 'aria-label': 'Remove chart', title: 'Remove chart', onclick: () => this.ws.removeChart(this) }, '×')),
     );
-    this.toolsEl.replaceChildren(...tools);
+    fill(this.toolsEl, ...tools);
     this.renderLegend();
   }
 
   renderLegend() {
     const c = this.spec;
-    this.legendEl.replaceChildren();
+    fill(this.legendEl);
+    if (c.kind === 'heatmap') {
+      // The colour scale: one I/O per cell up to the densest cell drawn (log).
+      const max = Math.max(0, ...this.drawn.filter(Boolean).map((d) => d.maxCell || 0));
+      if (!max) return;
+      const hlKey = c.hl.find((k) => this.keys().includes(k));
+      const bar = h('span', { class: 'lg-ramp' });
+      bar.style.background = hlKey ? hueGradient(this.colors().get(hlKey)) : HEAT_GRADIENT;
+      this.legendEl.append(h('span', { class: 'lg', title: 'Colour: I/O per cell (pixel column x row), log scale' }, h('span', { class: 'lg-n' }, '1'), bar, h('span', { class: 'lg-n' }, `${fmtInt(max)} I/O per cell`)));
+      return;
+    }
     if (c.kind !== 'percentiles') return;
     const d = this.entries[0] && this.entries[0].data;
     const hl = new Set(c.hl);
@@ -301,7 +326,7 @@ class ChartView {
     while (this.wraps.length < runs.length) this.wraps.push(this.makeWrap(this.wraps.length));
     while (this.wraps.length > runs.length) this.wraps.pop().wrap.remove();
     if (this.plots.children.length !== this.wraps.length || this.wraps.some((w, i) => this.plots.children[i] !== w.wrap)) {
-      this.plots.replaceChildren(...this.wraps.map((w) => w.wrap));
+      fill(this.plots, ...this.wraps.map((w) => w.wrap));
     }
     this.plots.classList.toggle('two', compare);
     const vis = ws.visible;
@@ -325,7 +350,7 @@ class ChartView {
     this.wraps.forEach((w, i) => {
       const runId = runs[i];
       const meta = ws.runMeta(runId);
-      w.caption.replaceChildren(
+      fill(w.caption,
         compare ? h('span', { class: `run-tag ${i === 0 ? 'a' : 'b'}` }, i === 0 ? 'A' : 'B') : null,
         compare ? h('span', { class: 'run-name' }, meta ? meta.name : runId) : null,
       );
@@ -349,6 +374,7 @@ class ChartView {
       if (i === 0) this.section.dataset.drawn = json;
       else this.section.dataset.drawnCompare = json;
     });
+    this.renderLegend();
     this.renderSide();
     this.positionCrosshair();
   }
@@ -416,7 +442,7 @@ class ChartView {
     const when = hoverRange
       ? hoverRange[0] === hoverRange[1] ? `at ${fmtElapsed(hoverRange[0])}` : `${fmtElapsed(hoverRange[0])}–${fmtElapsed(hoverRange[1])}`
       : 'visible range';
-    this.sideHead.replaceChildren(
+    fill(this.sideHead,
       h('span', { class: 'dim' }, dimLabel),
       h('span', { class: 'cap' }, runs.length > 1 ? h('span', {}, h('span', { class: 'run-tag a' }, 'A'), ' ', h('span', { class: 'run-tag b' }, 'B')) : null, `${cap}`, h('span', { class: 'when' }, when)),
     );
@@ -445,7 +471,7 @@ class ChartView {
       }
       return li;
     });
-    this.list.replaceChildren(...items);
+    fill(this.list, ...items);
     if (!keys.length) this.list.append(h('li', { class: 'empty' }, '—'));
     this.renderHover(hoverRange);
   }
@@ -460,7 +486,7 @@ class ChartView {
 
   renderHover(hoverRange) {
     const c = this.spec;
-    this.hoverEl.replaceChildren();
+    fill(this.hoverEl);
     if (!hoverRange) {
       this.hoverEl.hidden = true;
       return;
@@ -481,7 +507,7 @@ class ChartView {
         const total = list.reduce((a, v) => a + v.count, 0);
         const unit = data.unit;
         const head = h('div', { class: 'hv-head' }, tag, h('span', {}, hoverRange[0] === hoverRange[1] ? fmtElapsed(hoverRange[0]) : `${fmtElapsed(hoverRange[0])}–${fmtElapsed(hoverRange[1])}`), h('span', { class: 'clock' }, clock), h('span', { class: 'tot' }, `${fmtInt(total)} I/O`));
-        const max = 60;
+        const max = runs.length > 1 ? 12 : 60;
         const rows = list.slice(0, max).map((v) => h('div', { class: 'hv-row' }, h('span', { class: 'r' }, fmtRange(v.lo, v.hi, unit)), h('span', { class: 'n' }, fmtInt(v.count))));
         const more = list.length > max ? h('div', { class: 'hv-more' }, `… ${list.length - max} more ranges`) : null;
         this.hoverEl.append(h('div', { class: 'hv' }, head, h('div', { class: 'hv-rows' }, rows), more));
@@ -495,7 +521,16 @@ class ChartView {
         });
         this.hoverEl.append(h('div', { class: 'hv' }, h('div', { class: 'hv-head' }, tag, h('span', {}, fmtElapsed(hoverRange[0])), h('span', { class: 'clock' }, clock)), blocks));
       } else {
-        this.hoverEl.append(h('div', { class: 'hv' }, h('div', { class: 'hv-head' }, tag, h('span', {}, fmtElapsed(hoverRange[0])), h('span', { class: 'clock' }, clock))));
+        // Counters: the sum over the breakdown at that second; probes: nothing more.
+        let total = null;
+        if (c.kind === 'stacked' || c.kind === 'line') {
+          for (const s of data.series) {
+            const v = i0 < i1 && s.values ? s.values[i0] : null;
+            if (v != null) total = (total || 0) + v;
+          }
+        }
+        this.hoverEl.append(h('div', { class: 'hv' }, h('div', { class: 'hv-head' }, tag, h('span', {}, fmtElapsed(hoverRange[0])), h('span', { class: 'clock' }, clock),
+          total != null && data.series.length > 1 ? h('span', { class: 'tot' }, `total ${this.fmtSide(total)}`) : null)));
       }
     });
   }
@@ -536,7 +571,10 @@ class ChartView {
         }, `by ${d}`))
         : h('div', { class: 'menu-empty' }, 'no dimension left to drill into'),
     );
-    li.append(menu);
+    // In the side panel, not the (scrolling) list, so the list cannot clip it.
+    const top = li.getBoundingClientRect().bottom - this.side.getBoundingClientRect().top + 2;
+    menu.style.top = `${top}px`;
+    this.side.append(menu);
     this.ws.openMenu = menu;
   }
 
@@ -608,7 +646,9 @@ class ChartView {
       const clock = meta && meta.started_unix_ms != null ? ` · ${fmtClock(meta.started_unix_ms + hr[0] * 1000)}` : '';
       const tag = w.cross.firstChild;
       tag.textContent = hr[0] === hr[1] ? `${fmtElapsed(hr[0])}${clock}` : `${fmtElapsed(hr[0])}–${fmtElapsed(hr[1])}`;
-      tag.classList.toggle('left', x > w.plot.x + w.plot.width - 110);
+      // Centred under the line on the time axis; kept inside the plot at its edges.
+      tag.classList.toggle('left', x > w.plot.x + w.plot.width - 60);
+      tag.classList.toggle('right', x < w.plot.x + 60);
     }
   }
 }
@@ -730,7 +770,7 @@ export class Worksheet {
     });
     for (const v of old) if (!next.includes(v)) v.section.remove();
     this.views = next;
-    this.chartsEl.replaceChildren(...next.map((v) => v.section));
+    fill(this.chartsEl, ...next.map((v) => v.section));
     for (const v of next) v.renderHead();
     this.emptyEl.hidden = next.length > 0;
   }
