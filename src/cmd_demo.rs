@@ -51,7 +51,7 @@ pub fn demo(args: DemoArgs) -> u8 {
         if !report.exists() && crate::cmd_ui::write_report(&out, &report) == exit::OK {
             println!("\nlook at it: open {} in a browser (heat maps, breakdowns, steps, system)", report.display());
             println!(
-                "  or: ioscope ui {f}              # the live Analytics worksheet at http://{}/",
+                "  or: ioscope ui {f}              # the Analytics worksheet at http://{}/",
                 crate::cli::DEFAULT_LISTEN
             );
         }
