@@ -206,3 +206,19 @@ test('a linear offset axis ends at a round binary size just above the data', asy
   assert.deepEqual(heatRangeLinear(Float64Array.from([5]), g4, 'bytes', 0, 0), { ymin: 0, ymax: 2 ** 32 });
   assert.equal(heatRangeLinear(Float64Array.from([5]), g4, 'bytes', 0, 1).ymax, 2 ** 31, 'zoomed in once: half');
 });
+
+test('offset 0 is drawn (a log axis starts at 1, a linear one at 0)', async () => {
+  const { heatRangeLinear, linScale } = await import('../../crates/web/assets/histo.js');
+  const heat = prepareHeat(fixture('heatmap-offset.json'));
+  const counts = bucketCounts(heat, null, 0, 3);
+  const log = heatRange(counts, heat.lo, heat.hi, 'bytes', 0, 0);
+  assert.ok(log.ymin >= 1 && log.ymin <= 1, `log axis from ${log.ymin}`);
+  const rowsLog = bucketRows(heat.lo, heat.hi, logScale(log.ymin, log.ymax, 100), 100);
+  assert.equal(rowsLog.bot[0], 99, 'offset 0 sits on the bottom row of a log axis');
+  const lin = heatRangeLinear(counts, heat.hi, 'bytes', 0, 0);
+  assert.equal(lin.ymin, 0);
+  const rowsLin = bucketRows(heat.lo, heat.hi, linScale(lin.ymin, lin.ymax, 100), 100);
+  assert.equal(rowsLin.bot[0], 99, 'and of a linear one');
+  assert.equal(lin.ymax, 640 * 2 ** 20, 'the next 128 MiB step above the 516 MiB top');
+  assert.equal(rowsLin.top[4], 19, 'the 512-516 MiB bucket a fifth of the way down');
+});

@@ -160,8 +160,10 @@ export function bucketRows(lo, hi, scale, h) {
   const top = new Int32Array(nb);
   const bot = new Int32Array(nb);
   for (let b = 0; b < nb; b++) {
-    const yTop = scale.toY(hi[b] + 1);
-    const yBot = scale.toY(Math.max(lo[b], 1));
+    // Value 0 (offset 0) shares the row of value 1: a log axis has no 0.
+    const low = Math.max(lo[b], 1);
+    const yTop = scale.toY(Math.max(hi[b] + 1, low + 1));
+    const yBot = scale.toY(low);
     if (yBot <= 0 || yTop >= h) {
       top[b] = -1;
       bot[b] = -1;

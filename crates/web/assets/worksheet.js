@@ -357,7 +357,7 @@ class ChartView {
       w.caption.hidden = !compare;
       const e = this.entries[i];
       const data = e && e.data ? e.data : null;
-      const msg = this.message(e, data, from, to);
+      const msg = this.message(e, data, from, to) || (data && !y ? 'nothing to draw in this time range' : null);
       const marks = ws.marks(runId, from, to);
       const model = {
         kind: c.kind, cssW, cssH, data: msg ? null : data, unit: (data && data.unit) || (this.info && this.info.unit),
@@ -436,7 +436,7 @@ class ChartView {
     });
     const keys = this.keys();
     const colors = this.colors();
-    const hl = new Set(c.hl);
+    const hl = new Set(c.hl.filter((k) => keys.includes(k)));
     const dimLabel = c.by || 'total';
     const cap = this.sideCaption(hoverRange != null);
     const when = hoverRange
