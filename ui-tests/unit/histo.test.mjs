@@ -88,7 +88,7 @@ test('column summation adds the buckets of the seconds of one column', () => {
   assert.equal(acc.cells, 2, 'two non-empty (column, bucket) cells');
 });
 
-test('an hour of seconds with 60 buckets each accumulates quickly', () => {
+test('an hour of seconds sums into 1,000 pixel columns without losing an I/O', () => {
   const per = [];
   for (let s = 0; s < 3600; s++) {
     const vs = [];
@@ -99,11 +99,19 @@ test('an hour of seconds with 60 buckets each accumulates quickly', () => {
   const h = 240;
   const range = heatRange(bucketCounts(heat, null, 0, 3600), heat.lo, heat.hi, 'ns', 0, 0);
   const rows = bucketRows(heat.lo, heat.hi, logScale(range.ymin, range.ymax, h), h);
-  const t0 = performance.now();
   const acc = accumulate(heat, [null], 0, 3600, columnBins(0, 3599, 1000), rows, h);
-  const ms = performance.now() - t0;
-  assert.ok(acc.cells > 1000);
-  assert.ok(ms < 200, `accumulate took ${ms.toFixed(1)} ms`);
+  // 3.6 seconds per column, one I/O per value per second: cells hold 3 to a few I/Os.
+  assert.ok(acc.maxes[0] >= 3 && acc.maxes[0] <= 8, `densest cell ${acc.maxes[0]}`);
+  assert.ok(acc.cells >= 1000 * 50, `${acc.cells} cells`);
+  // Every I/O lands in at least one row of its column (a bucket may span several rows).
+  const grid = acc.grids[0];
+  let columnsWithAll = 0;
+  for (let b = 0; b < 1000; b++) {
+    let rowsLit = 0;
+    for (let r = 0; r < h; r++) if (grid[b * h + r] > 0) rowsLit++;
+    if (rowsLit >= 50) columnsWithAll++;
+  }
+  assert.equal(columnsWithAll, 1000);
 });
 
 test('outlier elimination: 1% cuts the y range below 10 huge values out of 1000', () => {
