@@ -282,3 +282,35 @@ fn the_plot_is_a_png_of_the_asked_size() {
     let err = crate::plot::render(&r, &q("latency", None, "op:fsync"), &opts).unwrap_err();
     assert!(err.contains("no latency values"), "{err}");
 }
+
+fn get(port: u16, target: &str, cookie: Option<&str>) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let cookie = cookie.map(|c| format!("Cookie: {c}\r\n")).unwrap_or_default();
+    write!(s, "GET {target} HTTP/1.1\r\nHost: x\r\n{cookie}\r\n").unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    (out[9..12].parse().unwrap(), out)
+}
+
+#[test]
+fn off_loopback_every_request_needs_the_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let api = Api::new(&[write_results(dir.path())]);
+    let server = crate::Server::start("0.0.0.0:0".parse().unwrap(), api).unwrap();
+    let (port, token) = (server.addr.port(), server.token.clone().expect("a token off loopback"));
+    assert_eq!(token.len(), 32);
+    assert_eq!(get(port, "/api/v1/runs", None).0, 401);
+    assert_eq!(get(port, "/api/v1/runs?token=wrong", None).0, 401);
+    let (status, page) = get(port, &format!("/?token={token}"), None);
+    assert_eq!(status, 200);
+    assert!(page.contains(&format!("Set-Cookie: ioscope_token={token};")));
+    assert_eq!(get(port, "/api/v1/runs", Some(&format!("ioscope_token={token}"))).0, 200);
+    server.stop();
+
+    let local = crate::Server::start("127.0.0.1:0".parse().unwrap(), Api::new(&[])).unwrap();
+    assert!(local.token.is_none());
+    assert_eq!(get(local.addr.port(), "/api/v1/runs", None).0, 200);
+    assert_eq!(get(local.addr.port(), "/assets/../../etc/passwd", None).0, 404);
+    local.stop();
+}
