@@ -17,7 +17,7 @@ pub mod schema;
 mod write;
 
 pub use ioscope_metrics::Snapshot;
-pub use read::open;
+pub use read::{open, refresh};
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
 pub use write::{check_new_path, Writer};
 

@@ -12,6 +12,29 @@ use std::time::Duration;
 /// Opens a results file read-only and loads everything. Works on a file still being
 /// written and on one left by a killed run (its `-wal` file is read too).
 pub fn open(path: &Path) -> Result<Results, StoreError> {
+    let mut results = read(path, None)?;
+    settle_status(&mut results);
+    Ok(results)
+}
+
+/// Brings `results` (read earlier from `path`) up to date: the run, hosts, steps and
+/// probes are read again; of the seconds, only those from the last one held onwards
+/// (the last may have been incomplete on some host). For following a run as it goes.
+pub fn refresh(results: &mut Results) -> Result<(), StoreError> {
+    let from = results.seconds.last().map(|s| s.second);
+    let mut fresh = read(&results.path.clone(), from)?;
+    if let Some(from) = from {
+        results.seconds.retain(|s| s.second < from);
+    }
+    results.seconds.append(&mut fresh.seconds);
+    fresh.seconds = std::mem::take(&mut results.seconds);
+    *results = fresh;
+    settle_status(results);
+    Ok(())
+}
+
+/// Reads a results file: every second, or those from `from_second` on.
+fn read(path: &Path, from_second: Option<u32>) -> Result<Results, StoreError> {
     let meta = std::fs::metadata(path).map_err(|e| StoreError::Io { path: path.to_path_buf(), source: e })?;
     if !meta.is_file() {
         return Err(StoreError::NotResults { path: path.to_path_buf(), detail: "not a regular file".into() });
@@ -42,7 +65,7 @@ pub fn open(path: &Path) -> Result<Results, StoreError> {
 
     // One read transaction: a consistent view even while a run is still writing.
     let tx = conn.unchecked_transaction().map_err(StoreError::sqlite(path))?;
-    let mut r = Reader { path, conn: &tx, version };
+    let mut r = Reader { path, conn: &tx, version, from_second: from_second.unwrap_or(0) };
     let (info, ended_unix_ms, stored_status, stored_detail) = r.run()?;
     let hosts = r.hosts()?;
     let seconds = r.seconds()?;
@@ -50,7 +73,7 @@ pub fn open(path: &Path) -> Result<Results, StoreError> {
     let probes = r.probes()?;
     drop(tx);
 
-    let mut results = Results {
+    let results = Results {
         path: path.to_path_buf(),
         schema_version: version,
         run: StoredRun {
@@ -66,14 +89,19 @@ pub fn open(path: &Path) -> Result<Results, StoreError> {
         steps,
         probes,
     };
-    if stored_status == Status::Running && !still_running(&results.run.info) {
+    Ok(results)
+}
+
+/// The effective status: a file that says `running` but whose process is gone was
+/// interrupted.
+fn settle_status(results: &mut Results) {
+    if results.run.stored_status == Status::Running && !still_running(&results.run.info) {
         results.run.status = Status::Interrupted;
         results.run.status_detail = Some(format!(
             "the run stopped without finishing (killed or crashed); {} seconds kept",
             results.seconds_kept()
         ));
     }
-    Ok(results)
 }
 
 /// Whether the process that wrote a `running` file is still at it: same host, the pid
@@ -96,6 +124,8 @@ struct Reader<'a> {
     path: &'a Path,
     conn: &'a Connection,
     version: i32,
+    /// Seconds before this one are not read.
+    from_second: u32,
 }
 
 fn u64_of(v: ValueRef<'_>) -> Result<Option<u64>, String> {
@@ -280,9 +310,11 @@ impl Reader<'_> {
             files: Vec::new(),
         };
         {
-            let mut stmt =
-                self.conn.prepare("SELECT host, second, interval_ns, step, warmup FROM tick").map_err(self.sql())?;
-            let mut rows = stmt.query([]).map_err(self.sql())?;
+            let mut stmt = self
+                .conn
+                .prepare("SELECT host, second, interval_ns, step, warmup FROM tick WHERE second >= ?1")
+                .map_err(self.sql())?;
+            let mut rows = stmt.query([self.from_second]).map_err(self.sql())?;
             while let Some(r) = rows.next().map_err(self.sql())? {
                 let host: String = r.get(0).map_err(self.sql())?;
                 let second: u32 = r.get(1).map_err(self.sql())?;
@@ -298,10 +330,10 @@ impl Reader<'_> {
             .conn
             .prepare(
                 "SELECT series_id, second, interval_ns, value, sum, min, max, hist
-                 FROM sample ORDER BY second, series_id",
+                 FROM sample WHERE second >= ?1 ORDER BY second, series_id",
             )
             .map_err(self.sql())?;
-        let mut rows = stmt.query([]).map_err(self.sql())?;
+        let mut rows = stmt.query([self.from_second]).map_err(self.sql())?;
         while let Some(r) = rows.next().map_err(self.sql())? {
             let id: i64 = r.get(0).map_err(self.sql())?;
             let second: u32 = r.get(1).map_err(self.sql())?;

@@ -311,3 +311,25 @@ fn failed_status_and_detail_are_stored() {
     assert_eq!(r.run.status_detail.as_deref(), Some("open /x: permission denied"));
     assert!(r.seconds.is_empty() && r.hosts.is_empty());
 }
+
+#[test]
+fn refresh_reads_the_new_seconds_and_ends_equal_to_a_fresh_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.ioscope");
+    let host = hostname().unwrap_or_else(|| "h1".into());
+    let mut w = Writer::create(&path, &run_info(std::process::id(), &host), &hosts()).unwrap();
+    for s in 0..2 {
+        w.write_second(&snapshot(s, "h1")).unwrap();
+    }
+    let mut r = open(&path).unwrap();
+    assert_eq!(r.seconds_kept(), 2);
+    assert_eq!(r.run.stored_status, Status::Running);
+    for s in 2..5 {
+        w.write_second(&snapshot(s, "h1")).unwrap();
+    }
+    w.finish(Status::Completed, None, 1_700_000_005_000).unwrap();
+    refresh(&mut r).unwrap();
+    assert_eq!(r, open(&path).unwrap());
+    assert_eq!(r.seconds_kept(), 5);
+    assert_eq!(r.run.status, Status::Completed);
+}

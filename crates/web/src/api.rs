@@ -55,16 +55,28 @@ impl RunSource {
         RunSource { id: id.to_string(), path: path.to_path_buf(), cache: Mutex::new(None) }
     }
 
-    /// The file's contents, read again only when the file changed since the last read.
+    /// The file's contents, read again only when the file changed since the last read;
+    /// then only the newest seconds are read (a run being written grows at the end).
     pub fn results(&self) -> Result<Arc<Results>, String> {
         let now = stamp(&self.path);
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(l) = cache.as_ref().filter(|l| l.stamp == now) {
-            return Ok(Arc::clone(&l.results));
+        match cache.as_mut() {
+            Some(l) if l.stamp == now => return Ok(Arc::clone(&l.results)),
+            Some(l) => {
+                // Refreshed in place unless a request still holds the previous version.
+                match Arc::get_mut(&mut l.results) {
+                    Some(r) => ioscope_store::refresh(r).map_err(|e| e.to_string())?,
+                    None => l.results = Arc::new(ioscope_store::open(&self.path).map_err(|e| e.to_string())?),
+                }
+                l.stamp = now;
+                Ok(Arc::clone(&l.results))
+            }
+            None => {
+                let results = Arc::new(ioscope_store::open(&self.path).map_err(|e| e.to_string())?);
+                *cache = Some(Loaded { stamp: now, results: Arc::clone(&results) });
+                Ok(results)
+            }
         }
-        let results = Arc::new(ioscope_store::open(&self.path).map_err(|e| e.to_string())?);
-        *cache = Some(Loaded { stamp: now, results: Arc::clone(&results) });
-        Ok(results)
     }
 
     pub fn name(&self) -> String {
