@@ -61,7 +61,7 @@ impl RunSource {
         let now = stamp(&self.path);
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         match cache.as_mut() {
-            Some(l) if l.stamp == now => return Ok(Arc::clone(&l.results)),
+            Some(l) if l.stamp == now => Ok(Arc::clone(&l.results)),
             Some(l) => {
                 // Refreshed in place unless a request still holds the previous version.
                 match Arc::get_mut(&mut l.results) {
