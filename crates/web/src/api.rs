@@ -10,19 +10,23 @@ use std::time::SystemTime;
 
 pub const API_VERSION: u32 = 1;
 
-/// An answer: HTTP status and JSON body.
+/// An answer: HTTP status and JSON text.
 #[derive(Debug)]
 pub struct Answer {
     pub status: u16,
-    pub body: Value,
+    pub body: String,
 }
 
 impl Answer {
     fn ok(body: Value) -> Self {
-        Answer { status: 200, body }
+        Answer { status: 200, body: body.to_string() }
     }
     fn error(status: u16, message: impl Into<String>) -> Self {
-        Answer { status, body: json!({ "error": message.into() }) }
+        Answer { status, body: json!({ "error": message.into() }).to_string() }
+    }
+    /// The body as a JSON value.
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or(Value::Null)
     }
 }
 
@@ -115,8 +119,8 @@ impl Api {
                         Ok(q) => Answer::ok(query::series(&results, &q)),
                         Err(e) => Answer::error(400, e),
                     },
-                    ["heatmap"] => match Query::parse(pairs).and_then(|q| query::heatmap(&results, &q)) {
-                        Ok(v) => Answer::ok(v),
+                    ["heatmap"] => match Query::parse(pairs).and_then(|q| query::heatmap_json(&results, &q)) {
+                        Ok(text) => Answer { status: 200, body: text },
                         Err(e) => Answer::error(400, e),
                     },
                     _ => Answer::error(404, format!("no such path {path:?} (see docs/api.md)")),

@@ -521,8 +521,10 @@ fn probe_series(results: &Results, range: &Range, q: &Query) -> Vec<Value> {
     keys.order().into_iter().map(|k| json!({"key": keys.names[k], "total": totals[k], "values": values[k]})).collect()
 }
 
-/// `GET /api/v1/runs/{id}/heatmap`: distributions only.
-pub fn heatmap(results: &Results, q: &Query) -> Result<Value, String> {
+/// `GET /api/v1/runs/{id}/heatmap`: distributions only. Written as JSON text directly:
+/// an hour of seconds is millions of numbers, too many to build as a JSON value tree.
+pub fn heatmap_json(results: &Results, q: &Query) -> Result<String, String> {
+    use std::fmt::Write;
     if q.stat.kind != Kind::Distribution {
         return Err(format!(
             "{} is not a distribution; heat maps are for latency, service_time, size and offset",
@@ -551,23 +553,38 @@ pub fn heatmap(results: &Results, q: &Query) -> Result<Value, String> {
         totals.push(0);
     }
     let used: Vec<usize> = used.into_iter().collect();
-    let position = |b: usize| used.binary_search(&b).expect("bucket collected above");
-    let series: Vec<Value> = keys
-        .order()
-        .into_iter()
-        .map(|k| {
-            let columns: Vec<Vec<u64>> = cols[k]
-                .iter()
-                .map(|c| c.iter().flat_map(|&(b, count)| [position(b) as u64, count]).collect())
-                .collect();
-            json!({"key": keys.names[k], "total": totals[k], "columns": columns})
-        })
-        .collect();
+    let mut position = vec![0u32; used.last().map_or(0, |b| b + 1)];
+    for (p, &b) in used.iter().enumerate() {
+        position[b] = p as u32;
+    }
     let mut out = header(q, &range);
     out.insert("relative_error".into(), json!(RELATIVE_ERROR));
     out.insert("buckets".into(), json!(used.iter().map(|&b| bucket_range(b)).collect::<Vec<_>>()));
-    out.insert("series".into(), Value::Array(series));
-    Ok(Value::Object(out))
+    let mut text = Value::Object(out).to_string();
+    text.pop(); // the closing brace: the series follow
+    text.push_str(",\"series\":[");
+    for (n, k) in keys.order().into_iter().enumerate() {
+        if n > 0 {
+            text.push(',');
+        }
+        let key = Value::String(keys.names[k].clone()).to_string();
+        let _ = write!(text, "{{\"key\":{key},\"total\":{},\"columns\":[", totals[k]);
+        for (i, col) in cols[k].iter().enumerate() {
+            text.push_str(if i == 0 { "[" } else { ",[" });
+            for (j, &(b, count)) in col.iter().enumerate() {
+                let _ = write!(text, "{}{},{count}", if j == 0 { "" } else { "," }, position[b]);
+            }
+            text.push(']');
+        }
+        text.push_str("]}");
+    }
+    text.push_str("]}");
+    Ok(text)
+}
+
+/// [`heatmap_json`] as a JSON value (for the PNG plot and tests).
+pub fn heatmap(results: &Results, q: &Query) -> Result<Value, String> {
+    serde_json::from_str(&heatmap_json(results, q)?).map_err(|e| e.to_string())
 }
 
 fn round3(v: f64) -> f64 {

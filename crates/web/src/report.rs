@@ -6,7 +6,7 @@
 use crate::api::{query_path, run_detail, Api, API_VERSION};
 use crate::assets;
 use crate::query::{self, Kind, Query, STATS};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::path::Path;
 
 /// Breakdowns embedded for heat maps (each one is a heat map per value).
@@ -20,8 +20,8 @@ pub fn render(results_path: &Path) -> Result<String, String> {
     let dims = query::dimension_values(&results);
     let multi = |d: &str| dims[d].as_array().is_some_and(|v| v.len() > 1);
 
-    let mut responses = Map::new();
-    responses.insert(format!("/api/v1/runs/{}", run.id), detail.clone());
+    // (path, JSON text) of every answer embedded.
+    let mut responses: Vec<(String, String)> = vec![(format!("/api/v1/runs/{}", run.id), detail.to_string())];
     for stat in STATS {
         if stat.kind == Kind::Event && results.probes.is_empty() {
             continue;
@@ -33,9 +33,9 @@ pub fn render(results_path: &Path) -> Result<String, String> {
             if let Some(b) = by {
                 q = q.by(b)?;
             }
-            responses.insert(query_path(&run.id, "series", stat.name, by, ""), query::series(&results, &q));
+            responses.push((query_path(&run.id, "series", stat.name, by, ""), query::series(&results, &q).to_string()));
             if stat.kind == Kind::Distribution && HEATMAP_BREAKDOWNS.contains(&by) {
-                responses.insert(query_path(&run.id, "heatmap", stat.name, by, ""), query::heatmap(&results, &q)?);
+                responses.push((query_path(&run.id, "heatmap", stat.name, by, ""), query::heatmap_json(&results, &q)?));
             }
         }
     }
@@ -44,16 +44,18 @@ pub fn render(results_path: &Path) -> Result<String, String> {
         "live": false, "started_unix_ms": detail["started_unix_ms"],
         "first_second": detail["first_second"], "last_second": detail["last_second"],
     }]});
-    let embedded = json!({"runs": runs, "responses": responses, "worksheet": "", "report": true});
+    let answers: Vec<String> = responses.iter().map(|(k, v)| format!("{}:{v}", Value::String(k.clone()))).collect();
+    let embedded =
+        format!("{{\"runs\":{runs},\"responses\":{{{}}},\"worksheet\":\"\",\"report\":true}}", answers.join(","));
     page(&run.name(), &embedded)
 }
 
-/// index.html with its stylesheet and scripts inlined.
-fn page(title: &str, embedded: &Value) -> Result<String, String> {
+/// index.html with its stylesheet and scripts inlined; `embedded` is JSON text.
+fn page(title: &str, embedded: &str) -> Result<String, String> {
     let html = assets::text("index.html")?;
     let css = assets::text("app.css")?;
     let script = assets::bundle()?;
-    let data = script_safe(&embedded.to_string());
+    let data = script_safe(embedded);
     let (head, rest) = html.split_once("</head>").ok_or("index.html has no </head>")?;
     let head = strip_tags(head, &["<link rel=\"stylesheet\"", "<script"]);
     let body = strip_tags(rest, &["<script"]);

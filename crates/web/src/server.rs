@@ -159,7 +159,7 @@ fn answer(method: &str, target: &str, cookies: &[String], api: &Api, token: Opti
     }
     let mut reply = if path == "/api/v1" || path.starts_with("/api/v1/") {
         let a = api.get(path, query);
-        Reply { status: a.status, mime: "application/json", body: a.body.to_string().into_bytes(), cookie: None }
+        Reply { status: a.status, mime: "application/json", body: a.body.into_bytes(), cookie: None }
     } else {
         let name = if path == "/" { Some("index.html") } else { path.strip_prefix("/assets/") };
         match name.and_then(assets::get) {
