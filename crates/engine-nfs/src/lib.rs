@@ -1,0 +1,7 @@
+//! An NFSv3 client in user space for ioscope's `nfs` engine: no kernel client (so no
+//! client cache and no mount), many requests in flight per connection.
+//!
+//! Layers: [`xdr`] (encoding), [`rpc`] (ONC RPC over TCP, AUTH_SYS, record marking).
+
+pub mod rpc;
+pub mod xdr;

@@ -1,0 +1,230 @@
+//! ONC RPC v2 (RFC 5531) over TCP: calls with AUTH_SYS credentials, record marking,
+//! replies matched by XID. A [`Conn`] can keep many calls outstanding: [`Conn::send`]
+//! and [`Conn::recv`] are separate, and [`Conn::call`] is one of each.
+
+use crate::xdr::{Decoder, Encoder, XdrError};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+const CALL: u32 = 0;
+const REPLY: u32 = 1;
+const AUTH_NONE: u32 = 0;
+const AUTH_SYS: u32 = 1;
+/// Largest record accepted from a server (a READ of 1 MiB plus headers fits easily).
+const MAX_RECORD: usize = 8 << 20;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RpcError {
+    #[error("{addr}: {source}")]
+    Io { addr: SocketAddr, source: std::io::Error },
+    #[error("{addr}: no reply within {timeout:?}")]
+    Timeout { addr: SocketAddr, timeout: Duration },
+    #[error("{addr}: the server closed the connection")]
+    Closed { addr: SocketAddr },
+    #[error("{addr}: {0}", addr = .1)]
+    Xdr(XdrError, SocketAddr),
+    #[error("{addr}: RPC call rejected: {why}")]
+    Rejected { addr: SocketAddr, why: String },
+    #[error("{addr}: record of {len} bytes is larger than {MAX_RECORD}")]
+    TooLarge { addr: SocketAddr, len: usize },
+}
+
+/// AUTH_SYS credentials (RFC 5531 appendix A).
+#[derive(Clone, Debug)]
+pub struct AuthSys {
+    pub machine: String,
+    pub uid: u32,
+    pub gid: u32,
+    pub gids: Vec<u32>,
+}
+
+impl AuthSys {
+    fn encode(&self, e: &mut Encoder) {
+        let mut body = Encoder::default();
+        body.u32(0).string(&self.machine).u32(self.uid).u32(self.gid).u32(self.gids.len() as u32);
+        for g in &self.gids {
+            body.u32(*g);
+        }
+        e.u32(AUTH_SYS).opaque(&body.buf);
+    }
+}
+
+/// Writes a complete call record (record mark, header, credentials, then `args`).
+pub fn encode_call(xid: u32, prog: u32, vers: u32, proc_: u32, auth: &AuthSys, args: &[u8]) -> Vec<u8> {
+    let mut e = Encoder::default();
+    e.u32(0); // record mark, filled in below
+    e.u32(xid).u32(CALL).u32(2).u32(prog).u32(vers).u32(proc_);
+    auth.encode(&mut e);
+    e.u32(AUTH_NONE).u32(0);
+    e.buf.extend_from_slice(args);
+    let len = (e.buf.len() - 4) as u32;
+    e.buf[..4].copy_from_slice(&(0x8000_0000 | len).to_be_bytes());
+    e.buf
+}
+
+/// Splits a reply record into its XID and the procedure's results, or says why the call
+/// was not executed.
+pub fn parse_reply(record: &[u8]) -> Result<(u32, &[u8]), (Option<u32>, String)> {
+    let bad = |e: XdrError| (None, e.to_string());
+    let mut d = Decoder::new(record);
+    let xid = d.u32().map_err(bad)?;
+    let bad = |e: XdrError| (Some(xid), e.to_string());
+    if d.u32().map_err(bad)? != REPLY {
+        return Err((Some(xid), "not a reply".into()));
+    }
+    match d.u32().map_err(bad)? {
+        0 => {
+            let _flavor = d.u32().map_err(bad)?;
+            d.opaque(400).map_err(bad)?;
+            let why = match d.u32().map_err(bad)? {
+                0 => return Ok((xid, &record[record.len() - d.remaining()..])),
+                1 => "program unavailable".to_string(),
+                2 => {
+                    format!("program version mismatch (server has {}..{})", d.u32().unwrap_or(0), d.u32().unwrap_or(0))
+                }
+                3 => "procedure unavailable".into(),
+                4 => "garbage arguments".into(),
+                5 => "system error".into(),
+                n => format!("accept status {n}"),
+            };
+            Err((Some(xid), why))
+        }
+        _ => {
+            let why = match d.u32().map_err(bad)? {
+                0 => "RPC version mismatch".to_string(),
+                1 => match d.u32().map_err(bad)? {
+                    1 => "bad credentials (AUTH_BADCRED)".into(),
+                    2 => "credentials rejected (AUTH_REJECTEDCRED)".into(),
+                    5 => "AUTH_SYS refused (AUTH_TOOWEAK)".into(),
+                    n => format!("authentication error {n}"),
+                },
+                n => format!("reject status {n}"),
+            };
+            Err((Some(xid), why))
+        }
+    }
+}
+
+/// One TCP connection to one RPC program.
+pub struct Conn {
+    pub addr: SocketAddr,
+    stream: TcpStream,
+    auth: AuthSys,
+    next_xid: u32,
+    timeout: Duration,
+}
+
+impl Conn {
+    pub fn connect(addr: SocketAddr, auth: AuthSys, timeout: Duration) -> Result<Conn, RpcError> {
+        let stream = TcpStream::connect_timeout(&addr, timeout).map_err(|source| RpcError::Io { addr, source })?;
+        stream.set_nodelay(true).map_err(|source| RpcError::Io { addr, source })?;
+        stream.set_read_timeout(Some(timeout)).map_err(|source| RpcError::Io { addr, source })?;
+        stream.set_write_timeout(Some(timeout)).map_err(|source| RpcError::Io { addr, source })?;
+        let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
+        Ok(Conn { addr, stream, auth, next_xid: seed as u32 ^ std::process::id(), timeout })
+    }
+
+    /// Sends a call and returns its XID.
+    pub fn send(&mut self, prog: u32, vers: u32, proc_: u32, args: &[u8]) -> Result<u32, RpcError> {
+        let xid = self.next_xid;
+        self.next_xid = self.next_xid.wrapping_add(1);
+        let record = encode_call(xid, prog, vers, proc_, &self.auth, args);
+        self.stream.write_all(&record).map_err(|e| self.io(e))?;
+        Ok(xid)
+    }
+
+    /// Reads the next reply record: (XID, the procedure's results).
+    pub fn recv(&mut self) -> Result<(u32, Vec<u8>), RpcError> {
+        let record = self.read_record()?;
+        match parse_reply(&record) {
+            Ok((xid, body)) => Ok((xid, body.to_vec())),
+            Err((_, why)) => Err(RpcError::Rejected { addr: self.addr, why }),
+        }
+    }
+
+    /// One call, waited for.
+    pub fn call(&mut self, prog: u32, vers: u32, proc_: u32, args: &[u8]) -> Result<Vec<u8>, RpcError> {
+        let xid = self.send(prog, vers, proc_, args)?;
+        loop {
+            let (got, body) = self.recv()?;
+            if got == xid {
+                return Ok(body);
+            }
+        }
+    }
+
+    fn io(&self, e: std::io::Error) -> RpcError {
+        match e.kind() {
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
+                RpcError::Timeout { addr: self.addr, timeout: self.timeout }
+            }
+            std::io::ErrorKind::UnexpectedEof => RpcError::Closed { addr: self.addr },
+            _ => RpcError::Io { addr: self.addr, source: e },
+        }
+    }
+
+    fn read_record(&mut self) -> Result<Vec<u8>, RpcError> {
+        let mut record = Vec::new();
+        loop {
+            let mut mark = [0u8; 4];
+            self.stream.read_exact(&mut mark).map_err(|e| self.io(e))?;
+            let mark = u32::from_be_bytes(mark);
+            let len = (mark & 0x7fff_ffff) as usize;
+            if record.len() + len > MAX_RECORD {
+                return Err(RpcError::TooLarge { addr: self.addr, len: record.len() + len });
+            }
+            let start = record.len();
+            record.resize(start + len, 0);
+            self.stream.read_exact(&mut record[start..]).map_err(|e| self.io(e))?;
+            if mark & 0x8000_0000 != 0 {
+                return Ok(record);
+            }
+        }
+    }
+
+    /// Maps a decoding error of this connection's reply.
+    pub fn xdr(&self, e: XdrError) -> RpcError {
+        RpcError::Xdr(e, self.addr)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn auth() -> AuthSys {
+        AuthSys { machine: "client".into(), uid: 1000, gid: 100, gids: vec![100, 4] }
+    }
+
+    #[test]
+    fn a_call_is_one_record_with_its_header_and_credentials() {
+        let rec = encode_call(0x01020304, 100003, 3, 6, &auth(), &[9, 9, 9, 9]);
+        let mark = u32::from_be_bytes(rec[..4].try_into().unwrap());
+        assert_eq!(mark, 0x8000_0000 | (rec.len() as u32 - 4), "last fragment, whole length");
+        let mut d = Decoder::new(&rec[4..]);
+        let header: Vec<u32> = (0..6).map(|_| d.u32().unwrap()).collect();
+        assert_eq!(header, [0x01020304, CALL, 2, 100003, 3, 6]);
+        assert_eq!(d.u32().unwrap(), AUTH_SYS);
+        let mut body = Decoder::new(d.opaque(400).unwrap());
+        assert_eq!(body.u32().unwrap(), 0, "stamp");
+        assert_eq!(body.opaque(255).unwrap(), b"client");
+        assert_eq!([body.u32().unwrap(), body.u32().unwrap(), body.u32().unwrap()], [1000, 100, 2]);
+        assert_eq!([d.u32().unwrap(), d.u32().unwrap()], [AUTH_NONE, 0], "verifier");
+        assert_eq!(d.u32().unwrap(), 0x09090909, "arguments follow");
+    }
+
+    #[test]
+    fn replies_are_accepted_or_rejected_with_a_reason() {
+        let mut ok = Encoder::default();
+        ok.u32(42).u32(REPLY).u32(0).u32(AUTH_NONE).u32(0).u32(0).u32(7);
+        assert_eq!(parse_reply(&ok.buf).unwrap(), (42, &[0, 0, 0, 7][..]));
+        let mut unavailable = Encoder::default();
+        unavailable.u32(43).u32(REPLY).u32(0).u32(AUTH_NONE).u32(0).u32(1);
+        assert_eq!(parse_reply(&unavailable.buf).unwrap_err(), (Some(43), "program unavailable".into()));
+        let mut denied = Encoder::default();
+        denied.u32(44).u32(REPLY).u32(1).u32(1).u32(5);
+        assert!(parse_reply(&denied.buf).unwrap_err().1.contains("AUTH_TOOWEAK"));
+        assert!(parse_reply(&[0, 0]).is_err());
+    }
+}
