@@ -63,15 +63,23 @@ pub fn encode_call(xid: u32, prog: u32, vers: u32, proc_: u32, auth: &AuthSys, a
     e.buf
 }
 
+/// Why a reply carries no results: the call's XID when it could be read, and the reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused {
+    pub xid: Option<u32>,
+    pub why: String,
+}
+
 /// Splits a reply record into its XID and the procedure's results, or says why the call
 /// was not executed.
-pub fn parse_reply(record: &[u8]) -> Result<(u32, &[u8]), (Option<u32>, String)> {
-    let bad = |e: XdrError| (None, e.to_string());
+pub fn parse_reply(record: &[u8]) -> Result<(u32, &[u8]), Refused> {
+    let refused = |xid: Option<u32>, why: String| Refused { xid, why };
+    let bad = |e: XdrError| refused(None, e.to_string());
     let mut d = Decoder::new(record);
     let xid = d.u32().map_err(bad)?;
-    let bad = |e: XdrError| (Some(xid), e.to_string());
+    let bad = |e: XdrError| refused(Some(xid), e.to_string());
     if d.u32().map_err(bad)? != REPLY {
-        return Err((Some(xid), "not a reply".into()));
+        return Err(refused(Some(xid), "not a reply".into()));
     }
     match d.u32().map_err(bad)? {
         0 => {
@@ -88,7 +96,7 @@ pub fn parse_reply(record: &[u8]) -> Result<(u32, &[u8]), (Option<u32>, String)>
                 5 => "system error".into(),
                 n => format!("accept status {n}"),
             };
-            Err((Some(xid), why))
+            Err(refused(Some(xid), why))
         }
         _ => {
             let why = match d.u32().map_err(bad)? {
@@ -101,7 +109,7 @@ pub fn parse_reply(record: &[u8]) -> Result<(u32, &[u8]), (Option<u32>, String)>
                 },
                 n => format!("reject status {n}"),
             };
-            Err((Some(xid), why))
+            Err(refused(Some(xid), why))
         }
     }
 }
@@ -139,7 +147,7 @@ impl Conn {
         let record = self.read_record()?;
         match parse_reply(&record) {
             Ok((xid, body)) => Ok((xid, body.to_vec())),
-            Err((_, why)) => Err(RpcError::Rejected { addr: self.addr, why }),
+            Err(r) => Err(RpcError::Rejected { addr: self.addr, why: r.why }),
         }
     }
 
@@ -221,10 +229,13 @@ mod tests {
         assert_eq!(parse_reply(&ok.buf).unwrap(), (42, &[0, 0, 0, 7][..]));
         let mut unavailable = Encoder::default();
         unavailable.u32(43).u32(REPLY).u32(0).u32(AUTH_NONE).u32(0).u32(1);
-        assert_eq!(parse_reply(&unavailable.buf).unwrap_err(), (Some(43), "program unavailable".into()));
+        assert_eq!(
+            parse_reply(&unavailable.buf).unwrap_err(),
+            Refused { xid: Some(43), why: "program unavailable".into() }
+        );
         let mut denied = Encoder::default();
         denied.u32(44).u32(REPLY).u32(1).u32(1).u32(5);
-        assert!(parse_reply(&denied.buf).unwrap_err().1.contains("AUTH_TOOWEAK"));
+        assert!(parse_reply(&denied.buf).unwrap_err().why.contains("AUTH_TOOWEAK"));
         assert!(parse_reply(&[0, 0]).is_err());
     }
 }
