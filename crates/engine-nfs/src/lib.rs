@@ -1,7 +1,9 @@
 //! An NFSv3 client in user space for ioscope's `nfs` engine: no kernel client (so no
 //! client cache and no mount), many requests in flight per connection.
 //!
-//! Layers: [`xdr`] (encoding), [`rpc`] (ONC RPC over TCP, AUTH_SYS, record marking).
+//! Layers: [`xdr`] (encoding), [`rpc`] (ONC RPC over TCP, AUTH_SYS, record marking),
+//! [`target`] (the `nfs://` URL).
 
 pub mod rpc;
+pub mod target;
 pub mod xdr;
