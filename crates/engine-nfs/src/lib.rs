@@ -2,8 +2,9 @@
 //! client cache and no mount), many requests in flight per connection.
 //!
 //! Layers: [`xdr`] (encoding), [`rpc`] (ONC RPC over TCP, AUTH_SYS, record marking),
-//! [`target`] (the `nfs://` URL).
+//! [`proto`] (NFSv3, MOUNT v3 and portmapper messages), [`target`] (the `nfs://` URL).
 
+pub mod proto;
 pub mod rpc;
 pub mod target;
 pub mod xdr;
