@@ -2,8 +2,10 @@
 //! client cache and no mount), many requests in flight per connection.
 //!
 //! Layers: [`xdr`] (encoding), [`rpc`] (ONC RPC over TCP, AUTH_SYS, record marking),
-//! [`proto`] (NFSv3, MOUNT v3 and portmapper messages), [`target`] (the `nfs://` URL).
+//! [`proto`] (NFSv3, MOUNT v3 and portmapper messages), [`target`] (the `nfs://` URL),
+//! [`client`] (mount and blocking calls on one connection).
 
+pub mod client;
 pub mod proto;
 pub mod rpc;
 pub mod target;

@@ -1,0 +1,236 @@
+//! A blocking NFSv3 session on one connection: finds the ports (portmapper unless given),
+//! mounts the export (the longest exported prefix of the target's path), walks to the
+//! target directory and reads FSINFO. The engine keeps many calls in flight with the
+//! same messages; this is the simple path for preparation, checks and tests.
+
+use crate::proto::{self, proc3, Attr, DirEntry, Fh, FsInfo, Stable, MOUNT_PROG, NFS_PROG, PMAP_PROG};
+use crate::rpc::{AuthSys, Conn, RpcError};
+use crate::target::Target;
+use crate::xdr::{Encoder, XdrError};
+use std::net::{SocketAddr, ToSocketAddrs};
+
+#[derive(Debug, thiserror::Error)]
+pub enum NfsError {
+    #[error(transparent)]
+    Rpc(#[from] RpcError),
+    #[error("malformed reply: {0}")]
+    Xdr(#[from] XdrError),
+    /// An NFS status other than NFS3_OK, by name.
+    #[error("{op}: {}", proto::status_name(*.status))]
+    Status { op: &'static str, status: u32 },
+    #[error("{0}")]
+    Setup(String),
+}
+
+impl NfsError {
+    /// The NFS status, when the server answered with one.
+    pub fn status(&self) -> Option<u32> {
+        match self {
+            NfsError::Status { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+}
+
+fn ok<T>(op: &'static str, r: proto::Res<T>) -> Result<T, NfsError> {
+    r?.map_err(|status| NfsError::Status { op, status })
+}
+
+/// Where the server is and what was mounted.
+#[derive(Clone, Debug)]
+pub struct Mounted {
+    pub nfs_addr: SocketAddr,
+    pub export: String,
+    /// Handle of the target directory (the export's root, or the directory under it).
+    pub dir: Fh,
+    pub fsinfo: FsInfo,
+}
+
+fn resolve(host: &str, port: u16) -> Result<SocketAddr, NfsError> {
+    (host, port)
+        .to_socket_addrs()
+        .map_err(|e| NfsError::Setup(format!("cannot resolve {host}: {e}")))?
+        .next()
+        .ok_or_else(|| NfsError::Setup(format!("{host} has no address")))
+}
+
+pub fn auth_of(t: &Target) -> AuthSys {
+    let machine = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default().trim().to_string();
+    AuthSys { machine, uid: t.uid, gid: t.gid, gids: vec![t.gid] }
+}
+
+fn getport(t: &Target, prog: u32, vers: u32) -> Result<u16, NfsError> {
+    let mut c = Conn::connect(resolve(&t.host, 111)?, auth_of(t), t.timeout)?;
+    let mut e = Encoder::default();
+    proto::getport_args(&mut e, prog, vers);
+    let body = c.call(PMAP_PROG, 2, 3, &e.buf)?;
+    let port = crate::xdr::Decoder::new(&body).u32()?;
+    if port == 0 || port > 65535 {
+        return Err(NfsError::Setup(format!(
+            "{}: the portmapper knows no program {prog} version {vers} over TCP",
+            t.host
+        )));
+    }
+    Ok(port as u16)
+}
+
+/// Mounts the target: see the module docs.
+pub fn mount(t: &Target) -> Result<Mounted, NfsError> {
+    let mount_port = match t.mount_port {
+        Some(p) => p,
+        None => getport(t, MOUNT_PROG, 3)?,
+    };
+    let nfs_port = match t.port {
+        Some(p) => p,
+        None => getport(t, NFS_PROG, 3)?,
+    };
+    let mut m = Conn::connect(resolve(&t.host, mount_port)?, auth_of(t), t.timeout)?;
+    let exports = proto::export_res(&m.call(MOUNT_PROG, 3, 5, &[])?)?;
+    let export = exports
+        .iter()
+        .filter(|x| t.path == **x || t.path.starts_with(&format!("{}/", x.trim_end_matches('/'))))
+        .max_by_key(|x| x.len())
+        .cloned()
+        .unwrap_or_else(|| t.path.clone());
+    let mut e = Encoder::default();
+    e.string(&export);
+    let root = proto::mnt_res(&m.call(MOUNT_PROG, 3, 1, &e.buf)?)?.map_err(|s| {
+        NfsError::Setup(format!(
+            "{}: MOUNT {export} refused (mount status {s}); exports: {}",
+            t.host,
+            exports.join(", ")
+        ))
+    })?;
+    let nfs_addr = resolve(&t.host, nfs_port)?;
+    let mut s = Session { conn: Conn::connect(nfs_addr, auth_of(t), t.timeout)? };
+    let mut dir = root;
+    for name in t.path[export.len()..].split('/').filter(|n| !n.is_empty()) {
+        dir = s.lookup(&dir, name)?.0;
+    }
+    let fsinfo = s.fsinfo(&dir)?;
+    Ok(Mounted { nfs_addr, export, dir, fsinfo })
+}
+
+/// NFSv3 calls on one connection, one at a time.
+pub struct Session {
+    pub conn: Conn,
+}
+
+impl Session {
+    pub fn connect(t: &Target, m: &Mounted) -> Result<Session, NfsError> {
+        Ok(Session { conn: Conn::connect(m.nfs_addr, auth_of(t), t.timeout)? })
+    }
+
+    fn call(&mut self, proc_: u32, args: Encoder) -> Result<Vec<u8>, NfsError> {
+        Ok(self.conn.call(NFS_PROG, 3, proc_, &args.buf)?)
+    }
+
+    pub fn getattr(&mut self, f: &Fh) -> Result<Attr, NfsError> {
+        let mut e = Encoder::default();
+        proto::fh(&mut e, f);
+        ok("GETATTR", proto::getattr_res(&self.call(proc3::GETATTR, e)?))
+    }
+
+    pub fn setattr(&mut self, f: &Fh, mode: Option<u32>, size: Option<u64>) -> Result<(), NfsError> {
+        let mut e = Encoder::default();
+        proto::setattr_args(&mut e, f, mode, size);
+        ok("SETATTR", proto::status_res(&self.call(proc3::SETATTR, e)?))
+    }
+
+    pub fn lookup(&mut self, dir: &Fh, name: &str) -> Result<(Fh, Option<Attr>), NfsError> {
+        let mut e = Encoder::default();
+        proto::diropargs(&mut e, dir, name);
+        ok("LOOKUP", proto::lookup_res(&self.call(proc3::LOOKUP, e)?))
+    }
+
+    pub fn read(&mut self, f: &Fh, offset: u64, count: u32) -> Result<(u32, bool), NfsError> {
+        let mut e = Encoder::default();
+        proto::read_args(&mut e, f, offset, count);
+        ok("READ", proto::read_res(&self.call(proc3::READ, e)?))
+    }
+
+    /// READ returning the data.
+    pub fn read_data(&mut self, f: &Fh, offset: u64, count: u32) -> Result<Vec<u8>, NfsError> {
+        let mut e = Encoder::default();
+        proto::read_args(&mut e, f, offset, count);
+        let body = self.call(proc3::READ, e)?;
+        ok("READ", proto::read_res(&body))?;
+        // The data is the last opaque of the reply.
+        let mut d = crate::xdr::Decoder::new(&body);
+        d.u32()?;
+        if d.bool()? {
+            d.skip(84)?;
+        }
+        d.u32()?;
+        d.bool()?;
+        Ok(d.opaque(usize::MAX)?.to_vec())
+    }
+
+    pub fn write(&mut self, f: &Fh, offset: u64, stable: Stable, data: &[u8]) -> Result<u32, NfsError> {
+        let mut e = Encoder::default();
+        proto::write_args(&mut e, f, offset, stable, data);
+        ok("WRITE", proto::write_res(&self.call(proc3::WRITE, e)?)).map(|(n, _, _)| n)
+    }
+
+    pub fn commit(&mut self, f: &Fh) -> Result<(), NfsError> {
+        let mut e = Encoder::default();
+        proto::commit_args(&mut e, f);
+        ok("COMMIT", proto::status_res(&self.call(proc3::COMMIT, e)?))
+    }
+
+    /// CREATE (unchecked); looks the file up when the server returns no handle.
+    pub fn create(&mut self, dir: &Fh, name: &str, mode: u32) -> Result<Fh, NfsError> {
+        let mut e = Encoder::default();
+        proto::create_args(&mut e, dir, name, mode);
+        match ok("CREATE", proto::create_res(&self.call(proc3::CREATE, e)?))? {
+            Some(f) => Ok(f),
+            None => Ok(self.lookup(dir, name)?.0),
+        }
+    }
+
+    pub fn mkdir(&mut self, dir: &Fh, name: &str, mode: u32) -> Result<Fh, NfsError> {
+        let mut e = Encoder::default();
+        proto::mkdir_args(&mut e, dir, name, mode);
+        match ok("MKDIR", proto::create_res(&self.call(proc3::MKDIR, e)?))? {
+            Some(f) => Ok(f),
+            None => Ok(self.lookup(dir, name)?.0),
+        }
+    }
+
+    pub fn remove(&mut self, dir: &Fh, name: &str) -> Result<(), NfsError> {
+        let mut e = Encoder::default();
+        proto::diropargs(&mut e, dir, name);
+        ok("REMOVE", proto::status_res(&self.call(proc3::REMOVE, e)?))
+    }
+
+    pub fn rmdir(&mut self, dir: &Fh, name: &str) -> Result<(), NfsError> {
+        let mut e = Encoder::default();
+        proto::diropargs(&mut e, dir, name);
+        ok("RMDIR", proto::status_res(&self.call(proc3::RMDIR, e)?))
+    }
+
+    pub fn fsinfo(&mut self, f: &Fh) -> Result<FsInfo, NfsError> {
+        let mut e = Encoder::default();
+        proto::fh(&mut e, f);
+        ok("FSINFO", proto::fsinfo_res(&self.call(proc3::FSINFO, e)?))
+    }
+
+    /// Every entry of a directory (all READDIRPLUS pages), "." and ".." left out.
+    pub fn readdirplus(&mut self, dir: &Fh) -> Result<Vec<DirEntry>, NfsError> {
+        let (mut cookie, mut verf, mut all) = (0u64, [0u8; 8], Vec::new());
+        loop {
+            let mut e = Encoder::default();
+            proto::readdirplus_args(&mut e, dir, cookie, verf);
+            let (entries, v, eof) = ok("READDIRPLUS", proto::readdirplus_res(&self.call(proc3::READDIRPLUS, e)?))?;
+            verf = v;
+            if let Some(last) = entries.last() {
+                cookie = last.cookie;
+            }
+            let done = eof || entries.is_empty();
+            all.extend(entries.into_iter().filter(|x| x.name != "." && x.name != ".."));
+            if done {
+                return Ok(all);
+            }
+        }
+    }
+}
