@@ -1,0 +1,56 @@
+//! The client against a real nfs-ganesha. Start one with scripts/nfs-ganesha.sh, whose
+//! last line is the URL, then:
+//!   IOSCOPE_NFS_URL=nfs://10.77.0.2/export cargo test -p ioscope-engine-nfs -- --ignored
+
+use ioscope_engine_nfs::client::{mount, NfsError, Session};
+use ioscope_engine_nfs::proto::Stable;
+use ioscope_engine_nfs::target::Target;
+
+fn data(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+#[test]
+#[ignore = "needs nfs-ganesha: IOSCOPE_NFS_URL=... (see the file's header)"]
+fn writes_read_back_identical_and_metadata_calls_work_on_ganesha() {
+    let url = std::env::var("IOSCOPE_NFS_URL").expect("IOSCOPE_NFS_URL");
+    let t = Target::parse(&url).unwrap();
+    let m = mount(&t).unwrap();
+    assert!(m.fsinfo.rtmax >= 4096 && m.fsinfo.wtmax >= 4096, "{:?}", m.fsinfo);
+    let mut s = Session::connect(&t, &m).unwrap();
+
+    let name = format!("ioscope-client-test-{}", std::process::id());
+    let dir = s.mkdir(&m.dir, &name, 0o755).unwrap();
+    let f = s.create(&dir, "data", 0o644).unwrap();
+    let blocks: Vec<Vec<u8>> = (0..3).map(|i| data(65536, i + 1)).collect();
+    for (i, b) in blocks.iter().enumerate() {
+        assert_eq!(s.write(&f, i as u64 * 65536, Stable::Unstable, b).unwrap(), 65536);
+    }
+    s.commit(&f).unwrap();
+    assert_eq!(s.getattr(&f).unwrap().size, 3 * 65536);
+    for (i, b) in blocks.iter().enumerate() {
+        assert_eq!(&s.read_data(&f, i as u64 * 65536, 65536).unwrap(), b, "block {i}");
+    }
+    let (n, eof) = s.read(&f, 3 * 65536 - 100, 4096).unwrap();
+    assert_eq!((n, eof), (100, true));
+
+    let names: Vec<String> = s.readdirplus(&dir).unwrap().into_iter().map(|e| e.name).collect();
+    assert_eq!(names, ["data"]);
+    s.setattr(&f, None, Some(0)).unwrap();
+    assert_eq!(s.getattr(&f).unwrap().size, 0);
+    let missing = s.lookup(&dir, "nope").unwrap_err();
+    assert!(matches!(missing, NfsError::Status { status: 2, .. }), "{missing}");
+    assert_eq!(missing.to_string(), "LOOKUP: NFS3ERR_NOENT");
+    let not_empty = s.rmdir(&m.dir, &name).unwrap_err();
+    assert_eq!(not_empty.to_string(), "RMDIR: NFS3ERR_NOTEMPTY");
+    s.remove(&dir, "data").unwrap();
+    s.rmdir(&m.dir, &name).unwrap();
+}
