@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the tests need and runs them all: formatting, lints, unit and
 # integration tests (the real binary in temporary directories), the UI's data-shaping
-# modules under node:test, and browser tests driving Debian Chromium with playwright-core.
+# modules under node:test, browser tests driving Debian Chromium with playwright-core, and
+# the NFSv3 client against a real nfs-ganesha in a network namespace (needs root).
 # Usage: scripts/test.sh        (from anywhere inside the repository)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,6 +35,12 @@ echo "== cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== cargo test"
 cargo test --workspace --locked
+echo "== NFSv3 client against a real nfs-ganesha (scripts/nfs-ganesha.sh)"
+nfs_url=$(scripts/nfs-ganesha.sh start | tail -n1)
+trap 'scripts/nfs-ganesha.sh stop >/dev/null 2>&1 || true' EXIT
+IOSCOPE_NFS_URL="$nfs_url" cargo test -p ioscope-engine-nfs --locked -- --ignored
+scripts/nfs-ganesha.sh stop
+trap - EXIT
 echo "== UI unit tests (node:test)"
 node --test ui-tests/unit/
 echo "== UI browser tests (playwright-core, Chromium)"

@@ -41,6 +41,11 @@ fn writes_read_back_identical_and_metadata_calls_work_on_ganesha() {
     }
     let (n, eof) = s.read(&f, 3 * 65536 - 100, 4096).unwrap();
     assert_eq!((n, eof), (100, true));
+    // And through another client: libnfs-utils' nfs-cat.
+    let out = std::process::Command::new("nfs-cat").arg(format!("{}/{name}/data", url.trim_end_matches('/'))).output();
+    let out = out.expect("nfs-cat (Debian libnfs-utils) runs");
+    assert!(out.status.success(), "nfs-cat: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stdout == blocks.concat(), "nfs-cat read {} bytes that differ", out.stdout.len());
 
     let names: Vec<String> = s.readdirplus(&dir).unwrap().into_iter().map(|e| e.name).collect();
     assert_eq!(names, ["data"]);
