@@ -59,3 +59,52 @@ fn writes_read_back_identical_and_metadata_calls_work_on_ganesha() {
     s.remove(&dir, "data").unwrap();
     s.rmdir(&m.dir, &name).unwrap();
 }
+
+#[test]
+#[ignore = "needs nfs-ganesha: IOSCOPE_NFS_URL=... (see the file's header)"]
+fn thirty_two_reads_in_flight_over_two_connections_all_complete() {
+    use ioscope_engine_nfs::client::auth_of;
+    use ioscope_engine_nfs::pipe::Pipe;
+    use ioscope_engine_nfs::proto::{self, proc3, NFS_PROG};
+    use ioscope_engine_nfs::xdr::Encoder;
+    use std::time::{Duration, Instant};
+
+    let url = std::env::var("IOSCOPE_NFS_URL").expect("IOSCOPE_NFS_URL");
+    let t = Target::parse(&format!("{url}?nconnect=2")).unwrap();
+    let m = mount(&t).unwrap();
+    let mut s = Session::connect(&t, &m).unwrap();
+    let name = format!("ioscope-pipe-test-{}", std::process::id());
+    let f = s.create(&m.dir, &name, 0o644).unwrap();
+    for i in 0..16u64 {
+        s.write(&f, i * 65536, Stable::Unstable, &data(65536, i + 7)).unwrap();
+    }
+    s.commit(&f).unwrap();
+
+    let mut p = Pipe::connect(m.nfs_addr, t.nconnect, auth_of(&t), t.timeout).unwrap();
+    let read = |p: &mut Pipe, tag: u64| {
+        let mut e = Encoder::default();
+        proto::read_args(&mut e, &f, (tag * 4096 * 7) % (1 << 20), 4096);
+        p.send(NFS_PROG, 3, proc3::READ, &e.buf, tag).unwrap();
+    };
+    let mut next = 0u64;
+    while next < 32 {
+        read(&mut p, next);
+        next += 1;
+    }
+    let (mut done, mut completed, start) = (Vec::new(), 0u64, Instant::now());
+    while completed < 5000 {
+        done.clear();
+        p.poll(1, Some(Duration::from_secs(30)), &mut done);
+        assert!(!done.is_empty(), "no reply in 30 s");
+        for d in &done {
+            let body = d.result.as_ref().expect("a reply");
+            assert_eq!(proto::read_res(body).unwrap().map(|r| r.0), Ok(4096), "tag {}", d.tag);
+            completed += 1;
+            read(&mut p, next);
+            next += 1;
+        }
+        assert_eq!(p.in_flight(), 32, "the queue stays full");
+    }
+    eprintln!("{completed} reads of 4 KiB at QD32 over 2 connections in {:?}", start.elapsed());
+    s.remove(&m.dir, &name).unwrap();
+}
