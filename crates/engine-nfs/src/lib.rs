@@ -4,9 +4,10 @@
 //! Layers: [`xdr`] (encoding), [`rpc`] (ONC RPC over TCP, AUTH_SYS, record marking),
 //! [`proto`] (NFSv3, MOUNT v3 and portmapper messages), [`target`] (the `nfs://` URL),
 //! [`client`] (mount and blocking calls on one connection), [`pipe`] (many calls in
-//! flight over N connections, with timeouts).
+//! flight over N connections, with timeouts), [`engine`] (the `nfs` engine).
 
 pub mod client;
+pub mod engine;
 pub mod pipe;
 pub mod proto;
 pub mod rpc;

@@ -1,0 +1,186 @@
+//! The `nfs` engine: ioscope's [`Engine`] over NFSv3 from user space. Each worker's
+//! engine mounts the target, looks up the working-set files, and keeps its I/Os in flight
+//! over `nconnect` connections ([`Pipe`]). READ and WRITE carry the I/O; writes are
+//! UNSTABLE unless the plan asks for O_DSYNC (FILE_SYNC then); fsync/fdatasync are COMMIT.
+//! There is no client cache: every read reaches the server.
+
+use crate::client::{auth_of, mount, Mounted};
+use crate::pipe::{CallError, Done, Pipe};
+use crate::proto::{self, proc3, Fh, Stable, NFS_PROG};
+use crate::target::Target;
+use crate::xdr::Encoder;
+use ioscope_engine::{Capabilities, Completion, Engine, Io, IoBuffers, Op, OpenSpec, Submitted};
+use std::time::Duration;
+
+pub struct NfsEngine {
+    target: Target,
+    mounted: Option<Mounted>,
+    pipe: Option<Pipe>,
+    files: Vec<Fh>,
+    stable: Stable,
+    /// The operation in flight in each slot (replies are decoded by it).
+    slot_ops: Vec<Op>,
+    done: Vec<Done>,
+}
+
+impl NfsEngine {
+    pub fn new(target: Target) -> Self {
+        NfsEngine {
+            target,
+            mounted: None,
+            pipe: None,
+            files: Vec::new(),
+            stable: Stable::Unstable,
+            slot_ops: Vec::new(),
+            done: Vec::new(),
+        }
+    }
+}
+
+/// The errno closest to an NFS status, so failures read like the other engines' (the
+/// status itself: [`proto::status_name`]).
+pub fn errno_of(status: u32) -> i32 {
+    match status {
+        70 => libc::ESTALE,
+        71 => libc::EREMOTE,
+        10001 => libc::EBADF,
+        10004 => libc::EOPNOTSUPP,
+        10008 => libc::EAGAIN,
+        s if s < 10000 => s as i32,
+        _ => libc::EIO,
+    }
+}
+
+fn io_error(e: impl std::fmt::Display) -> std::io::Error {
+    std::io::Error::other(e.to_string())
+}
+
+impl Engine for NfsEngine {
+    fn name(&self) -> &'static str {
+        "nfs"
+    }
+
+    fn describe(&self) -> String {
+        match &self.mounted {
+            Some(m) => format!(
+                "nfs v3 {} export {} ({} connection(s), rtmax {}, wtmax {}, writes {})",
+                m.nfs_addr,
+                m.export,
+                self.target.nconnect,
+                m.fsinfo.rtmax,
+                m.fsinfo.wtmax,
+                if self.stable == Stable::FileSync { "FILE_SYNC" } else { "UNSTABLE + COMMIT" }
+            ),
+            None => "nfs".into(),
+        }
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities { queued: true, direct_io: true, metadata: false, max_queue_depth: 1024, batched_submit: false }
+    }
+
+    fn open(&mut self, spec: &OpenSpec, buffers: &IoBuffers) -> std::io::Result<()> {
+        let m = mount(&self.target).map_err(io_error)?;
+        let block = buffers.slot_len() as u32;
+        if block > m.fsinfo.rtmax || (spec.write && block > m.fsinfo.wtmax) {
+            return Err(io_error(format!(
+                "block size {block} is larger than the server takes (rtmax {}, wtmax {})",
+                m.fsinfo.rtmax, m.fsinfo.wtmax
+            )));
+        }
+        let mut session = crate::client::Session::connect(&self.target, &m).map_err(io_error)?;
+        self.files = spec
+            .files
+            .iter()
+            .map(|p| {
+                let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                session
+                    .lookup(&m.dir, &name)
+                    .map(|(fh, _)| fh)
+                    .map_err(|e| io_error(format!("{}/{name}: {e}", m.export)))
+            })
+            .collect::<Result<_, _>>()?;
+        self.stable = if spec.dsync { Stable::FileSync } else { Stable::Unstable };
+        self.slot_ops = vec![Op::Read; buffers.slots()];
+        self.pipe = Some(
+            Pipe::connect(m.nfs_addr, self.target.nconnect, auth_of(&self.target), self.target.timeout)
+                .map_err(io_error)?,
+        );
+        self.mounted = Some(m);
+        Ok(())
+    }
+
+    fn submit(&mut self, io: &Io, buffers: &mut IoBuffers) -> Submitted {
+        let (Some(pipe), Some(fh)) = (self.pipe.as_mut(), self.files.get(io.file as usize)) else {
+            return Submitted::Done(-(libc::EBADF as i64));
+        };
+        let mut e = Encoder::default();
+        let proc_ = match io.op {
+            Op::Read => {
+                proto::read_args(&mut e, fh, io.offset, io.len);
+                proc3::READ
+            }
+            Op::Write => {
+                let data = &buffers.slot(io.slot)[..io.len as usize];
+                proto::write_args(&mut e, fh, io.offset, self.stable, data);
+                proc3::WRITE
+            }
+            Op::Fsync | Op::Fdatasync => {
+                proto::commit_args(&mut e, fh);
+                proc3::COMMIT
+            }
+            _ => return Submitted::Done(-(libc::EOPNOTSUPP as i64)),
+        };
+        self.slot_ops[io.slot as usize] = io.op;
+        match pipe.send(NFS_PROG, 3, proc_, &e.buf, io.slot as u64) {
+            Ok(()) => Submitted::Queued,
+            Err(_) => Submitted::Done(-(libc::ECONNRESET as i64)),
+        }
+    }
+
+    fn reap(&mut self, min: usize, timeout_ns: Option<u64>, out: &mut Vec<Completion>) -> std::io::Result<()> {
+        let Some(pipe) = self.pipe.as_mut() else { return Ok(()) };
+        self.done.clear();
+        pipe.poll(min, timeout_ns.map(Duration::from_nanos), &mut self.done);
+        for d in self.done.drain(..) {
+            let slot = d.tag as u32;
+            let result = match &d.result {
+                Ok(body) => {
+                    let decoded = match self.slot_ops[slot as usize] {
+                        Op::Read => proto::read_res(body).map(|r| r.map(|(n, _)| n as i64)),
+                        Op::Write => proto::write_res(body).map(|r| r.map(|(n, _, _)| n as i64)),
+                        _ => proto::status_res(body).map(|r| r.map(|_| 0)),
+                    };
+                    match decoded {
+                        Ok(Ok(n)) => n,
+                        Ok(Err(status)) => -(errno_of(status) as i64),
+                        Err(_) => -(libc::EPROTO as i64),
+                    }
+                }
+                Err(CallError::Timeout(_)) => -(libc::ETIMEDOUT as i64),
+                Err(CallError::Lost(_)) => -(libc::ECONNRESET as i64),
+                Err(CallError::Refused(_)) => -(libc::EPROTO as i64),
+            };
+            out.push(Completion { slot, result });
+        }
+        Ok(())
+    }
+
+    fn close(&mut self) {
+        self.pipe = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nfs_statuses_map_to_the_errno_of_the_same_meaning() {
+        assert_eq!(errno_of(2), libc::ENOENT);
+        assert_eq!(errno_of(28), libc::ENOSPC);
+        assert_eq!(errno_of(70), libc::ESTALE);
+        assert_eq!(errno_of(10008), libc::EAGAIN);
+        assert_eq!(errno_of(10006), libc::EIO);
+    }
+}
