@@ -184,6 +184,9 @@ pub struct WorkloadFlags {
     /// Directory for the working set; ioscope creates and marks its own files there.
     #[arg(long, value_name = "PATH")]
     pub dir: Option<String>,
+    /// Engine nfs: the NFSv3 server, export and directory, nfs://HOST[:PORT]/EXPORT[/DIR][?nconnect=N&uid=U&gid=G].
+    #[arg(long, value_name = "URL")]
+    pub target: Option<String>,
     /// O_DIRECT: bypass the page cache.
     #[arg(long)]
     pub direct: bool,
@@ -225,6 +228,7 @@ impl WorkloadFlags {
             iodepth: self.iodepth.clone(),
             duration: self.duration.clone(),
             dir: self.dir.clone(),
+            target: self.target.clone(),
             direct: self.direct,
             sync: self.sync.clone(),
             rate_iops: self.rate_iops.clone(),

@@ -82,6 +82,11 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> u8 {
         Vec::new()
     } else if plan.engine == EngineKind::Null {
         Vec::new()
+    } else if plan.engine == EngineKind::Nfs {
+        match prepare_nfs(plan, output, show_progress) {
+            Ok(names) => names,
+            Err(code) => return code,
+        }
     } else {
         let mut layout = match workset::check(plan) {
             Ok(l) => l,
@@ -173,6 +178,18 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> u8 {
             Ok(_) => {}
             Err(e) => eprintln!("cleanup failed: {e}"),
         }
+    } else if plan.cleanup && plan.engine == EngineKind::Nfs {
+        let url = plan.target.clone().unwrap_or_default();
+        match ioscope_engine_nfs::target::Target::parse(&url)
+            .map_err(|e| e.to_string())
+            .and_then(|t| ioscope_engine_nfs::workset::cleanup(&t, &url).map_err(|e| e.to_string()))
+        {
+            Ok((files, bytes)) if !output.quiet => {
+                eprintln!("cleanup: removed {files} file(s), {}", terminal::size(bytes))
+            }
+            Ok(_) => {}
+            Err(e) => eprintln!("cleanup failed: {e}"),
+        }
     } else if plan.cleanup && plan.engine != EngineKind::Null {
         match workset::cleanup(&plan.dir) {
             Ok(c) if !output.quiet => eprintln!("cleanup: removed {} file(s), {}", c.files, terminal::size(c.bytes)),
@@ -197,6 +214,39 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> u8 {
         Status::Completed => exit::OK,
         Status::Interrupted => exit::INTERRUPTED,
         Status::Failed | Status::Running => exit::RUN_FAILED,
+    }
+}
+
+/// The working set on the NFS server: checked (refusal: exit 2, before any I/O), then
+/// created or reused; returns the files' names for the engine.
+fn prepare_nfs(plan: &Plan, output: &OutputFlags, show_progress: bool) -> Result<Vec<PathBuf>, u8> {
+    use ioscope_engine_nfs::workset::{self as nfs_workset, WorksetError};
+    let url = plan.target.clone().unwrap_or_default();
+    let target = ioscope_engine_nfs::target::Target::parse(&url).map_err(|e| {
+        eprintln!("error: {e}");
+        exit::INVALID_INPUT
+    })?;
+    if !output.quiet {
+        eprintln!("working set on {url}: {} in {} file(s)", terminal::size(plan.size_bytes), plan.files);
+    }
+    let report = |done: u64, total: u64| {
+        if show_progress && total > 0 {
+            terminal::progress_line(&format!("  filling {} / {}", terminal::size(done), terminal::size(total)));
+        }
+    };
+    let names =
+        nfs_workset::prepare(&target, &url, plan.files, plan.file_size_bytes(), plan.writes(), plan.force, &report);
+    terminal::clear_line(show_progress);
+    match names {
+        Ok(n) => Ok(n.into_iter().map(PathBuf::from).collect()),
+        Err(e @ WorksetError::NotOurs { .. }) => {
+            eprintln!("error: {e}");
+            Err(exit::INVALID_INPUT)
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            Err(exit::RUN_FAILED)
+        }
     }
 }
 

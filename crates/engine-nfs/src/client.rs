@@ -76,6 +76,15 @@ fn getport(t: &Target, prog: u32, vers: u32) -> Result<u16, NfsError> {
 
 /// Mounts the target: see the module docs.
 pub fn mount(t: &Target) -> Result<Mounted, NfsError> {
+    mount_with(t, false)
+}
+
+/// Mounts the target, creating the directories under the export that are missing.
+pub fn mount_creating(t: &Target) -> Result<Mounted, NfsError> {
+    mount_with(t, true)
+}
+
+fn mount_with(t: &Target, create: bool) -> Result<Mounted, NfsError> {
     let mount_port = match t.mount_port {
         Some(p) => p,
         None => getport(t, MOUNT_PROG, 3)?,
@@ -105,7 +114,11 @@ pub fn mount(t: &Target) -> Result<Mounted, NfsError> {
     let mut s = Session { conn: Conn::connect(nfs_addr, auth_of(t), t.timeout)? };
     let mut dir = root;
     for name in t.path[export.len()..].split('/').filter(|n| !n.is_empty()) {
-        dir = s.lookup(&dir, name)?.0;
+        dir = match s.lookup(&dir, name) {
+            Ok((fh, _)) => fh,
+            Err(e) if create && e.status() == Some(2) => s.mkdir(&dir, name, 0o755)?,
+            Err(e) => return Err(e),
+        };
     }
     let fsinfo = s.fsinfo(&dir)?;
     Ok(Mounted { nfs_addr, export, dir, fsinfo })

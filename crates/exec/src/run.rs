@@ -11,6 +11,7 @@ use ioscope_engine::null::NullEngine;
 use ioscope_engine::posix::PosixEngine;
 use ioscope_engine::uring::UringEngine;
 use ioscope_engine::{error_name, Engine, IoBuffers, Op, OpenSpec, OP_KINDS};
+use ioscope_engine_nfs::engine::NfsEngine;
 use ioscope_metrics::{Counts, FileCounts, OpInterval, OpSeries, Snapshot, WorkerCounts, WorkerReader, WorkerRecorder};
 use ioscope_store::{ProbeRow, RunInfo, Status, StepRow, Writer};
 use ioscope_workload::{EngineKind, Operation, Plan, Rate, Step, SyncMode, Workload};
@@ -63,6 +64,8 @@ pub struct Outcome {
 pub enum RunError {
     #[error("results file {path}: {source}")]
     Store { path: PathBuf, source: ioscope_store::StoreError },
+    #[error("target: {0}")]
+    Target(String),
 }
 
 /// The ops a workload can produce in a run; each gets a series every second, zero or not.
@@ -139,6 +142,13 @@ const UNKNOWN: u64 = 0;
 /// Runs the plan against `files` (already prepared; or the dataset in `cfg.dataset`) and
 /// writes the results file.
 pub fn run(plan: &Plan, files: &[PathBuf], cfg: RunConfig<'_>) -> Result<Outcome, RunError> {
+    let nfs_target = match plan.engine {
+        EngineKind::Nfs => Some(
+            ioscope_engine_nfs::target::Target::parse(plan.target.as_deref().unwrap_or_default())
+                .map_err(|e| RunError::Target(e.to_string()))?,
+        ),
+        _ => None,
+    };
     let clock_source = crate::clock::init();
     let host = crate::host::hostname();
     let target = plan.dataset.as_ref().map_or(plan.dir.as_path(), |d| d.dir.as_path());
@@ -238,10 +248,15 @@ pub fn run(plan: &Plan, files: &[PathBuf], cfg: RunConfig<'_>) -> Result<Outcome
                     open_error: &open_error,
                     engine_setup: &engine_setup,
                 };
+                let nfs_target = nfs_target.clone();
                 s.spawn(move || match plan.engine {
                     EngineKind::Posix => worker_main(PosixEngine::default(), id as u32, shared),
                     EngineKind::Uring => worker_main(UringEngine::new(plan.sqpoll), id as u32, shared),
                     EngineKind::Null => worker_main(NullEngine::default(), id as u32, shared),
+                    EngineKind::Nfs => match nfs_target {
+                        Some(t) => worker_main(NfsEngine::new(t), id as u32, shared),
+                        None => unreachable!("checked before the workers start"),
+                    },
                 })
             })
             .collect();

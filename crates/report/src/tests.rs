@@ -32,6 +32,7 @@ fn plan() -> Plan {
         steps: Default::default(),
         probes: Vec::new(),
         dir: PathBuf::from("/tmp/x"),
+        target: None,
         direct: false,
         sync: SyncMode::None,
         rate_iops: None,

@@ -29,6 +29,7 @@ pub struct Flags {
     pub iodepth: Option<String>,
     pub duration: Option<String>,
     pub dir: Option<String>,
+    pub target: Option<String>,
     pub direct: bool,
     pub sync: Option<String>,
     pub rate_iops: Option<String>,
@@ -52,7 +53,7 @@ pub struct SourceFile {
 
 /// Every key a workload file may contain, in canonical order, with its command-line flag
 /// (`description` has none).
-pub(crate) const KEYS: [(&str, &str); 26] = [
+pub(crate) const KEYS: [(&str, &str); 27] = [
     ("description", ""),
     ("engine", "--engine"),
     ("rw", "--rw"),
@@ -65,6 +66,7 @@ pub(crate) const KEYS: [(&str, &str); 26] = [
     ("sqpoll", "--sqpoll"),
     ("duration", "--duration"),
     ("dir", "--dir"),
+    ("target", "--target"),
     ("direct", "--direct"),
     ("sync", "--sync"),
     ("warmup", "--warmup"),
@@ -131,12 +133,14 @@ const MAX_BS: u64 = 256 << 20;
 const MAX_DURATION: Duration = Duration::from_secs(30 * 86_400);
 const SIZE_EXAMPLE: &str = "a size like 4k, 64k, 1m";
 const DIR_EXPECTED: &str = "a directory path, e.g. --dir /mnt/test or dir = \"/mnt/test\"";
+const TARGET_EXPECTED: &str = "an NFS target like nfs://server/export/dir?nconnect=4";
 
 const ENGINES: &[(&str, EngineKind)] = &[
     ("posix", EngineKind::Posix),
     ("uring", EngineKind::Uring),
     ("io_uring", EngineKind::Uring),
     ("null", EngineKind::Null),
+    ("nfs", EngineKind::Nfs),
 ];
 const RWS: &[(&str, Rw)] = &[
     ("read", Rw::Read),
@@ -481,6 +485,7 @@ impl<'a> Ctx<'a> {
             "iodepth" => f.iodepth.as_deref(),
             "duration" => f.duration.as_deref(),
             "dir" => f.dir.as_deref(),
+            "target" => f.target.as_deref(),
             "sync" => f.sync.as_deref(),
             "rate_iops" => f.rate_iops.as_deref(),
             "warmup" => f.warmup.as_deref(),
@@ -1205,6 +1210,7 @@ impl<'a> Ctx<'a> {
         let duration_g = self.duration("duration");
         let warmup_g = self.duration_from("warmup", true);
         let dir_g = self.dir("dir");
+        let target_g = self.text_value("target", TARGET_EXPECTED);
         let direct_g = self.boolean("direct");
         let sync_g = self.choice("sync", SYNCS);
         let rate_g = self.int("rate_iops", 1, 100_000_000);
@@ -1313,14 +1319,31 @@ impl<'a> Ctx<'a> {
         }
         let patterned = workloads.iter().flatten().any(|w| w.workload.pattern.is_some());
         if let (true, Some(e)) = (patterned, engine) {
-            if e == EngineKind::Uring || iodepth_g.or(1).unwrap_or(1) > 1 {
+            if matches!(e, EngineKind::Uring | EngineKind::Nfs) || iodepth_g.or(1).unwrap_or(1) > 1 {
                 let note = "a pattern draws column by column, one I/O at a time per thread: use engine posix or null with iodepth 1";
                 self.err(&engine_g.loc(), "engine", "posix or null, iodepth 1, for a pattern workload", note);
             }
         }
-        if let (true, Got::Ok(EngineKind::Uring, loc)) = (has_dataset, &engine_g) {
+        if let (true, Got::Ok(EngineKind::Uring | EngineKind::Nfs, loc)) = (has_dataset, &engine_g) {
             let note = "dataset workloads (open, create, delete ...) run on engine posix or null";
             self.err(loc, "engine", "posix or null with a [dataset]", note);
+        }
+        // Engine nfs and its target go together.
+        match (&target_g, engine) {
+            (Got::Ok(url, loc), Some(EngineKind::Nfs)) => {
+                if let Err(e) = ioscope_engine_nfs::target::Target::parse(url) {
+                    self.err(loc, "target", TARGET_EXPECTED, e.0);
+                }
+            }
+            (Got::Ok(_, loc), Some(e)) => {
+                let note = format!("a target is where engine nfs works, and the engine is {}", e.name());
+                self.err(loc, "target", "a target only with engine = \"nfs\"", note);
+            }
+            (Got::Absent, Some(EngineKind::Nfs)) => {
+                let note = "engine nfs loads an NFS server directly: say which (--target or target = \"...\")";
+                self.err(&engine_g.loc(), "target", TARGET_EXPECTED, note);
+            }
+            _ => {}
         }
         // Submission-queue polling is an io_uring feature.
         if let (Got::Ok(true, loc), Some(e)) = (&sqpoll_g, engine) {
@@ -1423,7 +1446,8 @@ impl<'a> Ctx<'a> {
             }
         }
         // The files need a home, unless the engine does no I/O.
-        if matches!(dir_g, Got::Absent) && !has_dataset && engine != Some(EngineKind::Null) && !self.syntax_failed {
+        let no_local_files = matches!(engine, Some(EngineKind::Null | EngineKind::Nfs));
+        if matches!(dir_g, Got::Absent) && !has_dataset && !no_local_files && !self.syntax_failed {
             let mut note =
                 format!("engine {} reads and writes files in this directory", engine.map_or("posix", |e| e.name()));
             if let Some(f) = self.file {
@@ -1464,6 +1488,11 @@ impl<'a> Ctx<'a> {
             dir: match dir_g {
                 Got::Ok(d, _) => d,
                 Got::Absent => PathBuf::new(),
+                Got::Bad => return None,
+            },
+            target: match target_g {
+                Got::Ok(t, _) => Some(t),
+                Got::Absent => None,
                 Got::Bad => return None,
             },
             size_bytes: if has_dataset { 0 } else { size? },

@@ -63,21 +63,24 @@ pub enum EngineKind {
     Uring,
     /// No I/O: measures the core itself.
     Null,
+    /// NFSv3 from user space (no kernel client, no client cache): `target = "nfs://..."`.
+    Nfs,
 }
 
 impl EngineKind {
-    pub const ALL: [EngineKind; 3] = [EngineKind::Posix, EngineKind::Uring, EngineKind::Null];
+    pub const ALL: [EngineKind; 4] = [EngineKind::Posix, EngineKind::Uring, EngineKind::Null, EngineKind::Nfs];
 
     pub fn name(self) -> &'static str {
         match self {
             EngineKind::Posix => "posix",
             EngineKind::Uring => "uring",
             EngineKind::Null => "null",
+            EngineKind::Nfs => "nfs",
         }
     }
     /// Keeps more than one I/O in flight per thread.
     pub fn queues(self) -> bool {
-        matches!(self, EngineKind::Uring | EngineKind::Null)
+        matches!(self, EngineKind::Uring | EngineKind::Null | EngineKind::Nfs)
     }
 }
 
@@ -354,6 +357,9 @@ pub struct Plan {
     pub sync: SyncMode,
     /// Directory of the working set (and the default dataset anchor); empty for engine null.
     pub dir: PathBuf,
+    /// Where engine nfs works: `nfs://HOST[:PORT]/EXPORT[/DIR]?...` (the working set lives there).
+    #[serde(default)]
+    pub target: Option<String>,
     /// Flat working set (no dataset): total size in bytes, split evenly over `files`.
     pub size_bytes: u64,
     pub files: u32,
