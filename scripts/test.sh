@@ -38,7 +38,9 @@ cargo test --workspace --locked
 echo "== NFSv3 client against a real nfs-ganesha (scripts/nfs-ganesha.sh)"
 nfs_url=$(scripts/nfs-ganesha.sh start | tail -n1)
 trap 'scripts/nfs-ganesha.sh stop >/dev/null 2>&1 || true' EXIT
-IOSCOPE_NFS_URL="$nfs_url" cargo test -p ioscope-engine-nfs --locked -- --ignored
+export IOSCOPE_NFS_URL="$nfs_url" IOSCOPE_NFS_EXPORT_DIR=/tmp/ioscope-nfs/export
+cargo test -p ioscope-engine-nfs --locked -- --ignored
+cargo test --test cli --locked -- --ignored nfs_
 scripts/nfs-ganesha.sh stop
 trap - EXIT
 echo "== UI unit tests (node:test)"

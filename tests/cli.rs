@@ -614,3 +614,88 @@ fn report_and_plot_write_their_files_and_never_overwrite_without_force() {
         assert!(!tmp.path().join("x.png").exists());
     }
 }
+
+/// The NFS server scripts/nfs-ganesha.sh started: (URL, its export directory on this host).
+fn nfs_server() -> (String, PathBuf) {
+    let url = std::env::var("IOSCOPE_NFS_URL").expect("IOSCOPE_NFS_URL (scripts/nfs-ganesha.sh start)");
+    let dir = std::env::var("IOSCOPE_NFS_EXPORT_DIR").unwrap_or_else(|_| "/tmp/ioscope-nfs/export".into());
+    (url, PathBuf::from(dir))
+}
+
+#[test]
+#[ignore = "needs nfs-ganesha: scripts/test.sh starts one and sets IOSCOPE_NFS_URL"]
+fn nfs_engine_runs_reads_and_writes_against_ganesha_and_the_server_has_what_was_written() {
+    let (url, export_dir) = nfs_server();
+    let tmp = tempfile::tempdir().unwrap();
+    let sub = format!("cli-{}", std::process::id());
+    let target = format!("{url}/{sub}?nconnect=2");
+    for (rw, op) in [("randread", "read"), ("randwrite", "write"), ("read", "read"), ("write", "write")] {
+        let results = tmp.path().join(format!("{rw}.db"));
+        let out = run_ok(&[
+            "run",
+            "--engine",
+            "nfs",
+            "--target",
+            &target,
+            "--rw",
+            rw,
+            "--bs",
+            "16k",
+            "--size",
+            "16m",
+            "--iodepth",
+            "8",
+            "--threads",
+            "2",
+            "--duration",
+            "2s",
+            "--quiet",
+            "--json",
+            "--out",
+            s(&results),
+        ]);
+        let v = json_of(&out);
+        schema_check(&v);
+        assert_eq!(v["total"]["errors"], 0, "{rw}: {v}");
+        assert!(v["ops"][op]["ops"].as_u64().unwrap() > 100, "{rw}: {}", v["ops"]);
+        assert!(v["system"].to_string().contains("nfs v3"), "the engine's setup is recorded");
+    }
+    // What ioscope wrote over NFS is on the server, byte for byte, through another client.
+    let on_server = std::fs::read(export_dir.join(&sub).join("ioscope.0.dat")).unwrap();
+    let via_libnfs = Command::new("nfs-cat").arg(format!("{url}/{sub}/ioscope.0.dat")).output().unwrap();
+    assert!(via_libnfs.status.success(), "{}", String::from_utf8_lossy(&via_libnfs.stderr));
+    assert_eq!(on_server.len(), 16 << 20);
+    assert!(via_libnfs.stdout == on_server, "nfs-cat and the server's file differ");
+    assert!(on_server.chunks(4096).all(|c| c.iter().any(|b| *b != 0)), "no zero block");
+    // A foreign file is never written; --cleanup removes only ioscope's files.
+    std::fs::write(export_dir.join(&sub).join("theirs.txt"), "keep me").unwrap();
+    run_ok(&[
+        "run",
+        "--engine",
+        "nfs",
+        "--target",
+        &target,
+        "--rw",
+        "randwrite",
+        "--size",
+        "16m",
+        "--duration",
+        "1s",
+        "--quiet",
+        "--cleanup",
+        "--out",
+        s(&tmp.path().join("c.db")),
+    ]);
+    assert!(!export_dir.join(&sub).join("ioscope.0.dat").exists());
+    assert_eq!(std::fs::read_to_string(export_dir.join(&sub).join("theirs.txt")).unwrap(), "keep me");
+    // A file ioscope did not create, where its working set would go: refused before any I/O.
+    std::fs::write(export_dir.join(&sub).join("ioscope.0.dat"), "not ours").unwrap();
+    let refused = ioscope()
+        .args(["run", "--engine", "nfs", "--target", &target, "--rw", "randwrite", "--size", "1m"])
+        .args(["--duration", "1s", "--out", s(&tmp.path().join("r.db"))])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2), "{}", String::from_utf8_lossy(&refused.stderr));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("only into files it created"));
+    assert_eq!(std::fs::read_to_string(export_dir.join(&sub).join("ioscope.0.dat")).unwrap(), "not ours");
+}
