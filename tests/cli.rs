@@ -699,3 +699,32 @@ fn nfs_engine_runs_reads_and_writes_against_ganesha_and_the_server_has_what_was_
     assert!(String::from_utf8_lossy(&refused.stderr).contains("only into files it created"));
     assert_eq!(std::fs::read_to_string(export_dir.join(&sub).join("ioscope.0.dat")).unwrap(), "not ours");
 }
+
+#[test]
+#[ignore = "kills the nfs-ganesha that scripts/test.sh started (run alone, last)"]
+fn nfs_server_killed_mid_run_ends_the_run_with_errors_counted_and_the_results_kept() {
+    let (url, _) = nfs_server();
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().join("k.db");
+    let started = std::time::Instant::now();
+    let child = ioscope()
+        .args(["run", "--engine", "nfs", "--target", &format!("{url}/kill?timeout=3"), "--rw", "randread"])
+        .args(["--size", "16m", "--iodepth", "8", "--duration", "60s", "--quiet", "--out", s(&results)])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/nfs-ganesha.sh");
+    let killed = Command::new(&script).arg("kill-server").output().unwrap();
+    assert!(killed.status.success(), "{}", String::from_utf8_lossy(&killed.stderr));
+    let out = child.wait_with_output().unwrap();
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(3 + 3 + 10), "the run ended {took:?} after it started (60 s planned)");
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let show = json_of(&run_ok(&["show", s(&results), "--json"]));
+    assert_eq!(show["status"], "failed");
+    assert!(show["status_detail"].as_str().unwrap().contains("went out of reach"), "{}", show["status_detail"]);
+    assert!(show["total"]["errors"].as_u64().unwrap() > 0, "the I/Os in flight count as errors");
+    assert!(show["total"]["ops"].as_u64().unwrap() > 100, "the seconds before the kill are kept");
+}

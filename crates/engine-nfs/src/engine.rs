@@ -21,6 +21,8 @@ pub struct NfsEngine {
     /// The operation in flight in each slot (replies are decoded by it).
     slot_ops: Vec<Op>,
     done: Vec<Done>,
+    /// Why the server is out of reach, once it is.
+    lost: Option<String>,
 }
 
 impl NfsEngine {
@@ -33,6 +35,7 @@ impl NfsEngine {
             stable: Stable::Unstable,
             slot_ops: Vec::new(),
             done: Vec::new(),
+            lost: None,
         }
     }
 }
@@ -157,13 +160,23 @@ impl Engine for NfsEngine {
                         Err(_) => -(libc::EPROTO as i64),
                     }
                 }
-                Err(CallError::Timeout(_)) => -(libc::ETIMEDOUT as i64),
+                Err(CallError::Timeout(t)) => {
+                    self.lost.get_or_insert_with(|| format!("{} sent no reply within {t:?}", pipe.addr));
+                    -(libc::ETIMEDOUT as i64)
+                }
                 Err(CallError::Lost(_)) => -(libc::ECONNRESET as i64),
                 Err(CallError::Refused(_)) => -(libc::EPROTO as i64),
             };
             out.push(Completion { slot, result });
         }
+        if pipe.dead() {
+            self.lost.get_or_insert_with(|| format!("{} closed every connection", pipe.addr));
+        }
         Ok(())
+    }
+
+    fn lost(&self) -> Option<String> {
+        self.lost.clone()
     }
 
     fn close(&mut self) {

@@ -78,6 +78,11 @@ impl Pipe {
         self.inflight.len()
     }
 
+    /// Every connection is closed.
+    pub fn dead(&self) -> bool {
+        self.links.iter().all(|l| !l.alive)
+    }
+
     /// Sends one call on the next live connection; its reply comes from [`Pipe::poll`].
     pub fn send(&mut self, prog: u32, vers: u32, proc_: u32, args: &[u8], tag: u64) -> Result<(), CallError> {
         let n = self.links.len();

@@ -116,6 +116,11 @@ pub trait Engine: Send {
     fn file_op(&mut self, _req: &FileReq<'_>, _buffers: &mut IoBuffers) -> i64 {
         -(libc::EOPNOTSUPP as i64)
     }
+    /// Why the target can no longer be reached (a server that closed every connection or
+    /// stopped answering): the run ends, failed. None while it can.
+    fn lost(&self) -> Option<String> {
+        None
+    }
     /// Closes the target. Also done on drop.
     fn close(&mut self) {}
 }

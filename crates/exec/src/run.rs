@@ -214,6 +214,7 @@ pub fn run(plan: &Plan, files: &[PathBuf], cfg: RunConfig<'_>) -> Result<Outcome
     let start_ns = AtomicU64::new(0);
     let finished = AtomicUsize::new(0);
     let open_error: Mutex<Option<String>> = Mutex::new(None);
+    let lost: Mutex<Option<String>> = Mutex::new(None);
     let engine_setup: Mutex<Option<String>> = Mutex::new(None);
     let spec = OpenSpec {
         files: if tree.is_some() { Vec::new() } else { files.to_vec() },
@@ -246,6 +247,7 @@ pub fn run(plan: &Plan, files: &[PathBuf], cfg: RunConfig<'_>) -> Result<Outcome
                     start_ns: &start_ns,
                     finished: &finished,
                     open_error: &open_error,
+                    lost: &lost,
                     engine_setup: &engine_setup,
                 };
                 let nfs_target = nfs_target.clone();
@@ -389,6 +391,8 @@ pub fn run(plan: &Plan, files: &[PathBuf], cfg: RunConfig<'_>) -> Result<Outcome
         .collect();
     let (status, detail) = if let Some(e) = open_error.into_inner().unwrap() {
         (Status::Failed, Some(format!("could not open the target: {e}")))
+    } else if let Some(why) = lost.into_inner().unwrap() {
+        (Status::Failed, Some(format!("the target went out of reach: {why}")))
     } else if cfg.interrupt.load(Relaxed) {
         (Status::Interrupted, Some("interrupted by signal".to_string()))
     } else {
@@ -417,6 +421,8 @@ struct Shared<'a> {
     start_ns: &'a AtomicU64,
     finished: &'a AtomicUsize,
     open_error: &'a Mutex<Option<String>>,
+    /// Why the target went out of reach during the run (the run fails).
+    lost: &'a Mutex<Option<String>>,
     /// How worker 0's engine was set up, once open.
     engine_setup: &'a Mutex<Option<String>>,
 }
@@ -496,6 +502,10 @@ fn worker_main<E: Engine>(mut engine: E, id: u32, sh: Shared<'_>) -> FirstErrors
                     w.run(&schedule);
                 }
             }
+        }
+        if let Some(why) = w.engine.lost() {
+            sh.lost.lock().unwrap().get_or_insert(why);
+            sh.stop.store(true, Relaxed);
         }
         w.engine.close();
         errors = w.errors;

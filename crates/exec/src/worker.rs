@@ -199,7 +199,7 @@ impl<'a, E: Engine> Worker<'a, E> {
         let batched = self.engine.capabilities().batched_submit;
         let mut t = now_ns();
         loop {
-            let stopping = t >= s.deadline_ns || self.stop.load(Relaxed);
+            let stopping = t >= s.deadline_ns || self.stop.load(Relaxed) || self.engine.lost().is_some();
             if stopping && free.len() == depth {
                 break;
             }
