@@ -720,7 +720,8 @@ fn nfs_server_killed_mid_run_ends_the_run_with_errors_counted_and_the_results_ke
     assert!(killed.status.success(), "{}", String::from_utf8_lossy(&killed.stderr));
     let out = child.wait_with_output().unwrap();
     let took = started.elapsed();
-    assert!(took < Duration::from_secs(3 + 3 + 10), "the run ended {took:?} after it started (60 s planned)");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(took < Duration::from_secs(3 + 3 + 10), "the run ended {took:?} after it started (60 s planned): {stderr}");
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
     let show = json_of(&run_ok(&["show", s(&results), "--json"]));
     assert_eq!(show["status"], "failed");

@@ -137,7 +137,12 @@ impl Engine for NfsEngine {
         self.slot_ops[io.slot as usize] = io.op;
         match pipe.send(NFS_PROG, 3, proc_, &e.buf, io.slot as u64) {
             Ok(()) => Submitted::Queued,
-            Err(_) => Submitted::Done(-(libc::ECONNRESET as i64)),
+            Err(_) => {
+                if pipe.dead() {
+                    self.lost.get_or_insert_with(|| format!("{} closed every connection", pipe.addr));
+                }
+                Submitted::Done(-(libc::ECONNRESET as i64))
+            }
         }
     }
 
