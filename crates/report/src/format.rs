@@ -2,6 +2,7 @@
 //! and reading the free-form host configuration.
 
 use ioscope_workload::plan::Plan;
+use ioscope_workload::EngineKind;
 
 /// A duration in ns with an adaptive unit: "850 ns", "1.9 µs", "123 µs", "1.2 ms", "3.0 s".
 pub fn ns(v: u64) -> String {
@@ -205,7 +206,12 @@ pub fn workload(p: &Plan) -> String {
     }
     parts.push(format!("qd {}", p.iodepth));
     let sqpoll = if p.sqpoll { " sqpoll" } else { "" };
-    let mut io = format!("{}{sqpoll} {}", p.engine.name(), if p.direct { "direct" } else { "buffered" });
+    let cache = match (p.engine, p.direct) {
+        (EngineKind::Nfs, _) => "no client cache",
+        (_, true) => "direct",
+        _ => "buffered",
+    };
+    let mut io = format!("{}{sqpoll} {cache}", p.engine.name());
     let sync = match p.sync {
         ioscope_workload::plan::SyncMode::None => None,
         ioscope_workload::plan::SyncMode::Fsync => Some("fsync"),

@@ -48,6 +48,12 @@ pub(crate) fn notes(s: &Summary) -> Vec<String> {
     if let Some(p) = &plan {
         if p.engine == EngineKind::Null {
             notes.push("engine null performs no I/O: the numbers measure ioscope itself, not storage".to_string());
+        } else if p.engine == EngineKind::Nfs {
+            notes.push(
+                "engine nfs has no client cache: every I/O went to the server, whose own cache may have served it \
+                 (the server's memory is not recorded here)"
+                    .to_string(),
+            );
         } else {
             cache_notes(s, p, &mut notes);
         }
