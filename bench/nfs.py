@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""ioscope's NFS engine against the same nfs-ganesha as libnfs' nfs-cat / nfs-cp.
+
+Starts ganesha with scripts/nfs-ganesha.sh (rpcbind and ganesha in a network namespace on
+this machine), then runs, alternating for --rounds rounds:
+  - ioscope --engine nfs: 4 KiB random reads at QD1 and QD32, 1 MiB sequential reads
+    and writes (QD4);
+  - libnfs-utils: nfs-cat of a 256 MiB file (sequential read) and nfs-cp of a 256 MiB
+    local file to the server (sequential write). (fio here has no nfs engine.)
+For every case it measures the client's CPU (user+system of the client process) and
+ganesha's CPU (from /proc/PID/stat) over the same interval, and prints per-operation CPU
+for both. Prints a markdown table and writes it to bench/results/DATE-HOST-nfs.md.
+
+Python 3 standard library only. Needs root (network namespace).
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import resource
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPT = os.path.join(ROOT, "scripts", "nfs-ganesha.sh")
+STATE = "/tmp/ioscope-nfs"
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def ganesha_cpu_s():
+    with open(os.path.join(STATE, "ganesha.pid")) as f:
+        pid = f.read().strip()
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def children_cpu_s():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def measured(cmd):
+    """Runs cmd; returns (stdout, wall s, client CPU s, server CPU s)."""
+    c0, s0, t0 = children_cpu_s(), ganesha_cpu_s(), time.monotonic()
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    t1, c1, s1 = time.monotonic(), children_cpu_s(), ganesha_cpu_s()
+    return out, t1 - t0, c1 - c0, s1 - s0
+
+
+def ioscope_case(binary, url, args, seconds, op):
+    out, wall, client, server = measured(
+        [binary, "run", "--engine", "nfs", "--target", url, "--duration", f"{seconds}s", "--quiet", "--json",
+         "--out", os.path.join(tempfile.mkdtemp(), "r.db")] + args)
+    s = json.loads(out)
+    o = s["ops"][op]
+    # CPU over the whole process (setup included) is charged to the measured operations.
+    return {"ops": o["ops"], "iops": o["iops"], "mbps": o["bytes_per_sec"] / 1e6, "errors": s["total"]["errors"],
+            "client_us_per_op": client / o["ops"] * 1e6, "server_us_per_op": server / o["ops"] * 1e6}
+
+
+def libnfs_case(cmd, nbytes, io_size):
+    _, wall, client, server = measured(cmd)
+    ops = nbytes / io_size
+    return {"ops": ops, "iops": ops / wall, "mbps": nbytes / wall / 1e6, "errors": 0,
+            "client_us_per_op": client / ops * 1e6, "server_us_per_op": server / ops * 1e6}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--ioscope", default=None, help="binary (default: cargo build --release)")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--seconds", type=int, default=5)
+    ap.add_argument("--label", default="nfs")
+    a = ap.parse_args()
+    binary = a.ioscope
+    if binary is None:
+        target = os.environ.get("CARGO_TARGET_DIR", os.path.expanduser("~/.cache/ioscope/target"))
+        subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True,
+                       env=dict(os.environ, CARGO_TARGET_DIR=target))
+        binary = os.path.join(target, "release", "ioscope")
+
+    url = subprocess.run([SCRIPT, "start"], check=True, capture_output=True, text=True).stdout.split()[-1]
+    try:
+        ws = f"{url}/bench"
+        size = 256 << 20
+        # The working set once (ioscope.0.dat, 256 MiB); a local file for nfs-cp.
+        subprocess.run([binary, "run", "--engine", "nfs", "--target", ws, "--size", "256m", "--rw", "read",
+                        "--duration", "1s", "--quiet", "--out", os.path.join(tempfile.mkdtemp(), "p.db")],
+                       check=True, capture_output=True)
+        local = os.path.join(tempfile.mkdtemp(), "src.bin")
+        with open(local, "wb") as f:
+            f.write(os.urandom(size))
+        cases = {
+            "4 KiB random read, QD1": lambda: ioscope_case(
+                binary, ws, ["--rw", "randread", "--bs", "4k", "--size", "256m", "--iodepth", "1"], a.seconds, "read"),
+            "4 KiB random read, QD32": lambda: ioscope_case(
+                binary, ws, ["--rw", "randread", "--bs", "4k", "--size", "256m", "--iodepth", "32"], a.seconds,
+                "read"),
+            "1 MiB sequential read, QD4 (ioscope)": lambda: ioscope_case(
+                binary, ws, ["--rw", "read", "--bs", "1m", "--size", "256m", "--iodepth", "4"], a.seconds, "read"),
+            "256 MiB sequential read (nfs-cat)": lambda: libnfs_case(
+                ["sh", "-c", f"nfs-cat '{ws}/ioscope.0.dat' > /dev/null"], size, 1 << 20),
+            "1 MiB sequential write, QD4 (ioscope)": lambda: ioscope_case(
+                binary, ws, ["--rw", "write", "--bs", "1m", "--size", "256m", "--iodepth", "4"], a.seconds, "write"),
+            "256 MiB sequential write (nfs-cp)": lambda: libnfs_case(
+                ["nfs-cp", local, f"{ws}/nfs-cp-{time.monotonic_ns()}.bin"], size, 1 << 20),
+        }
+        results = {name: [] for name in cases}
+        for _ in range(a.rounds):
+            for name, run in cases.items():
+                results[name].append(run())
+    finally:
+        subprocess.run([SCRIPT, "stop"], capture_output=True)
+
+    med = lambda rs, k: statistics.median(r[k] for r in rs)
+    lines = [
+        f"# ioscope NFS engine vs libnfs on nfs-ganesha ({datetime.date.today()}, {socket.gethostname()}, "
+        f"{os.cpu_count()} CPUs, {platform.release()})",
+        "",
+        f"Server: nfs-ganesha (VFS) in a network namespace on the same machine; {a.rounds} rounds, medians. "
+        "CPU per operation: user+system time of the client process and of ganesha over the same interval, "
+        "divided by the operations (1 MiB for the libnfs copies).",
+        "",
+        "| case | IOPS | MB/s | client CPU µs/op | ganesha CPU µs/op | client/server |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, rs in results.items():
+        c, s = med(rs, "client_us_per_op"), med(rs, "server_us_per_op")
+        lines.append(f"| {name} | {med(rs, 'iops'):,.0f} | {med(rs, 'mbps'):,.1f} | {c:,.1f} | {s:,.1f} | "
+                     f"{c / s:.2f} |")
+    seq_r = med(results["1 MiB sequential read, QD4 (ioscope)"], "mbps") / med(
+        results["256 MiB sequential read (nfs-cat)"], "mbps")
+    seq_w = med(results["1 MiB sequential write, QD4 (ioscope)"], "mbps") / med(
+        results["256 MiB sequential write (nfs-cp)"], "mbps")
+    lines += ["", f"ioscope/libnfs MB/s: sequential read {seq_r:.2f}x, sequential write {seq_w:.2f}x.", "",
+              "Raw rounds:", "", "```", json.dumps(results, indent=1), "```"]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    out = os.path.join(ROOT, "bench", "results", f"{datetime.date.today()}-{socket.gethostname()}-{a.label}.md")
+    with open(out, "w") as f:
+        f.write(text)
+    print(f"written: {out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
