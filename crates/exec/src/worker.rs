@@ -231,7 +231,7 @@ impl<'a, E: Engine> Worker<'a, E> {
                         let now = now_ns();
                         self.record(&io, r, now - intended, now - issue);
                         t = now;
-                        if t >= s.deadline_ns || self.stop.load(Relaxed) {
+                        if t >= s.deadline_ns || self.stop.load(Relaxed) || self.engine.lost().is_some() {
                             break;
                         }
                     }
