@@ -5,10 +5,9 @@
 //! There is no client cache: every read reaches the server.
 
 use crate::client::{auth_of, mount, Mounted};
-use crate::pipe::{CallError, Done, Pipe};
+use crate::pipe::{CallError, Pipe};
 use crate::proto::{self, proc3, Fh, Stable, NFS_PROG};
 use crate::target::Target;
-use crate::xdr::Encoder;
 use ioscope_engine::{Capabilities, Completion, Engine, Io, IoBuffers, Op, OpenSpec, Submitted};
 use std::time::Duration;
 
@@ -20,7 +19,6 @@ pub struct NfsEngine {
     stable: Stable,
     /// The operation in flight in each slot (replies are decoded by it).
     slot_ops: Vec<Op>,
-    done: Vec<Done>,
     /// Why the server is out of reach, once it is.
     lost: Option<String>,
 }
@@ -34,7 +32,6 @@ impl NfsEngine {
             files: Vec::new(),
             stable: Stable::Unstable,
             slot_ops: Vec::new(),
-            done: Vec::new(),
             lost: None,
         }
     }
@@ -117,25 +114,20 @@ impl Engine for NfsEngine {
         let (Some(pipe), Some(fh)) = (self.pipe.as_mut(), self.files.get(io.file as usize)) else {
             return Submitted::Done(-(libc::EBADF as i64));
         };
-        let mut e = Encoder::default();
+        let stable = self.stable;
         let proc_ = match io.op {
-            Op::Read => {
-                proto::read_args(&mut e, fh, io.offset, io.len);
-                proc3::READ
-            }
-            Op::Write => {
-                let data = &buffers.slot(io.slot)[..io.len as usize];
-                proto::write_args(&mut e, fh, io.offset, self.stable, data);
-                proc3::WRITE
-            }
-            Op::Fsync | Op::Fdatasync => {
-                proto::commit_args(&mut e, fh);
-                proc3::COMMIT
-            }
+            Op::Read => proc3::READ,
+            Op::Write => proc3::WRITE,
+            Op::Fsync | Op::Fdatasync => proc3::COMMIT,
             _ => return Submitted::Done(-(libc::EOPNOTSUPP as i64)),
         };
         self.slot_ops[io.slot as usize] = io.op;
-        match pipe.send(NFS_PROG, 3, proc_, &e.buf, io.slot as u64) {
+        let sent = pipe.send_with(NFS_PROG, 3, proc_, io.slot as u64, |e| match io.op {
+            Op::Read => proto::read_args(e, fh, io.offset, io.len),
+            Op::Write => proto::write_args(e, fh, io.offset, stable, &buffers.slot(io.slot)[..io.len as usize]),
+            _ => proto::commit_args(e, fh),
+        });
+        match sent {
             Ok(()) => Submitted::Queued,
             Err(_) => {
                 if pipe.dead() {
@@ -148,13 +140,12 @@ impl Engine for NfsEngine {
 
     fn reap(&mut self, min: usize, timeout_ns: Option<u64>, out: &mut Vec<Completion>) -> std::io::Result<()> {
         let Some(pipe) = self.pipe.as_mut() else { return Ok(()) };
-        self.done.clear();
-        pipe.poll(min, timeout_ns.map(Duration::from_nanos), &mut self.done);
-        for d in self.done.drain(..) {
-            let slot = d.tag as u32;
-            let result = match &d.result {
+        let (slot_ops, lost, addr) = (&self.slot_ops, &mut self.lost, pipe.addr);
+        pipe.poll_with(min, timeout_ns.map(Duration::from_nanos), &mut |tag, reply| {
+            let slot = tag as u32;
+            let result = match reply {
                 Ok(body) => {
-                    let decoded = match self.slot_ops[slot as usize] {
+                    let decoded = match slot_ops[slot as usize] {
                         Op::Read => proto::read_res(body).map(|r| r.map(|(n, _)| n as i64)),
                         Op::Write => proto::write_res(body).map(|r| r.map(|(n, _, _)| n as i64)),
                         _ => proto::status_res(body).map(|r| r.map(|_| 0)),
@@ -166,14 +157,14 @@ impl Engine for NfsEngine {
                     }
                 }
                 Err(CallError::Timeout(t)) => {
-                    self.lost.get_or_insert_with(|| format!("{} sent no reply within {t:?}", pipe.addr));
+                    lost.get_or_insert_with(|| format!("{addr} sent no reply within {t:?}"));
                     -(libc::ETIMEDOUT as i64)
                 }
                 Err(CallError::Lost(_)) => -(libc::ECONNRESET as i64),
                 Err(CallError::Refused(_)) => -(libc::EPROTO as i64),
             };
             out.push(Completion { slot, result });
-        }
+        });
         if pipe.dead() {
             self.lost.get_or_insert_with(|| format!("{} closed every connection", pipe.addr));
         }

@@ -3,7 +3,8 @@
 //! the timeout completes as timed out (counted by the caller, never waited on forever).
 //! This is what the engine's queue depth rides on.
 
-use crate::rpc::{encode_call, parse_reply, AuthSys, RpcError};
+use crate::rpc::{encode_call_into, parse_reply, AuthSys, RpcError};
+use crate::xdr::Encoder;
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -27,10 +28,17 @@ pub enum CallError {
     Refused(String),
 }
 
+/// Receives each finished call: its tag and the procedure's results (in place) or why
+/// there are none.
+pub type OnReply<'a> = dyn FnMut(u64, Result<&[u8], CallError>) + 'a;
+
 struct Link {
     stream: TcpStream,
-    /// Bytes received and not yet parsed.
+    /// Receive buffer: bytes `start..end` are received and not yet parsed (allocated and
+    /// zeroed once, grown when a reply needs more).
     rbuf: Vec<u8>,
+    start: usize,
+    end: usize,
     /// A reply spread over several fragments, so far.
     partial: Vec<u8>,
     alive: bool,
@@ -50,6 +58,8 @@ pub struct Pipe {
     next_xid: u32,
     auth: AuthSys,
     timeout: Duration,
+    /// The record being sent (kept to avoid an allocation per call).
+    out: Encoder,
 }
 
 impl Pipe {
@@ -60,7 +70,7 @@ impl Pipe {
             let stream = TcpStream::connect_timeout(&addr, timeout).map_err(io)?;
             stream.set_nodelay(true).map_err(io)?;
             stream.set_nonblocking(true).map_err(io)?;
-            links.push(Link { stream, rbuf: Vec::with_capacity(1 << 16), partial: Vec::new(), alive: true });
+            links.push(Link { stream, rbuf: vec![0; 1 << 20], start: 0, end: 0, partial: Vec::new(), alive: true });
         }
         let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
         Ok(Pipe {
@@ -71,6 +81,7 @@ impl Pipe {
             next_xid: (seed as u32).rotate_left(7) ^ std::process::id(),
             auth,
             timeout,
+            out: Encoder::default(),
         })
     }
 
@@ -85,6 +96,18 @@ impl Pipe {
 
     /// Sends one call on the next live connection; its reply comes from [`Pipe::poll`].
     pub fn send(&mut self, prog: u32, vers: u32, proc_: u32, args: &[u8], tag: u64) -> Result<(), CallError> {
+        self.send_with(prog, vers, proc_, tag, |e| e.buf.extend_from_slice(args))
+    }
+
+    /// [`Pipe::send`] with the arguments written by `args` straight into the record.
+    pub fn send_with(
+        &mut self,
+        prog: u32,
+        vers: u32,
+        proc_: u32,
+        tag: u64,
+        args: impl FnOnce(&mut Encoder),
+    ) -> Result<(), CallError> {
         let n = self.links.len();
         let link = (0..n)
             .map(|i| (self.next_link + i) % n)
@@ -93,8 +116,8 @@ impl Pipe {
         self.next_link = (link + 1) % n;
         let xid = self.next_xid;
         self.next_xid = self.next_xid.wrapping_add(1);
-        let record = encode_call(xid, prog, vers, proc_, &self.auth, args);
-        if write_all(&mut self.links[link].stream, &record, self.timeout).is_err() {
+        encode_call_into(&mut self.out, xid, prog, vers, proc_, &self.auth, args);
+        if write_all(&mut self.links[link].stream, &self.out.buf, self.timeout).is_err() {
             self.links[link].alive = false;
             return Err(CallError::Lost(self.addr));
         }
@@ -106,14 +129,21 @@ impl Pipe {
     /// `wait`, no longer than that), and fails calls whose reply is overdue or whose
     /// connection died.
     pub fn poll(&mut self, min: usize, wait: Option<Duration>, out: &mut Vec<Done>) {
+        self.poll_with(min, wait, &mut |tag, result| {
+            out.push(Done { tag, result: result.map(|b| b.to_vec()) });
+        });
+    }
+
+    /// [`Pipe::poll`] handing each finished call's results to `each` in place (no copy).
+    pub fn poll_with(&mut self, min: usize, wait: Option<Duration>, each: &mut OnReply) {
         let start = Instant::now();
-        let before = out.len();
+        let mut got = 0;
         loop {
             for i in 0..self.links.len() {
-                self.drain(i, out);
+                got += self.drain(i, each);
             }
-            self.expire(out);
-            if out.len() - before >= min || self.inflight.is_empty() {
+            got += self.expire(each);
+            if got >= min || self.inflight.is_empty() {
                 return;
             }
             let left = match wait {
@@ -138,33 +168,41 @@ impl Pipe {
         }
     }
 
-    /// Reads what connection `i` has and completes every whole reply in it.
-    fn drain(&mut self, i: usize, out: &mut Vec<Done>) {
-        let mut chunk = [0u8; 1 << 16];
-        loop {
+    /// Reads what connection `i` has and completes every whole reply in it; returns how
+    /// many calls finished.
+    fn drain(&mut self, i: usize, each: &mut OnReply) -> usize {
+        let mut finished = 0;
+        {
             let link = &mut self.links[i];
-            if !link.alive {
-                return;
-            }
-            match link.stream.read(&mut chunk) {
-                Ok(0) => {
-                    link.alive = false;
-                    break;
+            while link.alive {
+                if link.end == link.rbuf.len() {
+                    // Full: move the unparsed bytes to the front, or grow.
+                    if link.start > 0 {
+                        link.rbuf.copy_within(link.start..link.end, 0);
+                        link.end -= link.start;
+                        link.start = 0;
+                    } else {
+                        let n = link.rbuf.len() * 2;
+                        link.rbuf.resize(n, 0);
+                    }
                 }
-                Ok(n) => link.rbuf.extend_from_slice(&chunk[..n]),
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(_) => {
-                    link.alive = false;
-                    break;
+                let end = link.end;
+                match link.stream.read(&mut link.rbuf[end..]) {
+                    Ok(0) => link.alive = false,
+                    Ok(n) => link.end += n,
+                    Err(e) => match e.kind() {
+                        std::io::ErrorKind::WouldBlock => break,
+                        std::io::ErrorKind::Interrupted => {}
+                        _ => link.alive = false,
+                    },
                 }
             }
         }
-        // Whole fragments: a 4-byte mark, then the fragment.
-        let mut used = 0;
+        // Whole fragments: a 4-byte mark, then the fragment. A reply in one fragment (the
+        // usual case) is handed over where it lies.
         loop {
             let link = &mut self.links[i];
-            let buf = &link.rbuf[used..];
+            let buf = &link.rbuf[link.start..link.end];
             if buf.len() < 4 {
                 break;
             }
@@ -173,38 +211,58 @@ impl Pipe {
             if buf.len() < 4 + len {
                 break;
             }
-            link.partial.extend_from_slice(&buf[4..4 + len]);
-            used += 4 + len;
-            if mark & 0x8000_0000 == 0 {
-                continue;
-            }
-            let record = std::mem::take(&mut link.partial);
-            let (xid, result) = match parse_reply(&record) {
-                Ok((xid, body)) => (Some(xid), Ok(body.to_vec())),
-                Err(r) => (r.xid, Err(CallError::Refused(r.why))),
+            link.start += 4 + len;
+            let last = mark & 0x8000_0000 != 0;
+            let whole;
+            let record: &[u8] = if last && link.partial.is_empty() {
+                &buf[4..4 + len]
+            } else {
+                link.partial.extend_from_slice(&buf[4..4 + len]);
+                if !last {
+                    continue;
+                }
+                whole = std::mem::take(&mut link.partial);
+                &whole
             };
-            if let Some(f) = xid.and_then(|x| self.inflight.remove(&x)) {
-                out.push(Done { tag: f.tag, result });
+            match parse_reply(record) {
+                Ok((xid, body)) => {
+                    if let Some(f) = self.inflight.remove(&xid) {
+                        each(f.tag, Ok(body));
+                        finished += 1;
+                    }
+                }
+                Err(r) => {
+                    if let Some(f) = r.xid.and_then(|x| self.inflight.remove(&x)) {
+                        each(f.tag, Err(CallError::Refused(r.why)));
+                        finished += 1;
+                    }
+                }
             }
         }
-        self.links[i].rbuf.drain(..used);
+        let link = &mut self.links[i];
+        if link.start == link.end {
+            (link.start, link.end) = (0, 0);
+        }
         if !self.links[i].alive {
             let lost: Vec<u32> = self.inflight.iter().filter(|(_, f)| f.link == i).map(|(x, _)| *x).collect();
             for x in lost {
                 let f = self.inflight.remove(&x).expect("listed above");
-                out.push(Done { tag: f.tag, result: Err(CallError::Lost(self.addr)) });
+                each(f.tag, Err(CallError::Lost(self.addr)));
+                finished += 1;
             }
         }
+        finished
     }
 
-    fn expire(&mut self, out: &mut Vec<Done>) {
+    fn expire(&mut self, each: &mut OnReply) -> usize {
         let now = Instant::now();
         let late: Vec<u32> =
             self.inflight.iter().filter(|(_, f)| now.duration_since(f.sent) >= self.timeout).map(|(x, _)| *x).collect();
-        for x in late {
-            let f = self.inflight.remove(&x).expect("listed above");
-            out.push(Done { tag: f.tag, result: Err(CallError::Timeout(self.timeout)) });
+        for x in &late {
+            let f = self.inflight.remove(x).expect("listed above");
+            each(f.tag, Err(CallError::Timeout(self.timeout)));
         }
+        late.len()
     }
 }
 
@@ -285,6 +343,45 @@ mod tests {
         tags.sort();
         assert_eq!(tags, (0..16).collect::<Vec<_>>());
         assert!(done.iter().all(|d| d.result.as_ref().is_ok_and(|b| b.len() == 4)));
+    }
+
+    #[test]
+    fn fragmented_and_large_replies_are_reassembled() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        std::thread::spawn(move || {
+            let (mut s, _) = l.accept().unwrap();
+            for body_len in [4usize, 3 << 20] {
+                let mut mark = [0u8; 4];
+                s.read_exact(&mut mark).unwrap();
+                let mut rec = vec![0u8; (u32::from_be_bytes(mark) & 0x7fff_ffff) as usize];
+                s.read_exact(&mut rec).unwrap();
+                let mut e = crate::xdr::Encoder::default();
+                e.buf.extend_from_slice(&rec[..4]);
+                e.u32(1).u32(0).u32(0).u32(0).u32(0);
+                e.buf.extend(std::iter::repeat_n(7u8, body_len));
+                // Two fragments: the first without the last-fragment bit.
+                let (a, b) = e.buf.split_at(10);
+                let mut out = Vec::new();
+                out.extend_from_slice(&(a.len() as u32).to_be_bytes());
+                out.extend_from_slice(a);
+                out.extend_from_slice(&(0x8000_0000 | b.len() as u32).to_be_bytes());
+                out.extend_from_slice(b);
+                s.write_all(&out).unwrap();
+            }
+            std::thread::sleep(Duration::from_secs(2));
+        });
+        let mut p = Pipe::connect(addr, 1, auth(), Duration::from_secs(5)).unwrap();
+        let mut done = Vec::new();
+        for (tag, want) in [(1u64, 4usize), (2, 3 << 20)] {
+            p.send(100003, 3, 6, &[], tag).unwrap();
+            p.poll(1, None, &mut done);
+            let d = done.last().unwrap();
+            assert_eq!(d.tag, tag);
+            let body = d.result.as_ref().unwrap();
+            assert_eq!(body.len(), want);
+            assert!(body.iter().all(|b| *b == 7));
+        }
     }
 
     #[test]

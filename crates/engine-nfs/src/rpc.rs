@@ -53,14 +53,31 @@ impl AuthSys {
 /// Writes a complete call record (record mark, header, credentials, then `args`).
 pub fn encode_call(xid: u32, prog: u32, vers: u32, proc_: u32, auth: &AuthSys, args: &[u8]) -> Vec<u8> {
     let mut e = Encoder::default();
+    encode_call_into(&mut e, xid, prog, vers, proc_, auth, |e| {
+        e.buf.extend_from_slice(args);
+    });
+    e.buf
+}
+
+/// Writes a call record into `e` (cleared first), the arguments appended by `args` in
+/// place: no copy of a write's data beyond the one into the record.
+pub fn encode_call_into(
+    e: &mut Encoder,
+    xid: u32,
+    prog: u32,
+    vers: u32,
+    proc_: u32,
+    auth: &AuthSys,
+    args: impl FnOnce(&mut Encoder),
+) {
+    e.buf.clear();
     e.u32(0); // record mark, filled in below
     e.u32(xid).u32(CALL).u32(2).u32(prog).u32(vers).u32(proc_);
-    auth.encode(&mut e);
+    auth.encode(e);
     e.u32(AUTH_NONE).u32(0);
-    e.buf.extend_from_slice(args);
+    args(e);
     let len = (e.buf.len() - 4) as u32;
     e.buf[..4].copy_from_slice(&(0x8000_0000 | len).to_be_bytes());
-    e.buf
 }
 
 /// Why a reply carries no results: the call's XID when it could be read, and the reason.
