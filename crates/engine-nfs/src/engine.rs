@@ -37,18 +37,12 @@ impl NfsEngine {
     }
 }
 
-/// The errno closest to an NFS status, so failures read like the other engines' (the
-/// status itself: [`proto::status_name`]).
-pub fn errno_of(status: u32) -> i32 {
-    match status {
-        70 => libc::ESTALE,
-        71 => libc::EREMOTE,
-        10001 => libc::EBADF,
-        10004 => libc::EOPNOTSUPP,
-        10008 => libc::EAGAIN,
-        s if s < 10000 => s as i32,
-        _ => libc::EIO,
-    }
+/// Failed results carrying an NFS status are `-(NFS_STATUS_BASE + status)`, above every
+/// errno, so that [`Engine::error_text`] can name the status (NFS3ERR_NOSPC, ...).
+pub const NFS_STATUS_BASE: i64 = 1 << 20;
+
+fn status_result(status: u32) -> i64 {
+    -(NFS_STATUS_BASE + status as i64)
 }
 
 fn io_error(e: impl std::fmt::Display) -> std::io::Error {
@@ -152,7 +146,7 @@ impl Engine for NfsEngine {
                     };
                     match decoded {
                         Ok(Ok(n)) => n,
-                        Ok(Err(status)) => -(errno_of(status) as i64),
+                        Ok(Err(status)) => status_result(status),
                         Err(_) => -(libc::EPROTO as i64),
                     }
                 }
@@ -175,6 +169,13 @@ impl Engine for NfsEngine {
         self.lost.clone()
     }
 
+    fn error_text(&self, result: i64) -> String {
+        match -result {
+            r if r >= NFS_STATUS_BASE => proto::status_name((r - NFS_STATUS_BASE) as u32).to_string(),
+            _ => ioscope_engine::error_name(result),
+        }
+    }
+
     fn close(&mut self) {
         self.pipe = None;
     }
@@ -185,11 +186,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn nfs_statuses_map_to_the_errno_of_the_same_meaning() {
-        assert_eq!(errno_of(2), libc::ENOENT);
-        assert_eq!(errno_of(28), libc::ENOSPC);
-        assert_eq!(errno_of(70), libc::ESTALE);
-        assert_eq!(errno_of(10008), libc::EAGAIN);
-        assert_eq!(errno_of(10006), libc::EIO);
+    fn failures_are_named_by_their_nfs_status_or_errno() {
+        let e = NfsEngine::new(Target::parse("nfs://h/e").unwrap());
+        assert_eq!(e.error_text(status_result(28)), "NFS3ERR_NOSPC");
+        assert_eq!(e.error_text(status_result(10008)), "NFS3ERR_JUKEBOX");
+        assert!(e.error_text(-(libc::ETIMEDOUT as i64)).contains("timed out"));
     }
 }

@@ -156,6 +156,13 @@ fn the_engine_writes_commits_and_reads_with_32_in_flight() {
     assert!(on_server.iter().any(|b| *b != 0), "non-zero data");
     let reads = run(&mut engine, &mut buffers, Op::Read);
     assert!(reads.iter().all(|c| c.result == 4096), "{reads:?}");
-    engine.close();
+    // A file removed behind the engine's back: the server's status, by name.
     s.remove(&m.dir, &name).unwrap();
+    let read = Io { op: Op::Read, file: 0, offset: 0, len: 4096, slot: 0 };
+    assert_eq!(engine.submit(&read, &mut buffers), Submitted::Queued);
+    let mut out = Vec::new();
+    engine.reap(1, Some(10_000_000_000), &mut out).unwrap();
+    assert!(out[0].result < 0, "{out:?}");
+    assert_eq!(engine.error_text(out[0].result), "NFS3ERR_STALE");
+    engine.close();
 }

@@ -116,6 +116,11 @@ pub trait Engine: Send {
     fn file_op(&mut self, _req: &FileReq<'_>, _buffers: &mut IoBuffers) -> i64 {
         -(libc::EOPNOTSUPP as i64)
     }
+    /// What a failed result (a negative value from submit or reap) means, in the target's
+    /// own words (an NFS engine names NFS statuses); the errno text by default.
+    fn error_text(&self, result: i64) -> String {
+        error_name(result)
+    }
     /// Why the target can no longer be reached (a server that closed every connection or
     /// stopped answering): the run ends, failed. None while it can.
     fn lost(&self) -> Option<String> {

@@ -10,7 +10,7 @@ use crate::Effective;
 use ioscope_engine::null::NullEngine;
 use ioscope_engine::posix::PosixEngine;
 use ioscope_engine::uring::UringEngine;
-use ioscope_engine::{error_name, Engine, IoBuffers, Op, OpenSpec, OP_KINDS};
+use ioscope_engine::{Engine, IoBuffers, Op, OpenSpec, OP_KINDS};
 use ioscope_engine_nfs::engine::NfsEngine;
 use ioscope_metrics::{Counts, FileCounts, OpInterval, OpSeries, Snapshot, WorkerCounts, WorkerReader, WorkerRecorder};
 use ioscope_store::{ProbeRow, RunInfo, Status, StepRow, Writer};
@@ -380,14 +380,14 @@ pub fn run(plan: &Plan, files: &[PathBuf], cfg: RunConfig<'_>) -> Result<Outcome
     let first_errors: Vec<String> = first_errors
         .iter()
         .flat_map(|f| f.0.iter())
-        .fold(Vec::<(Op, i64)>::new(), |mut acc, e| {
+        .fold(Vec::<(Op, String)>::new(), |mut acc, e| {
             if !acc.iter().any(|(o, _)| *o == e.0) {
-                acc.push(*e);
+                acc.push(e.clone());
             }
             acc
         })
         .into_iter()
-        .map(|(op, r)| format!("{}: {}", op.name(), error_name(r)))
+        .map(|(op, text)| format!("{}: {text}", op.name()))
         .collect();
     let (status, detail) = if let Some(e) = open_error.into_inner().unwrap() {
         (Status::Failed, Some(format!("could not open the target: {e}")))

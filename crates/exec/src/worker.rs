@@ -28,13 +28,13 @@ pub struct Schedule {
 
 /// The first failure of each op kind, for the end-of-run report.
 #[derive(Default, Debug, Clone)]
-pub struct FirstErrors(pub Vec<(Op, i64)>);
+pub struct FirstErrors(pub Vec<(Op, String)>);
 
 impl FirstErrors {
     #[cold]
-    fn note(&mut self, op: Op, result: i64) {
+    fn note(&mut self, op: Op, text: impl FnOnce() -> String) {
         if !self.0.iter().any(|(o, _)| *o == op) {
-            self.0.push((op, result));
+            self.0.push((op, text()));
         }
     }
 }
@@ -82,7 +82,8 @@ impl<'a, E: Engine> Worker<'a, E> {
             rec.record(latency_ns, service_ns, result as u64, io.offset);
         } else {
             rec.record_error();
-            self.errors.note(io.op, result);
+            let engine = &self.engine;
+            self.errors.note(io.op, || engine.error_text(result));
         }
     }
 
