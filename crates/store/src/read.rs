@@ -117,6 +117,16 @@ fn still_running(run: &RunInfo) -> bool {
     }
 }
 
+/// Stores a counter sample of a per-worker or per-file series.
+fn set_counter(c: &mut ioscope_metrics::Counts, stat: &str, value: u64) {
+    match stat {
+        stat::OPS => c.ops = value,
+        stat::BYTES => c.bytes = value,
+        stat::ERRORS => c.errors = value,
+        _ => {} // a statistic this version does not know: skipped
+    }
+}
+
 /// Version 2 files (no per-file series) are read as they are.
 const OLDEST_READABLE: i32 = 2;
 
@@ -354,13 +364,7 @@ impl Reader<'_> {
                     snap.files.push(FileCounts { file: file.clone(), op: s.op.clone(), counts: Default::default() });
                     snap.files.len() - 1
                 });
-                let c = &mut snap.files[i].counts;
-                match s.stat.as_str() {
-                    stat::OPS => c.ops = value,
-                    stat::BYTES => c.bytes = value,
-                    stat::ERRORS => c.errors = value,
-                    _ => {}
-                }
+                set_counter(&mut snap.files[i].counts, &s.stat, value);
                 continue;
             }
             match s.worker {
@@ -369,13 +373,7 @@ impl Reader<'_> {
                         snap.workers.push(WorkerCounts { worker, op: s.op.clone(), counts: Default::default() });
                         snap.workers.len() - 1
                     });
-                    let c = &mut snap.workers[i].counts;
-                    match s.stat.as_str() {
-                        stat::OPS => c.ops = value,
-                        stat::BYTES => c.bytes = value,
-                        stat::ERRORS => c.errors = value,
-                        _ => {} // a statistic this version does not know: skipped
-                    }
+                    set_counter(&mut snap.workers[i].counts, &s.stat, value);
                 }
                 None => {
                     let i = *b.ops.entry((s.workload.clone(), s.op.clone())).or_insert_with(|| {
