@@ -34,8 +34,8 @@ impl Target {
             Some(i) => (&rest[..i], &rest[i..]),
             None => (rest, ""),
         };
-        if path.len() <= 1 {
-            return Err(err(format!("{url:?} names no export")));
+        if path.is_empty() {
+            return Err(err(format!("{url:?} names no export (nfs://HOST/ for an export of \"/\")")));
         }
         let (host, port) = match authority.rsplit_once(':') {
             Some((h, p)) if !h.ends_with(']') || authority.starts_with('[') => {
@@ -50,7 +50,10 @@ impl Target {
             host: host.trim_start_matches('[').trim_end_matches(']').to_string(),
             port,
             mount_port: None,
-            path: path.trim_end_matches('/').to_string(),
+            path: match path.trim_end_matches('/') {
+                "" => "/".to_string(),
+                p => p.to_string(),
+            },
             nconnect: 1,
             uid: 0,
             gid: 0,
@@ -92,6 +95,7 @@ mod tests {
         assert_eq!((t.nconnect, t.uid, t.gid), (4, 1000, 100));
         let t = Target::parse("nfs://server/export/").unwrap();
         assert_eq!((t.port, t.path.as_str(), t.nconnect), (None, "/export", 1));
+        assert_eq!(Target::parse("nfs://server:2049/").unwrap().path, "/", "an export of /");
     }
 
     #[test]
