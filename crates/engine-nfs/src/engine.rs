@@ -19,6 +19,8 @@ pub struct NfsEngine {
     stable: Stable,
     /// The operation in flight in each slot (replies are decoded by it).
     slot_ops: Vec<Op>,
+    /// Files written UNSTABLE since their last COMMIT (committed at close).
+    dirty: Vec<bool>,
     /// Why the server is out of reach, once it is.
     lost: Option<String>,
 }
@@ -32,6 +34,7 @@ impl NfsEngine {
             files: Vec::new(),
             stable: Stable::Unstable,
             slot_ops: Vec::new(),
+            dirty: Vec::new(),
             lost: None,
         }
     }
@@ -95,6 +98,7 @@ impl Engine for NfsEngine {
             })
             .collect::<Result<_, _>>()?;
         self.stable = if spec.dsync { Stable::FileSync } else { Stable::Unstable };
+        self.dirty = vec![false; self.files.len()];
         self.slot_ops = vec![Op::Read; buffers.slots()];
         self.pipe = Some(
             Pipe::connect(m.nfs_addr, self.target.nconnect, auth_of(&self.target), self.target.timeout)
@@ -116,6 +120,11 @@ impl Engine for NfsEngine {
             _ => return Submitted::Done(-(libc::EOPNOTSUPP as i64)),
         };
         self.slot_ops[io.slot as usize] = io.op;
+        match io.op {
+            Op::Write if stable == Stable::Unstable => self.dirty[io.file as usize] = true,
+            Op::Fsync | Op::Fdatasync => self.dirty[io.file as usize] = false,
+            _ => {}
+        }
         let sent = pipe.send_with(NFS_PROG, 3, proc_, io.slot as u64, |e| match io.op {
             Op::Read => proto::read_args(e, fh, io.offset, io.len),
             Op::Write => proto::write_args(e, fh, io.offset, stable, &buffers.slot(io.slot)[..io.len as usize]),
@@ -176,7 +185,19 @@ impl Engine for NfsEngine {
         }
     }
 
+    /// COMMITs every file written UNSTABLE since its last COMMIT (data the server holds
+    /// only in memory would otherwise outlive the run unsaved), then disconnects.
     fn close(&mut self) {
+        if let Some(pipe) = self.pipe.as_mut().filter(|p| !p.dead() && self.lost.is_none()) {
+            let mut pending = 0;
+            for (i, fh) in self.files.iter().enumerate().filter(|(i, _)| self.dirty[*i]) {
+                if pipe.send_with(NFS_PROG, 3, proc3::COMMIT, i as u64, |e| proto::commit_args(e, fh)).is_ok() {
+                    pending += 1;
+                }
+            }
+            pipe.poll_with(pending, Some(self.target.timeout), &mut |_, _| {});
+        }
+        self.dirty.iter_mut().for_each(|d| *d = false);
         self.pipe = None;
     }
 }

@@ -79,4 +79,6 @@ fn the_engine_keeps_16_in_flight_and_what_it_writes_reads_back() {
         assert!(data[at..at + 4096] == buffers.slot(slot)[..4096], "slot {slot}");
     }
     assert!(engine.lost().is_none());
+    engine.close(); // COMMITs the file written UNSTABLE
+    assert_eq!(s.read_data(&f, 0, 4096).unwrap(), buffers.slot(0)[..4096]);
 }
