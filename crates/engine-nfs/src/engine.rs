@@ -174,8 +174,8 @@ impl Engine for NfsEngine {
         Ok(())
     }
 
-    fn lost(&self) -> Option<String> {
-        self.lost.clone()
+    fn lost(&self) -> Option<&str> {
+        self.lost.as_deref()
     }
 
     fn error_text(&self, result: i64) -> String {

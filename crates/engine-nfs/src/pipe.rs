@@ -56,10 +56,11 @@ pub struct Pipe {
     next_link: usize,
     inflight: HashMap<u32, InFlight>,
     next_xid: u32,
-    auth: AuthSys,
+    credential: Vec<u8>,
     timeout: Duration,
-    /// The record being sent (kept to avoid an allocation per call).
+    /// The record being sent and the poll set, kept to avoid allocations per call.
     out: Encoder,
+    fds: Vec<libc::pollfd>,
 }
 
 impl Pipe {
@@ -79,9 +80,10 @@ impl Pipe {
             next_link: 0,
             inflight: HashMap::new(),
             next_xid: (seed as u32).rotate_left(7) ^ std::process::id(),
-            auth,
+            credential: auth.credential(),
             timeout,
             out: Encoder::default(),
+            fds: Vec::new(),
         })
     }
 
@@ -116,7 +118,7 @@ impl Pipe {
         self.next_link = (link + 1) % n;
         let xid = self.next_xid;
         self.next_xid = self.next_xid.wrapping_add(1);
-        encode_call_into(&mut self.out, xid, prog, vers, proc_, &self.auth, args);
+        encode_call_into(&mut self.out, xid, prog, vers, proc_, &self.credential, args);
         if write_all(&mut self.links[link].stream, &self.out.buf, self.timeout).is_err() {
             self.links[link].alive = false;
             return Err(CallError::Lost(self.addr));
@@ -157,14 +159,15 @@ impl Pipe {
             let due =
                 self.inflight.values().map(|f| (f.sent + self.timeout).saturating_duration_since(Instant::now())).min();
             let sleep = due.map_or(left, |d| d.min(left)).max(Duration::from_millis(1));
-            let mut fds: Vec<libc::pollfd> = self
-                .links
-                .iter()
-                .filter(|l| l.alive)
-                .map(|l| libc::pollfd { fd: l.stream.as_raw_fd(), events: libc::POLLIN, revents: 0 })
-                .collect();
+            self.fds.clear();
+            self.fds.extend(self.links.iter().filter(|l| l.alive).map(|l| libc::pollfd {
+                fd: l.stream.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            }));
+            let (fds, ms) = (&mut self.fds, sleep.as_millis().min(60_000) as i32);
             // SAFETY: fds is a valid array of pollfd for the duration of the call.
-            unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, sleep.as_millis().min(60_000) as i32) };
+            unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
         }
     }
 

@@ -40,40 +40,35 @@ pub struct AuthSys {
 }
 
 impl AuthSys {
-    fn encode(&self, e: &mut Encoder) {
+    /// The encoded credential (flavor and body), written once and copied into every call.
+    pub fn credential(&self) -> Vec<u8> {
         let mut body = Encoder::default();
         body.u32(0).string(&self.machine).u32(self.uid).u32(self.gid).u32(self.gids.len() as u32);
         for g in &self.gids {
             body.u32(*g);
         }
+        let mut e = Encoder::default();
         e.u32(AUTH_SYS).opaque(&body.buf);
+        e.buf
     }
 }
 
-/// Writes a complete call record (record mark, header, credentials, then `args`).
-pub fn encode_call(xid: u32, prog: u32, vers: u32, proc_: u32, auth: &AuthSys, args: &[u8]) -> Vec<u8> {
-    let mut e = Encoder::default();
-    encode_call_into(&mut e, xid, prog, vers, proc_, auth, |e| {
-        e.buf.extend_from_slice(args);
-    });
-    e.buf
-}
-
-/// Writes a call record into `e` (cleared first), the arguments appended by `args` in
-/// place: no copy of a write's data beyond the one into the record.
+/// Writes a complete call record into `e` (cleared first): record mark, header, the
+/// encoded credential, a null verifier, then the arguments appended by `args` in place
+/// (no copy of a write's data beyond the one into the record).
 pub fn encode_call_into(
     e: &mut Encoder,
     xid: u32,
     prog: u32,
     vers: u32,
     proc_: u32,
-    auth: &AuthSys,
+    credential: &[u8],
     args: impl FnOnce(&mut Encoder),
 ) {
     e.buf.clear();
     e.u32(0); // record mark, filled in below
     e.u32(xid).u32(CALL).u32(2).u32(prog).u32(vers).u32(proc_);
-    auth.encode(e);
+    e.buf.extend_from_slice(credential);
     e.u32(AUTH_NONE).u32(0);
     args(e);
     let len = (e.buf.len() - 4) as u32;
@@ -135,9 +130,10 @@ pub fn parse_reply(record: &[u8]) -> Result<(u32, &[u8]), Refused> {
 pub struct Conn {
     pub addr: SocketAddr,
     stream: TcpStream,
-    auth: AuthSys,
+    credential: Vec<u8>,
     next_xid: u32,
     timeout: Duration,
+    out: Encoder,
 }
 
 impl Conn {
@@ -147,15 +143,23 @@ impl Conn {
         stream.set_read_timeout(Some(timeout)).map_err(|source| RpcError::Io { addr, source })?;
         stream.set_write_timeout(Some(timeout)).map_err(|source| RpcError::Io { addr, source })?;
         let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
-        Ok(Conn { addr, stream, auth, next_xid: seed as u32 ^ std::process::id(), timeout })
+        let credential = auth.credential();
+        Ok(Conn {
+            addr,
+            stream,
+            credential,
+            next_xid: seed as u32 ^ std::process::id(),
+            timeout,
+            out: Encoder::default(),
+        })
     }
 
     /// Sends a call and returns its XID.
     pub fn send(&mut self, prog: u32, vers: u32, proc_: u32, args: &[u8]) -> Result<u32, RpcError> {
         let xid = self.next_xid;
         self.next_xid = self.next_xid.wrapping_add(1);
-        let record = encode_call(xid, prog, vers, proc_, &self.auth, args);
-        self.stream.write_all(&record).map_err(|e| self.io(e))?;
+        encode_call_into(&mut self.out, xid, prog, vers, proc_, &self.credential, |e| e.buf.extend_from_slice(args));
+        self.stream.write_all(&self.out.buf).map_err(|e| self.io(e))?;
         Ok(xid)
     }
 
@@ -224,7 +228,9 @@ mod tests {
 
     #[test]
     fn a_call_is_one_record_with_its_header_and_credentials() {
-        let rec = encode_call(0x01020304, 100003, 3, 6, &auth(), &[9, 9, 9, 9]);
+        let mut e = Encoder::default();
+        encode_call_into(&mut e, 0x01020304, 100003, 3, 6, &auth().credential(), |e| e.buf.extend_from_slice(&[9; 4]));
+        let rec = e.buf;
         let mark = u32::from_be_bytes(rec[..4].try_into().unwrap());
         assert_eq!(mark, 0x8000_0000 | (rec.len() as u32 - 4), "last fragment, whole length");
         let mut d = Decoder::new(&rec[4..]);

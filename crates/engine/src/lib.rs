@@ -123,7 +123,7 @@ pub trait Engine: Send {
     }
     /// Why the target can no longer be reached (a server that closed every connection or
     /// stopped answering): the run ends, failed. None while it can.
-    fn lost(&self) -> Option<String> {
+    fn lost(&self) -> Option<&str> {
         None
     }
     /// Closes the target. Also done on drop.

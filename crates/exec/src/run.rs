@@ -504,7 +504,7 @@ fn worker_main<E: Engine>(mut engine: E, id: u32, sh: Shared<'_>) -> FirstErrors
             }
         }
         if let Some(why) = w.engine.lost() {
-            sh.lost.lock().unwrap().get_or_insert(why);
+            sh.lost.lock().unwrap().get_or_insert_with(|| why.to_string());
             sh.stop.store(true, Relaxed);
         }
         w.engine.close();
