@@ -24,31 +24,25 @@ const GRID: [u8; 3] = [44, 50, 62];
 
 /// Renders the heat map(s) of a distribution query as PNG bytes.
 pub fn render(results: &Results, q: &Query, opts: &PlotOptions) -> Result<Vec<u8>, String> {
-    let data = query::heatmap(results, q)?;
-    let buckets: Vec<(f64, f64)> = data["buckets"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|b| (b[0].as_f64().unwrap_or(0.0), b[1].as_f64().unwrap_or(0.0) + 1.0))
-        .collect();
-    let series = data["series"].as_array().cloned().unwrap_or_default();
-    if series.is_empty() || buckets.is_empty() {
+    let map = query::heat_map(results, q)?;
+    let buckets: Vec<(f64, f64)> = map.buckets.iter().map(|&(lo, hi)| (lo as f64, hi as f64 + 1.0)).collect();
+    if map.series.is_empty() || buckets.is_empty() {
         return Err(format!("no {} values recorded in {}", q.stat.name, results.path.display()));
     }
-    let seconds = data["seconds"].as_array().map_or(0, |s| s.len()).max(1);
-    let from = data["from"].as_u64().unwrap_or(0);
+    let seconds = map.seconds.max(1);
+    let from = map.from as u64;
     let (width, ph) = (opts.width.max(LEFT + RIGHT + 100), opts.panel_height.max(80));
-    let height = series.len() as u32 * (ph + TITLE) + BOTTOM;
+    let height = map.series.len() as u32 * (ph + TITLE) + BOTTOM;
     let mut img = Image::new(width, height);
 
     let lo = buckets[0].0.max(1.0);
     let hi = buckets.last().map_or(lo * 10.0, |b| b.1).max(lo * 2.0);
     let (llo, lhi) = (lo.ln(), hi.ln());
     let pw = width - LEFT - RIGHT;
-    for (p, s) in series.iter().enumerate() {
+    for (p, s) in map.series.iter().enumerate() {
         let top = p as u32 * (ph + TITLE) + TITLE;
         let title = match q.by {
-            Some(d) => format!("{} BY {}: {}", q.stat.name, d.name(), s["key"].as_str().unwrap_or("")),
+            Some(d) => format!("{} BY {}: {}", q.stat.name, d.name(), s.key),
             None => q.stat.name.to_string(),
         };
         let filter = q.where_string();
@@ -59,15 +53,11 @@ pub fn render(results: &Results, q: &Query, opts: &PlotOptions) -> Result<Vec<u8
         // Sum counts into (pixel column, pixel row) cells.
         let mut cells = vec![0u64; (pw * ph) as usize];
         let row_of = |v: f64| (((lhi - v.max(lo).ln()) / (lhi - llo)) * ph as f64).clamp(0.0, ph as f64);
-        let empty = Vec::new();
-        let columns = s["columns"].as_array().unwrap_or(&empty);
-        for (i, col) in columns.iter().enumerate() {
+        for (i, col) in s.columns.iter().enumerate() {
             let x0 = (i as u64 * pw as u64 / seconds as u64) as u32;
             let x1 = (((i as u64 + 1) * pw as u64 / seconds as u64) as u32).max(x0 + 1).min(pw);
-            let pairs = col.as_array().unwrap_or(&empty);
-            for pair in pairs.chunks(2) {
-                let (b, count) = (pair[0].as_u64().unwrap_or(0) as usize, pair[1].as_u64().unwrap_or(0));
-                let Some(&(blo, bhi)) = buckets.get(b) else { continue };
+            for &(b, count) in col {
+                let Some(&(blo, bhi)) = buckets.get(b as usize) else { continue };
                 let y0 = row_of(bhi).floor() as u32;
                 let y1 = (row_of(blo).ceil() as u32).max(y0 + 1).min(ph);
                 for y in y0..y1 {

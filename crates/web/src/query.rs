@@ -521,10 +521,25 @@ fn probe_series(results: &Results, range: &Range, q: &Query) -> Vec<Value> {
     keys.order().into_iter().map(|k| json!({"key": keys.names[k], "total": totals[k], "values": values[k]})).collect()
 }
 
-/// `GET /api/v1/runs/{id}/heatmap`: distributions only. Written as JSON text directly:
-/// an hour of seconds is millions of numbers, too many to build as a JSON value tree.
-pub fn heatmap_json(results: &Results, q: &Query) -> Result<String, String> {
-    use std::fmt::Write;
+/// A distribution's heat map: per breakdown value and second, the non-empty buckets.
+pub struct HeatMap {
+    pub from: u32,
+    pub seconds: usize,
+    /// Every bucket used by any series, ascending: inclusive value bounds.
+    pub buckets: Vec<(u64, u64)>,
+    /// In presentation order.
+    pub series: Vec<HeatSeries>,
+}
+
+pub struct HeatSeries {
+    pub key: String,
+    pub total: u64,
+    /// Per second: (index into `buckets`, count) pairs, ascending.
+    pub columns: Vec<Vec<(u32, u64)>>,
+}
+
+/// The heat map of a distribution query.
+pub fn heat_map(results: &Results, q: &Query) -> Result<HeatMap, String> {
     if q.stat.kind != Kind::Distribution {
         return Err(format!(
             "{} is not a distribution; heat maps are for latency, service_time, size and offset",
@@ -557,22 +572,39 @@ pub fn heatmap_json(results: &Results, q: &Query) -> Result<String, String> {
     for (p, &b) in used.iter().enumerate() {
         position[b] = p as u32;
     }
-    let mut out = header(q, &range);
+    let series = keys
+        .order()
+        .into_iter()
+        .map(|k| HeatSeries {
+            key: keys.names[k].clone(),
+            total: totals[k],
+            columns: cols[k].iter().map(|c| c.iter().map(|&(b, count)| (position[b], count)).collect()).collect(),
+        })
+        .collect();
+    Ok(HeatMap { from: range.from, seconds: n, buckets: used.iter().map(|&b| bucket_range(b)).collect(), series })
+}
+
+/// `GET /api/v1/runs/{id}/heatmap`, written as JSON text directly: an hour of seconds is
+/// millions of numbers, too many to build as a JSON value tree.
+pub fn heatmap_json(results: &Results, q: &Query) -> Result<String, String> {
+    use std::fmt::Write;
+    let map = heat_map(results, q)?;
+    let mut out = header(q, &Range::of(results, q));
     out.insert("relative_error".into(), json!(RELATIVE_ERROR));
-    out.insert("buckets".into(), json!(used.iter().map(|&b| bucket_range(b)).collect::<Vec<_>>()));
+    out.insert("buckets".into(), json!(map.buckets));
     let mut text = Value::Object(out).to_string();
     text.pop(); // the closing brace: the series follow
     text.push_str(",\"series\":[");
-    for (n, k) in keys.order().into_iter().enumerate() {
+    for (n, s) in map.series.iter().enumerate() {
         if n > 0 {
             text.push(',');
         }
-        let key = Value::String(keys.names[k].clone()).to_string();
-        let _ = write!(text, "{{\"key\":{key},\"total\":{},\"columns\":[", totals[k]);
-        for (i, col) in cols[k].iter().enumerate() {
+        let key = Value::String(s.key.clone()).to_string();
+        let _ = write!(text, "{{\"key\":{key},\"total\":{},\"columns\":[", s.total);
+        for (i, col) in s.columns.iter().enumerate() {
             text.push_str(if i == 0 { "[" } else { ",[" });
             for (j, &(b, count)) in col.iter().enumerate() {
-                let _ = write!(text, "{}{},{count}", if j == 0 { "" } else { "," }, position[b]);
+                let _ = write!(text, "{}{b},{count}", if j == 0 { "" } else { "," });
             }
             text.push(']');
         }
@@ -580,11 +612,6 @@ pub fn heatmap_json(results: &Results, q: &Query) -> Result<String, String> {
     }
     text.push_str("]}");
     Ok(text)
-}
-
-/// [`heatmap_json`] as a JSON value (for the PNG plot and tests).
-pub fn heatmap(results: &Results, q: &Query) -> Result<Value, String> {
-    serde_json::from_str(&heatmap_json(results, q)?).map_err(|e| e.to_string())
 }
 
 fn round3(v: f64) -> f64 {
