@@ -173,7 +173,7 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> u8 {
     }
     let code = crate::cmd_show::print_summary(&out, output.json);
     if let (true, Some(d)) = (plan.cleanup, &plan.dataset) {
-        match dataset::cleanup(&d.dir) {
+        match dataset::file_system(plan).and_then(|fs| dataset::cleanup(&*fs, &d.dir)) {
             Ok(c) if !output.quiet => eprintln!("cleanup: removed {} file(s), {}", c.files, terminal::size(c.bytes)),
             Ok(_) => {}
             Err(e) => eprintln!("cleanup failed: {e}"),
@@ -203,7 +203,7 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> u8 {
     if let Some(server) = server {
         if outcome.status != Status::Interrupted {
             eprintln!("the run is over; the UI stays at {} until Ctrl-C", server.url());
-            interrupt.store(false, Ordering::Relaxed);
+            // A Ctrl-C that came after the run ended (even before this line) closes the UI.
             while !interrupt.load(Ordering::Relaxed) {
                 std::thread::sleep(std::time::Duration::from_millis(100));
             }
@@ -259,7 +259,11 @@ fn prepare_dataset(
     show_progress: bool,
 ) -> Result<dataset::Layout, u8> {
     let (spec, format) = dataset::DatasetSpec::of(d);
-    let reusable = match dataset::check(&spec, format, plan.force) {
+    let fs = dataset::file_system(plan).map_err(|e| {
+        eprintln!("error: {e}");
+        exit::RUN_FAILED
+    })?;
+    let reusable = match dataset::check(&*fs, &spec, format, plan.force) {
         Ok(r) => r,
         Err(e @ (dataset::DatasetError::NotOurs { .. } | dataset::DatasetError::Missing { .. })) => {
             eprintln!("error: {e}");
@@ -293,7 +297,7 @@ fn prepare_dataset(
         }
     };
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(1, 16);
-    let prepared = dataset::prepare(&spec, format, plan.force, threads, &report);
+    let prepared = dataset::prepare(&*fs, &spec, format, plan.force, threads, &report);
     terminal::clear_line(show_progress);
     match prepared {
         Ok(p) => {

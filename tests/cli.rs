@@ -701,6 +701,88 @@ fn nfs_engine_runs_reads_and_writes_against_ganesha_and_the_server_has_what_was_
 }
 
 #[test]
+#[ignore = "needs nfs-ganesha: scripts/test.sh starts one and sets IOSCOPE_NFS_URL"]
+fn nfs_engine_runs_file_tree_workloads_against_ganesha() {
+    let (url, export_dir) = nfs_server();
+    let tmp = tempfile::tempdir().unwrap();
+    let sub = format!("tree-{}", std::process::id());
+    // A workload file: the dataset, then one single-threaded workload per operation.
+    let workload = |name: &str, dataset: &str, ops: &[(&str, &str)]| {
+        let mut toml = format!(
+            "engine = \"nfs\"\ntarget = \"{url}/{sub}?nconnect=2\"\nduration = \"3s\"\n\n[dataset]\n{dataset}\n"
+        );
+        for (op, extra) in ops {
+            toml.push_str(&format!("\n[[workload]]\nname = \"{op}\"\noperation = \"{op}\"\nthreads = 1\n{extra}\n"));
+        }
+        let path = tmp.path().join(name);
+        std::fs::write(&path, toml).unwrap();
+        path
+    };
+    let ops_of = |v: &Value, op: &str| v["ops"][op]["ops"].as_u64().unwrap_or(0);
+
+    // Transfers and attributes on a tree the run creates: no errors.
+    let tree = workload(
+        "tree.toml",
+        "dir = \"tree\"\ndepth = 2\nwidth = 3\nfiles = 20\nsizes = \"4k:50,64k:40,1m:10\"",
+        &[
+            ("read", "rwmix_read = 100\nbs = \"16k\"\nfileio = \"random\""),
+            ("write", "rwmix_read = 0\nbs = \"32k\""),
+            ("getattr", ""),
+            ("setattr", ""),
+            ("open", ""),
+        ],
+    );
+    let v = json_of(&run_ok(&["run", s(&tree), "--quiet", "--json", "--out", s(&tmp.path().join("tree.db"))]));
+    schema_check(&v);
+    for op in ["read", "write", "open", "close", "getattr", "setattr"] {
+        assert!(ops_of(&v, op) > 10, "{op}: {}", v["ops"]);
+    }
+    assert_eq!(v["total"]["errors"], 0, "{}", v["ops"]);
+    // The tree is on the server, and what ioscope wrote reads back through another client
+    // byte for byte, without a zero block.
+    let anchor = export_dir.join(&sub).join("tree");
+    assert!(anchor.join(".ioscope-dataset.json").is_file());
+    for file in ["d00/d00/f000000", "d02/d02/f000019"] {
+        let on_server = std::fs::read(anchor.join(file)).unwrap();
+        let via_libnfs = Command::new("nfs-cat").arg(format!("{url}/{sub}/tree/{file}")).output().unwrap();
+        assert!(via_libnfs.status.success(), "{}", String::from_utf8_lossy(&via_libnfs.stderr));
+        assert!(!on_server.is_empty() && via_libnfs.stdout == on_server, "{file}: nfs-cat and the server differ");
+        assert!(on_server.chunks(4096).all(|c| c.iter().any(|b| *b != 0)), "{file}: a zero block");
+    }
+
+    // The namespace operations, racing each other on a small tree: each gets done.
+    let names = workload(
+        "names.toml",
+        "dir = \"names\"\ndepth = 1\nwidth = 4\nfiles = 3\nsizes = \"4k\"",
+        &[("create", ""), ("delete", ""), ("copy", ""), ("move", ""), ("mkdir", ""), ("rmdir", "")],
+    );
+    let v = json_of(&run_ok(&["run", s(&names), "--quiet", "--json", "--out", s(&tmp.path().join("names.db"))]));
+    for op in ["create", "delete", "copy", "move", "mkdir", "rmdir"] {
+        assert!(ops_of(&v, op) > 0, "{op}: {}", v["ops"]);
+    }
+
+    // Again with --cleanup: the tree is reused, then all ioscope made is gone, and a
+    // foreign file stays.
+    std::fs::write(export_dir.join(&sub).join("theirs.txt"), "keep me").unwrap();
+    let again = ioscope()
+        .args(["run", s(&tree), "--duration", "1s", "--cleanup", "--out", s(&tmp.path().join("again.db"))])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert_eq!(again.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("reusing dataset"), "{stderr}");
+    assert!(!anchor.exists(), "cleanup removed the tree: {stderr}");
+    assert_eq!(std::fs::read_to_string(export_dir.join(&sub).join("theirs.txt")).unwrap(), "keep me");
+    // A directory holding data ioscope did not make is refused before any I/O.
+    std::fs::create_dir_all(&anchor).unwrap();
+    std::fs::write(anchor.join("notes.txt"), "mine").unwrap();
+    let refused = ioscope().args(["run", s(&tree), "--out", s(&tmp.path().join("no.db"))]).output().unwrap();
+    assert_eq!(refused.status.code(), Some(2), "{}", String::from_utf8_lossy(&refused.stderr));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--force"));
+    assert_eq!(std::fs::read_dir(&anchor).unwrap().count(), 1, "nothing written");
+}
+
+#[test]
 #[ignore = "kills the nfs-ganesha that scripts/test.sh started (run alone, last)"]
 fn nfs_server_killed_mid_run_ends_the_run_with_errors_counted_and_the_results_kept() {
     let (url, _) = nfs_server();

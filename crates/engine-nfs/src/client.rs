@@ -41,6 +41,8 @@ fn ok<T>(op: &'static str, r: proto::Res<T>) -> Result<T, NfsError> {
 pub struct Mounted {
     pub nfs_addr: SocketAddr,
     pub export: String,
+    /// Handle of the export's root directory.
+    pub root: Fh,
     /// Handle of the target directory (the export's root, or the directory under it).
     pub dir: Fh,
     pub fsinfo: FsInfo,
@@ -76,15 +78,29 @@ fn getport(t: &Target, prog: u32, vers: u32) -> Result<u16, NfsError> {
 
 /// Mounts the target: see the module docs.
 pub fn mount(t: &Target) -> Result<Mounted, NfsError> {
-    mount_with(t, false)
+    mount_with(t, Walk::Existing)
 }
 
 /// Mounts the target, creating the directories under the export that are missing.
 pub fn mount_creating(t: &Target) -> Result<Mounted, NfsError> {
-    mount_with(t, true)
+    mount_with(t, Walk::Create)
 }
 
-fn mount_with(t: &Target, create: bool) -> Result<Mounted, NfsError> {
+/// Mounts the target's export only: `dir` is the export's root, whether or not the
+/// target's directory exists.
+pub fn mount_export(t: &Target) -> Result<Mounted, NfsError> {
+    mount_with(t, Walk::No)
+}
+
+/// How far [`mount_with`] goes below the export.
+#[derive(PartialEq)]
+enum Walk {
+    No,
+    Existing,
+    Create,
+}
+
+fn mount_with(t: &Target, walk: Walk) -> Result<Mounted, NfsError> {
     let mount_port = match t.mount_port {
         Some(p) => p,
         None => getport(t, MOUNT_PROG, 3)?,
@@ -112,16 +128,17 @@ fn mount_with(t: &Target, create: bool) -> Result<Mounted, NfsError> {
     })?;
     let nfs_addr = resolve(&t.host, nfs_port)?;
     let mut s = Session { conn: Conn::connect(nfs_addr, auth_of(t), t.timeout)? };
-    let mut dir = root;
-    for name in t.path[export.len()..].split('/').filter(|n| !n.is_empty()) {
+    let mut dir = root.clone();
+    let below = if walk == Walk::No { "" } else { &t.path[export.len()..] };
+    for name in below.split('/').filter(|n| !n.is_empty()) {
         dir = match s.lookup(&dir, name) {
             Ok((fh, _)) => fh,
-            Err(e) if create && e.status() == Some(2) => s.mkdir(&dir, name, 0o755)?,
+            Err(e) if walk == Walk::Create && e.status() == Some(2) => s.mkdir(&dir, name, 0o755)?,
             Err(e) => return Err(e),
         };
     }
     let fsinfo = s.fsinfo(&dir)?;
-    Ok(Mounted { nfs_addr, export, dir, fsinfo })
+    Ok(Mounted { nfs_addr, export, root, dir, fsinfo })
 }
 
 /// NFSv3 calls on one connection, one at a time.
@@ -136,6 +153,11 @@ impl Session {
 
     fn call(&mut self, proc_: u32, args: Encoder) -> Result<Vec<u8>, NfsError> {
         Ok(self.conn.call(NFS_PROG, 3, proc_, &args.buf)?)
+    }
+
+    /// NULL: does nothing, answered by any live server.
+    pub fn null(&mut self) -> Result<(), NfsError> {
+        self.call(0, Encoder::default()).map(|_| ())
     }
 
     pub fn getattr(&mut self, f: &Fh) -> Result<Attr, NfsError> {
@@ -191,14 +213,41 @@ impl Session {
         ok("COMMIT", proto::status_res(&self.call(proc3::COMMIT, e)?))
     }
 
-    /// CREATE (unchecked); looks the file up when the server returns no handle.
+    /// CREATE (unchecked: an existing file is opened as it is); looks the file up when the
+    /// server returns no handle.
     pub fn create(&mut self, dir: &Fh, name: &str, mode: u32) -> Result<Fh, NfsError> {
+        self.create_with(dir, name, mode, false, false)
+    }
+
+    /// CREATE, guarded (NFS3ERR_EXIST if the name exists) or unchecked and truncating.
+    pub fn create_with(
+        &mut self,
+        dir: &Fh,
+        name: &str,
+        mode: u32,
+        guarded: bool,
+        truncate: bool,
+    ) -> Result<Fh, NfsError> {
         let mut e = Encoder::default();
-        proto::create_args(&mut e, dir, name, mode);
+        proto::create_args(&mut e, dir, name, mode, guarded, truncate);
         match ok("CREATE", proto::create_res(&self.call(proc3::CREATE, e)?))? {
             Some(f) => Ok(f),
             None => Ok(self.lookup(dir, name)?.0),
         }
+    }
+
+    /// SETATTR of the modification time to the server's clock.
+    pub fn touch(&mut self, f: &Fh) -> Result<(), NfsError> {
+        let mut e = Encoder::default();
+        proto::touch_args(&mut e, f);
+        ok("SETATTR", proto::status_res(&self.call(proc3::SETATTR, e)?))
+    }
+
+    /// RENAME (replaces `to` if it exists).
+    pub fn rename(&mut self, from_dir: &Fh, from: &str, to_dir: &Fh, to: &str) -> Result<(), NfsError> {
+        let mut e = Encoder::default();
+        proto::rename_args(&mut e, from_dir, from, to_dir, to);
+        ok("RENAME", proto::status_res(&self.call(proc3::RENAME, e)?))
     }
 
     pub fn mkdir(&mut self, dir: &Fh, name: &str, mode: u32) -> Result<Fh, NfsError> {

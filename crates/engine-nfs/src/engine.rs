@@ -2,19 +2,27 @@
 //! engine mounts the target, looks up the working-set files, and keeps its I/Os in flight
 //! over `nconnect` connections ([`Pipe`]). READ and WRITE carry the I/O; writes are
 //! UNSTABLE unless the plan asks for O_DSYNC (FILE_SYNC then); fsync/fdatasync are COMMIT.
-//! There is no client cache: every read reaches the server.
+//! There is no client cache: every read reaches the server. File and directory operations
+//! of file-tree workloads go by path over a connection of their own ([`Paths`]): open is
+//! a LOOKUP, close COMMITs what was written, create is CREATE + WRITEs + COMMIT, copy
+//! READs and WRITEs, move is RENAME, getattr/setattr are GETATTR/SETATTR.
 
-use crate::client::{auth_of, mount, Mounted};
+use crate::client::{auth_of, mount, Mounted, NfsError};
+use crate::fs::Paths;
 use crate::pipe::{CallError, Pipe};
 use crate::proto::{self, proc3, Fh, Stable, NFS_PROG};
+use crate::rpc::RpcError;
 use crate::target::Target;
-use ioscope_engine::{Capabilities, Completion, Engine, Io, IoBuffers, Op, OpenSpec, Submitted};
+use ioscope_engine::{Capabilities, Completion, Engine, FileReq, Io, IoBuffers, Op, OpenSpec, Submitted};
 use std::time::Duration;
 
 pub struct NfsEngine {
     target: Target,
     mounted: Option<Mounted>,
     pipe: Option<Pipe>,
+    /// Operations by path (file-tree workloads).
+    paths: Option<Paths>,
+    /// Open files: the working set's, or the one a file-tree workload opened.
     files: Vec<Fh>,
     stable: Stable,
     /// The operation in flight in each slot (replies are decoded by it).
@@ -31,11 +39,27 @@ impl NfsEngine {
             target,
             mounted: None,
             pipe: None,
+            paths: None,
             files: Vec::new(),
             stable: Stable::Unstable,
             slot_ops: Vec::new(),
             dirty: Vec::new(),
             lost: None,
+        }
+    }
+}
+
+impl NfsEngine {
+    /// After a call went unanswered (counted as timed out): a server may drop a request it
+    /// cannot serve now (nfs-ganesha does) and go on, so the run goes on if the server
+    /// answers a NULL call; if that goes unanswered too, the server is out of reach.
+    fn check_alive(&mut self, why: String) {
+        let answer = match self.paths.as_mut() {
+            Some(paths) => paths.ping().map_err(|e| e.to_string()),
+            None => Err("no connection to ask".to_string()),
+        };
+        if let Err(e) = answer {
+            self.lost.get_or_insert_with(|| format!("{why}, and no answer to a NULL call either ({e})"));
         }
     }
 }
@@ -73,7 +97,7 @@ impl Engine for NfsEngine {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities { queued: true, direct_io: true, metadata: false, max_queue_depth: 1024, batched_submit: false }
+        Capabilities { queued: true, direct_io: true, metadata: true, max_queue_depth: 1024, batched_submit: false }
     }
 
     fn open(&mut self, spec: &OpenSpec, buffers: &IoBuffers) -> std::io::Result<()> {
@@ -104,8 +128,56 @@ impl Engine for NfsEngine {
             Pipe::connect(m.nfs_addr, self.target.nconnect, auth_of(&self.target), self.target.timeout)
                 .map_err(io_error)?,
         );
+        self.paths = Some(Paths::connect(&self.target, &m).map_err(io_error)?);
         self.mounted = Some(m);
         Ok(())
+    }
+
+    fn file_op(&mut self, req: &FileReq<'_>, buffers: &mut IoBuffers) -> i64 {
+        let Some(paths) = self.paths.as_mut() else { return -(libc::EBADF as i64) };
+        let path = req.path;
+        let done = match (req.op, req.to) {
+            (Op::Open, _) => paths.open(path).map(|fh| {
+                // Handles are opened and closed last-in, first-out (one per worker today).
+                self.files.truncate(req.file as usize);
+                self.dirty.truncate(req.file as usize);
+                self.files.push(fh);
+                self.dirty.push(false);
+                0
+            }),
+            (Op::Close, _) => {
+                let k = req.file as usize;
+                let committed = match (self.files.get(k), self.dirty.get(k)) {
+                    (Some(fh), Some(true)) => paths.commit(fh).map(|()| 0),
+                    _ => Ok(0),
+                };
+                self.files.truncate(k);
+                self.dirty.truncate(k);
+                committed
+            }
+            (Op::Create, _) => paths.create_new(path, req.size, buffers.slot(0)).map(|n| n as i64),
+            (Op::Delete, _) => paths.remove(path).map(|()| 0),
+            (Op::Mkdir, _) => paths.mkdir(path).map(|()| 0),
+            (Op::Rmdir, _) => paths.rmdir(path).map(|()| 0),
+            (Op::Getattr, _) => paths.getattr(path).map(|_| 0),
+            (Op::Setattr, _) => paths.touch(path).map(|()| 0),
+            (Op::Copy, Some(to)) => paths.copy_new(path, to).map(|n| n as i64),
+            (Op::Move, Some(to)) => paths.rename_new(path, to).map(|()| 0),
+            _ => return -(libc::EINVAL as i64),
+        };
+        match done {
+            Ok(n) => n,
+            Err(NfsError::Status { status, .. }) => status_result(status),
+            Err(NfsError::Rpc(e @ RpcError::Timeout { .. })) => {
+                self.check_alive(e.to_string());
+                -(libc::ETIMEDOUT as i64)
+            }
+            Err(NfsError::Rpc(e @ (RpcError::Closed { .. } | RpcError::Io { .. }))) => {
+                self.lost.get_or_insert_with(|| e.to_string());
+                -(libc::ECONNRESET as i64)
+            }
+            Err(_) => -(libc::EPROTO as i64),
+        }
     }
 
     fn submit(&mut self, io: &Io, buffers: &mut IoBuffers) -> Submitted {
@@ -143,7 +215,8 @@ impl Engine for NfsEngine {
 
     fn reap(&mut self, min: usize, timeout_ns: Option<u64>, out: &mut Vec<Completion>) -> std::io::Result<()> {
         let Some(pipe) = self.pipe.as_mut() else { return Ok(()) };
-        let (slot_ops, lost, addr) = (&self.slot_ops, &mut self.lost, pipe.addr);
+        let (slot_ops, addr) = (&self.slot_ops, pipe.addr);
+        let mut unanswered = None;
         pipe.poll_with(min, timeout_ns.map(Duration::from_nanos), &mut |tag, reply| {
             let slot = tag as u32;
             let result = match reply {
@@ -160,7 +233,7 @@ impl Engine for NfsEngine {
                     }
                 }
                 Err(CallError::Timeout(t)) => {
-                    lost.get_or_insert_with(|| format!("{addr} sent no reply within {t:?}"));
+                    unanswered = Some(format!("{addr} sent no reply within {t:?}"));
                     -(libc::ETIMEDOUT as i64)
                 }
                 Err(CallError::Lost(_)) => -(libc::ECONNRESET as i64),
@@ -170,6 +243,9 @@ impl Engine for NfsEngine {
         });
         if pipe.dead() {
             self.lost.get_or_insert_with(|| format!("{} closed every connection", pipe.addr));
+        }
+        if let Some(why) = unanswered {
+            self.check_alive(why);
         }
         Ok(())
     }

@@ -9,6 +9,7 @@
 
 pub mod client;
 pub mod engine;
+pub mod fs;
 pub mod pipe;
 pub mod proto;
 pub mod rpc;

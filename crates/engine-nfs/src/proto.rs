@@ -18,6 +18,7 @@ pub mod proc3 {
     pub const MKDIR: u32 = 9;
     pub const REMOVE: u32 = 12;
     pub const RMDIR: u32 = 13;
+    pub const RENAME: u32 = 14;
     pub const READDIRPLUS: u32 = 17;
     pub const FSINFO: u32 = 19;
     pub const COMMIT: u32 = 21;
@@ -127,10 +128,12 @@ pub fn write_args(e: &mut Encoder, f: &Fh, offset: u64, stable: Stable, data: &[
     e.u64(offset).u32(data.len() as u32).u32(stable as u32).opaque(data);
 }
 
-pub fn create_args(e: &mut Encoder, dir: &Fh, name: &str, mode: u32) {
+/// CREATE: `guarded` fails with NFS3ERR_EXIST when the name exists; unchecked creates or
+/// opens it, and `truncate` then sets its size to 0.
+pub fn create_args(e: &mut Encoder, dir: &Fh, name: &str, mode: u32, guarded: bool, truncate: bool) {
     diropargs(e, dir, name);
-    e.u32(0); // UNCHECKED
-    sattr(e, Some(mode), None);
+    e.u32(if guarded { 1 } else { 0 });
+    sattr(e, Some(mode), truncate.then_some(0));
 }
 
 pub fn mkdir_args(e: &mut Encoder, dir: &Fh, name: &str, mode: u32) {
@@ -142,6 +145,19 @@ pub fn setattr_args(e: &mut Encoder, f: &Fh, mode: Option<u32>, size: Option<u64
     fh(e, f);
     sattr(e, mode, size);
     e.bool(false); // no guard
+}
+
+/// SETATTR of the modification time to the server's clock (what touch(1) does).
+pub fn touch_args(e: &mut Encoder, f: &Fh) {
+    fh(e, f);
+    e.bool(false).bool(false).bool(false).bool(false); // mode, uid, gid, size
+    e.u32(0).u32(1); // atime: don't change; mtime: SET_TO_SERVER_TIME
+    e.bool(false); // no guard
+}
+
+pub fn rename_args(e: &mut Encoder, from_dir: &Fh, from: &str, to_dir: &Fh, to: &str) {
+    diropargs(e, from_dir, from);
+    diropargs(e, to_dir, to);
 }
 
 pub fn commit_args(e: &mut Encoder, f: &Fh) {
@@ -245,7 +261,7 @@ pub fn create_res(body: &[u8]) -> Res<Option<Fh>> {
     }
 }
 
-/// REMOVE, RMDIR, SETATTR, COMMIT: only the status matters.
+/// REMOVE, RMDIR, RENAME, SETATTR, COMMIT: only the status matters.
 pub fn status_res(body: &[u8]) -> Res<()> {
     let mut d = Decoder::new(body);
     match status(&mut d)? {

@@ -82,6 +82,14 @@ impl Target {
         }
         Ok(t)
     }
+
+    /// `nfs://HOST[:PORT]PATH` for a path on this server: how paths on it are spelt (a
+    /// dataset's anchor, the files of its tree), without the options.
+    pub fn url_of(&self, path: &str) -> String {
+        let host = if self.host.contains(':') { format!("[{}]", self.host) } else { self.host.clone() };
+        let port = self.port.map(|p| format!(":{p}")).unwrap_or_default();
+        format!("nfs://{host}{port}{path}")
+    }
 }
 
 #[cfg(test)]
@@ -96,6 +104,8 @@ mod tests {
         let t = Target::parse("nfs://server/export/").unwrap();
         assert_eq!((t.port, t.path.as_str(), t.nconnect), (None, "/export", 1));
         assert_eq!(Target::parse("nfs://server:2049/").unwrap().path, "/", "an export of /");
+        let t = Target::parse("nfs://[::1]:2049/e/d?nconnect=2").unwrap();
+        assert_eq!(t.url_of(&t.path), "nfs://[::1]:2049/e/d");
     }
 
     #[test]

@@ -82,3 +82,85 @@ fn the_engine_keeps_16_in_flight_and_what_it_writes_reads_back() {
     engine.close(); // COMMITs the file written UNSTABLE
     assert_eq!(s.read_data(&f, 0, 4096).unwrap(), buffers.slot(0)[..4096]);
 }
+
+#[test]
+fn paths_create_list_rename_and_remove_a_tree() {
+    use ioscope_engine::fs::{FileSystem, Stat};
+    use ioscope_engine_nfs::fs::NfsFs;
+    use std::io::ErrorKind;
+    use std::path::PathBuf;
+    let port = memfs_server();
+    let t = target(port, "tree");
+    let base = PathBuf::from(format!("nfs://127.0.0.1:{port}/tree"));
+    let nfs = NfsFs::mount(&t).unwrap();
+    let mut c = nfs.connect().unwrap();
+    assert_eq!(c.stat(&base).unwrap(), None, "the target's directory is not there yet");
+    c.create_dir_all(&base.join("d0/d1")).unwrap();
+    c.create_dir_all(&base.join("d0/d1")).unwrap();
+    assert!(c.stat(&base.join("d0/d1")).unwrap().is_some_and(|s| s.dir));
+    let file = base.join("d0/d1/f0");
+    let byte = |at: u64| (at / 65536 + 1) as u8;
+    let mut fill = |off: u64, chunk: &mut [u8]| chunk.iter_mut().zip(off..).for_each(|(b, at)| *b = byte(at));
+    c.write_file(&file, 300_000, &mut fill).unwrap();
+    assert_eq!(c.stat(&file).unwrap(), Some(Stat { dir: false, file: true, len: 300_000 }));
+    let data = c.read_file(&file).unwrap();
+    assert_eq!(data.len(), 300_000);
+    assert!(data.iter().zip(0..).all(|(b, at)| *b == byte(at)));
+    // Written again: truncated and rewritten.
+    c.write_file(&file, 10, &mut |_, chunk| chunk.fill(9)).unwrap();
+    assert_eq!(c.read_file(&file).unwrap(), [9u8; 10]);
+    c.rename(&file, &base.join("d0/d1/f1")).unwrap();
+    let listed = c.list(&base.join("d0/d1")).unwrap();
+    assert_eq!(listed, [("f1".to_string(), Some(Stat { dir: false, file: true, len: 10 }))]);
+    let err = c.remove_dir(&base.join("d0")).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::DirectoryNotEmpty, "{err}");
+    assert_eq!(c.remove_file(&file).unwrap_err().kind(), ErrorKind::NotFound);
+    c.remove_file(&base.join("d0/d1/f1")).unwrap();
+    c.remove_dir(&base.join("d0/d1")).unwrap();
+    c.remove_dir(&base.join("d0")).unwrap();
+    assert!(c.list(&base).unwrap().is_empty());
+}
+
+#[test]
+fn the_engine_does_file_and_directory_operations_by_path() {
+    use ioscope_engine::FileReq;
+    let port = memfs_server();
+    let t = target(port, "ops");
+    mount_creating(&t).unwrap();
+    let base = std::path::PathBuf::from(format!("nfs://127.0.0.1:{port}/ops"));
+    let mut buffers = IoBuffers::new(1, 65536, 3);
+    let mut engine = NfsEngine::new(t);
+    engine.open(&OpenSpec { queue_depth: 1, write: true, ..Default::default() }, &buffers).unwrap();
+    let (dir, a, b) = (base.join("d"), base.join("d/a"), base.join("d/b"));
+    let req = |op, path| FileReq { op, path, to: None, file: 0, write: false, size: 0 };
+    let mut run = |e: &mut NfsEngine, r: FileReq<'_>| e.file_op(&r, &mut buffers);
+    assert_eq!(run(&mut engine, req(Op::Mkdir, &dir)), 0);
+    assert_eq!(run(&mut engine, FileReq { size: 100_000, ..req(Op::Create, &a) }), 100_000);
+    let exists = run(&mut engine, FileReq { size: 1, ..req(Op::Create, &a) });
+    assert_eq!(engine.error_text(exists), "NFS3ERR_EXIST", "create never replaces a file");
+    assert_eq!(run(&mut engine, req(Op::Getattr, &a)), 0);
+    assert_eq!(run(&mut engine, req(Op::Setattr, &a)), 0);
+    assert_eq!(run(&mut engine, FileReq { to: Some(&b), ..req(Op::Copy, &a) }), 100_000);
+    let taken = run(&mut engine, FileReq { to: Some(&b), ..req(Op::Move, &a) });
+    assert_eq!(engine.error_text(taken), "NFS3ERR_EXIST", "move never replaces a file");
+    assert_eq!(run(&mut engine, req(Op::Delete, &a)), 0);
+    assert_eq!(run(&mut engine, FileReq { to: Some(&a), ..req(Op::Move, &b) }), 0);
+    // Open, read what create wrote (slot 0's data repeated), write, close (COMMIT).
+    let expected = buffers.slot(0)[..4096].to_vec();
+    assert_eq!(engine.file_op(&FileReq { write: true, ..req(Op::Open, &a) }, &mut buffers), 0);
+    let io = Io { op: Op::Read, file: 0, offset: 65536, len: 4096, slot: 0 };
+    assert_eq!(engine.submit(&io, &mut buffers), Submitted::Queued);
+    let mut out = Vec::new();
+    engine.reap(1, Some(5_000_000_000), &mut out).unwrap();
+    assert_eq!(out[0].result, 4096);
+    assert_eq!(buffers.slot(0)[..4096], expected[..]);
+    let mut run = |e: &mut NfsEngine, r: FileReq<'_>| e.file_op(&r, &mut buffers);
+    assert_eq!(run(&mut engine, req(Op::Close, &a)), 0);
+    let gone = run(&mut engine, req(Op::Rmdir, &dir));
+    assert_eq!(engine.error_text(gone), "NFS3ERR_NOTEMPTY");
+    assert_eq!(run(&mut engine, req(Op::Delete, &a)), 0);
+    let missing = run(&mut engine, req(Op::Getattr, &a));
+    assert!(["NFS3ERR_NOENT", "NFS3ERR_STALE"].contains(&engine.error_text(missing).as_str()));
+    assert_eq!(run(&mut engine, req(Op::Rmdir, &dir)), 0);
+    assert!(engine.lost().is_none());
+}

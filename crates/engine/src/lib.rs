@@ -6,6 +6,7 @@
 //! An engine is one module plus one line in [`EngineKind`]'s registry in the executor.
 
 pub mod buffers;
+pub mod fs;
 pub mod null;
 pub mod op;
 pub mod posix;

@@ -5,11 +5,13 @@
 //! in parallel with non-zero, incompressible data, marks it with a marker file holding the
 //! definition, reuses it when the definition matches, never writes into a non-empty
 //! directory it did not mark unless forced, and on cleanup removes only what it created.
+//! All of it goes through a [`FileSystem`]: the tree lives in a local directory or on an
+//! NFS server alike.
 
 use ioscope_engine::buffers::fill_random;
+use ioscope_engine::fs::{FileSystem, FsConn};
 use serde::{Deserialize, Serialize};
-use std::fs::{self, OpenOptions};
-use std::io::{ErrorKind, Write};
+use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
@@ -207,10 +209,15 @@ impl Layout {
 
     /// A quick look that the tree is there: every leaf, and the first, last and ~100
     /// files spread over the tree exist with their size.
-    fn looks_complete(&self) -> bool {
-        let file_ok = |i| fs::metadata(self.file_path(i)).is_ok_and(|m| m.is_file() && m.len() == self.file_size(i));
-        (0..self.leaf_dirs).all(|l| self.leaf_path(l).is_dir())
-            && (self.files == 0 || (0..=100).all(|k| file_ok(k * (self.files - 1) / 100)))
+    fn looks_complete(&self, c: &mut dyn FsConn) -> bool {
+        let mut is = |path: &Path, dir: bool, len: Option<u64>| {
+            c.stat(path).ok().flatten().is_some_and(|m| m.dir == dir && len.is_none_or(|l| m.len == l))
+        };
+        (0..self.leaf_dirs).all(|l| is(&self.leaf_path(l), true, None))
+            && (self.files == 0
+                || (0..=100)
+                    .map(|k| k * (self.files - 1) / 100)
+                    .all(|i| is(&self.file_path(i), false, Some(self.file_size(i)))))
     }
 }
 
@@ -229,21 +236,25 @@ struct Marker {
 
 /// Ok(None) if there is no marker; an unreadable one is an error, since we cannot tell
 /// what it claims.
-fn read_marker(anchor: &Path) -> Result<Option<Marker>, DatasetError> {
+fn read_marker(c: &mut dyn FsConn, anchor: &Path) -> Result<Option<Marker>, DatasetError> {
     let path = anchor.join(MARKER);
-    match fs::read_to_string(&path) {
+    match c.read_file(&path) {
         Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
         Err(e) => Err(io_err(&path)(e)),
-        Ok(text) => serde_json::from_str(&text)
+        Ok(text) => serde_json::from_slice(&text)
             .map(Some)
             .map_err(|e| DatasetError::NotOurs { path, reason: format!("unreadable marker ({e})") }),
     }
 }
 
-fn write_marker(anchor: &Path, marker: &Marker) -> Result<(), DatasetError> {
+fn write_marker(c: &mut dyn FsConn, anchor: &Path, marker: &Marker) -> Result<(), DatasetError> {
     let tmp = anchor.join(format!("{MARKER}.tmp"));
-    fs::write(&tmp, serde_json::to_string_pretty(marker).expect("marker serializes")).map_err(io_err(&tmp))?;
-    fs::rename(&tmp, anchor.join(MARKER)).map_err(io_err(anchor))
+    let text = serde_json::to_string_pretty(marker).expect("marker serializes");
+    c.write_file(&tmp, text.len() as u64, &mut |off, chunk| {
+        chunk.copy_from_slice(&text.as_bytes()[off as usize..off as usize + chunk.len()])
+    })
+    .map_err(io_err(&tmp))?;
+    c.rename(&tmp, &anchor.join(MARKER)).map_err(io_err(anchor))
 }
 
 /// What check found: reuse the tree, or create it (removing our old tree first).
@@ -253,19 +264,20 @@ struct State {
     old: Option<Marker>,
 }
 
-fn inspect(layout: &Layout, format: Format, force: bool) -> Result<State, DatasetError> {
+fn inspect(c: &mut dyn FsConn, layout: &Layout, format: Format, force: bool) -> Result<State, DatasetError> {
     let anchor = layout.anchor();
-    let anchor_exists = anchor.exists();
-    if anchor_exists && !anchor.is_dir() {
+    let stat = c.stat(anchor).map_err(io_err(anchor))?;
+    let anchor_exists = stat.is_some();
+    if stat.is_some_and(|s| !s.dir) {
         return Err(io_err(anchor)(std::io::Error::other("not a directory")));
     }
-    let old = match read_marker(anchor) {
+    let old = match read_marker(c, anchor) {
         Err(DatasetError::NotOurs { .. }) if force => None,
         m => m?,
     };
     let reuse = format != Format::Always
         && old.as_ref().is_some_and(|m| m.complete && m.spec.same_tree(layout.spec()))
-        && layout.looks_complete();
+        && layout.looks_complete(c);
     if format == Format::Never && !reuse {
         let reason = match &old {
             None => "no dataset here".to_string(),
@@ -277,9 +289,9 @@ fn inspect(layout: &Layout, format: Format, force: bool) -> Result<State, Datase
     if old.is_none() && anchor_exists && !force {
         // lost+found is what a fresh file system's root holds; it does not make a mount
         // point someone's data.
-        let rd = fs::read_dir(anchor).map_err(io_err(anchor))?;
-        if let Some(e) = rd.flatten().find(|e| e.file_name() != "lost+found") {
-            let reason = format!("the directory is not empty (it holds {:?})", e.file_name());
+        let entries = c.list(anchor).map_err(io_err(anchor))?;
+        if let Some((name, _)) = entries.iter().find(|(name, _)| name != "lost+found") {
+            let reason = format!("the directory is not empty (it holds {name:?})");
             return Err(DatasetError::NotOurs { path: anchor.to_path_buf(), reason });
         }
     }
@@ -289,8 +301,13 @@ fn inspect(layout: &Layout, format: Format, force: bool) -> Result<State, Datase
 /// Checks the anchor, writing nothing: whether the existing tree can be reused. Errors if
 /// the anchor holds data that is not ours (unless force), or format = Never and no
 /// matching tree.
-pub fn check(spec: &DatasetSpec, format: Format, force: bool) -> Result<bool, DatasetError> {
-    Ok(inspect(&Layout::new(spec), format, force)?.reuse)
+pub fn check(fs: &dyn FileSystem, spec: &DatasetSpec, format: Format, force: bool) -> Result<bool, DatasetError> {
+    let mut c = connect(fs, &spec.anchor)?;
+    Ok(inspect(&mut *c, &Layout::new(spec), format, force)?.reuse)
+}
+
+fn connect<'f>(fs: &'f dyn FileSystem, anchor: &Path) -> Result<Box<dyn FsConn + 'f>, DatasetError> {
+    fs.connect().map_err(io_err(anchor))
 }
 
 /// Runs `f(state, i)` for i in 0..n on `threads` threads, taking indexes from a shared
@@ -298,14 +315,21 @@ pub fn check(spec: &DatasetSpec, format: Format, force: bool) -> Result<bool, Da
 fn par_for<S>(
     n: u64,
     threads: usize,
-    init: impl Fn() -> S + Sync,
+    init: impl Fn() -> Result<S, DatasetError> + Sync,
     f: impl Fn(&mut S, u64) -> Result<(), DatasetError> + Sync,
 ) -> Result<(), DatasetError> {
     let (next, failed, first_error) = (AtomicU64::new(0), AtomicBool::new(false), Mutex::new(None));
     std::thread::scope(|s| {
         for _ in 0..threads.clamp(1, n.max(1) as usize) {
             s.spawn(|| {
-                let mut state = init();
+                let mut state = match init() {
+                    Ok(s) => s,
+                    Err(e) => {
+                        failed.store(true, Relaxed);
+                        first_error.lock().unwrap().get_or_insert(e);
+                        return;
+                    }
+                };
                 while !failed.load(Relaxed) {
                     let i = next.fetch_add(1, Relaxed);
                     if i >= n {
@@ -333,6 +357,7 @@ pub struct Prepared {
 /// random data on `threads` threads. `progress(files_done, files_total, bytes_done)` is
 /// called at the start, about every 100 ms, and at the end.
 pub fn prepare(
+    fs: &dyn FileSystem,
     spec: &DatasetSpec,
     format: Format,
     force: bool,
@@ -340,20 +365,22 @@ pub fn prepare(
     progress: &(dyn Fn(u64, u64, u64) + Sync),
 ) -> Result<Prepared, DatasetError> {
     let layout = Layout::new(spec);
-    let state = inspect(&layout, format, force)?;
+    let anchor = layout.anchor();
+    let mut c = connect(fs, anchor)?;
+    let state = inspect(&mut *c, &layout, format, force)?;
     if state.reuse {
         return Ok(Prepared { reused: true, layout });
     }
-    let anchor = layout.anchor();
     let created_dir = match &state.old {
         Some(old) => {
             // The old tree at this anchor, wherever it was when it was made.
-            remove_tree(&Layout::new(&DatasetSpec { anchor: anchor.to_path_buf(), ..old.spec.clone() }), threads)?;
+            let old_layout = Layout::new(&DatasetSpec { anchor: anchor.to_path_buf(), ..old.spec.clone() });
+            remove_tree(fs, &mut *c, &old_layout, threads)?;
             old.created_dir
         }
         None => !state.anchor_exists,
     };
-    fs::create_dir_all(anchor).map_err(io_err(anchor))?;
+    c.create_dir_all(anchor).map_err(io_err(anchor))?;
     // Marked ours (incomplete) before the first file, so an interrupted format can be
     // cleaned up or recreated, but is not reused.
     let mut marker = Marker {
@@ -364,13 +391,12 @@ pub fn prepare(
         total_bytes: layout.total_bytes(),
         spec: spec.clone(),
     };
-    write_marker(anchor, &marker)?;
+    write_marker(&mut *c, anchor, &marker)?;
     for leaf in 0..layout.leaf_dirs() {
         let dir = layout.leaf_path(leaf);
-        fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+        c.create_dir_all(&dir).map_err(io_err(&dir))?;
     }
 
-    const CHUNK: u64 = 1 << 20;
     let total = layout.files();
     let (done, bytes, start, next_report) = (AtomicU64::new(0), AtomicU64::new(0), Instant::now(), AtomicU64::new(100));
     // Called after every chunk and file; one thread reports when 100 ms have passed.
@@ -381,27 +407,21 @@ pub fn prepare(
         }
     };
     progress(0, total, 0);
-    let buf_len = spec.sizes.iter().map(|s| s.0).max().unwrap_or(0).min(CHUNK) as usize;
     par_for(
         total,
         threads,
-        || vec![0u8; buf_len],
-        |buf, i| {
+        || connect(fs, anchor),
+        |c, i| {
             let path = layout.file_path(i);
-            let size = layout.file_size(i);
-            let mut file =
-                OpenOptions::new().create(true).write(true).truncate(true).open(&path).map_err(io_err(&path))?;
-            for off in (0..size).step_by(CHUNK as usize) {
-                let chunk = &mut buf[..(size - off).min(CHUNK) as usize];
-                // Seeded per file and offset: no two chunks are alike, so nothing dedupes.
+            // Seeded per file and offset: no two chunks are alike, so nothing dedupes. The
+            // data is durable when write_file returns: before the marker says complete, and
+            // so the run does not measure the write-back of the format.
+            let mut fill = |off, chunk: &mut [u8]| {
                 fill_random(chunk, mix(mix(i) ^ off));
-                file.write_all(chunk).map_err(io_err(&path))?;
                 bytes.fetch_add(chunk.len() as u64, Relaxed);
                 tick();
-            }
-            // Durable before the marker says complete, and so the run does not measure the
-            // write-back of the format.
-            file.sync_data().map_err(io_err(&path))?;
+            };
+            c.write_file(&path, layout.file_size(i), &mut fill).map_err(io_err(&path))?;
             done.fetch_add(1, Relaxed);
             tick();
             Ok(())
@@ -409,7 +429,7 @@ pub fn prepare(
     )?;
     progress(total, total, layout.total_bytes());
     marker.complete = true;
-    write_marker(anchor, &marker)?;
+    write_marker(&mut *c, anchor, &marker)?;
     Ok(Prepared { reused: false, layout })
 }
 
@@ -426,41 +446,43 @@ pub struct Cleaned {
 /// Removes our files and directories per the layout (not the marker). Walks the directories
 /// rather than the file list: a workload may have deleted files, or made new ones with our
 /// names. Anything else is left and listed in `kept`.
-fn remove_tree(layout: &Layout, threads: usize) -> Result<Cleaned, DatasetError> {
+fn remove_tree(
+    fs: &dyn FileSystem,
+    c: &mut dyn FsConn,
+    layout: &Layout,
+    threads: usize,
+) -> Result<Cleaned, DatasetError> {
     let (files, bytes, kept) = (AtomicU64::new(0), AtomicU64::new(0), Mutex::new(Vec::new()));
     let depth = layout.spec().depth;
     par_for(
         layout.leaf_dirs(),
         threads,
-        || (),
-        |_, leaf| {
+        || connect(fs, layout.anchor()),
+        |c, leaf| {
             let dir = layout.leaf_path(leaf);
-            let entries = match fs::read_dir(&dir) {
+            let entries = match c.list(&dir) {
                 Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
                 r => r.map_err(io_err(&dir))?,
             };
-            for e in entries {
-                let e = e.map_err(io_err(&dir))?;
-                let name = e.file_name();
-                let path = e.path();
-                if name.to_str().is_some_and(|n| n.starts_with(MARKER)) {
+            for (name, stat) in entries {
+                let path = dir.join(&name);
+                if name.starts_with(MARKER) {
                     continue; // depth 0: the leaf is the anchor
                 }
-                match e.metadata() {
-                    Ok(m) if m.is_file() && name.to_str().is_some_and(|n| layout.our_name(n, true)) => {
-                        match fs::remove_file(&path) {
+                match stat {
+                    Some(m) if m.file && layout.our_name(&name, true) => {
+                        match c.remove_file(&path) {
                             Err(e) if e.kind() == ErrorKind::NotFound => {} // a workload deleted it
                             r => r.map_err(io_err(&path))?,
                         }
                         files.fetch_add(1, Relaxed);
-                        bytes.fetch_add(m.len(), Relaxed);
+                        bytes.fetch_add(m.len, Relaxed);
                     }
-                    Err(e) if e.kind() == ErrorKind::NotFound => {}
                     _ => kept.lock().unwrap().push(path),
                 }
             }
             if depth > 0 {
-                let _ = fs::remove_dir(&dir); // fails only if something was kept
+                let _ = c.remove_dir(&dir); // fails only if something was kept
             }
             Ok(())
         },
@@ -469,7 +491,7 @@ fn remove_tree(layout: &Layout, threads: usize) -> Result<Cleaned, DatasetError>
     let mut kept = kept.into_inner().unwrap();
     for level in (1..depth).rev() {
         for d in 0..u64::from(layout.spec().width).saturating_pow(level) {
-            remove_dir_or_list(layout, &layout.dir_path(level, d), &mut kept)?;
+            remove_dir_or_list(c, layout, &layout.dir_path(level, d), &mut kept)?;
         }
     }
     Ok(Cleaned { files: files.into_inner(), bytes: bytes.into_inner(), kept, removed_anchor: false })
@@ -477,12 +499,16 @@ fn remove_tree(layout: &Layout, threads: usize) -> Result<Cleaned, DatasetError>
 
 /// Removes a directory above the leaves; if something is left in it, lists what is not one
 /// of our directories (those hold what was already listed).
-fn remove_dir_or_list(layout: &Layout, dir: &Path, kept: &mut Vec<PathBuf>) -> Result<bool, DatasetError> {
-    match fs::remove_dir(dir) {
+fn remove_dir_or_list(
+    c: &mut dyn FsConn,
+    layout: &Layout,
+    dir: &Path,
+    kept: &mut Vec<PathBuf>,
+) -> Result<bool, DatasetError> {
+    match c.remove_dir(dir) {
         Err(e) if e.kind() != ErrorKind::NotFound => {
-            let entries = fs::read_dir(dir).map_err(io_err(dir))?.flatten();
-            let ours = |e: &fs::DirEntry| e.file_name().to_str().is_some_and(|n| layout.our_name(n, false));
-            kept.extend(entries.filter(|e| !ours(e)).map(|e| e.path()));
+            let entries = c.list(dir).map_err(io_err(dir))?;
+            kept.extend(entries.into_iter().filter(|(n, _)| !layout.our_name(n, false)).map(|(n, _)| dir.join(n)));
             Ok(false)
         }
         r => Ok(r.is_ok()),
@@ -491,21 +517,34 @@ fn remove_dir_or_list(layout: &Layout, dir: &Path, kept: &mut Vec<PathBuf>) -> R
 
 /// Removes the tree under `anchor`: our files and directories, the marker, and the anchor
 /// if ioscope created it and nothing else is left in it. Does nothing without our marker.
-pub fn cleanup(anchor: &Path) -> Result<Cleaned, DatasetError> {
-    let Some(marker) = read_marker(anchor)? else { return Ok(Cleaned::default()) };
+pub fn cleanup(fs: &dyn FileSystem, anchor: &Path) -> Result<Cleaned, DatasetError> {
+    let mut c = connect(fs, anchor)?;
+    let Some(marker) = read_marker(&mut *c, anchor)? else { return Ok(Cleaned::default()) };
     let layout = Layout::new(&DatasetSpec { anchor: anchor.to_path_buf(), ..marker.spec });
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(16);
-    let mut c = remove_tree(&layout, threads)?;
+    let mut cleaned = remove_tree(fs, &mut *c, &layout, threads)?;
     let marker_path = anchor.join(MARKER);
-    fs::remove_file(&marker_path).map_err(io_err(&marker_path))?;
+    c.remove_file(&marker_path).map_err(io_err(&marker_path))?;
     if marker.created_dir {
         // At depth 0 the anchor is the leaf, whose leftovers are already listed.
         let mut kept = Vec::new();
-        c.removed_anchor = remove_dir_or_list(&layout, anchor, &mut kept)?;
-        c.kept.extend(kept.into_iter().filter(|_| layout.spec().depth > 0));
+        cleaned.removed_anchor = remove_dir_or_list(&mut *c, &layout, anchor, &mut kept)?;
+        cleaned.kept.extend(kept.into_iter().filter(|_| layout.spec().depth > 0));
     }
-    c.kept.sort();
-    Ok(c)
+    cleaned.kept.sort();
+    Ok(cleaned)
+}
+
+/// The file system a plan's dataset lives on: the NFS target's export for engine nfs,
+/// else the local one.
+pub fn file_system(plan: &ioscope_workload::Plan) -> Result<Box<dyn FileSystem>, DatasetError> {
+    if plan.engine != ioscope_workload::EngineKind::Nfs {
+        return Ok(Box::new(ioscope_engine::fs::LocalFs));
+    }
+    let url = plan.target.as_deref().unwrap_or_default();
+    let failed = |e: String| DatasetError::Io { path: url.into(), source: std::io::Error::other(e) };
+    let t = ioscope_engine_nfs::target::Target::parse(url).map_err(|e| failed(e.to_string()))?;
+    Ok(Box::new(ioscope_engine_nfs::fs::NfsFs::mount(&t).map_err(|e| failed(e.to_string()))?))
 }
 
 impl DatasetSpec {
@@ -532,6 +571,12 @@ impl DatasetSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ioscope_engine::fs::LocalFs;
+    use std::fs;
+
+    fn marker_at(anchor: &Path) -> Option<Marker> {
+        read_marker(&mut *LocalFs.connect().unwrap(), anchor).unwrap()
+    }
 
     fn spec(anchor: &Path, depth: u32, width: u32, files_per_leaf: u32, sizes: &[(u64, u32)]) -> DatasetSpec {
         DatasetSpec {
@@ -612,11 +657,11 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let anchor = tmp.path().join("tree");
         let s = spec(&anchor, 2, 2, 3, &[(1, 1), (4096, 2), ((1 << 20) + 100, 1)]);
-        assert!(!check(&s, Format::Reuse, false).unwrap());
+        assert!(!check(&LocalFs, &s, Format::Reuse, false).unwrap());
         assert!(!anchor.exists(), "check writes nothing");
 
         let last = Mutex::new((0, 0, 0));
-        let p = prepare(&s, Format::Reuse, false, 3, &|f, t, b| *last.lock().unwrap() = (f, t, b)).unwrap();
+        let p = prepare(&LocalFs, &s, Format::Reuse, false, 3, &|f, t, b| *last.lock().unwrap() = (f, t, b)).unwrap();
         let l = &p.layout;
         assert!(!p.reused);
         assert_eq!(*last.lock().unwrap(), (12, 12, l.total_bytes()));
@@ -631,7 +676,7 @@ mod tests {
             let zeros = data.iter().filter(|b| **b == 0).count();
             assert!(zeros <= data.len() / 64, "file {i}: {zeros} zero bytes of {}", data.len());
         }
-        let marker = read_marker(&anchor).unwrap().unwrap();
+        let marker = marker_at(&anchor).unwrap();
         assert!(marker.complete && marker.created_dir && marker.spec == s);
         assert_eq!((marker.files, marker.total_bytes), (12, l.total_bytes()));
 
@@ -639,32 +684,32 @@ mod tests {
         let probe = l.file_path(4);
         let changed = vec![7u8; l.file_size(4) as usize];
         fs::write(&probe, &changed).unwrap();
-        assert!(check(&s, Format::Reuse, false).unwrap());
-        assert!(prepare(&s, Format::Reuse, false, 2, NO_PROGRESS).unwrap().reused);
+        assert!(check(&LocalFs, &s, Format::Reuse, false).unwrap());
+        assert!(prepare(&LocalFs, &s, Format::Reuse, false, 2, NO_PROGRESS).unwrap().reused);
         assert_eq!(fs::read(&probe).unwrap(), changed);
         // Another working set is the same tree; format = always recreates it.
         let s2 = DatasetSpec { working_set: Some(1), ..s.clone() };
-        assert!(prepare(&s2, Format::Never, false, 2, NO_PROGRESS).unwrap().reused);
-        assert!(!prepare(&s, Format::Always, false, 2, NO_PROGRESS).unwrap().reused);
+        assert!(prepare(&LocalFs, &s2, Format::Never, false, 2, NO_PROGRESS).unwrap().reused);
+        assert!(!prepare(&LocalFs, &s, Format::Always, false, 2, NO_PROGRESS).unwrap().reused);
         assert_ne!(fs::read(&probe).unwrap(), changed);
 
         // Another definition: the old tree goes, the new one comes, the anchor stays ours.
         let narrow = DatasetSpec { width: 1, ..s.clone() };
-        assert!(matches!(check(&narrow, Format::Never, false), Err(DatasetError::Missing { .. })));
-        let p = prepare(&narrow, Format::Reuse, false, 2, NO_PROGRESS).unwrap();
+        assert!(matches!(check(&LocalFs, &narrow, Format::Never, false), Err(DatasetError::Missing { .. })));
+        let p = prepare(&LocalFs, &narrow, Format::Reuse, false, 2, NO_PROGRESS).unwrap();
         assert!(!p.reused);
         assert_eq!(walk(&anchor).len(), 3 + 1);
         assert!(!anchor.join("d01").exists());
-        assert!(read_marker(&anchor).unwrap().unwrap().created_dir);
+        assert!(marker_at(&anchor).unwrap().created_dir);
 
         // An interrupted format is ours but not reused.
-        let mut m = read_marker(&anchor).unwrap().unwrap();
+        let mut m = marker_at(&anchor).unwrap();
         m.complete = false;
-        write_marker(&anchor, &m).unwrap();
-        assert!(!prepare(&narrow, Format::Reuse, false, 2, NO_PROGRESS).unwrap().reused);
+        write_marker(&mut *LocalFs.connect().unwrap(), &anchor, &m).unwrap();
+        assert!(!prepare(&LocalFs, &narrow, Format::Reuse, false, 2, NO_PROGRESS).unwrap().reused);
         // So is one with a missing file.
         fs::remove_file(p.layout.file_path(2)).unwrap();
-        assert!(!check(&narrow, Format::Reuse, false).unwrap());
+        assert!(!check(&LocalFs, &narrow, Format::Reuse, false).unwrap());
     }
 
     #[test]
@@ -673,17 +718,17 @@ mod tests {
         let anchor = tmp.path();
         fs::write(anchor.join("user.txt"), b"user data").unwrap();
         let s = spec(anchor, 1, 2, 2, &[(4096, 1)]);
-        let err = check(&s, Format::Reuse, false).unwrap_err();
+        let err = check(&LocalFs, &s, Format::Reuse, false).unwrap_err();
         assert!(matches!(err, DatasetError::NotOurs { .. }), "{err}");
         assert!(err.to_string().contains("--force"), "{err}");
-        assert!(prepare(&s, Format::Always, false, 2, NO_PROGRESS).is_err());
+        assert!(prepare(&LocalFs, &s, Format::Always, false, 2, NO_PROGRESS).is_err());
         assert_eq!(walk(anchor), vec![PathBuf::from("user.txt")], "nothing written");
-        assert_eq!(cleanup(anchor).unwrap(), Cleaned::default(), "no marker, nothing removed");
+        assert_eq!(cleanup(&LocalFs, anchor).unwrap(), Cleaned::default(), "no marker, nothing removed");
 
-        let p = prepare(&s, Format::Reuse, true, 2, NO_PROGRESS).unwrap();
+        let p = prepare(&LocalFs, &s, Format::Reuse, true, 2, NO_PROGRESS).unwrap();
         assert_eq!(walk(anchor).len(), 4 + 2);
-        assert!(!read_marker(anchor).unwrap().unwrap().created_dir);
-        let c = cleanup(anchor).unwrap();
+        assert!(!marker_at(anchor).unwrap().created_dir);
+        let c = cleanup(&LocalFs, anchor).unwrap();
         assert_eq!((c.files, c.bytes, c.removed_anchor), (4, p.layout.total_bytes(), false));
         assert!(c.kept.is_empty(), "the user's file is not in our tree: {:?}", c.kept);
         assert_eq!(walk(anchor), vec![PathBuf::from("user.txt")]);
@@ -693,8 +738,8 @@ mod tests {
         let empty = anchor.join("empty");
         fs::create_dir_all(empty.join("lost+found")).unwrap();
         let s = spec(&empty, 0, 1, 2, &[(10, 1)]);
-        assert!(matches!(check(&s, Format::Never, false), Err(DatasetError::Missing { .. })));
-        assert!(!check(&s, Format::Reuse, false).unwrap());
+        assert!(matches!(check(&LocalFs, &s, Format::Never, false), Err(DatasetError::Missing { .. })));
+        assert!(!check(&LocalFs, &s, Format::Reuse, false).unwrap());
     }
 
     #[test]
@@ -702,7 +747,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let anchor = tmp.path().join("a/tree");
         let s = spec(&anchor, 2, 2, 2, &[(1000, 1)]);
-        let l = prepare(&s, Format::Reuse, false, 2, NO_PROGRESS).unwrap().layout;
+        let l = prepare(&LocalFs, &s, Format::Reuse, false, 2, NO_PROGRESS).unwrap().layout;
         // What a workload leaves: a deleted file, a copy with our naming, foreign names.
         fs::remove_file(l.file_path(0)).unwrap();
         fs::write(l.leaf_path(1).join("f000009"), [1u8; 10]).unwrap();
@@ -710,7 +755,7 @@ mod tests {
         for f in &foreign {
             fs::write(f, b"x").unwrap();
         }
-        let c = cleanup(&anchor).unwrap();
+        let c = cleanup(&LocalFs, &anchor).unwrap();
         assert_eq!((c.files, c.bytes, c.removed_anchor), (8, 7010, false));
         assert_eq!(c.kept, {
             let mut f = foreign.to_vec();
@@ -725,9 +770,16 @@ mod tests {
         // A clean tree goes with the anchor ioscope made (not the parents it made on the way).
         for depth in [0, 2] {
             let anchor = tmp.path().join(format!("b{depth}/tree"));
-            prepare(&DatasetSpec { anchor: anchor.clone(), depth, ..s.clone() }, Format::Reuse, false, 2, NO_PROGRESS)
-                .unwrap();
-            let c = cleanup(&anchor).unwrap();
+            prepare(
+                &LocalFs,
+                &DatasetSpec { anchor: anchor.clone(), depth, ..s.clone() },
+                Format::Reuse,
+                false,
+                2,
+                NO_PROGRESS,
+            )
+            .unwrap();
+            let c = cleanup(&LocalFs, &anchor).unwrap();
             assert_eq!((c.files, c.removed_anchor), (2 * 2u64.pow(depth), true));
             assert!(!anchor.exists() && anchor.parent().unwrap().exists());
         }

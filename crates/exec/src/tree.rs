@@ -145,7 +145,7 @@ impl<E: Engine> Worker<'_, E> {
     pub fn run_tree(&mut self, tree: &Tree, task: &mut TreeTask, s: &Schedule) {
         let mut next_intended = s.start_ns + s.phase_ns;
         let mut t = if s.interval_ns.is_some() { wait_until(next_intended, self.stop) } else { now_ns() };
-        while t < s.deadline_ns && !self.stop.load(Relaxed) {
+        while t < s.deadline_ns && !self.stop.load(Relaxed) && self.engine.lost().is_none() {
             let Some(intended) = self.pace(s, &mut next_intended, &mut t) else { break };
             t = self.tree_op(tree, task, intended);
         }

@@ -132,12 +132,28 @@ impl<'a, E: Engine> Worker<'a, E> {
         let issue = now_ns();
         let result = match self.engine.submit(io, &mut self.buffers) {
             Submitted::Done(r) => r,
-            // A synchronous loop never has anything queued; treat it as an engine bug.
-            Submitted::Queued | Submitted::Busy => -(libc::EPROTO as i64),
+            Submitted::Queued => self.wait_for(io.slot),
+            // Nothing else is in flight, so a queued engine has room; treat it as a bug.
+            Submitted::Busy => -(libc::EPROTO as i64),
         };
         let done = now_ns();
         self.record(io, result, done - intended, done - issue);
         (result, done)
+    }
+
+    /// The result of the one I/O a queued engine has in flight (in `slot`).
+    fn wait_for(&mut self, slot: u32) -> i64 {
+        self.engine.commit();
+        let mut done = Vec::with_capacity(1);
+        loop {
+            if let Err(e) = self.engine.reap(1, None, &mut done) {
+                return -(e.raw_os_error().unwrap_or(libc::EIO) as i64);
+            }
+            if let Some(c) = done.iter().find(|c| c.slot == slot) {
+                return c.result;
+            }
+            done.clear();
+        }
     }
 
     /// Synchronous engines (or depth 1): one I/O at a time.

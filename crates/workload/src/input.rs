@@ -133,6 +133,8 @@ const MAX_BS: u64 = 256 << 20;
 const MAX_DURATION: Duration = Duration::from_secs(30 * 86_400);
 const SIZE_EXAMPLE: &str = "a size like 4k, 64k, 1m";
 const DIR_EXPECTED: &str = "a directory path, e.g. --dir /mnt/test or dir = \"/mnt/test\"";
+const NFS_DATASET_DIR_EXPECTED: &str =
+    "a directory under the NFS target: a relative path like \"tree\", or nfs://... under the target";
 const TARGET_EXPECTED: &str = "an NFS target like nfs://server/export/dir?nconnect=4";
 
 const ENGINES: &[(&str, EngineKind)] = &[
@@ -179,7 +181,9 @@ const SYNCS: &[(&str, SyncMode)] = &[
 
 /// Whether `key` is a workload key (file key names, not flags).
 pub fn is_known_key(key: &str) -> bool {
-    KEYS.iter().any(|(k, _)| *k == key)
+    let in_section =
+        |(section, k): (&str, &str)| SECTIONS.iter().any(|(s, keys, _)| *s == section && keys.contains(&k));
+    KEYS.iter().any(|(k, _)| *k == key) || key.split_once('.').is_some_and(in_section)
 }
 
 fn flag_name(key: &str) -> &'static str {
@@ -1232,7 +1236,7 @@ impl<'a> Ctx<'a> {
             || self.sets.iter().any(|(k, _, _)| k.starts_with("dataset."));
         let size_g = self.size("size");
         let files_g = self.int("files", 1, 1_000_000);
-        let dataset = if has_dataset { self.dataset(&dir_g) } else { Some(None) };
+        let dataset = if has_dataset { self.dataset(&dir_g, engine, &target_g) } else { Some(None) };
         if has_dataset {
             for (g, key) in [(size_g.loc(), "size"), (files_g.loc(), "files")] {
                 if !matches!(g, Loc::Default) {
@@ -1324,9 +1328,9 @@ impl<'a> Ctx<'a> {
                 self.err(&engine_g.loc(), "engine", "posix or null, iodepth 1, for a pattern workload", note);
             }
         }
-        if let (true, Got::Ok(EngineKind::Uring | EngineKind::Nfs, loc)) = (has_dataset, &engine_g) {
-            let note = "dataset workloads (open, create, delete ...) run on engine posix or null";
-            self.err(loc, "engine", "posix or null with a [dataset]", note);
+        if let (true, Got::Ok(EngineKind::Uring, loc)) = (has_dataset, &engine_g) {
+            let note = "dataset workloads (open, create, delete ...) run on engine posix, nfs or null";
+            self.err(loc, "engine", "posix, nfs or null with a [dataset]", note);
         }
         // Engine nfs and its target go together.
         match (&target_g, engine) {
@@ -1646,7 +1650,12 @@ impl<'a> Ctx<'a> {
     }
 
     /// The [dataset] table. Some(None) never: a present dataset is Some(Some) or None (bad).
-    fn dataset(&mut self, top_dir: &Got<PathBuf>) -> Option<Option<Dataset>> {
+    fn dataset(
+        &mut self,
+        top_dir: &Got<PathBuf>,
+        engine: Option<EngineKind>,
+        target_g: &Got<String>,
+    ) -> Option<Option<Dataset>> {
         let dir_g = self.dir("dataset.dir");
         let depth_g = self.int("dataset.depth", 0, 8);
         let width_g = self.int("dataset.width", 1, 10_000);
@@ -1656,6 +1665,7 @@ impl<'a> Ctx<'a> {
         let ws_g = self.size("dataset.working_set");
         let format_g = self.choice("dataset.format", FORMATS);
         let dir = match (dir_g, top_dir) {
+            (dir_g, _) if engine == Some(EngineKind::Nfs) => self.nfs_anchor(dir_g, target_g),
             (Got::Ok(d, _), _) => Some(d),
             (Got::Absent, Got::Ok(d, _)) => Some(d.clone()),
             (Got::Absent, Got::Absent) => {
@@ -1695,6 +1705,33 @@ impl<'a> Ctx<'a> {
             },
             format: format_g.or(DatasetFormat::Reuse)?,
         }))
+    }
+
+    /// With engine nfs the dataset lives on the server, under the target: `dataset.dir` is
+    /// a relative path there (the target's directory itself when absent), or its
+    /// `nfs://` spelling, which is how the plan keeps it.
+    fn nfs_anchor(&mut self, dir_g: Got<PathBuf>, target_g: &Got<String>) -> Option<PathBuf> {
+        // A missing or malformed target is reported with the target.
+        let Got::Ok(url, _) = target_g else { return None };
+        let t = ioscope_engine_nfs::target::Target::parse(url).ok()?;
+        let base = PathBuf::from(t.url_of(&t.path));
+        let (d, loc) = match dir_g {
+            Got::Ok(d, loc) => (d, loc),
+            Got::Absent => return Some(base),
+            Got::Bad => return None,
+        };
+        let text = d.to_string_lossy();
+        let under = match ioscope_engine_nfs::target::Target::parse(&text) {
+            Ok(dt) => Some(PathBuf::from(dt.url_of(&dt.path))).filter(|p| p.starts_with(&base)),
+            Err(_) if text.starts_with("nfs://") => None,
+            Err(_) if d.is_absolute() || d.components().any(|c| c == std::path::Component::ParentDir) => None,
+            Err(_) => Some(base.join(&d)),
+        };
+        if under.is_none() {
+            let note = format!("with engine nfs the dataset lives on the server, under {}", base.display());
+            self.err(&loc, "dataset.dir", NFS_DATASET_DIR_EXPECTED, note);
+        }
+        under
     }
 
     /// One [[probe]] table.

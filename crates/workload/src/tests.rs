@@ -610,3 +610,23 @@ fn the_seed_vdbench_file_converts_into_a_valid_workload() {
         [(48, Some(50.0), FileIo::Sequential), (48, Some(50.0), FileIo::Random)]
     );
 }
+
+#[test]
+fn an_nfs_dataset_lives_under_the_target_and_keeps_its_nfs_spelling() {
+    let top = "engine = \"nfs\"\ntarget = \"nfs://server:2049/export/run?nconnect=2\"\n[dataset]\nfiles = 3\n";
+    let anchor = |dir: &str| plan(&format!("{top}{dir}")).dataset.unwrap().dir;
+    assert_eq!(anchor(""), Path::new("nfs://server:2049/export/run"), "the target's directory by default");
+    assert_eq!(anchor("dir = \"a/tree\"\n"), Path::new("nfs://server:2049/export/run/a/tree"));
+    assert_eq!(anchor("dir = \"nfs://server:2049/export/run/t\"\n"), Path::new("nfs://server:2049/export/run/t"));
+    let p = plan(&format!("{top}dir = \"t\"\n"));
+    let back = validate_file(&SourceFile { path: "canon.toml".into(), text: to_toml(&p) }).unwrap();
+    assert_eq!(back, p, "the canonical form reads back as the same plan");
+    for dir in ["/tmp/tree", "../up", "nfs://server:2049/export/other"] {
+        let d = file_errors(&format!("{top}dir = \"{dir}\"\n"));
+        assert_eq!((d.len(), pos(&d[0])), (1, (5, 7)), "{dir}: {}", render_diagnostics(&d));
+        assert!(d[0].to_string().contains("dataset.dir"), "{}", d[0]);
+        assert!(d[0].expected.contains("under the NFS target"), "{}", d[0]);
+    }
+    let d = file_errors("engine = \"uring\"\ndir = \"/tmp\"\n[dataset]\nfiles = 3\n");
+    assert!(d[0].expected.contains("posix, nfs or null"), "{}", d[0]);
+}
