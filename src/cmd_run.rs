@@ -296,7 +296,11 @@ fn prepare_dataset(
             ));
         }
     };
-    let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(1, 16);
+    // Local files: a thread per CPU. Over NFS each thread mostly waits for replies.
+    let threads = match plan.engine {
+        EngineKind::Nfs => 16,
+        _ => std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(1, 16),
+    };
     let prepared = dataset::prepare(&*fs, &spec, format, plan.force, threads, &report);
     terminal::clear_line(show_progress);
     match prepared {
