@@ -9,7 +9,7 @@
 //! the socket's receive timeout, and on several one poll, then one read of each readable
 //! connection (never a read that finds nothing).
 
-use crate::rpc::{encode_call_into, parse_reply, AuthSys, RpcError};
+use crate::rpc::{encode_call_into, parse_reply, AuthSys, RpcError, MAX_RECORD};
 use crate::xdr::{pad, Encoder};
 use std::collections::HashMap;
 use std::io::{IoSlice, Read, Write};
@@ -37,6 +37,9 @@ pub enum CallError {
 /// Receives each finished call: its tag and the procedure's results (in place) or why
 /// there are none.
 pub type OnReply<'a> = dyn FnMut(u64, Result<&[u8], CallError>) + 'a;
+
+/// Fragments from this size on (with their mark) are read up to their end and no further.
+const LARGE_FRAGMENT: usize = 64 << 10;
 
 /// One connection. Its socket is blocking, with send and receive timeouts: a read blocks
 /// only when the pipe means to wait on it, otherwise only readable sockets are read.
@@ -66,21 +69,48 @@ impl Link {
         }
     }
 
+    /// Moves the unparsed bytes to the front of the buffer.
+    fn move_unparsed_to_front(&mut self) {
+        self.rbuf.copy_within(self.start..self.end, 0);
+        self.end -= self.start;
+        self.start = 0;
+    }
+
     /// One read of what the connection has, blocking up to the receive timeout when it
     /// has nothing; marks the connection dead when it is closed or broken.
     fn fill(&mut self) {
-        if self.end == self.rbuf.len() {
+        // The unparsed bytes are the start of a fragment still arriving. When its mark is
+        // in and it is large, read no further than its end: then it ends the buffer and the
+        // next reply starts at the front, instead of its first part (up to a whole large
+        // reply) being moved there.
+        let pending = &self.rbuf[self.start..self.end];
+        let fragment =
+            pending.get(..4).map(|m| 4 + (u32::from_be_bytes(m.try_into().expect("4 bytes")) & 0x7fff_ffff) as usize);
+        let mut stop = self.rbuf.len();
+        if fragment.is_some_and(|len| len > 4 + MAX_RECORD) {
+            // Not a reply to anything sent here: the connection is out of step.
+            self.alive = false;
+            return;
+        }
+        if let Some(len) = fragment.filter(|len| *len >= LARGE_FRAGMENT) {
+            if self.start + len > self.rbuf.len() {
+                self.move_unparsed_to_front();
+                if len > self.rbuf.len() {
+                    self.rbuf.resize(len, 0);
+                }
+            }
+            stop = self.start + len;
+        } else if self.end == self.rbuf.len() {
             // Full: move the unparsed bytes to the front, or grow.
             if self.start > 0 {
-                self.rbuf.copy_within(self.start..self.end, 0);
-                self.end -= self.start;
-                self.start = 0;
+                self.move_unparsed_to_front();
             } else {
                 let n = self.rbuf.len() * 2;
                 self.rbuf.resize(n, 0);
             }
+            stop = self.rbuf.len();
         }
-        match self.stream.read(&mut self.rbuf[self.end..]) {
+        match self.stream.read(&mut self.rbuf[self.end..stop]) {
             Ok(0) => self.alive = false,
             Ok(n) => self.end += n,
             Err(e) => match e.kind() {
@@ -485,6 +515,44 @@ mod tests {
             let body = d.result.as_ref().unwrap();
             assert_eq!(body.len(), want);
             assert!(body.iter().all(|b| *b == 7));
+        }
+    }
+
+    #[test]
+    fn large_replies_back_to_back_are_each_complete() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let sizes = [300_000usize, 5, 1 << 20, 70_000, 2 << 20];
+        std::thread::spawn(move || {
+            let (mut s, _) = l.accept().unwrap();
+            let mut out = Vec::new();
+            for (i, size) in sizes.iter().enumerate() {
+                let mut mark = [0u8; 4];
+                s.read_exact(&mut mark).unwrap();
+                let mut rec = vec![0u8; (u32::from_be_bytes(mark) & 0x7fff_ffff) as usize];
+                s.read_exact(&mut rec).unwrap();
+                let mut e = crate::xdr::Encoder::default();
+                e.u32(0x8000_0000 | (24 + size) as u32).buf.extend_from_slice(&rec[..4]);
+                e.u32(1).u32(0).u32(0).u32(0).u32(0);
+                e.buf.extend(std::iter::repeat_n(i as u8, *size));
+                out.extend_from_slice(&e.buf);
+            }
+            // All at once: the replies arrive back to back, split wherever TCP splits them.
+            s.write_all(&out).unwrap();
+            std::thread::sleep(Duration::from_secs(2));
+        });
+        let mut p = Pipe::connect(addr, 1, auth(), Duration::from_secs(5)).unwrap();
+        for tag in 0..sizes.len() as u64 {
+            p.send(100003, 3, 6, &[], tag).unwrap();
+        }
+        let mut done = Vec::new();
+        while done.len() < sizes.len() {
+            p.poll(1, None, &mut done);
+        }
+        for d in &done {
+            let body = d.result.as_ref().unwrap();
+            assert_eq!(body.len(), sizes[d.tag as usize], "tag {}", d.tag);
+            assert!(body.iter().all(|b| *b == d.tag as u8), "tag {}", d.tag);
         }
     }
 

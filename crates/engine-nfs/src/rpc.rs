@@ -12,7 +12,7 @@ const REPLY: u32 = 1;
 const AUTH_NONE: u32 = 0;
 const AUTH_SYS: u32 = 1;
 /// Largest record accepted from a server (a READ of 1 MiB plus headers fits easily).
-const MAX_RECORD: usize = 8 << 20;
+pub(crate) const MAX_RECORD: usize = 8 << 20;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RpcError {
