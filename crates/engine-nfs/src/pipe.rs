@@ -12,7 +12,7 @@
 use crate::rpc::{encode_call_into, parse_reply, AuthSys, RpcError, MAX_RECORD};
 use crate::xdr::{pad, Encoder};
 use std::collections::HashMap;
-use std::io::{IoSlice, Read, Write};
+use std::io::{IoSlice, Read};
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
@@ -225,7 +225,8 @@ impl Pipe {
         self.next_xid = self.next_xid.wrapping_add(1);
         let padding = &[0u8; 3][..pad(data.len())];
         encode_call_into(&mut self.out, xid, prog, vers, proc_, &self.credential, data.len() + padding.len(), args);
-        if send_all(&mut self.links[link].stream, [&self.out.buf, data, padding]).is_err() {
+        let stream = &self.links[link].stream;
+        if send_all(|slices| send_no_signal(stream, slices), [&self.out.buf, data, padding]).is_err() {
             self.links[link].alive = false;
             self.orphans = true;
             return Err(CallError::Lost(self.addr));
@@ -395,10 +396,9 @@ impl Pipe {
     }
 }
 
-/// Writes `parts` back to back, in one vectored write unless the socket's buffer fills
-/// (each wait for room is bounded by the socket's send timeout). The Rust runtime ignores
-/// SIGPIPE, so a broken connection is an error here, not a signal.
-fn send_all(stream: &mut impl Write, parts: [&[u8]; 3]) -> std::io::Result<()> {
+/// Writes `parts` back to back with `write` (a vectored write), in one call unless the
+/// socket's buffer fills (each wait for room is bounded by the socket's send timeout).
+fn send_all(mut write: impl FnMut(&[IoSlice]) -> std::io::Result<usize>, parts: [&[u8]; 3]) -> std::io::Result<()> {
     let total: usize = parts.iter().map(|p| p.len()).sum();
     let mut sent = 0;
     while sent < total {
@@ -412,7 +412,7 @@ fn send_all(stream: &mut impl Write, parts: [&[u8]; 3]) -> std::io::Result<()> {
             slices[n] = IoSlice::new(&part[skip..]);
             (n, skip) = (n + 1, 0);
         }
-        match stream.write_vectored(&slices[..n]) {
+        match write(&slices[..n]) {
             Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
             Ok(k) => sent += k,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
@@ -422,9 +422,28 @@ fn send_all(stream: &mut impl Write, parts: [&[u8]; 3]) -> std::io::Result<()> {
     Ok(())
 }
 
+/// writev with MSG_NOSIGNAL: a connection the server closed is an EPIPE error, never a
+/// SIGPIPE that would end the process (std's `write_vectored` is a plain writev).
+fn send_no_signal(stream: &TcpStream, slices: &[IoSlice]) -> std::io::Result<usize> {
+    // SAFETY: msghdr is plain data, valid when zeroed (no name, no control data).
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    // IoSlice is guaranteed ABI-compatible with iovec on Unix; sendmsg only reads them.
+    msg.msg_iov = slices.as_ptr() as *mut libc::iovec;
+    msg.msg_iovlen = slices.len() as _;
+    // SAFETY: msg points at `slices`, valid for the duration of the call; the descriptor is
+    // the stream's own, open while `stream` is borrowed.
+    let n = unsafe { libc::sendmsg(stream.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) };
+    if n < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write;
     use std::net::TcpListener;
 
     fn auth() -> AuthSys {
@@ -674,7 +693,7 @@ mod tests {
         let parts: [&[u8]; 3] = [b"head", b"", b"0123456789"];
         for step in [1, 3, 4, 5, 13, 100] {
             let mut out = Trickle { got: Vec::new(), step, calls: 0 };
-            send_all(&mut out, parts).unwrap();
+            send_all(|slices| out.write_vectored(slices), parts).unwrap();
             assert_eq!(out.got, b"head0123456789", "step {step}");
         }
     }
