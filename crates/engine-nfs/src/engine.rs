@@ -197,11 +197,20 @@ impl Engine for NfsEngine {
             Op::Fsync | Op::Fdatasync => self.dirty[io.file as usize] = false,
             _ => {}
         }
-        let sent = pipe.send_with(NFS_PROG, 3, proc_, io.slot as u64, |e| match io.op {
-            Op::Read => proto::read_args(e, fh, io.offset, io.len),
-            Op::Write => proto::write_args(e, fh, io.offset, stable, &buffers.slot(io.slot)[..io.len as usize]),
-            _ => proto::commit_args(e, fh),
-        });
+        let tag = io.slot as u64;
+        let sent = match io.op {
+            Op::Read => pipe.send_with(NFS_PROG, 3, proc_, tag, |e| proto::read_args(e, fh, io.offset, io.len)),
+            // The data goes from the I/O buffer to the socket, not through the record.
+            Op::Write => pipe.send_with_data(
+                NFS_PROG,
+                3,
+                proc_,
+                tag,
+                |e| proto::write_args_head(e, fh, io.offset, stable, io.len),
+                &buffers.slot(io.slot)[..io.len as usize],
+            ),
+            _ => pipe.send_with(NFS_PROG, 3, proc_, tag, |e| proto::commit_args(e, fh)),
+        };
         match sent {
             Ok(()) => Submitted::Queued,
             Err(_) => {

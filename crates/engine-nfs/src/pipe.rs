@@ -2,11 +2,17 @@
 //! replies are matched to their caller's tag by XID, and a call without a reply within
 //! the timeout completes as timed out (counted by the caller, never waited on forever).
 //! This is what the engine's queue depth rides on.
+//!
+//! Built for few system calls per call, since CPU per operation is what a benchmark client
+//! is judged on: a call is one vectored write (a WRITE's data goes from the caller's buffer,
+//! not copied into the record first); waiting on one connection is one blocking read with
+//! the socket's receive timeout, and on several one poll, then one read of each readable
+//! connection (never a read that finds nothing).
 
-use crate::rpc::{encode_call_into, parse_reply, AuthSys, RpcError};
-use crate::xdr::Encoder;
+use crate::rpc::{encode_call_into, parse_reply, AuthSys, RpcError, MAX_RECORD};
+use crate::xdr::{pad, Encoder};
 use std::collections::HashMap;
-use std::io::{Read, Write};
+use std::io::{IoSlice, Read};
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
@@ -32,6 +38,11 @@ pub enum CallError {
 /// there are none.
 pub type OnReply<'a> = dyn FnMut(u64, Result<&[u8], CallError>) + 'a;
 
+/// Fragments from this size on (with their mark) are read up to their end and no further.
+const LARGE_FRAGMENT: usize = 64 << 10;
+
+/// One connection. Its socket is blocking, with send and receive timeouts: a read blocks
+/// only when the pipe means to wait on it, otherwise only readable sockets are read.
 struct Link {
     stream: TcpStream,
     /// Receive buffer: bytes `start..end` are received and not yet parsed (allocated and
@@ -42,6 +53,72 @@ struct Link {
     /// A reply spread over several fragments, so far.
     partial: Vec<u8>,
     alive: bool,
+    /// The socket's receive timeout (SO_RCVTIMEO) as last set.
+    read_timeout: Duration,
+}
+
+impl Link {
+    /// Makes a blocking read return within `wait`. The timeout is changed (a system call)
+    /// only when it would oversleep or is less than half the wait: at a steady queue depth
+    /// the wait is nearly the same every time, so it is rarely set.
+    fn wait_at_most(&mut self, wait: Duration) {
+        if (self.read_timeout > wait || self.read_timeout < wait / 2)
+            && self.stream.set_read_timeout(Some(wait)).is_ok()
+        {
+            self.read_timeout = wait;
+        }
+    }
+
+    /// Moves the unparsed bytes to the front of the buffer.
+    fn move_unparsed_to_front(&mut self) {
+        self.rbuf.copy_within(self.start..self.end, 0);
+        self.end -= self.start;
+        self.start = 0;
+    }
+
+    /// One read of what the connection has, blocking up to the receive timeout when it
+    /// has nothing; marks the connection dead when it is closed or broken.
+    fn fill(&mut self) {
+        // The unparsed bytes are the start of a fragment still arriving. When its mark is
+        // in and it is large, read no further than its end: then it ends the buffer and the
+        // next reply starts at the front, instead of its first part (up to a whole large
+        // reply) being moved there.
+        let pending = &self.rbuf[self.start..self.end];
+        let fragment =
+            pending.get(..4).map(|m| 4 + (u32::from_be_bytes(m.try_into().expect("4 bytes")) & 0x7fff_ffff) as usize);
+        let mut stop = self.rbuf.len();
+        if fragment.is_some_and(|len| len > 4 + MAX_RECORD) {
+            // Not a reply to anything sent here: the connection is out of step.
+            self.alive = false;
+            return;
+        }
+        if let Some(len) = fragment.filter(|len| *len >= LARGE_FRAGMENT) {
+            if self.start + len > self.rbuf.len() {
+                self.move_unparsed_to_front();
+                if len > self.rbuf.len() {
+                    self.rbuf.resize(len, 0);
+                }
+            }
+            stop = self.start + len;
+        } else if self.end == self.rbuf.len() {
+            // Full: move the unparsed bytes to the front, or grow.
+            if self.start > 0 {
+                self.move_unparsed_to_front();
+            } else {
+                let n = self.rbuf.len() * 2;
+                self.rbuf.resize(n, 0);
+            }
+            stop = self.rbuf.len();
+        }
+        match self.stream.read(&mut self.rbuf[self.end..stop]) {
+            Ok(0) => self.alive = false,
+            Ok(n) => self.end += n,
+            Err(e) => match e.kind() {
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut | std::io::ErrorKind::Interrupted => {}
+                _ => self.alive = false,
+            },
+        }
+    }
 }
 
 struct InFlight {
@@ -58,7 +135,10 @@ pub struct Pipe {
     next_xid: u32,
     credential: Vec<u8>,
     timeout: Duration,
-    /// The record being sent and the poll set, kept to avoid allocations per call.
+    /// A connection died with calls in flight on it (they fail at the next poll).
+    orphans: bool,
+    /// The record being sent and the poll set (one entry per link, in order), kept to
+    /// avoid allocations per call.
     out: Encoder,
     fds: Vec<libc::pollfd>,
 }
@@ -70,8 +150,18 @@ impl Pipe {
             let io = |source| RpcError::Io { addr, source };
             let stream = TcpStream::connect_timeout(&addr, timeout).map_err(io)?;
             stream.set_nodelay(true).map_err(io)?;
-            stream.set_nonblocking(true).map_err(io)?;
-            links.push(Link { stream, rbuf: vec![0; 1 << 20], start: 0, end: 0, partial: Vec::new(), alive: true });
+            // A send waits for room in the socket buffer no longer than a reply may take.
+            stream.set_write_timeout(Some(timeout)).map_err(io)?;
+            stream.set_read_timeout(Some(timeout)).map_err(io)?;
+            links.push(Link {
+                stream,
+                rbuf: vec![0; 1 << 20],
+                start: 0,
+                end: 0,
+                partial: Vec::new(),
+                alive: true,
+                read_timeout: timeout,
+            });
         }
         let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
         Ok(Pipe {
@@ -82,6 +172,7 @@ impl Pipe {
             next_xid: (seed as u32).rotate_left(7) ^ std::process::id(),
             credential: auth.credential(),
             timeout,
+            orphans: false,
             out: Encoder::default(),
             fds: Vec::new(),
         })
@@ -110,6 +201,20 @@ impl Pipe {
         tag: u64,
         args: impl FnOnce(&mut Encoder),
     ) -> Result<(), CallError> {
+        self.send_with_data(prog, vers, proc_, tag, args, &[])
+    }
+
+    /// [`Pipe::send_with`] whose arguments end with `data` (XDR opaque bytes, padded here),
+    /// sent from where it lies in the same system call as the rest of the record.
+    pub fn send_with_data(
+        &mut self,
+        prog: u32,
+        vers: u32,
+        proc_: u32,
+        tag: u64,
+        args: impl FnOnce(&mut Encoder),
+        data: &[u8],
+    ) -> Result<(), CallError> {
         let n = self.links.len();
         let link = (0..n)
             .map(|i| (self.next_link + i) % n)
@@ -118,9 +223,12 @@ impl Pipe {
         self.next_link = (link + 1) % n;
         let xid = self.next_xid;
         self.next_xid = self.next_xid.wrapping_add(1);
-        encode_call_into(&mut self.out, xid, prog, vers, proc_, &self.credential, args);
-        if write_all(&mut self.links[link].stream, &self.out.buf, self.timeout).is_err() {
+        let padding = &[0u8; 3][..pad(data.len())];
+        encode_call_into(&mut self.out, xid, prog, vers, proc_, &self.credential, data.len() + padding.len(), args);
+        let stream = &self.links[link].stream;
+        if send_all(|slices| send_no_signal(stream, slices), [&self.out.buf, data, padding]).is_err() {
             self.links[link].alive = false;
+            self.orphans = true;
             return Err(CallError::Lost(self.addr));
         }
         self.inflight.insert(xid, InFlight { tag, link, sent: Instant::now() });
@@ -139,68 +247,66 @@ impl Pipe {
     /// [`Pipe::poll`] handing each finished call's results to `each` in place (no copy).
     pub fn poll_with(&mut self, min: usize, wait: Option<Duration>, each: &mut OnReply) {
         let start = Instant::now();
-        let mut got = 0;
+        let mut now = start;
+        let (mut got, mut looked) = (0, false);
         loop {
-            for i in 0..self.links.len() {
-                got += self.drain(i, each);
-            }
-            got += self.expire(each);
-            if got >= min || self.inflight.is_empty() {
+            got += self.fail_orphans(each) + self.expire(now, each);
+            if self.inflight.is_empty() || (looked && got >= min) {
                 return;
             }
             let left = match wait {
-                Some(w) => match w.checked_sub(start.elapsed()) {
-                    Some(l) => l,
-                    None => return,
-                },
+                Some(w) => w.saturating_sub(now.duration_since(start)),
                 None => self.timeout,
             };
-            // Sleep until a connection is readable, the wait ends, or the oldest call is due.
-            let due =
-                self.inflight.values().map(|f| (f.sent + self.timeout).saturating_duration_since(Instant::now())).min();
-            let sleep = due.map_or(left, |d| d.min(left)).max(Duration::from_millis(1));
-            self.fds.clear();
-            self.fds.extend(self.links.iter().filter(|l| l.alive).map(|l| libc::pollfd {
-                fd: l.stream.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            }));
-            let (fds, ms) = (&mut self.fds, sleep.as_millis().min(60_000) as i32);
-            // SAFETY: fds is a valid array of pollfd for the duration of the call.
-            unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+            if looked && left.is_zero() {
+                return;
+            }
+            // Once enough have finished, only collect what is already there.
+            let sleep = if got >= min { Duration::ZERO } else { left.min(self.until_due(now)) };
+            got += self.receive(sleep, wait.is_none(), each);
+            looked = true;
+            now = Instant::now();
         }
     }
 
-    /// Reads what connection `i` has and completes every whole reply in it; returns how
-    /// many calls finished.
-    fn drain(&mut self, i: usize, each: &mut OnReply) -> usize {
+    /// Waits up to `sleep` for replies and completes every whole one received; returns how
+    /// many calls finished. With one live connection and `read_wait` (no caller deadline,
+    /// only the calls' own, for which the receive timeout's tick is precise enough) the
+    /// wait is the read itself.
+    fn receive(&mut self, sleep: Duration, read_wait: bool, each: &mut OnReply) -> usize {
+        let mut live = self.links.iter().enumerate().filter(|(_, l)| l.alive).map(|(i, _)| i);
+        if let (Some(i), None, true) = (live.next(), live.next(), read_wait && !sleep.is_zero()) {
+            self.links[i].wait_at_most(sleep);
+            self.links[i].fill();
+            return self.parse(i, each);
+        }
+        self.fds.clear();
+        self.fds.extend(self.links.iter().map(|l| libc::pollfd {
+            // poll skips negative descriptors: dead links keep their place.
+            fd: if l.alive { l.stream.as_raw_fd() } else { -1 },
+            events: libc::POLLIN,
+            revents: 0,
+        }));
+        let sleep = sleep.min(Duration::from_secs(60));
+        let ts = libc::timespec { tv_sec: sleep.as_secs() as libc::time_t, tv_nsec: sleep.subsec_nanos() as _ };
+        // SAFETY: fds is a valid array of pollfd and ts a valid timespec for the duration of
+        // the call; a null signal mask leaves the mask as it is.
+        let ready =
+            unsafe { libc::ppoll(self.fds.as_mut_ptr(), self.fds.len() as libc::nfds_t, &ts, std::ptr::null()) };
         let mut finished = 0;
-        {
-            let link = &mut self.links[i];
-            while link.alive {
-                if link.end == link.rbuf.len() {
-                    // Full: move the unparsed bytes to the front, or grow.
-                    if link.start > 0 {
-                        link.rbuf.copy_within(link.start..link.end, 0);
-                        link.end -= link.start;
-                        link.start = 0;
-                    } else {
-                        let n = link.rbuf.len() * 2;
-                        link.rbuf.resize(n, 0);
-                    }
-                }
-                let end = link.end;
-                match link.stream.read(&mut link.rbuf[end..]) {
-                    Ok(0) => link.alive = false,
-                    Ok(n) => link.end += n,
-                    Err(e) => match e.kind() {
-                        std::io::ErrorKind::WouldBlock => break,
-                        std::io::ErrorKind::Interrupted => {}
-                        _ => link.alive = false,
-                    },
-                }
+        for i in 0..self.links.len() {
+            if ready > 0 && self.fds[i].revents != 0 {
+                self.links[i].fill();
+                finished += self.parse(i, each);
             }
         }
+        finished
+    }
+
+    /// Completes every whole reply in connection `i`'s buffer; returns how many calls
+    /// finished.
+    fn parse(&mut self, i: usize, each: &mut OnReply) -> usize {
+        let mut finished = 0;
         // Whole fragments: a 4-byte mark, then the fragment. A reply in one fragment (the
         // usual case) is handed over where it lies.
         loop {
@@ -246,44 +352,69 @@ impl Pipe {
         if link.start == link.end {
             (link.start, link.end) = (0, 0);
         }
-        if !self.links[i].alive {
-            let lost: Vec<u32> = self.inflight.iter().filter(|(_, f)| f.link == i).map(|(x, _)| *x).collect();
-            for x in lost {
-                let f = self.inflight.remove(&x).expect("listed above");
-                each(f.tag, Err(CallError::Lost(self.addr)));
-                finished += 1;
-            }
+        if !link.alive {
+            self.orphans = true;
         }
         finished
     }
 
-    fn expire(&mut self, each: &mut OnReply) -> usize {
-        let now = Instant::now();
-        let late: Vec<u32> =
-            self.inflight.iter().filter(|(_, f)| now.duration_since(f.sent) >= self.timeout).map(|(x, _)| *x).collect();
-        for x in &late {
-            let f = self.inflight.remove(x).expect("listed above");
-            each(f.tag, Err(CallError::Timeout(self.timeout)));
+    /// Fails the calls in flight on connections that died.
+    fn fail_orphans(&mut self, each: &mut OnReply) -> usize {
+        if !std::mem::take(&mut self.orphans) {
+            return 0;
         }
-        late.len()
+        let (links, addr, mut failed) = (&self.links, self.addr, 0);
+        self.inflight.retain(|_, f| {
+            let lost = !links[f.link].alive;
+            if lost {
+                each(f.tag, Err(CallError::Lost(addr)));
+                failed += 1;
+            }
+            !lost
+        });
+        failed
+    }
+
+    /// Fails the calls whose reply is overdue at `now`.
+    fn expire(&mut self, now: Instant, each: &mut OnReply) -> usize {
+        let (timeout, mut late) = (self.timeout, 0);
+        self.inflight.retain(|_, f| {
+            let overdue = now.duration_since(f.sent) >= timeout;
+            if overdue {
+                each(f.tag, Err(CallError::Timeout(timeout)));
+                late += 1;
+            }
+            !overdue
+        });
+        late
+    }
+
+    /// Time from `now` until the oldest call in flight is overdue.
+    fn until_due(&self, now: Instant) -> Duration {
+        let oldest = self.inflight.values().map(|f| f.sent).min();
+        oldest.map_or(self.timeout, |sent| (sent + self.timeout).saturating_duration_since(now))
     }
 }
 
-/// Writes a whole record on a non-blocking socket, waiting for room up to `timeout`.
-fn write_all(stream: &mut TcpStream, mut data: &[u8], timeout: Duration) -> std::io::Result<()> {
-    let start = Instant::now();
-    while !data.is_empty() {
-        match stream.write(data) {
-            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
-            Ok(n) => data = &data[n..],
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                if start.elapsed() >= timeout {
-                    return Err(std::io::ErrorKind::TimedOut.into());
-                }
-                let mut fd = libc::pollfd { fd: stream.as_raw_fd(), events: libc::POLLOUT, revents: 0 };
-                // SAFETY: one valid pollfd.
-                unsafe { libc::poll(&mut fd, 1, 100) };
+/// Writes `parts` back to back with `write` (a vectored write), in one call unless the
+/// socket's buffer fills (each wait for room is bounded by the socket's send timeout).
+fn send_all(mut write: impl FnMut(&[IoSlice]) -> std::io::Result<usize>, parts: [&[u8]; 3]) -> std::io::Result<()> {
+    let total: usize = parts.iter().map(|p| p.len()).sum();
+    let mut sent = 0;
+    while sent < total {
+        // What is left: the parts not yet sent, the first one cut where the last write ended.
+        let (mut slices, mut n, mut skip) = ([IoSlice::new(&[]); 3], 0, sent);
+        for part in parts {
+            if skip >= part.len() {
+                skip -= part.len();
+                continue;
             }
+            slices[n] = IoSlice::new(&part[skip..]);
+            (n, skip) = (n + 1, 0);
+        }
+        match write(&slices[..n]) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(k) => sent += k,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
@@ -291,9 +422,28 @@ fn write_all(stream: &mut TcpStream, mut data: &[u8], timeout: Duration) -> std:
     Ok(())
 }
 
+/// writev with MSG_NOSIGNAL: a connection the server closed is an EPIPE error, never a
+/// SIGPIPE that would end the process (std's `write_vectored` is a plain writev).
+fn send_no_signal(stream: &TcpStream, slices: &[IoSlice]) -> std::io::Result<usize> {
+    // SAFETY: msghdr is plain data, valid when zeroed (no name, no control data).
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    // IoSlice is guaranteed ABI-compatible with iovec on Unix; sendmsg only reads them.
+    msg.msg_iov = slices.as_ptr() as *mut libc::iovec;
+    msg.msg_iovlen = slices.len() as _;
+    // SAFETY: msg points at `slices`, valid for the duration of the call; the descriptor is
+    // the stream's own, open while `stream` is borrowed.
+    let n = unsafe { libc::sendmsg(stream.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) };
+    if n < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write;
     use std::net::TcpListener;
 
     fn auth() -> AuthSys {
@@ -388,18 +538,163 @@ mod tests {
     }
 
     #[test]
+    fn large_replies_back_to_back_are_each_complete() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let sizes = [300_000usize, 5, 1 << 20, 70_000, 2 << 20];
+        std::thread::spawn(move || {
+            let (mut s, _) = l.accept().unwrap();
+            let mut out = Vec::new();
+            for (i, size) in sizes.iter().enumerate() {
+                let mut mark = [0u8; 4];
+                s.read_exact(&mut mark).unwrap();
+                let mut rec = vec![0u8; (u32::from_be_bytes(mark) & 0x7fff_ffff) as usize];
+                s.read_exact(&mut rec).unwrap();
+                let mut e = crate::xdr::Encoder::default();
+                e.u32(0x8000_0000 | (24 + size) as u32).buf.extend_from_slice(&rec[..4]);
+                e.u32(1).u32(0).u32(0).u32(0).u32(0);
+                e.buf.extend(std::iter::repeat_n(i as u8, *size));
+                out.extend_from_slice(&e.buf);
+            }
+            // All at once: the replies arrive back to back, split wherever TCP splits them.
+            s.write_all(&out).unwrap();
+            std::thread::sleep(Duration::from_secs(2));
+        });
+        let mut p = Pipe::connect(addr, 1, auth(), Duration::from_secs(5)).unwrap();
+        for tag in 0..sizes.len() as u64 {
+            p.send(100003, 3, 6, &[], tag).unwrap();
+        }
+        let mut done = Vec::new();
+        while done.len() < sizes.len() {
+            p.poll(1, None, &mut done);
+        }
+        for d in &done {
+            let body = d.result.as_ref().unwrap();
+            assert_eq!(body.len(), sizes[d.tag as usize], "tag {}", d.tag);
+            assert!(body.iter().all(|b| *b == d.tag as u8), "tag {}", d.tag);
+        }
+    }
+
+    #[test]
     fn a_silent_server_gives_timeouts_not_a_hang() {
         let addr = peer(4, 0);
         let mut p = Pipe::connect(addr, 1, auth(), Duration::from_millis(300)).unwrap();
-        for i in 0..3 {
-            p.send(100003, 3, 6, &[], i).unwrap();
+        // Twice: the first round shortens the socket's receive timeout to meet the deadline,
+        // which must not make the second round wake early for ever or oversleep.
+        for round in 0..2 {
+            for i in 0..3 {
+                p.send(100003, 3, 6, &[], round * 3 + i).unwrap();
+            }
+            let t = Instant::now();
+            let mut done = Vec::new();
+            p.poll(3, None, &mut done);
+            assert!(t.elapsed() >= Duration::from_millis(290) && t.elapsed() < Duration::from_secs(3));
+            assert_eq!(done.len(), 3);
+            assert!(done.iter().all(|d| d.result == Err(CallError::Timeout(Duration::from_millis(300)))));
+            assert_eq!(p.in_flight(), 0);
         }
-        let t = Instant::now();
-        let mut done = Vec::new();
-        p.poll(3, None, &mut done);
+    }
+
+    #[test]
+    fn over_several_connections_a_bounded_wait_ends_on_time_and_timeouts_fire() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        std::thread::spawn(move || {
+            let held: Vec<TcpStream> = (0..2).map(|_| l.accept().unwrap().0).collect();
+            std::thread::sleep(Duration::from_secs(5));
+            drop(held);
+        });
+        let mut p = Pipe::connect(addr, 2, auth(), Duration::from_millis(300)).unwrap();
+        p.send(100003, 3, 6, &[], 1).unwrap();
+        p.send(100003, 3, 6, &[], 2).unwrap();
+        let (t, mut done) = (Instant::now(), Vec::new());
+        p.poll(1, Some(Duration::from_millis(50)), &mut done);
+        assert!(done.is_empty());
+        assert!(t.elapsed() >= Duration::from_millis(50) && t.elapsed() < Duration::from_millis(250));
+        p.poll(2, None, &mut done);
         assert!(t.elapsed() < Duration::from_secs(3));
-        assert_eq!(done.len(), 3);
+        assert_eq!(done.len(), 2);
         assert!(done.iter().all(|d| d.result == Err(CallError::Timeout(Duration::from_millis(300)))));
-        assert_eq!(p.in_flight(), 0);
+    }
+
+    #[test]
+    fn data_sent_from_the_callers_buffer_ends_the_record_padded() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            let (mut s, _) = l.accept().unwrap();
+            let mut records = Vec::new();
+            for _ in 0..2 {
+                let mut mark = [0u8; 4];
+                s.read_exact(&mut mark).unwrap();
+                assert_ne!(u32::from_be_bytes(mark) & 0x8000_0000, 0, "one fragment");
+                let mut rec = vec![0u8; (u32::from_be_bytes(mark) & 0x7fff_ffff) as usize];
+                s.read_exact(&mut rec).unwrap();
+                let mut e = crate::xdr::Encoder::default();
+                e.u32(0x8000_0000 | 24).buf.extend_from_slice(&rec[..4]);
+                e.u32(1).u32(0).u32(0).u32(0).u32(0);
+                s.write_all(&e.buf).unwrap();
+                records.push(rec);
+            }
+            records
+        });
+        let small = b"hello".to_vec();
+        let large: Vec<u8> = (0..(1 << 20) + 2).map(|i| (i % 251) as u8).collect();
+        let mut p = Pipe::connect(addr, 1, auth(), Duration::from_secs(5)).unwrap();
+        let mut done = Vec::new();
+        for (tag, data) in [(1u64, &small), (2, &large)] {
+            let head = |e: &mut Encoder| {
+                e.u32(0xabcd).u32(data.len() as u32);
+            };
+            p.send_with_data(100003, 3, 7, tag, head, data).unwrap();
+            p.poll(1, None, &mut done);
+            assert_eq!(done.last().map(|d| (d.tag, d.result.is_ok())), Some((tag, true)));
+        }
+        for (rec, data) in server.join().unwrap().iter().zip([&small, &large]) {
+            let padded = data.len() + pad(data.len());
+            let (args, tail) = rec.split_at(rec.len() - padded);
+            let mut d = crate::xdr::Decoder::new(&args[args.len() - 8..]);
+            assert_eq!((d.u32().unwrap(), d.u32().unwrap()), (0xabcd, data.len() as u32), "the arguments' head");
+            assert_eq!(&tail[..data.len()], &data[..]);
+            assert!(tail[data.len()..].iter().all(|b| *b == 0), "zero padding");
+        }
+    }
+
+    /// Takes at most `step` bytes per write and is interrupted every third call.
+    struct Trickle {
+        got: Vec<u8>,
+        step: usize,
+        calls: usize,
+    }
+
+    impl Write for Trickle {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.write_vectored(&[IoSlice::new(buf)])
+        }
+        fn write_vectored(&mut self, bufs: &[IoSlice]) -> std::io::Result<usize> {
+            self.calls += 1;
+            if self.calls % 3 == 0 {
+                return Err(std::io::ErrorKind::Interrupted.into());
+            }
+            let before = self.got.len();
+            for b in bufs {
+                let room = self.step - (self.got.len() - before);
+                self.got.extend_from_slice(&b[..b.len().min(room)]);
+            }
+            Ok(self.got.len() - before)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_partial_vectored_write_resumes_where_it_stopped() {
+        let parts: [&[u8]; 3] = [b"head", b"", b"0123456789"];
+        for step in [1, 3, 4, 5, 13, 100] {
+            let mut out = Trickle { got: Vec::new(), step, calls: 0 };
+            send_all(|slices| out.write_vectored(slices), parts).unwrap();
+            assert_eq!(out.got, b"head0123456789", "step {step}");
+        }
     }
 }

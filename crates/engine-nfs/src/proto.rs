@@ -124,8 +124,15 @@ pub fn read_args(e: &mut Encoder, f: &Fh, offset: u64, count: u32) {
 }
 
 pub fn write_args(e: &mut Encoder, f: &Fh, offset: u64, stable: Stable, data: &[u8]) {
+    write_args_head(e, f, offset, stable, data.len() as u32);
+    e.fixed(data);
+}
+
+/// WRITE arguments up to the data, which the caller sends after them (with its padding)
+/// from its own buffer.
+pub fn write_args_head(e: &mut Encoder, f: &Fh, offset: u64, stable: Stable, len: u32) {
     fh(e, f);
-    e.u64(offset).u32(data.len() as u32).u32(stable as u32).opaque(data);
+    e.u64(offset).u32(len).u32(stable as u32).u32(len);
 }
 
 /// CREATE: `guarded` fails with NFS3ERR_EXIST when the name exists; unchecked creates or

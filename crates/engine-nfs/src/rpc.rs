@@ -12,7 +12,7 @@ const REPLY: u32 = 1;
 const AUTH_NONE: u32 = 0;
 const AUTH_SYS: u32 = 1;
 /// Largest record accepted from a server (a READ of 1 MiB plus headers fits easily).
-const MAX_RECORD: usize = 8 << 20;
+pub(crate) const MAX_RECORD: usize = 8 << 20;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RpcError {
@@ -53,9 +53,11 @@ impl AuthSys {
     }
 }
 
-/// Writes a complete call record into `e` (cleared first): record mark, header, the
-/// encoded credential, a null verifier, then the arguments appended by `args` in place
-/// (no copy of a write's data beyond the one into the record).
+/// Writes a call record into `e` (cleared first): record mark, header, the encoded
+/// credential, a null verifier, then the arguments appended by `args` in place. The mark
+/// counts `trailing` more bytes that the caller sends right after `e` from elsewhere (a
+/// write's data, sent from the I/O buffer without a copy into the record).
+#[allow(clippy::too_many_arguments)]
 pub fn encode_call_into(
     e: &mut Encoder,
     xid: u32,
@@ -63,6 +65,7 @@ pub fn encode_call_into(
     vers: u32,
     proc_: u32,
     credential: &[u8],
+    trailing: usize,
     args: impl FnOnce(&mut Encoder),
 ) {
     e.buf.clear();
@@ -71,7 +74,7 @@ pub fn encode_call_into(
     e.buf.extend_from_slice(credential);
     e.u32(AUTH_NONE).u32(0);
     args(e);
-    let len = (e.buf.len() - 4) as u32;
+    let len = (e.buf.len() - 4 + trailing) as u32;
     e.buf[..4].copy_from_slice(&(0x8000_0000 | len).to_be_bytes());
 }
 
@@ -158,7 +161,7 @@ impl Conn {
     pub fn send(&mut self, prog: u32, vers: u32, proc_: u32, args: &[u8]) -> Result<u32, RpcError> {
         let xid = self.next_xid;
         self.next_xid = self.next_xid.wrapping_add(1);
-        encode_call_into(&mut self.out, xid, prog, vers, proc_, &self.credential, |e| e.buf.extend_from_slice(args));
+        encode_call_into(&mut self.out, xid, prog, vers, proc_, &self.credential, 0, |e| e.buf.extend_from_slice(args));
         self.stream.write_all(&self.out.buf).map_err(|e| self.io(e))?;
         Ok(xid)
     }
@@ -229,7 +232,9 @@ mod tests {
     #[test]
     fn a_call_is_one_record_with_its_header_and_credentials() {
         let mut e = Encoder::default();
-        encode_call_into(&mut e, 0x01020304, 100003, 3, 6, &auth().credential(), |e| e.buf.extend_from_slice(&[9; 4]));
+        encode_call_into(&mut e, 0x01020304, 100003, 3, 6, &auth().credential(), 0, |e| {
+            e.buf.extend_from_slice(&[9; 4])
+        });
         let rec = e.buf;
         let mark = u32::from_be_bytes(rec[..4].try_into().unwrap());
         assert_eq!(mark, 0x8000_0000 | (rec.len() as u32 - 4), "last fragment, whole length");
