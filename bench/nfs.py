@@ -7,6 +7,7 @@ this machine), then runs, alternating for --rounds rounds:
     and writes (QD4);
   - libnfs-utils: nfs-cat of a 256 MiB file (sequential read) and nfs-cp of a 256 MiB
     local file to the server (sequential write). (fio here has no nfs engine.)
+  - the round-trip floor: a minimal Python client sending NFSv3 NULL calls one at a time.
 For every case it measures the client's CPU (user+system of the client process) and
 ganesha's CPU (from /proc/PID/stat) over the same interval, and prints per-operation CPU
 for both. Prints a markdown table and writes it to bench/results/DATE-HOST-nfs.md.
@@ -65,6 +66,35 @@ def ioscope_case(binary, url, args, seconds, op):
             "client_us_per_op": client / o["ops"] * 1e6, "server_us_per_op": server / o["ops"] * 1e6}
 
 
+# The floor of a QD1 round trip here: a minimal client (no file system work on either side)
+# sending NFSv3 NULL calls one at a time on one blocking TCP connection. Whatever CPU it
+# costs per call, any client pays at QD1 on this machine.
+PING = r"""
+import socket, struct, sys, time
+s = socket.create_connection((sys.argv[1], 2049))
+s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+def exact(n):
+    b = b""
+    while len(b) < n:
+        b += s.recv(n - len(b))
+    return b
+end, n = time.monotonic() + float(sys.argv[2]), 0
+while time.monotonic() < end:
+    body = struct.pack(">10I", n + 1, 0, 2, 100003, 3, 0, 0, 0, 0, 0)  # CALL NFS3 NULL, AUTH_NONE
+    s.sendall(struct.pack(">I", 0x80000000 | len(body)) + body)
+    exact(struct.unpack(">I", exact(4))[0] & 0x7FFFFFFF)
+    n += 1
+print(n)
+"""
+
+
+def ping_case(host, seconds):
+    out, wall, client, server = measured([sys.executable, "-c", PING, host, str(seconds)])
+    ops = int(out)
+    return {"ops": ops, "iops": ops / wall, "mbps": 0.0, "errors": 0,
+            "client_us_per_op": client / ops * 1e6, "server_us_per_op": server / ops * 1e6}
+
+
 def libnfs_case(cmd, nbytes, io_size):
     _, wall, client, server = measured(cmd)
     ops = nbytes / io_size
@@ -97,7 +127,9 @@ def main():
         local = os.path.join(tempfile.mkdtemp(), "src.bin")
         with open(local, "wb") as f:
             f.write(os.urandom(size))
+        host = url.split("/")[2]
         cases = {
+            "NULL call, QD1, minimal client (Python; the round-trip floor)": lambda: ping_case(host, a.seconds),
             "4 KiB random read, QD1": lambda: ioscope_case(
                 binary, ws, ["--rw", "randread", "--bs", "4k", "--size", "256m", "--iodepth", "1"], a.seconds, "read"),
             "4 KiB random read, QD32": lambda: ioscope_case(
