@@ -673,7 +673,7 @@ mod tests {
         }
         fn write_vectored(&mut self, bufs: &[IoSlice]) -> std::io::Result<usize> {
             self.calls += 1;
-            if self.calls % 3 == 0 {
+            if self.calls.is_multiple_of(3) {
                 return Err(std::io::ErrorKind::Interrupted.into());
             }
             let before = self.got.len();
