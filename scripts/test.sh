@@ -41,6 +41,7 @@ trap 'scripts/nfs-ganesha.sh stop >/dev/null 2>&1 || true' EXIT
 export IOSCOPE_NFS_URL="$nfs_url" IOSCOPE_NFS_EXPORT_DIR=/tmp/ioscope-nfs/export
 cargo test -p ioscope-engine-nfs --locked -- --ignored
 cargo test --test cli --locked -- --ignored nfs_engine_
+cargo test --test cli --locked -- --ignored nfs_server_stopped  # alone: it pauses the server
 cargo test --test cli --locked -- --ignored nfs_server_killed   # last: it kills the server
 scripts/nfs-ganesha.sh stop
 trap - EXIT

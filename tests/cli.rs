@@ -783,6 +783,43 @@ fn nfs_engine_runs_file_tree_workloads_against_ganesha() {
 }
 
 #[test]
+#[ignore = "pauses the nfs-ganesha that scripts/test.sh started (run alone)"]
+fn nfs_server_stopped_mid_run_gives_timeouts_and_ends_the_run_when_a_null_call_goes_unanswered() {
+    let (url, export_dir) = nfs_server();
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().join("s.db");
+    // scripts/nfs-ganesha.sh keeps the pid next to the export directory, in its state dir.
+    let pid_file = export_dir.parent().unwrap().join("ganesha.pid");
+    let pid: i32 = std::fs::read_to_string(pid_file).unwrap().trim().parse().unwrap();
+    let started = std::time::Instant::now();
+    let child = ioscope()
+        .args(["run", "--engine", "nfs", "--target", &format!("{url}/stop?timeout=2"), "--rw", "randread"])
+        .args(["--size", "16m", "--iodepth", "8", "--duration", "60s", "--quiet", "--out", s(&results)])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    // SIGSTOP: the server keeps its connections open and answers nothing.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    let out = child.wait_with_output();
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    let out = out.unwrap();
+    let took = started.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // A call's timeout, then the NULL call's: about 4 s after the stop.
+    assert!(took < Duration::from_secs(3 + 2 + 2 + 5), "the run ended {took:?} after it started: {stderr}");
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("timed out"), "the timeouts are named: {stderr}");
+    let show = json_of(&run_ok(&["show", s(&results), "--json"]));
+    assert_eq!(show["status"], "failed");
+    let detail = show["status_detail"].as_str().unwrap();
+    assert!(detail.contains("no reply within 2s") && detail.contains("NULL call"), "{detail}");
+    assert!(show["total"]["errors"].as_u64().unwrap() > 0, "the calls in flight count as timed out");
+    assert!(show["total"]["ops"].as_u64().unwrap() > 100, "the seconds before the stop are kept");
+}
+
+#[test]
 #[ignore = "kills the nfs-ganesha that scripts/test.sh started (run alone, last)"]
 fn nfs_server_killed_mid_run_ends_the_run_with_errors_counted_and_the_results_kept() {
     let (url, _) = nfs_server();
