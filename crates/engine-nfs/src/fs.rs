@@ -50,8 +50,8 @@ impl Paths {
             prefix: PathBuf::from(t.url_of(&m.export)),
             dirs: HashMap::new(),
             files: HashMap::new(),
-            rtmax: m.fsinfo.rtmax.clamp(4096, 1 << 20),
-            wtmax: m.fsinfo.wtmax.clamp(4096, 1 << 20),
+            rtmax: m.fsinfo.rtmax.clamp(1, 1 << 20),
+            wtmax: m.fsinfo.wtmax.clamp(1, 1 << 20),
         })
     }
 

@@ -93,7 +93,7 @@ pub fn prepare(
     listed.extend(to_fill.iter().map(|(n, _)| n.clone()).filter(|n| !ours.contains(n)));
     write_marker(&mut s, &m.dir, &listed).map_err(nfs)?;
     let total = to_fill.len() as u64 * file_size;
-    let piece = m.fsinfo.wtmax.clamp(4096, 1 << 20) as usize;
+    let piece = m.fsinfo.wtmax.clamp(1, 1 << 20) as usize;
     let mut buf = vec![0u8; piece];
     let mut written = 0u64;
     for (k, (name, fh)) in to_fill.iter().enumerate() {
