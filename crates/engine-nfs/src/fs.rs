@@ -167,8 +167,10 @@ impl Paths {
     /// Creates a file that must not exist (CREATE guarded) holding `size` bytes of `data`
     /// repeated, written UNSTABLE and COMMITted: what a client's create, write, close does.
     pub fn create_new(&mut self, path: &Path, size: u64, data: &[u8]) -> Result<u64, NfsError> {
-        let (dir, name) = self.fresh(|p| p.parent(path))?;
-        let fh = self.session.create_with(&dir, name, 0o644, true, false)?;
+        let fh = self.fresh(|p| {
+            let (dir, name) = p.parent(path)?;
+            p.session.create_with(&dir, name, 0o644, true, false)
+        })?;
         self.write_all(&fh, size, &mut |off, chunk| {
             let mut i = 0;
             while i < chunk.len() {
@@ -202,13 +204,17 @@ impl Paths {
 
     pub fn remove(&mut self, path: &Path) -> Result<(), NfsError> {
         self.forget(path);
-        let (dir, name) = self.fresh(|p| p.parent(path))?;
-        self.session.remove(&dir, name)
+        self.fresh(|p| {
+            let (dir, name) = p.parent(path)?;
+            p.session.remove(&dir, name)
+        })
     }
 
     pub fn mkdir(&mut self, path: &Path) -> Result<(), NfsError> {
-        let (dir, name) = self.fresh(|p| p.parent(path))?;
-        let fh = self.session.mkdir(&dir, name, 0o755)?;
+        let fh = self.fresh(|p| {
+            let (dir, name) = p.parent(path)?;
+            p.session.mkdir(&dir, name, 0o755)
+        })?;
         let rel = self.below(path)?.to_path_buf();
         self.remember_dir(&rel, &fh);
         Ok(())
@@ -216,14 +222,16 @@ impl Paths {
 
     pub fn rmdir(&mut self, path: &Path) -> Result<(), NfsError> {
         self.forget(path);
-        let (dir, name) = self.fresh(|p| p.parent(path))?;
-        self.session.rmdir(&dir, name)
+        self.fresh(|p| {
+            let (dir, name) = p.parent(path)?;
+            p.session.rmdir(&dir, name)
+        })
     }
 
     /// RENAME to a name that must not exist (NFS3ERR_EXIST otherwise): RENAME itself would
     /// replace it.
     pub fn rename_new(&mut self, from: &Path, to: &Path) -> Result<(), NfsError> {
-        match self.lookup(to) {
+        match self.fresh(|p| p.lookup(to)) {
             Ok(_) => return Err(status_err("RENAME", status::EXIST)),
             Err(e) if e.status() == Some(status::NOENT) => {}
             Err(e) => return Err(e),
@@ -234,9 +242,11 @@ impl Paths {
     fn rename(&mut self, from: &Path, to: &Path) -> Result<(), NfsError> {
         self.forget(from);
         self.forget(to);
-        let (from_dir, from_name) = self.fresh(|p| p.parent(from))?;
-        let (to_dir, to_name) = self.fresh(|p| p.parent(to))?;
-        self.session.rename(&from_dir, from_name, &to_dir, to_name)
+        self.fresh(|p| {
+            let (from_dir, from_name) = p.parent(from)?;
+            let (to_dir, to_name) = p.parent(to)?;
+            p.session.rename(&from_dir, from_name, &to_dir, to_name)
+        })
     }
 
     /// Copies a file to a name that must not exist, as a client does: READ from the
@@ -247,8 +257,10 @@ impl Paths {
             Some(a) => a.size,
             None => self.session.getattr(&src)?.size,
         };
-        let (dir, name) = self.parent(to)?;
-        let dst = self.session.create_with(&dir, name, 0o644, true, false)?;
+        let dst = self.fresh(|p| {
+            let (dir, name) = p.parent(to)?;
+            p.session.create_with(&dir, name, 0o644, true, false)
+        })?;
         let (mut buf, mut off) = (vec![0u8; (self.wtmax as u64).min(size) as usize], 0u64);
         'copy: while off < size {
             let chunk = &mut buf[..(size - off).min(self.wtmax as u64) as usize];
@@ -411,16 +423,19 @@ impl FsConn for Paths {
 
     fn write_file(&mut self, path: &Path, len: u64, fill: &mut dyn FnMut(u64, &mut [u8])) -> io::Result<()> {
         self.forget(path);
-        let (dir, name) = self.fresh(|p| p.parent(path)).map_err(to_io)?;
-        let fh = match self.session.create_with(&dir, name, 0o644, false, true) {
-            // An unchecked CREATE of an existing name should succeed; some servers say EXIST.
-            Err(e) if e.status() == Some(status::EXIST) => {
-                let (fh, _) = self.session.lookup(&dir, name).map_err(to_io)?;
-                self.session.setattr(&fh, None, Some(0)).map_err(to_io)?;
-                fh
+        let fh = self.fresh(|p| {
+            let (dir, name) = p.parent(path)?;
+            match p.session.create_with(&dir, name, 0o644, false, true) {
+                // An unchecked CREATE of an existing name should succeed; some servers say EXIST.
+                Err(e) if e.status() == Some(status::EXIST) => {
+                    let (fh, _) = p.session.lookup(&dir, name)?;
+                    p.session.setattr(&fh, None, Some(0))?;
+                    Ok(fh)
+                }
+                r => r,
             }
-            r => r.map_err(to_io)?,
-        };
+        });
+        let fh = fh.map_err(to_io)?;
         self.write_all(&fh, len, fill).map_err(to_io)
     }
 }
