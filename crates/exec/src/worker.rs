@@ -50,6 +50,9 @@ pub struct Worker<'a, E: Engine> {
     pub queue_depth: u32,
     pub errors: FirstErrors,
     writes: u64,
+    /// What a queued engine's reap returns when one I/O is waited for (kept: no allocation
+    /// per I/O).
+    reaped: Vec<Completion>,
 }
 
 impl<'a, E: Engine> Worker<'a, E> {
@@ -62,7 +65,18 @@ impl<'a, E: Engine> Worker<'a, E> {
         sync: SyncMode,
         queue_depth: u32,
     ) -> Self {
-        Self { engine, buffers, gen, recorder, stop, sync, queue_depth, errors: FirstErrors::default(), writes: 0 }
+        Self {
+            engine,
+            buffers,
+            gen,
+            recorder,
+            stop,
+            sync,
+            queue_depth,
+            errors: FirstErrors::default(),
+            writes: 0,
+            reaped: Vec::new(),
+        }
     }
 
     /// Runs until the deadline or until `stop` is set; in-flight I/O is completed and recorded.
@@ -144,15 +158,14 @@ impl<'a, E: Engine> Worker<'a, E> {
     /// The result of the one I/O a queued engine has in flight (in `slot`).
     fn wait_for(&mut self, slot: u32) -> i64 {
         self.engine.commit();
-        let mut done = Vec::with_capacity(1);
         loop {
-            if let Err(e) = self.engine.reap(1, None, &mut done) {
+            self.reaped.clear();
+            if let Err(e) = self.engine.reap(1, None, &mut self.reaped) {
                 return -(e.raw_os_error().unwrap_or(libc::EIO) as i64);
             }
-            if let Some(c) = done.iter().find(|c| c.slot == slot) {
+            if let Some(c) = self.reaped.iter().find(|c| c.slot == slot) {
                 return c.result;
             }
-            done.clear();
         }
     }
 
