@@ -82,13 +82,15 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> u8 {
         Vec::new()
     } else if plan.engine == EngineKind::Null {
         Vec::new()
-    } else if plan.engine == EngineKind::Nfs {
-        match prepare_nfs(plan, output, show_progress) {
-            Ok(names) => names,
-            Err(code) => return code,
-        }
     } else {
-        let mut layout = match workset::check(plan) {
+        let (fs, dir) = match ioscope_exec::storage(plan) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return exit::RUN_FAILED;
+            }
+        };
+        let mut layout = match workset::check(&*fs, &dir, plan) {
             Ok(l) => l,
             Err(e @ workset::WorksetError::NotOurs { .. }) => {
                 eprintln!("error: {e}");
@@ -116,7 +118,7 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> u8 {
                 }
             };
             let threads: u32 = plan.max_threads().iter().sum();
-            if let Err(e) = workset::prepare(&mut layout, threads.clamp(1, 8) as usize, &report) {
+            if let Err(e) = workset::prepare(&*fs, &mut layout, threads.clamp(1, 8) as usize, &report) {
                 terminal::clear_line(show_progress);
                 eprintln!("error: preparing the working set: {e}");
                 return exit::RUN_FAILED;
@@ -172,27 +174,15 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> u8 {
         eprintln!("I/O errors were counted; first {e}");
     }
     let code = crate::cmd_show::print_summary(&out, output.json);
-    if let (true, Some(d)) = (plan.cleanup, &plan.dataset) {
-        match dataset::file_system(plan).and_then(|fs| dataset::cleanup(&*fs, &d.dir)) {
-            Ok(c) if !output.quiet => eprintln!("cleanup: removed {} file(s), {}", c.files, terminal::size(c.bytes)),
-            Ok(_) => {}
-            Err(e) => eprintln!("cleanup failed: {e}"),
-        }
-    } else if plan.cleanup && plan.engine == EngineKind::Nfs {
-        let url = plan.target.clone().unwrap_or_default();
-        match ioscope_engine_nfs::target::Target::parse(&url)
-            .map_err(|e| e.to_string())
-            .and_then(|t| ioscope_engine_nfs::workset::cleanup(&t, &url).map_err(|e| e.to_string()))
-        {
+    if plan.cleanup && (plan.dataset.is_some() || plan.engine != EngineKind::Null) {
+        let removed = ioscope_exec::storage(plan).and_then(|(fs, dir)| match &plan.dataset {
+            Some(d) => dataset::cleanup(&*fs, &d.dir).map(|c| (c.files, c.bytes)).map_err(|e| e.to_string()),
+            None => workset::cleanup(&*fs, &dir).map(|c| (c.files as u64, c.bytes)).map_err(|e| e.to_string()),
+        });
+        match removed {
             Ok((files, bytes)) if !output.quiet => {
                 eprintln!("cleanup: removed {files} file(s), {}", terminal::size(bytes))
             }
-            Ok(_) => {}
-            Err(e) => eprintln!("cleanup failed: {e}"),
-        }
-    } else if plan.cleanup && plan.engine != EngineKind::Null {
-        match workset::cleanup(&plan.dir) {
-            Ok(c) if !output.quiet => eprintln!("cleanup: removed {} file(s), {}", c.files, terminal::size(c.bytes)),
             Ok(_) => {}
             Err(e) => eprintln!("cleanup failed: {e}"),
         }
@@ -217,39 +207,6 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> u8 {
     }
 }
 
-/// The working set on the NFS server: checked (refusal: exit 2, before any I/O), then
-/// created or reused; returns the files' names for the engine.
-fn prepare_nfs(plan: &Plan, output: &OutputFlags, show_progress: bool) -> Result<Vec<PathBuf>, u8> {
-    use ioscope_engine_nfs::workset::{self as nfs_workset, WorksetError};
-    let url = plan.target.clone().unwrap_or_default();
-    let target = ioscope_engine_nfs::target::Target::parse(&url).map_err(|e| {
-        eprintln!("error: {e}");
-        exit::INVALID_INPUT
-    })?;
-    if !output.quiet {
-        eprintln!("working set on {url}: {} in {} file(s)", terminal::size(plan.size_bytes), plan.files);
-    }
-    let report = |done: u64, total: u64| {
-        if show_progress && total > 0 {
-            terminal::progress_line(&format!("  filling {} / {}", terminal::size(done), terminal::size(total)));
-        }
-    };
-    let names =
-        nfs_workset::prepare(&target, &url, plan.files, plan.file_size_bytes(), plan.writes(), plan.force, &report);
-    terminal::clear_line(show_progress);
-    match names {
-        Ok(n) => Ok(n.into_iter().map(PathBuf::from).collect()),
-        Err(e @ WorksetError::NotOurs { .. }) => {
-            eprintln!("error: {e}");
-            Err(exit::INVALID_INPUT)
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            Err(exit::RUN_FAILED)
-        }
-    }
-}
-
 /// Checks the dataset's anchor (refusal: exit 2, before any I/O), then creates or reuses
 /// the tree, with progress.
 fn prepare_dataset(
@@ -259,7 +216,7 @@ fn prepare_dataset(
     show_progress: bool,
 ) -> Result<dataset::Layout, u8> {
     let (spec, format) = dataset::DatasetSpec::of(d);
-    let fs = dataset::file_system(plan).map_err(|e| {
+    let (fs, _) = ioscope_exec::storage(plan).map_err(|e| {
         eprintln!("error: {e}");
         exit::RUN_FAILED
     })?;

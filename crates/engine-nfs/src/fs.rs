@@ -106,11 +106,15 @@ impl Paths {
             return Ok(fh.clone());
         }
         let (fh, _) = self.lookup(path)?;
+        self.remember_file(path, &fh);
+        Ok(fh)
+    }
+
+    fn remember_file(&mut self, path: &Path, fh: &Fh) {
         if self.files.len() >= MAX_CACHED {
             self.files.clear();
         }
         self.files.insert(path.to_path_buf(), fh.clone());
-        Ok(fh)
     }
 
     /// Drops what is cached of a path (removed, renamed, or stale).
@@ -186,18 +190,26 @@ impl Paths {
     /// WRITEs `size` bytes in wtmax pieces from `fill(offset, piece)`, UNSTABLE, then COMMIT.
     fn write_all(&mut self, fh: &Fh, size: u64, fill: &mut dyn FnMut(u64, &mut [u8])) -> Result<(), NfsError> {
         let mut buf = vec![0u8; (self.wtmax as u64).min(size) as usize];
-        let mut off = 0;
-        while off < size {
+        for off in (0..size).step_by(self.wtmax as usize) {
             let chunk = &mut buf[..(size - off).min(self.wtmax as u64) as usize];
             fill(off, chunk);
-            let n = self.session.write(fh, off, Stable::Unstable, chunk)?;
-            if n == 0 {
-                return Err(NfsError::Setup("the server wrote 0 bytes".into()));
-            }
-            off += n as u64;
+            self.write_data(fh, off, chunk)?;
         }
         if size > 0 {
             self.session.commit(fh)?;
+        }
+        Ok(())
+    }
+
+    /// WRITEs `data` at `off`, UNSTABLE, in wtmax pieces (and again what a short write left).
+    fn write_data(&mut self, fh: &Fh, mut off: u64, mut data: &[u8]) -> Result<(), NfsError> {
+        while !data.is_empty() {
+            let piece = &data[..data.len().min(self.wtmax as usize)];
+            let n = self.session.write(fh, off, Stable::Unstable, piece)? as usize;
+            if n == 0 {
+                return Err(NfsError::Setup("the server wrote 0 bytes".into()));
+            }
+            (off, data) = (off + n as u64, &data[n.min(data.len())..]);
         }
         Ok(())
     }
@@ -421,7 +433,7 @@ impl FsConn for Paths {
         Paths::rename(self, from, to).map_err(to_io)
     }
 
-    fn write_file(&mut self, path: &Path, len: u64, fill: &mut dyn FnMut(u64, &mut [u8])) -> io::Result<()> {
+    fn create_empty(&mut self, path: &Path) -> io::Result<()> {
         self.forget(path);
         let fh = self.fresh(|p| {
             let (dir, name) = p.parent(path)?;
@@ -435,7 +447,17 @@ impl FsConn for Paths {
                 r => r,
             }
         });
-        let fh = fh.map_err(to_io)?;
-        self.write_all(&fh, len, fill).map_err(to_io)
+        self.remember_file(path, &fh.map_err(to_io)?);
+        Ok(())
+    }
+
+    fn write_at(&mut self, path: &Path, offset: u64, data: &[u8]) -> io::Result<()> {
+        let fh = self.fresh(|p| p.file(path)).map_err(to_io)?;
+        self.write_data(&fh, offset, data).map_err(to_io)
+    }
+
+    fn sync(&mut self, path: &Path) -> io::Result<()> {
+        let fh = self.fresh(|p| p.file(path)).map_err(to_io)?;
+        self.session.commit(&fh).map_err(to_io)
     }
 }

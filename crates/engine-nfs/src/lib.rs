@@ -4,8 +4,9 @@
 //! Layers: [`xdr`] (encoding), [`rpc`] (ONC RPC over TCP, AUTH_SYS, record marking),
 //! [`proto`] (NFSv3, MOUNT v3 and portmapper messages), [`target`] (the `nfs://` URL),
 //! [`client`] (mount and blocking calls on one connection), [`pipe`] (many calls in
-//! flight over N connections, with timeouts), [`engine`] (the `nfs` engine), [`workset`]
-//! (the working set's files on the server).
+//! flight over N connections, with timeouts), [`fs`] (operations by path, and the export
+//! as the `FileSystem` working sets and datasets are made through), [`engine`] (the `nfs`
+//! engine).
 
 pub mod client;
 pub mod engine;
@@ -14,5 +15,4 @@ pub mod pipe;
 pub mod proto;
 pub mod rpc;
 pub mod target;
-pub mod workset;
 pub mod xdr;

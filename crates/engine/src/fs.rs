@@ -3,8 +3,10 @@
 //! `ioscope-engine-nfs`). Errors are `io::Error`s whose kind says "not found", "already
 //! exists" or "directory not empty" alike on every file system.
 
-use std::io::{self, ErrorKind, Write};
-use std::path::Path;
+use std::fs::File;
+use std::io::{self, ErrorKind};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
 
 /// What [`FsConn::stat`] and [`FsConn::list`] tell of an entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,25 +34,51 @@ pub trait FsConn {
     fn remove_file(&mut self, path: &Path) -> io::Result<()>;
     fn remove_dir(&mut self, path: &Path) -> io::Result<()>;
     fn rename(&mut self, from: &Path, to: &Path) -> io::Result<()>;
-    /// Creates or truncates `path` and writes `len` bytes, `fill(offset, chunk)` providing
+    /// Creates `path`, or empties it if it exists.
+    fn create_empty(&mut self, path: &Path) -> io::Result<()>;
+    /// Writes `data` at `offset` of an existing file.
+    fn write_at(&mut self, path: &Path, offset: u64, data: &[u8]) -> io::Result<()>;
+    /// Puts what was written to `path` on stable storage.
+    fn sync(&mut self, path: &Path) -> io::Result<()>;
+
+    /// Creates or empties `path` and writes `len` bytes, `fill(offset, chunk)` providing
     /// each chunk; the data is on stable storage when it returns.
-    fn write_file(&mut self, path: &Path, len: u64, fill: &mut dyn FnMut(u64, &mut [u8])) -> io::Result<()>;
+    fn write_file(&mut self, path: &Path, len: u64, fill: &mut dyn FnMut(u64, &mut [u8])) -> io::Result<()> {
+        self.create_empty(path)?;
+        let mut buf = vec![0u8; len.min(CHUNK) as usize];
+        for off in (0..len).step_by(CHUNK as usize) {
+            let chunk = &mut buf[..(len - off).min(CHUNK) as usize];
+            fill(off, chunk);
+            self.write_at(path, off, chunk)?;
+        }
+        self.sync(path)
+    }
 }
+
+/// Bytes [`FsConn::write_file`] writes per call.
+const CHUNK: u64 = 1 << 20;
 
 /// The local file system through std::fs.
 pub struct LocalFs;
 
-/// Bytes [`LocalFs`] writes per call.
-const LOCAL_CHUNK: u64 = 1 << 20;
-
 impl FileSystem for LocalFs {
     fn connect(&self) -> io::Result<Box<dyn FsConn + '_>> {
-        Ok(Box::new(LocalConn { buf: Vec::new() }))
+        Ok(Box::new(LocalConn { open: None }))
     }
 }
 
 struct LocalConn {
-    buf: Vec<u8>,
+    /// The file written last, kept open for the next write to it.
+    open: Option<(PathBuf, File)>,
+}
+
+impl LocalConn {
+    fn file(&mut self, path: &Path) -> io::Result<&File> {
+        if self.open.as_ref().is_none_or(|(p, _)| p != path) {
+            self.open = Some((path.to_path_buf(), std::fs::OpenOptions::new().write(true).open(path)?));
+        }
+        Ok(&self.open.as_ref().expect("just opened").1)
+    }
 }
 
 fn stat_of(m: &std::fs::Metadata) -> Stat {
@@ -93,14 +121,15 @@ impl FsConn for LocalConn {
     fn rename(&mut self, from: &Path, to: &Path) -> io::Result<()> {
         std::fs::rename(from, to)
     }
-    fn write_file(&mut self, path: &Path, len: u64, fill: &mut dyn FnMut(u64, &mut [u8])) -> io::Result<()> {
-        let mut file = std::fs::OpenOptions::new().create(true).write(true).truncate(true).open(path)?;
-        self.buf.resize(len.min(LOCAL_CHUNK) as usize, 0);
-        for off in (0..len).step_by(LOCAL_CHUNK as usize) {
-            let chunk = &mut self.buf[..(len - off).min(LOCAL_CHUNK) as usize];
-            fill(off, chunk);
-            file.write_all(chunk)?;
-        }
-        file.sync_data()
+    fn create_empty(&mut self, path: &Path) -> io::Result<()> {
+        let f = std::fs::OpenOptions::new().create(true).write(true).truncate(true).open(path)?;
+        self.open = Some((path.to_path_buf(), f));
+        Ok(())
+    }
+    fn write_at(&mut self, path: &Path, offset: u64, data: &[u8]) -> io::Result<()> {
+        self.file(path)?.write_all_at(data, offset)
+    }
+    fn sync(&mut self, path: &Path) -> io::Result<()> {
+        self.file(path)?.sync_data()
     }
 }

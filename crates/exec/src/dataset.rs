@@ -535,18 +535,6 @@ pub fn cleanup(fs: &dyn FileSystem, anchor: &Path) -> Result<Cleaned, DatasetErr
     Ok(cleaned)
 }
 
-/// The file system a plan's dataset lives on: the NFS target's export for engine nfs,
-/// else the local one.
-pub fn file_system(plan: &ioscope_workload::Plan) -> Result<Box<dyn FileSystem>, DatasetError> {
-    if plan.engine != ioscope_workload::EngineKind::Nfs {
-        return Ok(Box::new(ioscope_engine::fs::LocalFs));
-    }
-    let url = plan.target.as_deref().unwrap_or_default();
-    let failed = |e: String| DatasetError::Io { path: url.into(), source: std::io::Error::other(e) };
-    let t = ioscope_engine_nfs::target::Target::parse(url).map_err(|e| failed(e.to_string()))?;
-    Ok(Box::new(ioscope_engine_nfs::fs::NfsFs::mount(&t).map_err(|e| failed(e.to_string()))?))
-}
-
 impl DatasetSpec {
     /// The spec and format of a plan's `[dataset]`.
     pub fn of(d: &ioscope_workload::Dataset) -> (DatasetSpec, Format) {

@@ -1,13 +1,14 @@
 //! The working set: the files a run reads and writes. ioscope creates them itself
 //! (filled in parallel with non-zero, incompressible data), records them in a marker
 //! file in the directory, reuses them when the layout matches, never writes into files
-//! it did not create unless forced, and removes only its own files on cleanup.
+//! it did not create unless forced, and removes only its own files on cleanup. All of it
+//! goes through a [`FileSystem`]: a local directory or an NFS server's alike.
 
 use ioscope_engine::buffers::fill_random;
+use ioscope_engine::fs::{FileSystem, FsConn};
 use ioscope_workload::Plan;
 use serde::{Deserialize, Serialize};
-use std::fs::{self, File, OpenOptions};
-use std::os::unix::fs::FileExt;
+use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
 /// Name of the marker file that says "ioscope created these files".
@@ -16,7 +17,7 @@ pub const MARKER: &str = ".ioscope-workset.json";
 #[derive(Debug, thiserror::Error)]
 pub enum WorksetError {
     /// The plan would write into data ioscope did not create.
-    #[error("{path}: {reason}; ioscope only writes into files it created (listed in {marker}). Pass --force to write into it anyway, or choose another --dir", marker = MARKER)]
+    #[error("{path}: {reason}; ioscope writes only into files it created (listed in {marker}). Pass --force to write into it anyway, or choose another --dir (--target for engine nfs)", marker = MARKER)]
     NotOurs { path: PathBuf, reason: String },
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
@@ -64,20 +65,28 @@ fn file_name(i: u32) -> String {
     format!("ioscope.{i}.dat")
 }
 
-fn read_marker(dir: &Path) -> Option<Marker> {
-    let text = fs::read_to_string(dir.join(MARKER)).ok()?;
-    serde_json::from_str(&text).ok()
+fn read_marker(c: &mut dyn FsConn, dir: &Path) -> Option<Marker> {
+    serde_json::from_slice(&c.read_file(&dir.join(MARKER)).ok()?).ok()
 }
 
-/// Checks the directory against the plan. Writes nothing.
-pub fn check(plan: &Plan) -> Result<Layout, WorksetError> {
-    let dir = plan.dir.clone();
-    let dir_exists = dir.exists();
-    if dir_exists && !dir.is_dir() {
+fn connect<'f>(fs: &'f dyn FileSystem, dir: &Path) -> Result<Box<dyn FsConn + 'f>, WorksetError> {
+    fs.connect().map_err(io_err(dir))
+}
+
+/// Checks `dir` against the plan. Writes nothing.
+pub fn check(fs: &dyn FileSystem, dir: &Path, plan: &Plan) -> Result<Layout, WorksetError> {
+    let dir = dir.to_path_buf();
+    let mut c = connect(fs, &dir)?;
+    let stat = c.stat(&dir).map_err(io_err(&dir))?;
+    let dir_exists = stat.is_some();
+    if stat.is_some_and(|s| !s.dir) {
         return Err(WorksetError::Io { path: dir, source: std::io::Error::other("not a directory") });
     }
-    let marker =
-        read_marker(&dir).unwrap_or(Marker { created_by: "ioscope".into(), created_dir: !dir_exists, files: vec![] });
+    let marker = read_marker(&mut *c, &dir).unwrap_or(Marker {
+        created_by: "ioscope".into(),
+        created_dir: !dir_exists,
+        files: vec![],
+    });
     let size = plan.file_size_bytes();
     let mut files = Vec::new();
     let mut to_fill = Vec::new();
@@ -85,13 +94,13 @@ pub fn check(plan: &Plan) -> Result<Layout, WorksetError> {
         let name = file_name(i);
         let path = dir.join(&name);
         let ours = marker.files.iter().find(|f| f.name == name);
-        let existing = fs::metadata(&path).ok();
+        let existing = if dir_exists { c.stat(&path).map_err(io_err(&path))? } else { None };
         match (ours, existing) {
-            (Some(f), Some(m)) if f.complete && f.size_bytes == size && m.len() == size => {}
+            (Some(f), Some(m)) if f.complete && f.size_bytes == size && m.len == size => {}
             (Some(_), _) | (None, None) => to_fill.push(i as usize),
             (None, Some(m)) => {
-                let reason = if m.len() < size {
-                    Some(format!("exists with {} bytes, the plan needs {size} (it would be rewritten)", m.len()))
+                let reason = if m.len < size {
+                    Some(format!("exists with {} bytes, the plan needs {size} (it would be rewritten)", m.len))
                 } else if plan.writes() {
                     Some("exists and the workload writes".to_string())
                 } else {
@@ -101,7 +110,7 @@ pub fn check(plan: &Plan) -> Result<Layout, WorksetError> {
                     if !plan.force {
                         return Err(WorksetError::NotOurs { path, reason });
                     }
-                    to_fill.extend((m.len() < size).then_some(i as usize));
+                    to_fill.extend((m.len < size).then_some(i as usize));
                 }
             }
         }
@@ -110,18 +119,27 @@ pub fn check(plan: &Plan) -> Result<Layout, WorksetError> {
     Ok(Layout { dir, files, file_size_bytes: size, to_fill, dir_exists, marker })
 }
 
-fn write_marker(dir: &Path, marker: &Marker) -> Result<(), WorksetError> {
+fn write_marker(c: &mut dyn FsConn, dir: &Path, marker: &Marker) -> Result<(), WorksetError> {
     let tmp = dir.join(format!("{MARKER}.tmp"));
     let text = serde_json::to_string_pretty(marker).expect("marker serializes");
-    fs::write(&tmp, text).map_err(io_err(&tmp))?;
-    fs::rename(&tmp, dir.join(MARKER)).map_err(io_err(dir))
+    c.write_file(&tmp, text.len() as u64, &mut |off, chunk| {
+        chunk.copy_from_slice(&text.as_bytes()[off as usize..off as usize + chunk.len()])
+    })
+    .map_err(io_err(&tmp))?;
+    c.rename(&tmp, &dir.join(MARKER)).map_err(io_err(dir))
 }
 
 /// Creates the directory and fills the files that need it, with `threads` writers.
 /// `progress` is called with (bytes written, total) now and then.
-pub fn prepare(layout: &mut Layout, threads: usize, progress: &(dyn Fn(u64, u64) + Sync)) -> Result<(), WorksetError> {
+pub fn prepare(
+    fs: &dyn FileSystem,
+    layout: &mut Layout,
+    threads: usize,
+    progress: &(dyn Fn(u64, u64) + Sync),
+) -> Result<(), WorksetError> {
+    let mut c = connect(fs, &layout.dir)?;
     if !layout.dir_exists {
-        fs::create_dir_all(&layout.dir).map_err(io_err(&layout.dir))?;
+        c.create_dir_all(&layout.dir).map_err(io_err(&layout.dir))?;
         layout.dir_exists = true;
     }
     if layout.to_fill.is_empty() && layout.marker.files.len() >= layout.files.len() {
@@ -133,17 +151,14 @@ pub fn prepare(layout: &mut Layout, threads: usize, progress: &(dyn Fn(u64, u64)
         layout.marker.files.retain(|f| f.name != name);
         layout.marker.files.push(MarkerFile { name, size_bytes: layout.file_size_bytes, complete: false });
     }
-    write_marker(&layout.dir, &layout.marker)?;
+    write_marker(&mut *c, &layout.dir, &layout.marker)?;
 
     // Split every file into 8 MiB chunks and let the writers take chunks in turn.
     const CHUNK: u64 = 8 << 20;
     let size = layout.file_size_bytes;
-    let mut opened = Vec::new();
-    for &i in &layout.to_fill {
-        let path = &layout.files[i];
-        let f = OpenOptions::new().create(true).write(true).truncate(true).open(path).map_err(io_err(path))?;
-        f.set_len(0).map_err(io_err(path))?;
-        opened.push((path.clone(), f));
+    let opened: Vec<&PathBuf> = layout.to_fill.iter().map(|&i| &layout.files[i]).collect();
+    for path in &opened {
+        c.create_empty(path).map_err(io_err(path))?;
     }
     let chunks: Vec<(usize, u64)> =
         (0..opened.len()).flat_map(|f| (0..size.div_ceil(CHUNK)).map(move |c| (f, c * CHUNK))).collect();
@@ -151,18 +166,26 @@ pub fn prepare(layout: &mut Layout, threads: usize, progress: &(dyn Fn(u64, u64)
     let written = std::sync::atomic::AtomicU64::new(0);
     let total = layout.bytes_to_fill();
     let first_error = std::sync::Mutex::new(None);
+    let dir = &layout.dir;
     std::thread::scope(|s| {
         for w in 0..threads.max(1) {
             let (chunks, next, written, opened, first_error) = (&chunks, &next, &written, &opened, &first_error);
             s.spawn(move || {
+                let mut c = match connect(fs, dir) {
+                    Ok(c) => c,
+                    Err(e) => {
+                        first_error.lock().unwrap().get_or_insert(e);
+                        return;
+                    }
+                };
                 let mut buf = vec![0u8; CHUNK as usize];
                 loop {
                     let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some(&(f, off)) = chunks.get(k) else { break };
                     let len = CHUNK.min(size - off) as usize;
                     fill_random(&mut buf[..len], (w as u64) << 48 ^ k as u64 ^ off);
-                    let (path, file): &(PathBuf, File) = &opened[f];
-                    if let Err(e) = file.write_all_at(&buf[..len], off) {
+                    let path = opened[f];
+                    if let Err(e) = c.write_at(path, off, &buf[..len]) {
                         first_error.lock().unwrap().get_or_insert(WorksetError::Io { path: path.clone(), source: e });
                         break;
                     }
@@ -175,13 +198,13 @@ pub fn prepare(layout: &mut Layout, threads: usize, progress: &(dyn Fn(u64, u64)
     if let Some(e) = first_error.into_inner().unwrap() {
         return Err(e);
     }
-    for (path, f) in &opened {
-        f.sync_all().map_err(io_err(path))?;
+    for path in &opened {
+        c.sync(path).map_err(io_err(path))?;
     }
     for f in layout.marker.files.iter_mut() {
         f.complete = true;
     }
-    write_marker(&layout.dir, &layout.marker)?;
+    write_marker(&mut *c, &layout.dir, &layout.marker)?;
     layout.to_fill.clear();
     Ok(())
 }
@@ -196,28 +219,38 @@ pub struct Cleaned {
 
 /// Removes the files listed in the directory's marker, the marker, and the directory
 /// if ioscope created it and it is now empty. Touches nothing else.
-pub fn cleanup(dir: &Path) -> Result<Cleaned, WorksetError> {
-    let Some(marker) = read_marker(dir) else { return Ok(Cleaned::default()) };
-    let mut c = Cleaned::default();
+pub fn cleanup(fs: &dyn FileSystem, dir: &Path) -> Result<Cleaned, WorksetError> {
+    let mut c = connect(fs, dir)?;
+    let Some(marker) = read_marker(&mut *c, dir) else { return Ok(Cleaned::default()) };
+    let mut cleaned = Cleaned::default();
     for f in &marker.files {
         let path = dir.join(&f.name);
-        if let Ok(m) = fs::metadata(&path) {
-            fs::remove_file(&path).map_err(io_err(&path))?;
-            c.files += 1;
-            c.bytes += m.len();
+        match c.stat(&path) {
+            Ok(Some(m)) => {
+                match c.remove_file(&path) {
+                    Err(e) if e.kind() == ErrorKind::NotFound => {}
+                    r => r.map_err(io_err(&path))?,
+                }
+                cleaned.files += 1;
+                cleaned.bytes += m.len;
+            }
+            Ok(None) => {}
+            Err(e) => return Err(io_err(&path)(e)),
         }
     }
     let marker_path = dir.join(MARKER);
-    fs::remove_file(&marker_path).map_err(io_err(&marker_path))?;
-    if marker.created_dir && fs::remove_dir(dir).is_ok() {
-        c.removed_dir = true;
+    c.remove_file(&marker_path).map_err(io_err(&marker_path))?;
+    if marker.created_dir && c.remove_dir(dir).is_ok() {
+        cleaned.removed_dir = true;
     }
-    Ok(c)
+    Ok(cleaned)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ioscope_engine::fs::LocalFs;
+    use std::fs;
 
     fn plan(dir: &Path, rw: &str, size: &str, force: bool) -> Plan {
         crate::test_plan(&format!(
@@ -231,10 +264,10 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("ws");
         let p = plan(&dir, "randwrite", "20m", false);
-        let mut l = check(&p).unwrap();
+        let mut l = check(&LocalFs, &dir, &p).unwrap();
         assert!(!dir.exists(), "check writes nothing");
         assert_eq!(l.to_fill, vec![0, 1]);
-        prepare(&mut l, 2, &|_, _| {}).unwrap();
+        prepare(&LocalFs, &mut l, 2, &|_, _| {}).unwrap();
         let data = fs::read(dir.join("ioscope.0.dat")).unwrap();
         assert_eq!(data.len(), 10 << 20);
         let zeros = data.iter().filter(|b| **b == 0).count();
@@ -242,13 +275,13 @@ mod tests {
         assert_ne!(data[..4096], data[8 << 20..(8 << 20) + 4096], "chunks differ");
 
         // A matching layout is reused without rewriting.
-        assert!(check(&p).unwrap().to_fill.is_empty());
+        assert!(check(&LocalFs, &dir, &p).unwrap().to_fill.is_empty());
         // A different size is ours to rewrite.
-        assert_eq!(check(&plan(&dir, "randwrite", "40m", false)).unwrap().to_fill, vec![0, 1]);
+        assert_eq!(check(&LocalFs, &dir, &plan(&dir, "randwrite", "40m", false)).unwrap().to_fill, vec![0, 1]);
 
         let other = dir.join("keep.txt");
         fs::write(&other, b"user data").unwrap();
-        let c = cleanup(&dir).unwrap();
+        let c = cleanup(&LocalFs, &dir).unwrap();
         assert_eq!((c.files, c.bytes), (2, 20 << 20));
         assert!(!c.removed_dir, "the user's file keeps the directory");
         assert_eq!(fs::read(&other).unwrap(), b"user data");
@@ -261,17 +294,17 @@ mod tests {
         let dir = tmp.path();
         fs::write(dir.join("ioscope.0.dat"), vec![1u8; 10 << 20]).unwrap();
         fs::write(dir.join("ioscope.1.dat"), vec![1u8; 10 << 20]).unwrap();
-        let err = check(&plan(dir, "randwrite", "20m", false)).unwrap_err();
+        let err = check(&LocalFs, dir, &plan(dir, "randwrite", "20m", false)).unwrap_err();
         assert!(matches!(err, WorksetError::NotOurs { .. }), "{err}");
         assert!(err.to_string().contains("--force"));
         // Reading them is harmless, and --force allows writing.
-        assert!(check(&plan(dir, "randread", "20m", false)).unwrap().to_fill.is_empty());
-        assert!(check(&plan(dir, "randwrite", "20m", true)).is_ok());
+        assert!(check(&LocalFs, dir, &plan(dir, "randread", "20m", false)).unwrap().to_fill.is_empty());
+        assert!(check(&LocalFs, dir, &plan(dir, "randwrite", "20m", true)).is_ok());
         // Too small to read without rewriting: refused too.
-        assert!(check(&plan(dir, "randread", "40m", false)).is_err());
+        assert!(check(&LocalFs, dir, &plan(dir, "randread", "40m", false)).is_err());
         // Nothing was written or removed.
         assert!(!dir.join(MARKER).exists());
-        assert_eq!(cleanup(dir).unwrap().files, 0);
+        assert_eq!(cleanup(&LocalFs, dir).unwrap().files, 0);
         assert!(dir.join("ioscope.0.dat").exists());
     }
 }
