@@ -63,14 +63,28 @@ fn default_out() -> PathBuf {
 /// Runs a valid plan: everything after input validation. Shared with `demo`.
 pub fn execute(plan: &Plan, output: &OutputFlags) -> u8 {
     let out = output.out.clone().unwrap_or_else(default_out);
-    if out.exists() {
-        eprintln!(
-            "{}: error: results file exists; ioscope never overwrites results. Choose another --out.",
-            out.display()
-        );
+    if let Err(e) = check_out(&out) {
+        eprintln!("error: {e}");
         return exit::INVALID_INPUT;
     }
     let show_progress = !output.quiet && terminal::stderr_is_tty();
+    // Signals: from here on, Ctrl-C, SIGTERM and SIGHUP stop the run cleanly (results
+    // kept). During preparation nothing is measured yet, so they end the process at once.
+    let interrupt = Arc::new(AtomicBool::new(false));
+    let preparing = Arc::new(AtomicBool::new(true));
+    if let Err(e) = watch_signals(&interrupt, &preparing, show_progress) {
+        eprintln!("error: cannot handle signals: {e}");
+        return exit::RUN_FAILED;
+    }
+    // The UI's address is taken before any I/O: a busy or unusable --listen is found now.
+    let server = if output.ui {
+        match crate::cmd_ui::start(std::slice::from_ref(&out), output.listen) {
+            Ok(s) => Some(s),
+            Err(_) => return exit::INVALID_INPUT,
+        }
+    } else {
+        None
+    };
 
     // Data: decide without writing (refusals are invalid input), then prepare.
     let mut dataset = None;
@@ -132,18 +146,11 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> u8 {
         layout.files
     };
 
-    let interrupt = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        let _ = signal_hook::flag::register(sig, Arc::clone(&interrupt));
+    preparing.store(false, Ordering::SeqCst);
+    if interrupt.load(Ordering::SeqCst) {
+        eprintln!("interrupted before the run started; nothing was measured");
+        return exit::INTERRUPTED;
     }
-    let server = if output.ui {
-        match crate::cmd_ui::start(std::slice::from_ref(&out), output.listen) {
-            Ok(s) => Some(s),
-            Err(code) => return code,
-        }
-    } else {
-        None
-    };
     let mut on_second = |p: &ioscope_exec::Progress| {
         if show_progress {
             terminal::progress_line(&terminal::progress_text(p));
@@ -205,6 +212,63 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> u8 {
         Status::Interrupted => exit::INTERRUPTED,
         Status::Failed | Status::Running => exit::RUN_FAILED,
     }
+}
+
+/// Checks, before any I/O, that `out` can become a new results file: nothing (not even a
+/// dangling symlink or a leftover SQLite journal) is in the way, and its directory exists
+/// and takes a new file (not read-only, not full of inodes, not /proc).
+fn check_out(out: &Path) -> Result<(), String> {
+    ioscope_store::check_new_path(out).map_err(|e| e.to_string())?;
+    let dir = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if !dir.is_dir() {
+        return Err(format!(
+            "{}: cannot create the results file: directory {} does not exist",
+            out.display(),
+            dir.display()
+        ));
+    }
+    let name = out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let probe = dir.join(format!(".{name}.{}.check", std::process::id()));
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, b"ioscope"));
+    let _ = std::fs::remove_file(&probe);
+    written.map_err(|e| format!("{}: cannot create the results file: {e}", out.display()))
+}
+
+/// Turns SIGINT, SIGTERM and SIGHUP into a request to stop. While `preparing` is set no
+/// measurement has started and no results file exists, so the process ends at once with
+/// exit 130 and a message; files prepared so far are ioscope's and are reused or rewritten
+/// by the next run, as after a crash.
+fn watch_signals(
+    interrupt: &Arc<AtomicBool>,
+    preparing: &Arc<AtomicBool>,
+    progress_shown: bool,
+) -> std::io::Result<()> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])?;
+    let (interrupt, preparing) = (Arc::clone(interrupt), Arc::clone(preparing));
+    std::thread::Builder::new().name("signals".into()).spawn(move || {
+        for sig in signals.forever() {
+            interrupt.store(true, Ordering::SeqCst);
+            if preparing.load(Ordering::SeqCst) {
+                let name = match sig {
+                    SIGHUP => "SIGHUP",
+                    SIGTERM => "SIGTERM",
+                    _ => "SIGINT",
+                };
+                terminal::clear_line(progress_shown);
+                eprintln!("interrupted ({name}) while preparing; nothing was measured");
+                std::process::exit(i32::from(exit::INTERRUPTED));
+            }
+        }
+    })?;
+    Ok(())
 }
 
 /// Checks the dataset's anchor (refusal: exit 2, before any I/O), then creates or reuses

@@ -19,7 +19,7 @@ pub mod exit {
     pub const RUN_FAILED: u8 = 1;
     /// Invalid input: nothing was run and nothing was written into the target.
     pub const INVALID_INPUT: u8 = 2;
-    /// Interrupted (Ctrl-C or SIGTERM); results up to that moment are kept.
+    /// Interrupted (Ctrl-C, SIGTERM or SIGHUP); results up to that moment are kept.
     pub const INTERRUPTED: u8 = 130;
 }
 

@@ -848,3 +848,87 @@ fn nfs_server_killed_mid_run_ends_the_run_with_errors_counted_and_the_results_ke
     assert!(show["total"]["errors"].as_u64().unwrap() > 0, "the I/Os in flight count as errors");
     assert!(show["total"]["ops"].as_u64().unwrap() > 100, "the seconds before the kill are kept");
 }
+
+// ---- Checks before any I/O, and signals (results file, --listen, SIGTERM/SIGHUP) ----
+
+/// Runs a small posix workload with `extra` arguments and returns (exit code, stderr).
+fn run_with(dir: &Path, extra: &[&str]) -> (Option<i32>, String) {
+    let mut args = vec!["run", "--size", "8m", "--duration", "2s", "--quiet", "--dir", s(dir)];
+    args.extend_from_slice(extra);
+    let out = ioscope().args(&args).stdout(Stdio::null()).output().unwrap();
+    (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn a_bad_results_file_or_listen_address_is_refused_before_the_working_set_is_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let leftover = tmp.path().join("old.db");
+    std::fs::write(tmp.path().join("old.db-wal"), b"x").unwrap();
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let busy = busy.local_addr().unwrap().to_string();
+    let cases: [(&[&str], &str); 4] = [
+        (&["--out", &format!("{}/missing/r.db", tmp.path().display())], "does not exist"),
+        (&["--out", s(&leftover)], "leftover"),
+        (&["--out", "/proc/ioscope-results.db"], "cannot create the results file"),
+        (&["--out", &format!("{}/r.db", tmp.path().display()), "--ui", "--listen", &busy], "cannot listen"),
+    ];
+    for (extra, expected) in cases {
+        let (code, stderr) = run_with(&dir, extra);
+        assert_eq!(code, Some(2), "{extra:?}: {stderr}");
+        assert!(stderr.contains(expected), "{extra:?}: expected {expected:?} in: {stderr}");
+        assert!(!dir.exists(), "{extra:?}: the working set was written before the refusal");
+    }
+}
+
+/// Starts a run that prepares a large working set and returns once it says so.
+fn spawn_preparing(dir: &Path, results: &Path) -> std::process::Child {
+    use std::io::BufRead;
+    let mut child = ioscope()
+        .args(["run", "--size", "2g", "--duration", "60s", "--dir", s(dir), "--out", s(results)])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let first = lines.next().and_then(Result::ok).unwrap_or_default();
+    assert!(first.starts_with("preparing working set"), "{first}");
+    std::thread::spawn(move || lines.for_each(drop));
+    child
+}
+
+#[test]
+fn sigterm_or_sighup_while_preparing_ends_with_exit_130_and_a_message() {
+    for signal in [libc::SIGTERM, libc::SIGHUP, libc::SIGINT] {
+        let tmp = tempfile::tempdir().unwrap();
+        let (dir, results) = (tmp.path().join("data"), tmp.path().join("r.db"));
+        let child = spawn_preparing(&dir, &results);
+        // SAFETY: plain kill(2) on our child.
+        unsafe { libc::kill(child.id() as i32, signal) };
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(130), "signal {signal}");
+        assert!(!results.exists(), "nothing was measured, so there is no results file");
+    }
+}
+
+#[test]
+fn sighup_during_a_run_keeps_the_partial_second_and_leaves_one_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().join("r.db");
+    let child = ioscope()
+        .args(["run", "--engine", "null", "--duration", "60s", "--json", "--out", s(&results)])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(3000));
+    // SAFETY: plain kill(2) on our child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGHUP) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    let summary = json_of(&out);
+    assert_eq!(summary["status"], "interrupted");
+    let duration = summary["duration_s"].as_f64().unwrap();
+    assert!(duration > 2.0, "the half second before SIGHUP is kept: {duration} s");
+    assert!(!PathBuf::from(format!("{}-wal", results.display())).exists());
+}
