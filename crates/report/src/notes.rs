@@ -34,7 +34,7 @@ pub(crate) fn notes(s: &Summary) -> Vec<String> {
     } else if s.seconds < SHORT_RUN_SECONDS {
         notes.push(format!(
             "only {} s measured: too short to tell whether the result is steady (run for minutes, not seconds)",
-            s.seconds
+            format::num(s.duration_s)
         ));
     }
     if s.status == "completed" && s.planned_duration_s > 0.0 && s.duration_s < 0.9 * s.planned_duration_s {

@@ -208,7 +208,7 @@ fn summary_math_comes_from_the_histograms() {
     assert_eq!(
         s.notes,
         [
-            "only 3 s measured: too short to tell whether the result is steady (run for minutes, not seconds)",
+            "only 2.5 s measured: too short to tell whether the result is steady (run for minutes, not seconds)",
             "measured 2.5 s of the planned 3 s",
             "working set 256 MiB is 1.1% of this host's 23.4 GiB RAM and I/O was buffered: reads were likely \
              served from, and writes absorbed by, the page cache",
