@@ -848,3 +848,26 @@ fn nfs_server_killed_mid_run_ends_the_run_with_errors_counted_and_the_results_ke
     assert!(show["total"]["errors"].as_u64().unwrap() > 0, "the I/Os in flight count as errors");
     assert!(show["total"]["ops"].as_u64().unwrap() > 100, "the seconds before the kill are kept");
 }
+
+// ---- Input limits: durations, NFS targets, --set, hostile workload files ----
+
+/// Runs ioscope expecting exit 2 (invalid input); returns stderr.
+fn invalid_input(args: &[&str]) -> String {
+    let out = ioscope().args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "ioscope {args:?}: {}\n{err}", out.status);
+    err
+}
+
+#[test]
+fn a_run_shorter_than_a_second_exits_2_and_writes_no_results() {
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().join("r.db");
+    let err = invalid_input(&["run", "--engine", "null", "--duration", "1ns", "--quiet", "--out", s(&results)]);
+    assert!(err.contains("--duration 1ns: error: expected a whole number of seconds from 1s"), "{err}");
+    assert!(!results.exists(), "nothing was run");
+    let job = tmp.path().join("job.toml");
+    std::fs::write(&job, "engine = \"null\"\nstaircase = \"1-4/10ms\"\n").unwrap();
+    let err = invalid_input(&["validate", s(&job)]);
+    assert!(err.contains("job.toml:2:13: error: staircase \"1-4/10ms\""), "{err}");
+}

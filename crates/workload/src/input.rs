@@ -9,7 +9,7 @@ use crate::plan::{
     BlockSize, Dataset, DatasetFormat, EngineKind, FileIo, FileSelect, Operation, Pattern, PatternMap, Plan, Probe, Rw,
     Staircase, Steps, SyncMode, Workload,
 };
-use crate::units::{format_size, parse_duration, parse_size};
+use crate::units::{duration_literal, format_size, parse_duration, parse_size};
 use std::collections::HashMap;
 use std::ops::Range;
 use std::path::PathBuf;
@@ -169,7 +169,7 @@ const FILEIOS: &[(&str, FileIo)] = &[("sequential", FileIo::Sequential), ("rando
 const FORMATS: &[(&str, DatasetFormat)] =
     &[("reuse", DatasetFormat::Reuse), ("always", DatasetFormat::Always), ("never", DatasetFormat::Never)];
 /// Most steps a run may have.
-const MAX_STEPS: usize = 10_000;
+const MAX_STEPS: u64 = 10_000;
 /// Most files a dataset may have.
 const MAX_DATASET_FILES: u128 = 100_000_000;
 const SYNCS: &[(&str, SyncMode)] = &[
@@ -630,27 +630,14 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// A duration: a duration string, or a number of seconds; above zero (or zero when
-    /// `zero_ok`), at most 30 days.
+    /// A duration: a duration string, or a number of seconds; above zero, at most 30 days.
     fn duration(&mut self, key: &str) -> Got<Duration> {
-        self.duration_from(key, false)
-    }
-
-    fn duration_from(&mut self, key: &str, zero_ok: bool) -> Got<Duration> {
         let Some((raw, loc)) = self.raw(key) else {
             return Got::Absent;
         };
-        let parsed = match raw {
-            Raw::Flag(t) => parse_duration(t),
-            Raw::Toml(item) => item.as_value().map_or(Err(String::new()), duration_value),
-        };
-        let expected = if zero_ok {
-            "a duration like 30s, 5m (a bare number is seconds), at most 30d"
-        } else {
-            "a duration like 90s, 1m30s, 2h (a bare number is seconds), above 0 and at most 30d"
-        };
-        match parsed {
-            Ok(d) if (zero_ok || !d.is_zero()) && d <= MAX_DURATION => Got::Ok(d, loc),
+        let expected = "a duration like 90s, 1m30s, 2h (a bare number is seconds), above 0 and at most 30d";
+        match raw_duration(raw) {
+            Ok(d) if !d.is_zero() && d <= MAX_DURATION => Got::Ok(d, loc),
             Ok(_) => {
                 self.err(&loc, key, expected, "");
                 Got::Bad
@@ -660,6 +647,34 @@ impl<'a> Ctx<'a> {
                 Got::Bad
             }
         }
+    }
+
+    /// A step's measured time or warm-up: whole seconds (results are recorded per second,
+    /// so a step must fill whole seconds), at least `min_s` seconds, at most 30 days.
+    fn step_time(&mut self, key: &str, min_s: u64) -> Got<Duration> {
+        let Some((raw, loc)) = self.raw(key) else {
+            return Got::Absent;
+        };
+        let expected = if min_s == 0 {
+            "0 or a whole number of seconds up to 30d, like 10s, 1m (a bare number is seconds)".to_string()
+        } else {
+            format!("a whole number of seconds from {min_s}s to 30d, like 90s, 1m30s, 2h (a bare number is seconds)")
+        };
+        let note = match raw_duration(raw) {
+            Ok(d) if d.as_secs() >= min_s && d.subsec_nanos() == 0 && d <= MAX_DURATION => return Got::Ok(d, loc),
+            Ok(d) if d.subsec_nanos() != 0 => {
+                format!(
+                    "ioscope records results once a second: {} is not a whole number of seconds",
+                    duration_literal(d)
+                )
+            }
+            Ok(d) if d > MAX_DURATION => String::new(),
+            Ok(_) if min_s > 0 => format!("a run of less than {min_s}s measures nothing"),
+            Ok(_) => String::new(),
+            Err(note) => note,
+        };
+        self.err(&loc, key, expected, note);
+        Got::Bad
     }
 
     /// A directory path (non-empty).
@@ -840,22 +855,27 @@ impl<'a> Ctx<'a> {
         let Some(text) = self.string("staircase", raw, &loc, expected) else {
             return Got::Bad;
         };
-        let parsed = (|| {
-            let (range, every) = text.split_once('/')?;
-            let (range, add) = match range.split_once('+') {
-                Some((r, a)) => (r, a.trim().parse::<u32>().ok()?),
-                None => (range, 1),
-            };
-            let (start, max) = range.split_once('-')?;
-            let (start, max) = (start.trim().parse::<u32>().ok()?, max.trim().parse::<u32>().ok()?);
-            let every = parse_duration(every).ok()?;
-            (start >= 1 && max >= start && max <= 4096 && add >= 1 && !every.is_zero() && every <= MAX_DURATION)
-                .then_some(Staircase { start, add, max, every })
-        })();
+        let parsed =
+            (|| {
+                let (range, every) = text.split_once('/')?;
+                let (range, add) = match range.split_once('+') {
+                    Some((r, a)) => (r, a.trim().parse::<u32>().ok()?),
+                    None => (range, 1),
+                };
+                let (start, max) = range.split_once('-')?;
+                let (start, max) = (start.trim().parse::<u32>().ok()?, max.trim().parse::<u32>().ok()?);
+                let every = parse_duration(every).ok()?;
+                // Each step fills whole seconds: results are recorded once a second.
+                let every_ok = every.as_secs() >= 1 && every.subsec_nanos() == 0 && every <= MAX_DURATION;
+                (start >= 1 && max >= start && max <= 4096 && (1..=4096).contains(&add) && every_ok)
+                    .then_some(Staircase { start, add, max, every })
+            })();
         match parsed {
             Some(s) => Got::Ok(s, loc),
             None => {
-                self.err(&loc, "staircase", expected, "threads from 1 to 4096, START at most MAX, EVERY above 0");
+                let note = "threads from 1 to 4096, START at most MAX, ADD from 1 to 4096; \
+                            EVERY a whole number of seconds from 1s to 30d";
+                self.err(&loc, "staircase", expected, note);
                 Got::Bad
             }
         }
@@ -1211,8 +1231,8 @@ impl<'a> Ctx<'a> {
         let engine_g = self.choice("engine", ENGINES);
         let iodepth_g = self.int("iodepth", 1, 1024);
         let sqpoll_g = self.boolean("sqpoll");
-        let duration_g = self.duration("duration");
-        let warmup_g = self.duration_from("warmup", true);
+        let duration_g = self.step_time("duration", 1);
+        let warmup_g = self.step_time("warmup", 0);
         let dir_g = self.dir("dir");
         let target_g = self.text_value("target", TARGET_EXPECTED);
         let direct_g = self.boolean("direct");
@@ -1460,6 +1480,17 @@ impl<'a> Ctx<'a> {
             self.err(&Loc::Default, "dir", DIR_EXPECTED, note);
         }
 
+        let (staircase_loc, duration_loc) = (staircase_g.loc(), duration_g.loc());
+        // The first loop that is set, to point at when there are too many steps.
+        let loops = [
+            ("for_threads", for_threads_g.loc()),
+            ("for_bs", for_bs_g.loc()),
+            ("for_rwmix_read", for_pct_g.loc()),
+            ("curve", curve_g.loc()),
+            ("staircase", staircase_g.loc()),
+        ];
+        let (loop_key, loop_loc) =
+            loops.into_iter().find(|(_, l)| !matches!(l, Loc::Default)).unwrap_or(("for_threads", Loc::Default));
         let steps = Steps {
             for_threads: match for_threads_g {
                 Got::Ok(l, _) => l.into_iter().map(|t| t as u32).collect(),
@@ -1515,14 +1546,26 @@ impl<'a> Ctx<'a> {
             force: force_g.or(false)?,
             cleanup: cleanup_g.or(false)?,
         };
-        let steps = plan.steps().len();
+        // Counted, not built: a few long lists multiply into more steps than memory holds.
+        let steps = plan.step_count();
         if steps > MAX_STEPS {
-            self.err(
-                &Loc::Default,
-                "for_threads",
-                format!("at most {MAX_STEPS} steps"),
-                format!("the loops make {steps}"),
+            self.err(&loop_loc, loop_key, format!("at most {MAX_STEPS} steps"), format!("the loops make {steps}"));
+            return None;
+        }
+        let step_time = plan.warmup + plan.steps.staircase.map_or(plan.duration, |s| s.every);
+        let total_ns = u128::from(steps) * step_time.as_nanos();
+        if total_ns > MAX_DURATION.as_nanos() {
+            let (key, loc) = match plan.steps.staircase {
+                Some(_) => ("staircase", staircase_loc),
+                None => ("duration", duration_loc),
+            };
+            let total = Duration::from_secs(u64::try_from(total_ns / 1_000_000_000).unwrap_or(u64::MAX));
+            let note = format!(
+                "{steps} step(s) × {} each (warm-up included) = {}",
+                duration_literal(step_time),
+                duration_literal(total)
             );
+            self.err(&loc, key, "a run of at most 30d in all", note);
             return None;
         }
         Some(plan)
@@ -1789,6 +1832,14 @@ fn duration_value(v: &Value) -> Result<Duration, String> {
         }
         Value::Integer(_) | Value::Float(_) => Err("a duration cannot be negative".into()),
         _ => Err(String::new()),
+    }
+}
+
+/// A duration from a flag's text or a file value.
+fn raw_duration(raw: Raw) -> Result<Duration, String> {
+    match raw {
+        Raw::Flag(t) => parse_duration(t),
+        Raw::Toml(item) => item.as_value().map_or(Err(String::new()), duration_value),
     }
 }
 

@@ -274,12 +274,69 @@ fn posix_is_synchronous() {
 #[test]
 fn duration_limits() {
     assert_eq!(plan(&format!("duration = \"30d\"\n{DIR}")).duration, Duration::from_secs(30 * 86400));
-    assert_eq!(plan(&format!("duration = \"500ms\"\n{DIR}")).duration, Duration::from_millis(500));
+    assert_eq!(plan(&format!("duration = 1.0\n{DIR}")).duration, Duration::from_secs(1));
     for bad in ["0", "\"0s\"", "\"31d\"", "-5", "\"soon\"", "true"] {
         let d = one_error(&format!("duration = {bad}\n{DIR}"));
         assert_eq!(d.key, "duration", "{bad}");
-        assert!(d.expected.starts_with("a duration like 90s"), "{d}");
+        assert!(d.expected.starts_with("a whole number of seconds from 1s to 30d"), "{d}");
     }
+}
+
+#[test]
+fn a_run_shorter_than_a_second_is_refused_before_any_io() {
+    // In the file: at the value, with the form expected and why.
+    for bad in ["\"1ns\"", "\"500ms\"", "0.5", "\"1.5s\"", "\"0s\""] {
+        let d = one_error(&format!("duration = {bad}\n{DIR}"));
+        assert_eq!((d.key.as_str(), pos(&d)), ("duration", (1, 12)), "{bad}");
+        assert!(d.expected.starts_with("a whole number of seconds from 1s to 30d"), "{d}");
+    }
+    assert!(one_error(&format!("duration = \"1ns\"\n{DIR}")).message.contains("1ns is not a whole number of seconds"));
+    // As a flag.
+    let flags = Flags { duration: Some("1ns".into()), ..Flags::default() };
+    let d = errors(DIR, &flags);
+    assert_eq!((d.len(), flag_of(&d[0]), d[0].key.as_str()), (1, "--duration", "duration"));
+    assert_eq!(d[0].to_string().lines().next().unwrap(), "--duration 1ns: error: expected a whole number of seconds from 1s to 30d, like 90s, 1m30s, 2h (a bare number is seconds)");
+    // Warm-up: none, or whole seconds.
+    assert_eq!(plan(&format!("warmup = 0\n{DIR}")).warmup, Duration::ZERO);
+    assert_eq!(plan(&format!("warmup = \"2m\"\n{DIR}")).warmup, Duration::from_secs(120));
+    let d = one_error(&format!("warmup = \"10ms\"\n{DIR}"));
+    assert_eq!((d.key.as_str(), pos(&d)), ("warmup", (1, 10)));
+    // A staircase's steps fill whole seconds too, and its ADD cannot wrap the thread count.
+    for bad in ["1-8/1ns", "1-8/500ms", "1-8/0s", "1-8+4294967295/5s", "1-8+0/5s"] {
+        let d = one_error(&format!("engine = \"null\"\nstaircase = \"{bad}\"\n"));
+        assert_eq!((d.key.as_str(), pos(&d)), ("staircase", (2, 13)), "{bad}");
+    }
+    assert_eq!(plan("engine = \"null\"\nstaircase = \"1-8+4096/1s\"\n").steps().len(), 1);
+    // Curve steps run for `duration` each: the same rule.
+    let d = one_error("engine = \"null\"\ncurve = true\nduration = \"100ms\"\n");
+    assert_eq!(d.key, "duration");
+}
+
+#[test]
+fn a_run_longer_than_30_days_in_all_is_refused() {
+    let d = one_error(&format!("duration = \"20d\"\nfor_threads = [1, 2]\n{DIR}"));
+    assert_eq!((d.key.as_str(), pos(&d)), ("duration", (1, 12)));
+    assert_eq!(d.expected, "a run of at most 30d in all");
+    assert!(d.message.contains("2 step(s) × 20d each (warm-up included) = 40d"), "{d}");
+    let d = one_error("engine = \"null\"\nwarmup = \"10d\"\nstaircase = \"1-8/1d\"\n");
+    assert_eq!((d.key.as_str(), pos(&d)), ("staircase", (3, 13)));
+}
+
+#[test]
+fn many_long_loops_are_counted_before_any_step_is_built() {
+    // 4096 × 101 × 101 steps would take gigabytes if they were built to be counted.
+    let threads: Vec<String> = (1..=4096).map(|t| t.to_string()).collect();
+    let pcts: Vec<String> = (0..=100).map(|p| p.to_string()).collect();
+    let curve: Vec<String> = (1..=100).map(|p| p.to_string()).collect();
+    let text = format!(
+        "engine = \"null\"\nduration = 1\nfor_threads = [{}]\nfor_rwmix_read = [{}]\ncurve = [{}]\n",
+        threads.join(","),
+        pcts.join(","),
+        curve.join(",")
+    );
+    let d = one_error(&text);
+    assert_eq!((d.key.as_str(), pos(&d), d.expected.as_str()), ("for_threads", (3, 15), "at most 10000 steps"));
+    assert!(d.message.contains("the loops make 41783296"), "{d}");
 }
 
 #[test]
@@ -433,7 +490,7 @@ fn flag_errors_point_at_the_flag_and_come_with_file_errors() {
 fn canonical_toml_round_trips() {
     let plans = [
         plan(DIR),
-        plan("engine = \"null\"\niodepth = 32\nduration = \"1h30m15s250ms\"\n"),
+        plan("engine = \"null\"\niodepth = 32\nduration = \"1h30m15s\"\n"),
         plan(
             "rw = \"randrw\"\nrwmix_read = 70\nbs = \"4k:60,32k:25,512k:10,4m:5\"\nsize = 4294967296\nfiles = 4\nthreads = 4\n\
              dir = \"/tmp/with \\\"quotes\\\" and é\"\ndirect = true\nsync = \"dsync\"\nrate_iops = 12345\nforce = true\ncleanup = true\n",
