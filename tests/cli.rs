@@ -871,3 +871,20 @@ fn a_run_shorter_than_a_second_exits_2_and_writes_no_results() {
     let err = invalid_input(&["validate", s(&job)]);
     assert!(err.contains("job.toml:2:13: error: staircase \"1-4/10ms\""), "{err}");
 }
+
+#[test]
+fn a_malformed_nfs_target_exits_2_before_any_connection() {
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().join("r.db");
+    for (target, says) in [
+        ("nfs://[::1/export", "needs its closing ]"),
+        ("nfs://127.0.0.1/export?nconnect=0", "nconnect=\"0\": expected a number from 1 to 64"),
+        ("nfs://127.0.0.1/export?nconnect=1000", "nconnect=\"1000\": expected a number from 1 to 64"),
+    ] {
+        let err =
+            invalid_input(&["run", "--engine", "nfs", "--target", target, "--duration", "1s", "--out", s(&results)]);
+        assert!(err.contains(&format!("--target {target}: error: expected an NFS target")), "{err}");
+        assert!(err.contains(says), "{target}: {err}");
+        assert!(!results.exists());
+    }
+}
