@@ -888,3 +888,15 @@ fn a_malformed_nfs_target_exits_2_before_any_connection() {
         assert!(!results.exists());
     }
 }
+
+#[test]
+fn a_set_for_a_missing_workload_section_exits_2_naming_the_key() {
+    let tmp = tempfile::tempdir().unwrap();
+    let job = tmp.path().join("job.toml");
+    std::fs::write(&job, "engine = \"null\"\nduration = \"1s\"\n").unwrap();
+    let results = tmp.path().join("r.db");
+    let err = invalid_input(&["run", s(&job), "--set", "workload.threads=5000", "--quiet", "--out", s(&results)]);
+    assert!(err.starts_with("--set workload.threads=5000: error: expected a [[workload]] section"), "{err}");
+    assert!(err.contains("--set threads=5000"), "{err}");
+    assert!(!results.exists());
+}

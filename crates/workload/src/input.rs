@@ -1293,6 +1293,7 @@ impl<'a> Ctx<'a> {
                 names.push(&w.workload.name);
             }
         }
+        self.sets_need_their_sections(n);
         let probes: Vec<Option<Probe>> = (0..self.arrays.get("probe").map_or(0, Vec::len))
             .map(|i| {
                 self.current = Some(("probe", i));
@@ -1569,6 +1570,35 @@ impl<'a> Ctx<'a> {
             return None;
         }
         Some(plan)
+    }
+
+    /// `--set workload.KEY` and `--set probe.KEY` change every [[workload]] or [[probe]] of
+    /// the file; with none there, they would change nothing, which is refused, not ignored.
+    fn sets_need_their_sections(&mut self, workloads: usize) {
+        let probes = self.arrays.get("probe").map_or(0, Vec::len);
+        let sets: Vec<(&str, &str)> = self.sets.iter().map(|(k, _, t)| (*k, *t)).collect();
+        for (key, text) in sets {
+            let Some((section, inner)) = key.split_once('.') else { continue };
+            let note = match section {
+                "workload" if workloads == 0 => {
+                    let file = if self.file.is_some() { "the workload file has" } else { "there is" };
+                    let mut note = format!("{file} no [[workload]] section, so `{key}` would change nothing");
+                    if ["rw", "rwmix_read", "bs", "threads"].contains(&inner) {
+                        note.push_str(&format!(
+                            "\nthe one workload of a file without [[workload]] takes the top-level key: --set {inner}={text}"
+                        ));
+                    }
+                    note
+                }
+                "probe" if probes == 0 => {
+                    let file = if self.file.is_some() { "the workload file has" } else { "there is" };
+                    format!("{file} no [[probe]] section, so `{key}` would change nothing (a probe is a [[probe]] table with its command and at)")
+                }
+                _ => continue,
+            };
+            let loc = Loc::Flag { flag: "--set", text: format!("{key}={text}") };
+            self.err(&loc, key, format!("a [[{section}]] section in the workload file for {section}.* keys"), note);
+        }
     }
 
     /// The one workload of a file without [[workload]]: `rw`, `rwmix_read`, `bs`, `threads`.

@@ -687,3 +687,29 @@ fn an_nfs_dataset_lives_under_the_target_and_keeps_its_nfs_spelling() {
     let d = file_errors("engine = \"uring\"\ndir = \"/tmp\"\n[dataset]\nfiles = 3\n");
     assert!(d[0].expected.contains("posix, nfs or null"), "{}", d[0]);
 }
+
+#[test]
+fn a_set_for_a_section_the_file_does_not_have_is_refused_not_ignored() {
+    let flags = Flags { sets: vec!["workload.threads=5000".into()], ..Flags::default() };
+    let d = errors(DIR, &flags);
+    assert_eq!(d.len(), 1, "{}", render_diagnostics(&d));
+    assert_eq!((flag_of(&d[0]), d[0].key.as_str()), ("--set", "workload.threads"));
+    assert_eq!(d[0].expected, "a [[workload]] section in the workload file for workload.* keys");
+    assert!(d[0].message.contains("no [[workload]] section, so `workload.threads` would change nothing"), "{}", d[0]);
+    assert!(d[0].message.contains("--set threads=5000"), "{}", d[0]);
+    // Without a file at all, the same.
+    let flags = Flags { engine: Some("null".into()), sets: vec!["workload.name=x".into()], ..Flags::default() };
+    let d = build_plan(None, &flags).unwrap_err();
+    assert_eq!((d.len(), d[0].key.as_str()), (1, "workload.name"));
+    // Probes likewise.
+    let flags = Flags { sets: vec!["probe.timeout=5s".into()], ..Flags::default() };
+    let d = errors(DIR, &flags);
+    assert_eq!((d.len(), d[0].key.as_str()), (1, "probe.timeout"));
+    assert!(d[0].message.contains("no [[probe]] section"), "{}", d[0]);
+    // The top-level key does apply, and with the sections present the section keys do.
+    let flags = Flags { sets: vec!["threads=7".into()], ..Flags::default() };
+    assert_eq!(build_plan(Some(&src(DIR)), &flags).unwrap().workloads[0].threads, 7);
+    let flags = Flags { sets: vec!["workload.threads=7".into()], ..Flags::default() };
+    let text = format!("{DIR}[[workload]]\nname = \"a\"\n");
+    assert_eq!(build_plan(Some(&src(&text)), &flags).unwrap().workloads[0].threads, 7);
+}
