@@ -183,8 +183,13 @@ const SYNCS: &[(&str, SyncMode)] = &[
 pub fn is_known_key(key: &str) -> bool {
     let in_section =
         |(section, k): (&str, &str)| SECTIONS.iter().any(|(s, keys, _)| *s == section && keys.contains(&k));
-    KEYS.iter().any(|(k, _)| *k == key) || key.split_once('.').is_some_and(in_section)
+    KEYS.iter().any(|(k, _)| *k == key)
+        || key.split_once('.').is_some_and(in_section)
+        || PATTERN_KEYS.iter().any(|k| key.strip_prefix("workload.pattern.") == Some(k))
 }
+
+/// The keys of a workload's `pattern` table.
+const PATTERN_KEYS: [&str; 3] = ["text", "map", "column"];
 
 fn flag_name(key: &str) -> &'static str {
     KEYS.iter().find(|(k, _)| *k == key).map_or("", |(_, f)| *f)
@@ -944,45 +949,59 @@ impl<'a> Ctx<'a> {
         };
         let mut ok = true;
         for (k, _) in t.iter() {
-            if !["text", "map", "column"].contains(&k) {
+            if !PATTERN_KEYS.contains(&k) {
                 let kloc = t.key(k).and_then(|k| k.span()).map_or(loc.clone(), |s| self.file_loc(s));
-                self.err(&kloc, &format!("{key}.{k}"), "text, map or column", "");
+                let note = closest(k, &PATTERN_KEYS).map(|c| format!("did you mean `{c}`?")).unwrap_or_default();
+                self.err(&kloc, &format!("{key}.{k}"), "text, map or column", note);
                 ok = false;
             }
         }
-        let text = t.get("text").and_then(|i| i.as_str()).map(str::to_string);
-        match &text {
+        // Each value is pointed at where it is written, under its own key (`workload.pattern.map`).
+        let at = |ctx: &Self, name: &str| t.get_key_value(name).map(|(k, item)| (item, ctx.item_loc(item, k.span())));
+        let text = match at(self, "text") {
             None => {
                 self.err(&loc, key, expected, "`text` is missing");
-                ok = false;
-            }
-            Some(s) if s.trim().is_empty() || s.chars().count() > 64 => {
-                self.err(&loc, key, "a text of 1 to 64 characters", "");
-                ok = false;
-            }
-            Some(s) => {
-                if let Err(c) = crate::font::render(s) {
-                    let note = format!("'{c}' has no glyph; the font has {}", crate::font::SUPPORTED);
-                    self.err(&loc, key, "text the 5×7 font can draw", note);
-                    ok = false;
-                }
-            }
-        }
-        let map = match t.get("map").map(|i| i.as_str()) {
-            None => Some(PatternMap::Offset),
-            Some(Some("offset")) => Some(PatternMap::Offset),
-            Some(Some("size")) => Some(PatternMap::Size),
-            Some(_) => {
-                self.err(&loc, &format!("{key}.map"), "offset or size", "");
                 None
             }
+            Some((item, tloc)) => {
+                let tkey = format!("{key}.text");
+                match item.as_str() {
+                    Some(s) if s.trim().is_empty() || s.chars().count() > 64 => {
+                        self.err(&tloc, &tkey, "a text of 1 to 64 characters", "");
+                        None
+                    }
+                    Some(s) => match crate::font::render(s) {
+                        Ok(_) => Some(s.to_string()),
+                        Err(c) => {
+                            let note = format!("'{c}' has no glyph; the font has {}", crate::font::SUPPORTED);
+                            self.err(&tloc, &tkey, "text the 5×7 font can draw", note);
+                            None
+                        }
+                    },
+                    None => {
+                        self.err(&tloc, &tkey, "a text of 1 to 64 characters, like \"HELLO\"", "");
+                        None
+                    }
+                }
+            }
         };
-        let column = match t.get("column").and_then(|i| i.as_value()) {
-            None => Some(Duration::from_secs(1)),
-            Some(v) => match duration_value(v) {
-                Ok(d) if d >= Duration::from_millis(100) && d <= Duration::from_secs(3600) => Some(d),
+        let map = match at(self, "map") {
+            None => Some(PatternMap::Offset),
+            Some((item, mloc)) => match item.as_str() {
+                Some("offset") => Some(PatternMap::Offset),
+                Some("size") => Some(PatternMap::Size),
                 _ => {
-                    self.err(&loc, &format!("{key}.column"), "a duration from 100ms to 1h, like \"1s\"", "");
+                    self.err(&mloc, &format!("{key}.map"), "\"offset\" or \"size\"", "");
+                    None
+                }
+            },
+        };
+        let column = match at(self, "column") {
+            None => Some(Duration::from_secs(1)),
+            Some((item, cloc)) => match item.as_value().map(duration_value) {
+                Some(Ok(d)) if d >= Duration::from_millis(100) && d <= Duration::from_secs(3600) => Some(d),
+                _ => {
+                    self.err(&cloc, &format!("{key}.column"), "a duration from 100ms to 1h, like \"1s\"", "");
                     None
                 }
             },
@@ -1753,8 +1772,10 @@ impl<'a> Ctx<'a> {
             _ => None,
         };
         let (depth, width, files) = (depth_g.or(1)?, width_g.or(1)?, files_g.or(1)?);
-        let total = u128::from(width).pow(depth as u32) * u128::from(files);
-        if total > MAX_DATASET_FILES {
+        // Checked: 10000^8 × 10000000 does not fit even in a u128.
+        let total = u128::from(width).checked_pow(depth as u32).and_then(|d| d.checked_mul(u128::from(files)));
+        if !matches!(total, Some(t) if t <= MAX_DATASET_FILES) {
+            let total = total.map_or("more than 10^38".to_string(), |t| t.to_string());
             let note = format!("width^depth × files = {width}^{depth} × {files} = {total} files");
             self.err(&files_g.loc(), "dataset.files", format!("at most {MAX_DATASET_FILES} files in all"), note);
             return None;

@@ -713,3 +713,30 @@ fn a_set_for_a_section_the_file_does_not_have_is_refused_not_ignored() {
     let text = format!("{DIR}[[workload]]\nname = \"a\"\n");
     assert_eq!(build_plan(Some(&src(&text)), &flags).unwrap().workloads[0].threads, 7);
 }
+
+#[test]
+fn a_dataset_too_large_to_count_is_refused_without_wrapping() {
+    let d = one_error("engine = \"null\"\n[dataset]\ndir = \"/tmp/t\"\ndepth = 8\nwidth = 10000\nfiles = 10000000\n");
+    assert_eq!((d.key.as_str(), pos(&d)), ("dataset.files", (6, 9)));
+    assert!(d.message.contains("10000^8 × 10000000 = more than 10^38 files"), "{d}");
+    let d = one_error("engine = \"null\"\n[dataset]\ndir = \"/tmp/t\"\ndepth = 3\nwidth = 1000\nfiles = 2\n");
+    assert!(d.message.contains("= 2000000000 files"), "{d}");
+}
+
+#[test]
+fn a_bad_pattern_value_is_named_as_a_bad_value_at_its_place() {
+    let head = "engine = \"null\"\nsize = \"7m\"\n[[workload]]\n";
+    let d = one_error(&format!("{head}pattern = {{ text = \"HI\", map = \"nope\" }}\n"));
+    assert_eq!((d.key.as_str(), d.value.as_str(), pos(&d)), ("workload.pattern.map", "\"nope\"", (4, 32)));
+    let first = d.to_string().lines().next().unwrap().to_string();
+    assert_eq!(first, "job.toml:4:32: error: workload.pattern.map \"nope\": expected \"offset\" or \"size\"");
+    let d = one_error(&format!("{head}pattern = {{ text = \"HI\", column = \"1ns\" }}\n"));
+    assert_eq!((d.key.as_str(), pos(&d)), ("workload.pattern.column", (4, 35)));
+    assert!(d.to_string().starts_with("job.toml:4:35: error: workload.pattern.column \"1ns\": expected a duration"));
+    let d = one_error(&format!("{head}pattern = {{ text = \"hi~\" }}\n"));
+    assert_eq!((d.key.as_str(), pos(&d)), ("workload.pattern.text", (4, 20)));
+    // A misspelt key of the table is an unknown key, with a suggestion.
+    let d = one_error(&format!("{head}pattern = {{ text = \"HI\", mapp = \"size\" }}\n"));
+    assert!(d.to_string().contains("unknown key \"workload.pattern.mapp\""), "{d}");
+    assert!(d.message.contains("did you mean `map`?"), "{d}");
+}
