@@ -4,7 +4,7 @@
 //! value for its key, and only the value in effect is checked). Every problem is collected as a
 //! [`Diagnostic`] pointing at the value (or flag) responsible; nothing stops at the first one.
 
-use crate::diagnostic::{closest, Diagnostic};
+use crate::diagnostic::{closest, Diagnostic, MAX_DIAGNOSTICS};
 use crate::plan::{
     BlockSize, Dataset, DatasetFormat, EngineKind, FileIo, FileSelect, Operation, Pattern, PatternMap, Plan, Probe, Rw,
     Staircase, Steps, SyncMode, Workload,
@@ -210,6 +210,7 @@ pub fn build_plan(file: Option<&SourceFile>, flags: &Flags) -> Result<Plan, Vec<
         current: None,
         diags,
         syntax_failed: false,
+        omitted: 0,
     };
     match &parsed {
         Some((_, Ok(doc))) => ctx.walk(doc.as_table()),
@@ -225,6 +226,7 @@ pub fn build_plan(file: Option<&SourceFile>, flags: &Flags) -> Result<Plan, Vec<
         None => {}
     }
     let plan = ctx.plan();
+    let omitted = ctx.omitted;
     let mut diags = ctx.diags;
     if diags.is_empty() {
         if let Some(plan) = plan {
@@ -234,7 +236,11 @@ pub fn build_plan(file: Option<&SourceFile>, flags: &Flags) -> Result<Plan, Vec<
     diags.sort_by_key(|d| match &d.origin {
         crate::Origin::File { line, col, .. } => (0, *line, *col),
         crate::Origin::Flag { .. } => (1, 0, 0),
+        crate::Origin::Omitted { .. } => (2, 0, 0),
     });
+    if omitted > 0 {
+        diags.push(Diagnostic::omitted(omitted));
+    }
     Err(diags)
 }
 
@@ -361,6 +367,8 @@ struct Ctx<'a> {
     diags: Vec<Diagnostic>,
     /// The file did not parse: skip the rules that need the whole picture.
     syntax_failed: bool,
+    /// Problems found past the first [`MAX_DIAGNOSTICS`].
+    omitted: usize,
 }
 
 impl<'a> Ctx<'a> {
@@ -368,8 +376,12 @@ impl<'a> Ctx<'a> {
         self.file.map_or("", |f| f.text.as_str())
     }
 
-    /// Records a problem with the value at `loc`.
+    /// Records a problem with the value at `loc`; past [`MAX_DIAGNOSTICS`], only counts it.
     fn err(&mut self, loc: &Loc, key: &str, expected: impl Into<String>, message: impl Into<String>) {
+        if self.diags.len() >= MAX_DIAGNOSTICS {
+            self.omitted += 1;
+            return;
+        }
         let d = match loc {
             Loc::File { span, shown } => {
                 let f = self.file.expect("file location without a file");

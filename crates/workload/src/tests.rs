@@ -30,14 +30,14 @@ fn file_errors(text: &str) -> Vec<Diagnostic> {
 fn pos(d: &Diagnostic) -> (usize, usize) {
     match &d.origin {
         Origin::File { line, col, .. } => (*line, *col),
-        Origin::Flag { flag } => panic!("expected a file diagnostic, got flag {flag}: {d}"),
+        Origin::Flag { .. } | Origin::Omitted { .. } => panic!("expected a file diagnostic, got {d}"),
     }
 }
 
 fn flag_of(d: &Diagnostic) -> &str {
     match &d.origin {
         Origin::Flag { flag } => flag,
-        Origin::File { .. } => panic!("expected a flag diagnostic, got {d}"),
+        _ => panic!("expected a flag diagnostic, got {d}"),
     }
 }
 
@@ -739,4 +739,45 @@ fn a_bad_pattern_value_is_named_as_a_bad_value_at_its_place() {
     let d = one_error(&format!("{head}pattern = {{ text = \"HI\", mapp = \"size\" }}\n"));
     assert!(d.to_string().contains("unknown key \"workload.pattern.mapp\""), "{d}");
     assert!(d.message.contains("did you mean `map`?"), "{d}");
+}
+
+#[test]
+fn a_huge_key_or_value_is_echoed_shortened_in_every_diagnostic() {
+    // A 100 KB unknown key: once in the headline, once in the source line, once in carets.
+    let key = "k".repeat(100_000);
+    let out = render_diagnostics(&file_errors(&format!("{key} = 1\n{DIR}")));
+    assert!(out.len() < 2_000, "{} bytes:\n{out}", out.len());
+    assert!(out.contains(&format!("unknown key \"{}…\"", "k".repeat(60))), "{out}");
+    // A 100 KB value on a long line: the line is shown around the problem, carets under it.
+    let text = format!("for_bs = [{}\"8q\"]\nengine = \"null\"\n", "\"4k\", ".repeat(20_000));
+    let d = one_error(&text);
+    assert_eq!(pos(&d), (1, 120_011));
+    let shown = d.to_string();
+    assert!(shown.len() < 1_000, "{shown}");
+    let lines: Vec<&str> = shown.lines().collect();
+    let caret = lines[3].chars().position(|c| c == '^').unwrap();
+    assert_eq!(lines[2].chars().skip(caret).take(4).collect::<String>(), "\"8q\"", "{shown}");
+    // Flags: the value is cut too.
+    let flags = Flags { bs: Some("9".repeat(100_000)), ..Flags::default() };
+    let out = render_diagnostics(&errors(DIR, &flags));
+    assert!(out.len() < 1_000, "{out}");
+    let flags = Flags { sets: vec![format!("{key}=1")], ..Flags::default() };
+    let out = render_diagnostics(&errors(DIR, &flags));
+    assert!(out.len() < 1_000, "{out}");
+}
+
+#[test]
+fn a_hundred_thousand_bad_values_give_a_screenful_and_the_count() {
+    let zeros = vec!["0"; 100_000].join(",");
+    let d = file_errors(&format!("engine = \"null\"\nfor_threads = [{zeros}]\n"));
+    assert_eq!(d.len(), 51);
+    assert!(matches!(d[50].origin, Origin::Omitted { count: 99_950 }));
+    let out = render_diagnostics(&d);
+    assert!(
+        out.ends_with(
+            "… and 99950 more errors, not shown (the first 50 are above)\n\n100000 errors; nothing was run.\n"
+        ),
+        "{}",
+        &out[out.len() - 200..]
+    );
 }
