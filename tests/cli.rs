@@ -900,3 +900,23 @@ fn a_set_for_a_missing_workload_section_exits_2_naming_the_key() {
     assert!(err.contains("--set threads=5000"), "{err}");
     assert!(!results.exists());
 }
+
+#[test]
+fn hostile_workload_input_exits_2_with_a_short_message() {
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().join("r.db");
+    // Not UTF-8: the place of the first bad byte.
+    let job = tmp.path().join("latin1.toml");
+    std::fs::write(&job, b"engine = \"null\"\ndescription = \"caf\xe9\"\n").unwrap();
+    let err = invalid_input(&["validate", s(&job)]);
+    assert!(err.contains("latin1.toml:2:19: error: byte 0xe9 is not UTF-8 text"), "{err}");
+    // A 100 KB key and a 100 KB directory: refused, echoed shortened.
+    let job = tmp.path().join("key.toml");
+    std::fs::write(&job, format!("engine = \"null\"\n{} = 1\n", "k".repeat(100_000))).unwrap();
+    let err = invalid_input(&["run", s(&job), "--quiet", "--out", s(&results)]);
+    assert!(err.len() < 2_000 && err.contains("unknown key \"kkk"), "{} bytes", err.len());
+    let dir = format!("{}/{}", tmp.path().display(), "d".repeat(100_000));
+    let err = invalid_input(&["run", "--dir", &dir, "--size", "1m", "--duration", "1s", "--out", s(&results)]);
+    assert!(err.len() < 2_000 && err.contains("at most 4095 bytes"), "{} bytes: {}", err.len(), &err[..200]);
+    assert!(!results.exists());
+}

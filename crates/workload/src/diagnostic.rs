@@ -47,11 +47,22 @@ const MAX_NOTE_CHARS: usize = 400;
 /// Widest part of a source line shown under a file problem.
 const MAX_LINE_CHARS: usize = 120;
 
-/// `s` cut to `max` chars, with "…" when it was longer.
+/// `s` cut to `max` chars, with "…" when it was longer; control characters (escape
+/// sequences, NUL) become U+FFFD so that echoing input cannot drive the terminal.
 pub(crate) fn clip(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        Some((i, _)) => format!("{}…", &s[..i]),
-        None => s.to_string(),
+    let mut out: String = s.chars().take(max).map(printable).collect();
+    if s.chars().nth(max).is_some() {
+        out.push('…');
+    }
+    out
+}
+
+/// `c`, or the replacement character for a control character other than a tab.
+fn printable(c: char) -> char {
+    if c.is_control() && c != '\t' {
+        '\u{FFFD}'
+    } else {
+        c
     }
 }
 
@@ -164,12 +175,12 @@ impl Diagnostic {
 fn window(line: &str, col: usize, span_len: usize) -> (String, usize, usize) {
     let chars = line.chars().count();
     if chars <= MAX_LINE_CHARS {
-        return (line.to_string(), col, span_len);
+        return (line.chars().map(printable).collect(), col, span_len);
     }
     // Some context before the problem, the rest after it.
     let start = col.saturating_sub(1).saturating_sub(MAX_LINE_CHARS / 3).min(chars.saturating_sub(MAX_LINE_CHARS));
     let end = (start + MAX_LINE_CHARS).min(chars);
-    let mut shown: String = line.chars().skip(start).take(end - start).collect();
+    let mut shown: String = line.chars().skip(start).take(end - start).map(printable).collect();
     let mut caret_col = col - start;
     if start > 0 {
         shown.insert(0, '…');

@@ -51,6 +51,42 @@ pub struct SourceFile {
     pub text: String,
 }
 
+/// Largest workload (or vdbench parameter) file read: far more than any real one, small
+/// enough that reading and checking it is quick.
+pub const MAX_SOURCE_BYTES: u64 = 4 << 20;
+
+impl SourceFile {
+    /// Reads a workload file: at most [`MAX_SOURCE_BYTES`], UTF-8 (TOML is), else why not,
+    /// as one line for the terminal (`path: error: ...`, with line and column for bad bytes).
+    pub fn read(path: &std::path::Path) -> Result<SourceFile, String> {
+        use std::io::Read;
+        let shown = path.display();
+        let mut bytes = Vec::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(MAX_SOURCE_BYTES + 1).read_to_end(&mut bytes))
+            .map_err(|e| format!("{shown}: error: cannot read the file: {e}"))?;
+        if bytes.len() as u64 > MAX_SOURCE_BYTES {
+            return Err(format!(
+                "{shown}: error: the file is larger than {}: expected a workload file (TOML text)",
+                format_size(MAX_SOURCE_BYTES)
+            ));
+        }
+        match String::from_utf8(bytes) {
+            Ok(text) => Ok(SourceFile { path: path.to_path_buf(), text }),
+            Err(e) => {
+                let good = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+                let line = good.iter().filter(|b| **b == b'\n').count() + 1;
+                let line_start = good.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+                let col = String::from_utf8_lossy(&good[line_start..]).chars().count() + 1;
+                let byte = e.as_bytes()[good.len()];
+                Err(format!(
+                    "{shown}:{line}:{col}: error: byte 0x{byte:02x} is not UTF-8 text: expected a workload file (TOML, which is UTF-8)"
+                ))
+            }
+        }
+    }
+}
+
 /// Every key a workload file may contain, in canonical order, with its command-line flag
 /// (`description` has none).
 pub(crate) const KEYS: [(&str, &str); 27] = [
@@ -580,18 +616,24 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// A string, as text; None (after reporting) for another TOML type.
+    /// A string, as text; None (after reporting) for another TOML type, or a string with a
+    /// NUL character (which no path, name or command can hold).
     fn string(&mut self, key: &str, raw: Raw<'a>, loc: &Loc, expected: &str) -> Option<&'a str> {
-        match raw {
-            Raw::Flag(t) => Some(t),
+        let text = match raw {
+            Raw::Flag(t) => t,
             Raw::Toml(item) => match item.as_value() {
-                Some(Value::String(s)) => Some(s.value().as_str()),
+                Some(Value::String(s)) => s.value().as_str(),
                 _ => {
                     self.err(loc, key, expected, "");
-                    None
+                    return None;
                 }
             },
+        };
+        if text.contains('\0') {
+            self.err(loc, key, expected, "it contains a NUL character (\\u0000)");
+            return None;
         }
+        Some(text)
     }
 
     /// One of a fixed set of names (case-insensitive).
@@ -700,6 +742,15 @@ impl<'a> Ctx<'a> {
             return Got::Absent;
         };
         match self.string(key, raw, &loc, DIR_EXPECTED) {
+            // Linux's limits (PATH_MAX, NAME_MAX), checked here rather than after preparing.
+            Some(s) if s.len() >= 4096 || s.split('/').any(|c| c.len() > 255) => {
+                let note = format!(
+                    "the path has {} bytes; a path has at most 4095 bytes and each name in it at most 255",
+                    s.len()
+                );
+                self.err(&loc, key, DIR_EXPECTED, note);
+                Got::Bad
+            }
             Some(s) if !s.trim().is_empty() => Got::Ok(PathBuf::from(s), loc),
             Some(_) => {
                 self.err(&loc, key, DIR_EXPECTED, "");

@@ -781,3 +781,46 @@ fn a_hundred_thousand_bad_values_give_a_screenful_and_the_count() {
         &out[out.len() - 200..]
     );
 }
+
+#[test]
+fn odd_bytes_in_strings_are_refused_or_shown_harmlessly() {
+    // A NUL cannot be in a path, a name or a command: refused where it is written.
+    let d = one_error("dir = \"/tmp/a\\u0000b\"\n");
+    assert_eq!((d.key.as_str(), pos(&d)), ("dir", (1, 7)));
+    assert!(d.message.contains("NUL"), "{d}");
+    let d = one_error("engine = \"null\"\n[[probe]]\ncommand = \"true\\u0000\"\nat = \"1s\"\n");
+    assert_eq!(d.key, "probe.command");
+    // Paths longer than the system takes are refused before anything is prepared.
+    for dir in [format!("/tmp/{}", "a".repeat(256)), format!("/tmp/{}", "a/".repeat(2100))] {
+        let d = one_error(&format!("dir = \"{dir}\"\n"));
+        assert_eq!(d.key, "dir");
+        assert!(d.message.contains("at most 4095 bytes and each name in it at most 255"), "{d}");
+    }
+    // An escape sequence in the file is not sent to the terminal.
+    let out = render_diagnostics(&file_errors("engine = \"null\"\n\u{1b}[31mred = 1\n"));
+    assert!(!out.contains('\u{1b}'), "{out:?}");
+    assert!(out.contains("\u{FFFD}[31mred"), "{out}");
+}
+
+#[test]
+fn a_workload_file_is_read_only_if_it_is_utf8_text_of_sane_size() {
+    let dir = std::env::temp_dir().join(format!("ioscope-source-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("latin1.toml");
+    std::fs::write(&bad, b"engine = \"null\"\ndescription = \"caf\xe9\"\n").unwrap();
+    let e = SourceFile::read(&bad).unwrap_err();
+    assert!(
+        e.ends_with(
+            "latin1.toml:2:19: error: byte 0xe9 is not UTF-8 text: expected a workload file (TOML, which is UTF-8)"
+        ),
+        "{e}"
+    );
+    let big = dir.join("big.toml");
+    std::fs::write(&big, vec![b'#'; MAX_SOURCE_BYTES as usize + 1]).unwrap();
+    assert!(SourceFile::read(&big).unwrap_err().contains("larger than 4 MiB"));
+    assert!(SourceFile::read(&dir).unwrap_err().contains("cannot read the file"));
+    let good = dir.join("good.toml");
+    std::fs::write(&good, "engine = \"null\"\n").unwrap();
+    assert_eq!(SourceFile::read(&good).unwrap().text, "engine = \"null\"\n");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
