@@ -261,3 +261,58 @@ fn boundary_values_in_every_key_and_flag_never_panic() {
     }
     assert!(failures.is_empty(), "{} cases panicked:\n{}", failures.len(), failures.join("\n---\n"));
 }
+
+#[test]
+fn mutated_vdbench_files_never_panic_the_import() {
+    let seed = include_str!("../../../examples/vdbench-seed.parm");
+    let odd = [
+        "=",
+        ",",
+        "(",
+        ")",
+        "0",
+        "-1",
+        "99999999999999999999",
+        "1-999999999,1",
+        "d",
+        "*",
+        "\n",
+        "\0",
+        "é",
+        "rd=",
+        "fwd=",
+        "fsd=",
+        "elapsed=0",
+        "interval=0",
+        "forthreads=(1-4096,d)",
+        "xfersize=(4k,0)",
+        "sizes=(1p,100)",
+    ];
+    let mut rng = Rng(0x0bad_cafe_0000_0001);
+    let mut failures = Vec::new();
+    for i in 0..2000 {
+        let mut text: Vec<char> = seed.chars().collect();
+        for _ in 0..1 + rng.below(4) {
+            let at = rng.below(text.len() + 1);
+            let piece: Vec<char> = odd[rng.below(odd.len())].chars().collect();
+            let end = match rng.below(3) {
+                0 => at,
+                1 => (at + piece.len()).min(text.len()),
+                _ => (at + 1 + rng.below(8)).min(text.len()),
+            };
+            let piece = if end > at && rng.below(2) == 0 { Vec::new() } else { piece };
+            text.splice(at..end, piece);
+        }
+        let text: String = text.into_iter().collect();
+        let file = SourceFile { path: PathBuf::from("fuzz.parm"), text: text.clone() };
+        let run = catch_unwind(AssertUnwindSafe(|| {
+            if let Ok(toml) = vdbench::import(&file) {
+                let _ = validate_file(&SourceFile { path: PathBuf::from("out.toml"), text: toml });
+            }
+        }));
+        if run.is_err() {
+            failures.push(format!("case {i}:\n{text}"));
+        }
+    }
+    assert!(failures.is_empty(), "{} cases panicked; the first:\n{}", failures.len(), failures[0]);
+}
