@@ -136,10 +136,16 @@ fn mount_with(t: &Target, walk: Walk) -> Result<Mounted, NfsError> {
     let mut e = Encoder::default();
     e.string(&export);
     let root = proto::mnt_res(&m.call(MOUNT_PROG, 3, 1, &e.buf).map_err(mount_service())?)?.map_err(|s| {
+        // The list comes from the server: show a few names, each shortened.
+        let mut shown: Vec<String> = exports.iter().take(10).map(|x| crate::target::clip(x)).collect();
+        if exports.len() > 10 {
+            shown.push(format!("and {} more", exports.len() - 10));
+        }
         NfsError::Setup(format!(
-            "{}: MOUNT {export} refused (mount status {s}); exports: {}",
+            "{}: MOUNT {} refused (mount status {s}); exports: {}",
             t.host,
-            exports.join(", ")
+            crate::target::clip(&export),
+            shown.join(", ")
         ))
     })?;
     let nfs_addr = resolve(&t.host, nfs_port)?;

@@ -29,7 +29,7 @@ pub struct TargetError(pub String);
 pub const MAX_NCONNECT: u64 = 64;
 
 /// At most 80 characters of `s`, for echoing a piece of a target in an error.
-fn clip(s: &str) -> String {
+pub(crate) fn clip(s: &str) -> String {
     match s.char_indices().nth(80) {
         Some((i, _)) => format!("{}…", &s[..i]),
         None => s.to_string(),
@@ -61,6 +61,9 @@ fn split_authority(authority: &str) -> Result<(String, Option<u16>), String> {
         }
         if host.is_empty() {
             return Err("the target names no host".to_string());
+        }
+        if host.len() > 253 {
+            return Err(format!("host {:?} is longer than a host name can be (253)", clip(host)));
         }
         let name_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_');
         if !host.chars().all(name_char) {
@@ -96,6 +99,12 @@ impl Target {
         let (host, port) = split_authority(authority).map_err(err)?;
         if path.split('/').any(|c| c == "." || c == "..") {
             return Err(err(format!("path {:?} has a . or .. component (name the directory itself)", clip(path))));
+        }
+        if path.len() > 4095 || path.split('/').any(|c| c.len() > 255) {
+            return Err(err(format!(
+                "path of {} bytes: expected at most 4095, and at most 255 for each name in it",
+                path.len()
+            )));
         }
         if path.chars().any(char::is_control) {
             return Err(err(format!("path {:?} has a control character", clip(path))));
@@ -221,6 +230,9 @@ mod tests {
             ("nfs://s/e?nconnect=2&nconnect=4", "\"nconnect\" is given twice"),
             ("nfs://s/e/../etc", "has a . or .. component"),
             ("nfs://s/e/\u{0}x", "control character"),
+            (&format!("nfs://s/e/{}", "n".repeat(256)), "at most 255 for each name"),
+            (&format!("nfs://s/e{}", "/n".repeat(2100)), "path of 4202 bytes: expected at most 4095"),
+            (&format!("nfs://{}/e", "h".repeat(254)), "longer than a host name can be"),
         ] {
             let e = Target::parse(url).unwrap_err().to_string();
             assert!(e.contains(says), "{url}: {e}");
