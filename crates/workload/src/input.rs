@@ -1376,7 +1376,7 @@ impl<'a> Ctx<'a> {
             }
         }
         self.sets_need_their_sections(n);
-        let probes: Vec<Option<Probe>> = (0..self.arrays.get("probe").map_or(0, Vec::len))
+        let probes: Vec<Option<(Probe, Loc)>> = (0..self.arrays.get("probe").map_or(0, Vec::len))
             .map(|i| {
                 self.current = Some(("probe", i));
                 let p = self.probe(i);
@@ -1625,7 +1625,7 @@ impl<'a> Ctx<'a> {
                 Got::Bad => return None,
             },
             steps,
-            probes: probes.into_iter().collect::<Option<Vec<_>>>()?,
+            probes: probes.iter().map(|p| p.as_ref().map(|(p, _)| p.clone())).collect::<Option<Vec<_>>>()?,
             force: force_g.or(false)?,
             cleanup: cleanup_g.or(false)?,
         };
@@ -1649,6 +1649,21 @@ impl<'a> Ctx<'a> {
                 duration_literal(total)
             );
             self.err(&loc, key, "a run of at most 30d in all", note);
+            return None;
+        }
+        // A probe start after the end of the run would never happen.
+        let total = plan.total_duration();
+        for (probe, at_loc) in probes.iter().flatten() {
+            if let Some(late) = probe.at.iter().find(|a| **a >= total) {
+                let note = format!(
+                    "{} is not before the end of the run, which lasts {} (steps and warm-ups included)",
+                    duration_literal(*late),
+                    duration_literal(total)
+                );
+                self.err(at_loc, "probe.at", "times before the end of the run", note);
+            }
+        }
+        if !self.diags.is_empty() {
             return None;
         }
         Some(plan)
@@ -1891,8 +1906,8 @@ impl<'a> Ctx<'a> {
         under
     }
 
-    /// One [[probe]] table.
-    fn probe(&mut self, i: usize) -> Option<Probe> {
+    /// One [[probe]] table, and where its `at` is written.
+    fn probe(&mut self, i: usize) -> Option<(Probe, Loc)> {
         let command_g = self.text_value("probe.command", "a shell command, like \"rsync -a /src/ /dst/\"");
         let name_g = self.text_value("probe.name", "a name like \"rsync\"");
         let at_g = self.duration_list("probe.at");
@@ -1907,9 +1922,10 @@ impl<'a> Ctx<'a> {
         let command = command_g.or(String::new())?;
         let default_name =
             command.split_whitespace().next().unwrap_or("probe").rsplit('/').next().unwrap_or("probe").to_string();
+        let at_loc = at_g.loc();
         let mut at = at_g.or(Vec::new())?;
         at.sort();
-        Some(Probe {
+        let probe = Probe {
             name: name_g.or(default_name)?,
             command,
             at,
@@ -1918,7 +1934,8 @@ impl<'a> Ctx<'a> {
                 Got::Absent => None,
                 Got::Bad => return None,
             },
-        })
+        };
+        Some((probe, at_loc))
     }
 }
 

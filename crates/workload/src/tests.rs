@@ -824,3 +824,18 @@ fn a_workload_file_is_read_only_if_it_is_utf8_text_of_sane_size() {
     assert_eq!(SourceFile::read(&good).unwrap().text, "engine = \"null\"\n");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_probe_start_after_the_end_of_the_run_is_refused_not_skipped() {
+    let text = "engine = \"null\"\nduration = \"5s\"\n[[probe]]\ncommand = \"true\"\nat = [\"1s\", \"1h\"]\n";
+    let d = one_error(text);
+    assert_eq!((d.key.as_str(), pos(&d)), ("probe.at", (5, 6)));
+    assert!(d.message.contains("1h is not before the end of the run, which lasts 5s"), "{d}");
+    // Warm-ups and steps count: 2 steps × (2s + 5s) = 14s.
+    assert_eq!(
+        plan("engine = \"null\"\nwarmup = 2\nduration = 5\nfor_threads = [1, 2]\n[[probe]]\ncommand = \"true\"\nat = \"13s\"\n")
+            .probes[0]
+            .at,
+        [Duration::from_secs(13)]
+    );
+}
