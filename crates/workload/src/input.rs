@@ -60,7 +60,8 @@ impl SourceFile {
     /// as one line for the terminal (`path: error: ...`, with line and column for bad bytes).
     pub fn read(path: &std::path::Path) -> Result<SourceFile, String> {
         use std::io::Read;
-        let shown = path.display();
+        // A path too long to open is still echoed short.
+        let shown = crate::diagnostic::clip(&path.display().to_string(), 200);
         let mut bytes = Vec::new();
         std::fs::File::open(path)
             .and_then(|f| f.take(MAX_SOURCE_BYTES + 1).read_to_end(&mut bytes))

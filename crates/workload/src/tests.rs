@@ -819,6 +819,8 @@ fn a_workload_file_is_read_only_if_it_is_utf8_text_of_sane_size() {
     std::fs::write(&big, vec![b'#'; MAX_SOURCE_BYTES as usize + 1]).unwrap();
     assert!(SourceFile::read(&big).unwrap_err().contains("larger than 4 MiB"));
     assert!(SourceFile::read(&dir).unwrap_err().contains("cannot read the file"));
+    let e = SourceFile::read(&dir.join("n".repeat(100_000))).unwrap_err();
+    assert!(e.len() < 400 && e.contains("…: error: cannot read the file"), "{e}");
     let good = dir.join("good.toml");
     std::fs::write(&good, "engine = \"null\"\n").unwrap();
     assert_eq!(SourceFile::read(&good).unwrap().text, "engine = \"null\"\n");
