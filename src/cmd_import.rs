@@ -8,14 +8,13 @@ use std::io::Write;
 use std::path::Path;
 
 pub fn vdbench(file: &Path, out: Option<&Path>) -> u8 {
-    let text = match std::fs::read_to_string(file) {
-        Ok(t) => t,
+    let source = match SourceFile::read(file) {
+        Ok(s) => s,
         Err(e) => {
-            eprintln!("{}: error: cannot read parameter file: {e}", file.display());
+            eprintln!("{e}");
             return exit::INVALID_INPUT;
         }
     };
-    let source = SourceFile { path: file.to_path_buf(), text };
     let toml = match vdbench::import(&source) {
         Ok(t) => t,
         Err(diags) => {

@@ -11,15 +11,12 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-/// Reads a workload file; a missing or unreadable file is invalid input.
+/// Reads a workload file; a missing, unreadable, huge or non-UTF-8 file is invalid input.
 fn read_source(path: &Path) -> Result<SourceFile, u8> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => Ok(SourceFile { path: path.to_path_buf(), text }),
-        Err(e) => {
-            eprintln!("{}: error: cannot read workload file: {e}", path.display());
-            Err(exit::INVALID_INPUT)
-        }
-    }
+    SourceFile::read(path).map_err(|e| {
+        eprintln!("{e}");
+        exit::INVALID_INPUT
+    })
 }
 
 /// Builds the plan or prints every problem and returns exit code 2.

@@ -931,4 +931,75 @@ fn sighup_during_a_run_keeps_the_partial_second_and_leaves_one_file() {
     let duration = summary["duration_s"].as_f64().unwrap();
     assert!(duration > 2.0, "the half second before SIGHUP is kept: {duration} s");
     assert!(!PathBuf::from(format!("{}-wal", results.display())).exists());
+
+// ---- Input limits: durations, NFS targets, --set, hostile workload files ----
+
+/// Runs ioscope expecting exit 2 (invalid input); returns stderr.
+fn invalid_input(args: &[&str]) -> String {
+    let out = ioscope().args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "ioscope {args:?}: {}\n{err}", out.status);
+    err
+}
+
+#[test]
+fn a_run_shorter_than_a_second_exits_2_and_writes_no_results() {
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().join("r.db");
+    let err = invalid_input(&["run", "--engine", "null", "--duration", "1ns", "--quiet", "--out", s(&results)]);
+    assert!(err.contains("--duration 1ns: error: expected a whole number of seconds from 1s"), "{err}");
+    assert!(!results.exists(), "nothing was run");
+    let job = tmp.path().join("job.toml");
+    std::fs::write(&job, "engine = \"null\"\nstaircase = \"1-4/10ms\"\n").unwrap();
+    let err = invalid_input(&["validate", s(&job)]);
+    assert!(err.contains("job.toml:2:13: error: staircase \"1-4/10ms\""), "{err}");
+}
+
+#[test]
+fn a_malformed_nfs_target_exits_2_before_any_connection() {
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().join("r.db");
+    for (target, says) in [
+        ("nfs://[::1/export", "needs its closing ]"),
+        ("nfs://127.0.0.1/export?nconnect=0", "nconnect=\"0\": expected a number from 1 to 64"),
+        ("nfs://127.0.0.1/export?nconnect=1000", "nconnect=\"1000\": expected a number from 1 to 64"),
+    ] {
+        let err =
+            invalid_input(&["run", "--engine", "nfs", "--target", target, "--duration", "1s", "--out", s(&results)]);
+        assert!(err.contains(&format!("--target {target}: error: expected an NFS target")), "{err}");
+        assert!(err.contains(says), "{target}: {err}");
+        assert!(!results.exists());
+    }
+}
+
+#[test]
+fn a_set_for_a_missing_workload_section_exits_2_naming_the_key() {
+    let tmp = tempfile::tempdir().unwrap();
+    let job = tmp.path().join("job.toml");
+    std::fs::write(&job, "engine = \"null\"\nduration = \"1s\"\n").unwrap();
+    let results = tmp.path().join("r.db");
+    let err = invalid_input(&["run", s(&job), "--set", "workload.threads=5000", "--quiet", "--out", s(&results)]);
+    assert!(err.starts_with("--set workload.threads=5000: error: expected a [[workload]] section"), "{err}");
+    assert!(err.contains("--set threads=5000"), "{err}");
+    assert!(!results.exists());
+}
+
+#[test]
+fn hostile_workload_input_exits_2_with_a_short_message() {
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().join("r.db");
+    // Not UTF-8: the place of the first bad byte.
+    let job = tmp.path().join("latin1.toml");
+    std::fs::write(&job, b"engine = \"null\"\ndescription = \"caf\xe9\"\n").unwrap();
+    let err = invalid_input(&["validate", s(&job)]);
+    assert!(err.contains("latin1.toml:2:19: error: byte 0xe9 is not UTF-8 text"), "{err}");
+    // A 100 KB key and a 100 KB directory: refused, echoed shortened.
+    let job = tmp.path().join("key.toml");
+    std::fs::write(&job, format!("engine = \"null\"\n{} = 1\n", "k".repeat(100_000))).unwrap();
+    let err = invalid_input(&["run", s(&job), "--quiet", "--out", s(&results)]);
+    assert!(err.len() < 2_000 && err.contains("unknown key \"kkk"), "{} bytes", err.len());
+    let dir = format!("{}/{}", tmp.path().display(), "d".repeat(100_000));
+    let err = invalid_input(&["run", "--dir", &dir, "--size", "1m", "--duration", "1s", "--out", s(&results)]);
+    assert!(err.len() < 2_000 && err.contains("at most 4095 bytes"), "{} bytes: {}", err.len(), &err[..200]);
+    assert!(!results.exists());
 }

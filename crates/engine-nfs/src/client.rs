@@ -20,6 +20,10 @@ pub enum NfsError {
     Status { op: &'static str, status: u32 },
     #[error("{0}")]
     Setup(String),
+    /// A call to one of the services a mount needs (portmapper, MOUNT, NFS) failed: which
+    /// one, and why (the address in `source` is the one tried).
+    #[error("{service}: {source}")]
+    Service { service: String, source: RpcError },
 }
 
 impl NfsError {
@@ -61,11 +65,22 @@ pub fn auth_of(t: &Target) -> AuthSys {
     AuthSys { machine, uid: t.uid, gid: t.gid, gids: vec![t.gid] }
 }
 
+/// Names the service behind a failed call.
+fn service(name: impl Into<String>) -> impl FnOnce(RpcError) -> NfsError {
+    let service = name.into();
+    move |source| NfsError::Service { service, source }
+}
+
 fn getport(t: &Target, prog: u32, vers: u32) -> Result<u16, NfsError> {
-    let mut c = Conn::connect(resolve(&t.host, 111)?, auth_of(t), t.timeout)?;
+    // Port 111 is tried only because the target left this port out: say so.
+    let why = match prog {
+        MOUNT_PROG => "the portmapper, asked for the MOUNT port (the target gives no mountport=P)",
+        _ => "the portmapper, asked for the NFS port (the target gives no nfs://HOST:PORT)",
+    };
+    let mut c = Conn::connect(resolve(&t.host, 111)?, auth_of(t), t.timeout).map_err(service(why))?;
     let mut e = Encoder::default();
     proto::getport_args(&mut e, prog, vers);
-    let body = c.call(PMAP_PROG, 2, 3, &e.buf)?;
+    let body = c.call(PMAP_PROG, 2, 3, &e.buf).map_err(service(why))?;
     let port = crate::xdr::Decoder::new(&body).u32()?;
     if port == 0 || port > 65535 {
         return Err(NfsError::Setup(format!(
@@ -109,8 +124,9 @@ fn mount_with(t: &Target, walk: Walk) -> Result<Mounted, NfsError> {
         Some(p) => p,
         None => getport(t, NFS_PROG, 3)?,
     };
-    let mut m = Conn::connect(resolve(&t.host, mount_port)?, auth_of(t), t.timeout)?;
-    let exports = proto::export_res(&m.call(MOUNT_PROG, 3, 5, &[])?)?;
+    let mount_service = || service("MOUNT");
+    let mut m = Conn::connect(resolve(&t.host, mount_port)?, auth_of(t), t.timeout).map_err(mount_service())?;
+    let exports = proto::export_res(&m.call(MOUNT_PROG, 3, 5, &[]).map_err(mount_service())?)?;
     let export = exports
         .iter()
         .filter(|x| t.path == **x || t.path.starts_with(&format!("{}/", x.trim_end_matches('/'))))
@@ -119,15 +135,22 @@ fn mount_with(t: &Target, walk: Walk) -> Result<Mounted, NfsError> {
         .unwrap_or_else(|| t.path.clone());
     let mut e = Encoder::default();
     e.string(&export);
-    let root = proto::mnt_res(&m.call(MOUNT_PROG, 3, 1, &e.buf)?)?.map_err(|s| {
+    let root = proto::mnt_res(&m.call(MOUNT_PROG, 3, 1, &e.buf).map_err(mount_service())?)?.map_err(|s| {
+        // The list comes from the server: show a few names, each shortened.
+        let mut shown: Vec<String> = exports.iter().take(10).map(|x| crate::target::clip(x)).collect();
+        if exports.len() > 10 {
+            shown.push(format!("and {} more", exports.len() - 10));
+        }
         NfsError::Setup(format!(
-            "{}: MOUNT {export} refused (mount status {s}); exports: {}",
+            "{}: MOUNT {} refused (mount status {s}); exports: {}",
             t.host,
-            exports.join(", ")
+            crate::target::clip(&export),
+            shown.join(", ")
         ))
     })?;
     let nfs_addr = resolve(&t.host, nfs_port)?;
-    let mut s = Session { conn: Conn::connect(nfs_addr, auth_of(t), t.timeout)? };
+    let conn = Conn::connect(nfs_addr, auth_of(t), t.timeout).map_err(service("NFS"))?;
+    let mut s = Session { conn };
     let mut dir = root.clone();
     let below = if walk == Walk::No { "" } else { &t.path[export.len()..] };
     for name in below.split('/').filter(|n| !n.is_empty()) {
@@ -294,5 +317,56 @@ impl Session {
                 return Ok(all);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+    use std::net::TcpListener;
+
+    /// A port on 127.0.0.1 that refuses connections (was free a moment ago).
+    fn refused_port() -> u16 {
+        TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    }
+
+    fn target(url: &str) -> Target {
+        Target::parse(url).unwrap()
+    }
+
+    #[test]
+    fn a_refused_custom_port_is_reported_as_that_port() {
+        let (nfs, mnt) = (refused_port(), refused_port());
+        let e = mount(&target(&format!("nfs://127.0.0.1:{nfs}/export?mountport={mnt}&timeout=2"))).unwrap_err();
+        let e = e.to_string();
+        assert!(e.starts_with(&format!("MOUNT: 127.0.0.1:{mnt}: ")), "{e}");
+        assert!(!e.contains(":111"), "{e}");
+        // Without mountport=, port 111 is the portmapper's, and the message says why it was asked.
+        if std::net::TcpStream::connect(("127.0.0.1", 111)).is_err() {
+            let e = mount(&target(&format!("nfs://127.0.0.1:{nfs}/export?timeout=2"))).unwrap_err().to_string();
+            assert!(
+                e.starts_with(
+                    "the portmapper, asked for the MOUNT port (the target gives no mountport=P): 127.0.0.1:111: "
+                ),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_mount_port_that_answers_http_is_not_an_rpc_server() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            let (mut c, _) = listener.accept().unwrap();
+            let _ = c.read(&mut [0u8; 512]);
+            let _ = c.write_all(b"HTTP/1.0 200 OK\r\n\r\n");
+        });
+        let e = mount(&target(&format!("nfs://127.0.0.1:{port}/export?mountport={port}&timeout=2"))).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!("MOUNT: the peer at 127.0.0.1:{port} is not an RPC server (it answered with 'HTTP/1.0 200 OK...')")
+        );
     }
 }

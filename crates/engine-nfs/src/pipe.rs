@@ -322,6 +322,12 @@ impl Pipe {
             }
             link.start += 4 + len;
             let last = mark & 0x8000_0000 != 0;
+            if !(last && link.partial.is_empty()) && link.partial.len() + len > MAX_RECORD {
+                // Fragments that never end: not a reply to anything sent here.
+                link.partial = Vec::new();
+                link.alive = false;
+                break;
+            }
             let whole;
             let record: &[u8] = if last && link.partial.is_empty() {
                 &buf[4..4 + len]
@@ -573,6 +579,33 @@ mod tests {
             assert_eq!(body.len(), sizes[d.tag as usize], "tag {}", d.tag);
             assert!(body.iter().all(|b| *b == d.tag as u8), "tag {}", d.tag);
         }
+    }
+
+    #[test]
+    fn fragments_that_never_end_drop_the_connection_instead_of_growing_memory() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        std::thread::spawn(move || {
+            let (mut s, _) = l.accept().unwrap();
+            let mut mark = [0u8; 4];
+            s.read_exact(&mut mark).unwrap();
+            let mut rec = vec![0u8; (u32::from_be_bytes(mark) & 0x7fff_ffff) as usize];
+            s.read_exact(&mut rec).unwrap();
+            // 1 MiB fragments, none of them the last: more than any reply may hold.
+            let fragment = [&(1u32 << 20).to_be_bytes()[..], &vec![0u8; 1 << 20]].concat();
+            for _ in 0..12 {
+                if s.write_all(&fragment).is_err() {
+                    return;
+                }
+            }
+            std::thread::sleep(Duration::from_secs(5));
+        });
+        let mut p = Pipe::connect(addr, 1, auth(), Duration::from_secs(4)).unwrap();
+        p.send(100003, 3, 6, &[], 1).unwrap();
+        let mut done = Vec::new();
+        p.poll(1, None, &mut done);
+        assert_eq!(done.len(), 1);
+        assert_eq!(done[0].result, Err(CallError::Lost(addr)), "lost, not timed out after buffering it all");
     }
 
     #[test]

@@ -28,6 +28,21 @@ pub enum RpcError {
     Rejected { addr: SocketAddr, why: String },
     #[error("{addr}: record of {len} bytes is larger than {MAX_RECORD}")]
     TooLarge { addr: SocketAddr, len: usize },
+    /// The first bytes of the answer cannot start an RPC reply (an HTTP or SSH server,
+    /// say): `answered` is how the answer begins, made printable.
+    #[error("the peer at {addr} is not an RPC server (it answered with '{answered}')")]
+    NotRpc { addr: SocketAddr, answered: String },
+}
+
+/// How an answer begins, for a person: its first line, at most 40 characters, with bytes
+/// that are not printable ASCII escaped, and "..." when there is more.
+pub(crate) fn answer_start(bytes: &[u8]) -> String {
+    let line = bytes.split(|b| *b == b'\n' || *b == b'\r').next().unwrap_or(&[]);
+    let mut out: String = line.iter().take(40).flat_map(|b| std::ascii::escape_default(*b)).map(char::from).collect();
+    if line.len() > 40 || line.len() < bytes.len() {
+        out.push_str("...");
+    }
+    out
 }
 
 /// AUTH_SYS credentials (RFC 5531 appendix A).
@@ -201,8 +216,14 @@ impl Conn {
         loop {
             let mut mark = [0u8; 4];
             self.stream.read_exact(&mut mark).map_err(|e| self.io(e))?;
+            let bytes = mark;
             let mark = u32::from_be_bytes(mark);
             let len = (mark & 0x7fff_ffff) as usize;
+            if record.is_empty() && len > MAX_RECORD {
+                // No RPC server sends a first fragment this large in answer to ioscope's
+                // calls; text ("HTTP", "SSH-") read as a length always is.
+                return Err(self.not_rpc(bytes));
+            }
             if record.len() + len > MAX_RECORD {
                 return Err(RpcError::TooLarge { addr: self.addr, len: record.len() + len });
             }
@@ -213,6 +234,19 @@ impl Conn {
                 return Ok(record);
             }
         }
+    }
+
+    /// The peer is not an RPC server: says how its answer begins (`first` and what else
+    /// arrives within a moment).
+    fn not_rpc(&mut self, first: [u8; 4]) -> RpcError {
+        let mut seen = first.to_vec();
+        let mut more = [0u8; 60];
+        if self.stream.set_read_timeout(Some(Duration::from_millis(200))).is_ok() {
+            if let Ok(n) = self.stream.read(&mut more) {
+                seen.extend_from_slice(&more[..n]);
+            }
+        }
+        RpcError::NotRpc { addr: self.addr, answered: answer_start(&seen) }
     }
 
     /// Maps a decoding error of this connection's reply.
@@ -265,5 +299,32 @@ mod tests {
         denied.u32(44).u32(REPLY).u32(1).u32(1).u32(5);
         assert!(parse_reply(&denied.buf).unwrap_err().why.contains("AUTH_TOOWEAK"));
         assert!(parse_reply(&[0, 0]).is_err());
+    }
+
+    #[test]
+    fn a_peer_that_answers_http_is_named_as_not_an_rpc_server() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            let (mut c, _) = listener.accept().unwrap();
+            let mut buf = [0u8; 512];
+            let _ = c.read(&mut buf);
+            c.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n").unwrap();
+        });
+        let mut conn = Conn::connect(addr, auth(), Duration::from_secs(5)).unwrap();
+        let e = conn.call(100005, 3, 0, &[]).unwrap_err();
+        server.join().unwrap();
+        assert!(matches!(e, RpcError::NotRpc { .. }), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            format!("the peer at {addr} is not an RPC server (it answered with 'HTTP/1.1 400 Bad Request...')")
+        );
+    }
+
+    #[test]
+    fn how_an_answer_begins_is_printable_and_short() {
+        assert_eq!(answer_start(b"SSH-2.0-OpenSSH_9.2\r\n"), "SSH-2.0-OpenSSH_9.2...");
+        assert_eq!(answer_start(&[0x15, 0x03, 0x01, 0x00]), "\\x15\\x03\\x01\\x00");
+        assert_eq!(answer_start(&[b'a'; 100]), format!("{}...", "a".repeat(40)));
     }
 }

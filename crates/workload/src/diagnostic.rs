@@ -24,12 +24,51 @@ pub enum Origin {
         path: PathBuf,
         line: usize,
         col: usize,
-        /// The whole source line (without its newline), to show under the message.
+        /// The source line (without its newline) to show under the message: all of it, or
+        /// up to 120 chars around the problem, cut with "…".
         line_text: String,
+        /// Where the carets start in `line_text` (1-based chars) and how many there are.
+        caret_col: usize,
         span_len: usize,
     },
     /// In a command-line flag, e.g. `--bs`.
     Flag { flag: String },
+    /// Not one problem: how many more were found and not kept (see [`MAX_DIAGNOSTICS`]).
+    Omitted { count: usize },
+}
+
+/// Most problems kept and shown for one input: past this, they are only counted (a file of
+/// a million bad values gets a screenful, not a million messages).
+pub const MAX_DIAGNOSTICS: usize = 50;
+/// Longest key or value echoed back; longer ones are cut with "…".
+const MAX_ECHO_CHARS: usize = 60;
+/// Longest note or expected form shown (they may quote the input).
+const MAX_NOTE_CHARS: usize = 400;
+/// Widest part of a source line shown under a file problem.
+const MAX_LINE_CHARS: usize = 120;
+
+/// `s` cut to `max` chars, with "…" when it was longer; control characters (escape
+/// sequences, NUL) become U+FFFD so that echoing input cannot drive the terminal.
+pub(crate) fn clip(s: &str, max: usize) -> String {
+    let mut out: String = s.chars().take(max).map(printable).collect();
+    if s.chars().nth(max).is_some() {
+        out.push('…');
+    }
+    out
+}
+
+/// `c`, or the replacement character for a control character other than a tab.
+fn printable(c: char) -> char {
+    if c.is_control() && c != '\t' {
+        '\u{FFFD}'
+    } else {
+        c
+    }
+}
+
+/// Every line of `s` cut to `max` chars; at most 20 lines.
+fn clip_lines(s: &str, max: usize) -> String {
+    s.lines().take(20).map(|l| clip(l, max)).collect::<Vec<_>>().join("\n")
 }
 
 /// A problem in the input.
@@ -62,12 +101,13 @@ impl Diagnostic {
         message: impl Into<String>,
     ) -> Diagnostic {
         let (line, col, line_text, span_len) = locate(text, span);
+        let (line_text, caret_col, span_len) = window(&line_text, col, span_len);
         Diagnostic {
-            origin: Origin::File { path: path.into(), line, col, line_text, span_len },
-            key: key.into(),
-            value: value.into(),
-            expected: expected.into(),
-            message: message.into(),
+            origin: Origin::File { path: path.into(), line, col, line_text, caret_col, span_len },
+            key: clip(&key.into(), MAX_ECHO_CHARS),
+            value: clip(&value.into(), MAX_ECHO_CHARS),
+            expected: clip_lines(&expected.into(), MAX_NOTE_CHARS),
+            message: clip_lines(&message.into(), MAX_NOTE_CHARS),
         }
     }
 
@@ -80,18 +120,37 @@ impl Diagnostic {
         message: impl Into<String>,
     ) -> Diagnostic {
         Diagnostic {
-            origin: Origin::Flag { flag: flag.into() },
-            key: key.into(),
-            value: value.into(),
-            expected: expected.into(),
-            message: message.into(),
+            origin: Origin::Flag { flag: clip(&flag.into(), MAX_ECHO_CHARS) },
+            key: clip(&key.into(), MAX_ECHO_CHARS),
+            value: clip(&value.into(), MAX_ECHO_CHARS),
+            expected: clip_lines(&expected.into(), MAX_NOTE_CHARS),
+            message: clip_lines(&message.into(), MAX_NOTE_CHARS),
+        }
+    }
+
+    /// Stands for `count` more problems that were found and not kept.
+    pub fn omitted(count: usize) -> Diagnostic {
+        Diagnostic {
+            origin: Origin::Omitted { count },
+            key: String::new(),
+            value: String::new(),
+            expected: String::new(),
+            message: String::new(),
+        }
+    }
+
+    /// How many problems this stands for.
+    fn count(&self) -> usize {
+        match self.origin {
+            Origin::Omitted { count } => count,
+            _ => 1,
         }
     }
 
     /// What the first line says after "error: ".
     fn headline(&self) -> String {
         let mut s = match &self.origin {
-            Origin::Flag { .. } => String::new(),
+            Origin::Flag { .. } | Origin::Omitted { .. } => String::new(),
             Origin::File { .. } if self.key.is_empty() && self.value.is_empty() => "invalid TOML".to_string(),
             Origin::File { .. } if self.key.is_empty() => format!("invalid TOML ({})", self.value),
             Origin::File { .. } if !crate::input::is_known_key(&self.key) => {
@@ -109,6 +168,29 @@ impl Diagnostic {
         }
         s
     }
+}
+
+/// The part of a long `line` to show around 1-based char column `col`: (text, where the
+/// carets start in it, how many carets). Short lines are shown whole.
+fn window(line: &str, col: usize, span_len: usize) -> (String, usize, usize) {
+    let chars = line.chars().count();
+    if chars <= MAX_LINE_CHARS {
+        return (line.chars().map(printable).collect(), col, span_len);
+    }
+    // Some context before the problem, the rest after it.
+    let start = col.saturating_sub(1).saturating_sub(MAX_LINE_CHARS / 3).min(chars.saturating_sub(MAX_LINE_CHARS));
+    let end = (start + MAX_LINE_CHARS).min(chars);
+    let mut shown: String = line.chars().skip(start).take(end - start).map(printable).collect();
+    let mut caret_col = col - start;
+    if start > 0 {
+        shown.insert(0, '…');
+        caret_col += 1;
+    }
+    if end < chars {
+        shown.push('…');
+    }
+    let span_len = span_len.min(end.saturating_sub(col.saturating_sub(1))).max(1);
+    (shown, caret_col, span_len)
 }
 
 /// Byte span → (line, col, line text, span length in chars on that line), all 1-based chars.
@@ -146,15 +228,22 @@ impl fmt::Display for Diagnostic {
                     write!(f, "\n  = note: {note}")?;
                 }
             }
-            Origin::File { path, line, col, line_text, span_len } => {
+            Origin::Omitted { count } => {
+                let s = if *count == 1 { "" } else { "s" };
+                write!(f, "… and {count} more error{s}, not shown (the first {MAX_DIAGNOSTICS} are above)")?;
+            }
+            Origin::File { path, line, col, line_text, caret_col, span_len } => {
                 let num = line.to_string();
                 let pad = " ".repeat(num.len());
                 writeln!(f, "{}:{line}:{col}: error: {headline}", path.display())?;
                 writeln!(f, "{pad} |")?;
                 writeln!(f, "{num} | {line_text}")?;
                 // Keep tabs so that the carets line up with the source line.
-                let indent: String =
-                    line_text.chars().take(col.saturating_sub(1)).map(|c| if c == '\t' { '\t' } else { ' ' }).collect();
+                let indent: String = line_text
+                    .chars()
+                    .take(caret_col.saturating_sub(1))
+                    .map(|c| if c == '\t' { '\t' } else { ' ' })
+                    .collect();
                 write!(f, "{pad} | {indent}{}", "^".repeat((*span_len).max(1)))?;
                 for note in notes {
                     write!(f, "\n{pad} = note: {note}")?;
@@ -176,7 +265,7 @@ pub fn render_diagnostics(d: &[Diagnostic]) -> String {
         out.push_str(&diag.to_string());
         out.push_str("\n\n");
     }
-    let n = d.len();
+    let n: usize = d.iter().map(Diagnostic::count).sum();
     out.push_str(&format!("{n} error{}; nothing was run.\n", if n == 1 { "" } else { "s" }));
     out
 }
@@ -207,6 +296,10 @@ pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
 
 /// The candidate closest to `word` (ignoring case, `-` vs `_`), if it is close enough to be a typo.
 pub(crate) fn closest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    // A long word is no typo of a short name (and comparing it would cost its length squared).
+    if word.chars().count() > 64 {
+        return None;
+    }
     let norm = |s: &str| s.to_ascii_lowercase().replace('-', "_");
     let w = norm(word);
     let limit = (w.chars().count() / 3).max(1);
@@ -261,6 +354,23 @@ mod tests {
         let all = render_diagnostics(&[d.clone(), d]);
         assert!(all.ends_with("\n\n2 errors; nothing was run.\n"));
         assert_eq!(render_diagnostics(&[]), "");
+    }
+
+    #[test]
+    fn a_long_line_is_shown_around_the_problem_with_the_carets_under_it() {
+        let line: String = (0..300).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+        for col in 1..=301 {
+            let (shown, caret_col, len) = window(&line, col, 1000);
+            let chars: Vec<char> = shown.chars().collect();
+            assert!(chars.len() <= MAX_LINE_CHARS + 2, "col {col}");
+            assert!(len >= 1 && caret_col + len - 1 <= chars.len() + 1, "col {col}: {caret_col} + {len}");
+            if col <= 300 {
+                assert_eq!(chars[caret_col - 1], line.chars().nth(col - 1).unwrap(), "col {col}");
+            }
+        }
+        assert_eq!(window("short", 2, 3), ("short".to_string(), 2, 3));
+        assert_eq!(clip("abcdef", 3), "abc…");
+        assert_eq!(clip("abc", 3), "abc");
     }
 
     #[test]

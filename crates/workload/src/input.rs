@@ -4,12 +4,12 @@
 //! value for its key, and only the value in effect is checked). Every problem is collected as a
 //! [`Diagnostic`] pointing at the value (or flag) responsible; nothing stops at the first one.
 
-use crate::diagnostic::{closest, Diagnostic};
+use crate::diagnostic::{closest, Diagnostic, MAX_DIAGNOSTICS};
 use crate::plan::{
     BlockSize, Dataset, DatasetFormat, EngineKind, FileIo, FileSelect, Operation, Pattern, PatternMap, Plan, Probe, Rw,
     Staircase, Steps, SyncMode, Workload,
 };
-use crate::units::{format_size, parse_duration, parse_size};
+use crate::units::{duration_literal, format_size, parse_duration, parse_size};
 use std::collections::HashMap;
 use std::ops::Range;
 use std::path::PathBuf;
@@ -49,6 +49,43 @@ pub struct Flags {
 pub struct SourceFile {
     pub path: PathBuf,
     pub text: String,
+}
+
+/// Largest workload (or vdbench parameter) file read: far more than any real one, small
+/// enough that reading and checking it is quick.
+pub const MAX_SOURCE_BYTES: u64 = 4 << 20;
+
+impl SourceFile {
+    /// Reads a workload file: at most [`MAX_SOURCE_BYTES`], UTF-8 (TOML is), else why not,
+    /// as one line for the terminal (`path: error: ...`, with line and column for bad bytes).
+    pub fn read(path: &std::path::Path) -> Result<SourceFile, String> {
+        use std::io::Read;
+        // A path too long to open is still echoed short.
+        let shown = crate::diagnostic::clip(&path.display().to_string(), 200);
+        let mut bytes = Vec::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(MAX_SOURCE_BYTES + 1).read_to_end(&mut bytes))
+            .map_err(|e| format!("{shown}: error: cannot read the file: {e}"))?;
+        if bytes.len() as u64 > MAX_SOURCE_BYTES {
+            return Err(format!(
+                "{shown}: error: the file is larger than {}: expected a workload file (TOML text)",
+                format_size(MAX_SOURCE_BYTES)
+            ));
+        }
+        match String::from_utf8(bytes) {
+            Ok(text) => Ok(SourceFile { path: path.to_path_buf(), text }),
+            Err(e) => {
+                let good = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+                let line = good.iter().filter(|b| **b == b'\n').count() + 1;
+                let line_start = good.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+                let col = String::from_utf8_lossy(&good[line_start..]).chars().count() + 1;
+                let byte = e.as_bytes()[good.len()];
+                Err(format!(
+                    "{shown}:{line}:{col}: error: byte 0x{byte:02x} is not UTF-8 text: expected a workload file (TOML, which is UTF-8)"
+                ))
+            }
+        }
+    }
 }
 
 /// Every key a workload file may contain, in canonical order, with its command-line flag
@@ -169,7 +206,7 @@ const FILEIOS: &[(&str, FileIo)] = &[("sequential", FileIo::Sequential), ("rando
 const FORMATS: &[(&str, DatasetFormat)] =
     &[("reuse", DatasetFormat::Reuse), ("always", DatasetFormat::Always), ("never", DatasetFormat::Never)];
 /// Most steps a run may have.
-const MAX_STEPS: usize = 10_000;
+const MAX_STEPS: u64 = 10_000;
 /// Most files a dataset may have.
 const MAX_DATASET_FILES: u128 = 100_000_000;
 const SYNCS: &[(&str, SyncMode)] = &[
@@ -183,8 +220,13 @@ const SYNCS: &[(&str, SyncMode)] = &[
 pub fn is_known_key(key: &str) -> bool {
     let in_section =
         |(section, k): (&str, &str)| SECTIONS.iter().any(|(s, keys, _)| *s == section && keys.contains(&k));
-    KEYS.iter().any(|(k, _)| *k == key) || key.split_once('.').is_some_and(in_section)
+    KEYS.iter().any(|(k, _)| *k == key)
+        || key.split_once('.').is_some_and(in_section)
+        || PATTERN_KEYS.iter().any(|k| key.strip_prefix("workload.pattern.") == Some(k))
 }
+
+/// The keys of a workload's `pattern` table.
+const PATTERN_KEYS: [&str; 3] = ["text", "map", "column"];
 
 fn flag_name(key: &str) -> &'static str {
     KEYS.iter().find(|(k, _)| *k == key).map_or("", |(_, f)| *f)
@@ -205,6 +247,7 @@ pub fn build_plan(file: Option<&SourceFile>, flags: &Flags) -> Result<Plan, Vec<
         current: None,
         diags,
         syntax_failed: false,
+        omitted: 0,
     };
     match &parsed {
         Some((_, Ok(doc))) => ctx.walk(doc.as_table()),
@@ -220,6 +263,7 @@ pub fn build_plan(file: Option<&SourceFile>, flags: &Flags) -> Result<Plan, Vec<
         None => {}
     }
     let plan = ctx.plan();
+    let omitted = ctx.omitted;
     let mut diags = ctx.diags;
     if diags.is_empty() {
         if let Some(plan) = plan {
@@ -229,7 +273,11 @@ pub fn build_plan(file: Option<&SourceFile>, flags: &Flags) -> Result<Plan, Vec<
     diags.sort_by_key(|d| match &d.origin {
         crate::Origin::File { line, col, .. } => (0, *line, *col),
         crate::Origin::Flag { .. } => (1, 0, 0),
+        crate::Origin::Omitted { .. } => (2, 0, 0),
     });
+    if omitted > 0 {
+        diags.push(Diagnostic::omitted(omitted));
+    }
     Err(diags)
 }
 
@@ -356,6 +404,8 @@ struct Ctx<'a> {
     diags: Vec<Diagnostic>,
     /// The file did not parse: skip the rules that need the whole picture.
     syntax_failed: bool,
+    /// Problems found past the first [`MAX_DIAGNOSTICS`].
+    omitted: usize,
 }
 
 impl<'a> Ctx<'a> {
@@ -363,8 +413,12 @@ impl<'a> Ctx<'a> {
         self.file.map_or("", |f| f.text.as_str())
     }
 
-    /// Records a problem with the value at `loc`.
+    /// Records a problem with the value at `loc`; past [`MAX_DIAGNOSTICS`], only counts it.
     fn err(&mut self, loc: &Loc, key: &str, expected: impl Into<String>, message: impl Into<String>) {
+        if self.diags.len() >= MAX_DIAGNOSTICS {
+            self.omitted += 1;
+            return;
+        }
         let d = match loc {
             Loc::File { span, shown } => {
                 let f = self.file.expect("file location without a file");
@@ -563,18 +617,24 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// A string, as text; None (after reporting) for another TOML type.
+    /// A string, as text; None (after reporting) for another TOML type, or a string with a
+    /// NUL character (which no path, name or command can hold).
     fn string(&mut self, key: &str, raw: Raw<'a>, loc: &Loc, expected: &str) -> Option<&'a str> {
-        match raw {
-            Raw::Flag(t) => Some(t),
+        let text = match raw {
+            Raw::Flag(t) => t,
             Raw::Toml(item) => match item.as_value() {
-                Some(Value::String(s)) => Some(s.value().as_str()),
+                Some(Value::String(s)) => s.value().as_str(),
                 _ => {
                     self.err(loc, key, expected, "");
-                    None
+                    return None;
                 }
             },
+        };
+        if text.contains('\0') {
+            self.err(loc, key, expected, "it contains a NUL character (\\u0000)");
+            return None;
         }
+        Some(text)
     }
 
     /// One of a fixed set of names (case-insensitive).
@@ -630,27 +690,14 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// A duration: a duration string, or a number of seconds; above zero (or zero when
-    /// `zero_ok`), at most 30 days.
+    /// A duration: a duration string, or a number of seconds; above zero, at most 30 days.
     fn duration(&mut self, key: &str) -> Got<Duration> {
-        self.duration_from(key, false)
-    }
-
-    fn duration_from(&mut self, key: &str, zero_ok: bool) -> Got<Duration> {
         let Some((raw, loc)) = self.raw(key) else {
             return Got::Absent;
         };
-        let parsed = match raw {
-            Raw::Flag(t) => parse_duration(t),
-            Raw::Toml(item) => item.as_value().map_or(Err(String::new()), duration_value),
-        };
-        let expected = if zero_ok {
-            "a duration like 30s, 5m (a bare number is seconds), at most 30d"
-        } else {
-            "a duration like 90s, 1m30s, 2h (a bare number is seconds), above 0 and at most 30d"
-        };
-        match parsed {
-            Ok(d) if (zero_ok || !d.is_zero()) && d <= MAX_DURATION => Got::Ok(d, loc),
+        let expected = "a duration like 90s, 1m30s, 2h (a bare number is seconds), above 0 and at most 30d";
+        match raw_duration(raw) {
+            Ok(d) if !d.is_zero() && d <= MAX_DURATION => Got::Ok(d, loc),
             Ok(_) => {
                 self.err(&loc, key, expected, "");
                 Got::Bad
@@ -662,12 +709,49 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// A step's measured time or warm-up: whole seconds (results are recorded per second,
+    /// so a step must fill whole seconds), at least `min_s` seconds, at most 30 days.
+    fn step_time(&mut self, key: &str, min_s: u64) -> Got<Duration> {
+        let Some((raw, loc)) = self.raw(key) else {
+            return Got::Absent;
+        };
+        let expected = if min_s == 0 {
+            "0 or a whole number of seconds up to 30d, like 10s, 1m (a bare number is seconds)".to_string()
+        } else {
+            format!("a whole number of seconds from {min_s}s to 30d, like 90s, 1m30s, 2h (a bare number is seconds)")
+        };
+        let note = match raw_duration(raw) {
+            Ok(d) if d.as_secs() >= min_s && d.subsec_nanos() == 0 && d <= MAX_DURATION => return Got::Ok(d, loc),
+            Ok(d) if d.subsec_nanos() != 0 => {
+                format!(
+                    "ioscope records results once a second: {} is not a whole number of seconds",
+                    duration_literal(d)
+                )
+            }
+            Ok(d) if d > MAX_DURATION => String::new(),
+            Ok(_) if min_s > 0 => format!("a run of less than {min_s}s measures nothing"),
+            Ok(_) => String::new(),
+            Err(note) => note,
+        };
+        self.err(&loc, key, expected, note);
+        Got::Bad
+    }
+
     /// A directory path (non-empty).
     fn dir(&mut self, key: &str) -> Got<PathBuf> {
         let Some((raw, loc)) = self.raw(key) else {
             return Got::Absent;
         };
         match self.string(key, raw, &loc, DIR_EXPECTED) {
+            // Linux's limits (PATH_MAX, NAME_MAX), checked here rather than after preparing.
+            Some(s) if s.len() >= 4096 || s.split('/').any(|c| c.len() > 255) => {
+                let note = format!(
+                    "the path has {} bytes; a path has at most 4095 bytes and each name in it at most 255",
+                    s.len()
+                );
+                self.err(&loc, key, DIR_EXPECTED, note);
+                Got::Bad
+            }
             Some(s) if !s.trim().is_empty() => Got::Ok(PathBuf::from(s), loc),
             Some(_) => {
                 self.err(&loc, key, DIR_EXPECTED, "");
@@ -840,22 +924,27 @@ impl<'a> Ctx<'a> {
         let Some(text) = self.string("staircase", raw, &loc, expected) else {
             return Got::Bad;
         };
-        let parsed = (|| {
-            let (range, every) = text.split_once('/')?;
-            let (range, add) = match range.split_once('+') {
-                Some((r, a)) => (r, a.trim().parse::<u32>().ok()?),
-                None => (range, 1),
-            };
-            let (start, max) = range.split_once('-')?;
-            let (start, max) = (start.trim().parse::<u32>().ok()?, max.trim().parse::<u32>().ok()?);
-            let every = parse_duration(every).ok()?;
-            (start >= 1 && max >= start && max <= 4096 && add >= 1 && !every.is_zero() && every <= MAX_DURATION)
-                .then_some(Staircase { start, add, max, every })
-        })();
+        let parsed =
+            (|| {
+                let (range, every) = text.split_once('/')?;
+                let (range, add) = match range.split_once('+') {
+                    Some((r, a)) => (r, a.trim().parse::<u32>().ok()?),
+                    None => (range, 1),
+                };
+                let (start, max) = range.split_once('-')?;
+                let (start, max) = (start.trim().parse::<u32>().ok()?, max.trim().parse::<u32>().ok()?);
+                let every = parse_duration(every).ok()?;
+                // Each step fills whole seconds: results are recorded once a second.
+                let every_ok = every.as_secs() >= 1 && every.subsec_nanos() == 0 && every <= MAX_DURATION;
+                (start >= 1 && max >= start && max <= 4096 && (1..=4096).contains(&add) && every_ok)
+                    .then_some(Staircase { start, add, max, every })
+            })();
         match parsed {
             Some(s) => Got::Ok(s, loc),
             None => {
-                self.err(&loc, "staircase", expected, "threads from 1 to 4096, START at most MAX, EVERY above 0");
+                let note = "threads from 1 to 4096, START at most MAX, ADD from 1 to 4096; \
+                            EVERY a whole number of seconds from 1s to 30d";
+                self.err(&loc, "staircase", expected, note);
                 Got::Bad
             }
         }
@@ -924,45 +1013,59 @@ impl<'a> Ctx<'a> {
         };
         let mut ok = true;
         for (k, _) in t.iter() {
-            if !["text", "map", "column"].contains(&k) {
+            if !PATTERN_KEYS.contains(&k) {
                 let kloc = t.key(k).and_then(|k| k.span()).map_or(loc.clone(), |s| self.file_loc(s));
-                self.err(&kloc, &format!("{key}.{k}"), "text, map or column", "");
+                let note = closest(k, &PATTERN_KEYS).map(|c| format!("did you mean `{c}`?")).unwrap_or_default();
+                self.err(&kloc, &format!("{key}.{k}"), "text, map or column", note);
                 ok = false;
             }
         }
-        let text = t.get("text").and_then(|i| i.as_str()).map(str::to_string);
-        match &text {
+        // Each value is pointed at where it is written, under its own key (`workload.pattern.map`).
+        let at = |ctx: &Self, name: &str| t.get_key_value(name).map(|(k, item)| (item, ctx.item_loc(item, k.span())));
+        let text = match at(self, "text") {
             None => {
                 self.err(&loc, key, expected, "`text` is missing");
-                ok = false;
-            }
-            Some(s) if s.trim().is_empty() || s.chars().count() > 64 => {
-                self.err(&loc, key, "a text of 1 to 64 characters", "");
-                ok = false;
-            }
-            Some(s) => {
-                if let Err(c) = crate::font::render(s) {
-                    let note = format!("'{c}' has no glyph; the font has {}", crate::font::SUPPORTED);
-                    self.err(&loc, key, "text the 5×7 font can draw", note);
-                    ok = false;
-                }
-            }
-        }
-        let map = match t.get("map").map(|i| i.as_str()) {
-            None => Some(PatternMap::Offset),
-            Some(Some("offset")) => Some(PatternMap::Offset),
-            Some(Some("size")) => Some(PatternMap::Size),
-            Some(_) => {
-                self.err(&loc, &format!("{key}.map"), "offset or size", "");
                 None
             }
+            Some((item, tloc)) => {
+                let tkey = format!("{key}.text");
+                match item.as_str() {
+                    Some(s) if s.trim().is_empty() || s.chars().count() > 64 => {
+                        self.err(&tloc, &tkey, "a text of 1 to 64 characters", "");
+                        None
+                    }
+                    Some(s) => match crate::font::render(s) {
+                        Ok(_) => Some(s.to_string()),
+                        Err(c) => {
+                            let note = format!("'{c}' has no glyph; the font has {}", crate::font::SUPPORTED);
+                            self.err(&tloc, &tkey, "text the 5×7 font can draw", note);
+                            None
+                        }
+                    },
+                    None => {
+                        self.err(&tloc, &tkey, "a text of 1 to 64 characters, like \"HELLO\"", "");
+                        None
+                    }
+                }
+            }
         };
-        let column = match t.get("column").and_then(|i| i.as_value()) {
-            None => Some(Duration::from_secs(1)),
-            Some(v) => match duration_value(v) {
-                Ok(d) if d >= Duration::from_millis(100) && d <= Duration::from_secs(3600) => Some(d),
+        let map = match at(self, "map") {
+            None => Some(PatternMap::Offset),
+            Some((item, mloc)) => match item.as_str() {
+                Some("offset") => Some(PatternMap::Offset),
+                Some("size") => Some(PatternMap::Size),
                 _ => {
-                    self.err(&loc, &format!("{key}.column"), "a duration from 100ms to 1h, like \"1s\"", "");
+                    self.err(&mloc, &format!("{key}.map"), "\"offset\" or \"size\"", "");
+                    None
+                }
+            },
+        };
+        let column = match at(self, "column") {
+            None => Some(Duration::from_secs(1)),
+            Some((item, cloc)) => match item.as_value().map(duration_value) {
+                Some(Ok(d)) if d >= Duration::from_millis(100) && d <= Duration::from_secs(3600) => Some(d),
+                _ => {
+                    self.err(&cloc, &format!("{key}.column"), "a duration from 100ms to 1h, like \"1s\"", "");
                     None
                 }
             },
@@ -1211,8 +1314,8 @@ impl<'a> Ctx<'a> {
         let engine_g = self.choice("engine", ENGINES);
         let iodepth_g = self.int("iodepth", 1, 1024);
         let sqpoll_g = self.boolean("sqpoll");
-        let duration_g = self.duration("duration");
-        let warmup_g = self.duration_from("warmup", true);
+        let duration_g = self.step_time("duration", 1);
+        let warmup_g = self.step_time("warmup", 0);
         let dir_g = self.dir("dir");
         let target_g = self.text_value("target", TARGET_EXPECTED);
         let direct_g = self.boolean("direct");
@@ -1273,7 +1376,8 @@ impl<'a> Ctx<'a> {
                 names.push(&w.workload.name);
             }
         }
-        let probes: Vec<Option<Probe>> = (0..self.arrays.get("probe").map_or(0, Vec::len))
+        self.sets_need_their_sections(n);
+        let probes: Vec<Option<(Probe, Loc)>> = (0..self.arrays.get("probe").map_or(0, Vec::len))
             .map(|i| {
                 self.current = Some(("probe", i));
                 let p = self.probe(i);
@@ -1460,6 +1564,17 @@ impl<'a> Ctx<'a> {
             self.err(&Loc::Default, "dir", DIR_EXPECTED, note);
         }
 
+        let (staircase_loc, duration_loc) = (staircase_g.loc(), duration_g.loc());
+        // The first loop that is set, to point at when there are too many steps.
+        let loops = [
+            ("for_threads", for_threads_g.loc()),
+            ("for_bs", for_bs_g.loc()),
+            ("for_rwmix_read", for_pct_g.loc()),
+            ("curve", curve_g.loc()),
+            ("staircase", staircase_g.loc()),
+        ];
+        let (loop_key, loop_loc) =
+            loops.into_iter().find(|(_, l)| !matches!(l, Loc::Default)).unwrap_or(("for_threads", Loc::Default));
         let steps = Steps {
             for_threads: match for_threads_g {
                 Got::Ok(l, _) => l.into_iter().map(|t| t as u32).collect(),
@@ -1511,21 +1626,77 @@ impl<'a> Ctx<'a> {
                 Got::Bad => return None,
             },
             steps,
-            probes: probes.into_iter().collect::<Option<Vec<_>>>()?,
+            probes: probes.iter().map(|p| p.as_ref().map(|(p, _)| p.clone())).collect::<Option<Vec<_>>>()?,
             force: force_g.or(false)?,
             cleanup: cleanup_g.or(false)?,
         };
-        let steps = plan.steps().len();
+        // Counted, not built: a few long lists multiply into more steps than memory holds.
+        let steps = plan.step_count();
         if steps > MAX_STEPS {
-            self.err(
-                &Loc::Default,
-                "for_threads",
-                format!("at most {MAX_STEPS} steps"),
-                format!("the loops make {steps}"),
+            self.err(&loop_loc, loop_key, format!("at most {MAX_STEPS} steps"), format!("the loops make {steps}"));
+            return None;
+        }
+        let step_time = plan.warmup + plan.steps.staircase.map_or(plan.duration, |s| s.every);
+        let total_ns = u128::from(steps) * step_time.as_nanos();
+        if total_ns > MAX_DURATION.as_nanos() {
+            let (key, loc) = match plan.steps.staircase {
+                Some(_) => ("staircase", staircase_loc),
+                None => ("duration", duration_loc),
+            };
+            let total = Duration::from_secs(u64::try_from(total_ns / 1_000_000_000).unwrap_or(u64::MAX));
+            let note = format!(
+                "{steps} step(s) × {} each (warm-up included) = {}",
+                duration_literal(step_time),
+                duration_literal(total)
             );
+            self.err(&loc, key, "a run of at most 30d in all", note);
+            return None;
+        }
+        // A probe start after the end of the run would never happen.
+        let total = plan.total_duration();
+        for (probe, at_loc) in probes.iter().flatten() {
+            if let Some(late) = probe.at.iter().find(|a| **a >= total) {
+                let note = format!(
+                    "{} is not before the end of the run, which lasts {} (steps and warm-ups included)",
+                    duration_literal(*late),
+                    duration_literal(total)
+                );
+                self.err(at_loc, "probe.at", "times before the end of the run", note);
+            }
+        }
+        if !self.diags.is_empty() {
             return None;
         }
         Some(plan)
+    }
+
+    /// `--set workload.KEY` and `--set probe.KEY` change every [[workload]] or [[probe]] of
+    /// the file; with none there, they would change nothing, which is refused, not ignored.
+    fn sets_need_their_sections(&mut self, workloads: usize) {
+        let probes = self.arrays.get("probe").map_or(0, Vec::len);
+        let sets: Vec<(&str, &str)> = self.sets.iter().map(|(k, _, t)| (*k, *t)).collect();
+        for (key, text) in sets {
+            let Some((section, inner)) = key.split_once('.') else { continue };
+            let note = match section {
+                "workload" if workloads == 0 => {
+                    let file = if self.file.is_some() { "the workload file has" } else { "there is" };
+                    let mut note = format!("{file} no [[workload]] section, so `{key}` would change nothing");
+                    if ["rw", "rwmix_read", "bs", "threads"].contains(&inner) {
+                        note.push_str(&format!(
+                            "\nthe one workload of a file without [[workload]] takes the top-level key: --set {inner}={text}"
+                        ));
+                    }
+                    note
+                }
+                "probe" if probes == 0 => {
+                    let file = if self.file.is_some() { "the workload file has" } else { "there is" };
+                    format!("{file} no [[probe]] section, so `{key}` would change nothing (a probe is a [[probe]] table with its command and at)")
+                }
+                _ => continue,
+            };
+            let loc = Loc::Flag { flag: "--set", text: format!("{key}={text}") };
+            self.err(&loc, key, format!("a [[{section}]] section in the workload file for {section}.* keys"), note);
+        }
     }
 
     /// The one workload of a file without [[workload]]: `rw`, `rwmix_read`, `bs`, `threads`.
@@ -1680,8 +1851,10 @@ impl<'a> Ctx<'a> {
             _ => None,
         };
         let (depth, width, files) = (depth_g.or(1)?, width_g.or(1)?, files_g.or(1)?);
-        let total = u128::from(width).pow(depth as u32) * u128::from(files);
-        if total > MAX_DATASET_FILES {
+        // Checked: 10000^8 × 10000000 does not fit even in a u128.
+        let total = u128::from(width).checked_pow(depth as u32).and_then(|d| d.checked_mul(u128::from(files)));
+        if !matches!(total, Some(t) if t <= MAX_DATASET_FILES) {
+            let total = total.map_or("more than 10^38".to_string(), |t| t.to_string());
             let note = format!("width^depth × files = {width}^{depth} × {files} = {total} files");
             self.err(&files_g.loc(), "dataset.files", format!("at most {MAX_DATASET_FILES} files in all"), note);
             return None;
@@ -1734,8 +1907,8 @@ impl<'a> Ctx<'a> {
         under
     }
 
-    /// One [[probe]] table.
-    fn probe(&mut self, i: usize) -> Option<Probe> {
+    /// One [[probe]] table, and where its `at` is written.
+    fn probe(&mut self, i: usize) -> Option<(Probe, Loc)> {
         let command_g = self.text_value("probe.command", "a shell command, like \"rsync -a /src/ /dst/\"");
         let name_g = self.text_value("probe.name", "a name like \"rsync\"");
         let at_g = self.duration_list("probe.at");
@@ -1750,9 +1923,10 @@ impl<'a> Ctx<'a> {
         let command = command_g.or(String::new())?;
         let default_name =
             command.split_whitespace().next().unwrap_or("probe").rsplit('/').next().unwrap_or("probe").to_string();
+        let at_loc = at_g.loc();
         let mut at = at_g.or(Vec::new())?;
         at.sort();
-        Some(Probe {
+        let probe = Probe {
             name: name_g.or(default_name)?,
             command,
             at,
@@ -1761,7 +1935,8 @@ impl<'a> Ctx<'a> {
                 Got::Absent => None,
                 Got::Bad => return None,
             },
-        })
+        };
+        Some((probe, at_loc))
     }
 }
 
@@ -1789,6 +1964,14 @@ fn duration_value(v: &Value) -> Result<Duration, String> {
         }
         Value::Integer(_) | Value::Float(_) => Err("a duration cannot be negative".into()),
         _ => Err(String::new()),
+    }
+}
+
+/// A duration from a flag's text or a file value.
+fn raw_duration(raw: Raw) -> Result<Duration, String> {
+    match raw {
+        Raw::Flag(t) => parse_duration(t),
+        Raw::Toml(item) => item.as_value().map_or(Err(String::new()), duration_value),
     }
 }
 

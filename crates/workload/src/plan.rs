@@ -281,7 +281,9 @@ pub struct Staircase {
 
 impl Staircase {
     pub fn threads(&self) -> Vec<u32> {
-        (0..).map(|i| self.start + i * self.add).take_while(|t| *t <= self.max).collect()
+        // A plan read back from a results file was not validated: never loop forever or wrap.
+        let add = self.add.max(1);
+        std::iter::successors(Some(self.start), |t| t.checked_add(add)).take_while(|t| *t <= self.max).collect()
     }
 }
 
@@ -436,6 +438,19 @@ impl Plan {
             }
         }
         out
+    }
+
+    /// How many steps [`Plan::steps`] makes, counted without making them (saturating).
+    pub fn step_count(&self) -> u64 {
+        let s = &self.steps;
+        let threads = match &s.staircase {
+            Some(st) => st.threads().len(),
+            None => s.for_threads.len().max(1),
+        };
+        let rates = if s.curve.is_empty() { 1 } else { 1 + s.curve.len() };
+        [threads, s.for_bs.len().max(1), s.for_read_pct.len().max(1), rates]
+            .into_iter()
+            .fold(1u64, |n, k| n.saturating_mul(k as u64))
     }
 
     /// Warm-up and measured time of every step.

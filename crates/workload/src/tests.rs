@@ -30,14 +30,14 @@ fn file_errors(text: &str) -> Vec<Diagnostic> {
 fn pos(d: &Diagnostic) -> (usize, usize) {
     match &d.origin {
         Origin::File { line, col, .. } => (*line, *col),
-        Origin::Flag { flag } => panic!("expected a file diagnostic, got flag {flag}: {d}"),
+        Origin::Flag { .. } | Origin::Omitted { .. } => panic!("expected a file diagnostic, got {d}"),
     }
 }
 
 fn flag_of(d: &Diagnostic) -> &str {
     match &d.origin {
         Origin::Flag { flag } => flag,
-        Origin::File { .. } => panic!("expected a flag diagnostic, got {d}"),
+        _ => panic!("expected a flag diagnostic, got {d}"),
     }
 }
 
@@ -274,12 +274,69 @@ fn posix_is_synchronous() {
 #[test]
 fn duration_limits() {
     assert_eq!(plan(&format!("duration = \"30d\"\n{DIR}")).duration, Duration::from_secs(30 * 86400));
-    assert_eq!(plan(&format!("duration = \"500ms\"\n{DIR}")).duration, Duration::from_millis(500));
+    assert_eq!(plan(&format!("duration = 1.0\n{DIR}")).duration, Duration::from_secs(1));
     for bad in ["0", "\"0s\"", "\"31d\"", "-5", "\"soon\"", "true"] {
         let d = one_error(&format!("duration = {bad}\n{DIR}"));
         assert_eq!(d.key, "duration", "{bad}");
-        assert!(d.expected.starts_with("a duration like 90s"), "{d}");
+        assert!(d.expected.starts_with("a whole number of seconds from 1s to 30d"), "{d}");
     }
+}
+
+#[test]
+fn a_run_shorter_than_a_second_is_refused_before_any_io() {
+    // In the file: at the value, with the form expected and why.
+    for bad in ["\"1ns\"", "\"500ms\"", "0.5", "\"1.5s\"", "\"0s\""] {
+        let d = one_error(&format!("duration = {bad}\n{DIR}"));
+        assert_eq!((d.key.as_str(), pos(&d)), ("duration", (1, 12)), "{bad}");
+        assert!(d.expected.starts_with("a whole number of seconds from 1s to 30d"), "{d}");
+    }
+    assert!(one_error(&format!("duration = \"1ns\"\n{DIR}")).message.contains("1ns is not a whole number of seconds"));
+    // As a flag.
+    let flags = Flags { duration: Some("1ns".into()), ..Flags::default() };
+    let d = errors(DIR, &flags);
+    assert_eq!((d.len(), flag_of(&d[0]), d[0].key.as_str()), (1, "--duration", "duration"));
+    assert_eq!(d[0].to_string().lines().next().unwrap(), "--duration 1ns: error: expected a whole number of seconds from 1s to 30d, like 90s, 1m30s, 2h (a bare number is seconds)");
+    // Warm-up: none, or whole seconds.
+    assert_eq!(plan(&format!("warmup = 0\n{DIR}")).warmup, Duration::ZERO);
+    assert_eq!(plan(&format!("warmup = \"2m\"\n{DIR}")).warmup, Duration::from_secs(120));
+    let d = one_error(&format!("warmup = \"10ms\"\n{DIR}"));
+    assert_eq!((d.key.as_str(), pos(&d)), ("warmup", (1, 10)));
+    // A staircase's steps fill whole seconds too, and its ADD cannot wrap the thread count.
+    for bad in ["1-8/1ns", "1-8/500ms", "1-8/0s", "1-8+4294967295/5s", "1-8+0/5s"] {
+        let d = one_error(&format!("engine = \"null\"\nstaircase = \"{bad}\"\n"));
+        assert_eq!((d.key.as_str(), pos(&d)), ("staircase", (2, 13)), "{bad}");
+    }
+    assert_eq!(plan("engine = \"null\"\nstaircase = \"1-8+4096/1s\"\n").steps().len(), 1);
+    // Curve steps run for `duration` each: the same rule.
+    let d = one_error("engine = \"null\"\ncurve = true\nduration = \"100ms\"\n");
+    assert_eq!(d.key, "duration");
+}
+
+#[test]
+fn a_run_longer_than_30_days_in_all_is_refused() {
+    let d = one_error(&format!("duration = \"20d\"\nfor_threads = [1, 2]\n{DIR}"));
+    assert_eq!((d.key.as_str(), pos(&d)), ("duration", (1, 12)));
+    assert_eq!(d.expected, "a run of at most 30d in all");
+    assert!(d.message.contains("2 step(s) × 20d each (warm-up included) = 40d"), "{d}");
+    let d = one_error("engine = \"null\"\nwarmup = \"10d\"\nstaircase = \"1-8/1d\"\n");
+    assert_eq!((d.key.as_str(), pos(&d)), ("staircase", (3, 13)));
+}
+
+#[test]
+fn many_long_loops_are_counted_before_any_step_is_built() {
+    // 4096 × 101 × 101 steps would take gigabytes if they were built to be counted.
+    let threads: Vec<String> = (1..=4096).map(|t| t.to_string()).collect();
+    let pcts: Vec<String> = (0..=100).map(|p| p.to_string()).collect();
+    let curve: Vec<String> = (1..=100).map(|p| p.to_string()).collect();
+    let text = format!(
+        "engine = \"null\"\nduration = 1\nfor_threads = [{}]\nfor_rwmix_read = [{}]\ncurve = [{}]\n",
+        threads.join(","),
+        pcts.join(","),
+        curve.join(",")
+    );
+    let d = one_error(&text);
+    assert_eq!((d.key.as_str(), pos(&d), d.expected.as_str()), ("for_threads", (3, 15), "at most 10000 steps"));
+    assert!(d.message.contains("the loops make 41783296"), "{d}");
 }
 
 #[test]
@@ -433,7 +490,7 @@ fn flag_errors_point_at_the_flag_and_come_with_file_errors() {
 fn canonical_toml_round_trips() {
     let plans = [
         plan(DIR),
-        plan("engine = \"null\"\niodepth = 32\nduration = \"1h30m15s250ms\"\n"),
+        plan("engine = \"null\"\niodepth = 32\nduration = \"1h30m15s\"\n"),
         plan(
             "rw = \"randrw\"\nrwmix_read = 70\nbs = \"4k:60,32k:25,512k:10,4m:5\"\nsize = 4294967296\nfiles = 4\nthreads = 4\n\
              dir = \"/tmp/with \\\"quotes\\\" and é\"\ndirect = true\nsync = \"dsync\"\nrate_iops = 12345\nforce = true\ncleanup = true\n",
@@ -629,4 +686,158 @@ fn an_nfs_dataset_lives_under_the_target_and_keeps_its_nfs_spelling() {
     }
     let d = file_errors("engine = \"uring\"\ndir = \"/tmp\"\n[dataset]\nfiles = 3\n");
     assert!(d[0].expected.contains("posix, nfs or null"), "{}", d[0]);
+}
+
+#[test]
+fn a_set_for_a_section_the_file_does_not_have_is_refused_not_ignored() {
+    let flags = Flags { sets: vec!["workload.threads=5000".into()], ..Flags::default() };
+    let d = errors(DIR, &flags);
+    assert_eq!(d.len(), 1, "{}", render_diagnostics(&d));
+    assert_eq!((flag_of(&d[0]), d[0].key.as_str()), ("--set", "workload.threads"));
+    assert_eq!(d[0].expected, "a [[workload]] section in the workload file for workload.* keys");
+    assert!(d[0].message.contains("no [[workload]] section, so `workload.threads` would change nothing"), "{}", d[0]);
+    assert!(d[0].message.contains("--set threads=5000"), "{}", d[0]);
+    // Without a file at all, the same.
+    let flags = Flags { engine: Some("null".into()), sets: vec!["workload.name=x".into()], ..Flags::default() };
+    let d = build_plan(None, &flags).unwrap_err();
+    assert_eq!((d.len(), d[0].key.as_str()), (1, "workload.name"));
+    // Probes likewise.
+    let flags = Flags { sets: vec!["probe.timeout=5s".into()], ..Flags::default() };
+    let d = errors(DIR, &flags);
+    assert_eq!((d.len(), d[0].key.as_str()), (1, "probe.timeout"));
+    assert!(d[0].message.contains("no [[probe]] section"), "{}", d[0]);
+    // The top-level key does apply, and with the sections present the section keys do.
+    let flags = Flags { sets: vec!["threads=7".into()], ..Flags::default() };
+    assert_eq!(build_plan(Some(&src(DIR)), &flags).unwrap().workloads[0].threads, 7);
+    let flags = Flags { sets: vec!["workload.threads=7".into()], ..Flags::default() };
+    let text = format!("{DIR}[[workload]]\nname = \"a\"\n");
+    assert_eq!(build_plan(Some(&src(&text)), &flags).unwrap().workloads[0].threads, 7);
+}
+
+#[test]
+fn a_dataset_too_large_to_count_is_refused_without_wrapping() {
+    let d = one_error("engine = \"null\"\n[dataset]\ndir = \"/tmp/t\"\ndepth = 8\nwidth = 10000\nfiles = 10000000\n");
+    assert_eq!((d.key.as_str(), pos(&d)), ("dataset.files", (6, 9)));
+    assert!(d.message.contains("10000^8 × 10000000 = more than 10^38 files"), "{d}");
+    let d = one_error("engine = \"null\"\n[dataset]\ndir = \"/tmp/t\"\ndepth = 3\nwidth = 1000\nfiles = 2\n");
+    assert!(d.message.contains("= 2000000000 files"), "{d}");
+}
+
+#[test]
+fn a_bad_pattern_value_is_named_as_a_bad_value_at_its_place() {
+    let head = "engine = \"null\"\nsize = \"7m\"\n[[workload]]\n";
+    let d = one_error(&format!("{head}pattern = {{ text = \"HI\", map = \"nope\" }}\n"));
+    assert_eq!((d.key.as_str(), d.value.as_str(), pos(&d)), ("workload.pattern.map", "\"nope\"", (4, 32)));
+    let first = d.to_string().lines().next().unwrap().to_string();
+    assert_eq!(first, "job.toml:4:32: error: workload.pattern.map \"nope\": expected \"offset\" or \"size\"");
+    let d = one_error(&format!("{head}pattern = {{ text = \"HI\", column = \"1ns\" }}\n"));
+    assert_eq!((d.key.as_str(), pos(&d)), ("workload.pattern.column", (4, 35)));
+    assert!(d.to_string().starts_with("job.toml:4:35: error: workload.pattern.column \"1ns\": expected a duration"));
+    let d = one_error(&format!("{head}pattern = {{ text = \"hi~\" }}\n"));
+    assert_eq!((d.key.as_str(), pos(&d)), ("workload.pattern.text", (4, 20)));
+    // A misspelt key of the table is an unknown key, with a suggestion.
+    let d = one_error(&format!("{head}pattern = {{ text = \"HI\", mapp = \"size\" }}\n"));
+    assert!(d.to_string().contains("unknown key \"workload.pattern.mapp\""), "{d}");
+    assert!(d.message.contains("did you mean `map`?"), "{d}");
+}
+
+#[test]
+fn a_huge_key_or_value_is_echoed_shortened_in_every_diagnostic() {
+    // A 100 KB unknown key: once in the headline, once in the source line, once in carets.
+    let key = "k".repeat(100_000);
+    let out = render_diagnostics(&file_errors(&format!("{key} = 1\n{DIR}")));
+    assert!(out.len() < 2_000, "{} bytes:\n{out}", out.len());
+    assert!(out.contains(&format!("unknown key \"{}…\"", "k".repeat(60))), "{out}");
+    // A 100 KB value on a long line: the line is shown around the problem, carets under it.
+    let text = format!("for_bs = [{}\"8q\"]\nengine = \"null\"\n", "\"4k\", ".repeat(20_000));
+    let d = one_error(&text);
+    assert_eq!(pos(&d), (1, 120_011));
+    let shown = d.to_string();
+    assert!(shown.len() < 1_000, "{shown}");
+    let lines: Vec<&str> = shown.lines().collect();
+    let caret = lines[3].chars().position(|c| c == '^').unwrap();
+    assert_eq!(lines[2].chars().skip(caret).take(4).collect::<String>(), "\"8q\"", "{shown}");
+    // Flags: the value is cut too.
+    let flags = Flags { bs: Some("9".repeat(100_000)), ..Flags::default() };
+    let out = render_diagnostics(&errors(DIR, &flags));
+    assert!(out.len() < 1_000, "{out}");
+    let flags = Flags { sets: vec![format!("{key}=1")], ..Flags::default() };
+    let out = render_diagnostics(&errors(DIR, &flags));
+    assert!(out.len() < 1_000, "{out}");
+}
+
+#[test]
+fn a_hundred_thousand_bad_values_give_a_screenful_and_the_count() {
+    let zeros = vec!["0"; 100_000].join(",");
+    let d = file_errors(&format!("engine = \"null\"\nfor_threads = [{zeros}]\n"));
+    assert_eq!(d.len(), 51);
+    assert!(matches!(d[50].origin, Origin::Omitted { count: 99_950 }));
+    let out = render_diagnostics(&d);
+    assert!(
+        out.ends_with(
+            "… and 99950 more errors, not shown (the first 50 are above)\n\n100000 errors; nothing was run.\n"
+        ),
+        "{}",
+        &out[out.len() - 200..]
+    );
+}
+
+#[test]
+fn odd_bytes_in_strings_are_refused_or_shown_harmlessly() {
+    // A NUL cannot be in a path, a name or a command: refused where it is written.
+    let d = one_error("dir = \"/tmp/a\\u0000b\"\n");
+    assert_eq!((d.key.as_str(), pos(&d)), ("dir", (1, 7)));
+    assert!(d.message.contains("NUL"), "{d}");
+    let d = one_error("engine = \"null\"\n[[probe]]\ncommand = \"true\\u0000\"\nat = \"1s\"\n");
+    assert_eq!(d.key, "probe.command");
+    // Paths longer than the system takes are refused before anything is prepared.
+    for dir in [format!("/tmp/{}", "a".repeat(256)), format!("/tmp/{}", "a/".repeat(2100))] {
+        let d = one_error(&format!("dir = \"{dir}\"\n"));
+        assert_eq!(d.key, "dir");
+        assert!(d.message.contains("at most 4095 bytes and each name in it at most 255"), "{d}");
+    }
+    // An escape sequence in the file is not sent to the terminal.
+    let out = render_diagnostics(&file_errors("engine = \"null\"\n\u{1b}[31mred = 1\n"));
+    assert!(!out.contains('\u{1b}'), "{out:?}");
+    assert!(out.contains("\u{FFFD}[31mred"), "{out}");
+}
+
+#[test]
+fn a_workload_file_is_read_only_if_it_is_utf8_text_of_sane_size() {
+    let dir = std::env::temp_dir().join(format!("ioscope-source-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("latin1.toml");
+    std::fs::write(&bad, b"engine = \"null\"\ndescription = \"caf\xe9\"\n").unwrap();
+    let e = SourceFile::read(&bad).unwrap_err();
+    assert!(
+        e.ends_with(
+            "latin1.toml:2:19: error: byte 0xe9 is not UTF-8 text: expected a workload file (TOML, which is UTF-8)"
+        ),
+        "{e}"
+    );
+    let big = dir.join("big.toml");
+    std::fs::write(&big, vec![b'#'; MAX_SOURCE_BYTES as usize + 1]).unwrap();
+    assert!(SourceFile::read(&big).unwrap_err().contains("larger than 4 MiB"));
+    assert!(SourceFile::read(&dir).unwrap_err().contains("cannot read the file"));
+    let e = SourceFile::read(&dir.join("n".repeat(100_000))).unwrap_err();
+    assert!(e.len() < 400 && e.contains("…: error: cannot read the file"), "{e}");
+    let good = dir.join("good.toml");
+    std::fs::write(&good, "engine = \"null\"\n").unwrap();
+    assert_eq!(SourceFile::read(&good).unwrap().text, "engine = \"null\"\n");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_probe_start_after_the_end_of_the_run_is_refused_not_skipped() {
+    let text = "engine = \"null\"\nduration = \"5s\"\n[[probe]]\ncommand = \"true\"\nat = [\"1s\", \"1h\"]\n";
+    let d = one_error(text);
+    assert_eq!((d.key.as_str(), pos(&d)), ("probe.at", (5, 6)));
+    assert!(d.message.contains("1h is not before the end of the run, which lasts 5s"), "{d}");
+    // Warm-ups and steps count: 2 steps × (2s + 5s) = 14s.
+    assert_eq!(
+        plan("engine = \"null\"\nwarmup = 2\nduration = 5\nfor_threads = [1, 2]\n[[probe]]\ncommand = \"true\"\nat = \"13s\"\n")
+            .probes[0]
+            .at,
+        [Duration::from_secs(13)]
+    );
 }

@@ -610,8 +610,10 @@ fn quote(s: &str) -> String {
 /// at the parameter in the file.
 pub fn import(file: &crate::SourceFile) -> Result<String, Vec<crate::Diagnostic>> {
     convert(&file.text).map_err(|errors| {
-        errors
+        let omitted = errors.len().saturating_sub(crate::diagnostic::MAX_DIAGNOSTICS);
+        let mut diags: Vec<crate::Diagnostic> = errors
             .into_iter()
+            .take(crate::diagnostic::MAX_DIAGNOSTICS)
             .map(|e| {
                 // Line and column (chars) to a byte span.
                 let line_start: usize = file.text.split_inclusive('\n').take(e.line - 1).map(str::len).sum();
@@ -629,7 +631,11 @@ pub fn import(file: &crate::SourceFile) -> Result<String, Vec<crate::Diagnostic>
                     e.message,
                 )
             })
-            .collect()
+            .collect();
+        if omitted > 0 {
+            diags.push(crate::Diagnostic::omitted(omitted));
+        }
+        diags
     })
 }
 
