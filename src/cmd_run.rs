@@ -40,7 +40,11 @@ pub fn validate(file: &Path) -> u8 {
             let steps = plan.steps().len();
             let steps = if steps == 1 { String::new() } else { format!(", {steps} steps") };
             let (engine, duration) = (plan.engine.name(), terminal::duration(plan.total_duration()));
-            println!("{}: ok ({engine} {}, {threads}{steps}, {duration})", file.display(), names.join(" + "));
+            crate::output::println(&format!(
+                "{}: ok ({engine} {}, {threads}{steps}, {duration})",
+                file.display(),
+                names.join(" + ")
+            ));
             exit::OK
         }
         Err(code) => code,

@@ -2,7 +2,7 @@
 //! run) and print its summary or per-second series.
 
 use crate::cli::ExportFormat;
-use crate::exit;
+use crate::{exit, output};
 use std::path::Path;
 
 fn open(file: &Path) -> Result<ioscope_store::Results, u8> {
@@ -20,9 +20,9 @@ pub fn print_summary(file: &Path, json: bool) -> u8 {
     };
     let summary = ioscope_report::summarize(&results, file);
     if json {
-        println!("{}", ioscope_report::render_json(&summary));
+        output::println(&ioscope_report::render_json(&summary));
     } else {
-        print!("{}", ioscope_report::render_text(&summary));
+        output::print(&ioscope_report::render_text(&summary));
     }
     exit::OK
 }
@@ -37,8 +37,8 @@ pub fn export(file: &Path, format: ExportFormat) -> u8 {
         Err(code) => return code,
     };
     match format {
-        ExportFormat::Csv => print!("{}", ioscope_report::export_csv(&results)),
-        ExportFormat::Json => println!("{}", ioscope_report::export_json(&results)),
+        ExportFormat::Csv => output::print(&ioscope_report::export_csv(&results)),
+        ExportFormat::Json => output::println(&ioscope_report::export_json(&results)),
     }
     exit::OK
 }

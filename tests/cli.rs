@@ -848,3 +848,108 @@ fn nfs_server_killed_mid_run_ends_the_run_with_errors_counted_and_the_results_ke
     assert!(show["total"]["errors"].as_u64().unwrap() > 0, "the I/Os in flight count as errors");
     assert!(show["total"]["ops"].as_u64().unwrap() > 100, "the seconds before the kill are kept");
 }
+
+// ---- Output: broken pipes, full disks and output files ----
+
+/// A short engine-null run's results file in `dir`.
+fn null_results(dir: &Path) -> PathBuf {
+    let results = dir.join("r.db");
+    run_ok(&["run", "--engine", "null", "--rate-iops", "2000", "--duration", "2s", "--quiet", "--out", s(&results)]);
+    results
+}
+
+/// Runs ioscope with stdout a pipe whose reader has already gone.
+fn with_closed_stdout(args: &[&str]) -> Output {
+    let mut child = ioscope().args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    drop(child.stdout.take());
+    child.wait_with_output().unwrap()
+}
+
+fn full_stdout(args: &[&str]) -> Output {
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    ioscope().args(args).stdout(full).output().unwrap()
+}
+
+#[test]
+fn a_closed_pipe_ends_output_quietly_and_a_full_stdout_is_an_error_never_a_panic() {
+    let tmp = tempfile::tempdir().unwrap();
+    let results = null_results(tmp.path());
+    let r = s(&results);
+    for args in [
+        vec!["show", r],
+        vec!["show", r, "--json"],
+        vec!["export", r],
+        vec!["export", r, "--format", "json"],
+        vec!["validate", "examples/randread-4k.toml"],
+    ] {
+        let out = with_closed_stdout(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?} into a closed pipe: {err}");
+        assert!(!err.contains("panicked") && err.is_empty(), "{args:?}: {err}");
+
+        let out = full_stdout(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?} into /dev/full: {err}");
+        assert!(err.contains("writing to standard output: No space left on device"), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+    // A run whose summary cannot be printed still completes and keeps its results.
+    let second = tmp.path().join("r2.db");
+    for (out, code) in [
+        (full_stdout(&["run", "--engine", "null", "--duration", "1s", "--quiet", "--out", s(&second)]), 1),
+        (
+            with_closed_stdout(&[
+                "run",
+                "--engine",
+                "null",
+                "--duration",
+                "1s",
+                "--json",
+                "--out",
+                s(&tmp.path().join("r3.db")),
+            ]),
+            0,
+        ),
+    ] {
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    let shown = json_of(&run_ok(&["show", s(&second), "--json"]));
+    assert_eq!(shown["status"], "completed");
+    // stderr full too: still no panic, the exit code says it.
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let out = ioscope().args(["show", r, "/nonexistent"]).stderr(full).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn plot_refuses_oversized_images_and_no_output_is_written_through_a_symlink() {
+    let tmp = tempfile::tempdir().unwrap();
+    let results = null_results(tmp.path());
+    let png = tmp.path().join("p.png");
+    for (flag, value) in [("--width", "100000"), ("--height", "100000"), ("--width", "0")] {
+        let out = ioscope().args(["plot", s(&results), "-o", s(&png), flag, value]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}: {err}");
+        assert!(err.contains("is not in"), "{flag} {value}: {err}");
+        assert!(!png.exists());
+    }
+    run_ok(&["plot", s(&results), "-o", s(&png), "--width", "8192", "--height", "4096"]);
+
+    let target = tmp.path().join("elsewhere");
+    let link = tmp.path().join("link.out");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    for args in [
+        vec!["plot", s(&results), "-o", s(&link)],
+        vec!["plot", s(&results), "-o", s(&link), "--force"],
+        vec!["report", s(&results), "-o", s(&link)],
+        vec!["report", s(&results), "-o", s(&link), "--force"],
+    ] {
+        let out = ioscope().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("symbolic link"), "{args:?}: {err}");
+        assert!(!target.exists(), "{args:?} wrote through the link");
+    }
+}
