@@ -7,7 +7,8 @@ use std::path::Path;
 
 fn open(file: &Path) -> Result<ioscope_store::Results, u8> {
     ioscope_store::open(file).map_err(|e| {
-        eprintln!("{}: error: {e}", file.display());
+        // Every store error starts with the file's name.
+        eprintln!("error: {e}");
         exit::INVALID_INPUT
     })
 }

@@ -23,7 +23,7 @@ pub fn start(files: &[PathBuf], listen: SocketAddr) -> Result<Server, u8> {
 pub fn ui(files: &[PathBuf], listen: SocketAddr) -> u8 {
     for f in files {
         if let Err(e) = ioscope_store::open(f) {
-            eprintln!("{}: error: {e}", f.display());
+            eprintln!("error: {e}");
             return exit::INVALID_INPUT;
         }
     }
@@ -82,7 +82,7 @@ fn write(out: &Path, bytes: &[u8], force: bool) -> u8 {
 /// Writes the HTML report; the caller has checked `out`.
 pub fn write_report(file: &Path, out: &Path, force: bool) -> u8 {
     if let Err(e) = ioscope_store::open(file) {
-        eprintln!("{}: error: {e}", file.display());
+        eprintln!("error: {e}");
         return exit::INVALID_INPUT;
     }
     match ioscope_web::report::render(file) {
@@ -128,7 +128,7 @@ pub fn plot(args: &PlotArgs) -> u8 {
     let results = match ioscope_store::open(&args.file) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("{}: error: {e}", args.file.display());
+            eprintln!("error: {e}");
             return exit::INVALID_INPUT;
         }
     };

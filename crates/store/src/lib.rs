@@ -12,10 +12,12 @@
 //! The schema is in [`schema`]; `PRAGMA application_id` is [`APPLICATION_ID`] and
 //! `PRAGMA user_version` is [`SCHEMA_VERSION`].
 
+mod check;
 mod read;
 pub mod schema;
 mod write;
 
+pub use check::MAX_GAP_SECONDS;
 pub use ioscope_metrics::Snapshot;
 pub use read::{open, refresh};
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
