@@ -3,6 +3,7 @@
 
 use crate::cli::ExportFormat;
 use crate::{exit, output};
+use ioscope_store::Status;
 use std::path::Path;
 
 fn open(file: &Path) -> Result<ioscope_store::Results, u8> {
@@ -15,21 +16,48 @@ fn open(file: &Path) -> Result<ioscope_store::Results, u8> {
 
 /// Prints the summary of a results file as a table or JSON.
 pub fn print_summary(file: &Path, json: bool) -> u8 {
-    let results = match open(file) {
-        Ok(r) => r,
-        Err(code) => return code,
-    };
-    let summary = ioscope_report::summarize(&results, file);
+    match open(file) {
+        Ok(results) => {
+            print(file, &results, json);
+            exit::OK
+        }
+        Err(code) => code,
+    }
+}
+
+fn print(file: &Path, results: &ioscope_store::Results, json: bool) {
+    let summary = ioscope_report::summarize(results, file);
     if json {
         output::println(&ioscope_report::render_json(&summary));
     } else {
         output::print(&ioscope_report::render_text(&summary));
     }
-    exit::OK
 }
 
+/// `ioscope show`: the summary, and what to copy to take the results elsewhere.
 pub fn show(file: &Path, json: bool) -> u8 {
-    print_summary(file, json)
+    let results = match open(file) {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    print(file, &results, json);
+    let wal = ioscope_store::sidecar(file, "-wal");
+    if results.run.status == Status::Running {
+        eprintln!(
+            "note: the run is still going: until it ends, its latest seconds are in {} too; \
+             to take the results elsewhere now, copy both files (or `ioscope export` them)",
+            wal.display()
+        );
+    } else if wal.exists() {
+        // A stopped run whose -wal could not be folded in (a read-only file or directory).
+        eprintln!(
+            "note: {} holds seconds that are not yet in {}: copy both files, or run `ioscope show` \
+             where the file can be written to make it one file",
+            wal.display(),
+            file.display()
+        );
+    }
+    exit::OK
 }
 
 pub fn export(file: &Path, format: ExportFormat) -> u8 {

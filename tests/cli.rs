@@ -953,3 +953,37 @@ fn plot_refuses_oversized_images_and_no_output_is_written_through_a_symlink() {
         assert!(!target.exists(), "{args:?} wrote through the link");
     }
 }
+
+// ---- Results files: one file after a crash, full file systems ----
+
+#[test]
+fn a_killed_run_is_one_file_after_the_next_show_and_show_on_a_live_run_says_what_to_copy() {
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().join("r.db");
+    let mut child = ioscope()
+        .args(["run", "--engine", "null", "--rate-iops", "1000", "--duration", "60s", "--quiet", "--out", s(&results)])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let wal = tmp.path().join("r.db-wal");
+    while !(wal.exists() && ioscope().args(["show", s(&results), "--json"]).output().unwrap().status.success()) {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    let live = ioscope().args(["show", s(&results)]).output().unwrap();
+    let note = String::from_utf8_lossy(&live.stderr);
+    assert!(live.status.success() && note.contains("r.db-wal too") && note.contains("copy both files"), "{note}");
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    assert!(wal.exists(), "a killed run leaves its -wal");
+
+    let shown = json_of(&run_ok(&["show", s(&results), "--json"]));
+    assert_eq!(shown["status"], "interrupted");
+    assert!(!wal.exists() && !tmp.path().join("r.db-shm").exists(), "show folded the -wal into r.db");
+    // The results file alone now holds the run: copied elsewhere it reads the same.
+    let copy = tmp.path().join("copy.db");
+    std::fs::copy(&results, &copy).unwrap();
+    let copied = json_of(&run_ok(&["show", s(&copy), "--json"]));
+    assert_eq!(copied["samples"], shown["samples"]);
+    assert!(copied["samples"].as_array().unwrap().len() >= 2);
+}

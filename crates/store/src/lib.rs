@@ -19,7 +19,7 @@ mod write;
 
 pub use check::MAX_GAP_SECONDS;
 pub use ioscope_metrics::Snapshot;
-pub use read::{open, refresh};
+pub use read::{open, refresh, sidecar};
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
 pub use write::{check_new_path, Writer};
 

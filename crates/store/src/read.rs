@@ -16,11 +16,45 @@ use std::time::Duration;
 
 /// Opens a results file read-only and loads everything. Works on a file still being
 /// written and on one left by a killed run (its `-wal` file is read too).
+///
+/// A run that stopped without finishing (killed, crashed) left its last seconds in the
+/// `-wal` file beside the results file; they are folded into the file here when it can be
+/// written, so that from then on the results file alone holds the whole run.
 pub fn open(path: &Path) -> Result<Results, StoreError> {
     let mut results = read(path, None)?;
     check::whole(path, &[&results.seconds])?;
     settle_status(&mut results);
+    if results.run.stored_status == Status::Running && results.run.status == Status::Interrupted {
+        fold_wal(path);
+    }
     Ok(results)
+}
+
+/// `path` with `suffix` appended: the `-wal` and `-shm` files beside a results file.
+pub fn sidecar(path: &Path, suffix: &str) -> std::path::PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(suffix);
+    s.into()
+}
+
+/// Checkpoints a stopped run's `-wal` into the results file and leaves WAL mode, as
+/// `Writer::finish` would have. Best effort: nothing happens if the file or its
+/// directory is read-only, or if any other connection has it open (SQLite refuses the
+/// checkpoint or the mode change then); the data is readable either way.
+fn fold_wal(path: &Path) {
+    if !sidecar(path, "-wal").exists() {
+        return;
+    }
+    let Ok(conn) =
+        Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+    else {
+        return;
+    };
+    let busy = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get::<_, i64>(0));
+    if busy == Ok(0) {
+        let _ = conn.query_row("PRAGMA journal_mode = DELETE", [], |r| r.get::<_, String>(0));
+    }
+    let _ = conn.close();
 }
 
 /// Brings `results` (read earlier from `path`) up to date: the run, hosts, steps and

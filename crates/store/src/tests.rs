@@ -217,6 +217,33 @@ fn killed_process_leaves_a_readable_file() {
 }
 
 #[test]
+fn a_killed_runs_wal_is_folded_into_the_results_file_by_the_next_reader() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("killed.ioscope");
+    let status = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "tests::child_writes_then_aborts", "--nocapture", "--test-threads=1"])
+        .env("IOSCOPE_STORE_TEST_CHILD", &path)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(!status.success(), "the child aborts");
+    // Copying only the results file now loses the run: everything is in the -wal.
+    let early = dir.path().join("early-copy.ioscope");
+    std::fs::copy(&path, &early).unwrap();
+    assert!(matches!(open(&early), Err(StoreError::NotResults { .. })));
+
+    let r = open(&path).unwrap();
+    assert_eq!(r.seconds.len(), 3);
+    assert!(!sidecar(&path, "-wal").exists() && !sidecar(&path, "-shm").exists(), "one file remains");
+    // Now the file alone is the whole run.
+    let copy = dir.path().join("copy.ioscope");
+    std::fs::copy(&path, &copy).unwrap();
+    let c = open(&copy).unwrap();
+    assert_eq!((c.seconds, c.run.status), (r.seconds, Status::Interrupted));
+}
+
+#[test]
 fn a_live_ioscope_process_is_still_running() {
     let Ok(sleep) = std::fs::read("/bin/sleep") else { return };
     let Some(host) = hostname() else { return };
