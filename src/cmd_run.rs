@@ -171,6 +171,9 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> u8 {
         Ok(o) => o,
         Err(e) => {
             eprintln!("error: {e}");
+            if matches!(e, ioscope_exec::RunError::Store { .. }) {
+                crate::cmd_show::after_store_failure(&out, &e.to_string(), output.json);
+            }
             return exit::RUN_FAILED;
         }
     };

@@ -51,13 +51,44 @@ pub fn show(file: &Path, json: bool) -> u8 {
     } else if wal.exists() {
         // A stopped run whose -wal could not be folded in (a read-only file or directory).
         eprintln!(
-            "note: {} holds seconds that are not yet in {}: copy both files, or run `ioscope show` \
-             where the file can be written to make it one file",
+            "note: {} holds seconds that are not yet in {}: copy both files; once the file can be \
+             written (free space, permissions), `ioscope show` makes it one file",
             wal.display(),
             file.display()
         );
     }
     exit::OK
+}
+
+/// After the results file failed during a run (a full file system): the summary of what
+/// it holds, as a failed run, and which files hold it.
+pub fn after_store_failure(file: &Path, why: &str, json: bool) {
+    if !file.exists() {
+        return;
+    }
+    let mut results = match ioscope_store::open(file) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: the results file cannot be read back: {e}");
+            return;
+        }
+    };
+    results.run.status = Status::Failed;
+    results.run.status_detail = Some(format!("writing the {why}"));
+    print(file, &results, json);
+    let wal = ioscope_store::sidecar(file, "-wal");
+    let seconds = results.seconds_kept();
+    if wal.exists() {
+        eprintln!(
+            "the {seconds} second(s) measured before that are in {} and {}: keep both; once there is \
+             space, `ioscope show {}` makes them one file",
+            file.display(),
+            wal.display(),
+            file.display()
+        );
+    } else {
+        eprintln!("the {seconds} second(s) measured before that are in {}", file.display());
+    }
 }
 
 pub fn export(file: &Path, format: ExportFormat) -> u8 {

@@ -987,3 +987,58 @@ fn a_killed_run_is_one_file_after_the_next_show_and_show_on_a_live_run_says_what
     assert_eq!(copied["samples"], shown["samples"]);
     assert!(copied["samples"].as_array().unwrap().len() >= 2);
 }
+
+/// A tmpfs of `size` mounted on `dir` for the life of the value (needs root).
+struct Mount(PathBuf);
+
+impl Mount {
+    fn tmpfs(dir: &Path, size: &str) -> Result<Mount, String> {
+        std::fs::create_dir_all(dir).unwrap();
+        let out = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs", s(dir)])
+            .output()
+            .map_err(|e| e.to_string())?;
+        if !out.status.success() {
+            return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
+        }
+        Ok(Mount(dir.to_path_buf()))
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_full_file_system_under_out_ends_the_run_naming_the_file_and_enospc_with_the_summary_kept() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("small");
+    let _mount = match Mount::tmpfs(&dir, "128k") {
+        Ok(m) => m,
+        Err(why) => {
+            eprintln!("skipped: cannot mount a small tmpfs (needs root): {why}");
+            return;
+        }
+    };
+    let results = dir.join("r.db");
+    // engine null without a rate fills 256 KiB within seconds (many latency buckets a second).
+    let out = ioscope()
+        .args(["run", "--engine", "null", "--duration", "60s", "--quiet", "--json", "--out", s(&results)])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains(&format!("{}: no space left on the file system (ENOSPC", results.display())), "{err}");
+    assert!(err.contains("keep both"), "says which files hold the results: {err}");
+    let summary = json_of(&out);
+    assert_eq!(summary["status"], "failed");
+    assert!(summary["status_detail"].as_str().unwrap().contains("ENOSPC"), "{summary}");
+    let measured = summary["samples"].as_array().unwrap().len();
+    assert!(measured >= 1 && summary["total"]["ops"].as_u64().unwrap() > 0, "{summary}");
+    assert!(summary["duration_s"].as_f64().unwrap() < 30.0, "the run ended at the failure");
+    // What was measured stays readable.
+    let shown = json_of(&run_ok(&["show", s(&results), "--json"]));
+    assert_eq!(shown["samples"].as_array().unwrap().len(), measured);
+}
