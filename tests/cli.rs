@@ -1015,7 +1015,7 @@ impl Drop for Mount {
 fn a_full_file_system_under_out_ends_the_run_naming_the_file_and_enospc_with_the_summary_kept() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("small");
-    let _mount = match Mount::tmpfs(&dir, "128k") {
+    let _mount = match Mount::tmpfs(&dir, "192k") {
         Ok(m) => m,
         Err(why) => {
             eprintln!("skipped: cannot mount a small tmpfs (needs root): {why}");
