@@ -83,11 +83,11 @@ pub struct PlotArgs {
     /// The PNG file to write.
     #[arg(short, long, value_name = "FILE")]
     pub out: PathBuf,
-    /// Image width in pixels.
-    #[arg(long, default_value_t = 1200)]
+    /// Image width in pixels (200 to 8192).
+    #[arg(long, default_value_t = 1200, value_parser = clap::value_parser!(u32).range(200..=8192))]
     pub width: u32,
-    /// Height of each panel in pixels.
-    #[arg(long, default_value_t = 320)]
+    /// Height of each panel in pixels (80 to 4096).
+    #[arg(long, default_value_t = 320, value_parser = clap::value_parser!(u32).range(80..=4096))]
     pub height: u32,
     /// Replace the output file if it exists.
     #[arg(long)]

@@ -2,7 +2,7 @@
 //! user sees a complete run, its summary and where its results went.
 
 use crate::cli::{DemoArgs, OutputFlags};
-use crate::{exit, terminal};
+use crate::{exit, output, terminal};
 use ioscope_workload::{build_plan, Flags};
 
 pub fn demo(args: DemoArgs) -> u8 {
@@ -48,17 +48,22 @@ pub fn demo(args: DemoArgs) -> u8 {
     if out.exists() {
         let f = out.display();
         let report = out.with_extension("html");
-        if !report.exists() && crate::cmd_ui::write_report(&out, &report) == exit::OK {
-            println!("\nlook at it: open {} in a browser (heat maps, breakdowns, steps, system)", report.display());
-            println!(
+        if !report.exists() && crate::cmd_ui::write_report(&out, &report, false) == exit::OK {
+            output::println(&format!(
+                "\nlook at it: open {} in a browser (heat maps, breakdowns, steps, system)",
+                report.display()
+            ));
+            output::println(&format!(
                 "  or: ioscope ui {f}              # the Analytics worksheet at http://{}/",
                 crate::cli::DEFAULT_LISTEN
-            );
+            ));
         }
-        println!("\nresults: {f}");
-        println!("  ioscope show {f}                  # this summary again (--json: machine-readable)");
-        println!("  ioscope export {f} --format csv   # one row per second");
-        println!("  sqlite3 {f} 'select * from samples limit 5'   # the raw per-second series");
+        output::println(&format!("\nresults: {f}"));
+        output::println(&format!(
+            "  ioscope show {f}                  # this summary again (--json: machine-readable)"
+        ));
+        output::println(&format!("  ioscope export {f} --format csv   # one row per second"));
+        output::println(&format!("  sqlite3 {f} 'select * from samples limit 5'   # the raw per-second series"));
     }
     code
 }

@@ -24,7 +24,7 @@ pub fn vdbench(file: &Path, out: Option<&Path>) -> u8 {
     };
     match out {
         None => {
-            print!("{toml}");
+            crate::output::print(&toml);
             exit::OK
         }
         Some(path) => {

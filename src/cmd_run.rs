@@ -37,7 +37,11 @@ pub fn validate(file: &Path) -> u8 {
             let steps = plan.steps().len();
             let steps = if steps == 1 { String::new() } else { format!(", {steps} steps") };
             let (engine, duration) = (plan.engine.name(), terminal::duration(plan.total_duration()));
-            println!("{}: ok ({engine} {}, {threads}{steps}, {duration})", file.display(), names.join(" + "));
+            crate::output::println(&format!(
+                "{}: ok ({engine} {}, {threads}{steps}, {duration})",
+                file.display(),
+                names.join(" + ")
+            ));
             exit::OK
         }
         Err(code) => code,
@@ -171,6 +175,9 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> u8 {
         Ok(o) => o,
         Err(e) => {
             eprintln!("error: {e}");
+            if matches!(e, ioscope_exec::RunError::Store { .. }) {
+                crate::cmd_show::after_store_failure(&out, &e.to_string(), output.json);
+            }
             return exit::RUN_FAILED;
         }
     };

@@ -2,33 +2,93 @@
 //! run) and print its summary or per-second series.
 
 use crate::cli::ExportFormat;
-use crate::exit;
+use crate::{exit, output};
+use ioscope_store::Status;
 use std::path::Path;
 
 fn open(file: &Path) -> Result<ioscope_store::Results, u8> {
     ioscope_store::open(file).map_err(|e| {
-        eprintln!("{}: error: {e}", file.display());
+        // Every store error starts with the file's name.
+        eprintln!("error: {e}");
         exit::INVALID_INPUT
     })
 }
 
 /// Prints the summary of a results file as a table or JSON.
 pub fn print_summary(file: &Path, json: bool) -> u8 {
+    match open(file) {
+        Ok(results) => {
+            print(file, &results, json);
+            exit::OK
+        }
+        Err(code) => code,
+    }
+}
+
+fn print(file: &Path, results: &ioscope_store::Results, json: bool) {
+    let summary = ioscope_report::summarize(results, file);
+    if json {
+        output::println(&ioscope_report::render_json(&summary));
+    } else {
+        output::print(&ioscope_report::render_text(&summary));
+    }
+}
+
+/// `ioscope show`: the summary, and what to copy to take the results elsewhere.
+pub fn show(file: &Path, json: bool) -> u8 {
     let results = match open(file) {
         Ok(r) => r,
         Err(code) => return code,
     };
-    let summary = ioscope_report::summarize(&results, file);
-    if json {
-        println!("{}", ioscope_report::render_json(&summary));
-    } else {
-        print!("{}", ioscope_report::render_text(&summary));
+    print(file, &results, json);
+    let wal = ioscope_store::sidecar(file, "-wal");
+    if results.run.status == Status::Running {
+        eprintln!(
+            "note: the run is still going: until it ends, its latest seconds are in {} too; \
+             to take the results elsewhere now, copy both files (or `ioscope export` them)",
+            wal.display()
+        );
+    } else if wal.exists() {
+        // A stopped run whose -wal could not be folded in (a read-only file or directory).
+        eprintln!(
+            "note: {} holds seconds that are not yet in {}: copy both files; once the file can be \
+             written (free space, permissions), `ioscope show` makes it one file",
+            wal.display(),
+            file.display()
+        );
     }
     exit::OK
 }
 
-pub fn show(file: &Path, json: bool) -> u8 {
-    print_summary(file, json)
+/// After the results file failed during a run (a full file system): the summary of what
+/// it holds, as a failed run, and which files hold it.
+pub fn after_store_failure(file: &Path, why: &str, json: bool) {
+    if !file.exists() {
+        return;
+    }
+    let mut results = match ioscope_store::open(file) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: the results file cannot be read back: {e}");
+            return;
+        }
+    };
+    results.run.status = Status::Failed;
+    results.run.status_detail = Some(format!("writing the {why}"));
+    print(file, &results, json);
+    let wal = ioscope_store::sidecar(file, "-wal");
+    let seconds = results.seconds_kept();
+    if wal.exists() {
+        eprintln!(
+            "the {seconds} second(s) measured before that are in {} and {}: keep both; once there is \
+             space, `ioscope show {}` makes them one file",
+            file.display(),
+            wal.display(),
+            file.display()
+        );
+    } else {
+        eprintln!("the {seconds} second(s) measured before that are in {}", file.display());
+    }
 }
 
 pub fn export(file: &Path, format: ExportFormat) -> u8 {
@@ -37,8 +97,8 @@ pub fn export(file: &Path, format: ExportFormat) -> u8 {
         Err(code) => return code,
     };
     match format {
-        ExportFormat::Csv => print!("{}", ioscope_report::export_csv(&results)),
-        ExportFormat::Json => println!("{}", ioscope_report::export_json(&results)),
+        ExportFormat::Csv => output::print(&ioscope_report::export_csv(&results)),
+        ExportFormat::Json => output::println(&ioscope_report::export_json(&results)),
     }
     exit::OK
 }

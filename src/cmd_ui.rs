@@ -23,7 +23,7 @@ pub fn start(files: &[PathBuf], listen: SocketAddr) -> Result<Server, u8> {
 pub fn ui(files: &[PathBuf], listen: SocketAddr) -> u8 {
     for f in files {
         if let Err(e) = ioscope_store::open(f) {
-            eprintln!("{}: error: {e}", f.display());
+            eprintln!("error: {e}");
             return exit::INVALID_INPUT;
         }
     }
@@ -37,33 +37,56 @@ pub fn ui(files: &[PathBuf], listen: SocketAddr) -> u8 {
     }
 }
 
-/// Refuses to replace an existing file unless told to.
+/// Refuses to replace an existing file unless told to, and never writes through a
+/// symbolic link (not even a dangling one, which would create the file it points to).
 fn check_out(out: &Path, force: bool) -> Result<(), u8> {
-    if out.exists() && !force {
-        eprintln!("{}: error: file exists; use --force to replace it", out.display());
-        return Err(exit::INVALID_INPUT);
+    match out.symlink_metadata() {
+        Ok(m) if m.file_type().is_symlink() => {
+            eprintln!("{}: error: is a symbolic link; ioscope does not write through links", out.display());
+            Err(exit::INVALID_INPUT)
+        }
+        Ok(_) if !force => {
+            eprintln!("{}: error: file exists; use --force to replace it", out.display());
+            Err(exit::INVALID_INPUT)
+        }
+        _ => Ok(()),
     }
-    Ok(())
 }
 
-fn write(out: &Path, bytes: &[u8]) -> u8 {
-    match std::fs::write(out, bytes) {
+/// Writes `out`: a new file (O_EXCL), or with `force` an existing regular file; never
+/// through a symbolic link (O_NOFOLLOW), even if one appeared since [`check_out`].
+fn write(out: &Path, bytes: &[u8], force: bool) -> u8 {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).custom_flags(libc::O_NOFOLLOW);
+    if force {
+        options.create(true).truncate(true);
+    } else {
+        options.create_new(true);
+    }
+    match options.open(out).and_then(|mut f| f.write_all(bytes).and_then(|()| f.sync_all())) {
         Ok(()) => exit::OK,
         Err(e) => {
-            eprintln!("{}: error: {e}", out.display());
+            let why = match e.raw_os_error() {
+                Some(libc::ELOOP) => "is a symbolic link; ioscope does not write through links".to_string(),
+                Some(libc::EEXIST) => "file exists; use --force to replace it".to_string(),
+                _ => e.to_string(),
+            };
+            eprintln!("{}: error: {why}", out.display());
             exit::RUN_FAILED
         }
     }
 }
 
 /// Writes the HTML report; the caller has checked `out`.
-pub fn write_report(file: &Path, out: &Path) -> u8 {
+pub fn write_report(file: &Path, out: &Path, force: bool) -> u8 {
     if let Err(e) = ioscope_store::open(file) {
-        eprintln!("{}: error: {e}", file.display());
+        eprintln!("error: {e}");
         return exit::INVALID_INPUT;
     }
     match ioscope_web::report::render(file) {
-        Ok(html) => write(out, html.as_bytes()),
+        Ok(html) => write(out, html.as_bytes(), force),
         Err(e) => {
             eprintln!("{}: error: {e}", file.display());
             exit::RUN_FAILED
@@ -75,7 +98,7 @@ pub fn report(file: &Path, out: &Path, force: bool) -> u8 {
     if let Err(code) = check_out(out, force) {
         return code;
     }
-    let code = write_report(file, out);
+    let code = write_report(file, out, force);
     if code == exit::OK {
         eprintln!("report: {} (opens in any browser, no server needed)", out.display());
     }
@@ -105,13 +128,13 @@ pub fn plot(args: &PlotArgs) -> u8 {
     let results = match ioscope_store::open(&args.file) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("{}: error: {e}", args.file.display());
+            eprintln!("error: {e}");
             return exit::INVALID_INPUT;
         }
     };
     let opts = ioscope_web::plot::PlotOptions { width: args.width, panel_height: args.height };
     match ioscope_web::plot::render(&results, &query, &opts) {
-        Ok(png) => write(&args.out, &png),
+        Ok(png) => write(&args.out, &png, args.force),
         Err(e) => {
             eprintln!("error: {e}");
             exit::INVALID_INPUT

@@ -1,12 +1,31 @@
 //! `ioscope`: the command line. Subcommands live in their own modules; this file maps
 //! every outcome to one exit code (see docs/exit-codes.md).
 
+/// `eprintln!` that ignores a failing stderr (full disk, closed pipe) instead of
+/// panicking: there is nowhere left to report it. Defined before the modules so that it
+/// is the one they use (see output.rs).
+macro_rules! eprintln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// `eprint!` that ignores a failing stderr, like [`eprintln!`].
+macro_rules! eprint {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod cli;
 mod cmd_demo;
 mod cmd_import;
 mod cmd_run;
 mod cmd_show;
 mod cmd_ui;
+mod output;
 mod terminal;
 
 use clap::Parser;
@@ -38,5 +57,7 @@ fn main() -> ExitCode {
         cli::Command::Report { file, out, force } => cmd_ui::report(&file, &out, force),
         cli::Command::Plot(args) => cmd_ui::plot(&args),
     };
+    // Output lost to a full disk (not a closed pipe) fails an otherwise successful command.
+    let code = if code == exit::OK && output::failed() { exit::RUN_FAILED } else { code };
     ExitCode::from(code)
 }

@@ -931,6 +931,7 @@ fn sighup_during_a_run_keeps_the_partial_second_and_leaves_one_file() {
     let duration = summary["duration_s"].as_f64().unwrap();
     assert!(duration > 2.0, "the half second before SIGHUP is kept: {duration} s");
     assert!(!PathBuf::from(format!("{}-wal", results.display())).exists());
+}
 
 // ---- Input limits: durations, NFS targets, --set, hostile workload files ----
 
@@ -1002,4 +1003,198 @@ fn hostile_workload_input_exits_2_with_a_short_message() {
     let err = invalid_input(&["run", "--dir", &dir, "--size", "1m", "--duration", "1s", "--out", s(&results)]);
     assert!(err.len() < 2_000 && err.contains("at most 4095 bytes"), "{} bytes: {}", err.len(), &err[..200]);
     assert!(!results.exists());
+}
+
+// ---- Output: broken pipes, full disks and output files ----
+
+/// A short engine-null run's results file in `dir`.
+fn null_results(dir: &Path) -> PathBuf {
+    let results = dir.join("r.db");
+    run_ok(&["run", "--engine", "null", "--rate-iops", "2000", "--duration", "2s", "--quiet", "--out", s(&results)]);
+    results
+}
+
+/// Runs ioscope with stdout a pipe whose reader has already gone.
+fn with_closed_stdout(args: &[&str]) -> Output {
+    let mut child = ioscope().args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    drop(child.stdout.take());
+    child.wait_with_output().unwrap()
+}
+
+fn full_stdout(args: &[&str]) -> Output {
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    ioscope().args(args).stdout(full).output().unwrap()
+}
+
+#[test]
+fn a_closed_pipe_ends_output_quietly_and_a_full_stdout_is_an_error_never_a_panic() {
+    let tmp = tempfile::tempdir().unwrap();
+    let results = null_results(tmp.path());
+    let r = s(&results);
+    for args in [
+        vec!["show", r],
+        vec!["show", r, "--json"],
+        vec!["export", r],
+        vec!["export", r, "--format", "json"],
+        vec!["validate", "examples/randread-4k.toml"],
+    ] {
+        let out = with_closed_stdout(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?} into a closed pipe: {err}");
+        assert!(!err.contains("panicked") && err.is_empty(), "{args:?}: {err}");
+
+        let out = full_stdout(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?} into /dev/full: {err}");
+        assert!(err.contains("writing to standard output: No space left on device"), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+    // A run whose summary cannot be printed still completes and keeps its results.
+    let second = tmp.path().join("r2.db");
+    for (out, code) in [
+        (full_stdout(&["run", "--engine", "null", "--duration", "1s", "--quiet", "--out", s(&second)]), 1),
+        (
+            with_closed_stdout(&[
+                "run",
+                "--engine",
+                "null",
+                "--duration",
+                "1s",
+                "--json",
+                "--out",
+                s(&tmp.path().join("r3.db")),
+            ]),
+            0,
+        ),
+    ] {
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    let shown = json_of(&run_ok(&["show", s(&second), "--json"]));
+    assert_eq!(shown["status"], "completed");
+    // stderr full too: still no panic, the exit code says it.
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let out = ioscope().args(["show", r, "/nonexistent"]).stderr(full).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn plot_refuses_oversized_images_and_no_output_is_written_through_a_symlink() {
+    let tmp = tempfile::tempdir().unwrap();
+    let results = null_results(tmp.path());
+    let png = tmp.path().join("p.png");
+    for (flag, value) in [("--width", "100000"), ("--height", "100000"), ("--width", "0")] {
+        let out = ioscope().args(["plot", s(&results), "-o", s(&png), flag, value]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}: {err}");
+        assert!(err.contains("is not in"), "{flag} {value}: {err}");
+        assert!(!png.exists());
+    }
+    run_ok(&["plot", s(&results), "-o", s(&png), "--width", "8192", "--height", "4096"]);
+
+    let target = tmp.path().join("elsewhere");
+    let link = tmp.path().join("link.out");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    for args in [
+        vec!["plot", s(&results), "-o", s(&link)],
+        vec!["plot", s(&results), "-o", s(&link), "--force"],
+        vec!["report", s(&results), "-o", s(&link)],
+        vec!["report", s(&results), "-o", s(&link), "--force"],
+    ] {
+        let out = ioscope().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("symbolic link"), "{args:?}: {err}");
+        assert!(!target.exists(), "{args:?} wrote through the link");
+    }
+}
+
+// ---- Results files: one file after a crash, full file systems ----
+
+#[test]
+fn a_killed_run_is_one_file_after_the_next_show_and_show_on_a_live_run_says_what_to_copy() {
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().join("r.db");
+    let mut child = ioscope()
+        .args(["run", "--engine", "null", "--rate-iops", "1000", "--duration", "60s", "--quiet", "--out", s(&results)])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let wal = tmp.path().join("r.db-wal");
+    while !(wal.exists() && ioscope().args(["show", s(&results), "--json"]).output().unwrap().status.success()) {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    let live = ioscope().args(["show", s(&results)]).output().unwrap();
+    let note = String::from_utf8_lossy(&live.stderr);
+    assert!(live.status.success() && note.contains("r.db-wal too") && note.contains("copy both files"), "{note}");
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    assert!(wal.exists(), "a killed run leaves its -wal");
+
+    let shown = json_of(&run_ok(&["show", s(&results), "--json"]));
+    assert_eq!(shown["status"], "interrupted");
+    assert!(!wal.exists() && !tmp.path().join("r.db-shm").exists(), "show folded the -wal into r.db");
+    // The results file alone now holds the run: copied elsewhere it reads the same.
+    let copy = tmp.path().join("copy.db");
+    std::fs::copy(&results, &copy).unwrap();
+    let copied = json_of(&run_ok(&["show", s(&copy), "--json"]));
+    assert_eq!(copied["samples"], shown["samples"]);
+    assert!(copied["samples"].as_array().unwrap().len() >= 2);
+}
+
+/// A tmpfs of `size` mounted on `dir` for the life of the value (needs root).
+struct Mount(PathBuf);
+
+impl Mount {
+    fn tmpfs(dir: &Path, size: &str) -> Result<Mount, String> {
+        std::fs::create_dir_all(dir).unwrap();
+        let out = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs", s(dir)])
+            .output()
+            .map_err(|e| e.to_string())?;
+        if !out.status.success() {
+            return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
+        }
+        Ok(Mount(dir.to_path_buf()))
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_full_file_system_under_out_ends_the_run_naming_the_file_and_enospc_with_the_summary_kept() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("small");
+    let _mount = match Mount::tmpfs(&dir, "192k") {
+        Ok(m) => m,
+        Err(why) => {
+            eprintln!("skipped: cannot mount a small tmpfs (needs root): {why}");
+            return;
+        }
+    };
+    let results = dir.join("r.db");
+    // engine null without a rate fills 256 KiB within seconds (many latency buckets a second).
+    let out = ioscope()
+        .args(["run", "--engine", "null", "--duration", "60s", "--quiet", "--json", "--out", s(&results)])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains(&format!("{}: no space left on the file system (ENOSPC", results.display())), "{err}");
+    assert!(err.contains("keep both"), "says which files hold the results: {err}");
+    let summary = json_of(&out);
+    assert_eq!(summary["status"], "failed");
+    assert!(summary["status_detail"].as_str().unwrap().contains("ENOSPC"), "{summary}");
+    let measured = summary["samples"].as_array().unwrap().len();
+    assert!(measured >= 1 && summary["total"]["ops"].as_u64().unwrap() > 0, "{summary}");
+    assert!(summary["duration_s"].as_f64().unwrap() < 30.0, "the run ended at the failure");
+    // What was measured stays readable.
+    let shown = json_of(&run_ok(&["show", s(&results), "--json"]));
+    assert_eq!(shown["samples"].as_array().unwrap().len(), measured);
 }

@@ -62,7 +62,7 @@ pub struct Outcome {
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    #[error("results file {path}: {source}")]
+    #[error("results file {source}")] // the store's errors start with the path
     Store { path: PathBuf, source: ioscope_store::StoreError },
     #[error("target: {0}")]
     Target(String),

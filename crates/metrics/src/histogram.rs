@@ -72,6 +72,13 @@ impl Histogram {
         Self { cells: Vec::new(), count: 0, sum: 0, min: u64::MAX, max: 0 }
     }
 
+    #[cfg(test)]
+    fn new_with(value: u64) -> Self {
+        let mut h = Self::new();
+        h.record(value);
+        h
+    }
+
     pub fn record(&mut self, value: u64) {
         self.record_n(value, 1);
     }
@@ -127,7 +134,7 @@ impl Histogram {
                         j += 1;
                     }
                     std::cmp::Ordering::Equal => {
-                        out.push((a[i].0, a[i].1 + b[j].1));
+                        out.push((a[i].0, a[i].1.saturating_add(b[j].1)));
                         i += 1;
                         j += 1;
                     }
@@ -137,8 +144,10 @@ impl Histogram {
             out.extend_from_slice(&b[j..]);
             self.cells = out;
         }
-        self.count += other.count;
-        self.sum += other.sum;
+        // Saturating: totals of valid data fit (the store checks a file's totals); a
+        // histogram must not panic on data that does not.
+        self.count = self.count.saturating_add(other.count);
+        self.sum = self.sum.saturating_add(other.sum);
         self.min = self.min.min(other.min);
         self.max = self.max.max(other.max);
     }
@@ -176,7 +185,9 @@ impl Histogram {
         for &(i, c) in &self.cells {
             seen += c;
             if seen >= rank {
-                return Some(bucket_value(i as usize).clamp(self.min, self.max));
+                // max(min).min(max) rather than clamp: never a panic, even if a
+                // histogram built from damaged parts had min > max.
+                return Some(bucket_value(i as usize).max(self.min).min(self.max));
             }
         }
         Some(self.max)
@@ -200,21 +211,27 @@ impl Histogram {
     }
 
     /// Decodes [`Histogram::encode_sparse`] output; sum, min and max are stored beside it.
+    /// Counts that add up past u64 and min > max are errors (the blob comes from a file).
     pub fn decode_sparse(bytes: &[u8], sum: u128, min: u64, max: u64) -> Result<Self, DecodeError> {
         let mut cells: Vec<(u32, u64)> = Vec::new();
         let mut pos = 0;
         let mut index = 0usize;
+        let mut count = 0u64;
         while pos < bytes.len() {
             let delta = get_varint(bytes, &mut pos)? as usize;
             index = index.checked_add(delta).filter(|i| *i < BUCKETS).ok_or(DecodeError)?;
-            let count = get_varint(bytes, &mut pos)?;
+            let n = get_varint(bytes, &mut pos)?;
+            count = count.checked_add(n).ok_or(DecodeError)?;
             match cells.last_mut() {
                 // Written ascending; a repeated index (delta 0) adds up.
-                Some(last) if last.0 as usize == index => last.1 += count,
+                Some(last) if last.0 as usize == index => last.1 += n, // <= count: no overflow
                 Some(last) if last.0 as usize > index => return Err(DecodeError),
-                _ if count > 0 => cells.push((index as u32, count)),
+                _ if n > 0 => cells.push((index as u32, n)),
                 _ => {}
             }
+        }
+        if count > 0 && min > max {
+            return Err(DecodeError);
         }
         Ok(Self::from_cells(cells, sum, min, max))
     }
@@ -324,5 +341,24 @@ mod tests {
         let back = Histogram::decode_sparse(&blob, h.sum(), h.min().unwrap(), h.max().unwrap()).unwrap();
         assert_eq!(back, h);
         assert!(Histogram::decode_sparse(&[0x80], 0, 0, 0).is_err());
+    }
+
+    #[test]
+    fn damaged_parts_are_errors_or_answers_never_panics() {
+        // Two cells of 2^63 + 2^63 in one bucket: past u64.
+        let mut blob = Vec::new();
+        for _ in 0..2 {
+            put_varint(&mut blob, 0);
+            put_varint(&mut blob, 1 << 63);
+        }
+        assert!(Histogram::decode_sparse(&blob, 0, 0, 0).is_err());
+        let one = Histogram::new_with(5).encode_sparse();
+        assert!(Histogram::decode_sparse(&one, 5, 900, 10).is_err(), "min > max");
+        // Built by hand with min > max, quantiles still answer.
+        let h = Histogram::from_cells(vec![(5, 1)], 5, 900, 10);
+        assert_eq!(h.quantile(0.5), Some(10));
+        let mut big = Histogram::from_cells(vec![(5, u64::MAX)], u128::MAX, 5, 5);
+        big.merge(&big.clone());
+        assert_eq!(big.count(), u64::MAX);
     }
 }

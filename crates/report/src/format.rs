@@ -38,7 +38,11 @@ pub fn bytes(v: u64) -> String {
 
 /// An integer with thousands separators: "512,345".
 pub fn int(v: u64) -> String {
-    let digits = v.to_string();
+    group(&v.to_string())
+}
+
+/// Digits with thousands separators.
+fn group(digits: &str) -> String {
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     // A separator goes before every digit with a multiple of three digits after it.
     let first_group = digits.len() % 3;
@@ -55,7 +59,8 @@ pub fn int(v: u64) -> String {
 pub fn float(v: f64, decimals: usize) -> String {
     let s = format!("{:.*}", decimals, v.max(0.0));
     let (whole, frac) = s.split_once('.').unwrap_or((&s, ""));
-    let whole = int(whole.parse().unwrap_or(0));
+    // Grouped as written: a rate past u64 (from a tiny interval) keeps its digits.
+    let whole = if whole.bytes().all(|b| b.is_ascii_digit()) { group(whole) } else { whole.to_string() };
     if frac.is_empty() {
         whole
     } else {
@@ -261,6 +266,8 @@ mod tests {
         assert_eq!(int(1_000_000), "1,000,000");
         assert_eq!(float(2098.64, 1), "2,098.6");
         assert_eq!(float(999.96, 1), "1,000.0");
+        assert_eq!(float(1e20, 0), "100,000,000,000,000,000,000");
+        assert_eq!(float(f64::INFINITY, 0), "inf");
         assert_eq!(iops(3.44), "3.4");
         assert_eq!(iops(512_345.4), "512,345");
         assert_eq!(pct(0.0109), "1.1%");

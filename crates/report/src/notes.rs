@@ -59,7 +59,7 @@ pub(crate) fn notes(s: &Summary) -> Vec<String> {
         }
     }
 
-    let attempts = s.total.ops + s.total.errors;
+    let attempts = s.total.ops.saturating_add(s.total.errors);
     if s.total.errors > 0 {
         let per_op: Vec<String> = s
             .ops
@@ -115,7 +115,7 @@ fn cache_notes(s: &Summary, p: &Plan, notes: &mut Vec<String>) {
     let working_set = match &p.dataset {
         // The dataset's definition bounds it: files × the largest file size.
         Some(d) => {
-            let files = (d.width as u64).saturating_pow(d.depth) * d.files as u64;
+            let files = (d.width as u64).saturating_pow(d.depth).saturating_mul(d.files as u64);
             let largest = d.sizes.iter().map(|b| b.bytes).max().unwrap_or(0);
             d.working_set_bytes.or(d.total_size_bytes).unwrap_or(files.saturating_mul(largest))
         }

@@ -12,12 +12,14 @@
 //! The schema is in [`schema`]; `PRAGMA application_id` is [`APPLICATION_ID`] and
 //! `PRAGMA user_version` is [`SCHEMA_VERSION`].
 
+mod check;
 mod read;
 pub mod schema;
 mod write;
 
+pub use check::MAX_GAP_SECONDS;
 pub use ioscope_metrics::Snapshot;
-pub use read::{open, refresh};
+pub use read::{open, refresh, sidecar};
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
 pub use write::{check_new_path, Writer};
 
@@ -209,6 +211,8 @@ pub enum StoreError {
     Io { path: PathBuf, source: std::io::Error },
     #[error("{}: {source}", .path.display())]
     Sqlite { path: PathBuf, source: rusqlite::Error },
+    #[error("{}: no space left on the file system (ENOSPC; SQLite: {source})", .path.display())]
+    Full { path: PathBuf, source: rusqlite::Error },
     #[error("{}: not an ioscope results file ({detail})", .path.display())]
     NotResults { path: PathBuf, detail: String },
     #[error("{}: results file schema version {found} is newer than this ioscope reads ({supported}); use a newer ioscope", .path.display())]
@@ -219,7 +223,10 @@ pub enum StoreError {
 
 impl StoreError {
     pub(crate) fn sqlite(path: &Path) -> impl FnOnce(rusqlite::Error) -> StoreError + '_ {
-        move |source| StoreError::Sqlite { path: path.to_path_buf(), source }
+        move |source| match source.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::DiskFull) => StoreError::Full { path: path.to_path_buf(), source },
+            _ => StoreError::Sqlite { path: path.to_path_buf(), source },
+        }
     }
 }
 

@@ -1,20 +1,60 @@
 //! Reading a results file back into memory, and the effective status of its run.
+//!
+//! Every value is checked on the way in (see check.rs): a file that is valid SQLite but
+//! damaged gives an error naming the table, the row and the value, never a panic, an
+//! allocation out of proportion to the file, or numbers quietly made up.
 
+use crate::check::{self, Cell};
 use crate::schema::{APPLICATION_ID, SCHEMA_VERSION};
 use crate::{stat, ProbeRow, Results, RunInfo, Status, StepRow, StoreError, StoredRun};
 use ioscope_metrics::{FileCounts, Histogram, OpInterval, OpSeries, Snapshot, WorkerCounts};
 use rusqlite::types::ValueRef;
-use rusqlite::{Connection, OpenFlags, OptionalExtension};
-use std::collections::{BTreeMap, HashMap};
+use rusqlite::{Connection, OpenFlags};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 use std::time::Duration;
 
 /// Opens a results file read-only and loads everything. Works on a file still being
 /// written and on one left by a killed run (its `-wal` file is read too).
+///
+/// A run that stopped without finishing (killed, crashed) left its last seconds in the
+/// `-wal` file beside the results file; they are folded into the file here when it can be
+/// written, so that from then on the results file alone holds the whole run.
 pub fn open(path: &Path) -> Result<Results, StoreError> {
     let mut results = read(path, None)?;
+    check::whole(path, &[&results.seconds])?;
     settle_status(&mut results);
+    if results.run.stored_status == Status::Running && results.run.status == Status::Interrupted {
+        fold_wal(path);
+    }
     Ok(results)
+}
+
+/// `path` with `suffix` appended: the `-wal` and `-shm` files beside a results file.
+pub fn sidecar(path: &Path, suffix: &str) -> std::path::PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(suffix);
+    s.into()
+}
+
+/// Checkpoints a stopped run's `-wal` into the results file and leaves WAL mode, as
+/// `Writer::finish` would have. Best effort: nothing happens if the file or its
+/// directory is read-only, or if any other connection has it open (SQLite refuses the
+/// checkpoint or the mode change then); the data is readable either way.
+fn fold_wal(path: &Path) {
+    if !sidecar(path, "-wal").exists() {
+        return;
+    }
+    let Ok(conn) =
+        Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+    else {
+        return;
+    };
+    let busy = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get::<_, i64>(0));
+    if busy == Ok(0) {
+        let _ = conn.query_row("PRAGMA journal_mode = DELETE", [], |r| r.get::<_, String>(0));
+    }
+    let _ = conn.close();
 }
 
 /// Brings `results` (read earlier from `path`) up to date: the run, hosts, steps and
@@ -23,9 +63,9 @@ pub fn open(path: &Path) -> Result<Results, StoreError> {
 pub fn refresh(results: &mut Results) -> Result<(), StoreError> {
     let from = results.seconds.last().map(|s| s.second);
     let mut fresh = read(&results.path.clone(), from)?;
-    if let Some(from) = from {
-        results.seconds.retain(|s| s.second < from);
-    }
+    let kept = results.seconds.partition_point(|s| Some(s.second) < from);
+    check::whole(&results.path, &[&results.seconds[..kept], &fresh.seconds])?;
+    results.seconds.truncate(kept);
     results.seconds.append(&mut fresh.seconds);
     fresh.seconds = std::mem::take(&mut results.seconds);
     *results = fresh;
@@ -65,12 +105,13 @@ fn read(path: &Path, from_second: Option<u32>) -> Result<Results, StoreError> {
 
     // One read transaction: a consistent view even while a run is still writing.
     let tx = conn.unchecked_transaction().map_err(StoreError::sqlite(path))?;
-    let mut r = Reader { path, conn: &tx, version, from_second: from_second.unwrap_or(0) };
+    let r = Reader { path, conn: &tx, version, from_second: from_second.unwrap_or(0) };
+    r.tables()?;
     let (info, ended_unix_ms, stored_status, stored_detail) = r.run()?;
     let hosts = r.hosts()?;
-    let seconds = r.seconds()?;
     let steps = r.steps()?;
     let probes = r.probes()?;
+    let seconds = r.seconds(&steps)?;
     drop(tx);
 
     let results = Results {
@@ -130,6 +171,9 @@ fn set_counter(c: &mut ioscope_metrics::Counts, stat: &str, value: u64) {
 /// Version 2 files (no per-file series) are read as they are.
 const OLDEST_READABLE: i32 = 2;
 
+/// Tables a results file has (`meta` is for people and is not read).
+const TABLES: [&str; 7] = ["run", "host", "tick", "step", "probe", "series", "sample"];
+
 struct Reader<'a> {
     path: &'a Path,
     conn: &'a Connection,
@@ -138,139 +182,185 @@ struct Reader<'a> {
     from_second: u32,
 }
 
-fn u64_of(v: ValueRef<'_>) -> Result<Option<u64>, String> {
-    match v {
-        ValueRef::Null => Ok(None),
-        ValueRef::Integer(i) => u64::try_from(i).map(Some).map_err(|_| format!("negative value {i}")),
-        ValueRef::Text(t) => {
-            let s = std::str::from_utf8(t).map_err(|_| "non-UTF-8 number".to_string())?;
-            s.trim().parse().map(Some).map_err(|_| format!("bad number {s:?}"))
-        }
-        ValueRef::Real(f) if f >= 0.0 => Ok(Some(f as u64)),
-        other => Err(format!("unexpected value {other:?}")),
+/// The statistics every per-op series has each second, in bit order.
+const OP_STATS: [&str; 7] =
+    [stat::OPS, stat::BYTES, stat::ERRORS, stat::LATENCY, stat::SERVICE_TIME, stat::SIZE, stat::OFFSET];
+/// The statistics every per-worker and per-file series has each second.
+const COUNTER_STATS: [&str; 3] = [stat::OPS, stat::BYTES, stat::ERRORS];
+
+/// (stat, host, workload, op, worker, file): what tells series apart.
+type SeriesKey = (String, String, String, String, Option<u32>, Option<String>);
+
+/// One row being read.
+struct RowView<'r> {
+    path: &'r Path,
+    table: &'static str,
+    row: &'r str,
+    r: &'r rusqlite::Row<'r>,
+}
+
+impl<'r> RowView<'r> {
+    fn at(&self, i: usize, column: &'static str) -> Result<Cell<'r>, StoreError> {
+        let value = self.r.get_ref(i).map_err(StoreError::sqlite(self.path))?;
+        Ok(Cell { table: self.table, row: self.row, column, value })
     }
 }
 
-fn u128_of(v: ValueRef<'_>) -> Result<Option<u128>, String> {
-    match v {
-        ValueRef::Text(t) => {
-            let s = std::str::from_utf8(t).map_err(|_| "non-UTF-8 number".to_string())?;
-            s.trim().parse().map(Some).map_err(|_| format!("bad number {s:?}"))
-        }
-        ValueRef::Real(f) if f >= 0.0 => Ok(Some(f as u128)),
-        other => u64_of(other).map(|o| o.map(u128::from)),
-    }
+fn bit(list: &[&str], stat: &str) -> u8 {
+    list.iter().position(|s| *s == stat).map_or(0, |i| 1 << i)
 }
 
 impl Reader<'_> {
     fn sql(&self) -> impl FnOnce(rusqlite::Error) -> StoreError + '_ {
         StoreError::sqlite(self.path)
     }
-    fn corrupt(&self, detail: String) -> StoreError {
-        StoreError::Corrupt { path: self.path.to_path_buf(), detail }
+
+    /// Runs `sql` and hands each row to `each` with a description of the row made of its
+    /// `key` columns ("series_id=5 second=3"), for error messages.
+    fn rows(
+        &self,
+        sql: &str,
+        params: impl rusqlite::Params,
+        table: &'static str,
+        key: &[usize],
+        mut each: impl FnMut(&RowView<'_>, &str) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        let mut stmt = self.conn.prepare(sql).map_err(self.sql())?;
+        let names: Vec<String> = stmt.column_names().iter().map(|s| s.to_string()).collect();
+        let mut rows = stmt.query(params).map_err(self.sql())?;
+        while let Some(r) = rows.next().map_err(self.sql())? {
+            let mut row = String::new();
+            for &k in key {
+                let v = r.get_ref(k).map_err(self.sql())?;
+                if !row.is_empty() {
+                    row.push(' ');
+                }
+                row.push_str(&format!("{}={}", names[k], check::show(v)));
+            }
+            each(&RowView { path: self.path, table, row: &row, r }, &row)?;
+        }
+        Ok(())
+    }
+
+    /// Every table is there.
+    fn tables(&self) -> Result<(), StoreError> {
+        let mut stmt = self.conn.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").map_err(self.sql())?;
+        let names: HashSet<String> = stmt
+            .query_map([], |r| r.get::<_, String>(0))
+            .map_err(self.sql())?
+            .collect::<Result<_, _>>()
+            .map_err(self.sql())?;
+        match TABLES.iter().find(|t| !names.contains(**t)) {
+            Some(t) => Err(check::corrupt(self.path, t, "", "the table is missing")),
+            None => Ok(()),
+        }
     }
 
     #[allow(clippy::type_complexity)]
-    fn run(&mut self) -> Result<(RunInfo, Option<i64>, Status, Option<String>), StoreError> {
-        let row = self
-            .conn
-            .query_row(
-                "SELECT ioscope_version, host, pid, command_line, started_unix_ms, ended_unix_ms,
-                        status, status_detail, planned_duration_ns, plan_json, workload_toml,
-                        workload_hash
-                 FROM run WHERE id = 1",
-                [],
-                |r| {
-                    Ok((
-                        RunInfo {
-                            ioscope_version: r.get(0)?,
-                            host: r.get(1)?,
-                            pid: r.get(2)?,
-                            command_line: r.get(3)?,
-                            started_unix_ms: r.get(4)?,
-                            planned_duration_ns: r.get::<_, i64>(8)?.max(0) as u64,
-                            plan_json: r.get(9)?,
-                            workload_toml: r.get(10)?,
-                            workload_hash: r.get(11)?,
-                        },
-                        r.get::<_, Option<i64>>(5)?,
-                        r.get::<_, String>(6)?,
-                        r.get::<_, Option<String>>(7)?,
-                    ))
-                },
-            )
-            .optional()
-            .map_err(self.sql())?;
-        let Some((info, ended, status, detail)) = row else {
-            return Err(self.corrupt("the run table is empty".into()));
-        };
-        let status = status.parse::<Status>().map_err(|e| self.corrupt(e.to_string()))?;
-        Ok((info, ended, status, detail))
+    fn run(&self) -> Result<(RunInfo, Option<i64>, Status, Option<String>), StoreError> {
+        let p = self.path;
+        let mut found = None;
+        self.rows(
+            "SELECT ioscope_version, host, pid, command_line, started_unix_ms, ended_unix_ms,
+                    status, status_detail, planned_duration_ns, plan_json, workload_toml,
+                    workload_hash, id
+             FROM run WHERE id = 1",
+            [],
+            "run",
+            &[12],
+            |c, row| {
+                let status = c.at(6, "status")?.text(p)?;
+                let status =
+                    status.parse::<Status>().map_err(|e| check::corrupt(p, "run", row, format_args!("status: {e}")))?;
+                let info = RunInfo {
+                    ioscope_version: c.at(0, "ioscope_version")?.text(p)?,
+                    host: c.at(1, "host")?.text(p)?,
+                    pid: c.at(2, "pid")?.u32(p)?,
+                    command_line: c.at(3, "command_line")?.text(p)?,
+                    started_unix_ms: c.at(4, "started_unix_ms")?.i64(p)?,
+                    planned_duration_ns: c.at(8, "planned_duration_ns")?.uint(p, i64::MAX as u64)?,
+                    plan_json: c.at(9, "plan_json")?.text(p)?,
+                    workload_toml: c.at(10, "workload_toml")?.text(p)?,
+                    workload_hash: c.at(11, "workload_hash")?.text(p)?,
+                };
+                found =
+                    Some((info, c.at(5, "ended_unix_ms")?.opt_i64(p)?, status, c.at(7, "status_detail")?.opt_text(p)?));
+                Ok(())
+            },
+        )?;
+        found.ok_or_else(|| check::corrupt(p, "run", "", "no row with id 1 (the run)"))
     }
 
-    fn hosts(&mut self) -> Result<Vec<(String, serde_json::Value)>, StoreError> {
-        let mut stmt = self.conn.prepare("SELECT name, config_json FROM host ORDER BY name").map_err(self.sql())?;
-        let rows = stmt
-            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
-            .map_err(self.sql())?
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(self.sql())?;
-        // A configuration that is not JSON is kept as a string rather than refused.
-        Ok(rows
-            .into_iter()
-            .map(|(name, json)| {
-                let v = serde_json::from_str(&json).unwrap_or(serde_json::Value::String(json));
-                (name, v)
-            })
-            .collect())
+    fn hosts(&self) -> Result<Vec<(String, serde_json::Value)>, StoreError> {
+        let p = self.path;
+        let mut hosts = Vec::new();
+        self.rows("SELECT name, config_json FROM host ORDER BY name", [], "host", &[0], |c, _| {
+            let (name, json) = (c.at(0, "name")?.text(p)?, c.at(1, "config_json")?.text(p)?);
+            // A configuration that is not JSON is kept as a string rather than refused.
+            let v = serde_json::from_str(&json).unwrap_or(serde_json::Value::String(json));
+            hosts.push((name, v));
+            Ok(())
+        })?;
+        Ok(hosts)
     }
 
-    fn steps(&mut self) -> Result<Vec<StepRow>, StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare(
-                "SELECT idx, label, threads, rate_iops, curve_pct, start_second, warmup_ns, duration_ns
-                 FROM step ORDER BY idx",
-            )
-            .map_err(self.sql())?;
-        let rows = stmt
-            .query_map([], |r| {
-                Ok(StepRow {
-                    index: r.get(0)?,
-                    label: r.get(1)?,
-                    threads: r.get(2)?,
-                    rate_iops: r.get::<_, Option<i64>>(3)?.map(|v| v.max(0) as u64),
-                    curve_pct: r.get(4)?,
-                    start_second: r.get(5)?,
-                    warmup_ns: r.get::<_, i64>(6)?.max(0) as u64,
-                    duration_ns: r.get::<_, i64>(7)?.max(0) as u64,
-                })
-            })
-            .map_err(self.sql())?;
-        rows.collect::<Result<Vec<_>, _>>().map_err(self.sql())
+    fn steps(&self) -> Result<Vec<StepRow>, StoreError> {
+        let p = self.path;
+        let mut steps: Vec<StepRow> = Vec::new();
+        self.rows(
+            "SELECT idx, label, threads, rate_iops, curve_pct, start_second, warmup_ns, duration_ns
+             FROM step ORDER BY idx",
+            [],
+            "step",
+            &[0],
+            |c, row| {
+                let step = StepRow {
+                    index: c.at(0, "idx")?.u32(p)?,
+                    label: c.at(1, "label")?.text(p)?,
+                    threads: c.at(2, "threads")?.opt_u32(p)?,
+                    rate_iops: c.at(3, "rate_iops")?.opt_uint(p, i64::MAX as u64)?,
+                    curve_pct: c.at(4, "curve_pct")?.opt_uint(p, 100)?.map(|v| v as u8),
+                    start_second: c.at(5, "start_second")?.u32(p)?,
+                    warmup_ns: c.at(6, "warmup_ns")?.uint(p, i64::MAX as u64)?,
+                    duration_ns: c.at(7, "duration_ns")?.uint(p, i64::MAX as u64)?,
+                };
+                if steps.last().is_some_and(|s| s.index == step.index) {
+                    return Err(check::corrupt(p, "step", row, "a second row for the same step"));
+                }
+                steps.push(step);
+                Ok(())
+            },
+        )?;
+        Ok(steps)
     }
 
-    fn probes(&mut self) -> Result<Vec<ProbeRow>, StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT name, command, at_ns, duration_ns, exit_code, detail FROM probe ORDER BY at_ns, name")
-            .map_err(self.sql())?;
-        let rows = stmt
-            .query_map([], |r| {
-                Ok(ProbeRow {
-                    name: r.get(0)?,
-                    command: r.get(1)?,
-                    at_ns: r.get::<_, i64>(2)?.max(0) as u64,
-                    duration_ns: r.get::<_, i64>(3)?.max(0) as u64,
-                    exit_code: r.get(4)?,
-                    detail: r.get(5)?,
-                })
-            })
-            .map_err(self.sql())?;
-        rows.collect::<Result<Vec<_>, _>>().map_err(self.sql())
+    fn probes(&self) -> Result<Vec<ProbeRow>, StoreError> {
+        let p = self.path;
+        let mut probes = Vec::new();
+        // A probe's start names a second of the run.
+        let max_at = (u32::MAX as u64 + 1) * 1_000_000_000 - 1;
+        self.rows(
+            "SELECT name, command, at_ns, duration_ns, exit_code, detail FROM probe ORDER BY at_ns, name",
+            [],
+            "probe",
+            &[0, 2],
+            |c, _| {
+                probes.push(ProbeRow {
+                    name: c.at(0, "name")?.text(p)?,
+                    command: c.at(1, "command")?.text(p)?,
+                    at_ns: c.at(2, "at_ns")?.uint(p, max_at.min(i64::MAX as u64))?,
+                    duration_ns: c.at(3, "duration_ns")?.uint(p, i64::MAX as u64)?,
+                    exit_code: c.at(4, "exit_code")?.opt_i32(p)?,
+                    detail: c.at(5, "detail")?.opt_text(p)?,
+                });
+                Ok(())
+            },
+        )?;
+        Ok(probes)
     }
 
-    fn seconds(&mut self) -> Result<Vec<Snapshot>, StoreError> {
+    fn seconds(&self, steps: &[StepRow]) -> Result<Vec<Snapshot>, StoreError> {
+        let p = self.path;
         struct SeriesRow {
             stat: String,
             host: String,
@@ -279,136 +369,226 @@ impl Reader<'_> {
             worker: Option<u32>,
             file: Option<String>,
         }
-        let mut series = HashMap::new();
+        let mut series: HashMap<i64, SeriesRow> = HashMap::new();
         {
+            let mut keys: HashMap<SeriesKey, i64> = HashMap::new();
             let file = if self.version >= 3 { "file" } else { "NULL" };
-            let mut stmt = self
-                .conn
-                .prepare(&format!("SELECT id, stat, host, workload, op, worker, {file} FROM series"))
-                .map_err(self.sql())?;
-            let mut rows = stmt.query([]).map_err(self.sql())?;
-            while let Some(r) = rows.next().map_err(self.sql())? {
-                let id: i64 = r.get(0).map_err(self.sql())?;
-                let row = SeriesRow {
-                    stat: r.get(1).map_err(self.sql())?,
-                    host: r.get(2).map_err(self.sql())?,
-                    workload: r.get(3).map_err(self.sql())?,
-                    op: r.get(4).map_err(self.sql())?,
-                    worker: r.get(5).map_err(self.sql())?,
-                    file: r.get(6).map_err(self.sql())?,
-                };
-                series.insert(id, row);
-            }
-        }
-
-        #[derive(Default)]
-        struct Building {
-            snap: Option<Snapshot>,
-            ops: HashMap<(String, String), usize>,
-            workers: HashMap<(u32, String), usize>,
-            files: HashMap<(String, String), usize>,
-        }
-        let mut snaps: BTreeMap<(u32, String), Building> = BTreeMap::new();
-        let new_snap = |second: u32, host: &str, interval_ns: u64, step: u32, warmup: bool| Snapshot {
-            second,
-            interval_ns,
-            step,
-            warmup,
-            host: host.to_string(),
-            ops: Vec::new(),
-            workers: Vec::new(),
-            files: Vec::new(),
-        };
-        {
-            let mut stmt = self
-                .conn
-                .prepare("SELECT host, second, interval_ns, step, warmup FROM tick WHERE second >= ?1")
-                .map_err(self.sql())?;
-            let mut rows = stmt.query([self.from_second]).map_err(self.sql())?;
-            while let Some(r) = rows.next().map_err(self.sql())? {
-                let host: String = r.get(0).map_err(self.sql())?;
-                let second: u32 = r.get(1).map_err(self.sql())?;
-                let interval = u64_of(r.get_ref(2).map_err(self.sql())?).map_err(|e| self.corrupt(e))?.unwrap_or(0);
-                let step: u32 = r.get(3).map_err(self.sql())?;
-                let warmup: bool = r.get(4).map_err(self.sql())?;
-                let b = snaps.entry((second, host.clone())).or_default();
-                b.snap = Some(new_snap(second, &host, interval, step, warmup));
-            }
-        }
-
-        let mut stmt = self
-            .conn
-            .prepare(
-                "SELECT series_id, second, interval_ns, value, sum, min, max, hist
-                 FROM sample WHERE second >= ?1 ORDER BY second, series_id",
-            )
-            .map_err(self.sql())?;
-        let mut rows = stmt.query([self.from_second]).map_err(self.sql())?;
-        while let Some(r) = rows.next().map_err(self.sql())? {
-            let id: i64 = r.get(0).map_err(self.sql())?;
-            let second: u32 = r.get(1).map_err(self.sql())?;
-            let Some(s) = series.get(&id) else {
-                return Err(self.corrupt(format!("sample of unknown series {id}")));
-            };
-            let bad = |e: String| self.corrupt(format!("series {id} ({}) second {second}: {e}", s.stat));
-            let num = |i: usize| -> Result<Option<u64>, StoreError> {
-                u64_of(r.get_ref(i).map_err(self.sql())?).map_err(bad)
-            };
-            let interval = num(2)?.unwrap_or(0);
-            let value = num(3)?.unwrap_or(0);
-
-            let b = snaps.entry((second, s.host.clone())).or_default();
-            let snap = b.snap.get_or_insert_with(|| new_snap(second, &s.host, interval, 0, false));
-            if let Some(file) = &s.file {
-                let i = *b.files.entry((file.clone(), s.op.clone())).or_insert_with(|| {
-                    snap.files.push(FileCounts { file: file.clone(), op: s.op.clone(), counts: Default::default() });
-                    snap.files.len() - 1
-                });
-                set_counter(&mut snap.files[i].counts, &s.stat, value);
-                continue;
-            }
-            match s.worker {
-                Some(worker) => {
-                    let i = *b.workers.entry((worker, s.op.clone())).or_insert_with(|| {
-                        snap.workers.push(WorkerCounts { worker, op: s.op.clone(), counts: Default::default() });
-                        snap.workers.len() - 1
-                    });
-                    set_counter(&mut snap.workers[i].counts, &s.stat, value);
-                }
-                None => {
-                    let i = *b.ops.entry((s.workload.clone(), s.op.clone())).or_insert_with(|| {
-                        snap.ops.push(OpSeries {
-                            workload: s.workload.clone(),
-                            op: s.op.clone(),
-                            data: OpInterval::empty(),
-                        });
-                        snap.ops.len() - 1
-                    });
-                    let d = &mut snap.ops[i].data;
-                    let hist = |d: &mut Histogram| -> Result<(), StoreError> {
-                        let blob = match r.get_ref(7).map_err(self.sql())? {
-                            ValueRef::Null => return Ok(()),
-                            ValueRef::Blob(b) => b,
-                            other => return Err(bad(format!("histogram is {:?}, not a blob", other.data_type()))),
-                        };
-                        let sum = u128_of(r.get_ref(4).map_err(self.sql())?).map_err(bad)?.unwrap_or(0);
-                        let (min, max) = (num(5)?.unwrap_or(0), num(6)?.unwrap_or(0));
-                        *d = Histogram::decode_sparse(blob, sum, min, max).map_err(|e| bad(e.to_string()))?;
-                        Ok(())
+            self.rows(
+                &format!("SELECT id, stat, host, workload, op, worker, {file} FROM series"),
+                [],
+                "series",
+                &[0],
+                |c, row| {
+                    let id = c.at(0, "id")?.i64(p)?;
+                    let s = SeriesRow {
+                        stat: c.at(1, "stat")?.text(p)?,
+                        host: c.at(2, "host")?.text(p)?,
+                        workload: c.at(3, "workload")?.text(p)?,
+                        op: c.at(4, "op")?.text(p)?,
+                        worker: c.at(5, "worker")?.opt_u32(p)?,
+                        file: c.at(6, "file")?.opt_text(p)?,
                     };
-                    match s.stat.as_str() {
-                        stat::OPS => d.counts.ops = value,
-                        stat::BYTES => d.counts.bytes = value,
-                        stat::ERRORS => d.counts.errors = value,
-                        stat::LATENCY => hist(&mut d.latency_ns)?,
-                        stat::SERVICE_TIME => hist(&mut d.service_ns)?,
-                        stat::SIZE => hist(&mut d.size_bytes)?,
-                        stat::OFFSET => hist(&mut d.offset_bytes)?,
-                        _ => {}
+                    if s.worker.is_some() && s.file.is_some() {
+                        return Err(check::corrupt(p, "series", row, "both a worker and a file"));
                     }
+                    let key =
+                        (s.stat.clone(), s.host.clone(), s.workload.clone(), s.op.clone(), s.worker, s.file.clone());
+                    if let Some(other) = keys.insert(key, id) {
+                        return Err(check::corrupt(p, "series", row, format_args!("the same series as id={other}")));
+                    }
+                    if series.insert(id, s).is_some() {
+                        return Err(check::corrupt(p, "series", row, "a second row with this id"));
+                    }
+                    Ok(())
+                },
+            )?;
+        }
+
+        /// A second of one host as it is assembled, with which statistics each of its
+        /// series has had (bits of OP_STATS / COUNTER_STATS).
+        struct Building {
+            snap: Snapshot,
+            ops: HashMap<(String, String), (usize, u8)>,
+            workers: HashMap<(u32, String), (usize, u8)>,
+            files: HashMap<(String, String), (usize, u8)>,
+        }
+        let step_ids: HashSet<u32> = steps.iter().map(|s| s.index).collect();
+        let mut snaps: BTreeMap<(u32, String), Building> = BTreeMap::new();
+        // Every row unless refreshing: a negative or NULL second is damage to report,
+        // not a row to leave out.
+        let newer = if self.from_second > 0 { "WHERE second >= ?1" } else { "WHERE ?1 = 0" };
+        self.rows(
+            &format!("SELECT host, second, interval_ns, step, warmup FROM tick {newer}"),
+            [self.from_second],
+            "tick",
+            &[0, 1],
+            |c, row| {
+                let host = c.at(0, "host")?.text(p)?;
+                let second = c.at(1, "second")?.u32(p)?;
+                let interval_ns = c.at(2, "interval_ns")?.uint(p, u64::MAX)?;
+                if interval_ns == 0 {
+                    return Err(c.at(2, "interval_ns")?.err(p, "is 0: a second must have lasted some time"));
+                }
+                let step = c.at(3, "step")?.u32(p)?;
+                if !step_ids.is_empty() && !step_ids.contains(&step) {
+                    return Err(c.at(3, "step")?.err(p, format_args!("{step} is not in table step")));
+                }
+                let warmup = c.at(4, "warmup")?.bool(p)?;
+                let snap = Snapshot {
+                    second,
+                    interval_ns,
+                    step,
+                    warmup,
+                    host: host.clone(),
+                    ops: Vec::new(),
+                    workers: Vec::new(),
+                    files: Vec::new(),
+                };
+                let building = Building { snap, ops: HashMap::new(), workers: HashMap::new(), files: HashMap::new() };
+                if snaps.insert((second, host), building).is_some() {
+                    return Err(check::corrupt(p, "tick", row, "a second row for the same host and second"));
+                }
+                Ok(())
+            },
+        )?;
+
+        self.rows(
+            &format!(
+                "SELECT series_id, second, interval_ns, value, sum, min, max, hist
+                 FROM sample {newer} ORDER BY second, series_id"
+            ),
+            [self.from_second],
+            "sample",
+            &[0, 1],
+            |c, row| {
+                let id = c.at(0, "series_id")?.i64(p)?;
+                let second = c.at(1, "second")?.u32(p)?;
+                let Some(s) = series.get(&id) else {
+                    return Err(c.at(0, "series_id")?.err(p, "names no row of table series"));
+                };
+                let corrupt = |detail: String| check::corrupt(p, "sample", row, detail);
+                let Some(b) = snaps.get_mut(&(second, s.host.clone())) else {
+                    return Err(corrupt(format!("no row of table tick for host {:?} second {second}", s.host)));
+                };
+                let interval = c.at(2, "interval_ns")?.uint(p, u64::MAX)?;
+                if interval != b.snap.interval_ns {
+                    return Err(c
+                        .at(2, "interval_ns")?
+                        .err(p, format_args!("{interval} differs from the tick's {}", b.snap.interval_ns)));
+                }
+                let value = c.at(3, "value")?.uint(p, u64::MAX)?;
+                let snap = &mut b.snap;
+                // Each series has one row per second.
+                let mark = |bits: &mut u8, list: &[&str]| {
+                    let new = bit(list, &s.stat);
+                    if *bits & new != 0 {
+                        return Err(corrupt(format!("a second row of series {id} for second {second}")));
+                    }
+                    *bits |= new;
+                    Ok(())
+                };
+                if let Some(file) = &s.file {
+                    let (i, bits) = b.files.entry((file.clone(), s.op.clone())).or_insert_with(|| {
+                        snap.files.push(FileCounts {
+                            file: file.clone(),
+                            op: s.op.clone(),
+                            counts: Default::default(),
+                        });
+                        (snap.files.len() - 1, 0)
+                    });
+                    mark(bits, &COUNTER_STATS)?;
+                    set_counter(&mut snap.files[*i].counts, &s.stat, value);
+                    return Ok(());
+                }
+                if let Some(worker) = s.worker {
+                    let (i, bits) = b.workers.entry((worker, s.op.clone())).or_insert_with(|| {
+                        snap.workers.push(WorkerCounts { worker, op: s.op.clone(), counts: Default::default() });
+                        (snap.workers.len() - 1, 0)
+                    });
+                    mark(bits, &COUNTER_STATS)?;
+                    set_counter(&mut snap.workers[*i].counts, &s.stat, value);
+                    return Ok(());
+                }
+                let (i, bits) = b.ops.entry((s.workload.clone(), s.op.clone())).or_insert_with(|| {
+                    snap.ops.push(OpSeries {
+                        workload: s.workload.clone(),
+                        op: s.op.clone(),
+                        data: OpInterval::empty(),
+                    });
+                    (snap.ops.len() - 1, 0)
+                });
+                mark(bits, &OP_STATS)?;
+                let d = &mut snap.ops[*i].data;
+                let hist = |h: &mut Histogram| -> Result<(), StoreError> {
+                    match c.at(7, "hist")?.value {
+                        // An empty distribution: nothing but its zero count.
+                        ValueRef::Null if value == 0 => Ok(()),
+                        ValueRef::Null => Err(corrupt(format!("value {value} but no histogram"))),
+                        ValueRef::Blob(blob) => {
+                            let sum = c.at(4, "sum")?.opt_u128(p)?;
+                            let min = c.at(5, "min")?.opt_uint(p, u64::MAX)?;
+                            let max = c.at(6, "max")?.opt_uint(p, u64::MAX)?;
+                            *h = check::histogram(blob, value, sum, min, max).map_err(corrupt)?;
+                            Ok(())
+                        }
+                        other => {
+                            Err(c.at(7, "hist")?.err(p, format_args!("is {}, expected a blob", check::show(other))))
+                        }
+                    }
+                };
+                match s.stat.as_str() {
+                    stat::OPS => d.counts.ops = value,
+                    stat::BYTES => d.counts.bytes = value,
+                    stat::ERRORS => d.counts.errors = value,
+                    stat::LATENCY => hist(&mut d.latency_ns)?,
+                    stat::SERVICE_TIME => hist(&mut d.service_ns)?,
+                    stat::SIZE => hist(&mut d.size_bytes)?,
+                    stat::OFFSET => hist(&mut d.offset_bytes)?,
+                    _ => {}
+                }
+                Ok(())
+            },
+        )?;
+
+        // Every series of a second is there, and each operation's counts are its
+        // histograms' (the recorder derives them so): a missing or changed row is
+        // damage, not a second with less I/O.
+        let mut out = Vec::with_capacity(snaps.len());
+        for ((second, host), b) in snaps {
+            let at =
+                |what: String| check::corrupt(p, "sample", "", format_args!("host {host:?} second {second}: {what}"));
+            let full =
+                |bits: u8, list: &[&str], what: &str| match list.iter().enumerate().find(|(i, _)| bits & (1 << i) == 0)
+                {
+                    Some((_, stat)) => Err(at(format!("no {stat} row for {what} (its other statistics have one)"))),
+                    None => Ok(()),
+                };
+            for ((workload, op), (i, bits)) in &b.ops {
+                full(*bits, &OP_STATS, &format!("workload {workload:?} op {op:?}"))?;
+                let d = &b.snap.ops[*i].data;
+                if d.counts.ops != d.latency_ns.count() {
+                    return Err(at(format!(
+                        "workload {workload:?} op {op:?}: {} io.ops but {} io.latency values",
+                        d.counts.ops,
+                        d.latency_ns.count()
+                    )));
+                }
+                if d.counts.bytes != d.size_bytes.sum() as u64 {
+                    return Err(at(format!(
+                        "workload {workload:?} op {op:?}: {} io.bytes but io.size values add up to {}",
+                        d.counts.bytes,
+                        d.size_bytes.sum()
+                    )));
                 }
             }
+            for ((worker, op), (_, bits)) in &b.workers {
+                full(*bits, &COUNTER_STATS, &format!("worker {worker} op {op:?}"))?;
+            }
+            for ((file, op), (_, bits)) in &b.files {
+                full(*bits, &COUNTER_STATS, &format!("file {file:?} op {op:?}"))?;
+            }
+            out.push(b.snap);
         }
-        Ok(snaps.into_values().filter_map(|b| b.snap).collect())
+        Ok(out)
     }
 }

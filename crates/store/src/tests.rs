@@ -217,6 +217,33 @@ fn killed_process_leaves_a_readable_file() {
 }
 
 #[test]
+fn a_killed_runs_wal_is_folded_into_the_results_file_by_the_next_reader() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("killed.ioscope");
+    let status = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "tests::child_writes_then_aborts", "--nocapture", "--test-threads=1"])
+        .env("IOSCOPE_STORE_TEST_CHILD", &path)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(!status.success(), "the child aborts");
+    // Copying only the results file now loses the run: everything is in the -wal.
+    let early = dir.path().join("early-copy.ioscope");
+    std::fs::copy(&path, &early).unwrap();
+    assert!(matches!(open(&early), Err(StoreError::NotResults { .. })));
+
+    let r = open(&path).unwrap();
+    assert_eq!(r.seconds.len(), 3);
+    assert!(!sidecar(&path, "-wal").exists() && !sidecar(&path, "-shm").exists(), "one file remains");
+    // Now the file alone is the whole run.
+    let copy = dir.path().join("copy.ioscope");
+    std::fs::copy(&path, &copy).unwrap();
+    let c = open(&copy).unwrap();
+    assert_eq!((c.seconds, c.run.status), (r.seconds, Status::Interrupted));
+}
+
+#[test]
 fn a_live_ioscope_process_is_still_running() {
     let Ok(sleep) = std::fs::read("/bin/sleep") else { return };
     let Some(host) = hostname() else { return };
@@ -332,4 +359,64 @@ fn refresh_reads_the_new_seconds_and_ends_equal_to_a_fresh_read() {
     assert_eq!(r, open(&path).unwrap());
     assert_eq!(r.seconds_kept(), 5);
     assert_eq!(r.run.status, Status::Completed);
+}
+
+/// A finished file of seconds 0..3 for damaging.
+fn finished_file(dir: &Path) -> PathBuf {
+    let path = dir.join("r.ioscope");
+    let mut w = Writer::create(&path, &run_info(1, "h1"), &hosts()).unwrap();
+    for s in 0..3 {
+        w.write_second(&snapshot(s, "h1")).unwrap();
+    }
+    w.finish(Status::Completed, None, 1_700_000_003_000).unwrap();
+    path
+}
+
+#[test]
+fn damaged_values_are_errors_naming_the_table_row_and_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = finished_file(dir.path());
+    let latency = "(SELECT id FROM series WHERE stat = 'io.latency' AND op = 'read')";
+    let ops = "(SELECT id FROM series WHERE stat = 'io.ops' AND op = 'read' AND worker IS NULL AND file IS NULL)";
+    for (sql, says) in [
+        // A second far past the others: answers would have 2e9 entries.
+        (
+            "UPDATE tick SET second = 2000000000 WHERE second = 2; UPDATE sample SET second = 2000000000 WHERE second = 2".to_string(),
+            "table tick, row second=2000000000: seconds 0 to 2000000000 leave 1999999998 of 2000000001 seconds unrecorded",
+        ),
+        (format!("UPDATE sample SET min = 900000, max = 10 WHERE series_id = {latency} AND second = 1"), "min 900000 > max 10"),
+        ("UPDATE tick SET interval_ns = 0 WHERE second = 1".into(), "table tick, row host='h1' second=1: interval_ns is 0"),
+        ("UPDATE tick SET second = -1 WHERE second = 0".into(), "table tick, row host='h1' second=-1: second is -1"),
+        (
+            format!("UPDATE sample SET value = 0 WHERE series_id = {ops} AND second = 1"),
+            "second 1: workload \"w1\" op \"read\": 0 io.ops but 1001 io.latency values",
+        ),
+        (
+            format!("DELETE FROM sample WHERE series_id = {ops} AND second = 1"),
+            "second 1: no io.ops row for workload \"w1\" op \"read\"",
+        ),
+        (
+            format!("UPDATE sample SET hist = x'00ff' WHERE series_id = {latency} AND second = 0"),
+            "malformed sparse histogram",
+        ),
+        // Counts that add up past 2^64 over the run.
+        (
+            "UPDATE sample SET value = 9223372036854775807 WHERE series_id IN (SELECT id FROM series WHERE stat = 'io.errors' AND worker IS NULL AND file IS NULL)".into(),
+            "the ops add up past 2^64",
+        ),
+        ("DELETE FROM tick WHERE second = 1".into(), "no row of table tick for host \"h1\" second 1"),
+        ("DROP VIEW samples; DROP TABLE step".into(), "table step: the table is missing"),
+        ("UPDATE run SET pid = 'x'".into(), "table run, row id=1: pid is 'x', expected a whole number"),
+        ("DELETE FROM run".into(), "table run: no row with id 1"),
+    ] {
+        let path = dir.path().join("d.ioscope");
+        std::fs::copy(&base, &path).unwrap();
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(&format!("PRAGMA foreign_keys = OFF; PRAGMA ignore_check_constraints = ON; {sql}")).unwrap();
+        drop(conn);
+        let err = open(&path).unwrap_err().to_string();
+        assert!(err.starts_with(&format!("{}: damaged results file: ", path.display())), "{sql}: {err}");
+        assert!(err.contains(says), "{sql}:\n{err}\ndoes not say\n{says}");
+    }
+    assert!(open(&base).is_ok());
 }

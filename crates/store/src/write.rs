@@ -330,7 +330,7 @@ impl Writer {
                 ),
             });
         }
-        conn.close().map_err(|(_, e)| StoreError::Sqlite { path: path.clone(), source: e })?;
+        conn.close().map_err(|(_, e)| StoreError::sqlite(&path)(e))?;
         Ok(())
     }
 }

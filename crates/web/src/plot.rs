@@ -6,6 +6,12 @@ use crate::query::{self, Query};
 use ioscope_store::Results;
 use ioscope_workload::font;
 
+/// Largest image drawn, in pixels (3 bytes each): 64 Mpx, 192 MB of RGB.
+pub const MAX_PIXELS: u64 = 64 << 20;
+/// Width and panel height are clamped to these ranges.
+pub const WIDTH_RANGE: (u32, u32) = (LEFT + RIGHT + 100, 8192);
+pub const PANEL_HEIGHT_RANGE: (u32, u32) = (80, 4096);
+
 pub struct PlotOptions {
     pub width: u32,
     /// Height of each panel.
@@ -31,8 +37,17 @@ pub fn render(results: &Results, q: &Query, opts: &PlotOptions) -> Result<Vec<u8
     }
     let seconds = map.seconds.max(1);
     let from = map.from as u64;
-    let (width, ph) = (opts.width.max(LEFT + RIGHT + 100), opts.panel_height.max(80));
-    let height = map.series.len() as u32 * (ph + TITLE) + BOTTOM;
+    let width = opts.width.clamp(WIDTH_RANGE.0, WIDTH_RANGE.1);
+    let ph = opts.panel_height.clamp(PANEL_HEIGHT_RANGE.0, PANEL_HEIGHT_RANGE.1);
+    let height = (map.series.len() as u64).saturating_mul((ph + TITLE) as u64).saturating_add(BOTTOM as u64);
+    if (width as u64).saturating_mul(height) > MAX_PIXELS {
+        return Err(format!(
+            "{} panels of {ph} px at width {width} make an image of {width}x{height} pixels; at most {MAX_PIXELS} \
+             (draw fewer panels with --where, or lower --height or --width)",
+            map.series.len()
+        ));
+    }
+    let height = height as u32; // at most MAX_PIXELS
     let mut img = Image::new(width, height);
 
     let lo = buckets[0].0.max(1.0);
@@ -62,7 +77,8 @@ pub fn render(results: &Results, q: &Query, opts: &PlotOptions) -> Result<Vec<u8
                 let y1 = (row_of(blo).ceil() as u32).max(y0 + 1).min(ph);
                 for y in y0..y1 {
                     for x in x0..x1 {
-                        cells[(y * pw + x) as usize] += count;
+                        let cell = &mut cells[(y * pw + x) as usize];
+                        *cell = cell.saturating_add(count);
                     }
                 }
             }
@@ -147,7 +163,7 @@ struct Image {
 
 impl Image {
     fn new(width: u32, height: u32) -> Self {
-        let mut rgb = Vec::with_capacity((width * height * 3) as usize);
+        let mut rgb = Vec::with_capacity(width as usize * height as usize * 3);
         for _ in 0..width * height {
             rgb.extend_from_slice(&BACKGROUND);
         }
@@ -156,7 +172,7 @@ impl Image {
 
     fn set(&mut self, x: u32, y: u32, c: [u8; 3]) {
         if x < self.width && y < self.height {
-            let i = ((y * self.width + x) * 3) as usize;
+            let i = (y as usize * self.width as usize + x as usize) * 3;
             self.rgb[i..i + 3].copy_from_slice(&c);
         }
     }

@@ -1,0 +1,254 @@
+//! What a results file may hold: every value is checked as it is read, so that report,
+//! web queries and plots only ever see valid data. A damaged value is an error naming the
+//! table, the row and the value ("table sample, row series_id=5 second=3: min 900 > max
+//! 10"); nothing is clamped, skipped or defaulted in silence.
+//!
+//! Bounds that keep memory in proportion to the file: the span of seconds (answers have
+//! one entry per second) is at most twice the seconds stored plus [`MAX_GAP_SECONDS`],
+//! and the sums consumers form (counts over a run, intervals) fit their integer types.
+
+use crate::StoreError;
+use ioscope_metrics::histogram::{bucket_index, bucket_range};
+use ioscope_metrics::{Histogram, Snapshot};
+use rusqlite::types::ValueRef;
+use std::path::Path;
+
+/// Seconds a run may leave unrecorded (beyond as many as it recorded), e.g. while the
+/// process was stopped. More than that in a file means a damaged second number.
+pub const MAX_GAP_SECONDS: u64 = 3600;
+
+/// One value of one row, for reading with an error that says where it came from.
+pub(crate) struct Cell<'a> {
+    pub table: &'static str,
+    /// The row, by its key: "series_id=5 second=3".
+    pub row: &'a str,
+    pub column: &'static str,
+    pub value: ValueRef<'a>,
+}
+
+/// A stored value as people read it, shortened: 42, 'text', NULL, a 12-byte blob.
+pub(crate) fn show(v: ValueRef<'_>) -> String {
+    match v {
+        ValueRef::Null => "NULL".into(),
+        ValueRef::Integer(i) => i.to_string(),
+        ValueRef::Real(f) => format!("{f}"),
+        ValueRef::Text(t) => {
+            let s = String::from_utf8_lossy(t);
+            let short: String = s.chars().take(40).collect();
+            if short.len() < s.len() {
+                format!("'{short}…'")
+            } else {
+                format!("'{short}'")
+            }
+        }
+        ValueRef::Blob(b) => format!("a {}-byte blob", b.len()),
+    }
+}
+
+impl Cell<'_> {
+    pub fn err(&self, path: &Path, what: impl std::fmt::Display) -> StoreError {
+        corrupt(path, self.table, self.row, format!("{} {what}", self.column))
+    }
+
+    fn bad(&self, path: &Path, expected: &str) -> StoreError {
+        self.err(path, format_args!("is {}, expected {expected}", show(self.value)))
+    }
+
+    pub fn text(&self, path: &Path) -> Result<String, StoreError> {
+        self.opt_text(path)?.ok_or_else(|| self.bad(path, "text"))
+    }
+
+    pub fn opt_text(&self, path: &Path) -> Result<Option<String>, StoreError> {
+        match self.value {
+            ValueRef::Null => Ok(None),
+            ValueRef::Text(t) => {
+                std::str::from_utf8(t).map(|s| Some(s.to_string())).map_err(|_| self.bad(path, "UTF-8 text"))
+            }
+            _ => Err(self.bad(path, "text")),
+        }
+    }
+
+    /// A whole number in `0..=max`: an INTEGER, or decimal TEXT for values past i64.
+    pub fn opt_uint(&self, path: &Path, max: u64) -> Result<Option<u64>, StoreError> {
+        let v = match self.value {
+            ValueRef::Null => return Ok(None),
+            ValueRef::Integer(i) => u64::try_from(i).ok(),
+            ValueRef::Text(t) => std::str::from_utf8(t).ok().and_then(|s| s.parse::<u64>().ok()),
+            _ => None,
+        };
+        match v {
+            Some(v) if v <= max => Ok(Some(v)),
+            _ => Err(self.bad(path, &format!("a whole number from 0 to {max}"))),
+        }
+    }
+
+    pub fn uint(&self, path: &Path, max: u64) -> Result<u64, StoreError> {
+        self.opt_uint(path, max)?.ok_or_else(|| self.bad(path, &format!("a whole number from 0 to {max}")))
+    }
+
+    pub fn u32(&self, path: &Path) -> Result<u32, StoreError> {
+        Ok(self.uint(path, u32::MAX as u64)? as u32)
+    }
+
+    pub fn opt_u32(&self, path: &Path) -> Result<Option<u32>, StoreError> {
+        Ok(self.opt_uint(path, u32::MAX as u64)?.map(|v| v as u32))
+    }
+
+    /// A sum of values: up to u128, decimal TEXT past i64.
+    pub fn opt_u128(&self, path: &Path) -> Result<Option<u128>, StoreError> {
+        let v = match self.value {
+            ValueRef::Null => return Ok(None),
+            ValueRef::Integer(i) => u128::try_from(i).ok(),
+            ValueRef::Text(t) => std::str::from_utf8(t).ok().and_then(|s| s.parse::<u128>().ok()),
+            _ => None,
+        };
+        v.map(Some).ok_or_else(|| self.bad(path, "a whole number from 0"))
+    }
+
+    pub fn opt_i64(&self, path: &Path) -> Result<Option<i64>, StoreError> {
+        match self.value {
+            ValueRef::Null => Ok(None),
+            ValueRef::Integer(i) => Ok(Some(i)),
+            _ => Err(self.bad(path, "an integer")),
+        }
+    }
+
+    pub fn i64(&self, path: &Path) -> Result<i64, StoreError> {
+        self.opt_i64(path)?.ok_or_else(|| self.bad(path, "an integer"))
+    }
+
+    pub fn opt_i32(&self, path: &Path) -> Result<Option<i32>, StoreError> {
+        match self.opt_i64(path)? {
+            None => Ok(None),
+            Some(i) => i32::try_from(i).map(Some).map_err(|_| self.bad(path, "a 32-bit integer")),
+        }
+    }
+
+    pub fn bool(&self, path: &Path) -> Result<bool, StoreError> {
+        match self.value {
+            ValueRef::Integer(0) => Ok(false),
+            ValueRef::Integer(1) => Ok(true),
+            _ => Err(self.bad(path, "0 or 1")),
+        }
+    }
+}
+
+pub(crate) fn corrupt(path: &Path, table: &str, row: &str, detail: impl std::fmt::Display) -> StoreError {
+    let row = if row.is_empty() { String::new() } else { format!(", row {row}") };
+    StoreError::Corrupt { path: path.to_path_buf(), detail: format!("table {table}{row}: {detail}") }
+}
+
+/// A distribution's stored histogram against its exact count, sum, min and max: the
+/// count is the buckets' total, min lies in the first bucket and max at most at the top
+/// of the last (the recorder's max may lag a racing value, never lead), and the sum is
+/// one of `count` values below 2^64.
+pub(crate) fn histogram(
+    blob: &[u8],
+    count: u64,
+    sum: Option<u128>,
+    min: Option<u64>,
+    max: Option<u64>,
+) -> Result<Histogram, String> {
+    let (Some(sum), Some(min), Some(max)) = (sum, min, max) else {
+        return Err("a histogram without its sum, min and max".into());
+    };
+    if min > max {
+        return Err(format!("min {min} > max {max}"));
+    }
+    let h = Histogram::decode_sparse(blob, sum, min, max).map_err(|e| e.to_string())?;
+    if h.count() != count {
+        return Err(format!("value {count} but the histogram holds {}", h.count()));
+    }
+    let (Some(first), Some(last)) = (h.nonzero().next(), h.nonzero().last()) else {
+        return Err("an empty histogram with a count".into());
+    };
+    if bucket_index(min) != first.0 {
+        return Err(format!("min {min} is not in the first bucket used ({:?})", bucket_range(first.0)));
+    }
+    if max > bucket_range(last.0).1 {
+        return Err(format!("max {max} is past the last bucket used ({:?})", bucket_range(last.0)));
+    }
+    if sum > count as u128 * u64::MAX as u128 {
+        return Err(format!("sum {sum} is more than {count} values can add up to"));
+    }
+    Ok(h)
+}
+
+/// Checks of the whole run, once every second is read: the span of the seconds and the
+/// totals consumers form. `parts` are the seconds in order (a refresh passes the seconds
+/// held and the new ones).
+pub(crate) fn whole(path: &Path, parts: &[&[Snapshot]]) -> Result<(), StoreError> {
+    let all = || parts.iter().flat_map(|p| p.iter());
+    let (Some(first), Some(last)) = (all().next(), all().last()) else { return Ok(()) };
+    let mut distinct = 0u64;
+    let mut previous = None;
+    for s in all() {
+        if previous != Some(s.second) {
+            distinct += 1;
+            previous = Some(s.second);
+        }
+    }
+    let span = (last.second - first.second) as u64 + 1;
+    let allowed = 2 * distinct + MAX_GAP_SECONDS;
+    if span > allowed {
+        // Name the second after the widest gap: the damaged one, most likely.
+        let mut worst = (0u32, last.second);
+        let mut before = first.second;
+        for s in all() {
+            if s.second - before > worst.0 {
+                worst = (s.second - before, s.second);
+            }
+            before = s.second;
+        }
+        return Err(corrupt(
+            path,
+            "tick",
+            &format!("second={}", worst.1),
+            format_args!(
+                "seconds {} to {} leave {} of {span} seconds unrecorded (at most {allowed} may be, for {distinct} recorded)",
+                first.second,
+                last.second,
+                span - distinct
+            ),
+        ));
+    }
+
+    // Sums of counts and intervals must fit u64 wherever consumers add them up: checked
+    // here once for the whole run (every partial sum is smaller).
+    let mut interval_ns = 0u128;
+    let mut ops = [0u128; 4]; // ops + errors, bytes of per-op series; the same per worker and file
+    for s in all() {
+        interval_ns += s.interval_ns as u128;
+        for c in s.ops.iter().map(|o| o.data.counts) {
+            ops[0] += c.ops as u128 + c.errors as u128;
+            ops[1] += c.bytes as u128;
+        }
+        for c in s.workers.iter().map(|w| w.counts).chain(s.files.iter().map(|f| f.counts)) {
+            ops[2] += c.ops as u128 + c.errors as u128;
+            ops[3] += c.bytes as u128;
+        }
+    }
+    let limit = u64::MAX as u128;
+    if interval_ns > limit {
+        return Err(corrupt(path, "tick", "", "the intervals add up to more than 584 years"));
+    }
+    for (total, what) in ops.iter().zip(["ops", "bytes", "per-worker or per-file ops", "per-worker or per-file bytes"])
+    {
+        if *total > limit {
+            return Err(corrupt(path, "sample", "", format_args!("the {what} add up past 2^64")));
+        }
+    }
+    let mut counts = [0u128; 4];
+    for s in all() {
+        for o in &s.ops {
+            let d = &o.data;
+            for (t, h) in counts.iter_mut().zip([&d.latency_ns, &d.service_ns, &d.size_bytes, &d.offset_bytes]) {
+                *t += h.count() as u128;
+            }
+        }
+    }
+    if counts.iter().any(|c| *c > limit) {
+        return Err(corrupt(path, "sample", "", "the histogram counts add up past 2^64"));
+    }
+    Ok(())
+}
