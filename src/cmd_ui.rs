@@ -13,7 +13,14 @@ pub fn start(files: &[PathBuf], listen: SocketAddr) -> Result<Server, u8> {
         eprintln!("error: {e} (choose another address with --listen 127.0.0.1:PORT)");
         exit::RUN_FAILED
     })?;
-    eprintln!("Analytics UI: {}", server.url());
+    let urls = server.urls();
+    eprintln!("Analytics UI: {}", urls[0]);
+    if server.addr.ip().is_unspecified() {
+        eprintln!("  {} listens on all interfaces of this host", server.addr);
+        if urls.len() > 1 {
+            eprintln!("  also at: {}", urls[1..].join("  "));
+        }
+    }
     if server.token.is_some() {
         eprintln!("  (listening beyond loopback: every request needs this token; traffic is not encrypted)");
     }

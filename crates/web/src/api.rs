@@ -91,15 +91,27 @@ impl RunSource {
 /// The runs being served.
 pub struct Api {
     pub runs: Vec<RunSource>,
+    /// Debug builds only, for the tests that show a panic while answering is contained:
+    /// `GET /api/v1/debug/panic` panics. Off unless IOSCOPE_DEBUG_UI_PANIC is set.
+    #[cfg(debug_assertions)]
+    pub debug_panic: bool,
 }
 
 impl Api {
     pub fn new(paths: &[PathBuf]) -> Self {
-        Api { runs: paths.iter().enumerate().map(|(i, p)| RunSource::new(i, p)).collect() }
+        Api {
+            runs: paths.iter().enumerate().map(|(i, p)| RunSource::new(i, p)).collect(),
+            #[cfg(debug_assertions)]
+            debug_panic: std::env::var_os("IOSCOPE_DEBUG_UI_PANIC").is_some(),
+        }
     }
 
     /// Answers `GET path?query` for a path under `/api/v1/`.
     pub fn get(&self, path: &str, query: &str) -> Answer {
+        #[cfg(debug_assertions)]
+        if self.debug_panic && path == "/api/v1/debug/panic" {
+            panic!("a deliberate panic while answering (IOSCOPE_DEBUG_UI_PANIC)");
+        }
         let params = parse_query(query);
         let pairs = params.iter().map(|(k, v)| (k.as_str(), v.as_str()));
         let parts: Vec<&str> = path.trim_start_matches("/api/v1").split('/').filter(|p| !p.is_empty()).collect();
@@ -107,7 +119,11 @@ impl Api {
             ["runs"] => Answer::ok(self.run_list()),
             ["runs", id, rest @ ..] => {
                 let Some(run) = self.runs.iter().find(|r| r.id == *id) else {
-                    return Answer::error(404, format!("no run {id:?} (runs are 0..{})", self.runs.len()));
+                    let ids = match self.runs.len() {
+                        0 => "no runs are served".to_string(),
+                        n => format!("expected a run id from 0 to {}", n - 1),
+                    };
+                    return Answer::error(404, format!("no run {} ({ids})", query::echo(id)));
                 };
                 let results = match run.results() {
                     Ok(r) => r,
@@ -115,18 +131,18 @@ impl Api {
                 };
                 match rest {
                     [] => Answer::ok(run_detail(run, &results)),
-                    ["series"] => match Query::parse(pairs) {
+                    ["series"] => match checked(pairs, &results) {
                         Ok(q) => Answer::ok(query::series(&results, &q)),
                         Err(e) => Answer::error(400, e),
                     },
-                    ["heatmap"] => match Query::parse(pairs).and_then(|q| query::heatmap_json(&results, &q)) {
+                    ["heatmap"] => match checked(pairs, &results).and_then(|q| query::heatmap_json(&results, &q)) {
                         Ok(text) => Answer { status: 200, body: text },
                         Err(e) => Answer::error(400, e),
                     },
-                    _ => Answer::error(404, format!("no such path {path:?} (see docs/api.md)")),
+                    _ => Answer::error(404, format!("no such path {} (see docs/api.md)", query::echo(path))),
                 }
             }
-            _ => Answer::error(404, format!("no such path {path:?} (see docs/api.md)")),
+            _ => Answer::error(404, format!("no such path {} (see docs/api.md)", query::echo(path))),
         }
     }
 
@@ -141,6 +157,13 @@ impl Api {
             .collect();
         json!({"api_version": API_VERSION, "runs": runs})
     }
+}
+
+/// A series or heat-map query, parsed and checked against the run before any work.
+fn checked<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>, results: &Results) -> Result<Query, String> {
+    let q = Query::parse(pairs)?;
+    query::check_range(results, &q)?;
+    Ok(q)
 }
 
 fn run_entry(run: &RunSource, r: &Results) -> Value {
