@@ -137,7 +137,7 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> u8 {
         let _ = signal_hook::flag::register(sig, Arc::clone(&interrupt));
     }
     let server = if output.ui {
-        match crate::cmd_ui::start(std::slice::from_ref(&out), output.listen) {
+        match crate::cmd_ui::start_for_run(&out, output.listen) {
             Ok(s) => Some(s),
             Err(code) => return code,
         }

@@ -51,12 +51,25 @@ struct Loaded {
 pub struct RunSource {
     pub id: String,
     pub path: PathBuf,
+    /// The file of a run this process is starting (`run --ui`): until it can first be
+    /// read it is served as a live run with nothing stored yet, not as an error.
+    new_run: bool,
     cache: Mutex<Option<Loaded>>,
 }
 
 impl RunSource {
     pub fn new(id: usize, path: &Path) -> Self {
-        RunSource { id: id.to_string(), path: path.to_path_buf(), cache: Mutex::new(None) }
+        RunSource { id: id.to_string(), path: path.to_path_buf(), new_run: false, cache: Mutex::new(None) }
+    }
+
+    /// A new run's file, not created yet.
+    pub fn new_run(path: &Path) -> Self {
+        RunSource { new_run: true, ..RunSource::new(0, path) }
+    }
+
+    /// Whether this is a new run's file that has not been read yet (it is being created).
+    fn starting(&self) -> bool {
+        self.new_run && self.cache.lock().unwrap_or_else(|e| e.into_inner()).is_none()
     }
 
     /// The file's contents, read again only when the file changed since the last read;
@@ -99,8 +112,17 @@ pub struct Api {
 
 impl Api {
     pub fn new(paths: &[PathBuf]) -> Self {
+        Api::of(paths.iter().enumerate().map(|(i, p)| RunSource::new(i, p)).collect())
+    }
+
+    /// The API of the run this process is about to write to `path` (`run --ui`).
+    pub fn for_new_run(path: &Path) -> Self {
+        Api::of(vec![RunSource::new_run(path)])
+    }
+
+    fn of(runs: Vec<RunSource>) -> Self {
         Api {
-            runs: paths.iter().enumerate().map(|(i, p)| RunSource::new(i, p)).collect(),
+            runs,
             #[cfg(debug_assertions)]
             debug_panic: std::env::var_os("IOSCOPE_DEBUG_UI_PANIC").is_some(),
         }
@@ -127,6 +149,10 @@ impl Api {
                 };
                 let results = match run.results() {
                     Ok(r) => r,
+                    Err(_) if run.starting() => {
+                        let why = format!("run {id} is starting and has stored nothing yet; try again in a second");
+                        return Answer::error(404, why);
+                    }
                     Err(e) => return Answer::error(500, e),
                 };
                 match rest {
@@ -152,6 +178,9 @@ impl Api {
             .iter()
             .map(|run| match run.results() {
                 Ok(r) => run_entry(run, &r),
+                Err(_) if run.starting() => json!({"id": run.id, "name": run.name(), "path": run.path,
+                    "status": Status::Running.as_str(), "live": true, "started_unix_ms": null,
+                    "first_second": null, "last_second": null}),
                 Err(e) => json!({"id": run.id, "name": run.name(), "path": run.path, "error": e}),
             })
             .collect();

@@ -12,8 +12,7 @@ use std::time::{Duration, Instant};
 
 pub const MAX_WAITING: usize = 1024;
 const LINGER: Duration = Duration::from_secs(1);
-const ANSWER: &str = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n\
-    Content-Length: 41\r\nRetry-After: 1\r\nConnection: close\r\n\r\ntoo many connections at once; try again\n";
+const MESSAGE: &str = "too many connections at once; try again\n";
 
 /// Hands refused connections to the refusing thread.
 pub struct Refuser {
@@ -42,17 +41,22 @@ impl Refuser {
 }
 
 fn refuse_all(rx: &Receiver<TcpStream>) {
+    let answer_text = format!(
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\n\
+         Retry-After: 1\r\nConnection: close\r\n\r\n{MESSAGE}",
+        MESSAGE.len()
+    );
     let mut waiting: VecDeque<(TcpStream, Instant)> = VecDeque::new();
     let mut scratch = [0u8; 4096];
     loop {
         let wait = if waiting.is_empty() { Duration::from_secs(3600) } else { Duration::from_millis(10) };
         match rx.recv_timeout(wait) {
-            Ok(conn) => answer(conn, &mut waiting),
+            Ok(conn) => answer(conn, &answer_text, &mut waiting),
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => return,
         }
         while let Ok(conn) = rx.try_recv() {
-            answer(conn, &mut waiting);
+            answer(conn, &answer_text, &mut waiting);
         }
         let now = Instant::now();
         waiting.retain_mut(|(conn, since)| now.duration_since(*since) < LINGER && still_sending(conn, &mut scratch));
@@ -62,10 +66,10 @@ fn refuse_all(rx: &Receiver<TcpStream>) {
     }
 }
 
-fn answer(conn: TcpStream, waiting: &mut VecDeque<(TcpStream, Instant)>) {
+fn answer(conn: TcpStream, text: &str, waiting: &mut VecDeque<(TcpStream, Instant)>) {
     // Non-blocking: the answer fits in the socket's buffer, and a client that does not
     // read it must not hold this thread.
-    if conn.set_nonblocking(true).is_err() || (&conn).write_all(ANSWER.as_bytes()).is_err() {
+    if conn.set_nonblocking(true).is_err() || (&conn).write_all(text.as_bytes()).is_err() {
         return;
     }
     let _ = conn.shutdown(Shutdown::Write);
