@@ -82,7 +82,7 @@ impl Server {
     pub fn start_with(listen: SocketAddr, api: Api, limits: Limits) -> Result<Server, String> {
         let listener = TcpListener::bind(listen).map_err(|e| format!("cannot listen on {listen}: {e}"))?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
-        let token = (!addr.ip().is_loopback()).then(new_token);
+        let token = if addr.ip().is_loopback() { None } else { Some(new_token()?) };
         let shared = Arc::new(Shared { api, addr, token: token.clone(), limits });
         let (stop, active) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicUsize::new(0)));
         let accept = {
@@ -173,13 +173,14 @@ impl Drop for Slot {
     }
 }
 
-fn new_token() -> String {
+/// 128 random bits as 32 hex digits. Without a source of randomness there is no token,
+/// and no server beyond loopback (a token from the clock could be guessed).
+fn new_token() -> Result<String, String> {
     let mut bytes = [0u8; 16];
-    if std::fs::File::open("/dev/urandom").and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes)).is_err() {
-        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-        bytes.copy_from_slice(&t.as_nanos().to_le_bytes());
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes))
+        .map_err(|e| format!("cannot make an access token: /dev/urandom: {e}"))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// An HTTP response before it is written.
