@@ -9,11 +9,27 @@ use std::path::{Path, PathBuf};
 
 /// Starts the UI server for `files` and prints where to open it.
 pub fn start(files: &[PathBuf], listen: SocketAddr) -> Result<Server, u8> {
-    let server = Server::start(listen, Api::new(files)).map_err(|e| {
+    serve(Api::new(files), listen)
+}
+
+/// Starts the UI server for the run about to be written to `out` (`run --ui`).
+pub fn start_for_run(out: &Path, listen: SocketAddr) -> Result<Server, u8> {
+    serve(Api::for_new_run(out), listen)
+}
+
+fn serve(api: Api, listen: SocketAddr) -> Result<Server, u8> {
+    let server = Server::start(listen, api).map_err(|e| {
         eprintln!("error: {e} (choose another address with --listen 127.0.0.1:PORT)");
         exit::RUN_FAILED
     })?;
-    eprintln!("Analytics UI: {}", server.url());
+    let urls = server.urls();
+    eprintln!("Analytics UI: {}", urls[0]);
+    if server.addr.ip().is_unspecified() {
+        eprintln!("  {} listens on all interfaces of this host", server.addr);
+        if urls.len() > 1 {
+            eprintln!("  also at: {}", urls[1..].join("  "));
+        }
+    }
     if server.token.is_some() {
         eprintln!("  (listening beyond loopback: every request needs this token; traffic is not encrypted)");
     }

@@ -42,7 +42,22 @@ pub mod exit {
     pub const INTERRUPTED: u8 = 130;
 }
 
+/// A panic in the UI server's threads is caught there (the request is answered 500) and
+/// the server and the run go on. Anywhere else it ends the process at once, as it always
+/// did: a run's threads wait for one another, so a run that lost one would never end; the
+/// results file keeps every committed second and reads as interrupted.
+fn panic_policy() {
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        report(info);
+        if !ioscope_web::server::on_ui_thread() {
+            std::process::abort();
+        }
+    }));
+}
+
 fn main() -> ExitCode {
+    panic_policy();
     let cli = cli::Cli::parse();
     let code = match cli.command {
         cli::Command::Run(args) => cmd_run::run(*args),

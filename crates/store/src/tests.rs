@@ -420,3 +420,30 @@ fn damaged_values_are_errors_naming_the_table_row_and_value() {
     }
     assert!(open(&base).is_ok());
 }
+
+// ---- A reader (the UI, `ioscope show`) while a run writes ----
+
+#[test]
+fn a_reader_holding_the_file_does_not_stop_the_run_leaving_wal_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.ioscope");
+    drop(Writer::create(&path, &run_info(1, "h1"), &hosts()).unwrap());
+    // The run's connection (the only one that may leave WAL mode: no other may be open).
+    let writer = rusqlite::Connection::open(&path).unwrap();
+    let mode: String = writer.query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
+    assert_eq!(mode, "wal");
+    // A reader in the middle of a read transaction, as the UI is a few times a second.
+    let reader = rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+    reader.execute_batch("BEGIN").unwrap();
+    let runs: i64 = reader.query_row("SELECT count(*) FROM run", [], |r| r.get(0)).unwrap();
+    assert_eq!(runs, 1);
+    let once = writer.query_row("PRAGMA journal_mode = DELETE", [], |r| r.get::<_, String>(0));
+    assert!(once.as_deref().map_or(true, |m| m == "wal"), "SQLite refuses the switch while a reader is in the file");
+    let release = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        reader.execute_batch("COMMIT").unwrap();
+    });
+    let mode = crate::write::set_journal_mode(&writer, &path, "delete").unwrap();
+    release.join().unwrap();
+    assert_eq!(mode, "delete", "the switch waits for the reader");
+}

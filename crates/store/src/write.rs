@@ -93,8 +93,7 @@ impl Writer {
             Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)
                 .map_err(StoreError::sqlite(path))?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(StoreError::sqlite(path))?;
-        let mode: String =
-            conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)).map_err(StoreError::sqlite(path))?;
+        let mode = set_journal_mode(&conn, path, "wal")?;
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(StoreError::Corrupt {
                 path: path.to_path_buf(),
@@ -320,8 +319,7 @@ impl Writer {
         )
         .map_err(StoreError::sqlite(&path))?;
         conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())).map_err(StoreError::sqlite(&path))?;
-        let mode: String =
-            conn.query_row("PRAGMA journal_mode = DELETE", [], |r| r.get(0)).map_err(StoreError::sqlite(&path))?;
+        let mode = set_journal_mode(&conn, &path, "delete")?;
         if !mode.eq_ignore_ascii_case("delete") {
             return Err(StoreError::Corrupt {
                 path: path.clone(),
@@ -332,5 +330,26 @@ impl Writer {
         }
         conn.close().map_err(|(_, e)| StoreError::sqlite(&path)(e))?;
         Ok(())
+    }
+}
+
+/// Switches the journal mode and returns the mode in force. While a reader (the UI,
+/// `ioscope show`) has the file open, SQLite refuses the switch at once, without waiting
+/// its busy timeout: so it is tried again until BUSY_TIMEOUT has passed.
+pub(crate) fn set_journal_mode(conn: &Connection, path: &Path, mode: &str) -> Result<String, StoreError> {
+    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+    loop {
+        let busy = match conn.query_row(&format!("PRAGMA journal_mode = {mode}"), [], |r| r.get::<_, String>(0)) {
+            Ok(got) if got.eq_ignore_ascii_case(mode) => return Ok(got),
+            Ok(got) => Ok(got),
+            Err(rusqlite::Error::SqliteFailure(f, m)) if f.code == rusqlite::ErrorCode::DatabaseBusy => {
+                Err(rusqlite::Error::SqliteFailure(f, m))
+            }
+            Err(e) => return Err(StoreError::sqlite(path)(e)),
+        };
+        if std::time::Instant::now() >= deadline {
+            return busy.map_err(StoreError::sqlite(path));
+        }
+        std::thread::sleep(Duration::from_millis(10));
     }
 }

@@ -51,12 +51,25 @@ struct Loaded {
 pub struct RunSource {
     pub id: String,
     pub path: PathBuf,
+    /// The file of a run this process is starting (`run --ui`): until it can first be
+    /// read it is served as a live run with nothing stored yet, not as an error.
+    new_run: bool,
     cache: Mutex<Option<Loaded>>,
 }
 
 impl RunSource {
     pub fn new(id: usize, path: &Path) -> Self {
-        RunSource { id: id.to_string(), path: path.to_path_buf(), cache: Mutex::new(None) }
+        RunSource { id: id.to_string(), path: path.to_path_buf(), new_run: false, cache: Mutex::new(None) }
+    }
+
+    /// A new run's file, not created yet.
+    pub fn new_run(path: &Path) -> Self {
+        RunSource { new_run: true, ..RunSource::new(0, path) }
+    }
+
+    /// Whether this is a new run's file that has not been read yet (it is being created).
+    fn starting(&self) -> bool {
+        self.new_run && self.cache.lock().unwrap_or_else(|e| e.into_inner()).is_none()
     }
 
     /// The file's contents, read again only when the file changed since the last read;
@@ -91,15 +104,36 @@ impl RunSource {
 /// The runs being served.
 pub struct Api {
     pub runs: Vec<RunSource>,
+    /// Debug builds only, for the tests that show a panic while answering is contained:
+    /// `GET /api/v1/debug/panic` panics. Off unless IOSCOPE_DEBUG_UI_PANIC is set.
+    #[cfg(debug_assertions)]
+    pub debug_panic: bool,
 }
 
 impl Api {
     pub fn new(paths: &[PathBuf]) -> Self {
-        Api { runs: paths.iter().enumerate().map(|(i, p)| RunSource::new(i, p)).collect() }
+        Api::of(paths.iter().enumerate().map(|(i, p)| RunSource::new(i, p)).collect())
+    }
+
+    /// The API of the run this process is about to write to `path` (`run --ui`).
+    pub fn for_new_run(path: &Path) -> Self {
+        Api::of(vec![RunSource::new_run(path)])
+    }
+
+    fn of(runs: Vec<RunSource>) -> Self {
+        Api {
+            runs,
+            #[cfg(debug_assertions)]
+            debug_panic: std::env::var_os("IOSCOPE_DEBUG_UI_PANIC").is_some(),
+        }
     }
 
     /// Answers `GET path?query` for a path under `/api/v1/`.
     pub fn get(&self, path: &str, query: &str) -> Answer {
+        #[cfg(debug_assertions)]
+        if self.debug_panic && path == "/api/v1/debug/panic" {
+            panic!("a deliberate panic while answering (IOSCOPE_DEBUG_UI_PANIC)");
+        }
         let params = parse_query(query);
         let pairs = params.iter().map(|(k, v)| (k.as_str(), v.as_str()));
         let parts: Vec<&str> = path.trim_start_matches("/api/v1").split('/').filter(|p| !p.is_empty()).collect();
@@ -107,26 +141,34 @@ impl Api {
             ["runs"] => Answer::ok(self.run_list()),
             ["runs", id, rest @ ..] => {
                 let Some(run) = self.runs.iter().find(|r| r.id == *id) else {
-                    return Answer::error(404, format!("no run {id:?} (runs are 0..{})", self.runs.len()));
+                    let ids = match self.runs.len() {
+                        0 => "no runs are served".to_string(),
+                        n => format!("expected a run id from 0 to {}", n - 1),
+                    };
+                    return Answer::error(404, format!("no run {} ({ids})", query::echo(id)));
                 };
                 let results = match run.results() {
                     Ok(r) => r,
+                    Err(_) if run.starting() => {
+                        let why = format!("run {id} is starting and has stored nothing yet; try again in a second");
+                        return Answer::error(404, why);
+                    }
                     Err(e) => return Answer::error(500, e),
                 };
                 match rest {
                     [] => Answer::ok(run_detail(run, &results)),
-                    ["series"] => match Query::parse(pairs) {
+                    ["series"] => match checked(pairs, &results) {
                         Ok(q) => Answer::ok(query::series(&results, &q)),
                         Err(e) => Answer::error(400, e),
                     },
-                    ["heatmap"] => match Query::parse(pairs).and_then(|q| query::heatmap_json(&results, &q)) {
+                    ["heatmap"] => match checked(pairs, &results).and_then(|q| query::heatmap_json(&results, &q)) {
                         Ok(text) => Answer { status: 200, body: text },
                         Err(e) => Answer::error(400, e),
                     },
-                    _ => Answer::error(404, format!("no such path {path:?} (see docs/api.md)")),
+                    _ => Answer::error(404, format!("no such path {} (see docs/api.md)", query::echo(path))),
                 }
             }
-            _ => Answer::error(404, format!("no such path {path:?} (see docs/api.md)")),
+            _ => Answer::error(404, format!("no such path {} (see docs/api.md)", query::echo(path))),
         }
     }
 
@@ -136,11 +178,21 @@ impl Api {
             .iter()
             .map(|run| match run.results() {
                 Ok(r) => run_entry(run, &r),
+                Err(_) if run.starting() => json!({"id": run.id, "name": run.name(), "path": run.path,
+                    "status": Status::Running.as_str(), "live": true, "started_unix_ms": null,
+                    "first_second": null, "last_second": null}),
                 Err(e) => json!({"id": run.id, "name": run.name(), "path": run.path, "error": e}),
             })
             .collect();
         json!({"api_version": API_VERSION, "runs": runs})
     }
+}
+
+/// A series or heat-map query, parsed and checked against the run before any work.
+fn checked<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>, results: &Results) -> Result<Query, String> {
+    let q = Query::parse(pairs)?;
+    query::check_range(results, &q)?;
+    Ok(q)
 }
 
 fn run_entry(run: &RunSource, r: &Results) -> Value {

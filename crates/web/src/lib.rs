@@ -1,12 +1,15 @@
 //! Analytics: the versioned JSON API over results files ([`api`], aggregation in
-//! [`query`]), the HTTP server with the embedded UI ([`server`], [`assets`]), the
+//! [`query`]), the HTTP server with the embedded UI ([`server`], [`request`], [`access`], [`assets`]), the
 //! self-contained HTML report ([`report`]) and PNG heat maps ([`plot`]).
 
+pub mod access;
 pub mod api;
 pub mod assets;
+mod busy;
 pub mod plot;
 pub mod query;
 pub mod report;
+pub mod request;
 pub mod server;
 
 pub use api::Api;
@@ -14,3 +17,5 @@ pub use server::Server;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_hostile;

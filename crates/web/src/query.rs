@@ -11,6 +11,18 @@ use ioscope_store::Results;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
+/// The most `where` terms a query may have (each row is compared with each).
+pub const MAX_FILTER_TERMS: usize = 256;
+
+/// A value from a client as quoted in an error message: at most 64 characters of it.
+pub fn echo(value: &str) -> String {
+    const MAX_CHARS: usize = 64;
+    match value.char_indices().nth(MAX_CHARS) {
+        Some((cut, _)) => format!("{:?}... ({} bytes)", &value[..cut], value.len()),
+        None => format!("{value:?}"),
+    }
+}
+
 /// What a statistic can be filtered and broken down by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Dim {
@@ -118,7 +130,7 @@ impl Query {
     pub fn new(stat_name: &str) -> Result<Self, String> {
         let stat = stat(stat_name).ok_or_else(|| {
             let names: Vec<_> = STATS.iter().map(|s| s.name).collect();
-            format!("unknown statistic {stat_name:?} (expected one of {})", names.join(", "))
+            format!("unknown statistic {} (expected one of {})", echo(stat_name), names.join(", "))
         })?;
         Ok(Query { stat, by: None, filter: Vec::new(), from: None, to: None })
     }
@@ -136,7 +148,11 @@ impl Query {
         }
         let second = |k: &str| -> Result<Option<u32>, String> {
             get(k)
-                .map(|v| v.parse::<u32>().map_err(|_| format!("{k}={v:?}: expected a second (0, 1, ...)")))
+                .map(|v| {
+                    v.parse::<u32>().map_err(|_| {
+                        format!("{k}={}: expected a second of the run, a whole number (0, 1, ...)", echo(v))
+                    })
+                })
                 .transpose()
         };
         q.from = second("from")?;
@@ -153,9 +169,16 @@ impl Query {
     /// Adds filters written `dim:value;dim:value`.
     pub fn filter(mut self, spec: &str) -> Result<Self, String> {
         for part in spec.split(';').filter(|p| !p.is_empty()) {
-            let (d, v) = part.split_once(':').ok_or_else(|| format!("where {part:?}: expected DIMENSION:VALUE"))?;
+            let (d, v) =
+                part.split_once(':').ok_or_else(|| format!("where {}: expected DIMENSION:VALUE", echo(part)))?;
             let dim = self.dimension(d)?;
-            self.filter.push((dim, v.to_string()));
+            if !self.filter.iter().any(|(fd, fv)| *fd == dim && fv == v) {
+                self.filter.push((dim, v.to_string()));
+            }
+            // Every row is matched against every term: their number is bounded.
+            if self.filter.len() > MAX_FILTER_TERMS {
+                return Err(format!("where: at most {MAX_FILTER_TERMS} DIMENSION:VALUE terms"));
+            }
         }
         self.check_sources()?;
         Ok(self)
@@ -169,7 +192,7 @@ impl Query {
     fn dimension(&self, name: &str) -> Result<Dim, String> {
         let dim = Dim::parse(name).ok_or_else(|| {
             let names: Vec<_> = Dim::ALL.iter().map(|d| d.name()).collect();
-            format!("unknown dimension {name:?} (expected one of {})", names.join(", "))
+            format!("unknown dimension {} (expected one of {})", echo(name), names.join(", "))
         })?;
         if !self.stat.dims.contains(&dim) {
             let names: Vec<_> = self.stat.dims.iter().map(|d| d.name()).collect();
@@ -199,6 +222,7 @@ impl Query {
 
     fn matches(&self, row: &Row) -> bool {
         let mut dims: Vec<Dim> = self.filter.iter().map(|(d, _)| *d).collect();
+        dims.sort_by_key(|d| d.name());
         dims.dedup();
         dims.iter().all(|&d| {
             let value = row.value(d);
@@ -274,6 +298,22 @@ pub fn second_range(r: &Results) -> Option<(u32, u32)> {
     Some((r.seconds.first()?.second, r.seconds.last()?.second))
 }
 
+/// Refuses a query whose `from`/`to` cannot be answered from the run: a range that ends
+/// before it starts, or starts after the run's last second (a `to` beyond it is clamped).
+pub fn check_range(r: &Results, q: &Query) -> Result<(), String> {
+    let (first, last) = second_range(r).unwrap_or((0, 0));
+    match (q.from, q.to) {
+        (Some(f), Some(t)) if f > t => Err(format!("from={f} is after to={t}: expected from <= to")),
+        (Some(f), _) if f > last => {
+            Err(format!("from={f} is after the run's last second: expected a second in {first}..={last}"))
+        }
+        (_, Some(t)) if t < first => {
+            Err(format!("to={t} is before the run's first second: expected a second in {first}..={last}"))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// The seconds a query covers, and their snapshots grouped by second.
 struct Range<'a> {
     from: u32,
@@ -282,16 +322,20 @@ struct Range<'a> {
 }
 
 impl<'a> Range<'a> {
+    /// The query's seconds within the run's: `from` and `to` are clamped to the stored
+    /// seconds, so nothing is allocated for seconds the run does not have, whatever a
+    /// client asks ([`check_range`] refuses what cannot be answered).
     fn of(r: &'a Results, q: &Query) -> Range<'a> {
         let (first, last) = second_range(r).unwrap_or((0, 0));
-        let from = q.from.unwrap_or(first);
-        let to = q.to.unwrap_or(last).max(from);
+        // min/max rather than clamp: clamp panics when its bounds are reversed.
+        let from = q.from.unwrap_or(first).max(first).min(last);
+        let to = q.to.unwrap_or(last).min(last).max(from);
         let by_second = r.seconds.chunk_by(|a, b| a.second == b.second).filter(|c| (from..=to).contains(&c[0].second));
         Range { from, to, by_second: by_second.collect() }
     }
 
     fn len(&self) -> usize {
-        (self.to - self.from + 1) as usize
+        (self.to - self.from) as usize + 1
     }
 
     fn index(&self, second: u32) -> usize {

@@ -54,7 +54,7 @@ fn snapshot(second: u32, host: &str) -> Snapshot {
 }
 
 /// Seconds 0..4 on hosts a and b, except that host b misses second 2 and nobody has second 3.
-fn write_results(dir: &Path) -> PathBuf {
+pub(crate) fn write_results(dir: &Path) -> PathBuf {
     let path = dir.join("r.ioscope");
     let info = RunInfo {
         ioscope_version: "test".into(),
@@ -292,7 +292,7 @@ fn get(port: u16, target: &str, cookie: Option<&str>) -> (u16, String) {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     let cookie = cookie.map(|c| format!("Cookie: {c}\r\n")).unwrap_or_default();
-    write!(s, "GET {target} HTTP/1.1\r\nHost: x\r\n{cookie}\r\n").unwrap();
+    write!(s, "GET {target} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{cookie}\r\n").unwrap();
     let mut out = String::new();
     s.read_to_string(&mut out).unwrap();
     (out[9..12].parse().unwrap(), out)
