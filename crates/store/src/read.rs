@@ -127,7 +127,7 @@ fn set_counter(c: &mut ioscope_metrics::Counts, stat: &str, value: u64) {
     }
 }
 
-/// Version 2 files (no per-file series) are read as they are.
+/// Version 2 files (no per-file series) and 3 (no error kinds, no skips) are read as they are.
 const OLDEST_READABLE: i32 = 2;
 
 struct Reader<'a> {
@@ -278,13 +278,15 @@ impl Reader<'_> {
             op: String,
             worker: Option<u32>,
             file: Option<String>,
+            error: Option<String>,
         }
         let mut series = HashMap::new();
         {
             let file = if self.version >= 3 { "file" } else { "NULL" };
+            let error = if self.version >= 4 { "error" } else { "NULL" };
             let mut stmt = self
                 .conn
-                .prepare(&format!("SELECT id, stat, host, workload, op, worker, {file} FROM series"))
+                .prepare(&format!("SELECT id, stat, host, workload, op, worker, {file}, {error} FROM series"))
                 .map_err(self.sql())?;
             let mut rows = stmt.query([]).map_err(self.sql())?;
             while let Some(r) = rows.next().map_err(self.sql())? {
@@ -296,6 +298,7 @@ impl Reader<'_> {
                     op: r.get(4).map_err(self.sql())?,
                     worker: r.get(5).map_err(self.sql())?,
                     file: r.get(6).map_err(self.sql())?,
+                    error: r.get(7).map_err(self.sql())?,
                 };
                 series.insert(id, row);
             }
@@ -385,6 +388,10 @@ impl Reader<'_> {
                         snap.ops.len() - 1
                     });
                     let d = &mut snap.ops[i].data;
+                    if let Some(kind) = &s.error {
+                        d.errors_by_kind.push((kind.clone(), value));
+                        continue;
+                    }
                     let hist = |d: &mut Histogram| -> Result<(), StoreError> {
                         let blob = match r.get_ref(7).map_err(self.sql())? {
                             ValueRef::Null => return Ok(()),
@@ -404,6 +411,7 @@ impl Reader<'_> {
                         stat::SERVICE_TIME => hist(&mut d.service_ns)?,
                         stat::SIZE => hist(&mut d.size_bytes)?,
                         stat::OFFSET => hist(&mut d.offset_bytes)?,
+                        stat::SKIPPED => d.skipped = value,
                         _ => {}
                     }
                 }

@@ -17,6 +17,8 @@ fn hist(values: impl IntoIterator<Item = u64>) -> Histogram {
 fn interval(n: u64, base_ns: u64, size: u64) -> OpInterval {
     OpInterval {
         counts: Counts { ops: n, bytes: n * size, errors: 0 },
+        errors_by_kind: Vec::new(),
+        skipped: 0,
         latency_ns: hist((0..n).map(|i| base_ns + i * 1000)),
         service_ns: hist((0..n).map(|i| base_ns / 2 + i * 1000)),
         size_bytes: hist((0..n).map(|_| size)),
