@@ -297,3 +297,82 @@ impl<E: Engine> Worker<'_, E> {
 fn req(path: &std::path::Path) -> FileReq<'_> {
     FileReq { op: Op::Getattr, path, to: None, file: 0, write: false, size: 0 }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dataset::DatasetSpec;
+    use crate::iogen::IoGen;
+    use ioscope_engine::{Capabilities, IoBuffers, OpenSpec, Submitted};
+    use ioscope_metrics::{WorkerReader, WorkerRecorder};
+    use std::sync::atomic::AtomicBool;
+
+    /// A file system that is full: every create fails with ENOSPC, the rest succeeds.
+    struct Full;
+
+    impl Engine for Full {
+        fn name(&self) -> &'static str {
+            "full"
+        }
+        fn capabilities(&self) -> Capabilities {
+            Capabilities { queued: false, direct_io: false, metadata: true, max_queue_depth: 1, batched_submit: false }
+        }
+        fn open(&mut self, _: &OpenSpec, _: &IoBuffers) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn submit(&mut self, io: &Io, _: &mut IoBuffers) -> Submitted {
+            Submitted::Done(io.len as i64)
+        }
+        fn file_op(&mut self, req: &FileReq<'_>, _: &mut IoBuffers) -> i64 {
+            match req.op {
+                Op::Create => -(libc::ENOSPC as i64),
+                _ => 0,
+            }
+        }
+    }
+
+    /// Runs one create worker for 100 ms on a tree of 4 files, the first `absent` of them
+    /// missing; returns what it recorded for create and its first error.
+    fn create_on_full_disk(absent: u64) -> (ioscope_metrics::OpInterval, Vec<(Op, String)>) {
+        crate::clock::init();
+        let p = crate::test_plan(
+            "engine = 'posix'\n[dataset]\ndir = '/nonexistent'\ndepth = 1\nwidth = 1\nfiles = 4\nsizes = '4k'\n\
+             [[workload]]\noperation = 'create'\nthreads = 1\n",
+        );
+        let (spec, _) = DatasetSpec::of(p.dataset.as_ref().unwrap());
+        let tree = Tree::new(crate::dataset::Layout::new(&spec));
+        (0..absent).for_each(|i| tree.set(i, ABSENT));
+        let eff = Effective::of(&p.workloads[0], &p.steps()[0]);
+        let rec = WorkerRecorder::new(ioscope_engine::OP_KINDS);
+        let stop = AtomicBool::new(false);
+        let gen = IoGen::new(0, 0, &eff, 0, 1, 0);
+        let mut w = Worker::new(Full, IoBuffers::new(1, 4096, 1), gen, &rec, &stop, p.sync, 1);
+        let mut task = TreeTask::new(&tree, eff, 0, 7);
+        let start = now_ns();
+        w.run_tree(
+            &tree,
+            &mut task,
+            &Schedule { start_ns: start, deadline_ns: start + 100_000_000, interval_ns: None, phase_ns: 0 },
+        );
+        let got = WorkerReader::new(ioscope_engine::OP_KINDS).naming(crate::errors::kind_name).take(&rec);
+        (got[Op::Create as usize].clone(), w.errors.0)
+    }
+
+    #[test]
+    fn enospc_while_creating_shows_as_enospc_not_as_a_missing_file() {
+        let (create, first) = create_on_full_disk(2);
+        assert!(create.counts.errors > 0);
+        assert_eq!(create.errors_by_kind, [("ENOSPC".to_string(), create.counts.errors)]);
+        assert!(first[0].1.contains("No space left"), "{first:?}");
+    }
+
+    #[test]
+    fn a_pick_that_finds_no_file_is_a_skip_not_an_error_and_the_worker_backs_off() {
+        // Every name is taken: nothing to create. Not one I/O, not one error, and no spinning
+        // (with back-off, a handful of tries in 100 ms, where a spinning loop makes millions).
+        let (create, first) = create_on_full_disk(0);
+        assert_eq!(create.counts, ioscope_metrics::Counts::default());
+        assert!(first.is_empty(), "{first:?}");
+        assert!((1..=100).contains(&create.skipped), "{} skips", create.skipped);
+    }
+}
