@@ -848,3 +848,165 @@ fn nfs_server_killed_mid_run_ends_the_run_with_errors_counted_and_the_results_ke
     assert!(show["total"]["errors"].as_u64().unwrap() > 0, "the I/Os in flight count as errors");
     assert!(show["total"]["ops"].as_u64().unwrap() > 100, "the seconds before the kill are kept");
 }
+
+// ---- Failed I/O: kinds, short transfers, max_errors, file-tree skips ------------------
+
+/// Starts `ioscope run ARGS --out OUT --json --quiet`, waits until the run has begun (its
+/// results file exists), waits `after` more, then calls `act`; returns the finished output.
+fn run_and_meddle(args: &[&str], out: &Path, after: Duration, act: impl FnOnce()) -> Output {
+    let child = ioscope()
+        .args(args)
+        .args(["--out", s(out), "--json", "--quiet"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !out.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(after);
+    act();
+    child.wait_with_output().unwrap()
+}
+
+fn truncate(path: &Path) {
+    std::fs::OpenOptions::new().write(true).open(path).unwrap().set_len(0).unwrap();
+}
+
+#[test]
+fn a_working_set_truncated_mid_run_fails_the_run_naming_short_reads() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, out) = (tmp.path().join("data"), tmp.path().join("r.db"));
+    let args = ["run", "--rw", "randread", "--size", "8m", "--duration", "20s", "--dir", s(&dir)];
+    // Another process shrinks the file behind ioscope's back: every read from then on is
+    // past the end of the file.
+    let done = run_and_meddle(&args, &out, Duration::from_millis(300), || truncate(&dir.join("ioscope.0.dat")));
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert_eq!(done.status.code(), Some(1), "{stderr}");
+    let summary = json_of(&done);
+    schema_check(&summary);
+    assert_eq!(summary["status"], "failed");
+    let detail = summary["status_detail"].as_str().unwrap();
+    assert!(detail.contains("max_errors = 1%") && detail.contains("read short read"), "{detail}");
+    let read = &summary["ops"]["read"];
+    assert!(read["errors_by_kind"]["short read"].as_u64().unwrap() > 0, "{read}");
+    assert_eq!(read["bytes"].as_u64(), read["ops"].as_u64().map(|n| n * 4096), "bytes per op is not falsely low");
+    // The default limit ends the run at once, not at the end of its 20 s; the results stay.
+    assert!(summary["duration_s"].as_f64().unwrap() < 10.0, "{}", summary["duration_s"]);
+    let shown = run_ok(&["show", s(&out)]);
+    assert!(
+        String::from_utf8_lossy(&shown.stdout).contains("errors: read"),
+        "{}",
+        String::from_utf8_lossy(&shown.stdout)
+    );
+}
+
+#[test]
+fn with_max_errors_off_a_run_of_failures_completes_and_says_every_io_failed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, out) = (tmp.path().join("data"), tmp.path().join("r.db"));
+    let args = ["run", "--rw", "randread", "--size", "8m", "--duration", "3s", "--dir", s(&dir), "--max-errors", "off"];
+    let done = run_and_meddle(&args, &out, Duration::from_millis(200), || truncate(&dir.join("ioscope.0.dat")));
+    assert_eq!(done.status.code(), Some(0), "{}", String::from_utf8_lossy(&done.stderr));
+    let summary = json_of(&done);
+    assert_eq!(summary["status"], "completed");
+    let notes: Vec<&str> = summary["notes"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
+    assert!(notes.iter().any(|n| n.starts_with("every I/O failed in ")), "{notes:#?}");
+    // A bad limit is refused before any I/O, naming the flag.
+    let bad = ioscope().args(["run", "--engine", "null", "--max-errors", "lots"]).output().unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--max-errors"), "{}", String::from_utf8_lossy(&bad.stderr));
+}
+
+/// A tree workload file: a dataset of `files` files of `sizes` in `dir`, and one thread
+/// each of `ops`.
+fn tree_workload(dir: &Path, files: u32, sizes: &str, ops: &[&str], duration: &str) -> String {
+    let mut text = format!(
+        "duration = \"{duration}\"\n\n[dataset]\ndir = \"{}\"\ndepth = 1\nwidth = 1\nfiles = {files}\nsizes = \"{sizes}\"\n",
+        dir.display()
+    );
+    for op in ops {
+        text.push_str(&format!("\n[[workload]]\nname = \"{op}\"\noperation = \"{op}\"\nthreads = 1\n"));
+    }
+    text
+}
+
+#[test]
+fn file_tree_picks_that_find_no_file_are_skips_not_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let toml = tmp.path().join("w.toml");
+    std::fs::write(&toml, tree_workload(&tmp.path().join("tree"), 4, "4k", &["create", "delete"], "2s")).unwrap();
+    let out = tmp.path().join("r.db");
+    let done = run_ok(&["run", s(&toml), "--out", s(&out), "--json", "--quiet"]);
+    let summary = json_of(&done);
+    schema_check(&summary);
+    // Creates find every name taken until deletes free one (and the other way round): such
+    // a pick is not an I/O, not an error, and the thread does not spin.
+    assert_eq!(summary["total"]["errors"], 0, "{}", summary["ops"]);
+    let skipped: u64 = ["create", "delete"].iter().map(|op| summary["ops"][op]["skipped"].as_u64().unwrap_or(0)).sum();
+    assert!(skipped > 0, "{}", summary["ops"]);
+    let notes = summary["notes"].to_string();
+    assert!(notes.contains("picks found no"), "{notes}");
+    assert!(summary["ops"]["create"]["ops"].as_u64().unwrap() > 0, "creates still happen");
+}
+
+/// A tmpfs of `size` mounted at `at` for the test's life; None where mounting is not allowed.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(at: &Path, size: &str) -> Option<Tmpfs> {
+        std::fs::create_dir_all(at).unwrap();
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs", s(at)])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|st| st.success());
+        ok.then(|| Tmpfs(at.to_path_buf()))
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn enospc_during_a_file_tree_run_is_reported_as_enospc() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(fs) = Tmpfs::mount(&tmp.path().join("small"), "2m") else {
+        eprintln!("skipped: cannot mount a tmpfs here (needs root)");
+        return;
+    };
+    let toml = tmp.path().join("w.toml");
+    let tree = fs.0.join("tree");
+    std::fs::write(&toml, tree_workload(&tree, 8, "4k:50,256k:50", &["create", "delete"], "2s")).unwrap();
+    let out = tmp.path().join("r.db");
+    let filler = fs.0.join("filler");
+    // Once the run has begun, fill the file system, and keep taking what deletes free.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let fill = {
+        let (filler, stop) = (filler.clone(), stop.clone());
+        move || {
+            std::thread::spawn(move || {
+                use std::io::Write;
+                let mut f = std::fs::File::create(&filler).unwrap();
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    if f.write_all(&[1u8; 4096]).is_err() {
+                        std::thread::sleep(Duration::from_micros(200));
+                    }
+                }
+            });
+        }
+    };
+    let done = run_and_meddle(&["run", s(&toml)], &out, Duration::ZERO, fill);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    let summary = json_of(&done);
+    let kinds = &summary["ops"]["create"]["errors_by_kind"];
+    assert!(kinds["ENOSPC"].as_u64().unwrap_or(0) > 0, "{kinds} {stderr}");
+    assert!(kinds.get("ENOENT").is_none() && kinds.get("EEXIST").is_none(), "{kinds}");
+    assert!(!stderr.contains("No such file or directory"), "{stderr}");
+    std::thread::sleep(Duration::from_millis(50));
+}

@@ -12,10 +12,11 @@
 //! counts are not kept separately: they are the latency histogram's count and the size
 //! histogram's sum.
 //!
-//! Failed I/Os are also counted by kind, in a fixed table of [`ERROR_KINDS`] small cells
-//! per operation (the caller maps an errno or protocol status to a cell; see
-//! `ioscope_exec::errors`), so recording an error stays one array index and one add. The
-//! reader names the kinds once a second with the naming function it was given.
+//! Failed I/Os are counted by kind, in a fixed table of [`ERROR_KINDS`] small cells per
+//! operation (the caller maps an errno or protocol status to a cell; see
+//! `ioscope_exec::errors`), so recording an error is one array index and one add. The
+//! error count is the sum of the kinds (so the two always agree), and the reader names the
+//! kinds once a second with the naming function it was given.
 
 use crate::histogram::{bucket_index, Histogram, BUCKETS};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
@@ -77,7 +78,6 @@ fn kind_number(_op: usize, kind: u16) -> String {
 
 /// What one worker records for one operation.
 pub struct OpRecorder {
-    pub errors: AtomicU64,
     /// Failed I/Os per kind (32-bit cells that wrap, read as deltas like the buckets).
     error_kinds: Box<[AtomicU32]>,
     /// Operations that found nothing to act on (no file in the state they need): neither
@@ -94,7 +94,6 @@ pub struct OpRecorder {
 impl Default for OpRecorder {
     fn default() -> Self {
         Self {
-            errors: AtomicU64::new(0),
             error_kinds: (0..ERROR_KINDS).map(|_| AtomicU32::new(0)).collect(),
             skipped: AtomicU64::new(0),
             latency_ns: Default::default(),
@@ -118,7 +117,6 @@ impl OpRecorder {
     /// Records a failed I/O of `kind`: counted as an error, not as an operation.
     #[inline(always)]
     pub fn record_error(&self, kind: u16) {
-        bump(&self.errors, 1);
         let cell = self.error_kinds.get(kind as usize).unwrap_or(&self.error_kinds[0]);
         cell.store(cell.load(Relaxed).wrapping_add(1), Relaxed);
     }
@@ -251,7 +249,6 @@ pub struct OpInterval {
 
 /// Reads one worker's recorders each interval and yields deltas.
 pub struct WorkerReader {
-    prev_errors: Vec<u64>,
     prev_skipped: Vec<u64>,
     /// Per op kind: error kind cells at the previous read.
     prev_kinds: Vec<Vec<u32>>,
@@ -264,7 +261,6 @@ pub struct WorkerReader {
 impl WorkerReader {
     pub fn new(op_kinds: usize) -> Self {
         Self {
-            prev_errors: vec![0; op_kinds],
             prev_skipped: vec![0; op_kinds],
             prev_kinds: vec![vec![0; ERROR_KINDS]; op_kinds],
             namer: kind_number,
@@ -314,16 +310,15 @@ impl WorkerReader {
                 out.push(OpInterval::empty());
                 continue;
             };
-            let errors = rec.errors.load(Relaxed);
-            let prev_errors = std::mem::replace(&mut self.prev_errors[i], errors);
             let skipped = rec.skipped.load(Relaxed);
             let prev_skipped = std::mem::replace(&mut self.prev_skipped[i], skipped);
-            let mut errors_by_kind = Vec::new();
+            let (mut errors_by_kind, mut errors) = (Vec::new(), 0);
             for (kind, (cell, prev)) in rec.error_kinds.iter().zip(self.prev_kinds[i].iter_mut()).enumerate() {
                 let now = cell.load(Relaxed);
                 let d = now.wrapping_sub(*prev);
                 *prev = now;
                 if d > 0 {
+                    errors += d as u64;
                     errors_by_kind.push(((self.namer)(i, kind as u16), d as u64));
                 }
             }
@@ -331,11 +326,7 @@ impl WorkerReader {
             let latency_ns = lat.take(&rec.latency_ns);
             let size_bytes = size.take(&rec.size_bytes);
             out.push(OpInterval {
-                counts: Counts {
-                    ops: latency_ns.count(),
-                    bytes: size_bytes.sum() as u64,
-                    errors: errors.wrapping_sub(prev_errors),
-                },
+                counts: Counts { ops: latency_ns.count(), bytes: size_bytes.sum() as u64, errors },
                 errors_by_kind,
                 skipped: skipped.wrapping_sub(prev_skipped),
                 latency_ns,
