@@ -324,6 +324,8 @@ fn json_export_nests_ops_per_second() {
     assert_eq!(rows[0]["interval_s"], 1.0);
     assert_eq!(rows[0]["ops"]["read"]["lat_p99_ns"], 10_015);
     assert_eq!(rows[1]["ops"]["write"]["errors"], 2);
+    assert_eq!(rows[1]["ops"]["write"]["errors_by_kind"]["EROFS"], 2, "errors by kind, per second");
+    assert!(rows[0]["ops"]["write"].get("errors_by_kind").is_none(), "none without errors");
     assert!(rows[1]["ops"]["write"]["lat_p99_ns"].is_null());
     assert!(rows[0]["ops"].get("fsync").is_none());
 }

@@ -696,9 +696,12 @@ pub fn dimension_values(r: &Results) -> Value {
 /// The `stats` list of a run: every statistic with the dimensions it has.
 pub fn stat_list(r: &Results) -> Value {
     let has_probes = !r.probes.is_empty();
+    // Skips happen only in file-tree workloads (any operation besides transfers and syncs).
+    let tree = r.op_names().iter().any(|op| !matches!(op.as_str(), "read" | "write" | "fsync" | "fdatasync"));
     let list: Vec<Value> = STATS
         .iter()
         .filter(|s| s.kind != Kind::Event || has_probes)
+        .filter(|s| s.name != "skipped" || tree)
         .map(|s| {
             json!({"name": s.name, "label": s.label, "unit": s.unit, "kind": s.kind.name(),
                    "dimensions": s.dims.iter().map(|d| d.name()).collect::<Vec<_>>()})

@@ -355,4 +355,10 @@ fn errors_break_down_by_kind_and_the_kinds_sum_to_the_whole() {
     assert!(Query::new("ops").unwrap().by("error").is_err());
     let dims = query::dimension_values(&r);
     assert_eq!(dims["error"], serde_json::json!(["EROFS", "short write"]));
+    // `skipped` is offered for file-tree runs only.
+    let listed =
+        |r: &ioscope_store::Results| query::stat_list(r).as_array().unwrap().iter().any(|s| s["name"] == "skipped");
+    assert!(!listed(&r), "reads and writes only");
+    r.seconds[0].ops[0].op = "delete".into();
+    assert!(listed(&r));
 }
