@@ -1010,3 +1010,66 @@ fn enospc_during_a_file_tree_run_is_reported_as_enospc() {
     assert!(!stderr.contains("No such file or directory"), "{stderr}");
     std::thread::sleep(Duration::from_millis(50));
 }
+
+/// An ext4 file system on a loop device, mounted at `mnt` for the test's life; None where
+/// that is not allowed (needs root and loop devices).
+struct LoopExt4 {
+    mnt: PathBuf,
+    dev: String,
+}
+
+impl LoopExt4 {
+    fn mount(dir: &Path) -> Option<LoopExt4> {
+        let img = dir.join("ext4.img");
+        std::fs::File::create(&img).ok()?.set_len(64 << 20).ok()?;
+        let out = Command::new("losetup").args(["-f", "--show", s(&img)]).stderr(Stdio::null()).output().ok()?;
+        let dev = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        if !out.status.success() || dev.is_empty() {
+            return None;
+        }
+        let fs = LoopExt4 { mnt: dir.join("mnt"), dev };
+        std::fs::create_dir_all(&fs.mnt).ok()?;
+        let ok = |c: &mut Command| c.stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success());
+        (ok(Command::new("mkfs.ext4").args(["-q", &fs.dev]))
+            && ok(Command::new("mount").args([fs.dev.as_str(), s(&fs.mnt)])))
+        .then_some(fs)
+    }
+
+    /// Shuts the file system down as a dying device would (EXT4_IOC_SHUTDOWN, no log
+    /// flush): from then on every I/O fails with EIO.
+    fn shut_down(&self) {
+        let dir = std::fs::File::open(&self.mnt).unwrap();
+        let mut flags: u32 = 2; // EXT4_GOING_FLAGS_NOLOGFLUSH
+        const EXT4_IOC_SHUTDOWN: libc::c_ulong = 0x8004_587D; // _IOR('X', 125, __u32)
+        let rc = unsafe { libc::ioctl(std::os::fd::AsRawFd::as_raw_fd(&dir), EXT4_IOC_SHUTDOWN as _, &mut flags) };
+        assert_eq!(rc, 0, "EXT4_IOC_SHUTDOWN: {}", std::io::Error::last_os_error());
+    }
+}
+
+impl Drop for LoopExt4 {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.mnt).status();
+        let _ = Command::new("losetup").args(["-d", &self.dev]).status();
+    }
+}
+
+#[test]
+fn a_dead_device_ends_the_run_as_failed_within_seconds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(fs) = LoopExt4::mount(tmp.path()) else {
+        eprintln!("skipped: cannot make and mount an ext4 loop device here (needs root)");
+        return;
+    };
+    let out = tmp.path().join("r.db");
+    let args = ["run", "--rw", "randrw", "--direct", "--size", "16m", "--duration", "60s", "--dir"];
+    let dir = fs.mnt.join("data");
+    let done = run_and_meddle(&[&args[..], &[s(&dir)]].concat(), &out, Duration::from_millis(500), || fs.shut_down());
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert_eq!(done.status.code(), Some(1), "{stderr}");
+    let summary = json_of(&done);
+    assert_eq!(summary["status"], "failed");
+    let detail = summary["status_detail"].as_str().unwrap();
+    assert!(detail.contains("EIO"), "the error kind is named: {detail}");
+    assert!(summary["duration_s"].as_f64().unwrap() < 10.0, "60 s planned: {}", summary["duration_s"]);
+    assert!(summary["ops"]["read"]["errors_by_kind"]["EIO"].as_u64().unwrap() > 0);
+}
