@@ -3,7 +3,7 @@
 //! number, an index into each operation's table of [`ERROR_KINDS`] cells, and the
 //! collector names it once a second ("ENOSPC", "NFS3ERR_STALE", "short read").
 //!
-//! Numbers: 1..=255 errno; [`STATUS_LOW`].. NFS statuses 0..=127, [`STATUS_HIGH`].. NFS
+//! Numbers: 1..=255 errno; `STATUS_LOW`.. NFS statuses 0..=127, `STATUS_HIGH`.. NFS
 //! statuses 10000..=10063; [`SHORT`] a transfer of fewer bytes than asked; 0 anything else.
 
 use ioscope_engine::Op;
