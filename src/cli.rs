@@ -214,6 +214,9 @@ pub struct WorkloadFlags {
     /// Remove the files ioscope created after the run.
     #[arg(long)]
     pub cleanup: bool,
+    /// End the run as failed past N failed I/Os or PCT% of the I/Os (default 1%; off: never).
+    #[arg(long, value_name = "N|PCT%")]
+    pub max_errors: Option<String>,
 }
 
 impl WorkloadFlags {
@@ -239,6 +242,7 @@ impl WorkloadFlags {
             sqpoll: self.sqpoll,
             force: self.force,
             cleanup: self.cleanup,
+            max_errors: self.max_errors.clone(),
         }
     }
 }

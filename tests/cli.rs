@@ -1198,3 +1198,228 @@ fn a_full_file_system_under_out_ends_the_run_naming_the_file_and_enospc_with_the
     let shown = json_of(&run_ok(&["show", s(&results), "--json"]));
     assert_eq!(shown["samples"].as_array().unwrap().len(), measured);
 }
+
+// ---- Failed I/O: kinds, short transfers, max_errors, file-tree skips ------------------
+
+/// Starts `ioscope run ARGS --out OUT --json --quiet`, waits until the run has begun (its
+/// results file exists), waits `after` more, then calls `act`; returns the finished output.
+fn run_and_meddle(args: &[&str], out: &Path, after: Duration, act: impl FnOnce()) -> Output {
+    let child = ioscope()
+        .args(args)
+        .args(["--out", s(out), "--json", "--quiet"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !out.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(after);
+    act();
+    child.wait_with_output().unwrap()
+}
+
+fn truncate(path: &Path) {
+    std::fs::OpenOptions::new().write(true).open(path).unwrap().set_len(0).unwrap();
+}
+
+#[test]
+fn a_working_set_truncated_mid_run_fails_the_run_naming_short_reads() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, out) = (tmp.path().join("data"), tmp.path().join("r.db"));
+    let args = ["run", "--rw", "randread", "--size", "8m", "--duration", "20s", "--dir", s(&dir)];
+    // Another process shrinks the file behind ioscope's back: every read from then on is
+    // past the end of the file.
+    let done = run_and_meddle(&args, &out, Duration::from_millis(300), || truncate(&dir.join("ioscope.0.dat")));
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert_eq!(done.status.code(), Some(1), "{stderr}");
+    let summary = json_of(&done);
+    schema_check(&summary);
+    assert_eq!(summary["status"], "failed");
+    let detail = summary["status_detail"].as_str().unwrap();
+    assert!(detail.contains("max_errors = 1%") && detail.contains("read short read"), "{detail}");
+    let read = &summary["ops"]["read"];
+    assert!(read["errors_by_kind"]["short read"].as_u64().unwrap() > 0, "{read}");
+    assert_eq!(read["bytes"].as_u64(), read["ops"].as_u64().map(|n| n * 4096), "bytes per op is not falsely low");
+    // The default limit ends the run at once, not at the end of its 20 s; the results stay.
+    assert!(summary["duration_s"].as_f64().unwrap() < 10.0, "{}", summary["duration_s"]);
+    let shown = run_ok(&["show", s(&out)]);
+    assert!(
+        String::from_utf8_lossy(&shown.stdout).contains("errors: read"),
+        "{}",
+        String::from_utf8_lossy(&shown.stdout)
+    );
+}
+
+#[test]
+fn with_max_errors_off_a_run_of_failures_completes_and_says_every_io_failed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, out) = (tmp.path().join("data"), tmp.path().join("r.db"));
+    let args = ["run", "--rw", "randread", "--size", "8m", "--duration", "3s", "--dir", s(&dir), "--max-errors", "off"];
+    let done = run_and_meddle(&args, &out, Duration::from_millis(200), || truncate(&dir.join("ioscope.0.dat")));
+    assert_eq!(done.status.code(), Some(0), "{}", String::from_utf8_lossy(&done.stderr));
+    let summary = json_of(&done);
+    assert_eq!(summary["status"], "completed");
+    let notes: Vec<&str> = summary["notes"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
+    assert!(notes.iter().any(|n| n.starts_with("every I/O failed in ")), "{notes:#?}");
+    // A bad limit is refused before any I/O, naming the flag.
+    let bad = ioscope().args(["run", "--engine", "null", "--max-errors", "lots"]).output().unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--max-errors"), "{}", String::from_utf8_lossy(&bad.stderr));
+}
+
+/// A tree workload file: a dataset of `files` files of `sizes` in `dir`, and one thread
+/// each of `ops`.
+fn tree_workload(dir: &Path, files: u32, sizes: &str, ops: &[&str], duration: &str) -> String {
+    let mut text = format!(
+        "duration = \"{duration}\"\n\n[dataset]\ndir = \"{}\"\ndepth = 1\nwidth = 1\nfiles = {files}\nsizes = \"{sizes}\"\n",
+        dir.display()
+    );
+    for op in ops {
+        text.push_str(&format!("\n[[workload]]\nname = \"{op}\"\noperation = \"{op}\"\nthreads = 1\n"));
+    }
+    text
+}
+
+#[test]
+fn file_tree_picks_that_find_no_file_are_skips_not_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let toml = tmp.path().join("w.toml");
+    std::fs::write(&toml, tree_workload(&tmp.path().join("tree"), 4, "4k", &["create", "delete"], "2s")).unwrap();
+    let out = tmp.path().join("r.db");
+    let done = run_ok(&["run", s(&toml), "--out", s(&out), "--json", "--quiet"]);
+    let summary = json_of(&done);
+    schema_check(&summary);
+    // Creates find every name taken until deletes free one (and the other way round): such
+    // a pick is not an I/O, not an error, and the thread does not spin.
+    assert_eq!(summary["total"]["errors"], 0, "{}", summary["ops"]);
+    let skipped: u64 = ["create", "delete"].iter().map(|op| summary["ops"][op]["skipped"].as_u64().unwrap_or(0)).sum();
+    assert!(skipped > 0, "{}", summary["ops"]);
+    let notes = summary["notes"].to_string();
+    assert!(notes.contains("picks found no"), "{notes}");
+    assert!(summary["ops"]["create"]["ops"].as_u64().unwrap() > 0, "creates still happen");
+}
+
+/// A tmpfs of `size` mounted at `at` for the test's life; None where mounting is not allowed.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(at: &Path, size: &str) -> Option<Tmpfs> {
+        std::fs::create_dir_all(at).unwrap();
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs", s(at)])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|st| st.success());
+        ok.then(|| Tmpfs(at.to_path_buf()))
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn enospc_during_a_file_tree_run_is_reported_as_enospc() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(fs) = Tmpfs::mount(&tmp.path().join("small"), "2m") else {
+        eprintln!("skipped: cannot mount a tmpfs here (needs root)");
+        return;
+    };
+    let toml = tmp.path().join("w.toml");
+    let tree = fs.0.join("tree");
+    std::fs::write(&toml, tree_workload(&tree, 8, "4k:50,256k:50", &["create", "delete"], "2s")).unwrap();
+    let out = tmp.path().join("r.db");
+    let filler = fs.0.join("filler");
+    // Once the run has begun, fill the file system, and keep taking what deletes free.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let fill = {
+        let (filler, stop) = (filler.clone(), stop.clone());
+        move || {
+            std::thread::spawn(move || {
+                use std::io::Write;
+                let mut f = std::fs::File::create(&filler).unwrap();
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    if f.write_all(&[1u8; 4096]).is_err() {
+                        std::thread::sleep(Duration::from_micros(200));
+                    }
+                }
+            });
+        }
+    };
+    let done = run_and_meddle(&["run", s(&toml)], &out, Duration::ZERO, fill);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    let summary = json_of(&done);
+    let kinds = &summary["ops"]["create"]["errors_by_kind"];
+    assert!(kinds["ENOSPC"].as_u64().unwrap_or(0) > 0, "{kinds} {stderr}");
+    assert!(kinds.get("ENOENT").is_none() && kinds.get("EEXIST").is_none(), "{kinds}");
+    assert!(!stderr.contains("No such file or directory"), "{stderr}");
+    std::thread::sleep(Duration::from_millis(50));
+}
+
+/// An ext4 file system on a loop device, mounted at `mnt` for the test's life; None where
+/// that is not allowed (needs root and loop devices).
+struct LoopExt4 {
+    mnt: PathBuf,
+    dev: String,
+}
+
+impl LoopExt4 {
+    fn mount(dir: &Path) -> Option<LoopExt4> {
+        let img = dir.join("ext4.img");
+        std::fs::File::create(&img).ok()?.set_len(64 << 20).ok()?;
+        let out = Command::new("losetup").args(["-f", "--show", s(&img)]).stderr(Stdio::null()).output().ok()?;
+        let dev = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        if !out.status.success() || dev.is_empty() {
+            return None;
+        }
+        let fs = LoopExt4 { mnt: dir.join("mnt"), dev };
+        std::fs::create_dir_all(&fs.mnt).ok()?;
+        let ok = |c: &mut Command| c.stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success());
+        (ok(Command::new("mkfs.ext4").args(["-q", &fs.dev]))
+            && ok(Command::new("mount").args([fs.dev.as_str(), s(&fs.mnt)])))
+        .then_some(fs)
+    }
+
+    /// Shuts the file system down as a dying device would (EXT4_IOC_SHUTDOWN, no log
+    /// flush): from then on every I/O fails with EIO.
+    fn shut_down(&self) {
+        let dir = std::fs::File::open(&self.mnt).unwrap();
+        let mut flags: u32 = 2; // EXT4_GOING_FLAGS_NOLOGFLUSH
+        const EXT4_IOC_SHUTDOWN: libc::c_ulong = 0x8004_587D; // _IOR('X', 125, __u32)
+        let rc = unsafe { libc::ioctl(std::os::fd::AsRawFd::as_raw_fd(&dir), EXT4_IOC_SHUTDOWN as _, &mut flags) };
+        assert_eq!(rc, 0, "EXT4_IOC_SHUTDOWN: {}", std::io::Error::last_os_error());
+    }
+}
+
+impl Drop for LoopExt4 {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.mnt).status();
+        let _ = Command::new("losetup").args(["-d", &self.dev]).status();
+    }
+}
+
+#[test]
+fn a_dead_device_ends_the_run_as_failed_within_seconds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(fs) = LoopExt4::mount(tmp.path()) else {
+        eprintln!("skipped: cannot make and mount an ext4 loop device here (needs root)");
+        return;
+    };
+    let out = tmp.path().join("r.db");
+    let args = ["run", "--rw", "randrw", "--direct", "--size", "16m", "--duration", "60s", "--dir"];
+    let dir = fs.mnt.join("data");
+    let done = run_and_meddle(&[&args[..], &[s(&dir)]].concat(), &out, Duration::from_millis(500), || fs.shut_down());
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert_eq!(done.status.code(), Some(1), "{stderr}");
+    let summary = json_of(&done);
+    assert_eq!(summary["status"], "failed");
+    let detail = summary["status_detail"].as_str().unwrap();
+    assert!(detail.contains("EIO"), "the error kind is named: {detail}");
+    assert!(summary["duration_s"].as_f64().unwrap() < 10.0, "60 s planned: {}", summary["duration_s"]);
+    assert!(summary["ops"]["read"]["errors_by_kind"]["EIO"].as_u64().unwrap() > 0);
+}

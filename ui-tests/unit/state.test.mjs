@@ -104,6 +104,10 @@ test('drill-down offers only the dimensions left, never worker for distributions
   const byWorker = makeChart('ops', { by: 'worker', where: [['op', 'write']] });
   assert.deepEqual(drillDims(byWorker, ops2), ['host', 'step'], 'worker, file and workload do not combine');
   assert.deepEqual(drillDims(makeChart('ops', { by: 'op' }), ops2), ['workload', 'host', 'step', 'worker', 'file']);
+  const errors = { ...stat('errors'), dimensions: ['op', 'workload', 'host', 'step', 'worker', 'file', 'error'] };
+  assert.deepEqual(drillDims(makeChart('errors', { by: 'error' }), errors), ['op', 'workload', 'host', 'step'],
+    'error kinds are per operation: not with worker or file');
+  assert.deepEqual(drillDims(makeChart('errors', { by: 'workload' }), errors), ['op', 'host', 'step', 'error']);
   const last = makeChart('latency', { by: 'step', where: [['op', 'read'], ['host', 'h1'], ['workload', 'main']] });
   assert.deepEqual(drillDims(last, stat('latency')), [], 'nothing left to drill into');
 });

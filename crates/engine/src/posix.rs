@@ -88,7 +88,9 @@ impl Engine for PosixEngine {
     }
 }
 
-/// Creates `path` (which must not exist) and writes `size` bytes from buffer slot 0.
+/// Creates `path` (which must not exist) and writes `size` bytes from buffer slot 0. A
+/// create that fails while writing (ENOSPC) removes its partial file: the name is free
+/// again, as the caller's state says, and the failure is the write's.
 fn create(path: &std::path::Path, size: u64, buffers: &mut IoBuffers) -> std::io::Result<i64> {
     use std::io::Write;
     let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(path)?;
@@ -96,7 +98,10 @@ fn create(path: &std::path::Path, size: u64, buffers: &mut IoBuffers) -> std::io
     let mut left = size;
     while left > 0 {
         let n = left.min(chunk.len() as u64) as usize;
-        f.write_all(&chunk[..n])?;
+        if let Err(e) = f.write_all(&chunk[..n]) {
+            let _ = std::fs::remove_file(path);
+            return Err(e);
+        }
         left -= n as u64;
     }
     Ok(size as i64)

@@ -4,8 +4,10 @@
 
 pub mod clock;
 pub mod dataset;
+pub mod errors;
 pub mod host;
 pub mod iogen;
+pub mod limit;
 mod probe;
 pub mod run;
 pub mod tree;

@@ -227,6 +227,8 @@ pub fn run(plan: &Plan, files: &[PathBuf], cfg: RunConfig<'_>) -> Result<Outcome
 
     let mut seconds_written = 0u32;
     let mut store_failure = None;
+    // Why failed I/Os ended the run (max_errors), if they did.
+    let mut too_many_errors: Option<String> = None;
     let first_errors: Vec<FirstErrors> = std::thread::scope(|s| {
         let handles: Vec<_> = roles
             .iter()
@@ -285,7 +287,9 @@ pub fn run(plan: &Plan, files: &[PathBuf], cfg: RunConfig<'_>) -> Result<Outcome
         });
         drop(probe_tx);
         let deadline = t0 + total_ns;
-        let mut readers: Vec<WorkerReader> = (0..threads).map(|_| WorkerReader::new(OP_KINDS)).collect();
+        let mut readers: Vec<WorkerReader> =
+            (0..threads).map(|_| WorkerReader::new(OP_KINDS).naming(crate::errors::kind_name)).collect();
+        let mut error_limit = crate::limit::ErrorLimit::new(plan.max_errors);
         let mut prev_tick = t0;
         let mut second = 0u32;
         // Measured transfers and time of each step so far (for curves).
@@ -318,6 +322,10 @@ pub fn run(plan: &Plan, files: &[PathBuf], cfg: RunConfig<'_>) -> Result<Outcome
             let mut snap = c.collect(second, now.saturating_sub(prev_tick).max(1), &recorders, &mut readers);
             (snap.step, snap.warmup) = (step, warmup);
             prev_tick = now;
+            if let Some(why) = error_limit.add(&snap) {
+                too_many_errors.get_or_insert(why);
+                stop.store(true, Relaxed);
+            }
             if !warmup {
                 step_ops[step as usize] += snap.total().ops;
                 step_ns[step as usize] += snap.interval_ns;
@@ -393,6 +401,8 @@ pub fn run(plan: &Plan, files: &[PathBuf], cfg: RunConfig<'_>) -> Result<Outcome
         (Status::Failed, Some(format!("could not open the target: {e}")))
     } else if let Some(why) = lost.into_inner().unwrap() {
         (Status::Failed, Some(format!("the target went out of reach: {why}")))
+    } else if let Some(why) = too_many_errors {
+        (Status::Failed, Some(why))
     } else if cfg.interrupt.load(Relaxed) {
         (Status::Interrupted, Some("interrupted by signal".to_string()))
     } else {

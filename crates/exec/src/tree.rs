@@ -23,6 +23,10 @@ const PRESENT: u8 = 1;
 const BUSY: u8 = 2;
 /// Picks tried before an operation gives up for want of a file in the right state.
 const PICK_TRIES: u32 = 64;
+/// A worker whose picks find nothing waits before trying again, from this long...
+const MIN_BACKOFF_NS: u64 = 100_000;
+/// ...doubling up to this, until a pick succeeds: no spinning on an exhausted tree.
+const MAX_BACKOFF_NS: u64 = 10_000_000;
 
 /// The tree and the state of its files and leaf directories, shared by all workers.
 pub struct Tree {
@@ -57,6 +61,10 @@ pub struct TreeTask {
     /// The file being transferred: (index, size, next offset, transfers left).
     open: Option<(u64, u64, u64, u64)>,
     total_weight: u64,
+    /// How long to wait after the next pick that finds nothing (0: none failed lately).
+    backoff_ns: u64,
+    /// The end of the current schedule (backing off never goes past it).
+    deadline_ns: u64,
 }
 
 impl TreeTask {
@@ -64,7 +72,7 @@ impl TreeTask {
         let files = tree.layout.working_files().max(1);
         let cursor = files / eff.threads.max(1) as u64 * local as u64;
         let total_weight = eff.block_sizes.iter().map(|b| b.weight as u64).sum::<u64>().max(1);
-        Self { eff, rng: seed, files, cursor, open: None, total_weight }
+        Self { eff, rng: seed, files, cursor, open: None, total_weight, backoff_ns: 0, deadline_ns: u64::MAX }
     }
 
     fn below(&mut self, n: u64) -> u64 {
@@ -100,9 +108,11 @@ impl TreeTask {
             let i = self.select();
             if claim {
                 if tree.claim(i, want) {
+                    self.backoff_ns = 0;
                     return Some(i);
                 }
             } else if tree.files[i as usize].load(Relaxed) == want {
+                self.backoff_ns = 0;
                 return Some(i);
             }
         }
@@ -119,6 +129,7 @@ impl TreeTask {
                 && (want == ABSENT || empty())
                 && tree.dirs[d as usize].compare_exchange(want, BUSY, Relaxed, Relaxed).is_ok()
             {
+                self.backoff_ns = 0;
                 return Some(d);
             }
         }
@@ -145,6 +156,7 @@ impl<E: Engine> Worker<'_, E> {
     pub fn run_tree(&mut self, tree: &Tree, task: &mut TreeTask, s: &Schedule) {
         let mut next_intended = s.start_ns + s.phase_ns;
         let mut t = if s.interval_ns.is_some() { wait_until(next_intended, self.stop) } else { now_ns() };
+        task.deadline_ns = s.deadline_ns;
         while t < s.deadline_ns && !self.stop.load(Relaxed) && self.engine.lost().is_none() {
             let Some(intended) = self.pace(s, &mut next_intended, &mut t) else { break };
             t = self.tree_op(tree, task, intended);
@@ -164,11 +176,13 @@ impl<E: Engine> Worker<'_, E> {
         (result, done)
     }
 
-    /// Records that no file was in the state an operation needs (all picks failed).
-    fn no_target(&mut self, op: Op) -> u64 {
-        let io = Io { op, file: 0, offset: 0, len: 0, slot: 0 };
-        self.record(&io, -(libc::ENOENT as i64), 0, 0);
-        now_ns()
+    /// No file was in the state the operation needs (every pick failed): that is no I/O
+    /// and no error, so it is counted apart as a skip; then the worker backs off (longer
+    /// each time in a row) rather than spin on a tree that has nothing for it.
+    fn no_target(&mut self, op: Op, task: &mut TreeTask) -> u64 {
+        self.recorder.op(op as usize).record_skip();
+        task.backoff_ns = (task.backoff_ns * 2).clamp(MIN_BACKOFF_NS, MAX_BACKOFF_NS);
+        wait_until(now_ns().saturating_add(task.backoff_ns).min(task.deadline_ns), self.stop)
     }
 
     fn tree_op(&mut self, tree: &Tree, task: &mut TreeTask, intended: u64) -> u64 {
@@ -176,7 +190,7 @@ impl<E: Engine> Worker<'_, E> {
         match task.eff.operation {
             Operation::Read | Operation::Write => self.transfer(tree, task, intended),
             Operation::Create => {
-                let Some(i) = task.pick(tree, ABSENT, true) else { return self.no_target(Op::Create) };
+                let Some(i) = task.pick(tree, ABSENT, true) else { return self.no_target(Op::Create, task) };
                 let path = layout.file_path(i);
                 let (r, t) = self.file_op(
                     Op::Create,
@@ -187,7 +201,7 @@ impl<E: Engine> Worker<'_, E> {
                 t
             }
             Operation::Delete => {
-                let Some(i) = task.pick(tree, PRESENT, true) else { return self.no_target(Op::Delete) };
+                let Some(i) = task.pick(tree, PRESENT, true) else { return self.no_target(Op::Delete, task) };
                 let path = layout.file_path(i);
                 let (r, t) = self.file_op(Op::Delete, &FileReq { op: Op::Delete, ..req(&path) }, intended);
                 tree.set(i, if r >= 0 { ABSENT } else { PRESENT });
@@ -198,14 +212,14 @@ impl<E: Engine> Worker<'_, E> {
                     Operation::Mkdir => (Op::Mkdir, ABSENT, PRESENT),
                     _ => (Op::Rmdir, PRESENT, ABSENT),
                 };
-                let Some(d) = task.pick_dir(tree, want) else { return self.no_target(op) };
+                let Some(d) = task.pick_dir(tree, want) else { return self.no_target(op, task) };
                 let path = layout.leaf_path(d);
                 let (r, t) = self.file_op(op, &FileReq { op, ..req(&path) }, intended);
                 tree.dirs[d as usize].store(if r >= 0 { after } else { want }, Relaxed);
                 t
             }
             Operation::Open | Operation::Close => {
-                let Some(i) = task.pick(tree, PRESENT, false) else { return self.no_target(Op::Open) };
+                let Some(i) = task.pick(tree, PRESENT, false) else { return self.no_target(Op::Open, task) };
                 let path = layout.file_path(i);
                 let (r, t) = self.file_op(Op::Open, &FileReq { op: Op::Open, ..req(&path) }, intended);
                 if r < 0 {
@@ -215,16 +229,16 @@ impl<E: Engine> Worker<'_, E> {
             }
             Operation::Getattr | Operation::Setattr => {
                 let op = if task.eff.operation == Operation::Getattr { Op::Getattr } else { Op::Setattr };
-                let Some(i) = task.pick(tree, PRESENT, false) else { return self.no_target(op) };
+                let Some(i) = task.pick(tree, PRESENT, false) else { return self.no_target(op, task) };
                 let path = layout.file_path(i);
                 self.file_op(op, &FileReq { op, ..req(&path) }, intended).1
             }
             Operation::Copy | Operation::Move => {
                 let op = if task.eff.operation == Operation::Copy { Op::Copy } else { Op::Move };
-                let Some(src) = task.pick(tree, PRESENT, true) else { return self.no_target(op) };
+                let Some(src) = task.pick(tree, PRESENT, true) else { return self.no_target(op, task) };
                 let Some(dst) = task.pick(tree, ABSENT, true) else {
                     tree.set(src, PRESENT);
-                    return self.no_target(op);
+                    return self.no_target(op, task);
                 };
                 let (from, to) = (layout.file_path(src), layout.file_path(dst));
                 let (r, t) = self.file_op(op, &FileReq { op, to: Some(&to), ..req(&from) }, intended);
@@ -240,7 +254,7 @@ impl<E: Engine> Worker<'_, E> {
     fn transfer(&mut self, tree: &Tree, task: &mut TreeTask, intended: u64) -> u64 {
         let write = task.eff.read_pct < 100;
         if task.open.is_none() {
-            let Some(i) = task.pick(tree, PRESENT, false) else { return self.no_target(Op::Open) };
+            let Some(i) = task.pick(tree, PRESENT, false) else { return self.no_target(Op::Open, task) };
             let path = tree.layout.file_path(i);
             let (r, done) = self.file_op(Op::Open, &FileReq { op: Op::Open, write, ..req(&path) }, intended);
             if r < 0 {
@@ -251,7 +265,12 @@ impl<E: Engine> Worker<'_, E> {
             task.open = Some((i, size, 0, size.div_ceil(block).max(1)));
         }
         let (i, size, offset, left) = task.open.expect("a file is open");
-        let len = (task.transfer_len() as u64).min(size.max(1)) as u32;
+        // Never past the end of the file: a sequential pass ends with what is left of it.
+        let room = match task.eff.fileio {
+            FileIo::Sequential => size.saturating_sub(offset),
+            FileIo::Random => size,
+        };
+        let len = (task.transfer_len() as u64).min(room.max(1)) as u32;
         let op = if task.eff.read_pct == 100 || (task.eff.read_pct > 0 && task.below(100) < task.eff.read_pct as u64) {
             Op::Read
         } else {
@@ -277,4 +296,83 @@ impl<E: Engine> Worker<'_, E> {
 /// A request for `path` with every other field at its default.
 fn req(path: &std::path::Path) -> FileReq<'_> {
     FileReq { op: Op::Getattr, path, to: None, file: 0, write: false, size: 0 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dataset::DatasetSpec;
+    use crate::iogen::IoGen;
+    use ioscope_engine::{Capabilities, IoBuffers, OpenSpec, Submitted};
+    use ioscope_metrics::{WorkerReader, WorkerRecorder};
+    use std::sync::atomic::AtomicBool;
+
+    /// A file system that is full: every create fails with ENOSPC, the rest succeeds.
+    struct Full;
+
+    impl Engine for Full {
+        fn name(&self) -> &'static str {
+            "full"
+        }
+        fn capabilities(&self) -> Capabilities {
+            Capabilities { queued: false, direct_io: false, metadata: true, max_queue_depth: 1, batched_submit: false }
+        }
+        fn open(&mut self, _: &OpenSpec, _: &IoBuffers) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn submit(&mut self, io: &Io, _: &mut IoBuffers) -> Submitted {
+            Submitted::Done(io.len as i64)
+        }
+        fn file_op(&mut self, req: &FileReq<'_>, _: &mut IoBuffers) -> i64 {
+            match req.op {
+                Op::Create => -(libc::ENOSPC as i64),
+                _ => 0,
+            }
+        }
+    }
+
+    /// Runs one create worker for 100 ms on a tree of 4 files, the first `absent` of them
+    /// missing; returns what it recorded for create and its first error.
+    fn create_on_full_disk(absent: u64) -> (ioscope_metrics::OpInterval, Vec<(Op, String)>) {
+        crate::clock::init();
+        let p = crate::test_plan(
+            "engine = 'posix'\n[dataset]\ndir = '/nonexistent'\ndepth = 1\nwidth = 1\nfiles = 4\nsizes = '4k'\n\
+             [[workload]]\noperation = 'create'\nthreads = 1\n",
+        );
+        let (spec, _) = DatasetSpec::of(p.dataset.as_ref().unwrap());
+        let tree = Tree::new(crate::dataset::Layout::new(&spec));
+        (0..absent).for_each(|i| tree.set(i, ABSENT));
+        let eff = Effective::of(&p.workloads[0], &p.steps()[0]);
+        let rec = WorkerRecorder::new(ioscope_engine::OP_KINDS);
+        let stop = AtomicBool::new(false);
+        let gen = IoGen::new(0, 0, &eff, 0, 1, 0);
+        let mut w = Worker::new(Full, IoBuffers::new(1, 4096, 1), gen, &rec, &stop, p.sync, 1);
+        let mut task = TreeTask::new(&tree, eff, 0, 7);
+        let start = now_ns();
+        w.run_tree(
+            &tree,
+            &mut task,
+            &Schedule { start_ns: start, deadline_ns: start + 100_000_000, interval_ns: None, phase_ns: 0 },
+        );
+        let got = WorkerReader::new(ioscope_engine::OP_KINDS).naming(crate::errors::kind_name).take(&rec);
+        (got[Op::Create as usize].clone(), w.errors.0)
+    }
+
+    #[test]
+    fn enospc_while_creating_shows_as_enospc_not_as_a_missing_file() {
+        let (create, first) = create_on_full_disk(2);
+        assert!(create.counts.errors > 0);
+        assert_eq!(create.errors_by_kind, [("ENOSPC".to_string(), create.counts.errors)]);
+        assert!(first[0].1.contains("No space left"), "{first:?}");
+    }
+
+    #[test]
+    fn a_pick_that_finds_no_file_is_a_skip_not_an_error_and_the_worker_backs_off() {
+        // Every name is taken: nothing to create. Not one I/O, not one error, and no spinning
+        // (with back-off, a handful of tries in 100 ms, where a spinning loop makes millions).
+        let (create, first) = create_on_full_disk(0);
+        assert_eq!(create.counts, ioscope_metrics::Counts::default());
+        assert!(first.is_empty(), "{first:?}");
+        assert!((1..=100).contains(&create.skipped), "{} skips", create.skipped);
+    }
 }

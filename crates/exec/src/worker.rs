@@ -8,6 +8,7 @@
 //! queueing delay shows in response time (no coordinated omission).
 
 use crate::clock::{now_ns, wait_until};
+use crate::errors;
 use crate::iogen::IoGen;
 use ioscope_engine::{Completion, Engine, Io, IoBuffers, Op, Submitted};
 use ioscope_metrics::WorkerRecorder;
@@ -88,16 +89,25 @@ impl<'a, E: Engine> Worker<'a, E> {
         }
     }
 
+    /// Records one finished I/O: a success, or an error counted by its kind. A read or
+    /// write that moved fewer bytes than asked (past the end of a file another process
+    /// truncated, say) is an error of its own kind, "short read" or "short write", never
+    /// a success of fewer bytes.
     #[inline(always)]
     pub(crate) fn record(&mut self, io: &Io, result: i64, latency_ns: u64, service_ns: u64) {
         let rec = self.recorder.op(io.op as usize);
-        self.recorder.record_file(io.op as usize, io.file, (result >= 0).then_some(result as u64));
-        if result >= 0 {
+        let short = io.op.is_data() && result >= 0 && (result as u64) < io.len as u64;
+        if result >= 0 && !short {
+            self.recorder.record_file(io.op as usize, io.file, Some(result as u64));
             rec.record(latency_ns, service_ns, result as u64, io.offset);
         } else {
-            rec.record_error();
+            self.recorder.record_file(io.op as usize, io.file, None);
+            rec.record_error(if short { errors::SHORT } else { errors::kind_of(result) });
             let engine = &self.engine;
-            self.errors.note(io.op, || engine.error_text(result));
+            self.errors.note(io.op, || match short {
+                true => format!("{result} of {} bytes at offset {} (short {})", io.len, io.offset, io.op.name()),
+                false => engine.error_text(result),
+            });
         }
     }
 
@@ -452,6 +462,49 @@ mod tests {
             let p50 = read.latency_ns.quantile(0.5).unwrap();
             assert!(p50 > last_p50, "depth {depth}: p50 {p50} ns is not above {last_p50} ns at the previous depth");
             last_p50 = p50;
+        }
+    }
+
+    #[test]
+    fn a_short_read_is_an_error_not_a_success() {
+        crate::clock::init();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("data");
+        // The plan says 64 MiB; the file was truncated behind ioscope's back to 1 MiB and
+        // 701 bytes: most random reads land past its end, one returns 701 bytes.
+        std::fs::write(&path, vec![7u8; (1 << 20) + 701]).unwrap();
+        for engine in ["posix", "uring"] {
+            let depth = if engine == "posix" { 1 } else { 4 };
+            let p = crate::test_plan(&format!(
+                "engine = '{engine}'\nrw = 'randread'\nsize = '64m'\niodepth = {depth}\ndir = '{}'",
+                dir.path().display()
+            ));
+            let rec = WorkerRecorder::new(ioscope_engine::OP_KINDS);
+            let stop = AtomicBool::new(false);
+            let bufs = IoBuffers::new(depth as usize, 4096, 1);
+            let spec = OpenSpec { files: vec![path.clone()], queue_depth: depth, ..Default::default() };
+            let start = now_ns();
+            let schedule =
+                Schedule { start_ns: start, deadline_ns: start + 100_000_000, interval_ns: None, phase_ns: 0 };
+            let errors = if engine == "posix" {
+                let mut e = ioscope_engine::posix::PosixEngine::default();
+                e.open(&spec, &bufs).unwrap();
+                let mut w = Worker::new(e, bufs, IoGen::for_plan(&p, 1), &rec, &stop, p.sync, depth);
+                w.run(&schedule);
+                w.errors
+            } else {
+                let mut e = ioscope_engine::uring::UringEngine::new(false);
+                e.open(&spec, &bufs).unwrap();
+                let mut w = Worker::new(e, bufs, IoGen::for_plan(&p, 1), &rec, &stop, p.sync, depth);
+                w.run(&schedule);
+                w.errors
+            };
+            let mut reader = ioscope_metrics::WorkerReader::new(ioscope_engine::OP_KINDS).naming(errors::kind_name);
+            let read = &reader.take(&rec)[Op::Read as usize];
+            assert!(read.counts.errors > read.counts.ops, "{engine}: {:?}", read.counts);
+            assert_eq!(read.errors_by_kind, [("short read".to_string(), read.counts.errors)], "{engine}");
+            assert_eq!(read.counts.bytes, read.counts.ops * 4096, "{engine}: bytes per op is not falsely low");
+            assert!(errors.0[0].1.contains("short read"), "{engine}: {:?}", errors.0);
         }
     }
 }

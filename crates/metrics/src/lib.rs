@@ -6,5 +6,5 @@ pub mod recorder;
 pub mod snapshot;
 
 pub use histogram::{Histogram, RELATIVE_ERROR};
-pub use recorder::{Counts, OpInterval, OpRecorder, WorkerReader, WorkerRecorder};
+pub use recorder::{Counts, KindNamer, OpInterval, OpRecorder, WorkerReader, WorkerRecorder, ERROR_KINDS};
 pub use snapshot::{is_sync_op, FileCounts, OpSeries, Snapshot, WorkerCounts};

@@ -11,6 +11,12 @@
 //! more of the histograms in cache next to the kernel's own work. Operation and byte
 //! counts are not kept separately: they are the latency histogram's count and the size
 //! histogram's sum.
+//!
+//! Failed I/Os are counted by kind, in a fixed table of [`ERROR_KINDS`] small cells per
+//! operation (the caller maps an errno or protocol status to a cell; see
+//! `ioscope_exec::errors`), so recording an error is one array index and one add. The
+//! error count is the sum of the kinds (so the two always agree), and the reader names the
+//! kinds once a second with the naming function it was given.
 
 use crate::histogram::{bucket_index, Histogram, BUCKETS};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
@@ -59,16 +65,43 @@ impl AtomicHistogram {
     }
 }
 
+/// Number of error kinds counted apart per operation; kind 0 is "other" and takes every
+/// kind out of range.
+pub const ERROR_KINDS: usize = 512;
+
+/// Names an error kind of an operation: (op index, kind) -> name.
+pub type KindNamer = fn(usize, u16) -> String;
+
+fn kind_number(_op: usize, kind: u16) -> String {
+    format!("kind {kind}")
+}
+
 /// What one worker records for one operation.
-#[derive(Default)]
 pub struct OpRecorder {
-    pub errors: AtomicU64,
+    /// Failed I/Os per kind (32-bit cells that wrap, read as deltas like the buckets).
+    error_kinds: Box<[AtomicU32]>,
+    /// Operations that found nothing to act on (no file in the state they need): neither
+    /// an I/O nor an error.
+    pub skipped: AtomicU64,
     /// Response time: from the intended start (rate schedule) to completion.
     pub latency_ns: AtomicHistogram,
     /// Service time: from issue to completion.
     pub service_ns: AtomicHistogram,
     pub size_bytes: AtomicHistogram,
     pub offset_bytes: AtomicHistogram,
+}
+
+impl Default for OpRecorder {
+    fn default() -> Self {
+        Self {
+            error_kinds: (0..ERROR_KINDS).map(|_| AtomicU32::new(0)).collect(),
+            skipped: AtomicU64::new(0),
+            latency_ns: Default::default(),
+            service_ns: Default::default(),
+            size_bytes: Default::default(),
+            offset_bytes: Default::default(),
+        }
+    }
 }
 
 impl OpRecorder {
@@ -81,10 +114,17 @@ impl OpRecorder {
         self.offset_bytes.record(offset);
     }
 
-    /// Records a failed I/O: counted as an error, not as an operation.
+    /// Records a failed I/O of `kind`: counted as an error, not as an operation.
     #[inline(always)]
-    pub fn record_error(&self) {
-        bump(&self.errors, 1);
+    pub fn record_error(&self, kind: u16) {
+        let cell = self.error_kinds.get(kind as usize).unwrap_or(&self.error_kinds[0]);
+        cell.store(cell.load(Relaxed).wrapping_add(1), Relaxed);
+    }
+
+    /// Records an operation that found nothing to act on.
+    #[inline(always)]
+    pub fn record_skip(&self) {
+        bump(&self.skipped, 1);
     }
 }
 
@@ -196,6 +236,11 @@ pub struct Counts {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OpInterval {
     pub counts: Counts,
+    /// Failed I/Os by kind ("ENOSPC", "short read", ...), non-zero only; they add up to
+    /// `counts.errors` (files written before error kinds were stored have none).
+    pub errors_by_kind: Vec<(String, u64)>,
+    /// Operations that found no file in the state they need (file-tree workloads).
+    pub skipped: u64,
     pub latency_ns: Histogram,
     pub service_ns: Histogram,
     pub size_bytes: Histogram,
@@ -204,7 +249,10 @@ pub struct OpInterval {
 
 /// Reads one worker's recorders each interval and yields deltas.
 pub struct WorkerReader {
-    prev_errors: Vec<u64>,
+    prev_skipped: Vec<u64>,
+    /// Per op kind: error kind cells at the previous read.
+    prev_kinds: Vec<Vec<u32>>,
+    namer: KindNamer,
     hists: Vec<[HistogramDelta; 4]>,
     /// Per (op kind, file): counters at the previous read.
     prev_files: Vec<Vec<Counts>>,
@@ -213,10 +261,18 @@ pub struct WorkerReader {
 impl WorkerReader {
     pub fn new(op_kinds: usize) -> Self {
         Self {
-            prev_errors: vec![0; op_kinds],
+            prev_skipped: vec![0; op_kinds],
+            prev_kinds: vec![vec![0; ERROR_KINDS]; op_kinds],
+            namer: kind_number,
             hists: (0..op_kinds).map(|_| Default::default()).collect(),
             prev_files: vec![Vec::new(); op_kinds],
         }
+    }
+
+    /// Names error kinds with `namer` (by default "kind N").
+    pub fn naming(mut self, namer: KindNamer) -> Self {
+        self.namer = namer;
+        self
     }
 
     /// Per-file counts since the previous call: (op kind, file, counts), non-zero only.
@@ -254,17 +310,25 @@ impl WorkerReader {
                 out.push(OpInterval::empty());
                 continue;
             };
-            let errors = rec.errors.load(Relaxed);
-            let prev_errors = std::mem::replace(&mut self.prev_errors[i], errors);
+            let skipped = rec.skipped.load(Relaxed);
+            let prev_skipped = std::mem::replace(&mut self.prev_skipped[i], skipped);
+            let (mut errors_by_kind, mut errors) = (Vec::new(), 0);
+            for (kind, (cell, prev)) in rec.error_kinds.iter().zip(self.prev_kinds[i].iter_mut()).enumerate() {
+                let now = cell.load(Relaxed);
+                let d = now.wrapping_sub(*prev);
+                *prev = now;
+                if d > 0 {
+                    errors += d as u64;
+                    errors_by_kind.push(((self.namer)(i, kind as u16), d as u64));
+                }
+            }
             let [lat, svc, size, off] = &mut self.hists[i];
             let latency_ns = lat.take(&rec.latency_ns);
             let size_bytes = size.take(&rec.size_bytes);
             out.push(OpInterval {
-                counts: Counts {
-                    ops: latency_ns.count(),
-                    bytes: size_bytes.sum() as u64,
-                    errors: errors.wrapping_sub(prev_errors),
-                },
+                counts: Counts { ops: latency_ns.count(), bytes: size_bytes.sum() as u64, errors },
+                errors_by_kind,
+                skipped: skipped.wrapping_sub(prev_skipped),
                 latency_ns,
                 service_ns: svc.take(&rec.service_ns),
                 size_bytes,
@@ -286,7 +350,7 @@ mod tests {
         for v in 1..=1000u64 {
             w.op(0).record(v * 1000, v * 900, 4096, v * 4096);
         }
-        w.op(1).record_error();
+        w.op(1).record_error(0);
         let first = r.take(&w);
         assert_eq!(first[0].counts, Counts { ops: 1000, bytes: 4_096_000, errors: 0 });
         assert_eq!(first[0].latency_ns.max(), Some(1_000_000));
@@ -301,6 +365,26 @@ mod tests {
         assert_eq!(second[1].counts, Counts::default());
         let third = r.take(&w);
         assert!(third[0].latency_ns.is_empty());
+    }
+
+    #[test]
+    fn errors_are_counted_by_kind_and_skips_apart() {
+        let w = WorkerRecorder::new(2);
+        let mut r = WorkerReader::new(2).naming(|op, kind| format!("{op}:{kind}"));
+        for _ in 0..3 {
+            w.op(1).record_error(28);
+        }
+        w.op(1).record_error(5);
+        w.op(1).record_error(u16::MAX); // out of the table: "other"
+        w.op(0).record_skip();
+        let first = r.take(&w);
+        assert_eq!(first[1].counts.errors, 5);
+        assert_eq!(first[1].errors_by_kind, [("1:0".to_string(), 1), ("1:5".to_string(), 1), ("1:28".to_string(), 3)]);
+        assert_eq!((first[0].skipped, first[0].counts), (1, Counts::default()));
+        w.op(1).record_error(28);
+        let second = r.take(&w);
+        assert_eq!(second[1].errors_by_kind, [("1:28".to_string(), 1)]);
+        assert_eq!(second[0].skipped, 0);
     }
 
     #[test]

@@ -54,6 +54,8 @@ impl OpInterval {
     pub fn empty() -> Self {
         Self {
             counts: Counts::default(),
+            errors_by_kind: Vec::new(),
+            skipped: 0,
             latency_ns: Default::default(),
             service_ns: Default::default(),
             size_bytes: Default::default(),
@@ -66,14 +68,22 @@ impl OpInterval {
         self.counts.ops += other.counts.ops;
         self.counts.bytes += other.counts.bytes;
         self.counts.errors += other.counts.errors;
+        for (kind, n) in &other.errors_by_kind {
+            match self.errors_by_kind.iter_mut().find(|(k, _)| k == kind) {
+                Some((_, m)) => *m += n,
+                None => self.errors_by_kind.push((kind.clone(), *n)),
+            }
+        }
+        self.skipped += other.skipped;
         self.latency_ns.merge(&other.latency_ns);
         self.service_ns.merge(&other.service_ns);
         self.size_bytes.merge(&other.size_bytes);
         self.offset_bytes.merge(&other.offset_bytes);
     }
 
+    /// Nothing completed, failed or was skipped.
     pub fn is_empty(&self) -> bool {
-        self.counts == Counts::default()
+        self.counts == Counts::default() && self.skipped == 0
     }
 }
 

@@ -27,10 +27,19 @@ struct OpRow {
     iops: f64,
     bytes_per_sec: f64,
     errors: u64,
+    /// JSON only: failed I/Os by kind, and file-tree picks that found nothing.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    errors_by_kind: BTreeMap<String, u64>,
+    #[serde(skip_serializing_if = "is_zero")]
+    skipped: u64,
     lat_mean_ns: Option<u64>,
     lat_p50_ns: Option<u64>,
     lat_p99_ns: Option<u64>,
     lat_max_ns: Option<u64>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn rate(n: u64, s: f64) -> f64 {
@@ -50,6 +59,8 @@ fn op_row(d: Option<&OpInterval>, interval_s: f64) -> OpRow {
         iops: rate(d.counts.ops, interval_s),
         bytes_per_sec: rate(d.counts.bytes, interval_s),
         errors: d.counts.errors,
+        errors_by_kind: d.errors_by_kind.iter().cloned().collect(),
+        skipped: d.skipped,
         lat_mean_ns: h.mean().map(|m| m.round() as u64),
         lat_p50_ns: h.quantile(0.5),
         lat_p99_ns: h.quantile(0.99),

@@ -169,6 +169,14 @@ pub struct OpSummary {
     pub ops: u64,
     pub bytes: u64,
     pub errors: u64,
+    /// Failed I/Os by kind ("ENOSPC", "NFS3ERR_STALE", "short read"...): they add up to
+    /// `errors` (empty for results files written before kinds were recorded).
+    #[serde(default)]
+    pub errors_by_kind: BTreeMap<String, u64>,
+    /// Operations that found no file in the state they need (file-tree workloads): neither
+    /// I/O nor errors.
+    #[serde(default)]
+    pub skipped: u64,
     /// Response time from the intended start; null when nothing completed.
     pub latency_ns: Option<Distribution>,
     /// Service time from issue; null when nothing completed.
@@ -376,6 +384,8 @@ pub fn summarize(r: &Results, results_path: &Path) -> Summary {
                 ops: c.ops,
                 bytes: c.bytes,
                 errors: c.errors,
+                errors_by_kind: d.errors_by_kind.iter().cloned().collect(),
+                skipped: d.skipped,
                 latency_ns: Distribution::of(&d.latency_ns),
                 service_time_ns: Distribution::of(&d.service_ns),
                 size_bytes: d.size_bytes.mean().map(|mean| SizeStats {

@@ -65,7 +65,15 @@ pub(crate) fn notes(s: &Summary) -> Vec<String> {
             .ops
             .iter()
             .filter(|(_, o)| o.errors > 0)
-            .map(|(name, o)| format!("{name} {}", format::int(o.errors)))
+            .map(|(name, o)| {
+                let mut kinds: Vec<(&String, &u64)> = o.errors_by_kind.iter().collect();
+                kinds.sort_by_key(|(k, n)| (std::cmp::Reverse(**n), *k));
+                match kinds.first() {
+                    Some((k, _)) if kinds.len() == 1 => format!("{name} {} {k}", format::int(o.errors)),
+                    Some((k, n)) => format!("{name} {} (most {k}: {})", format::int(o.errors), format::int(**n)),
+                    None => format!("{name} {}", format::int(o.errors)),
+                }
+            })
             .collect();
         notes.push(format!(
             "{} I/O errors ({} of {} attempts: {}): failed operations count as errors, not in IOPS or latency",
@@ -89,13 +97,42 @@ pub(crate) fn notes(s: &Summary) -> Vec<String> {
         }
     }
 
+    // Seconds in which I/Os failed and none succeeded: the target was unusable then.
+    let dead: Vec<u32> = s.samples.iter().filter(|x| x.ops == 0 && x.errors > 0).map(|x| x.second).collect();
+    if let (Some(first), Some(last)) = (dead.first(), dead.last()) {
+        let when = if first == last { format!("second {first}") } else { format!("seconds {first} to {last}") };
+        notes.push(format!(
+            "every I/O failed in {} of {} seconds ({when}): the target was unusable then",
+            dead.len(),
+            s.samples.len()
+        ));
+    }
     if s.total.ops > 0 && !drawing {
-        let idle = s.samples.iter().filter(|x| x.ops == 0).count();
+        let idle = s.samples.iter().filter(|x| x.ops == 0 && x.errors == 0).count();
         if idle > 0 {
             notes.push(format!("{idle} of {} seconds completed no I/O at all (stalls)", s.samples.len()));
         }
     }
+    for (name, o) in s.ops.iter().filter(|(_, o)| o.skipped > 0) {
+        notes.push(format!(
+            "{name}: {} picks found {} (counted apart: neither I/O nor errors)",
+            format::int(o.skipped),
+            wanted(name)
+        ));
+    }
     notes
+}
+
+/// What a skipped pick of a file-tree operation did not find.
+fn wanted(op: &str) -> &'static str {
+    match op {
+        "create" => "no free name to create a file under",
+        "delete" => "no file to delete",
+        "mkdir" => "no missing directory to make",
+        "rmdir" => "no empty directory to remove",
+        "copy" | "move" => "no file to copy or move, or no free name for it",
+        _ => "no file to act on",
+    }
 }
 
 /// Working set against each host's RAM, for buffered I/O.

@@ -39,6 +39,7 @@ fn plan() -> Plan {
         sqpoll: false,
         force: false,
         cleanup: true,
+        max_errors: Default::default(),
     }
 }
 fn hist(values: &[(u64, u64)]) -> Histogram {
@@ -54,6 +55,8 @@ fn reads() -> OpInterval {
     let lat = [(2_000, 900), (10_000, 90), (100_000, 9), (1_000_000, 1)];
     OpInterval {
         counts: Counts { ops: 1000, bytes: 4096 * 1000, errors: 0 },
+        errors_by_kind: Vec::new(),
+        skipped: 0,
         latency_ns: hist(&lat),
         service_ns: hist(&lat.map(|(v, n)| (v / 2, n))),
         size_bytes: hist(&[(4096, 1000)]),
@@ -64,6 +67,8 @@ fn reads() -> OpInterval {
 fn writes(ops: u64, errors: u64) -> OpInterval {
     OpInterval {
         counts: Counts { ops, bytes: 4096 * ops, errors },
+        errors_by_kind: if errors > 0 { vec![("EROFS".to_string(), errors)] } else { Vec::new() },
+        skipped: 0,
         latency_ns: hist(&[(50_000, ops)]),
         service_ns: hist(&[(40_000, ops)]),
         size_bytes: hist(&[(4096, ops)]),
@@ -212,7 +217,7 @@ fn summary_math_comes_from_the_histograms() {
             "measured 2.5 s of the planned 3 s",
             "working set 256 MiB is 1.1% of this host's 23.4 GiB RAM and I/O was buffered: reads were likely \
              served from, and writes absorbed by, the page cache",
-            "2 I/O errors (0.10% of 2,102 attempts: write 2): failed operations count as errors, not in IOPS or latency",
+            "2 I/O errors (0.10% of 2,102 attempts: write 2 EROFS): failed operations count as errors, not in IOPS or latency",
             "1 of 3 seconds completed no I/O at all (stalls)",
         ]
     );
@@ -229,6 +234,7 @@ op     IOPS  MB/s  lat mean      p50      p90      p99    p99.9      max  errors
 read    800   3.3    4.6 µs   2.0 µs   2.0 µs  10.0 µs   100 µs   1.0 ms       0
 write  40.0   0.2   50.0 µs  50.0 µs  50.0 µs  50.0 µs  50.0 µs  50.0 µs       2
 total   840   3.4                                                              2
+errors: write 2 EROFS (2.0%)
 latency: response time from intended start; percentiles within ±0.4% (log-linear histogram)
 system   Test CPU x2, 23.4 GiB RAM, Linux 6.18.0, ext4 (rw,relatime) on /tmp/x
 ";
@@ -318,6 +324,8 @@ fn json_export_nests_ops_per_second() {
     assert_eq!(rows[0]["interval_s"], 1.0);
     assert_eq!(rows[0]["ops"]["read"]["lat_p99_ns"], 10_015);
     assert_eq!(rows[1]["ops"]["write"]["errors"], 2);
+    assert_eq!(rows[1]["ops"]["write"]["errors_by_kind"]["EROFS"], 2, "errors by kind, per second");
+    assert!(rows[0]["ops"]["write"].get("errors_by_kind").is_none(), "none without errors");
     assert!(rows[1]["ops"]["write"]["lat_p99_ns"].is_null());
     assert!(rows[0]["ops"].get("fsync").is_none());
 }
@@ -384,4 +392,39 @@ fn open_loop_summary_shows_service_time_under_each_response_time() {
     // Closed loop: one row per op, as before.
     let closed = render_text(&summarize(&results(Status::Completed), Path::new("r")));
     assert!(!closed.contains("  service"), "{closed}");
+}
+
+#[test]
+fn errors_show_by_name_skips_apart_and_seconds_of_nothing_but_failures_are_noted() {
+    let mut r = results(Status::Failed);
+    r.run.status_detail = Some("too many failed I/Os".into());
+    let mut w = writes(51, 49);
+    w.errors_by_kind = vec![("EROFS".into(), 48), ("EIO".into(), 1)];
+    let mut delete = OpInterval::empty();
+    delete.skipped = 1_234_567;
+    r.seconds = vec![
+        snap(0, 1_000_000_000, vec![("write", w), ("delete", delete)]),
+        snap(1, 1_000_000_000, vec![("write", writes(0, 5))]),
+        snap(2, 1_000_000_000, vec![("write", writes(0, 5))]),
+    ];
+    let s = summarize(&r, Path::new("r"));
+    let write = &s.ops["write"];
+    assert_eq!(write.errors, 59);
+    assert_eq!(write.errors_by_kind, [("EIO".to_string(), 1), ("EROFS".to_string(), 58)].into());
+    assert_eq!(s.ops["delete"].skipped, 1_234_567);
+    assert_eq!((s.ops["delete"].ops, s.ops["delete"].errors), (0, 0), "a skip is neither I/O nor error");
+    let text = render_text(&s);
+    assert!(text.contains("errors: write 58 EROFS (53%), 1 EIO (0.9%)\n"), "{text}");
+    for note in [
+        "note: every I/O failed in 2 of 3 seconds (seconds 1 to 2): the target was unusable then",
+        "note: delete: 1,234,567 picks found no file to delete (counted apart: neither I/O nor errors)",
+        "note: 59 I/O errors (54% of 110 attempts: write 59 (most EROFS: 58)): failed",
+    ] {
+        assert!(text.contains(note), "{note}\n{text}");
+    }
+    assert!(!text.contains("stalls"), "seconds of failures are not stalls: {text}");
+    let json: serde_json::Value = serde_json::from_str(&render_json(&s)).unwrap();
+    assert_eq!(json["ops"]["write"]["errors_by_kind"]["EROFS"], 58);
+    assert_eq!(json["ops"]["delete"]["skipped"], 1_234_567);
+    assert!(validate(&json).is_empty(), "{:#?}", validate(&json));
 }

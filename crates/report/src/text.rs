@@ -54,6 +54,32 @@ fn part_row(name: String, p: &crate::PartSummary) -> Vec<String> {
     ]
 }
 
+/// One line per operation that failed: "errors: write 12,345 EROFS (49.0%), 3 EIO (0.01%)",
+/// each kind with its share of the operation's attempts, most frequent first.
+fn error_lines(s: &Summary) -> String {
+    let mut out = String::new();
+    for name in op_order(s) {
+        let o = &s.ops[name];
+        if o.errors == 0 {
+            continue;
+        }
+        let attempts = (o.ops + o.errors) as f64;
+        let mut kinds: Vec<(&String, &u64)> = o.errors_by_kind.iter().collect();
+        kinds.sort_by_key(|(k, n)| (std::cmp::Reverse(**n), *k));
+        let mut parts: Vec<String> = kinds
+            .iter()
+            .map(|(k, n)| format!("{} {k} ({})", format::int(**n), format::pct(**n as f64 / attempts)))
+            .collect();
+        let named: u64 = o.errors_by_kind.values().sum();
+        if named < o.errors {
+            let n = o.errors - named;
+            parts.push(format!("{} of unrecorded kind ({})", format::int(n), format::pct(n as f64 / attempts)));
+        }
+        out.push_str(&format!("errors: {name} {}\n", parts.join(", ")));
+    }
+    out
+}
+
 /// The end-of-run (and `ioscope show`) summary.
 pub fn render_text(s: &Summary) -> String {
     let mut out =
@@ -103,6 +129,7 @@ pub fn render_text(s: &Summary) -> String {
         }
     }
     out.push_str(&table(&rows));
+    out.push_str(&error_lines(s));
 
     if !s.workloads.is_empty() {
         let mut rows = vec![["workload", "IOPS", "MB/s", "p50", "p99", "errors"].map(String::from).to_vec()];

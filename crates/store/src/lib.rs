@@ -42,6 +42,8 @@ pub mod stat {
     pub const SIZE: &str = "io.size";
     /// I/O offset (distribution, unit `bytes`).
     pub const OFFSET: &str = "io.offset";
+    /// Operations that found no file in the state they need (counter, unit `ops`).
+    pub const SKIPPED: &str = "io.skipped";
 
     /// Counters: carried by per-op series and per-worker series. (stat, unit)
     pub const COUNTERS: [(&str, &str); 3] = [(OPS, "ops"), (BYTES, "bytes"), (ERRORS, "errors")];

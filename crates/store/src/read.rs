@@ -168,7 +168,7 @@ fn set_counter(c: &mut ioscope_metrics::Counts, stat: &str, value: u64) {
     }
 }
 
-/// Version 2 files (no per-file series) are read as they are.
+/// Version 2 files (no per-file series) and 3 (no error kinds, no skips) are read as they are.
 const OLDEST_READABLE: i32 = 2;
 
 /// Tables a results file has (`meta` is for people and is not read).
@@ -188,8 +188,8 @@ const OP_STATS: [&str; 7] =
 /// The statistics every per-worker and per-file series has each second.
 const COUNTER_STATS: [&str; 3] = [stat::OPS, stat::BYTES, stat::ERRORS];
 
-/// (stat, host, workload, op, worker, file): what tells series apart.
-type SeriesKey = (String, String, String, String, Option<u32>, Option<String>);
+/// (stat, host, workload, op, worker, file, error): what tells series apart.
+type SeriesKey = (String, String, String, String, Option<u32>, Option<String>, Option<String>);
 
 /// One row being read.
 struct RowView<'r> {
@@ -368,13 +368,15 @@ impl Reader<'_> {
             op: String,
             worker: Option<u32>,
             file: Option<String>,
+            error: Option<String>,
         }
         let mut series: HashMap<i64, SeriesRow> = HashMap::new();
         {
             let mut keys: HashMap<SeriesKey, i64> = HashMap::new();
             let file = if self.version >= 3 { "file" } else { "NULL" };
+            let error = if self.version >= 4 { "error" } else { "NULL" };
             self.rows(
-                &format!("SELECT id, stat, host, workload, op, worker, {file} FROM series"),
+                &format!("SELECT id, stat, host, workload, op, worker, {file}, {error} FROM series"),
                 [],
                 "series",
                 &[0],
@@ -387,12 +389,23 @@ impl Reader<'_> {
                         op: c.at(4, "op")?.text(p)?,
                         worker: c.at(5, "worker")?.opt_u32(p)?,
                         file: c.at(6, "file")?.opt_text(p)?,
+                        error: c.at(7, "error")?.opt_text(p)?,
                     };
                     if s.worker.is_some() && s.file.is_some() {
                         return Err(check::corrupt(p, "series", row, "both a worker and a file"));
                     }
-                    let key =
-                        (s.stat.clone(), s.host.clone(), s.workload.clone(), s.op.clone(), s.worker, s.file.clone());
+                    if s.error.is_some() && (s.stat != stat::ERRORS || s.worker.is_some() || s.file.is_some()) {
+                        return Err(check::corrupt(p, "series", row, "an error kind on a series other than an op's io.errors"));
+                    }
+                    let key = (
+                        s.stat.clone(),
+                        s.host.clone(),
+                        s.workload.clone(),
+                        s.op.clone(),
+                        s.worker,
+                        s.file.clone(),
+                        s.error.clone(),
+                    );
                     if let Some(other) = keys.insert(key, id) {
                         return Err(check::corrupt(p, "series", row, format_args!("the same series as id={other}")));
                     }
@@ -517,6 +530,19 @@ impl Reader<'_> {
                     });
                     (snap.ops.len() - 1, 0)
                 });
+                let d = &mut snap.ops[*i].data;
+                // Error kinds and skips come beside the per-op statistics, not among them.
+                if let Some(kind) = &s.error {
+                    if d.errors_by_kind.iter().any(|(k, _)| k == kind) {
+                        return Err(corrupt(format!("a second row of series {id} for second {second}")));
+                    }
+                    d.errors_by_kind.push((kind.clone(), value));
+                    return Ok(());
+                }
+                if s.stat == stat::SKIPPED {
+                    d.skipped = value;
+                    return Ok(());
+                }
                 mark(bits, &OP_STATS)?;
                 let d = &mut snap.ops[*i].data;
                 let hist = |h: &mut Histogram| -> Result<(), StoreError> {

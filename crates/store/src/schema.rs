@@ -6,7 +6,7 @@
 //! distributions carry their sparse histogram beside the exact count, sum, min and max.
 
 /// `PRAGMA user_version` of files this crate writes and reads.
-pub const SCHEMA_VERSION: i32 = 3;
+pub const SCHEMA_VERSION: i32 = 4;
 
 /// `PRAGMA application_id` of an ioscope results file: "IOSC" in ASCII.
 pub const APPLICATION_ID: i32 = 0x494F_5343;
@@ -81,9 +81,12 @@ CREATE TABLE probe(
     detail      TEXT
 );
 
--- A statistic with its dimensions. `worker` and `file` are NULL for the per-host,
--- per-workload, per-op series (all statistics); per-worker and per-file series carry only
--- the counters (per-file samples are stored for seconds in which the file saw I/O).
+-- A statistic with its dimensions. `worker`, `file` and `error` are NULL for the
+-- per-host, per-workload, per-op series (all statistics); per-worker and per-file series
+-- carry only the counters (per-file samples are stored for seconds in which the file saw
+-- I/O). `error` names the kind of the failed I/Os an `io.errors` series counts ("ENOSPC",
+-- "NFS3ERR_STALE", "short read"; samples stored for seconds in which it is not zero);
+-- `io.skipped` counts operations that found no file in the state they need (file trees).
 CREATE TABLE series(
     id       INTEGER PRIMARY KEY,
     stat     TEXT NOT NULL,
@@ -93,9 +96,10 @@ CREATE TABLE series(
     workload TEXT NOT NULL DEFAULT '',
     op       TEXT NOT NULL,
     worker   INTEGER,
-    file     TEXT
+    file     TEXT,
+    error    TEXT
 );
-CREATE UNIQUE INDEX series_key ON series(stat, host, workload, op, ifnull(worker, -1), ifnull(file, ''));
+CREATE UNIQUE INDEX series_key ON series(stat, host, workload, op, ifnull(worker, -1), ifnull(file, ''), ifnull(error, ''));
 
 -- One value per series and second. Counter: value = count. Distribution: value = count,
 -- sum/min/max exact (NULL when empty; INTEGER, or decimal TEXT past 2^63-1), and hist =
@@ -114,7 +118,7 @@ CREATE TABLE sample(
 
 -- For reading by hand: samples with their series spelled out.
 CREATE VIEW samples AS
-SELECT x.second, t.step, t.warmup, s.host, s.workload, s.op, s.worker, s.file, s.stat, s.unit,
+SELECT x.second, t.step, t.warmup, s.host, s.workload, s.op, s.worker, s.file, s.error, s.stat, s.unit,
        x.interval_ns, x.value, x.sum, x.min, x.max, length(x.hist) AS hist_bytes
 FROM sample x JOIN series s ON s.id = x.series_id
 LEFT JOIN tick t ON t.host = s.host AND t.second = x.second;

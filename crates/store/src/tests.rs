@@ -30,8 +30,16 @@ fn hist(values: impl IntoIterator<Item = u64>) -> Histogram {
 
 fn op_interval(second: u64, n: u64) -> OpInterval {
     let lat = hist((1..=n).map(|i| i * 1013 + second * 7));
+    // Errors by kind add up to the error count; skips are counted apart.
+    let errors_by_kind = match second {
+        0 => vec![],
+        1 => vec![("EROFS".to_string(), 1)],
+        _ => vec![("EROFS".to_string(), second - 1), ("short read".to_string(), 1)],
+    };
     OpInterval {
         counts: Counts { ops: n, bytes: n * 4096, errors: second },
+        errors_by_kind,
+        skipped: second * 3,
         service_ns: hist((1..=n).map(|i| i * 977)),
         size_bytes: hist((0..n).map(|_| 4096)),
         offset_bytes: hist((0..n).map(|i| i * 4096 * 31 % (1 << 30))),
@@ -446,4 +454,41 @@ fn a_reader_holding_the_file_does_not_stop_the_run_leaving_wal_mode() {
     let mode = crate::write::set_journal_mode(&writer, &path, "delete").unwrap();
     release.join().unwrap();
     assert_eq!(mode, "delete", "the switch waits for the reader");
+}
+
+#[test]
+fn error_kinds_are_stored_as_a_dimension_and_version_3_files_still_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.ioscope");
+    let mut w = Writer::create(&path, &run_info(std::process::id(), "h1"), &hosts()).unwrap();
+    let snaps: Vec<Snapshot> = (0..3).map(|s| snapshot(s, "h1")).collect();
+    for s in &snaps {
+        w.write_second(s).unwrap();
+    }
+    w.finish(Status::Completed, None, 1).unwrap();
+    let r = open(&path).unwrap();
+    let read = |s: &Snapshot| s.ops[0].data.clone();
+    assert_eq!(read(&r.seconds[2]).errors_by_kind, [("EROFS".to_string(), 1), ("short read".to_string(), 1)]);
+    assert_eq!(read(&r.seconds[2]).skipped, 6);
+    if let Some(out) = sqlite3_cli(
+        &path,
+        "SELECT second, error, value FROM samples WHERE stat='io.errors' AND op='read' AND error IS NOT NULL ORDER BY second, error;",
+    ) {
+        assert_eq!(out, "1|EROFS|1\n2|EROFS|1\n2|short read|1\n");
+    }
+
+    // The same file as version 3 wrote it: no error column.
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "DROP VIEW samples; DROP INDEX series_key; DELETE FROM sample WHERE series_id IN
+           (SELECT id FROM series WHERE error IS NOT NULL OR stat = 'io.skipped');
+         DELETE FROM series WHERE error IS NOT NULL OR stat = 'io.skipped';
+         ALTER TABLE series DROP COLUMN error; PRAGMA user_version = 3;",
+    )
+    .unwrap();
+    drop(conn);
+    let old = open(&path).unwrap();
+    assert_eq!(old.schema_version, 3);
+    let d = &old.seconds[2].ops[0].data;
+    assert_eq!((d.counts.errors, d.errors_by_kind.len(), d.skipped), (2, 0, 0));
 }

@@ -12,8 +12,8 @@ use std::time::Duration;
 /// How long a statement waits for a lock held by a reader before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// (stat, host, workload, op, worker, file)
-type SeriesKey = (&'static str, String, String, String, Option<u32>, Option<String>);
+/// (stat, host, workload, op, worker, file, error)
+type SeriesKey = (&'static str, String, String, String, Option<u32>, Option<String>, Option<String>);
 
 /// Checks that `path` can be created as a new results file; the CLI calls this before
 /// any I/O. Refuses an existing path, and leftover `-wal`/`-journal` files beside it
@@ -158,9 +158,17 @@ impl Writer {
                              workload: &str,
                              op: &str,
                              worker: Option<u32>,
-                             file: Option<&str>| {
-            let key: SeriesKey =
-                (stat, s.host.clone(), workload.to_string(), op.to_string(), worker, file.map(str::to_string));
+                             file: Option<&str>,
+                             error: Option<&str>| {
+            let key: SeriesKey = (
+                stat,
+                s.host.clone(),
+                workload.to_string(),
+                op.to_string(),
+                worker,
+                file.map(str::to_string),
+                error.map(str::to_string),
+            );
             if let Some(id) = cache.get(&key) {
                 return Ok(*id);
             }
@@ -168,9 +176,9 @@ impl Writer {
                 return Ok(*id);
             }
             tx.prepare_cached(
-                "INSERT INTO series(stat, unit, kind, host, workload, op, worker, file) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                "INSERT INTO series(stat, unit, kind, host, workload, op, worker, file, error) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             )?
-            .execute(params![stat, unit, kind, s.host, workload, op, worker, file])?;
+            .execute(params![stat, unit, kind, s.host, workload, op, worker, file, error])?;
             let id = tx.last_insert_rowid();
             created.push((key, id));
             Ok::<i64, rusqlite::Error>(id)
@@ -201,21 +209,30 @@ impl Writer {
             for o in &s.ops {
                 let c = o.data.counts;
                 for ((stat, unit), v) in stat::COUNTERS.into_iter().zip([c.ops, c.bytes, c.errors]) {
-                    let id = series_id(stat, unit, "counter", &o.workload, &o.op, None, None)?;
+                    let id = series_id(stat, unit, "counter", &o.workload, &o.op, None, None, None)?;
                     counter(id, v)?;
+                }
+                // Error kinds and skips: only seconds in which they are not zero.
+                for (kind, n) in o.data.errors_by_kind.iter().filter(|(_, n)| *n > 0) {
+                    let id = series_id(stat::ERRORS, "errors", "counter", &o.workload, &o.op, None, None, Some(kind))?;
+                    counter(id, *n)?;
+                }
+                if o.data.skipped > 0 {
+                    let id = series_id(stat::SKIPPED, "ops", "counter", &o.workload, &o.op, None, None, None)?;
+                    counter(id, o.data.skipped)?;
                 }
             }
             for w in &s.workers {
                 let c = w.counts;
                 for ((stat, unit), v) in stat::COUNTERS.into_iter().zip([c.ops, c.bytes, c.errors]) {
-                    let id = series_id(stat, unit, "counter", "", &w.op, Some(w.worker), None)?;
+                    let id = series_id(stat, unit, "counter", "", &w.op, Some(w.worker), None, None)?;
                     counter(id, v)?;
                 }
             }
             for f in &s.files {
                 let c = f.counts;
                 for ((stat, unit), v) in stat::COUNTERS.into_iter().zip([c.ops, c.bytes, c.errors]) {
-                    let id = series_id(stat, unit, "counter", "", &f.op, None, Some(&f.file))?;
+                    let id = series_id(stat, unit, "counter", "", &f.op, None, Some(&f.file), None)?;
                     counter(id, v)?;
                 }
             }
@@ -223,7 +240,7 @@ impl Writer {
                 let d = &o.data;
                 let hists: [&Histogram; 4] = [&d.latency_ns, &d.service_ns, &d.size_bytes, &d.offset_bytes];
                 for ((stat, unit), h) in stat::DISTRIBUTIONS.into_iter().zip(hists) {
-                    let id = series_id(stat, unit, "distribution", &o.workload, &o.op, None, None)?;
+                    let id = series_id(stat, unit, "distribution", &o.workload, &o.op, None, None, None)?;
                     if h.is_empty() {
                         insert.execute(params![
                             id,

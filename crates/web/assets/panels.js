@@ -27,6 +27,12 @@ function figure(label, value, sub) {
   return h('div', { class: 'fig' }, h('div', { class: 'fig-v' }, value), h('div', { class: 'fig-l' }, label, sub ? h('span', { class: 'fig-s' }, sub) : null));
 }
 
+// An operation's failed I/Os by kind, most frequent first: "EROFS 12,345, EIO 3".
+function errorKinds(o) {
+  const kinds = Object.entries(o.errors_by_kind || {}).sort((a, b) => b[1] - a[1]);
+  return kinds.length ? kinds.map(([k, n]) => `${k} ${fmtInt(n)}`).join(', ') : null;
+}
+
 function summaryBlock(run, which) {
   const s = run.summary;
   if (!s) return h('p', { class: 'muted' }, 'No summary stored for this run.');
@@ -52,7 +58,7 @@ function summaryBlock(run, which) {
       h('td', {}, fmtInt(o.iops)),
       h('td', {}, mbs(o.bytes_per_sec)),
       h('td', {}, fmtInt(o.ops)),
-      h('td', { class: o.errors ? 'bad' : '' }, fmtInt(o.errors)),
+      h('td', { class: o.errors ? 'bad' : '', title: errorKinds(o) }, fmtInt(o.errors)),
       h('td', {}, lat(o.latency_ns, 'mean')),
       h('td', {}, lat(o.latency_ns, 'p50')),
       h('td', {}, lat(o.latency_ns, 'p90')),

@@ -240,18 +240,18 @@ export function chartTitle(c, info) {
 // Dimensions a drill-down from chart `c` can break down by next: the statistic's
 // dimensions minus the current breakdown, those already filtered on, (for distributions)
 // worker, which carries no histograms, and the dimensions exclusive with one in use.
-// worker, file and workload cannot be combined (the server keeps per-worker and per-file
-// counts, not per-workload-and-worker ones): once one is used, the others are not offered.
-const EXCLUSIVE = ['worker', 'file', 'workload'];
+// The server keeps per-worker and per-file counts (no workload, not both) and error kinds
+// per operation (not per worker or file): once one of a pair is used, the other is not offered.
+const EXCLUSIVE = [['worker', 'workload'], ['file', 'workload'], ['worker', 'file'], ['error', 'worker'], ['error', 'file']];
 
 export function drillDims(c, info) {
   if (!info) return [];
   const used = new Set((c.where || []).map((p) => p[0]));
   if (c.by) used.add(c.by);
-  const exclusive = EXCLUSIVE.some((d) => used.has(d));
+  const excluded = (d) => EXCLUSIVE.some(([a, b]) => (a === d && used.has(b)) || (b === d && used.has(a)));
   return (info.dimensions || []).filter((d) => !used.has(d)
     && !(info.kind === 'distribution' && d === 'worker')
-    && !(exclusive && EXCLUSIVE.includes(d)));
+    && !excluded(d));
 }
 
 // The chart a drill-down adds below `c`: filtered to the selected values of its

@@ -32,11 +32,14 @@ pub enum Dim {
     Step,
     Worker,
     File,
+    /// The kind of failed I/O ("ENOSPC", "short read"): the `errors` statistic only.
+    Error,
     Probe,
 }
 
 impl Dim {
-    pub const ALL: [Dim; 7] = [Dim::Op, Dim::Workload, Dim::Host, Dim::Step, Dim::Worker, Dim::File, Dim::Probe];
+    pub const ALL: [Dim; 8] =
+        [Dim::Op, Dim::Workload, Dim::Host, Dim::Step, Dim::Worker, Dim::File, Dim::Error, Dim::Probe];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -46,6 +49,7 @@ impl Dim {
             Dim::Step => "step",
             Dim::Worker => "worker",
             Dim::File => "file",
+            Dim::Error => "error",
             Dim::Probe => "probe",
         }
     }
@@ -86,12 +90,20 @@ pub struct Stat {
 }
 
 const COUNTER_DIMS: &[Dim] = &[Dim::Op, Dim::Workload, Dim::Host, Dim::Step, Dim::Worker, Dim::File];
+const ERROR_DIMS: &[Dim] = &[Dim::Op, Dim::Workload, Dim::Host, Dim::Step, Dim::Worker, Dim::File, Dim::Error];
 const DISTRIBUTION_DIMS: &[Dim] = &[Dim::Op, Dim::Workload, Dim::Host, Dim::Step];
 
 pub static STATS: &[Stat] = &[
     Stat { name: "ops", label: "Operations", unit: "ops/s", kind: Kind::Counter, dims: COUNTER_DIMS },
     Stat { name: "bytes", label: "Bytes", unit: "bytes/s", kind: Kind::Counter, dims: COUNTER_DIMS },
-    Stat { name: "errors", label: "Errors", unit: "errors/s", kind: Kind::Counter, dims: COUNTER_DIMS },
+    Stat { name: "errors", label: "Errors", unit: "errors/s", kind: Kind::Counter, dims: ERROR_DIMS },
+    Stat {
+        name: "skipped",
+        label: "Skipped (no file in the needed state)",
+        unit: "ops/s",
+        kind: Kind::Counter,
+        dims: DISTRIBUTION_DIMS,
+    },
     Stat {
         name: "latency",
         label: "Latency (from intended start)",
@@ -212,6 +224,8 @@ impl Query {
             (Dim::Worker, Dim::Workload, "per-worker counts carry no workload"),
             (Dim::File, Dim::Workload, "per-file counts carry no workload"),
             (Dim::Worker, Dim::File, "counts are kept per worker and per file, not per both"),
+            (Dim::Error, Dim::Worker, "error kinds are kept per operation, not per worker"),
+            (Dim::Error, Dim::File, "error kinds are kept per operation, not per file"),
         ] {
             if self.uses(a) && self.uses(b) {
                 return Err(format!("{} and {} cannot be combined: {why}", a.name(), b.name()));
@@ -231,28 +245,32 @@ impl Query {
     }
 }
 
-/// One stored row of one second: a per-op series or a per-worker counter set.
+/// One stored row of one second: a per-op series, a per-worker or per-file counter set,
+/// or one kind of an op's failed I/Os (None: those of no recorded kind, in files written
+/// before kinds were stored).
 enum Row<'a> {
     Op(&'a Snapshot, &'a OpSeries),
     Worker(&'a Snapshot, &'a WorkerCounts),
     File(&'a Snapshot, &'a FileCounts),
+    Error(&'a Snapshot, &'a OpSeries, Option<&'a (String, u64)>),
 }
 
 impl<'a> Row<'a> {
     fn snapshot(&self) -> &'a Snapshot {
         match *self {
-            Row::Op(s, _) | Row::Worker(s, _) | Row::File(s, _) => s,
+            Row::Op(s, _) | Row::Worker(s, _) | Row::File(s, _) | Row::Error(s, _, _) => s,
         }
     }
 
     fn value(&self, dim: Dim) -> Option<String> {
         let s = self.snapshot();
         match (dim, self) {
-            (Dim::Op, Row::Op(_, o)) => Some(o.op.clone()),
+            (Dim::Op, Row::Op(_, o) | Row::Error(_, o, _)) => Some(o.op.clone()),
             (Dim::Op, Row::Worker(_, w)) => Some(w.op.clone()),
             (Dim::Op, Row::File(_, f)) => Some(f.op.clone()),
             (Dim::File, Row::File(_, f)) => Some(f.file.clone()),
-            (Dim::Workload, Row::Op(_, o)) => Some(workload_name(&o.workload).to_string()),
+            (Dim::Workload, Row::Op(_, o) | Row::Error(_, o, _)) => Some(workload_name(&o.workload).to_string()),
+            (Dim::Error, Row::Error(_, _, kind)) => Some(kind.map_or("unrecorded", |k| k.0.as_str()).to_string()),
             (Dim::Host, _) => Some(s.host.clone()),
             (Dim::Step, _) => Some(s.step.to_string()),
             (Dim::Worker, Row::Worker(_, w)) => Some(w.worker.to_string()),
@@ -265,10 +283,17 @@ impl<'a> Row<'a> {
             Row::Op(_, o) => o.data.counts,
             Row::Worker(_, w) => w.counts,
             Row::File(_, f) => f.counts,
+            Row::Error(_, o, kind) => {
+                let named: u64 = o.data.errors_by_kind.iter().map(|k| k.1).sum();
+                let n = kind.map_or(o.data.counts.errors.saturating_sub(named), |k| k.1);
+                return if stat == "errors" { n } else { 0 };
+            }
         };
-        match stat {
-            "ops" => c.ops,
-            "bytes" => c.bytes,
+        match (stat, self) {
+            ("skipped", Row::Op(_, o)) => o.data.skipped,
+            ("skipped", _) => 0,
+            ("ops", _) => c.ops,
+            ("bytes", _) => c.bytes,
             _ => c.errors,
         }
     }
@@ -343,10 +368,18 @@ impl<'a> Range<'a> {
     }
 
     fn rows(&self, q: &Query, group: &'a [Snapshot]) -> Vec<Row<'a>> {
-        let (workers, files) = (q.uses(Dim::Worker), q.uses(Dim::File));
+        let (workers, files, errors) = (q.uses(Dim::Worker), q.uses(Dim::File), q.uses(Dim::Error));
         let mut rows = Vec::new();
         for s in group {
-            if workers {
+            if errors {
+                for o in &s.ops {
+                    rows.extend(o.data.errors_by_kind.iter().map(|k| Row::Error(s, o, Some(k))));
+                    let named: u64 = o.data.errors_by_kind.iter().map(|k| k.1).sum();
+                    if o.data.counts.errors > named {
+                        rows.push(Row::Error(s, o, None));
+                    }
+                }
+            } else if workers {
                 rows.extend(s.workers.iter().map(|w| Row::Worker(s, w)));
             } else if files {
                 rows.extend(s.files.iter().map(|f| Row::File(s, f)));
@@ -669,6 +702,7 @@ pub fn dimension_values(r: &Results) -> Value {
     let mut hosts = Vec::new();
     let mut workers = BTreeSet::new();
     let mut files = Vec::new();
+    let mut errors = Vec::new();
     let mut steps: BTreeSet<u32> = r.steps.iter().map(|s| s.index).collect();
     let push = |v: &mut Vec<String>, s: &str| {
         if !v.iter().any(|x| x == s) {
@@ -681,6 +715,9 @@ pub fn dimension_values(r: &Results) -> Value {
         for o in &s.ops {
             push(&mut ops, &o.op);
             push(&mut workloads, workload_name(&o.workload));
+            for (kind, _) in &o.data.errors_by_kind {
+                push(&mut errors, kind);
+            }
         }
         workers.extend(s.workers.iter().map(|w| w.worker));
         for f in &s.files {
@@ -688,6 +725,7 @@ pub fn dimension_values(r: &Results) -> Value {
         }
     }
     files.sort();
+    errors.sort();
     let mut probes = Vec::new();
     for p in &r.probes {
         push(&mut probes, &p.name);
@@ -695,16 +733,19 @@ pub fn dimension_values(r: &Results) -> Value {
     let strings = |v: BTreeSet<u32>| v.into_iter().map(|x| x.to_string()).collect::<Vec<_>>();
     json!({
         "op": ops, "workload": workloads, "host": hosts,
-        "step": strings(steps), "worker": strings(workers), "file": files, "probe": probes,
+        "step": strings(steps), "worker": strings(workers), "file": files, "error": errors, "probe": probes,
     })
 }
 
 /// The `stats` list of a run: every statistic with the dimensions it has.
 pub fn stat_list(r: &Results) -> Value {
     let has_probes = !r.probes.is_empty();
+    // Skips happen only in file-tree workloads (any operation besides transfers and syncs).
+    let tree = r.op_names().iter().any(|op| !matches!(op.as_str(), "read" | "write" | "fsync" | "fdatasync"));
     let list: Vec<Value> = STATS
         .iter()
         .filter(|s| s.kind != Kind::Event || has_probes)
+        .filter(|s| s.name != "skipped" || tree)
         .map(|s| {
             json!({"name": s.name, "label": s.label, "unit": s.unit, "kind": s.kind.name(),
                    "dimensions": s.dims.iter().map(|d| d.name()).collect::<Vec<_>>()})

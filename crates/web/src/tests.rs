@@ -17,6 +17,8 @@ fn hist(values: impl IntoIterator<Item = u64>) -> Histogram {
 fn interval(n: u64, base_ns: u64, size: u64) -> OpInterval {
     OpInterval {
         counts: Counts { ops: n, bytes: n * size, errors: 0 },
+        errors_by_kind: Vec::new(),
+        skipped: 0,
         latency_ns: hist((0..n).map(|i| base_ns + i * 1000)),
         service_ns: hist((0..n).map(|i| base_ns / 2 + i * 1000)),
         size_bytes: hist((0..n).map(|_| size)),
@@ -318,4 +320,45 @@ fn off_loopback_every_request_needs_the_token() {
     assert_eq!(get(local.addr.port(), "/api/v1/runs", None).0, 200);
     assert_eq!(get(local.addr.port(), "/assets/../../etc/passwd", None).0, 404);
     local.stop();
+}
+
+#[test]
+fn errors_break_down_by_kind_and_the_kinds_sum_to_the_whole() {
+    let (_dir, mut r) = results();
+    for s in &mut r.seconds {
+        let write = &mut s.ops[1].data;
+        write.counts.errors = 5;
+        write.errors_by_kind = vec![("EROFS".into(), 3), ("short write".into(), 1)]; // 1 of no recorded kind
+        s.ops[0].data.skipped = 7;
+    }
+    let by_error = query::series(&r, &q("errors", Some("error"), ""));
+    let totals: Vec<(String, u64)> = by_error["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["key"].as_str().unwrap().to_string(), s["total"].as_u64().unwrap()))
+        .collect();
+    let n = r.seconds.len() as u64;
+    assert_eq!(totals, [("EROFS".into(), 3 * n), ("short write".into(), n), ("unrecorded".into(), n)]);
+    let whole = query::series(&r, &q("errors", None, ""));
+    assert_eq!(whole["series"][0]["total"].as_u64(), Some(5 * n));
+    // Filtered to one kind, by op.
+    let erofs = query::series(&r, &q("errors", Some("op"), "error:EROFS"));
+    assert_eq!(erofs["series"][0]["key"], "write");
+    assert_eq!(erofs["series"][0]["total"].as_u64(), Some(3 * n));
+    // Skips are their own counter.
+    let skipped = query::series(&r, &q("skipped", Some("op"), ""));
+    assert_eq!(skipped["series"][0]["total"].as_u64(), Some(7 * n));
+    // Kinds are per operation: not per worker or file; and only errors have them.
+    assert!(Query::new("errors").unwrap().by("error").unwrap().filter("worker:1").is_err());
+    assert!(Query::new("errors").unwrap().by("error").unwrap().filter("file:f1").is_err());
+    assert!(Query::new("ops").unwrap().by("error").is_err());
+    let dims = query::dimension_values(&r);
+    assert_eq!(dims["error"], serde_json::json!(["EROFS", "short write"]));
+    // `skipped` is offered for file-tree runs only.
+    let listed =
+        |r: &ioscope_store::Results| query::stat_list(r).as_array().unwrap().iter().any(|s| s["name"] == "skipped");
+    assert!(!listed(&r), "reads and writes only");
+    r.seconds[0].ops[0].op = "delete".into();
+    assert!(listed(&r));
 }

@@ -5,7 +5,7 @@
 //! workload hash stored with results, so two runs of the same workload share a hash however the
 //! workload was written (flags, file, sizes as "4k" or 4096).
 
-use crate::plan::{BlockSize, DatasetFormat, FileIo, FileSelect, PatternMap, Plan, SyncMode};
+use crate::plan::{BlockSize, DatasetFormat, FileIo, FileSelect, MaxErrors, PatternMap, Plan, SyncMode};
 use crate::units::{duration_literal, format_size, size_literal};
 use sha2::{Digest, Sha256};
 
@@ -131,6 +131,11 @@ pub fn to_toml(plan: &Plan) -> String {
     }
     top.kv("force", plan.force.to_string(), "may write into files ioscope did not create");
     top.kv("cleanup", plan.cleanup.to_string(), "remove created files after the run");
+    let max_errors = match plan.max_errors {
+        MaxErrors::Count(n) => n.to_string(),
+        m => toml_string(&m.to_string()),
+    };
+    top.kv("max_errors", max_errors, "past this many failed I/Os the run ends as failed");
 
     let mut out = String::from("# ioscope workload (canonical form)\n");
     top.write(&mut out);

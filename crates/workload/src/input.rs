@@ -6,8 +6,8 @@
 
 use crate::diagnostic::{closest, Diagnostic, MAX_DIAGNOSTICS};
 use crate::plan::{
-    BlockSize, Dataset, DatasetFormat, EngineKind, FileIo, FileSelect, Operation, Pattern, PatternMap, Plan, Probe, Rw,
-    Staircase, Steps, SyncMode, Workload,
+    BlockSize, Dataset, DatasetFormat, EngineKind, FileIo, FileSelect, MaxErrors, Operation, Pattern, PatternMap, Plan,
+    Probe, Rw, Staircase, Steps, SyncMode, Workload,
 };
 use crate::units::{duration_literal, format_size, parse_duration, parse_size};
 use std::collections::HashMap;
@@ -39,6 +39,7 @@ pub struct Flags {
     pub sqpoll: bool,
     pub force: bool,
     pub cleanup: bool,
+    pub max_errors: Option<String>,
     /// `--set KEY=VALUE`, in order: any key, `section.key` inside sections (for
     /// `[[workload]]` and `[[probe]]`, every entry). A later one wins.
     pub sets: Vec<String>,
@@ -90,7 +91,7 @@ impl SourceFile {
 
 /// Every key a workload file may contain, in canonical order, with its command-line flag
 /// (`description` has none).
-pub(crate) const KEYS: [(&str, &str); 27] = [
+pub(crate) const KEYS: [(&str, &str); 28] = [
     ("description", ""),
     ("engine", "--engine"),
     ("rw", "--rw"),
@@ -115,6 +116,7 @@ pub(crate) const KEYS: [(&str, &str); 27] = [
     ("staircase", "--staircase"),
     ("force", "--force"),
     ("cleanup", "--cleanup"),
+    ("max_errors", "--max-errors"),
     ("dataset", ""),
     ("workload", ""),
     ("probe", ""),
@@ -552,6 +554,7 @@ impl<'a> Ctx<'a> {
             "sqpoll" => f.sqpoll.then_some(""),
             "force" => f.force.then_some(""),
             "cleanup" => f.cleanup.then_some(""),
+            "max_errors" => f.max_errors.as_deref(),
             _ => None,
         };
         if let Some((_, item, text)) = self.sets.iter().rev().find(|(k, _, _)| *k == key) {
@@ -735,6 +738,29 @@ impl<'a> Ctx<'a> {
         };
         self.err(&loc, key, expected, note);
         Got::Bad
+    }
+
+    /// `max_errors`: a count (a TOML integer or its text), a share like "1%", or "off".
+    fn max_errors(&mut self) -> Got<MaxErrors> {
+        let Some((raw, loc)) = self.raw("max_errors") else {
+            return Got::Absent;
+        };
+        let expected = "a count of failed I/Os (like 1000), a share of the I/Os (like \"1%\" or \"0.1%\"), or \"off\"";
+        let parsed = match raw {
+            Raw::Flag(t) => MaxErrors::parse(t),
+            Raw::Toml(item) => match item.as_value() {
+                Some(Value::Integer(i)) => u64::try_from(*i.value()).map(MaxErrors::Count).map_err(|_| String::new()),
+                Some(Value::String(s)) => MaxErrors::parse(s.value()),
+                _ => Err(String::new()),
+            },
+        };
+        match parsed {
+            Ok(m) => Got::Ok(m, loc),
+            Err(note) => {
+                self.err(&loc, "max_errors", expected, note);
+                Got::Bad
+            }
+        }
     }
 
     /// A directory path (non-empty).
@@ -1328,6 +1354,7 @@ impl<'a> Ctx<'a> {
         let staircase_g = self.staircase();
         let force_g = self.boolean("force");
         let cleanup_g = self.boolean("cleanup");
+        let max_errors_g = self.max_errors();
         if let Some((raw, loc)) = self.raw("description") {
             self.string("description", raw, &loc, "a string of free text");
         }
@@ -1629,6 +1656,7 @@ impl<'a> Ctx<'a> {
             probes: probes.iter().map(|p| p.as_ref().map(|(p, _)| p.clone())).collect::<Option<Vec<_>>>()?,
             force: force_g.or(false)?,
             cleanup: cleanup_g.or(false)?,
+            max_errors: max_errors_g.or(MaxErrors::default())?,
         };
         // Counted, not built: a few long lists multiply into more steps than memory holds.
         let steps = plan.step_count();

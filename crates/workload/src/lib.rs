@@ -15,8 +15,8 @@ pub use canonical::{plan_hash, to_toml};
 pub use diagnostic::{render_diagnostics, Diagnostic, Origin};
 pub use input::{build_plan, validate_file, Flags, SourceFile, MAX_SOURCE_BYTES};
 pub use plan::{
-    BlockSize, Dataset, DatasetFormat, EngineKind, FileIo, FileSelect, Operation, Pattern, PatternMap, Plan, Probe,
-    Rate, Rw, Staircase, Step, Steps, SyncMode, Workload,
+    BlockSize, Dataset, DatasetFormat, EngineKind, FileIo, FileSelect, MaxErrors, Operation, Pattern, PatternMap, Plan,
+    Probe, Rate, Rw, Staircase, Step, Steps, SyncMode, Workload,
 };
 pub use units::{format_size, parse_duration, parse_size};
 

@@ -382,6 +382,65 @@ pub struct Plan {
     pub force: bool,
     /// Remove the files ioscope created after the run.
     pub cleanup: bool,
+    /// When failed I/Os end the run as failed.
+    #[serde(default)]
+    pub max_errors: MaxErrors,
+}
+
+/// When failed I/Os end a run as failed (`max_errors`, `--max-errors`). With any limit
+/// but `Off`, a run in which every I/O fails for some seconds in a row ends too.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MaxErrors {
+    /// More than this many failed I/Os.
+    Count(u64),
+    /// More than this share of the I/Os attempted, in parts per million.
+    SharePpm(u32),
+    /// Never (not even when every I/O fails).
+    Off,
+}
+
+impl Default for MaxErrors {
+    /// 1% of the I/Os attempted.
+    fn default() -> Self {
+        MaxErrors::SharePpm(10_000)
+    }
+}
+
+impl std::fmt::Display for MaxErrors {
+    /// As written in a workload: `1000`, `1%`, `0.05%`, `off`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            MaxErrors::Count(n) => write!(f, "{n}"),
+            MaxErrors::SharePpm(ppm) => {
+                let frac = format!("{:04}", ppm % 10_000);
+                let frac = frac.trim_end_matches('0');
+                let dot = if frac.is_empty() { "" } else { "." };
+                write!(f, "{}{dot}{frac}%", ppm / 10_000)
+            }
+            MaxErrors::Off => f.write_str("off"),
+        }
+    }
+}
+
+impl MaxErrors {
+    /// Parses `N` (a count of failed I/Os), `P%` (a share above 0 and at most 100,
+    /// to 0.0001%) or `off`.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let t = text.trim();
+        if t.eq_ignore_ascii_case("off") {
+            return Ok(MaxErrors::Off);
+        }
+        if let Some(p) = t.strip_suffix('%') {
+            let pct: f64 = p.trim().parse().map_err(|_| format!("{p:?} is not a number"))?;
+            let ppm = (pct * 10_000.0).round();
+            if !(1.0..=1_000_000.0).contains(&ppm) || !pct.is_finite() {
+                return Err(format!("{t} is not above 0% and at most 100%"));
+            }
+            return Ok(MaxErrors::SharePpm(ppm as u32));
+        }
+        t.parse::<u64>().map(MaxErrors::Count).map_err(|_| String::new())
+    }
 }
 
 impl Plan {

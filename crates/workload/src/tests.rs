@@ -521,6 +521,7 @@ fn canonical_toml_round_trips() {
             "duration",
             "force",
             "cleanup",
+            "max_errors",
             "",
             "[[workload]]",
             "name",
@@ -840,4 +841,38 @@ fn a_probe_start_after_the_end_of_the_run_is_refused_not_skipped() {
             .at,
         [Duration::from_secs(13)]
     );
+}
+
+#[test]
+fn max_errors_takes_a_count_a_share_or_off_and_defaults_to_one_percent() {
+    use crate::MaxErrors;
+    assert_eq!(plan(DIR).max_errors, MaxErrors::SharePpm(10_000));
+    for (text, want) in [
+        ("max_errors = 1000", MaxErrors::Count(1000)),
+        ("max_errors = 0", MaxErrors::Count(0)),
+        ("max_errors = \"0.05%\"", MaxErrors::SharePpm(500)),
+        ("max_errors = \"100%\"", MaxErrors::SharePpm(1_000_000)),
+        ("max_errors = \"off\"", MaxErrors::Off),
+    ] {
+        let p = plan(&format!("{text}\n{DIR}"));
+        assert_eq!(p.max_errors, want, "{text}");
+        // The canonical form reads back the same.
+        let back = validate_file(&SourceFile { path: "c.toml".into(), text: to_toml(&p) }).unwrap();
+        assert_eq!(back.max_errors, want, "{}", to_toml(&p));
+    }
+    let flags = Flags { max_errors: Some("2.5%".into()), ..Flags::default() };
+    assert_eq!(build_plan(Some(&src(DIR)), &flags).unwrap().max_errors, MaxErrors::SharePpm(25_000));
+    for bad in [
+        "max_errors = -1",
+        "max_errors = \"0%\"",
+        "max_errors = \"101%\"",
+        "max_errors = \"lots\"",
+        "max_errors = true",
+    ] {
+        let d = build_plan(Some(&src(&format!("{bad}\n{DIR}"))), &Flags::default()).unwrap_err();
+        let text = render_diagnostics(&d);
+        assert!(text.contains("max_errors") && text.contains("a share of the I/Os"), "{bad}: {text}");
+    }
+    let d = build_plan(Some(&src(DIR)), &Flags { max_errors: Some("1e9%".into()), ..Flags::default() }).unwrap_err();
+    assert!(render_diagnostics(&d).contains("--max-errors"), "{}", render_diagnostics(&d));
 }
