@@ -395,7 +395,12 @@ impl Reader<'_> {
                         return Err(check::corrupt(p, "series", row, "both a worker and a file"));
                     }
                     if s.error.is_some() && (s.stat != stat::ERRORS || s.worker.is_some() || s.file.is_some()) {
-                        return Err(check::corrupt(p, "series", row, "an error kind on a series other than an op's io.errors"));
+                        return Err(check::corrupt(
+                            p,
+                            "series",
+                            row,
+                            "an error kind on a series other than an op's io.errors",
+                        ));
                     }
                     let key = (
                         s.stat.clone(),
