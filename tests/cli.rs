@@ -1075,7 +1075,7 @@ fn a_closed_pipe_ends_output_quietly_and_a_full_stdout_is_an_error_never_a_panic
     assert_eq!(shown["status"], "completed");
     // stderr full too: still no panic, the exit code says it.
     let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
-    let out = ioscope().args(["show", r, "/nonexistent"]).stderr(full).output().unwrap();
+    let out = ioscope().args(["show", "/nonexistent.db"]).stderr(full).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
 

@@ -20,8 +20,8 @@ pub const MAX_GAP_SECONDS: u64 = 3600;
 /// One value of one row, for reading with an error that says where it came from.
 pub(crate) struct Cell<'a> {
     pub table: &'static str,
-    /// The row, by its key: "series_id=5 second=3".
-    pub row: &'a str,
+    /// Describes the row by its key: "series_id=5 second=3".
+    pub row: &'a dyn Fn() -> String,
     pub column: &'static str,
     pub value: ValueRef<'a>,
 }
@@ -47,7 +47,7 @@ pub(crate) fn show(v: ValueRef<'_>) -> String {
 
 impl Cell<'_> {
     pub fn err(&self, path: &Path, what: impl std::fmt::Display) -> StoreError {
-        corrupt(path, self.table, self.row, format!("{} {what}", self.column))
+        corrupt(path, self.table, &(self.row)(), format!("{} {what}", self.column))
     }
 
     fn bad(&self, path: &Path, expected: &str) -> StoreError {

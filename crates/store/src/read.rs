@@ -195,7 +195,8 @@ type SeriesKey = (String, String, String, String, Option<u32>, Option<String>, O
 struct RowView<'r> {
     path: &'r Path,
     table: &'static str,
-    row: &'r str,
+    /// Describes the row, only when an error needs it.
+    row: &'r dyn Fn() -> String,
     r: &'r rusqlite::Row<'r>,
 }
 
@@ -215,29 +216,28 @@ impl Reader<'_> {
         StoreError::sqlite(self.path)
     }
 
-    /// Runs `sql` and hands each row to `each` with a description of the row made of its
-    /// `key` columns ("series_id=5 second=3"), for error messages.
+    /// Runs `sql` and hands each row to `each` with what describes the row in error
+    /// messages: its `key` columns ("series_id=5 second=3").
     fn rows(
         &self,
         sql: &str,
         params: impl rusqlite::Params,
         table: &'static str,
         key: &[usize],
-        mut each: impl FnMut(&RowView<'_>, &str) -> Result<(), StoreError>,
+        mut each: impl FnMut(&RowView<'_>, &dyn Fn() -> String) -> Result<(), StoreError>,
     ) -> Result<(), StoreError> {
         let mut stmt = self.conn.prepare(sql).map_err(self.sql())?;
         let names: Vec<String> = stmt.column_names().iter().map(|s| s.to_string()).collect();
         let mut rows = stmt.query(params).map_err(self.sql())?;
         while let Some(r) = rows.next().map_err(self.sql())? {
-            let mut row = String::new();
-            for &k in key {
-                let v = r.get_ref(k).map_err(self.sql())?;
-                if !row.is_empty() {
-                    row.push(' ');
-                }
-                row.push_str(&format!("{}={}", names[k], check::show(v)));
-            }
-            each(&RowView { path: self.path, table, row: &row, r }, &row)?;
+            let describe = || {
+                let parts = key.iter().map(|&k| {
+                    let v = r.get_ref(k).map_or_else(|e| e.to_string(), check::show);
+                    format!("{}={v}", names[k])
+                });
+                parts.collect::<Vec<_>>().join(" ")
+            };
+            each(&RowView { path: self.path, table, row: &describe, r }, &describe)?;
         }
         Ok(())
     }
@@ -270,8 +270,9 @@ impl Reader<'_> {
             &[12],
             |c, row| {
                 let status = c.at(6, "status")?.text(p)?;
-                let status =
-                    status.parse::<Status>().map_err(|e| check::corrupt(p, "run", row, format_args!("status: {e}")))?;
+                let status = status
+                    .parse::<Status>()
+                    .map_err(|e| check::corrupt(p, "run", &row(), format_args!("status: {e}")))?;
                 let info = RunInfo {
                     ioscope_version: c.at(0, "ioscope_version")?.text(p)?,
                     host: c.at(1, "host")?.text(p)?,
@@ -325,7 +326,7 @@ impl Reader<'_> {
                     duration_ns: c.at(7, "duration_ns")?.uint(p, i64::MAX as u64)?,
                 };
                 if steps.last().is_some_and(|s| s.index == step.index) {
-                    return Err(check::corrupt(p, "step", row, "a second row for the same step"));
+                    return Err(check::corrupt(p, "step", &row(), "a second row for the same step"));
                 }
                 steps.push(step);
                 Ok(())
@@ -392,7 +393,7 @@ impl Reader<'_> {
                         error: c.at(7, "error")?.opt_text(p)?,
                     };
                     if s.worker.is_some() && s.file.is_some() {
-                        return Err(check::corrupt(p, "series", row, "both a worker and a file"));
+                        return Err(check::corrupt(p, "series", &row(), "both a worker and a file"));
                     }
                     if s.error.is_some() && (s.stat != stat::ERRORS || s.worker.is_some() || s.file.is_some()) {
                         return Err(check::corrupt(
@@ -412,10 +413,10 @@ impl Reader<'_> {
                         s.error.clone(),
                     );
                     if let Some(other) = keys.insert(key, id) {
-                        return Err(check::corrupt(p, "series", row, format_args!("the same series as id={other}")));
+                        return Err(check::corrupt(p, "series", &row(), format_args!("the same series as id={other}")));
                     }
                     if series.insert(id, s).is_some() {
-                        return Err(check::corrupt(p, "series", row, "a second row with this id"));
+                        return Err(check::corrupt(p, "series", &row(), "a second row with this id"));
                     }
                     Ok(())
                 },
@@ -464,7 +465,7 @@ impl Reader<'_> {
                 };
                 let building = Building { snap, ops: HashMap::new(), workers: HashMap::new(), files: HashMap::new() };
                 if snaps.insert((second, host), building).is_some() {
-                    return Err(check::corrupt(p, "tick", row, "a second row for the same host and second"));
+                    return Err(check::corrupt(p, "tick", &row(), "a second row for the same host and second"));
                 }
                 Ok(())
             },
@@ -484,7 +485,7 @@ impl Reader<'_> {
                 let Some(s) = series.get(&id) else {
                     return Err(c.at(0, "series_id")?.err(p, "names no row of table series"));
                 };
-                let corrupt = |detail: String| check::corrupt(p, "sample", row, detail);
+                let corrupt = |detail: String| check::corrupt(p, "sample", &row(), detail);
                 let Some(b) = snaps.get_mut(&(second, s.host.clone())) else {
                     return Err(corrupt(format!("no row of table tick for host {:?} second {second}", s.host)));
                 };
