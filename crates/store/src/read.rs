@@ -399,7 +399,7 @@ impl Reader<'_> {
                         return Err(check::corrupt(
                             p,
                             "series",
-                            row,
+                            &row(),
                             "an error kind on a series other than an op's io.errors",
                         ));
                     }
