@@ -269,6 +269,10 @@ pub fn build_plan(file: Option<&SourceFile>, flags: &Flags) -> Result<Plan, Vec<
         if let Some(plan) = plan {
             return Ok(plan);
         }
+        // Every refusal records why; this is a bug, caught by the tests, never a silent exit.
+        debug_assert!(false, "a workload was refused without a diagnostic");
+        let note = "the workload was refused without a reason: this is a bug in ioscope";
+        diags.push(Diagnostic::at_flag("ioscope", "", "", "", note));
     }
     diags.sort_by_key(|d| match &d.origin {
         crate::Origin::File { line, col, .. } => (0, *line, *col),
@@ -840,7 +844,11 @@ impl<'a> Ctx<'a> {
                 Err(note) => self.err(iloc, key, expected, note),
             }
         }
-        if items.is_empty() || out.len() != items.len() {
+        if items.is_empty() {
+            self.err(&loc, key, expected, "the list is empty");
+            return Got::Bad;
+        }
+        if out.len() != items.len() {
             return Got::Bad;
         }
         Got::Ok(out, loc)

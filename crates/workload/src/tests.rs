@@ -841,3 +841,13 @@ fn a_probe_start_after_the_end_of_the_run_is_refused_not_skipped() {
         [Duration::from_secs(13)]
     );
 }
+
+#[test]
+fn an_empty_list_of_probe_times_is_refused_with_a_reason() {
+    let d = one_error("engine = \"null\"\n[[probe]]\ncommand = \"true\"\nat = []\n");
+    assert_eq!((d.key.as_str(), pos(&d)), ("probe.at", (4, 6)));
+    assert!(d.message.contains("the list is empty"), "{d}");
+    let flags = Flags { sets: vec!["probe.at=[]".into()], ..Flags::default() };
+    let d = errors("engine = \"null\"\n[[probe]]\ncommand = \"true\"\nat = \"1s\"\n", &flags);
+    assert_eq!((d.len(), flag_of(&d[0])), (1, "--set"));
+}
