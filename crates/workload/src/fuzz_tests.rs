@@ -234,28 +234,60 @@ fn mutated_example_files_never_panic_the_parser() {
 
 #[test]
 fn boundary_values_in_every_key_and_flag_never_panic() {
+    // Each key where it belongs: the top level, [dataset], [[workload]] or [[probe]].
+    let place = |key: &str| -> (&str, &str) {
+        let dataset = ["depth", "width", "sizes", "total_size", "working_set", "format"];
+        let workload = ["name", "operation", "fileio", "fileselect", "skew", "pattern"];
+        let probe = ["command", "at", "timeout"];
+        if dataset.contains(&key) {
+            ("dir = \"/tmp/x\"\n[dataset]\n", "dataset.")
+        } else if workload.contains(&key) {
+            ("engine = \"null\"\n[[workload]]\n", "workload.")
+        } else if probe.contains(&key) {
+            ("engine = \"null\"\n[[probe]]\ncommand = \"true\"\nat = \"1s\"\n", "probe.")
+        } else {
+            ("engine = \"null\"\n", "")
+        }
+    };
     let mut failures = Vec::new();
     for key in KEYS {
+        let (head, prefix) = place(key);
         for value in VALUES {
-            let cases = [
-                format!("engine = \"null\"\n{key} = {value}\n"),
-                format!("dir = \"/tmp/x\"\n[dataset]\n{key} = {value}\n"),
-                format!("engine = \"null\"\n[[workload]]\n{key} = {value}\n"),
-                format!("engine = \"null\"\n[[probe]]\ncommand = \"true\"\nat = \"1s\"\n{key} = {value}\n"),
-            ];
-            for text in &cases {
-                if catch_unwind(|| check(text, &Flags::default())).is_err() {
-                    failures.push(text.clone());
-                }
+            let text = format!("{head}{key} = {value}\n");
+            if catch_unwind(|| check(&text, &Flags::default())).is_err() {
+                failures.push(text);
             }
             // The same value through --set, as the command line would pass it.
-            let raw = value.trim_matches('"');
-            for set in [format!("{key}={raw}"), format!("workload.{key}={raw}"), format!("dataset.{key}={raw}")] {
-                let flags = Flags { sets: vec![set.clone()], ..Flags::default() };
-                let text = "engine = \"null\"\n[[workload]]\nname = \"w\"\n";
-                if catch_unwind(|| check(text, &flags)).is_err() {
-                    failures.push(set);
-                }
+            let set = format!("{prefix}{key}={}", value.trim_matches('"'));
+            let flags = Flags { sets: vec![set.clone()], ..Flags::default() };
+            if catch_unwind(|| check(head, &flags)).is_err() {
+                failures.push(set);
+            }
+        }
+    }
+    // Every flag, alone and over a file.
+    for value in VALUES {
+        let v = Some(value.trim_matches('"').to_string());
+        let each: [Flags; 15] = [
+            Flags { rw: v.clone(), ..Flags::default() },
+            Flags { rwmix_read: v.clone(), ..Flags::default() },
+            Flags { bs: v.clone(), ..Flags::default() },
+            Flags { size: v.clone(), ..Flags::default() },
+            Flags { files: v.clone(), ..Flags::default() },
+            Flags { threads: v.clone(), ..Flags::default() },
+            Flags { iodepth: v.clone(), ..Flags::default() },
+            Flags { duration: v.clone(), ..Flags::default() },
+            Flags { dir: v.clone(), ..Flags::default() },
+            Flags { target: v.clone(), engine: Some("nfs".into()), ..Flags::default() },
+            Flags { sync: v.clone(), ..Flags::default() },
+            Flags { rate_iops: v.clone(), ..Flags::default() },
+            Flags { engine: v.clone(), ..Flags::default() },
+            Flags { warmup: v.clone(), ..Flags::default() },
+            Flags { staircase: v.clone(), ..Flags::default() },
+        ];
+        for flags in each {
+            if catch_unwind(AssertUnwindSafe(|| check("dir = \"/tmp/x\"\n", &flags))).is_err() {
+                failures.push(format!("{flags:?}"));
             }
         }
     }

@@ -168,6 +168,9 @@ const ALIASES: [(&str, &str); 19] = [
 
 /// Largest accepted block size.
 const MAX_BS: u64 = 256 << 20;
+/// Most I/O buffer memory of one thread (iodepth × largest block size), and of all.
+const MAX_BUFFER_BYTES_PER_THREAD: u64 = 1 << 30;
+const MAX_BUFFER_BYTES: u64 = 64 << 30;
 /// Longest accepted run.
 const MAX_DURATION: Duration = Duration::from_secs(30 * 86_400);
 const SIZE_EXAMPLE: &str = "a size like 4k, 64k, 1m";
@@ -271,6 +274,10 @@ pub fn build_plan(file: Option<&SourceFile>, flags: &Flags) -> Result<Plan, Vec<
         if let Some(plan) = plan {
             return Ok(plan);
         }
+        // Every refusal records why; this is a bug, caught by the tests, never a silent exit.
+        debug_assert!(false, "a workload was refused without a diagnostic");
+        let note = "the workload was refused without a reason: this is a bug in ioscope";
+        diags.push(Diagnostic::at_flag("ioscope", "", "", "", note));
     }
     diags.sort_by_key(|d| match &d.origin {
         crate::Origin::File { line, col, .. } => (0, *line, *col),
@@ -866,7 +873,11 @@ impl<'a> Ctx<'a> {
                 Err(note) => self.err(iloc, key, expected, note),
             }
         }
-        if items.is_empty() || out.len() != items.len() {
+        if items.is_empty() {
+            self.err(&loc, key, expected, "the list is empty");
+            return Got::Bad;
+        }
+        if out.len() != items.len() {
             return Got::Bad;
         }
         Got::Ok(out, loc)
@@ -1525,6 +1536,28 @@ impl<'a> Ctx<'a> {
                 }
             }
         }
+        // Each thread holds iodepth buffers of the largest block size, allocated before the
+        // run: more than memory can hold must be refused here, not fail in a worker.
+        let largest_bs = all_bs.iter().map(|e| e.bs.bytes).max().unwrap_or(4096);
+        let slot_bytes = largest_bs.div_ceil(4096) * 4096;
+        let mut buffers_refused = false;
+        if let Some(depth) = iodepth_g.or(1) {
+            let per_thread = u128::from(depth) * u128::from(slot_bytes);
+            if per_thread > u128::from(MAX_BUFFER_BYTES_PER_THREAD) {
+                buffers_refused = true;
+                let note = format!(
+                    "each thread keeps iodepth × largest bs = {depth} × {} of I/O buffers",
+                    format_size(largest_bs)
+                );
+                let (loc, key) = match iodepth_g.loc() {
+                    Loc::Default => {
+                        (all_bs.iter().max_by_key(|e| e.bs.bytes).map_or(Loc::Default, |e| e.loc.clone()), "bs")
+                    }
+                    l => (l, "iodepth"),
+                };
+                self.err(&loc, key, "iodepth × largest bs at most 1 GiB per thread", note);
+            }
+        }
         // An open-loop rate is split over the threads; each needs at least 1 I/O per second.
         let max_threads: u64 = parsed
             .iter()
@@ -1537,6 +1570,23 @@ impl<'a> Ctx<'a> {
                 stepped.unwrap_or(u64::from(w.workload.threads))
             })
             .sum();
+        let all_buffers = u128::from(max_threads) * u128::from(iodepth_g.or(1).unwrap_or(1)) * u128::from(slot_bytes);
+        if all_buffers > u128::from(MAX_BUFFER_BYTES) && !buffers_refused {
+            let note = format!(
+                "{max_threads} thread(s) × iodepth {} × largest bs {} = {} of I/O buffers",
+                iodepth_g.or(1).unwrap_or(1),
+                format_size(largest_bs),
+                u64::try_from(all_buffers).map_or("more than 16 EiB".to_string(), format_size)
+            );
+            // Point at what is most likely to have been raised: iodepth, else the block size.
+            let largest_loc = all_bs.iter().max_by_key(|e| e.bs.bytes).map_or(Loc::Default, |e| e.loc.clone());
+            let (loc, key) = match (iodepth_g.loc(), largest_loc) {
+                (Loc::Default, Loc::Default) => (Loc::Default, "threads"),
+                (Loc::Default, l) => (l, "bs"),
+                (l, _) => (l, "iodepth"),
+            };
+            self.err(&loc, key, "threads × iodepth × largest bs at most 64 GiB", note);
+        }
         if let Got::Ok(rate, loc) = &rate_g {
             if *rate < max_threads {
                 self.err(

@@ -876,3 +876,28 @@ fn max_errors_takes_a_count_a_share_or_off_and_defaults_to_one_percent() {
     let d = build_plan(Some(&src(DIR)), &Flags { max_errors: Some("1e9%".into()), ..Flags::default() }).unwrap_err();
     assert!(render_diagnostics(&d).contains("--max-errors"), "{}", render_diagnostics(&d));
 }
+
+#[test]
+fn an_empty_list_of_probe_times_is_refused_with_a_reason() {
+    let d = one_error("engine = \"null\"\n[[probe]]\ncommand = \"true\"\nat = []\n");
+    assert_eq!((d.key.as_str(), pos(&d)), ("probe.at", (4, 6)));
+    assert!(d.message.contains("the list is empty"), "{d}");
+    let flags = Flags { sets: vec!["probe.at=[]".into()], ..Flags::default() };
+    let d = errors("engine = \"null\"\n[[probe]]\ncommand = \"true\"\nat = \"1s\"\n", &flags);
+    assert_eq!((d.len(), flag_of(&d[0])), (1, "--set"));
+}
+
+#[test]
+fn io_buffers_larger_than_memory_can_hold_are_refused_before_the_run() {
+    // 1024 × 256 MiB per thread would fail to allocate in a worker after preparation.
+    let d = one_error("engine = \"null\"\niodepth = 1024\nbs = \"256m\"\nsize = \"1g\"\n");
+    assert_eq!((d.key.as_str(), pos(&d)), ("iodepth", (2, 11)));
+    assert_eq!(d.expected, "iodepth × largest bs at most 1 GiB per thread");
+    assert!(d.message.contains("1024 × 256 MiB"), "{d}");
+    // Many threads at iodepth 1: the total.
+    let d = one_error("engine = \"null\"\nthreads = 4096\nbs = \"256m\"\nsize = \"1g\"\n");
+    assert_eq!((d.key.as_str(), pos(&d)), ("bs", (3, 6)));
+    assert!(d.message.contains("4096 thread(s) × iodepth 1 × largest bs 256 MiB = 1 TiB"), "{d}");
+    // What fits is accepted.
+    assert_eq!(plan("engine = \"null\"\niodepth = 256\nbs = \"4m\"\nsize = \"1g\"\n").iodepth, 256);
+}
