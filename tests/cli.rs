@@ -756,7 +756,10 @@ fn nfs_engine_runs_file_tree_workloads_against_ganesha() {
         "dir = \"names\"\ndepth = 1\nwidth = 4\nfiles = 3\nsizes = \"4k\"",
         &[("create", ""), ("delete", ""), ("copy", ""), ("move", ""), ("mkdir", ""), ("rmdir", "")],
     );
-    let v = json_of(&run_ok(&["run", s(&names), "--quiet", "--json", "--out", s(&tmp.path().join("names.db"))]));
+    // Racing on a few names fails some operations for real (a create in a directory an
+    // rmdir just removed): counted by kind, not a reason to end the run.
+    let names_db = tmp.path().join("names.db");
+    let v = json_of(&run_ok(&["run", s(&names), "--max-errors", "off", "--quiet", "--json", "--out", s(&names_db)]));
     for op in ["create", "delete", "copy", "move", "mkdir", "rmdir"] {
         assert!(ops_of(&v, op) > 0, "{op}: {}", v["ops"]);
     }
