@@ -848,3 +848,70 @@ fn nfs_server_killed_mid_run_ends_the_run_with_errors_counted_and_the_results_ke
     assert!(show["total"]["errors"].as_u64().unwrap() > 0, "the I/Os in flight count as errors");
     assert!(show["total"]["ops"].as_u64().unwrap() > 100, "the seconds before the kill are kept");
 }
+
+// ---- The working directory and the measured core: one run per directory, every check
+// ---- before I/O, clean failures of opens and preparation, seconds under overload.
+
+/// The command's output, or a test failure if it has not ended within `limit` (killed).
+fn output_within(cmd: &mut Command, limit: Duration) -> Output {
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > limit {
+            child.kill().unwrap();
+            let out = child.wait_with_output().unwrap();
+            panic!("{cmd:?} still running after {limit:?}: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// `ioscope ARGS` under `sh -c 'ulimit -n NOFILE; exec ...'`, given 60 s.
+fn ioscope_with_nofile(nofile: u32, args: &[&str]) -> Output {
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c").arg(format!("ulimit -n {nofile} && exec \"$0\" \"$@\"")).arg(env!("CARGO_BIN_EXE_ioscope"));
+    output_within(cmd.args(args), Duration::from_secs(60))
+}
+
+#[test]
+fn too_many_open_files_fails_the_run_cleanly_and_never_runs_a_worker_without_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    // The race was between a worker passing the start barrier and the main thread setting
+    // the stop flag: repeat it, with both engines that open the working set.
+    for round in 0..10 {
+        for engine in ["posix", "uring"] {
+            let results = tmp.path().join(format!("{engine}-{round}.db"));
+            let out = ioscope_with_nofile(
+                64,
+                &[
+                    "run",
+                    "--engine",
+                    engine,
+                    "--files",
+                    "500",
+                    "--size",
+                    "4m",
+                    "--threads",
+                    "2",
+                    "--duration",
+                    "2s",
+                    "--quiet",
+                    "--dir",
+                    s(&dir),
+                    "--out",
+                    s(&results),
+                ],
+            );
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(!stderr.contains("panicked"), "{engine} round {round}: {stderr}");
+            assert_eq!(out.status.code(), Some(1), "{engine} round {round}: {stderr}");
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(text.contains("Too many open files"), "{engine} round {round}: {text}{stderr}");
+            let show = json_of(&run_ok(&["show", s(&results), "--json"]));
+            assert_eq!(show["status"], "failed", "the results are kept and say why");
+            assert!(show["status_detail"].as_str().unwrap().contains("Too many open files"), "{show}");
+        }
+    }
+}

@@ -440,7 +440,18 @@ impl Shared<'_> {
     }
 }
 
+/// Counts a worker as finished when it returns or unwinds, so the collector never waits
+/// for a worker that died.
+struct CountFinished<'a>(&'a AtomicUsize);
+
+impl Drop for CountFinished<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Relaxed);
+    }
+}
+
 fn worker_main<E: Engine>(mut engine: E, id: u32, sh: Shared<'_>) -> FirstErrors {
+    let _finished = CountFinished(sh.finished);
     tighten_timer_slack();
     let plan = sh.plan;
     let buffers = IoBuffers::new(plan.iodepth as usize, plan.max_block_bytes() as usize, 0x9e37_79b9 ^ id as u64);
@@ -452,8 +463,12 @@ fn worker_main<E: Engine>(mut engine: E, id: u32, sh: Shared<'_>) -> FirstErrors
         }
     }
     sh.ready.wait();
+    // Every worker has tried its open before the barrier lets anyone through, so a failed
+    // open is known here: no worker runs with a missing file table, whenever the main
+    // thread gets round to setting `stop`.
+    let open_failed = sh.open_error.lock().map_or(true, |e| e.is_some());
     let mut errors = FirstErrors::default();
-    if !sh.stop.load(Relaxed) {
+    if !open_failed && !sh.stop.load(Relaxed) {
         let t0 = sh.start_ns.load(Relaxed);
         let workload = &plan.workloads[sh.workload];
         let seed = |k: usize| 0x5851_f42d_4c95_7f2d ^ ((id as u64 + 1) << 32) ^ k as u64;
@@ -510,7 +525,6 @@ fn worker_main<E: Engine>(mut engine: E, id: u32, sh: Shared<'_>) -> FirstErrors
         w.engine.close();
         errors = w.errors;
     }
-    sh.finished.fetch_add(1, Relaxed);
     errors
 }
 
