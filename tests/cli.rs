@@ -915,3 +915,147 @@ fn too_many_open_files_fails_the_run_cleanly_and_never_runs_a_worker_without_fil
         }
     }
 }
+
+#[test]
+fn a_second_run_on_the_same_dir_is_refused_at_once_naming_the_first_runs_pid_and_results() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let first_results = tmp.path().join("first.db");
+    let first = ioscope()
+        .args(["run", "--size", "8m", "--duration", "4s", "--quiet", "--dir", s(&dir), "--out", s(&first_results)])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the first run holds the directory.
+    let started = std::time::Instant::now();
+    while !first_results.exists() && started.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for rw in ["randread", "randwrite"] {
+        let second_results = tmp.path().join(format!("second-{rw}.db"));
+        let args = ["run", "--rw", rw, "--size", "4m", "--dir", s(&dir), "--out", s(&second_results)];
+        let out = output_within(ioscope().args(args), Duration::from_secs(10));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains("in use by another ioscope run"), "{stderr}");
+        assert!(stderr.contains(&format!("pid {}", first.id())), "names the other run's pid: {stderr}");
+        assert!(stderr.contains(s(&first_results)), "names the other run's results file: {stderr}");
+        assert!(!second_results.exists(), "nothing was run");
+    }
+    let out = first.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let shown = json_of(&run_ok(&["show", s(&first_results), "--json"]));
+    assert_eq!(shown["total"]["errors"], 0);
+    assert_eq!(shown["ops"]["read"]["bytes"].as_u64().unwrap(), shown["ops"]["read"]["ops"].as_u64().unwrap() * 4096);
+    assert!(!dir.join(".ioscope.lock").exists(), "the lock file goes when the run ends");
+}
+
+#[test]
+fn a_lock_left_by_a_killed_run_never_blocks_the_next() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let results = tmp.path().join("killed.db");
+    let mut child = ioscope()
+        .args(["run", "--size", "4m", "--duration", "60s", "--quiet", "--dir", s(&dir), "--out", s(&results)])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while !results.exists() && started.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().unwrap(); // SIGKILL: no code of ours runs, the lock file stays
+    child.wait().unwrap();
+    assert!(dir.join(".ioscope.lock").exists());
+    run_ok(&[
+        "run",
+        "--size",
+        "4m",
+        "--duration",
+        "1s",
+        "--quiet",
+        "--dir",
+        s(&dir),
+        "--out",
+        s(&tmp.path().join("next.db")),
+    ]);
+}
+
+#[test]
+fn two_runs_preparing_the_same_fresh_dir_never_collide_one_is_refused_clearly() {
+    for round in 0..3 {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("fresh");
+        let spawn = |name: &str| {
+            ioscope()
+                .args(["run", "--size", "32m", "--files", "4", "--duration", "1s", "--quiet", "--dir", s(&dir)])
+                .args(["--out", s(&tmp.path().join(name))])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        };
+        let (a, b) = (spawn("a.db"), spawn("b.db"));
+        let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+        let mut codes = [a.status.code(), b.status.code()];
+        codes.sort();
+        let stderr = format!("{}{}", String::from_utf8_lossy(&a.stderr), String::from_utf8_lossy(&b.stderr));
+        assert!(!stderr.contains("No such file or directory"), "round {round}: {stderr}");
+        // Either they ran one after the other, or the second was refused naming the first.
+        if codes != [Some(0), Some(0)] {
+            assert_eq!(codes, [Some(0), Some(2)], "round {round}: {stderr}");
+            assert!(stderr.contains("in use by another ioscope run"), "round {round}: {stderr}");
+        }
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 5, "four files and the marker, no temporary file");
+    }
+}
+
+#[test]
+fn a_dir_whose_parent_is_missing_is_refused_and_cleanup_leaves_no_dir_it_made() {
+    let tmp = tempfile::tempdir().unwrap();
+    let deep = tmp.path().join("typo/data");
+    let results = tmp.path().join("r.db");
+    let out = ioscope()
+        .args(["run", "--size", "4m", "--duration", "1s", "--dir", s(&deep), "--out", s(&results)])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("parent directory") && stderr.contains("does not exist"), "{stderr}");
+    assert!(!tmp.path().join("typo").exists() && !results.exists(), "nothing was created");
+    // The last part of the path is made, and --cleanup takes it away again.
+    let dir = tmp.path().join("data");
+    run_ok(&[
+        "run",
+        "--size",
+        "4m",
+        "--duration",
+        "1s",
+        "--quiet",
+        "--cleanup",
+        "--dir",
+        s(&dir),
+        "--out",
+        s(&results),
+    ]);
+    assert!(!dir.exists(), "the directory ioscope made is gone");
+}
+
+#[test]
+fn a_dir_where_files_cannot_be_created_is_refused_before_any_working_set_is_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    for dir in ["/proc/ioscope-test", "/proc/self"] {
+        let results = tmp.path().join("r.db");
+        let out = ioscope()
+            .args(["run", "--size", "4m", "--duration", "1s", "--dir", dir, "--out", s(&results)])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{dir}: {stderr}");
+        assert!(stderr.contains("ioscope cannot"), "{dir}: {stderr}");
+        assert!(!stderr.contains("preparing"), "found before preparing: {stderr}");
+        assert!(!results.exists());
+    }
+}

@@ -9,6 +9,7 @@ pub mod iogen;
 mod probe;
 pub mod run;
 pub mod tree;
+pub mod workdir;
 pub mod worker;
 pub mod workset;
 

@@ -19,6 +19,9 @@ pub enum WorksetError {
     /// The plan would write into data ioscope did not create.
     #[error("{path}: {reason}; ioscope writes only into files it created (listed in {marker}). Pass --force to write into it anyway, or choose another --dir (--target for engine nfs)", marker = MARKER)]
     NotOurs { path: PathBuf, reason: String },
+    /// The file system has too little room for what preparation would write.
+    #[error("{dir}: the working set needs {need} more, {free} free on that file system; free some space, lower --size, or choose another --dir", need = ioscope_workload::format_size(*need), free = ioscope_workload::format_size(*free))]
+    NoSpace { dir: PathBuf, need: u64, free: u64 },
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
 }
@@ -51,6 +54,9 @@ pub struct Layout {
     pub file_size_bytes: u64,
     /// Indexes of files that must be (re)written before the run.
     pub to_fill: Vec<usize>,
+    /// Of those, files ioscope did not create (rewritten with --force): a failed
+    /// preparation leaves them in place.
+    foreign: Vec<usize>,
     dir_exists: bool,
     marker: Marker,
 }
@@ -58,6 +64,11 @@ pub struct Layout {
 impl Layout {
     pub fn bytes_to_fill(&self) -> u64 {
         self.to_fill.len() as u64 * self.file_size_bytes
+    }
+
+    /// The directory was made for this run just before `check` (so cleanup may remove it).
+    pub fn set_created_dir(&mut self) {
+        self.marker.created_dir = true;
     }
 }
 
@@ -90,14 +101,21 @@ pub fn check(fs: &dyn FileSystem, dir: &Path, plan: &Plan) -> Result<Layout, Wor
     let size = plan.file_size_bytes();
     let mut files = Vec::new();
     let mut to_fill = Vec::new();
+    let mut foreign = Vec::new();
+    // What filling needs beyond what the files to be rewritten hold now.
+    let mut need = 0u64;
     for i in 0..plan.files {
         let name = file_name(i);
         let path = dir.join(&name);
         let ours = marker.files.iter().find(|f| f.name == name);
         let existing = if dir_exists { c.stat(&path).map_err(io_err(&path))? } else { None };
+        let held = existing.map_or(0, |m| m.len);
         match (ours, existing) {
             (Some(f), Some(m)) if f.complete && f.size_bytes == size && m.len == size => {}
-            (Some(_), _) | (None, None) => to_fill.push(i as usize),
+            (Some(_), _) | (None, None) => {
+                to_fill.push(i as usize);
+                need = need.saturating_add(size.saturating_sub(held));
+            }
             (None, Some(m)) => {
                 let reason = if m.len < size {
                     Some(format!("exists with {} bytes, the plan needs {size} (it would be rewritten)", m.len))
@@ -110,28 +128,91 @@ pub fn check(fs: &dyn FileSystem, dir: &Path, plan: &Plan) -> Result<Layout, Wor
                     if !plan.force {
                         return Err(WorksetError::NotOurs { path, reason });
                     }
-                    to_fill.extend((m.len < size).then_some(i as usize));
+                    if m.len < size {
+                        to_fill.push(i as usize);
+                        foreign.push(i as usize);
+                        need = need.saturating_add(size - m.len);
+                    }
                 }
             }
         }
         files.push(path);
     }
-    Ok(Layout { dir, files, file_size_bytes: size, to_fill, dir_exists, marker })
+    // Refused before the first byte, rather than a full file system and a partial file.
+    let probe = if dir_exists { dir.as_path() } else { dir.parent().unwrap_or(&dir) };
+    if let Ok(Some(free)) = c.free_bytes(probe) {
+        if need > free {
+            return Err(WorksetError::NoSpace { dir, need, free });
+        }
+    }
+    Ok(Layout { dir, files, file_size_bytes: size, to_fill, foreign, dir_exists, marker })
+}
+
+/// A name of its own for a temporary file next to `final_name`: two runs writing the same
+/// marker never share one (the loser would find it renamed away).
+pub(crate) fn temp_name(final_name: &str) -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(crate::clock::monotonic_ns());
+    format!("{final_name}.{}.{:016x}.tmp", std::process::id(), h.finish())
+}
+
+/// Writes `text` to a temporary file and renames it to `path` (atomic on every file
+/// system we use); a failed write removes the temporary file.
+pub(crate) fn write_atomically(c: &mut dyn FsConn, path: &Path, text: &[u8]) -> std::io::Result<()> {
+    let name = path.file_name().map_or_else(|| "marker".into(), |n| n.to_string_lossy().into_owned());
+    let tmp = path.with_file_name(temp_name(&name));
+    let written = c
+        .write_file(&tmp, text.len() as u64, &mut |off, chunk| {
+            chunk.copy_from_slice(&text[off as usize..off as usize + chunk.len()])
+        })
+        .and_then(|()| c.rename(&tmp, path));
+    if written.is_err() {
+        let _ = c.remove_file(&tmp);
+    }
+    written
 }
 
 fn write_marker(c: &mut dyn FsConn, dir: &Path, marker: &Marker) -> Result<(), WorksetError> {
-    let tmp = dir.join(format!("{MARKER}.tmp"));
     let text = serde_json::to_string_pretty(marker).expect("marker serializes");
-    c.write_file(&tmp, text.len() as u64, &mut |off, chunk| {
-        chunk.copy_from_slice(&text.as_bytes()[off as usize..off as usize + chunk.len()])
-    })
-    .map_err(io_err(&tmp))?;
-    c.rename(&tmp, &dir.join(MARKER)).map_err(io_err(dir))
+    write_atomically(c, &dir.join(MARKER), text.as_bytes()).map_err(io_err(dir))
 }
 
 /// Creates the directory and fills the files that need it, with `threads` writers.
-/// `progress` is called with (bytes written, total) now and then.
+/// `progress` is called with (bytes written, total) now and then. If filling fails (a
+/// full file system, say), the files this run was writing are removed again, except
+/// files ioscope did not create, so no partial file is left and the space is given back.
 pub fn prepare(
+    fs: &dyn FileSystem,
+    layout: &mut Layout,
+    threads: usize,
+    progress: &(dyn Fn(u64, u64) + Sync),
+) -> Result<(), WorksetError> {
+    let filled = fill(fs, layout, threads, progress);
+    if filled.is_err() && !layout.to_fill.is_empty() {
+        undo(fs, layout);
+    }
+    filled
+}
+
+/// Removes the files of `to_fill` that are ours and drops them from the marker.
+fn undo(fs: &dyn FileSystem, layout: &mut Layout) {
+    let Ok(mut c) = connect(fs, &layout.dir) else { return };
+    for &i in layout.to_fill.iter().filter(|i| !layout.foreign.contains(i)) {
+        if c.remove_file(&layout.files[i]).is_ok() || c.stat(&layout.files[i]).is_ok_and(|s| s.is_none()) {
+            let name = file_name(i as u32);
+            layout.marker.files.retain(|f| f.name != name);
+        }
+    }
+    let marker = layout.dir.join(MARKER);
+    if layout.marker.files.is_empty() {
+        let _ = c.remove_file(&marker);
+    } else {
+        let _ = write_marker(&mut *c, &layout.dir, &layout.marker);
+    }
+}
+
+fn fill(
     fs: &dyn FileSystem,
     layout: &mut Layout,
     threads: usize,
@@ -240,8 +321,10 @@ pub fn cleanup(fs: &dyn FileSystem, dir: &Path) -> Result<Cleaned, WorksetError>
     }
     let marker_path = dir.join(MARKER);
     c.remove_file(&marker_path).map_err(io_err(&marker_path))?;
-    if marker.created_dir && c.remove_dir(dir).is_ok() {
-        cleaned.removed_dir = true;
+    if marker.created_dir {
+        // The run's lock file goes with the directory (the lock is held to the end anyway).
+        let _ = c.remove_file(&dir.join(crate::workdir::LOCK));
+        cleaned.removed_dir = c.remove_dir(dir).is_ok();
     }
     Ok(cleaned)
 }
