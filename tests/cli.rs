@@ -1059,3 +1059,74 @@ fn a_dir_where_files_cannot_be_created_is_refused_before_any_working_set_is_writ
         assert!(!results.exists());
     }
 }
+
+/// (second, interval in s) of every stored tick, from the CSV export.
+fn tick_intervals(results: &Path) -> Vec<(u32, f64)> {
+    csv_seconds(results).iter().map(|r| (r["second"].parse().unwrap(), r["interval_s"].parse().unwrap())).collect()
+}
+
+#[test]
+fn a_stopped_process_records_one_gap_and_then_whole_seconds_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().join("r.db");
+    let child = ioscope()
+        .args(["run", "--engine", "null", "--duration", "8s", "--quiet", "--out", s(&results)])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while !results.exists() && started.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(2300));
+    let pid = child.id() as i32;
+    // SAFETY: plain kill(2) on our child.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    std::thread::sleep(Duration::from_secs(3));
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let ticks = tick_intervals(&results);
+    let gaps: Vec<_> = ticks.iter().filter(|(_, i)| *i > 2.0).collect();
+    assert_eq!(gaps.len(), 1, "the stop is one long tick: {ticks:?}");
+    assert!(gaps[0].1 < 6.0, "{ticks:?}");
+    // Every other tick is about a second (the last may be shorter), none a few ms.
+    for (k, (second, interval)) in ticks.iter().enumerate().filter(|(_, (_, i))| *i <= 2.0) {
+        assert!(*interval >= 0.5 || k == ticks.len() - 1, "second {second} lasted {interval} s: {ticks:?}");
+    }
+    // Seconds keep their place on the time line: the gap's seconds have no row.
+    let total: f64 = ticks.iter().map(|t| t.1).sum();
+    let last = ticks.last().unwrap().0 as f64 + 1.0;
+    assert!((total - last).abs() < 1.0, "{total} s measured, last second {last}: {ticks:?}");
+    let text = String::from_utf8(run_ok(&["show", s(&results)]).stdout).unwrap();
+    assert!(text.contains("came late"), "the gap is named: {text}");
+    let rows: Vec<String> = csv_seconds(&results)
+        .iter()
+        .map(|r| format!("{}:{}:{}", r["second"], r["interval_s"], r["ops_total"]))
+        .collect();
+    assert!(!text.contains("stalls"), "no short tick is called a stall: {text}\n{rows:?}");
+}
+
+#[test]
+fn seconds_stay_seconds_with_many_more_threads_than_cpus() {
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().join("r.db");
+    let dir = tmp.path().join("data");
+    run_ok(&[
+        "run",
+        "--threads",
+        "512",
+        "--size",
+        "8m",
+        "--duration",
+        "5s",
+        "--quiet",
+        "--dir",
+        s(&dir),
+        "--out",
+        s(&results),
+    ]);
+    let ticks = tick_intervals(&results);
+    assert!((4..=6).contains(&ticks.len()), "about one tick per second of 5 s: {ticks:?}");
+    assert!(ticks.iter().all(|(_, i)| *i < 3.0), "no tick swallows several seconds: {ticks:?}");
+}

@@ -101,6 +101,35 @@ pub fn tighten_timer_slack() {
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
 }
 
+/// Gives the calling thread priority over normal threads: SCHED_FIFO where permitted,
+/// else nice -10, else nothing. Threads it starts afterwards come up normal
+/// (SCHED_RESET_ON_FORK). Returns what it got, for the host configuration.
+pub fn raise_priority() -> &'static str {
+    let fifo = libc::sched_param { sched_priority: 1 };
+    let normal = libc::sched_param { sched_priority: 0 };
+    // SAFETY: sched_setscheduler/setpriority on the calling thread (0) with valid arguments.
+    unsafe {
+        if libc::sched_setscheduler(0, libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK, &fifo) == 0 {
+            return "SCHED_FIFO 1";
+        }
+        libc::sched_setscheduler(0, libc::SCHED_OTHER | libc::SCHED_RESET_ON_FORK, &normal);
+        if libc::setpriority(libc::PRIO_PROCESS, 0, -10) == 0 {
+            return "nice -10";
+        }
+    }
+    "normal (no permission to raise it)"
+}
+
+/// Back to the normal priority after [`raise_priority`].
+pub fn normal_priority() {
+    let normal = libc::sched_param { sched_priority: 0 };
+    // SAFETY: as in raise_priority; lowering one's own priority is always permitted.
+    unsafe {
+        libc::sched_setscheduler(0, libc::SCHED_OTHER, &normal);
+        libc::setpriority(libc::PRIO_PROCESS, 0, 0);
+    }
+}
+
 /// Waits until `target_ns` (sleeping, then spinning for the last stretch) or until
 /// `stop` is set. Returns the time at wake-up.
 pub fn wait_until(target_ns: u64, stop: &AtomicBool) -> u64 {

@@ -154,6 +154,23 @@ pub fn run(plan: &Plan, files: &[PathBuf], cfg: RunConfig<'_>) -> Result<Outcome
     let target = plan.dataset.as_ref().map_or(plan.dir.as_path(), |d| d.dir.as_path());
     let mut config = crate::host::describe((!target.as_os_str().is_empty()).then_some(target));
     config["timer"] = serde_json::json!(clock_source);
+    // The collector (this thread) must wake on time however many workers compete for the
+    // CPUs; threads started from here on (workers, probes) keep the normal priority.
+    let priority = crate::clock::raise_priority();
+    config["collector_priority"] = serde_json::json!(priority);
+    let result = run_measured(plan, files, cfg, nfs_target, host, config);
+    crate::clock::normal_priority();
+    result
+}
+
+fn run_measured(
+    plan: &Plan,
+    files: &[PathBuf],
+    cfg: RunConfig<'_>,
+    nfs_target: Option<ioscope_engine_nfs::target::Target>,
+    host: String,
+    config: serde_json::Value,
+) -> Result<Outcome, RunError> {
     let steps = plan.steps();
     let times = StepTimes::new(&steps);
     let total_ns = *times.end_ns.last().expect("a plan has a step");
@@ -312,8 +329,22 @@ pub fn run(plan: &Plan, files: &[PathBuf], cfg: RunConfig<'_>) -> Result<Outcome
                 let wait = if now < tick { (tick - now).min(20_000_000) } else { 1_000_000 };
                 std::thread::sleep(std::time::Duration::from_nanos(wait));
             }
+            let mut now = now_ns();
+            // Woken far past the tick (the process was stopped, or starved of CPU): this tick
+            // covers the whole gap with its real interval and takes the number of the grid
+            // second nearest its end (waiting for that grid point if it is just ahead), so the
+            // ticks after it are whole seconds again, not a burst of ticks of a few ms. The
+            // seconds inside the gap have no tick: a gap, not short seconds.
+            if tick < deadline && now > tick + SECOND_NS / 2 {
+                let nearest = (now - t0 + SECOND_NS / 2) / SECOND_NS;
+                let grid = t0 + nearest * SECOND_NS;
+                if grid > now {
+                    std::thread::sleep(std::time::Duration::from_nanos(grid - now));
+                    now = now_ns();
+                }
+                second = u32::try_from(nearest - 1).unwrap_or(u32::MAX);
+            }
             let all_done = finished.load(Relaxed) == threads;
-            let now = now_ns();
             let (step, warmup) = times.at(second as u64 * SECOND_NS);
             let mut snap = c.collect(second, now.saturating_sub(prev_tick).max(1), &recorders, &mut readers);
             (snap.step, snap.warmup) = (step, warmup);

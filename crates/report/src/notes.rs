@@ -7,6 +7,10 @@ use ioscope_workload::plan::{EngineKind, Plan, SyncMode};
 
 /// Runs shorter than this many measured seconds get a "too short" note.
 pub const SHORT_RUN_SECONDS: u64 = 10;
+/// A tick longer than this many seconds is a gap (the collector was held up).
+const LATE_TICK_S: f64 = 1.5;
+/// A tick shorter than this many seconds is too short to call a stall.
+const SHORT_TICK_S: f64 = 0.5;
 /// An open-loop run that achieves less than this share of its target rate is saturated.
 const RATE_SHORTFALL: f64 = 0.95;
 
@@ -90,10 +94,26 @@ pub(crate) fn notes(s: &Summary) -> Vec<String> {
     }
 
     if s.total.ops > 0 && !drawing {
-        let idle = s.samples.iter().filter(|x| x.ops == 0).count();
+        // A tick much shorter than a second (the last one of a run) is no stall.
+        let idle = s.samples.iter().filter(|x| x.ops == 0 && x.interval_s >= SHORT_TICK_S).count();
         if idle > 0 {
             notes.push(format!("{idle} of {} seconds completed no I/O at all (stalls)", s.samples.len()));
         }
+    }
+
+    // The collector woke far too late: the process was stopped (SIGSTOP, a debugger, a
+    // frozen VM) or starved of CPU. The gap is one long interval, not made-up seconds.
+    let late: Vec<&crate::Sample> = s.samples.iter().filter(|x| x.interval_s > LATE_TICK_S).collect();
+    if let Some(longest) = late.iter().max_by(|a, b| a.interval_s.total_cmp(&b.interval_s)) {
+        notes.push(format!(
+            "{} of {} seconds came late, the longest (second {}) covering {} s: ioscope was stopped or starved \
+             of CPU; each late tick is one interval of its real length (rates are per its length) and the seconds \
+             inside it have no row",
+            late.len(),
+            s.samples.len(),
+            longest.second,
+            format::num(longest.interval_s),
+        ));
     }
     notes
 }
