@@ -1112,21 +1112,112 @@ fn seconds_stay_seconds_with_many_more_threads_than_cpus() {
     let tmp = tempfile::tempdir().unwrap();
     let results = tmp.path().join("r.db");
     let dir = tmp.path().join("data");
-    run_ok(&[
+    // At nice 19 the workers also yield to the other tests running meanwhile; the collector
+    // must tick on time regardless.
+    let out = Command::new("nice")
+        .args([
+            "-n",
+            "19",
+            env!("CARGO_BIN_EXE_ioscope"),
+            "run",
+            "--threads",
+            "512",
+            "--size",
+            "8m",
+            "--duration",
+            "5s",
+        ])
+        .args(["--quiet", "--dir", s(&dir), "--out", s(&results)])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let ticks = tick_intervals(&results);
+    assert!((4..=6).contains(&ticks.len()), "about one tick per second of 5 s: {ticks:?}");
+    assert!(ticks.iter().all(|(_, i)| *i < 3.0), "no tick swallows several seconds: {ticks:?}");
+}
+
+/// A tmpfs mounted at `dir` with `options` (unmounted on drop), or None with the reason
+/// printed when this is not possible here (not root, no mount).
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(dir: &Path, options: &str) -> Option<Tmpfs> {
+        std::fs::create_dir_all(dir).unwrap();
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: mounting a tmpfs needs root");
+            return None;
+        }
+        let out = Command::new("mount").args(["-t", "tmpfs", "-o", options, "tmpfs", s(dir)]).output().ok()?;
+        if !out.status.success() {
+            eprintln!("skipped: cannot mount a tmpfs: {}", String::from_utf8_lossy(&out.stderr));
+            return None;
+        }
+        Some(Tmpfs(dir.to_path_buf()))
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_working_set_larger_than_the_free_space_is_refused_before_any_write() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(fs) = Tmpfs::mount(&tmp.path().join("small"), "size=8m") else { return };
+    let dir = fs.0.join("ws");
+    let results = tmp.path().join("r.db");
+    let out = ioscope()
+        .args(["run", "--size", "16m", "--duration", "1s", "--dir", s(&dir), "--out", s(&results)])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("needs 16 MiB more") && stderr.contains("free"), "{stderr}");
+    assert!(!dir.exists() && !results.exists(), "nothing was written");
+    // Also when the directory exists and holds someone's file.
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("keep.txt"), b"user data").unwrap();
+    let out = ioscope()
+        .args(["run", "--size", "16m", "--duration", "1s", "--dir", s(&dir), "--out", s(&results)])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left, ["keep.txt"], "only the user's file is there");
+}
+
+#[test]
+fn enospc_while_preparing_removes_the_files_of_this_run_and_keeps_everything_else() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Room for bytes, but only six inodes: the root, ws, the user's file, the lock file, the
+    // marker and one data file; the second data file fails with ENOSPC.
+    let Some(fs) = Tmpfs::mount(&tmp.path().join("small"), "size=32m,nr_inodes=6") else { return };
+    let dir = fs.0.join("ws");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("keep.txt"), b"user data").unwrap();
+    let results = tmp.path().join("r.db");
+    let args = [
         "run",
-        "--threads",
-        "512",
         "--size",
         "8m",
+        "--files",
+        "4",
         "--duration",
-        "5s",
-        "--quiet",
+        "1s",
+        "--cleanup",
         "--dir",
         s(&dir),
         "--out",
         s(&results),
-    ]);
-    let ticks = tick_intervals(&results);
-    assert!((4..=6).contains(&ticks.len()), "about one tick per second of 5 s: {ticks:?}");
-    assert!(ticks.iter().all(|(_, i)| *i < 3.0), "no tick swallows several seconds: {ticks:?}");
+    ];
+    let out = ioscope().args(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("No space left on device"), "{stderr}");
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left, ["keep.txt"], "no partial file, marker or lock is left: {stderr}");
+    assert_eq!(std::fs::read(dir.join("keep.txt")).unwrap(), b"user data");
 }
