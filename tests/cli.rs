@@ -1221,3 +1221,38 @@ fn enospc_while_preparing_removes_the_files_of_this_run_and_keeps_everything_els
     assert_eq!(left, ["keep.txt"], "no partial file, marker or lock is left: {stderr}");
     assert_eq!(std::fs::read(dir.join("keep.txt")).unwrap(), b"user data");
 }
+
+#[test]
+fn a_second_run_on_the_same_dataset_dir_is_refused_and_cleanup_takes_the_tree_and_its_dir() {
+    let tmp = tempfile::tempdir().unwrap();
+    let toml = tmp.path().join("tree.toml");
+    let tree = tmp.path().join("tree");
+    std::fs::write(
+        &toml,
+        format!(
+            "duration = \"3s\"\n[dataset]\ndir = \"{}\"\ndepth = 1\nwidth = 2\nfiles = 4\nsizes = \"8k\"\n\
+             [[workload]]\noperation = \"read\"\nthreads = 1\n",
+            s(&tree)
+        ),
+    )
+    .unwrap();
+    let first_results = tmp.path().join("first.db");
+    let first = ioscope()
+        .args(["run", s(&toml), "--cleanup", "--quiet", "--out", s(&first_results)])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while !first_results.exists() && started.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let second = tmp.path().join("second.db");
+    let out = output_within(ioscope().args(["run", s(&toml), "--out", s(&second)]), Duration::from_secs(10));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(&format!("pid {}", first.id())) && stderr.contains(s(&first_results)), "{stderr}");
+    let out = first.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!tree.exists(), "--cleanup removes the tree and the directory the run made");
+}

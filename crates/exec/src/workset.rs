@@ -195,11 +195,14 @@ pub fn prepare(
     filled
 }
 
-/// Removes the files of `to_fill` that are ours and drops them from the marker.
+/// Removes the files of `to_fill` that are ours and drops them from the marker, with the
+/// files not ours (left in place, and to their owner, as before the run).
 fn undo(fs: &dyn FileSystem, layout: &mut Layout) {
     let Ok(mut c) = connect(fs, &layout.dir) else { return };
-    for &i in layout.to_fill.iter().filter(|i| !layout.foreign.contains(i)) {
-        if c.remove_file(&layout.files[i]).is_ok() || c.stat(&layout.files[i]).is_ok_and(|s| s.is_none()) {
+    for &i in &layout.to_fill {
+        let path = &layout.files[i];
+        let ours = !layout.foreign.contains(&i);
+        if !ours || c.remove_file(path).is_ok() || c.stat(path).is_ok_and(|s| s.is_none()) {
             let name = file_name(i as u32);
             layout.marker.files.retain(|f| f.name != name);
         }
@@ -389,5 +392,79 @@ mod tests {
         assert!(!dir.join(MARKER).exists());
         assert_eq!(cleanup(&LocalFs, dir).unwrap().files, 0);
         assert!(dir.join("ioscope.0.dat").exists());
+    }
+
+    /// The local file system, full after `left` more bytes (ENOSPC).
+    struct FullAfter {
+        left: std::sync::atomic::AtomicI64,
+    }
+
+    struct FullConn<'a> {
+        inner: Box<dyn FsConn + 'a>,
+        left: &'a std::sync::atomic::AtomicI64,
+    }
+
+    impl FileSystem for FullAfter {
+        fn connect(&self) -> std::io::Result<Box<dyn FsConn + '_>> {
+            Ok(Box::new(FullConn { inner: LocalFs.connect()?, left: &self.left }))
+        }
+    }
+
+    impl FsConn for FullConn<'_> {
+        fn stat(&mut self, p: &Path) -> std::io::Result<Option<ioscope_engine::fs::Stat>> {
+            self.inner.stat(p)
+        }
+        fn read_file(&mut self, p: &Path) -> std::io::Result<Vec<u8>> {
+            self.inner.read_file(p)
+        }
+        fn list(&mut self, p: &Path) -> std::io::Result<Vec<(String, Option<ioscope_engine::fs::Stat>)>> {
+            self.inner.list(p)
+        }
+        fn create_dir_all(&mut self, p: &Path) -> std::io::Result<()> {
+            self.inner.create_dir_all(p)
+        }
+        fn remove_file(&mut self, p: &Path) -> std::io::Result<()> {
+            self.inner.remove_file(p)
+        }
+        fn remove_dir(&mut self, p: &Path) -> std::io::Result<()> {
+            self.inner.remove_dir(p)
+        }
+        fn rename(&mut self, from: &Path, to: &Path) -> std::io::Result<()> {
+            self.inner.rename(from, to)
+        }
+        fn create_empty(&mut self, p: &Path) -> std::io::Result<()> {
+            self.inner.create_empty(p)
+        }
+        fn write_at(&mut self, p: &Path, offset: u64, data: &[u8]) -> std::io::Result<()> {
+            let n = data.len() as i64;
+            if self.left.fetch_sub(n, std::sync::atomic::Ordering::Relaxed) < n {
+                return Err(std::io::Error::from_raw_os_error(libc::ENOSPC));
+            }
+            self.inner.write_at(p, offset, data)
+        }
+        fn sync(&mut self, p: &Path) -> std::io::Result<()> {
+            self.inner.sync(p)
+        }
+    }
+
+    #[test]
+    fn a_full_file_system_while_filling_leaves_no_partial_file_of_ours_and_keeps_the_rest() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        fs::write(dir.join("keep.txt"), b"user data").unwrap();
+        // A file ioscope did not create, too small: rewritten only because of force.
+        fs::write(dir.join("ioscope.1.dat"), b"theirs").unwrap();
+        let p = plan(dir, "randwrite", "40m", true);
+        let mut l = check(&LocalFs, dir, &p).unwrap();
+        assert_eq!(l.to_fill, vec![0, 1]);
+        let full = FullAfter { left: std::sync::atomic::AtomicI64::new(12 << 20) };
+        let err = prepare(&full, &mut l, 2, &|_, _| {}).unwrap_err();
+        assert!(err.to_string().contains("No space left on device"), "{err}");
+        let mut left: Vec<String> =
+            fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        left.sort();
+        // Ours (ioscope.0.dat, partial) is gone, with the marker; the forced file stays.
+        assert_eq!(left, ["ioscope.1.dat", "keep.txt"]);
+        assert_eq!(fs::read(dir.join("keep.txt")).unwrap(), b"user data");
     }
 }
