@@ -7,6 +7,8 @@ use ioscope_workload::plan::{EngineKind, Plan, SyncMode};
 
 /// Runs shorter than this many measured seconds get a "too short" note.
 pub const SHORT_RUN_SECONDS: u64 = 10;
+/// More worker threads per CPU than this, with a collector at normal priority, may delay ticks.
+const OVERSUBSCRIBED_PER_CPU: u64 = 8;
 /// A tick longer than this many seconds is a gap (the collector was held up).
 const LATE_TICK_S: f64 = 1.5;
 /// A tick shorter than this many seconds is too short to call a stall.
@@ -98,6 +100,22 @@ pub(crate) fn notes(s: &Summary) -> Vec<String> {
         let idle = s.samples.iter().filter(|x| x.ops == 0 && x.interval_s >= SHORT_TICK_S).count();
         if idle > 0 {
             notes.push(format!("{idle} of {} seconds completed no I/O at all (stalls)", s.samples.len()));
+        }
+    }
+
+    // Workers far outnumbering the CPUs can starve a collector without priority.
+    if let Some(p) = &plan {
+        let threads: u64 = p.max_threads().iter().map(|t| u64::from(*t)).sum();
+        for (host, config) in &s.system {
+            let normal = config["collector_priority"].as_str().is_some_and(|c| c.starts_with("normal"));
+            let cpus = config["cpus"].as_u64().unwrap_or(0).max(1);
+            if normal && threads > OVERSUBSCRIBED_PER_CPU * cpus {
+                notes.push(format!(
+                    "{threads} worker threads on {cpus} CPUs of host {host}, and ioscope had no permission to give its \
+                     per-second collector priority (SCHED_FIFO or a negative nice need CAP_SYS_NICE): seconds may have \
+                     been recorded late; run as root or with fewer threads"
+                ));
+            }
         }
     }
 
