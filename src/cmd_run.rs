@@ -108,7 +108,11 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> u8 {
                 }
                 l
             }
-            Err(e @ (workset::WorksetError::NotOurs { .. } | workset::WorksetError::NoSpace { .. })) => {
+            Err(
+                e @ (workset::WorksetError::NotOurs { .. }
+                | workset::WorksetError::NoSpace { .. }
+                | workset::WorksetError::NoParent { .. }),
+            ) => {
                 eprintln!("error: {e}");
                 return exit::INVALID_INPUT;
             }
@@ -243,7 +247,8 @@ fn prepare_dataset(
         Err(
             e @ (dataset::DatasetError::NotOurs { .. }
             | dataset::DatasetError::Missing { .. }
-            | dataset::DatasetError::NoSpace { .. }),
+            | dataset::DatasetError::NoSpace { .. }
+            | dataset::DatasetError::NoParent { .. }),
         ) => {
             eprintln!("error: {e}");
             return Err(exit::INVALID_INPUT);

@@ -63,6 +63,9 @@ pub enum DatasetError {
     /// format = "never" and there is no matching tree.
     #[error("{path}: {reason}; format = \"never\" uses an existing dataset only. Use format = \"reuse\" to create it")]
     Missing { path: PathBuf, reason: String },
+    /// Only the last part of the anchor's path is ever created.
+    #[error("{path}: the parent directory {parent} does not exist; ioscope creates only the last part of the path (and removes it again with --cleanup). Create {parent} first, or check the path for a typo")]
+    NoParent { path: PathBuf, parent: PathBuf },
     /// The file system has too little room for the tree.
     #[error("{path}: the dataset needs {need} more, {free} free on that file system; free some space, make the dataset smaller, or choose another dir", need = ioscope_workload::format_size(*need), free = ioscope_workload::format_size(*free))]
     NoSpace { path: PathBuf, need: u64, free: u64 },
@@ -268,6 +271,11 @@ fn inspect(c: &mut dyn FsConn, layout: &Layout, format: Format, force: bool) -> 
     let anchor_exists = stat.is_some();
     if stat.is_some_and(|s| !s.dir) {
         return Err(io_err(anchor)(std::io::Error::other("not a directory")));
+    }
+    if let Some(parent) = anchor.parent().filter(|_| !anchor_exists) {
+        if c.stat(parent).map_err(io_err(parent))?.is_none() {
+            return Err(DatasetError::NoParent { path: anchor.to_path_buf(), parent: parent.to_path_buf() });
+        }
     }
     let old = match read_marker(c, anchor) {
         Err(DatasetError::NotOurs { .. }) if force => None,
@@ -768,6 +776,11 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let anchor = tmp.path().join("a/tree");
         let s = spec(&anchor, 2, 2, 2, &[(1000, 1)]);
+        // Only the last part of the path is made.
+        let err = prepare(&LocalFs, &s, Format::Reuse, false, false, 2, NO_PROGRESS).unwrap_err();
+        assert!(matches!(err, DatasetError::NoParent { .. }), "{err}");
+        assert!(!tmp.path().join("a").exists());
+        fs::create_dir(tmp.path().join("a")).unwrap();
         let l = prepare(&LocalFs, &s, Format::Reuse, false, false, 2, NO_PROGRESS).unwrap().layout;
         // What a workload leaves: a deleted file, a copy with our naming, foreign names.
         fs::remove_file(l.file_path(0)).unwrap();
@@ -788,9 +801,10 @@ mod tests {
         assert_eq!(walk(&anchor), left);
         assert!(!anchor.join("d01").exists() && !anchor.join(MARKER).exists());
 
-        // A clean tree goes with the anchor ioscope made (not the parents it made on the way).
+        // A clean tree goes with the anchor ioscope made, not its parent.
         for depth in [0, 2] {
             let anchor = tmp.path().join(format!("b{depth}/tree"));
+            fs::create_dir(anchor.parent().unwrap()).unwrap();
             prepare(
                 &LocalFs,
                 &DatasetSpec { anchor: anchor.clone(), depth, ..s.clone() },

@@ -19,6 +19,9 @@ pub enum WorksetError {
     /// The plan would write into data ioscope did not create.
     #[error("{path}: {reason}; ioscope writes only into files it created (listed in {marker}). Pass --force to write into it anyway, or choose another --dir (--target for engine nfs)", marker = MARKER)]
     NotOurs { path: PathBuf, reason: String },
+    /// Only the last part of the path is ever created.
+    #[error("{dir}: the parent directory {parent} does not exist; ioscope creates only the last part of the path (and removes it again with --cleanup). Create {parent} first, or check the path for a typo")]
+    NoParent { dir: PathBuf, parent: PathBuf },
     /// The file system has too little room for what preparation would write.
     #[error("{dir}: the working set needs {need} more, {free} free on that file system; free some space, lower --size, or choose another --dir", need = ioscope_workload::format_size(*need), free = ioscope_workload::format_size(*free))]
     NoSpace { dir: PathBuf, need: u64, free: u64 },
@@ -92,6 +95,11 @@ pub fn check(fs: &dyn FileSystem, dir: &Path, plan: &Plan) -> Result<Layout, Wor
     let dir_exists = stat.is_some();
     if stat.is_some_and(|s| !s.dir) {
         return Err(WorksetError::Io { path: dir, source: std::io::Error::other("not a directory") });
+    }
+    if let Some(parent) = dir.parent().filter(|_| !dir_exists) {
+        if c.stat(parent).map_err(io_err(parent))?.is_none() {
+            return Err(WorksetError::NoParent { parent: parent.to_path_buf(), dir });
+        }
     }
     let marker = read_marker(&mut *c, &dir).unwrap_or(Marker {
         created_by: "ioscope".into(),
@@ -372,6 +380,16 @@ mod tests {
         assert!(!c.removed_dir, "the user's file keeps the directory");
         assert_eq!(fs::read(&other).unwrap(), b"user data");
         assert!(!dir.join(MARKER).exists());
+    }
+
+    #[test]
+    fn a_dir_whose_parent_is_missing_is_refused_before_anything_is_made() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("typo/ws");
+        let err = check(&LocalFs, &dir, &plan(&dir, "randwrite", "20m", false)).unwrap_err();
+        assert!(matches!(err, WorksetError::NoParent { .. }), "{err}");
+        assert!(err.to_string().contains("does not exist"), "{err}");
+        assert!(!tmp.path().join("typo").exists());
     }
 
     #[test]
