@@ -1190,6 +1190,23 @@ fn a_working_set_larger_than_the_free_space_is_refused_before_any_write() {
 }
 
 #[test]
+fn a_dir_on_a_read_only_file_system_is_refused_before_any_io() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(fs) = Tmpfs::mount(&tmp.path().join("ro"), "ro,size=1m") else { return };
+    let results = tmp.path().join("r.db");
+    for dir in [fs.0.clone(), fs.0.join("ws")] {
+        let out = ioscope()
+            .args(["run", "--size", "4m", "--duration", "1s", "--dir", s(&dir), "--out", s(&results)])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains("ioscope cannot") && stderr.contains("Read-only file system"), "{stderr}");
+        assert!(!results.exists());
+    }
+}
+
+#[test]
 fn enospc_while_preparing_removes_the_files_of_this_run_and_keeps_everything_else() {
     let tmp = tempfile::tempdir().unwrap();
     // Room for bytes, but only six inodes: the root, ws, the user's file, the lock file, the

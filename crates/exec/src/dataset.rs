@@ -272,7 +272,7 @@ fn inspect(c: &mut dyn FsConn, layout: &Layout, format: Format, force: bool) -> 
     if stat.is_some_and(|s| !s.dir) {
         return Err(io_err(anchor)(std::io::Error::other("not a directory")));
     }
-    if let Some(parent) = anchor.parent().filter(|_| !anchor_exists) {
+    if let Some(parent) = anchor.parent().filter(|p| !anchor_exists && !p.as_os_str().is_empty()) {
         if c.stat(parent).map_err(io_err(parent))?.is_none() {
             return Err(DatasetError::NoParent { path: anchor.to_path_buf(), parent: parent.to_path_buf() });
         }

@@ -96,7 +96,7 @@ pub fn check(fs: &dyn FileSystem, dir: &Path, plan: &Plan) -> Result<Layout, Wor
     if stat.is_some_and(|s| !s.dir) {
         return Err(WorksetError::Io { path: dir, source: std::io::Error::other("not a directory") });
     }
-    if let Some(parent) = dir.parent().filter(|_| !dir_exists) {
+    if let Some(parent) = dir.parent().filter(|p| !dir_exists && !p.as_os_str().is_empty()) {
         if c.stat(parent).map_err(io_err(parent))?.is_none() {
             return Err(WorksetError::NoParent { parent: parent.to_path_buf(), dir });
         }
@@ -380,6 +380,26 @@ mod tests {
         assert!(!c.removed_dir, "the user's file keeps the directory");
         assert_eq!(fs::read(&other).unwrap(), b"user data");
         assert!(!dir.join(MARKER).exists());
+    }
+
+    #[test]
+    fn two_writers_of_one_marker_never_share_a_temporary_file() {
+        let (a, b) = (temp_name(MARKER), temp_name(MARKER));
+        assert_ne!(a, b);
+        assert!(a.starts_with(MARKER) && a.contains(&std::process::id().to_string()), "{a}");
+        // Many writers at once, one directory: every marker write lands, none fails.
+        let tmp = tempfile::tempdir().unwrap();
+        std::thread::scope(|s| {
+            for _ in 0..8 {
+                s.spawn(|| {
+                    let mut c = LocalFs.connect().unwrap();
+                    for _ in 0..20 {
+                        write_marker(&mut *c, tmp.path(), &Marker::default()).unwrap();
+                    }
+                });
+            }
+        });
+        assert_eq!(fs::read_dir(tmp.path()).unwrap().count(), 1, "only the marker, no temporary file");
     }
 
     #[test]
