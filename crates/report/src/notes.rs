@@ -35,12 +35,14 @@ pub(crate) fn notes(s: &Summary) -> Vec<String> {
         _ => {}
     }
 
+    // Measured time, not rows: a late tick (a stopped process) is one row of several seconds.
+    let measured_s = s.seconds.max(s.duration_s.round() as u64);
     if s.seconds == 0 {
         notes.push("no second was recorded: there is nothing to summarize".to_string());
-    } else if s.seconds < SHORT_RUN_SECONDS {
+    } else if measured_s < SHORT_RUN_SECONDS {
         notes.push(format!(
             "only {} s measured: too short to tell whether the result is steady (run for minutes, not seconds)",
-            s.seconds
+            measured_s
         ));
     }
     if s.status == "completed" && s.planned_duration_s > 0.0 && s.duration_s < 0.9 * s.planned_duration_s {

@@ -403,6 +403,7 @@ fn a_late_tick_is_named_as_a_gap_and_a_tick_of_a_few_ms_is_no_stall() {
         "{notes:#?}"
     );
     assert!(!notes.iter().any(|n| n.contains("stalls")), "{notes:#?}");
+    assert!(notes.iter().any(|n| n.starts_with("only 5 s measured")), "time, not rows: {notes:#?}");
 }
 
 #[test]
