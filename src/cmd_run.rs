@@ -87,10 +87,21 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> u8 {
         None
     };
 
+    // The directory is this run's alone, and usable, before anything in it is looked at.
+    let lock = match ioscope_exec::workdir::local_dir(plan).map(|d| ioscope_exec::workdir::lock(&d, &out)) {
+        Some(Err(e)) => {
+            eprintln!("error: {e}");
+            return exit::INVALID_INPUT;
+        }
+        Some(Ok(lock)) => Some(lock),
+        None => None,
+    };
+    let created_dir = lock.as_ref().is_some_and(|l| l.created_dir());
+
     // Data: decide without writing (refusals are invalid input), then prepare.
     let mut dataset = None;
     let files = if let Some(d) = &plan.dataset {
-        match prepare_dataset(d, plan, output, show_progress) {
+        match prepare_dataset(d, plan, output, show_progress, created_dir) {
             Ok(layout) => dataset = Some(layout),
             Err(code) => return code,
         }
@@ -106,8 +117,17 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> u8 {
             }
         };
         let mut layout = match workset::check(&*fs, &dir, plan) {
-            Ok(l) => l,
-            Err(e @ workset::WorksetError::NotOurs { .. }) => {
+            Ok(mut l) => {
+                if created_dir {
+                    l.set_created_dir();
+                }
+                l
+            }
+            Err(
+                e @ (workset::WorksetError::NotOurs { .. }
+                | workset::WorksetError::NoSpace { .. }
+                | workset::WorksetError::NoParent { .. }),
+            ) => {
                 eprintln!("error: {e}");
                 return exit::INVALID_INPUT;
             }
@@ -198,6 +218,7 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> u8 {
             Err(e) => eprintln!("cleanup failed: {e}"),
         }
     }
+    drop(lock); // the directory is free for the next run (a UI may stay up below)
     if code != exit::OK {
         return code;
     }
@@ -282,6 +303,7 @@ fn prepare_dataset(
     plan: &Plan,
     output: &OutputFlags,
     show_progress: bool,
+    created_dir: bool,
 ) -> Result<dataset::Layout, u8> {
     let (spec, format) = dataset::DatasetSpec::of(d);
     let (fs, _) = ioscope_exec::storage(plan).map_err(|e| {
@@ -290,7 +312,12 @@ fn prepare_dataset(
     })?;
     let reusable = match dataset::check(&*fs, &spec, format, plan.force) {
         Ok(r) => r,
-        Err(e @ (dataset::DatasetError::NotOurs { .. } | dataset::DatasetError::Missing { .. })) => {
+        Err(
+            e @ (dataset::DatasetError::NotOurs { .. }
+            | dataset::DatasetError::Missing { .. }
+            | dataset::DatasetError::NoSpace { .. }
+            | dataset::DatasetError::NoParent { .. }),
+        ) => {
             eprintln!("error: {e}");
             return Err(exit::INVALID_INPUT);
         }
@@ -326,7 +353,7 @@ fn prepare_dataset(
         EngineKind::Nfs => 16,
         _ => std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(1, 16),
     };
-    let prepared = dataset::prepare(&*fs, &spec, format, plan.force, threads, &report);
+    let prepared = dataset::prepare(&*fs, &spec, format, plan.force, created_dir, threads, &report);
     terminal::clear_line(show_progress);
     match prepared {
         Ok(p) => {

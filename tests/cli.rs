@@ -1147,40 +1147,11 @@ fn a_killed_run_is_one_file_after_the_next_show_and_show_on_a_live_run_says_what
     assert!(copied["samples"].as_array().unwrap().len() >= 2);
 }
 
-/// A tmpfs of `size` mounted on `dir` for the life of the value (needs root).
-struct Mount(PathBuf);
-
-impl Mount {
-    fn tmpfs(dir: &Path, size: &str) -> Result<Mount, String> {
-        std::fs::create_dir_all(dir).unwrap();
-        let out = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs", s(dir)])
-            .output()
-            .map_err(|e| e.to_string())?;
-        if !out.status.success() {
-            return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
-        }
-        Ok(Mount(dir.to_path_buf()))
-    }
-}
-
-impl Drop for Mount {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.0).status();
-    }
-}
-
 #[test]
 fn a_full_file_system_under_out_ends_the_run_naming_the_file_and_enospc_with_the_summary_kept() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("small");
-    let _mount = match Mount::tmpfs(&dir, "192k") {
-        Ok(m) => m,
-        Err(why) => {
-            eprintln!("skipped: cannot mount a small tmpfs (needs root): {why}");
-            return;
-        }
-    };
+    let Some(_mount) = Tmpfs::mount(&dir, "size=192k") else { return };
     let results = dir.join("r.db");
     // engine null without a rate fills 256 KiB within seconds (many latency buckets a second).
     let out = ioscope()
@@ -1304,34 +1275,10 @@ fn file_tree_picks_that_find_no_file_are_skips_not_errors() {
     assert!(summary["ops"]["create"]["ops"].as_u64().unwrap() > 0, "creates still happen");
 }
 
-/// A tmpfs of `size` mounted at `at` for the test's life; None where mounting is not allowed.
-struct Tmpfs(PathBuf);
-
-impl Tmpfs {
-    fn mount(at: &Path, size: &str) -> Option<Tmpfs> {
-        std::fs::create_dir_all(at).unwrap();
-        let ok = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs", s(at)])
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|st| st.success());
-        ok.then(|| Tmpfs(at.to_path_buf()))
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.0).status();
-    }
-}
-
 #[test]
 fn enospc_during_a_file_tree_run_is_reported_as_enospc() {
     let tmp = tempfile::tempdir().unwrap();
-    let Some(fs) = Tmpfs::mount(&tmp.path().join("small"), "2m") else {
-        eprintln!("skipped: cannot mount a tmpfs here (needs root)");
-        return;
-    };
+    let Some(fs) = Tmpfs::mount(&tmp.path().join("small"), "size=2m") else { return };
     let toml = tmp.path().join("w.toml");
     let tree = fs.0.join("tree");
     std::fs::write(&toml, tree_workload(&tree, 8, "4k:50,256k:50", &["create", "delete"], "2s")).unwrap();
@@ -1425,4 +1372,429 @@ fn a_dead_device_ends_the_run_as_failed_within_seconds() {
     assert!(detail.contains("EIO"), "the error kind is named: {detail}");
     assert!(summary["duration_s"].as_f64().unwrap() < 10.0, "60 s planned: {}", summary["duration_s"]);
     assert!(summary["ops"]["read"]["errors_by_kind"]["EIO"].as_u64().unwrap() > 0);
+}
+
+// ---- The working directory and the measured core: one run per directory, every check
+// ---- before I/O, clean failures of opens and preparation, seconds under overload.
+
+/// The command's output, or a test failure if it has not ended within `limit` (killed).
+fn output_within(cmd: &mut Command, limit: Duration) -> Output {
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > limit {
+            child.kill().unwrap();
+            let out = child.wait_with_output().unwrap();
+            panic!("{cmd:?} still running after {limit:?}: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// `ioscope ARGS` under `sh -c 'ulimit -n NOFILE; exec ...'`, given 60 s.
+fn ioscope_with_nofile(nofile: u32, args: &[&str]) -> Output {
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c").arg(format!("ulimit -n {nofile} && exec \"$0\" \"$@\"")).arg(env!("CARGO_BIN_EXE_ioscope"));
+    output_within(cmd.args(args), Duration::from_secs(60))
+}
+
+#[test]
+fn too_many_open_files_fails_the_run_cleanly_and_never_runs_a_worker_without_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    // The race was between a worker passing the start barrier and the main thread setting
+    // the stop flag: repeat it, with both engines that open the working set.
+    for round in 0..10 {
+        for engine in ["posix", "uring"] {
+            let results = tmp.path().join(format!("{engine}-{round}.db"));
+            let out = ioscope_with_nofile(
+                64,
+                &[
+                    "run",
+                    "--engine",
+                    engine,
+                    "--files",
+                    "500",
+                    "--size",
+                    "4m",
+                    "--threads",
+                    "2",
+                    "--duration",
+                    "2s",
+                    "--quiet",
+                    "--dir",
+                    s(&dir),
+                    "--out",
+                    s(&results),
+                ],
+            );
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(!stderr.contains("panicked"), "{engine} round {round}: {stderr}");
+            assert_eq!(out.status.code(), Some(1), "{engine} round {round}: {stderr}");
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(text.contains("Too many open files"), "{engine} round {round}: {text}{stderr}");
+            let show = json_of(&run_ok(&["show", s(&results), "--json"]));
+            assert_eq!(show["status"], "failed", "the results are kept and say why");
+            assert!(show["status_detail"].as_str().unwrap().contains("Too many open files"), "{show}");
+        }
+    }
+}
+
+#[test]
+fn a_second_run_on_the_same_dir_is_refused_at_once_naming_the_first_runs_pid_and_results() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let first_results = tmp.path().join("first.db");
+    let first = ioscope()
+        .args(["run", "--size", "8m", "--duration", "4s", "--quiet", "--dir", s(&dir), "--out", s(&first_results)])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the first run holds the directory.
+    let started = std::time::Instant::now();
+    while !first_results.exists() && started.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for rw in ["randread", "randwrite"] {
+        let second_results = tmp.path().join(format!("second-{rw}.db"));
+        let args = ["run", "--rw", rw, "--size", "4m", "--dir", s(&dir), "--out", s(&second_results)];
+        let out = output_within(ioscope().args(args), Duration::from_secs(10));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains("in use by another ioscope run"), "{stderr}");
+        assert!(stderr.contains(&format!("pid {}", first.id())), "names the other run's pid: {stderr}");
+        assert!(stderr.contains(s(&first_results)), "names the other run's results file: {stderr}");
+        assert!(!second_results.exists(), "nothing was run");
+    }
+    let out = first.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let shown = json_of(&run_ok(&["show", s(&first_results), "--json"]));
+    assert_eq!(shown["total"]["errors"], 0);
+    assert_eq!(shown["ops"]["read"]["bytes"].as_u64().unwrap(), shown["ops"]["read"]["ops"].as_u64().unwrap() * 4096);
+    assert!(!dir.join(".ioscope.lock").exists(), "the lock file goes when the run ends");
+}
+
+#[test]
+fn a_lock_left_by_a_killed_run_never_blocks_the_next() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let results = tmp.path().join("killed.db");
+    let mut child = ioscope()
+        .args(["run", "--size", "4m", "--duration", "60s", "--quiet", "--dir", s(&dir), "--out", s(&results)])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while !results.exists() && started.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().unwrap(); // SIGKILL: no code of ours runs, the lock file stays
+    child.wait().unwrap();
+    assert!(dir.join(".ioscope.lock").exists());
+    run_ok(&[
+        "run",
+        "--size",
+        "4m",
+        "--duration",
+        "1s",
+        "--quiet",
+        "--dir",
+        s(&dir),
+        "--out",
+        s(&tmp.path().join("next.db")),
+    ]);
+}
+
+#[test]
+fn two_runs_preparing_the_same_fresh_dir_never_collide_one_is_refused_clearly() {
+    for round in 0..3 {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("fresh");
+        let spawn = |name: &str| {
+            ioscope()
+                .args(["run", "--size", "32m", "--files", "4", "--duration", "1s", "--quiet", "--dir", s(&dir)])
+                .args(["--out", s(&tmp.path().join(name))])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        };
+        let (a, b) = (spawn("a.db"), spawn("b.db"));
+        let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+        let mut codes = [a.status.code(), b.status.code()];
+        codes.sort();
+        let stderr = format!("{}{}", String::from_utf8_lossy(&a.stderr), String::from_utf8_lossy(&b.stderr));
+        assert!(!stderr.contains("No such file or directory"), "round {round}: {stderr}");
+        // Either they ran one after the other, or the second was refused naming the first.
+        if codes != [Some(0), Some(0)] {
+            assert_eq!(codes, [Some(0), Some(2)], "round {round}: {stderr}");
+            assert!(stderr.contains("in use by another ioscope run"), "round {round}: {stderr}");
+        }
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 5, "four files and the marker, no temporary file");
+    }
+}
+
+#[test]
+fn a_dir_whose_parent_is_missing_is_refused_and_cleanup_leaves_no_dir_it_made() {
+    let tmp = tempfile::tempdir().unwrap();
+    let deep = tmp.path().join("typo/data");
+    let results = tmp.path().join("r.db");
+    let out = ioscope()
+        .args(["run", "--size", "4m", "--duration", "1s", "--dir", s(&deep), "--out", s(&results)])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("parent directory") && stderr.contains("does not exist"), "{stderr}");
+    assert!(!tmp.path().join("typo").exists() && !results.exists(), "nothing was created");
+    // The last part of the path is made, and --cleanup takes it away again.
+    let dir = tmp.path().join("data");
+    run_ok(&[
+        "run",
+        "--size",
+        "4m",
+        "--duration",
+        "1s",
+        "--quiet",
+        "--cleanup",
+        "--dir",
+        s(&dir),
+        "--out",
+        s(&results),
+    ]);
+    assert!(!dir.exists(), "the directory ioscope made is gone");
+}
+
+#[test]
+fn a_dir_where_files_cannot_be_created_is_refused_before_any_working_set_is_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    for dir in ["/proc/ioscope-test", "/proc/self"] {
+        let results = tmp.path().join("r.db");
+        let out = ioscope()
+            .args(["run", "--size", "4m", "--duration", "1s", "--dir", dir, "--out", s(&results)])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{dir}: {stderr}");
+        assert!(stderr.contains("ioscope cannot"), "{dir}: {stderr}");
+        assert!(!stderr.contains("preparing"), "found before preparing: {stderr}");
+        assert!(!results.exists());
+    }
+}
+
+/// (second, interval in s) of every stored tick, from the CSV export.
+fn tick_intervals(results: &Path) -> Vec<(u32, f64)> {
+    csv_seconds(results).iter().map(|r| (r["second"].parse().unwrap(), r["interval_s"].parse().unwrap())).collect()
+}
+
+#[test]
+fn a_stopped_process_records_one_gap_and_then_whole_seconds_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().join("r.db");
+    let child = ioscope()
+        .args(["run", "--engine", "null", "--duration", "8s", "--quiet", "--out", s(&results)])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while !results.exists() && started.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(2300));
+    let pid = child.id() as i32;
+    // SAFETY: plain kill(2) on our child.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    std::thread::sleep(Duration::from_secs(3));
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let ticks = tick_intervals(&results);
+    let gaps: Vec<_> = ticks.iter().filter(|(_, i)| *i > 2.0).collect();
+    assert_eq!(gaps.len(), 1, "the stop is one long tick: {ticks:?}");
+    assert!(gaps[0].1 < 6.0, "{ticks:?}");
+    // Every other tick is about a second (the last may be shorter), none a few ms.
+    for (k, (second, interval)) in ticks.iter().enumerate().filter(|(_, (_, i))| *i <= 2.0) {
+        assert!(*interval >= 0.5 || k == ticks.len() - 1, "second {second} lasted {interval} s: {ticks:?}");
+    }
+    // Seconds keep their place on the time line: the gap's seconds have no row.
+    let total: f64 = ticks.iter().map(|t| t.1).sum();
+    let last = ticks.last().unwrap().0 as f64 + 1.0;
+    assert!((total - last).abs() < 1.0, "{total} s measured, last second {last}: {ticks:?}");
+    let text = String::from_utf8(run_ok(&["show", s(&results)]).stdout).unwrap();
+    assert!(text.contains("came late"), "the gap is named: {text}");
+    let rows: Vec<String> = csv_seconds(&results)
+        .iter()
+        .map(|r| format!("{}:{}:{}", r["second"], r["interval_s"], r["ops_total"]))
+        .collect();
+    assert!(!text.contains("stalls"), "no short tick is called a stall: {text}\n{rows:?}");
+}
+
+#[test]
+fn seconds_stay_seconds_with_many_more_threads_than_cpus() {
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().join("r.db");
+    let dir = tmp.path().join("data");
+    // At nice 19 the workers also yield to the other tests running meanwhile; the collector
+    // must tick on time regardless.
+    let out = Command::new("nice")
+        .args([
+            "-n",
+            "19",
+            env!("CARGO_BIN_EXE_ioscope"),
+            "run",
+            "--threads",
+            "512",
+            "--size",
+            "8m",
+            "--duration",
+            "5s",
+        ])
+        .args(["--quiet", "--dir", s(&dir), "--out", s(&results)])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let ticks = tick_intervals(&results);
+    assert!((4..=6).contains(&ticks.len()), "about one tick per second of 5 s: {ticks:?}");
+    assert!(ticks.iter().all(|(_, i)| *i < 3.0), "no tick swallows several seconds: {ticks:?}");
+}
+
+/// A tmpfs mounted at `dir` with `options` (unmounted on drop), or None with the reason
+/// printed when this is not possible here (not root, no mount).
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(dir: &Path, options: &str) -> Option<Tmpfs> {
+        std::fs::create_dir_all(dir).unwrap();
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: mounting a tmpfs needs root");
+            return None;
+        }
+        let out = Command::new("mount").args(["-t", "tmpfs", "-o", options, "tmpfs", s(dir)]).output().ok()?;
+        if !out.status.success() {
+            eprintln!("skipped: cannot mount a tmpfs: {}", String::from_utf8_lossy(&out.stderr));
+            return None;
+        }
+        Some(Tmpfs(dir.to_path_buf()))
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_working_set_larger_than_the_free_space_is_refused_before_any_write() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(fs) = Tmpfs::mount(&tmp.path().join("small"), "size=8m") else { return };
+    let dir = fs.0.join("ws");
+    let results = tmp.path().join("r.db");
+    let out = ioscope()
+        .args(["run", "--size", "16m", "--duration", "1s", "--dir", s(&dir), "--out", s(&results)])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("needs 16 MiB more") && stderr.contains("free"), "{stderr}");
+    assert!(!dir.exists() && !results.exists(), "nothing was written");
+    // Also when the directory exists and holds someone's file.
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("keep.txt"), b"user data").unwrap();
+    let out = ioscope()
+        .args(["run", "--size", "16m", "--duration", "1s", "--dir", s(&dir), "--out", s(&results)])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left, ["keep.txt"], "only the user's file is there");
+}
+
+#[test]
+fn a_dir_on_a_read_only_file_system_is_refused_before_any_io() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(fs) = Tmpfs::mount(&tmp.path().join("ro"), "ro,size=1m") else { return };
+    let results = tmp.path().join("r.db");
+    for dir in [fs.0.clone(), fs.0.join("ws")] {
+        let out = ioscope()
+            .args(["run", "--size", "4m", "--duration", "1s", "--dir", s(&dir), "--out", s(&results)])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains("ioscope cannot") && stderr.contains("Read-only file system"), "{stderr}");
+        assert!(!results.exists());
+    }
+}
+
+#[test]
+fn enospc_while_preparing_removes_the_files_of_this_run_and_keeps_everything_else() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Room for bytes, but only six inodes: the root, ws, the user's file, the lock file, the
+    // marker and one data file; the second data file fails with ENOSPC.
+    let Some(fs) = Tmpfs::mount(&tmp.path().join("small"), "size=32m,nr_inodes=6") else { return };
+    let dir = fs.0.join("ws");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("keep.txt"), b"user data").unwrap();
+    let results = tmp.path().join("r.db");
+    let args = [
+        "run",
+        "--size",
+        "8m",
+        "--files",
+        "4",
+        "--duration",
+        "1s",
+        "--cleanup",
+        "--dir",
+        s(&dir),
+        "--out",
+        s(&results),
+    ];
+    let out = ioscope().args(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("No space left on device"), "{stderr}");
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left, ["keep.txt"], "no partial file, marker or lock is left: {stderr}");
+    assert_eq!(std::fs::read(dir.join("keep.txt")).unwrap(), b"user data");
+}
+
+#[test]
+fn a_second_run_on_the_same_dataset_dir_is_refused_and_cleanup_takes_the_tree_and_its_dir() {
+    let tmp = tempfile::tempdir().unwrap();
+    let toml = tmp.path().join("tree.toml");
+    let tree = tmp.path().join("tree");
+    std::fs::write(
+        &toml,
+        format!(
+            "duration = \"3s\"\n[dataset]\ndir = \"{}\"\ndepth = 1\nwidth = 2\nfiles = 4\nsizes = \"8k\"\n\
+             [[workload]]\noperation = \"read\"\nthreads = 1\n",
+            s(&tree)
+        ),
+    )
+    .unwrap();
+    let first_results = tmp.path().join("first.db");
+    let first = ioscope()
+        .args(["run", s(&toml), "--cleanup", "--quiet", "--out", s(&first_results)])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while !first_results.exists() && started.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let second = tmp.path().join("second.db");
+    let out = output_within(ioscope().args(["run", s(&toml), "--out", s(&second)]), Duration::from_secs(10));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(&format!("pid {}", first.id())) && stderr.contains(s(&first_results)), "{stderr}");
+    let out = first.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!tree.exists(), "--cleanup removes the tree and the directory the run made");
 }

@@ -40,6 +40,11 @@ pub trait FsConn {
     fn write_at(&mut self, path: &Path, offset: u64, data: &[u8]) -> io::Result<()>;
     /// Puts what was written to `path` on stable storage.
     fn sync(&mut self, path: &Path) -> io::Result<()>;
+    /// Bytes an unprivileged writer can still put on the file system holding `path`;
+    /// None where the file system does not say.
+    fn free_bytes(&mut self, _path: &Path) -> io::Result<Option<u64>> {
+        Ok(None)
+    }
 
     /// Creates or empties `path` and writes `len` bytes, `fill(offset, chunk)` providing
     /// each chunk; the data is on stable storage when it returns.
@@ -131,5 +136,9 @@ impl FsConn for LocalConn {
     }
     fn sync(&mut self, path: &Path) -> io::Result<()> {
         self.file(path)?.sync_data()
+    }
+    fn free_bytes(&mut self, path: &Path) -> io::Result<Option<u64>> {
+        let s = rustix::fs::statvfs(path)?;
+        Ok(Some(s.f_bavail.saturating_mul(s.f_frsize)))
     }
 }

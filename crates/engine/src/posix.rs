@@ -26,7 +26,11 @@ impl Engine for PosixEngine {
     fn submit(&mut self, io: &Io, buffers: &mut IoBuffers) -> Submitted {
         // rustix issues the system calls directly: no libc wrapper, no cancellation-point
         // bookkeeping on every I/O.
-        let file = &self.files[io.file as usize];
+        // A file index the engine did not open (an open that failed, a file closed) is an
+        // error of that I/O, never a panic.
+        let Some(file) = self.files.get(io.file as usize) else {
+            return Submitted::Done(-(libc::EBADF as i64));
+        };
         loop {
             let r = match io.op {
                 Op::Read => rustix::io::pread(file, &mut buffers.slot(io.slot)[..io.len as usize], io.offset),
@@ -150,5 +154,13 @@ mod tests {
         e.open(&OpenSpec { files: vec![path], write: false, queue_depth: 1, ..Default::default() }, &bufs).unwrap();
         let w = Io { op: Op::Write, file: 0, offset: 0, len: 1, slot: 0 };
         assert_eq!(e.submit(&w, &mut bufs), Submitted::Done(-(libc::EBADF as i64)));
+    }
+
+    #[test]
+    fn an_io_on_a_file_that_is_not_open_fails_with_ebadf_instead_of_panicking() {
+        let mut bufs = IoBuffers::new(1, 4096, 1);
+        let mut e = PosixEngine::default();
+        let io = Io { op: Op::Read, file: 400, offset: 0, len: 4096, slot: 0 };
+        assert_eq!(e.submit(&io, &mut bufs), Submitted::Done(-(libc::EBADF as i64)));
     }
 }

@@ -80,7 +80,9 @@ impl UringEngine {
         let e = if self.fixed_files {
             build!(types::Fixed(io.file))
         } else {
-            build!(types::Fd(self.files[io.file as usize].as_raw_fd()))
+            // A file the engine did not open fails that I/O with EBADF (fd -1), never a panic;
+            // registered files are bounds-checked by the kernel alike.
+            build!(types::Fd(self.files.get(io.file as usize).map_or(-1, |f| f.as_raw_fd())))
         };
         e.user_data(io.slot as u64)
     }
@@ -134,7 +136,8 @@ impl Engine for UringEngine {
     #[inline]
     fn submit(&mut self, io: &Io, buffers: &mut IoBuffers) -> Submitted {
         let entry = self.entry(io, buffers);
-        let ring = self.ring.as_mut().expect("open before submit");
+        // Not open (or the open failed): the I/O fails, the worker does not panic.
+        let Some(ring) = self.ring.as_mut() else { return Submitted::Done(-(libc::EBADF as i64)) };
         // SAFETY: the entry points at a registered file/buffer or at an fd and buffer that
         // stay valid until its completion is reaped (the core keeps the slot busy until then).
         let pushed = unsafe { ring.submission().push(&entry) };
@@ -154,7 +157,7 @@ impl Engine for UringEngine {
     }
 
     fn reap(&mut self, min: usize, timeout_ns: Option<u64>, out: &mut Vec<Completion>) -> std::io::Result<()> {
-        let ring = self.ring.as_mut().expect("open before reap");
+        let Some(ring) = self.ring.as_mut() else { return Err(std::io::Error::from_raw_os_error(libc::EBADF)) };
         let ready = ring.completion().len();
         if self.pending > 0 || ready < min {
             let want = min.saturating_sub(ready);
@@ -251,5 +254,18 @@ mod tests {
         assert_eq!(e.submit(&w, &mut bufs), Submitted::Busy);
         let done = reap_all(&mut e, 2);
         assert!(done.iter().all(|c| c.result == -(libc::EBADF as i64)), "{done:?}");
+    }
+
+    #[test]
+    fn an_io_on_a_file_that_is_not_open_fails_with_ebadf_instead_of_panicking() {
+        let mut bufs = IoBuffers::new(1, 4096, 1);
+        let io = Io { op: Op::Read, file: 400, offset: 0, len: 4096, slot: 0 };
+        // Never opened: no ring.
+        let mut e = UringEngine::new(false);
+        assert_eq!(e.submit(&io, &mut bufs), Submitted::Done(-(libc::EBADF as i64)));
+        // Opened with no files: the index is past the table.
+        e.open(&OpenSpec { queue_depth: 1, ..Default::default() }, &bufs).unwrap();
+        assert_eq!(e.submit(&io, &mut bufs), Submitted::Queued);
+        assert_eq!(reap_all(&mut e, 1)[0].result, -(libc::EBADF as i64));
     }
 }

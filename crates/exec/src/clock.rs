@@ -6,7 +6,7 @@
 //! clock_gettime) and scaled with a factor calibrated against CLOCK_MONOTONIC at start-up.
 //! Everywhere else it is clock_gettime(CLOCK_MONOTONIC).
 
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering::Relaxed};
 use std::sync::OnceLock;
 
 /// TSC to ns: `ns = base_ns + ((tsc - base_tsc) * mult) >> 32`.
@@ -101,6 +101,39 @@ pub fn tighten_timer_slack() {
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
 }
 
+/// Gives the calling thread priority over normal threads: SCHED_FIFO where permitted,
+/// else nice -10, else nothing. Threads it starts afterwards come up normal
+/// (SCHED_RESET_ON_FORK). Returns what it got, for the host configuration.
+pub fn raise_priority() -> &'static str {
+    let fifo = libc::sched_param { sched_priority: 1 };
+    let normal = libc::sched_param { sched_priority: 0 };
+    // SAFETY: sched_setscheduler/setpriority on the calling thread (0) with valid arguments.
+    unsafe {
+        NICE_BEFORE.store(libc::getpriority(libc::PRIO_PROCESS, 0), Relaxed);
+        if libc::sched_setscheduler(0, libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK, &fifo) == 0 {
+            return "SCHED_FIFO 1";
+        }
+        libc::sched_setscheduler(0, libc::SCHED_OTHER | libc::SCHED_RESET_ON_FORK, &normal);
+        if libc::setpriority(libc::PRIO_PROCESS, 0, -10) == 0 {
+            return "nice -10";
+        }
+    }
+    "normal (no permission to raise it)"
+}
+
+/// The calling thread's nice value before [`raise_priority`].
+static NICE_BEFORE: AtomicI32 = AtomicI32::new(0);
+
+/// Back to the priority the thread had before [`raise_priority`].
+pub fn normal_priority() {
+    let normal = libc::sched_param { sched_priority: 0 };
+    // SAFETY: as in raise_priority; lowering one's own priority is always permitted.
+    unsafe {
+        libc::sched_setscheduler(0, libc::SCHED_OTHER, &normal);
+        libc::setpriority(libc::PRIO_PROCESS, 0, NICE_BEFORE.load(Relaxed));
+    }
+}
+
 /// Waits until `target_ns` (sleeping, then spinning for the last stretch) or until
 /// `stop` is set. Returns the time at wake-up.
 pub fn wait_until(target_ns: u64, stop: &AtomicBool) -> u64 {
@@ -136,5 +169,27 @@ mod tests {
             assert!(t + 2_000 >= a && t <= b + 2_000, "{a} <= {t} <= {b}");
             std::thread::sleep(std::time::Duration::from_millis(30));
         }
+    }
+
+    #[test]
+    fn the_collector_alone_gets_priority_and_gives_it_back() {
+        // SAFETY: sched_getscheduler/getpriority on the calling thread.
+        let policy = || unsafe { libc::sched_getscheduler(0) } & !libc::SCHED_RESET_ON_FORK;
+        let nice = || unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
+        std::thread::spawn(move || {
+            let got = raise_priority();
+            match got {
+                "SCHED_FIFO 1" => assert_eq!(policy(), libc::SCHED_FIFO),
+                "nice -10" => assert_eq!(nice(), -10),
+                _ => assert_eq!(policy(), libc::SCHED_OTHER),
+            }
+            // A thread started now (a worker) runs at the normal priority.
+            let (p, n) = std::thread::spawn(move || (policy(), nice())).join().unwrap();
+            assert!(p == libc::SCHED_OTHER && n >= 0, "{got}: a worker got policy {p}, nice {n}");
+            normal_priority();
+            assert_eq!(policy(), libc::SCHED_OTHER);
+        })
+        .join()
+        .unwrap();
     }
 }

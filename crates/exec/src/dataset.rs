@@ -63,6 +63,12 @@ pub enum DatasetError {
     /// format = "never" and there is no matching tree.
     #[error("{path}: {reason}; format = \"never\" uses an existing dataset only. Use format = \"reuse\" to create it")]
     Missing { path: PathBuf, reason: String },
+    /// Only the last part of the anchor's path is ever created.
+    #[error("{path}: the parent directory {parent} does not exist; ioscope creates only the last part of the path (and removes it again with --cleanup). Create {parent} first, or check the path for a typo")]
+    NoParent { path: PathBuf, parent: PathBuf },
+    /// The file system has too little room for the tree.
+    #[error("{path}: the dataset needs {need} more, {free} free on that file system; free some space, make the dataset smaller, or choose another dir", need = ioscope_workload::format_size(*need), free = ioscope_workload::format_size(*free))]
+    NoSpace { path: PathBuf, need: u64, free: u64 },
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
 }
@@ -248,13 +254,8 @@ fn read_marker(c: &mut dyn FsConn, anchor: &Path) -> Result<Option<Marker>, Data
 }
 
 fn write_marker(c: &mut dyn FsConn, anchor: &Path, marker: &Marker) -> Result<(), DatasetError> {
-    let tmp = anchor.join(format!("{MARKER}.tmp"));
     let text = serde_json::to_string_pretty(marker).expect("marker serializes");
-    c.write_file(&tmp, text.len() as u64, &mut |off, chunk| {
-        chunk.copy_from_slice(&text.as_bytes()[off as usize..off as usize + chunk.len()])
-    })
-    .map_err(io_err(&tmp))?;
-    c.rename(&tmp, &anchor.join(MARKER)).map_err(io_err(anchor))
+    crate::workset::write_atomically(c, &anchor.join(MARKER), text.as_bytes()).map_err(io_err(anchor))
 }
 
 /// What check found: reuse the tree, or create it (removing our old tree first).
@@ -270,6 +271,11 @@ fn inspect(c: &mut dyn FsConn, layout: &Layout, format: Format, force: bool) -> 
     let anchor_exists = stat.is_some();
     if stat.is_some_and(|s| !s.dir) {
         return Err(io_err(anchor)(std::io::Error::other("not a directory")));
+    }
+    if let Some(parent) = anchor.parent().filter(|p| !anchor_exists && !p.as_os_str().is_empty()) {
+        if c.stat(parent).map_err(io_err(parent))?.is_none() {
+            return Err(DatasetError::NoParent { path: anchor.to_path_buf(), parent: parent.to_path_buf() });
+        }
     }
     let old = match read_marker(c, anchor) {
         Err(DatasetError::NotOurs { .. }) if force => None,
@@ -290,9 +296,20 @@ fn inspect(c: &mut dyn FsConn, layout: &Layout, format: Format, force: bool) -> 
         // lost+found is what a fresh file system's root holds; it does not make a mount
         // point someone's data.
         let entries = c.list(anchor).map_err(io_err(anchor))?;
-        if let Some((name, _)) = entries.iter().find(|(name, _)| name != "lost+found") {
+        // Nor does the lock file of this run.
+        if let Some((name, _)) = entries.iter().find(|(name, _)| name != "lost+found" && name != crate::workdir::LOCK) {
             let reason = format!("the directory is not empty (it holds {name:?})");
             return Err(DatasetError::NotOurs { path: anchor.to_path_buf(), reason });
+        }
+    }
+    if !reuse {
+        // Refused before the first byte, rather than a full file system and a partial tree.
+        let need = layout.total_bytes().saturating_sub(old.as_ref().map_or(0, |m| m.total_bytes));
+        let probe = if anchor_exists { anchor } else { anchor.parent().unwrap_or(anchor) };
+        if let Ok(Some(free)) = c.free_bytes(probe) {
+            if need > free {
+                return Err(DatasetError::NoSpace { path: anchor.to_path_buf(), need, free });
+            }
         }
     }
     Ok(State { reuse, anchor_exists, old })
@@ -355,12 +372,16 @@ pub struct Prepared {
 
 /// Creates, re-creates or reuses the tree: directories, then the files, filled with
 /// random data on `threads` threads. `progress(files_done, files_total, bytes_done)` is
-/// called at the start, about every 100 ms, and at the end.
+/// called at the start, about every 100 ms, and at the end. `created_anchor`: the anchor
+/// was made for this run just before (so cleanup may remove it). If creating fails (a
+/// full file system, say), the tree made so far is removed again: no partial tree is
+/// left and the space is given back.
 pub fn prepare(
     fs: &dyn FileSystem,
     spec: &DatasetSpec,
     format: Format,
     force: bool,
+    created_anchor: bool,
     threads: usize,
     progress: &(dyn Fn(u64, u64, u64) + Sync),
 ) -> Result<Prepared, DatasetError> {
@@ -378,7 +399,7 @@ pub fn prepare(
             remove_tree(fs, &mut *c, &old_layout, threads)?;
             old.created_dir
         }
-        None => !state.anchor_exists,
+        None => !state.anchor_exists || created_anchor,
     };
     c.create_dir_all(anchor).map_err(io_err(anchor))?;
     // Marked ours (incomplete) before the first file, so an interrupted format can be
@@ -392,6 +413,25 @@ pub fn prepare(
         spec: spec.clone(),
     };
     write_marker(&mut *c, anchor, &marker)?;
+    if let Err(e) = create_files(fs, &mut *c, &layout, threads, progress) {
+        // Everything under the marker is this run's: take it away again.
+        let _ = cleanup(fs, anchor);
+        return Err(e);
+    }
+    marker.complete = true;
+    write_marker(&mut *c, anchor, &marker)?;
+    Ok(Prepared { reused: false, layout })
+}
+
+/// The directories, then the files with their data.
+fn create_files(
+    fs: &dyn FileSystem,
+    c: &mut dyn FsConn,
+    layout: &Layout,
+    threads: usize,
+    progress: &(dyn Fn(u64, u64, u64) + Sync),
+) -> Result<(), DatasetError> {
+    let anchor = layout.anchor();
     for leaf in 0..layout.leaf_dirs() {
         let dir = layout.leaf_path(leaf);
         c.create_dir_all(&dir).map_err(io_err(&dir))?;
@@ -428,9 +468,7 @@ pub fn prepare(
         },
     )?;
     progress(total, total, layout.total_bytes());
-    marker.complete = true;
-    write_marker(&mut *c, anchor, &marker)?;
-    Ok(Prepared { reused: false, layout })
+    Ok(())
 }
 
 /// What cleanup removed, and what it left.
@@ -466,7 +504,7 @@ fn remove_tree(
             };
             for (name, stat) in entries {
                 let path = dir.join(&name);
-                if name.starts_with(MARKER) {
+                if name.starts_with(MARKER) || name == crate::workdir::LOCK {
                     continue; // depth 0: the leaf is the anchor
                 }
                 match stat {
@@ -526,6 +564,8 @@ pub fn cleanup(fs: &dyn FileSystem, anchor: &Path) -> Result<Cleaned, DatasetErr
     let marker_path = anchor.join(MARKER);
     c.remove_file(&marker_path).map_err(io_err(&marker_path))?;
     if marker.created_dir {
+        // The run's lock file goes with the directory (the lock is held to the end anyway).
+        let _ = c.remove_file(&anchor.join(crate::workdir::LOCK));
         // At depth 0 the anchor is the leaf, whose leftovers are already listed.
         let mut kept = Vec::new();
         cleaned.removed_anchor = remove_dir_or_list(&mut *c, &layout, anchor, &mut kept)?;
@@ -649,7 +689,8 @@ mod tests {
         assert!(!anchor.exists(), "check writes nothing");
 
         let last = Mutex::new((0, 0, 0));
-        let p = prepare(&LocalFs, &s, Format::Reuse, false, 3, &|f, t, b| *last.lock().unwrap() = (f, t, b)).unwrap();
+        let p = prepare(&LocalFs, &s, Format::Reuse, false, false, 3, &|f, t, b| *last.lock().unwrap() = (f, t, b))
+            .unwrap();
         let l = &p.layout;
         assert!(!p.reused);
         assert_eq!(*last.lock().unwrap(), (12, 12, l.total_bytes()));
@@ -673,18 +714,18 @@ mod tests {
         let changed = vec![7u8; l.file_size(4) as usize];
         fs::write(&probe, &changed).unwrap();
         assert!(check(&LocalFs, &s, Format::Reuse, false).unwrap());
-        assert!(prepare(&LocalFs, &s, Format::Reuse, false, 2, NO_PROGRESS).unwrap().reused);
+        assert!(prepare(&LocalFs, &s, Format::Reuse, false, false, 2, NO_PROGRESS).unwrap().reused);
         assert_eq!(fs::read(&probe).unwrap(), changed);
         // Another working set is the same tree; format = always recreates it.
         let s2 = DatasetSpec { working_set: Some(1), ..s.clone() };
-        assert!(prepare(&LocalFs, &s2, Format::Never, false, 2, NO_PROGRESS).unwrap().reused);
-        assert!(!prepare(&LocalFs, &s, Format::Always, false, 2, NO_PROGRESS).unwrap().reused);
+        assert!(prepare(&LocalFs, &s2, Format::Never, false, false, 2, NO_PROGRESS).unwrap().reused);
+        assert!(!prepare(&LocalFs, &s, Format::Always, false, false, 2, NO_PROGRESS).unwrap().reused);
         assert_ne!(fs::read(&probe).unwrap(), changed);
 
         // Another definition: the old tree goes, the new one comes, the anchor stays ours.
         let narrow = DatasetSpec { width: 1, ..s.clone() };
         assert!(matches!(check(&LocalFs, &narrow, Format::Never, false), Err(DatasetError::Missing { .. })));
-        let p = prepare(&LocalFs, &narrow, Format::Reuse, false, 2, NO_PROGRESS).unwrap();
+        let p = prepare(&LocalFs, &narrow, Format::Reuse, false, false, 2, NO_PROGRESS).unwrap();
         assert!(!p.reused);
         assert_eq!(walk(&anchor).len(), 3 + 1);
         assert!(!anchor.join("d01").exists());
@@ -694,7 +735,7 @@ mod tests {
         let mut m = marker_at(&anchor).unwrap();
         m.complete = false;
         write_marker(&mut *LocalFs.connect().unwrap(), &anchor, &m).unwrap();
-        assert!(!prepare(&LocalFs, &narrow, Format::Reuse, false, 2, NO_PROGRESS).unwrap().reused);
+        assert!(!prepare(&LocalFs, &narrow, Format::Reuse, false, false, 2, NO_PROGRESS).unwrap().reused);
         // So is one with a missing file.
         fs::remove_file(p.layout.file_path(2)).unwrap();
         assert!(!check(&LocalFs, &narrow, Format::Reuse, false).unwrap());
@@ -709,11 +750,11 @@ mod tests {
         let err = check(&LocalFs, &s, Format::Reuse, false).unwrap_err();
         assert!(matches!(err, DatasetError::NotOurs { .. }), "{err}");
         assert!(err.to_string().contains("--force"), "{err}");
-        assert!(prepare(&LocalFs, &s, Format::Always, false, 2, NO_PROGRESS).is_err());
+        assert!(prepare(&LocalFs, &s, Format::Always, false, false, 2, NO_PROGRESS).is_err());
         assert_eq!(walk(anchor), vec![PathBuf::from("user.txt")], "nothing written");
         assert_eq!(cleanup(&LocalFs, anchor).unwrap(), Cleaned::default(), "no marker, nothing removed");
 
-        let p = prepare(&LocalFs, &s, Format::Reuse, true, 2, NO_PROGRESS).unwrap();
+        let p = prepare(&LocalFs, &s, Format::Reuse, true, false, 2, NO_PROGRESS).unwrap();
         assert_eq!(walk(anchor).len(), 4 + 2);
         assert!(!marker_at(anchor).unwrap().created_dir);
         let c = cleanup(&LocalFs, anchor).unwrap();
@@ -735,7 +776,12 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let anchor = tmp.path().join("a/tree");
         let s = spec(&anchor, 2, 2, 2, &[(1000, 1)]);
-        let l = prepare(&LocalFs, &s, Format::Reuse, false, 2, NO_PROGRESS).unwrap().layout;
+        // Only the last part of the path is made.
+        let err = prepare(&LocalFs, &s, Format::Reuse, false, false, 2, NO_PROGRESS).unwrap_err();
+        assert!(matches!(err, DatasetError::NoParent { .. }), "{err}");
+        assert!(!tmp.path().join("a").exists());
+        fs::create_dir(tmp.path().join("a")).unwrap();
+        let l = prepare(&LocalFs, &s, Format::Reuse, false, false, 2, NO_PROGRESS).unwrap().layout;
         // What a workload leaves: a deleted file, a copy with our naming, foreign names.
         fs::remove_file(l.file_path(0)).unwrap();
         fs::write(l.leaf_path(1).join("f000009"), [1u8; 10]).unwrap();
@@ -755,13 +801,15 @@ mod tests {
         assert_eq!(walk(&anchor), left);
         assert!(!anchor.join("d01").exists() && !anchor.join(MARKER).exists());
 
-        // A clean tree goes with the anchor ioscope made (not the parents it made on the way).
+        // A clean tree goes with the anchor ioscope made, not its parent.
         for depth in [0, 2] {
             let anchor = tmp.path().join(format!("b{depth}/tree"));
+            fs::create_dir(anchor.parent().unwrap()).unwrap();
             prepare(
                 &LocalFs,
                 &DatasetSpec { anchor: anchor.clone(), depth, ..s.clone() },
                 Format::Reuse,
+                false,
                 false,
                 2,
                 NO_PROGRESS,

@@ -11,6 +11,7 @@ pub mod limit;
 mod probe;
 pub mod run;
 pub mod tree;
+pub mod workdir;
 pub mod worker;
 pub mod workset;
 

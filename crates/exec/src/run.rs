@@ -154,6 +154,23 @@ pub fn run(plan: &Plan, files: &[PathBuf], cfg: RunConfig<'_>) -> Result<Outcome
     let target = plan.dataset.as_ref().map_or(plan.dir.as_path(), |d| d.dir.as_path());
     let mut config = crate::host::describe((!target.as_os_str().is_empty()).then_some(target));
     config["timer"] = serde_json::json!(clock_source);
+    // The collector (this thread) must wake on time however many workers compete for the
+    // CPUs; threads started from here on (workers, probes) keep the normal priority.
+    let priority = crate::clock::raise_priority();
+    config["collector_priority"] = serde_json::json!(priority);
+    let result = run_measured(plan, files, cfg, nfs_target, host, config);
+    crate::clock::normal_priority();
+    result
+}
+
+fn run_measured(
+    plan: &Plan,
+    files: &[PathBuf],
+    cfg: RunConfig<'_>,
+    nfs_target: Option<ioscope_engine_nfs::target::Target>,
+    host: String,
+    config: serde_json::Value,
+) -> Result<Outcome, RunError> {
     let steps = plan.steps();
     let times = StepTimes::new(&steps);
     let total_ns = *times.end_ns.last().expect("a plan has a step");
@@ -316,8 +333,22 @@ pub fn run(plan: &Plan, files: &[PathBuf], cfg: RunConfig<'_>) -> Result<Outcome
                 let wait = if now < tick { (tick - now).min(20_000_000) } else { 1_000_000 };
                 std::thread::sleep(std::time::Duration::from_nanos(wait));
             }
+            let mut now = now_ns();
+            // Woken far past the tick (the process was stopped, or starved of CPU): this tick
+            // covers the whole gap with its real interval and takes the number of the grid
+            // second nearest its end (waiting for that grid point if it is just ahead), so the
+            // ticks after it are whole seconds again, not a burst of ticks of a few ms. The
+            // seconds inside the gap have no tick: a gap, not short seconds.
+            if tick < deadline && now > tick + SECOND_NS / 2 {
+                let nearest = (now - t0 + SECOND_NS / 2) / SECOND_NS;
+                let grid = t0 + nearest * SECOND_NS;
+                if grid > now {
+                    std::thread::sleep(std::time::Duration::from_nanos(grid - now));
+                    now = now_ns();
+                }
+                second = u32::try_from(nearest - 1).unwrap_or(u32::MAX);
+            }
             let all_done = finished.load(Relaxed) == threads;
-            let now = now_ns();
             let (step, warmup) = times.at(second as u64 * SECOND_NS);
             let mut snap = c.collect(second, now.saturating_sub(prev_tick).max(1), &recorders, &mut readers);
             (snap.step, snap.warmup) = (step, warmup);
@@ -450,7 +481,18 @@ impl Shared<'_> {
     }
 }
 
+/// Counts a worker as finished when it returns or unwinds, so the collector never waits
+/// for a worker that died.
+struct CountFinished<'a>(&'a AtomicUsize);
+
+impl Drop for CountFinished<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Relaxed);
+    }
+}
+
 fn worker_main<E: Engine>(mut engine: E, id: u32, sh: Shared<'_>) -> FirstErrors {
+    let _finished = CountFinished(sh.finished);
     tighten_timer_slack();
     let plan = sh.plan;
     let buffers = IoBuffers::new(plan.iodepth as usize, plan.max_block_bytes() as usize, 0x9e37_79b9 ^ id as u64);
@@ -462,8 +504,12 @@ fn worker_main<E: Engine>(mut engine: E, id: u32, sh: Shared<'_>) -> FirstErrors
         }
     }
     sh.ready.wait();
+    // Every worker has tried its open before the barrier lets anyone through, so a failed
+    // open is known here: no worker runs with a missing file table, whenever the main
+    // thread gets round to setting `stop`.
+    let open_failed = sh.open_error.lock().map_or(true, |e| e.is_some());
     let mut errors = FirstErrors::default();
-    if !sh.stop.load(Relaxed) {
+    if !open_failed && !sh.stop.load(Relaxed) {
         let t0 = sh.start_ns.load(Relaxed);
         let workload = &plan.workloads[sh.workload];
         let seed = |k: usize| 0x5851_f42d_4c95_7f2d ^ ((id as u64 + 1) << 32) ^ k as u64;
@@ -520,7 +566,6 @@ fn worker_main<E: Engine>(mut engine: E, id: u32, sh: Shared<'_>) -> FirstErrors
         w.engine.close();
         errors = w.errors;
     }
-    sh.finished.fetch_add(1, Relaxed);
     errors
 }
 

@@ -19,6 +19,12 @@ pub enum WorksetError {
     /// The plan would write into data ioscope did not create.
     #[error("{path}: {reason}; ioscope writes only into files it created (listed in {marker}). Pass --force to write into it anyway, or choose another --dir (--target for engine nfs)", marker = MARKER)]
     NotOurs { path: PathBuf, reason: String },
+    /// Only the last part of the path is ever created.
+    #[error("{dir}: the parent directory {parent} does not exist; ioscope creates only the last part of the path (and removes it again with --cleanup). Create {parent} first, or check the path for a typo")]
+    NoParent { dir: PathBuf, parent: PathBuf },
+    /// The file system has too little room for what preparation would write.
+    #[error("{dir}: the working set needs {need} more, {free} free on that file system; free some space, lower --size, or choose another --dir", need = ioscope_workload::format_size(*need), free = ioscope_workload::format_size(*free))]
+    NoSpace { dir: PathBuf, need: u64, free: u64 },
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
 }
@@ -51,6 +57,9 @@ pub struct Layout {
     pub file_size_bytes: u64,
     /// Indexes of files that must be (re)written before the run.
     pub to_fill: Vec<usize>,
+    /// Of those, files ioscope did not create (rewritten with --force): a failed
+    /// preparation leaves them in place.
+    foreign: Vec<usize>,
     dir_exists: bool,
     marker: Marker,
 }
@@ -58,6 +67,11 @@ pub struct Layout {
 impl Layout {
     pub fn bytes_to_fill(&self) -> u64 {
         self.to_fill.len() as u64 * self.file_size_bytes
+    }
+
+    /// The directory was made for this run just before `check` (so cleanup may remove it).
+    pub fn set_created_dir(&mut self) {
+        self.marker.created_dir = true;
     }
 }
 
@@ -82,6 +96,11 @@ pub fn check(fs: &dyn FileSystem, dir: &Path, plan: &Plan) -> Result<Layout, Wor
     if stat.is_some_and(|s| !s.dir) {
         return Err(WorksetError::Io { path: dir, source: std::io::Error::other("not a directory") });
     }
+    if let Some(parent) = dir.parent().filter(|p| !dir_exists && !p.as_os_str().is_empty()) {
+        if c.stat(parent).map_err(io_err(parent))?.is_none() {
+            return Err(WorksetError::NoParent { parent: parent.to_path_buf(), dir });
+        }
+    }
     let marker = read_marker(&mut *c, &dir).unwrap_or(Marker {
         created_by: "ioscope".into(),
         created_dir: !dir_exists,
@@ -90,14 +109,21 @@ pub fn check(fs: &dyn FileSystem, dir: &Path, plan: &Plan) -> Result<Layout, Wor
     let size = plan.file_size_bytes();
     let mut files = Vec::new();
     let mut to_fill = Vec::new();
+    let mut foreign = Vec::new();
+    // What filling needs beyond what the files to be rewritten hold now.
+    let mut need = 0u64;
     for i in 0..plan.files {
         let name = file_name(i);
         let path = dir.join(&name);
         let ours = marker.files.iter().find(|f| f.name == name);
         let existing = if dir_exists { c.stat(&path).map_err(io_err(&path))? } else { None };
+        let held = existing.map_or(0, |m| m.len);
         match (ours, existing) {
             (Some(f), Some(m)) if f.complete && f.size_bytes == size && m.len == size => {}
-            (Some(_), _) | (None, None) => to_fill.push(i as usize),
+            (Some(_), _) | (None, None) => {
+                to_fill.push(i as usize);
+                need = need.saturating_add(size.saturating_sub(held));
+            }
             (None, Some(m)) => {
                 let reason = if m.len < size {
                     Some(format!("exists with {} bytes, the plan needs {size} (it would be rewritten)", m.len))
@@ -110,28 +136,94 @@ pub fn check(fs: &dyn FileSystem, dir: &Path, plan: &Plan) -> Result<Layout, Wor
                     if !plan.force {
                         return Err(WorksetError::NotOurs { path, reason });
                     }
-                    to_fill.extend((m.len < size).then_some(i as usize));
+                    if m.len < size {
+                        to_fill.push(i as usize);
+                        foreign.push(i as usize);
+                        need = need.saturating_add(size - m.len);
+                    }
                 }
             }
         }
         files.push(path);
     }
-    Ok(Layout { dir, files, file_size_bytes: size, to_fill, dir_exists, marker })
+    // Refused before the first byte, rather than a full file system and a partial file.
+    let probe = if dir_exists { dir.as_path() } else { dir.parent().unwrap_or(&dir) };
+    if let Ok(Some(free)) = c.free_bytes(probe) {
+        if need > free {
+            return Err(WorksetError::NoSpace { dir, need, free });
+        }
+    }
+    Ok(Layout { dir, files, file_size_bytes: size, to_fill, foreign, dir_exists, marker })
+}
+
+/// A name of its own for a temporary file next to `final_name`: two runs writing the same
+/// marker never share one (the loser would find it renamed away).
+pub(crate) fn temp_name(final_name: &str) -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(crate::clock::monotonic_ns());
+    format!("{final_name}.{}.{:016x}.tmp", std::process::id(), h.finish())
+}
+
+/// Writes `text` to a temporary file and renames it to `path` (atomic on every file
+/// system we use); a failed write removes the temporary file.
+pub(crate) fn write_atomically(c: &mut dyn FsConn, path: &Path, text: &[u8]) -> std::io::Result<()> {
+    let name = path.file_name().map_or_else(|| "marker".into(), |n| n.to_string_lossy().into_owned());
+    let tmp = path.with_file_name(temp_name(&name));
+    let written = c
+        .write_file(&tmp, text.len() as u64, &mut |off, chunk| {
+            chunk.copy_from_slice(&text[off as usize..off as usize + chunk.len()])
+        })
+        .and_then(|()| c.rename(&tmp, path));
+    if written.is_err() {
+        let _ = c.remove_file(&tmp);
+    }
+    written
 }
 
 fn write_marker(c: &mut dyn FsConn, dir: &Path, marker: &Marker) -> Result<(), WorksetError> {
-    let tmp = dir.join(format!("{MARKER}.tmp"));
     let text = serde_json::to_string_pretty(marker).expect("marker serializes");
-    c.write_file(&tmp, text.len() as u64, &mut |off, chunk| {
-        chunk.copy_from_slice(&text.as_bytes()[off as usize..off as usize + chunk.len()])
-    })
-    .map_err(io_err(&tmp))?;
-    c.rename(&tmp, &dir.join(MARKER)).map_err(io_err(dir))
+    write_atomically(c, &dir.join(MARKER), text.as_bytes()).map_err(io_err(dir))
 }
 
 /// Creates the directory and fills the files that need it, with `threads` writers.
-/// `progress` is called with (bytes written, total) now and then.
+/// `progress` is called with (bytes written, total) now and then. If filling fails (a
+/// full file system, say), the files this run was writing are removed again, except
+/// files ioscope did not create, so no partial file is left and the space is given back.
 pub fn prepare(
+    fs: &dyn FileSystem,
+    layout: &mut Layout,
+    threads: usize,
+    progress: &(dyn Fn(u64, u64) + Sync),
+) -> Result<(), WorksetError> {
+    let filled = fill(fs, layout, threads, progress);
+    if filled.is_err() && !layout.to_fill.is_empty() {
+        undo(fs, layout);
+    }
+    filled
+}
+
+/// Removes the files of `to_fill` that are ours and drops them from the marker, with the
+/// files not ours (left in place, and to their owner, as before the run).
+fn undo(fs: &dyn FileSystem, layout: &mut Layout) {
+    let Ok(mut c) = connect(fs, &layout.dir) else { return };
+    for &i in &layout.to_fill {
+        let path = &layout.files[i];
+        let ours = !layout.foreign.contains(&i);
+        if !ours || c.remove_file(path).is_ok() || c.stat(path).is_ok_and(|s| s.is_none()) {
+            let name = file_name(i as u32);
+            layout.marker.files.retain(|f| f.name != name);
+        }
+    }
+    let marker = layout.dir.join(MARKER);
+    if layout.marker.files.is_empty() {
+        let _ = c.remove_file(&marker);
+    } else {
+        let _ = write_marker(&mut *c, &layout.dir, &layout.marker);
+    }
+}
+
+fn fill(
     fs: &dyn FileSystem,
     layout: &mut Layout,
     threads: usize,
@@ -240,8 +332,10 @@ pub fn cleanup(fs: &dyn FileSystem, dir: &Path) -> Result<Cleaned, WorksetError>
     }
     let marker_path = dir.join(MARKER);
     c.remove_file(&marker_path).map_err(io_err(&marker_path))?;
-    if marker.created_dir && c.remove_dir(dir).is_ok() {
-        cleaned.removed_dir = true;
+    if marker.created_dir {
+        // The run's lock file goes with the directory (the lock is held to the end anyway).
+        let _ = c.remove_file(&dir.join(crate::workdir::LOCK));
+        cleaned.removed_dir = c.remove_dir(dir).is_ok();
     }
     Ok(cleaned)
 }
@@ -289,6 +383,36 @@ mod tests {
     }
 
     #[test]
+    fn two_writers_of_one_marker_never_share_a_temporary_file() {
+        let (a, b) = (temp_name(MARKER), temp_name(MARKER));
+        assert_ne!(a, b);
+        assert!(a.starts_with(MARKER) && a.contains(&std::process::id().to_string()), "{a}");
+        // Many writers at once, one directory: every marker write lands, none fails.
+        let tmp = tempfile::tempdir().unwrap();
+        std::thread::scope(|s| {
+            for _ in 0..8 {
+                s.spawn(|| {
+                    let mut c = LocalFs.connect().unwrap();
+                    for _ in 0..20 {
+                        write_marker(&mut *c, tmp.path(), &Marker::default()).unwrap();
+                    }
+                });
+            }
+        });
+        assert_eq!(fs::read_dir(tmp.path()).unwrap().count(), 1, "only the marker, no temporary file");
+    }
+
+    #[test]
+    fn a_dir_whose_parent_is_missing_is_refused_before_anything_is_made() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("typo/ws");
+        let err = check(&LocalFs, &dir, &plan(&dir, "randwrite", "20m", false)).unwrap_err();
+        assert!(matches!(err, WorksetError::NoParent { .. }), "{err}");
+        assert!(err.to_string().contains("does not exist"), "{err}");
+        assert!(!tmp.path().join("typo").exists());
+    }
+
+    #[test]
     fn refuses_to_write_into_foreign_files() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path();
@@ -306,5 +430,79 @@ mod tests {
         assert!(!dir.join(MARKER).exists());
         assert_eq!(cleanup(&LocalFs, dir).unwrap().files, 0);
         assert!(dir.join("ioscope.0.dat").exists());
+    }
+
+    /// The local file system, full after `left` more bytes (ENOSPC).
+    struct FullAfter {
+        left: std::sync::atomic::AtomicI64,
+    }
+
+    struct FullConn<'a> {
+        inner: Box<dyn FsConn + 'a>,
+        left: &'a std::sync::atomic::AtomicI64,
+    }
+
+    impl FileSystem for FullAfter {
+        fn connect(&self) -> std::io::Result<Box<dyn FsConn + '_>> {
+            Ok(Box::new(FullConn { inner: LocalFs.connect()?, left: &self.left }))
+        }
+    }
+
+    impl FsConn for FullConn<'_> {
+        fn stat(&mut self, p: &Path) -> std::io::Result<Option<ioscope_engine::fs::Stat>> {
+            self.inner.stat(p)
+        }
+        fn read_file(&mut self, p: &Path) -> std::io::Result<Vec<u8>> {
+            self.inner.read_file(p)
+        }
+        fn list(&mut self, p: &Path) -> std::io::Result<Vec<(String, Option<ioscope_engine::fs::Stat>)>> {
+            self.inner.list(p)
+        }
+        fn create_dir_all(&mut self, p: &Path) -> std::io::Result<()> {
+            self.inner.create_dir_all(p)
+        }
+        fn remove_file(&mut self, p: &Path) -> std::io::Result<()> {
+            self.inner.remove_file(p)
+        }
+        fn remove_dir(&mut self, p: &Path) -> std::io::Result<()> {
+            self.inner.remove_dir(p)
+        }
+        fn rename(&mut self, from: &Path, to: &Path) -> std::io::Result<()> {
+            self.inner.rename(from, to)
+        }
+        fn create_empty(&mut self, p: &Path) -> std::io::Result<()> {
+            self.inner.create_empty(p)
+        }
+        fn write_at(&mut self, p: &Path, offset: u64, data: &[u8]) -> std::io::Result<()> {
+            let n = data.len() as i64;
+            if self.left.fetch_sub(n, std::sync::atomic::Ordering::Relaxed) < n {
+                return Err(std::io::Error::from_raw_os_error(libc::ENOSPC));
+            }
+            self.inner.write_at(p, offset, data)
+        }
+        fn sync(&mut self, p: &Path) -> std::io::Result<()> {
+            self.inner.sync(p)
+        }
+    }
+
+    #[test]
+    fn a_full_file_system_while_filling_leaves_no_partial_file_of_ours_and_keeps_the_rest() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        fs::write(dir.join("keep.txt"), b"user data").unwrap();
+        // A file ioscope did not create, too small: rewritten only because of force.
+        fs::write(dir.join("ioscope.1.dat"), b"theirs").unwrap();
+        let p = plan(dir, "randwrite", "40m", true);
+        let mut l = check(&LocalFs, dir, &p).unwrap();
+        assert_eq!(l.to_fill, vec![0, 1]);
+        let full = FullAfter { left: std::sync::atomic::AtomicI64::new(12 << 20) };
+        let err = prepare(&full, &mut l, 2, &|_, _| {}).unwrap_err();
+        assert!(err.to_string().contains("No space left on device"), "{err}");
+        let mut left: Vec<String> =
+            fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        left.sort();
+        // Ours (ioscope.0.dat, partial) is gone, with the marker; the forced file stays.
+        assert_eq!(left, ["ioscope.1.dat", "keep.txt"]);
+        assert_eq!(fs::read(dir.join("keep.txt")).unwrap(), b"user data");
     }
 }

@@ -7,6 +7,12 @@ use ioscope_workload::plan::{EngineKind, Plan, SyncMode};
 
 /// Runs shorter than this many measured seconds get a "too short" note.
 pub const SHORT_RUN_SECONDS: u64 = 10;
+/// More worker threads per CPU than this, with a collector at normal priority, may delay ticks.
+const OVERSUBSCRIBED_PER_CPU: u64 = 8;
+/// A tick longer than this many seconds is a gap (the collector was held up).
+const LATE_TICK_S: f64 = 1.5;
+/// A tick shorter than this many seconds is too short to call a stall.
+const SHORT_TICK_S: f64 = 0.5;
 /// An open-loop run that achieves less than this share of its target rate is saturated.
 const RATE_SHORTFALL: f64 = 0.95;
 
@@ -29,9 +35,11 @@ pub(crate) fn notes(s: &Summary) -> Vec<String> {
         _ => {}
     }
 
+    // Measured time, not rows: a late tick (a stopped process) is one row of several seconds.
+    let measured_s = s.seconds.max(s.duration_s.round() as u64);
     if s.seconds == 0 {
         notes.push("no second was recorded: there is nothing to summarize".to_string());
-    } else if s.seconds < SHORT_RUN_SECONDS {
+    } else if measured_s < SHORT_RUN_SECONDS {
         notes.push(format!(
             "only {} s measured: too short to tell whether the result is steady (run for minutes, not seconds)",
             format::num(s.duration_s)
@@ -108,7 +116,7 @@ pub(crate) fn notes(s: &Summary) -> Vec<String> {
         ));
     }
     if s.total.ops > 0 && !drawing {
-        let idle = s.samples.iter().filter(|x| x.ops == 0 && x.errors == 0).count();
+        let idle = s.samples.iter().filter(|x| x.ops == 0 && x.errors == 0 && x.interval_s >= SHORT_TICK_S).count();
         if idle > 0 {
             notes.push(format!("{idle} of {} seconds completed no I/O at all (stalls)", s.samples.len()));
         }
@@ -118,6 +126,37 @@ pub(crate) fn notes(s: &Summary) -> Vec<String> {
             "{name}: {} picks found {} (counted apart: neither I/O nor errors)",
             format::int(o.skipped),
             wanted(name)
+        ));
+    }
+
+    // Workers far outnumbering the CPUs can starve a collector without priority.
+    if let Some(p) = &plan {
+        let threads: u64 = p.max_threads().iter().map(|t| u64::from(*t)).sum();
+        for (host, config) in &s.system {
+            let normal = config["collector_priority"].as_str().is_some_and(|c| c.starts_with("normal"));
+            let cpus = config["cpus"].as_u64().unwrap_or(0).max(1);
+            if normal && threads > OVERSUBSCRIBED_PER_CPU * cpus {
+                notes.push(format!(
+                    "{threads} worker threads on {cpus} CPUs of host {host}, and ioscope had no permission to give its \
+                     per-second collector priority (SCHED_FIFO or a negative nice need CAP_SYS_NICE): seconds may have \
+                     been recorded late; run as root or with fewer threads"
+                ));
+            }
+        }
+    }
+
+    // The collector woke far too late: the process was stopped (SIGSTOP, a debugger, a
+    // frozen VM) or starved of CPU. The gap is one long interval, not made-up seconds.
+    let late: Vec<&crate::Sample> = s.samples.iter().filter(|x| x.interval_s > LATE_TICK_S).collect();
+    if let Some(longest) = late.iter().max_by(|a, b| a.interval_s.total_cmp(&b.interval_s)) {
+        notes.push(format!(
+            "{} of {} seconds came late, the longest (second {}) covering {} s: ioscope was stopped or starved \
+             of CPU; each late tick is one interval of its real length (rates are per its length) and the seconds \
+             inside it have no row",
+            late.len(),
+            s.samples.len(),
+            longest.second,
+            format::num(longest.interval_s),
         ));
     }
     notes

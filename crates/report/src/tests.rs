@@ -428,3 +428,37 @@ fn errors_show_by_name_skips_apart_and_seconds_of_nothing_but_failures_are_noted
     assert_eq!(json["ops"]["delete"]["skipped"], 1_234_567);
     assert!(validate(&json).is_empty(), "{:#?}", validate(&json));
 }
+
+#[test]
+fn a_late_tick_is_named_as_a_gap_and_a_tick_of_a_few_ms_is_no_stall() {
+    let mut r = results(Status::Completed);
+    let empty = || vec![("read", OpInterval::empty()), ("write", OpInterval::empty())];
+    r.seconds = vec![
+        snap(0, 1_000_000_000, vec![("read", reads()), ("write", writes(100, 0))]),
+        // Stopped for about 3 s: one tick of its real length, numbered at its end.
+        snap(3, 3_200_000_000, vec![("read", reads()), ("write", writes(100, 0))]),
+        snap(4, 1_000_000_000, vec![("read", reads()), ("write", writes(100, 0))]),
+        snap(5, 1_000_000, empty()),
+    ];
+    let notes = summarize(&r, Path::new("r")).notes;
+    assert!(
+        notes.iter().any(|n| n.starts_with("1 of 4 seconds came late, the longest (second 3) covering 3.2 s")),
+        "{notes:#?}"
+    );
+    assert!(!notes.iter().any(|n| n.contains("stalls")), "{notes:#?}");
+    assert!(notes.iter().any(|n| n.starts_with("only 5.2 s measured")), "time, not rows: {notes:#?}");
+}
+
+#[test]
+fn many_threads_per_cpu_without_collector_priority_are_named() {
+    let mut r = results(Status::Completed);
+    let mut p = plan();
+    p.workloads[0].threads = 64;
+    r.run.info.plan_json = serde_json::to_string(&p).unwrap();
+    r.hosts[0].1["collector_priority"] = serde_json::json!("normal (no permission to raise it)");
+    let notes = summarize(&r, Path::new("r")).notes;
+    assert!(notes.iter().any(|n| n.starts_with("64 worker threads on 2 CPUs of host h1")), "{notes:#?}");
+    r.hosts[0].1["collector_priority"] = serde_json::json!("SCHED_FIFO 1");
+    let notes = summarize(&r, Path::new("r")).notes;
+    assert!(!notes.iter().any(|n| n.contains("worker threads on")), "{notes:#?}");
+}
