@@ -1633,6 +1633,7 @@ fn a_stopped_process_records_one_gap_and_then_whole_seconds_again() {
 }
 
 #[test]
+#[ignore = "needs the machine to itself (scripts/test.sh runs it alone): other tests' runs would starve it"]
 fn seconds_stay_seconds_with_many_more_threads_than_cpus() {
     let tmp = tempfile::tempdir().unwrap();
     let results = tmp.path().join("r.db");
