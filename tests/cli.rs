@@ -706,6 +706,8 @@ fn nfs_engine_runs_file_tree_workloads_against_ganesha() {
     let (url, export_dir) = nfs_server();
     let tmp = tempfile::tempdir().unwrap();
     let sub = format!("tree-{}", std::process::id());
+    // The target directory exists (ioscope makes only the last part of a path: the tree).
+    std::fs::create_dir_all(export_dir.join(&sub)).unwrap();
     // A workload file: the dataset, then one single-threaded workload per operation.
     let workload = |name: &str, dataset: &str, ops: &[(&str, &str)]| {
         let mut toml = format!(
