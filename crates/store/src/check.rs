@@ -4,8 +4,10 @@
 //! 10"); nothing is clamped, skipped or defaulted in silence.
 //!
 //! Bounds that keep memory in proportion to the file: the span of seconds (answers have
-//! one entry per second) is at most twice the seconds stored plus [`MAX_GAP_SECONDS`],
-//! and the sums consumers form (counts over a run, intervals) fit their integer types.
+//! one entry per second) is at most twice the seconds stored plus [`MAX_GAP_SECONDS`] plus
+//! the time the stored ticks measured (a late tick after a stopped process covers its gap),
+//! and never more than [`MAX_SPAN_SECONDS`]; the sums consumers form (counts over a run,
+//! intervals) fit their integer types.
 
 use crate::StoreError;
 use ioscope_metrics::histogram::{bucket_index, bucket_range};
@@ -16,6 +18,10 @@ use std::path::Path;
 /// Seconds a run may leave unrecorded (beyond as many as it recorded), e.g. while the
 /// process was stopped. More than that in a file means a damaged second number.
 pub const MAX_GAP_SECONDS: u64 = 3600;
+
+/// The longest span of seconds a results file may have: a run lasts at most 30 days, and
+/// this leaves room for the process to have been stopped for days within it.
+pub const MAX_SPAN_SECONDS: u64 = 40 * 24 * 3600;
 
 /// One value of one row, for reading with an error that says where it came from.
 pub(crate) struct Cell<'a> {
@@ -181,15 +187,17 @@ pub(crate) fn whole(path: &Path, parts: &[&[Snapshot]]) -> Result<(), StoreError
     let all = || parts.iter().flat_map(|p| p.iter());
     let (Some(first), Some(last)) = (all().next(), all().last()) else { return Ok(()) };
     let mut distinct = 0u64;
+    let mut measured_s = 0u64;
     let mut previous = None;
     for s in all() {
         if previous != Some(s.second) {
             distinct += 1;
             previous = Some(s.second);
         }
+        measured_s = measured_s.saturating_add(s.interval_ns / 1_000_000_000);
     }
     let span = (last.second - first.second) as u64 + 1;
-    let allowed = 2 * distinct + MAX_GAP_SECONDS;
+    let allowed = (2 * distinct + MAX_GAP_SECONDS).saturating_add(measured_s).min(MAX_SPAN_SECONDS);
     if span > allowed {
         // Name the second after the widest gap: the damaged one, most likely.
         let mut worst = (0u32, last.second);

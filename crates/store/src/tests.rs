@@ -492,3 +492,19 @@ fn error_kinds_are_stored_as_a_dimension_and_version_3_files_still_read() {
     let d = &old.seconds[2].ops[0].data;
     assert_eq!((d.counts.errors, d.errors_by_kind.len(), d.skipped), (2, 0, 0));
 }
+
+#[test]
+fn a_gap_of_hours_after_a_stopped_process_is_read_not_refused_as_damage() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.ioscope");
+    let mut w = Writer::create(&path, &run_info(1, "h1"), &hosts()).unwrap();
+    w.write_second(&snapshot(0, "h1")).unwrap();
+    w.write_second(&snapshot(1, "h1")).unwrap();
+    // Stopped for two hours: one late tick of its real length, numbered at its end.
+    let mut late = snapshot(7202, "h1");
+    late.interval_ns = 7_201_000_000_000;
+    w.write_second(&late).unwrap();
+    w.finish(Status::Completed, None, 1_700_000_003_000).unwrap();
+    let r = open(&path).unwrap();
+    assert_eq!(r.seconds.iter().map(|s| s.second).collect::<Vec<_>>(), [0, 1, 7202]);
+}
