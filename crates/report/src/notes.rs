@@ -95,7 +95,9 @@ pub(crate) fn notes(s: &Summary) -> Vec<String> {
     // A pattern workload idles on purpose (its blank columns): neither a shortfall nor a stall.
     let drawing = plan.as_ref().is_some_and(|p| p.workloads.iter().any(|w| w.pattern.is_some()));
     if let Some(rate) = plan.as_ref().and_then(|p| p.rate_iops).filter(|_| !drawing) {
-        if s.duration_s > 0.0 && s.total.iops < RATE_SHORTFALL * rate as f64 {
+        // Failed I/Os were issued on schedule too: a shortfall they explain is no saturation.
+        let attempted_per_s = s.total.ops.saturating_add(s.total.errors) as f64 / s.duration_s.max(1e-9);
+        if s.duration_s > 0.0 && attempted_per_s < RATE_SHORTFALL * rate as f64 {
             notes.push(format!(
                 "the target rate of {} IOPS was not reached ({} IOPS): the storage or ioscope is saturated, \
                  and latency (measured from each I/O's intended start) includes the queueing",

@@ -462,3 +462,18 @@ fn many_threads_per_cpu_without_collector_priority_are_named() {
     let notes = summarize(&r, Path::new("r")).notes;
     assert!(!notes.iter().any(|n| n.contains("worker threads on")), "{notes:#?}");
 }
+
+#[test]
+fn a_rate_met_in_attempts_but_short_in_successes_is_named_as_errors_not_saturation() {
+    let mut r = results(Status::Completed);
+    r.run.info.plan_json = serde_json::to_string(&Plan { rate_iops: Some(1_000), ..plan() }).unwrap();
+    // 1,000 I/Os issued each second on schedule, a quarter of them failing.
+    r.seconds = (0..3).map(|s| snap(s, 1_000_000_000, vec![("write", writes(750, 250))])).collect();
+    let notes = summarize(&r, Path::new("r")).notes;
+    assert!(!notes.iter().any(|n| n.contains("target rate")), "{notes:#?}");
+    assert!(notes.iter().any(|n| n.starts_with("750 I/O errors")), "{notes:#?}");
+    // Fewer attempts than the rate: saturated, whatever failed.
+    r.seconds = (0..3).map(|s| snap(s, 1_000_000_000, vec![("write", writes(600, 100))])).collect();
+    let notes = summarize(&r, Path::new("r")).notes;
+    assert!(notes.iter().any(|n| n.starts_with("the target rate of 1,000 IOPS was not reached")), "{notes:#?}");
+}
