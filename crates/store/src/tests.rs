@@ -251,6 +251,42 @@ fn a_killed_runs_wal_is_folded_into_the_results_file_by_the_next_reader() {
     assert_eq!((c.seconds, c.run.status), (r.seconds, Status::Interrupted));
 }
 
+/// The child half of `a_finished_runs_leftover_wal_is_folded_by_the_next_reader`: write
+/// three seconds and record the end of the run, then die before the checkpoint (as when
+/// the checkpoint fails on a full disk).
+#[test]
+fn child_finishes_then_dies_before_the_checkpoint() {
+    let Some(path) = std::env::var_os("IOSCOPE_STORE_TEST_FINISHED_CHILD") else { return };
+    let path = PathBuf::from(path);
+    let host = hostname().unwrap_or_else(|| "h1".into());
+    let mut w = Writer::create(&path, &run_info(std::process::id(), &host), &hosts()).unwrap();
+    for s in 0..3 {
+        w.write_second(&snapshot(s, &host)).unwrap();
+    }
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute("UPDATE run SET status = 'completed' WHERE id = 1", []).unwrap();
+    std::process::abort();
+}
+
+#[test]
+fn a_finished_runs_leftover_wal_is_folded_by_the_next_reader() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("finished.ioscope");
+    let status = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "tests::child_finishes_then_dies_before_the_checkpoint", "--nocapture", "--test-threads=1"])
+        .env("IOSCOPE_STORE_TEST_FINISHED_CHILD", &path)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(!status.success(), "the child aborts");
+    assert!(sidecar(&path, "-wal").exists(), "the run left its WAL");
+
+    let r = open(&path).unwrap();
+    assert_eq!((r.seconds.len(), r.run.status), (3, Status::Completed));
+    assert!(!sidecar(&path, "-wal").exists() && !sidecar(&path, "-shm").exists(), "one file remains");
+}
+
 #[test]
 fn a_live_ioscope_process_is_still_running() {
     let Ok(sleep) = std::fs::read("/bin/sleep") else { return };
