@@ -24,7 +24,9 @@ pub fn open(path: &Path) -> Result<Results, StoreError> {
     let mut results = read(path, None)?;
     check::whole(path, &[&results.seconds])?;
     settle_status(&mut results);
-    if results.run.stored_status == Status::Running && results.run.status == Status::Interrupted {
+    // Any run that is not going on any more: also one that recorded its end but could not
+    // checkpoint (a full disk under --out), whose -wal the run says the next `show` folds in.
+    if results.run.status != Status::Running {
         fold_wal(path);
     }
     Ok(results)

@@ -251,6 +251,42 @@ fn a_killed_runs_wal_is_folded_into_the_results_file_by_the_next_reader() {
     assert_eq!((c.seconds, c.run.status), (r.seconds, Status::Interrupted));
 }
 
+/// The child half of `a_finished_runs_leftover_wal_is_folded_by_the_next_reader`: write
+/// three seconds and record the end of the run, then die before the checkpoint (as when
+/// the checkpoint fails on a full disk).
+#[test]
+fn child_finishes_then_dies_before_the_checkpoint() {
+    let Some(path) = std::env::var_os("IOSCOPE_STORE_TEST_FINISHED_CHILD") else { return };
+    let path = PathBuf::from(path);
+    let host = hostname().unwrap_or_else(|| "h1".into());
+    let mut w = Writer::create(&path, &run_info(std::process::id(), &host), &hosts()).unwrap();
+    for s in 0..3 {
+        w.write_second(&snapshot(s, &host)).unwrap();
+    }
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute("UPDATE run SET status = 'completed' WHERE id = 1", []).unwrap();
+    std::process::abort();
+}
+
+#[test]
+fn a_finished_runs_leftover_wal_is_folded_by_the_next_reader() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("finished.ioscope");
+    let status = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "tests::child_finishes_then_dies_before_the_checkpoint", "--nocapture", "--test-threads=1"])
+        .env("IOSCOPE_STORE_TEST_FINISHED_CHILD", &path)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(!status.success(), "the child aborts");
+    assert!(sidecar(&path, "-wal").exists(), "the run left its WAL");
+
+    let r = open(&path).unwrap();
+    assert_eq!((r.seconds.len(), r.run.status), (3, Status::Completed));
+    assert!(!sidecar(&path, "-wal").exists() && !sidecar(&path, "-shm").exists(), "one file remains");
+}
+
 #[test]
 fn a_live_ioscope_process_is_still_running() {
     let Ok(sleep) = std::fs::read("/bin/sleep") else { return };
@@ -507,4 +543,30 @@ fn a_gap_of_hours_after_a_stopped_process_is_read_not_refused_as_damage() {
     w.finish(Status::Completed, None, 1_700_000_003_000).unwrap();
     let r = open(&path).unwrap();
     assert_eq!(r.seconds.iter().map(|s| s.second).collect::<Vec<_>>(), [0, 1, 7202]);
+}
+
+/// A run over many files creates three series per file in its first second; looking them up
+/// must not take time quadratic in their number (19,000 files once stalled the first second
+/// for 66 s, so a 3 s run lasted 67 s and its seconds were recorded as one late tick).
+#[test]
+fn a_second_of_a_run_over_many_files_is_written_and_read_back_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.ioscope");
+    let mut w = Writer::create(&path, &run_info(std::process::id(), "h1"), &hosts()).unwrap();
+    let mut s = snapshot(0, "h1");
+    s.files = (0..5_000)
+        .map(|i| FileCounts {
+            file: format!("ioscope.{i}.dat"),
+            op: "read".into(),
+            counts: Counts { ops: 1, bytes: 4096, errors: 0 },
+        })
+        .collect();
+    // Each file's series is created in this second and looked up by its key (a hash map:
+    // a linear scan made this second take a minute at 19,000 files).
+    w.write_second(&s).unwrap();
+    w.write_second(&snapshot(1, "h1")).unwrap();
+    w.finish(Status::Completed, None, 1_700_000_003_000).unwrap();
+    let r = open(&path).unwrap();
+    assert_eq!(r.seconds[0].files.len(), 5_000);
+    assert_eq!(r.seconds[0].files[4_999].file, "ioscope.4999.dat");
 }

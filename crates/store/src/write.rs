@@ -150,7 +150,7 @@ impl Writer {
         let tx =
             self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(StoreError::sqlite(path))?;
         // Series created in this transaction join the cache only once it commits.
-        let mut created: Vec<(SeriesKey, i64)> = Vec::new();
+        let mut created: HashMap<SeriesKey, i64> = HashMap::new();
         let cache = &self.series;
         let mut series_id = |stat: &'static str,
                              unit: &str,
@@ -172,7 +172,7 @@ impl Writer {
             if let Some(id) = cache.get(&key) {
                 return Ok(*id);
             }
-            if let Some((_, id)) = created.iter().find(|(k, _)| *k == key) {
+            if let Some(id) = created.get(&key) {
                 return Ok(*id);
             }
             tx.prepare_cached(
@@ -180,7 +180,7 @@ impl Writer {
             )?
             .execute(params![stat, unit, kind, s.host, workload, op, worker, file, error])?;
             let id = tx.last_insert_rowid();
-            created.push((key, id));
+            created.insert(key, id);
             Ok::<i64, rusqlite::Error>(id)
         };
 
