@@ -205,6 +205,16 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> u8 {
         eprintln!("I/O errors were counted; first {e}");
     }
     let code = crate::cmd_show::print_summary(&out, output.json);
+    if let Some(why) = &outcome.wal_kept {
+        let wal = ioscope_store::sidecar(&out, "-wal");
+        eprintln!(
+            "note: the results are complete but still in two files, {} and {} ({why}): keep both; \
+             `ioscope show {}` makes them one file once there is space",
+            out.display(),
+            wal.display(),
+            out.display()
+        );
+    }
     if plan.cleanup && (plan.dataset.is_some() || plan.engine != EngineKind::Null) {
         let removed = ioscope_exec::storage(plan).and_then(|(fs, dir)| match &plan.dataset {
             Some(d) => dataset::cleanup(&*fs, &d.dir).map(|c| (c.files, c.bytes)).map_err(|e| e.to_string()),

@@ -58,6 +58,9 @@ pub struct Outcome {
     /// First error of each op kind, as "op: message".
     pub first_errors: Vec<String>,
     pub seconds_written: u32,
+    /// Why the results are still in two files (the results file and its `-wal`), if they
+    /// are: folding them at the end failed (a full disk); the next reader folds them.
+    pub wal_kept: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -439,8 +442,11 @@ fn run_measured(
     } else {
         (Status::Completed, None)
     };
-    writer.finish(status, detail.as_deref(), unix_ms()).map_err(store_err)?;
-    Ok(Outcome { status, detail, first_errors, seconds_written })
+    let wal_kept = match writer.finish(status, detail.as_deref(), unix_ms()).map_err(store_err)? {
+        ioscope_store::Finished::OneFile => None,
+        ioscope_store::Finished::WithWal(why) => Some(why),
+    };
+    Ok(Outcome { status, detail, first_errors, seconds_written, wal_kept })
 }
 
 /// What every worker thread shares with the run.

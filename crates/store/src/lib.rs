@@ -21,7 +21,7 @@ pub use check::MAX_GAP_SECONDS;
 pub use ioscope_metrics::Snapshot;
 pub use read::{open, refresh, sidecar};
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
-pub use write::{check_new_path, Writer};
+pub use write::{check_new_path, Finished, Writer};
 
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};

@@ -570,3 +570,23 @@ fn a_second_of_a_run_over_many_files_is_written_and_read_back_whole() {
     assert_eq!(r.seconds[0].files.len(), 5_000);
     assert_eq!(r.seconds[0].files[4_999].file, "ioscope.4999.dat");
 }
+
+#[test]
+fn a_run_whose_wal_cannot_be_folded_at_the_end_is_complete_in_two_files_not_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.ioscope");
+    let mut w = Writer::create(&path, &run_info(1, "h1"), &hosts()).unwrap();
+    for s in 0..2 {
+        w.write_second(&snapshot(s, "h1")).unwrap();
+    }
+    // A reader in a read transaction keeps the -wal from being folded (as a full disk
+    // does); the status is committed all the same.
+    let reader = rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+    reader.execute_batch("BEGIN").unwrap();
+    let _: i64 = reader.query_row("SELECT count(*) FROM tick", [], |r| r.get(0)).unwrap();
+    let finished = w.finish(Status::Completed, None, 1_700_000_003_000).unwrap();
+    assert!(matches!(finished, crate::Finished::WithWal(_)), "{finished:?}");
+    drop(reader);
+    let r = open(&path).unwrap();
+    assert_eq!((r.run.status, r.seconds.len()), (Status::Completed, 2));
+}

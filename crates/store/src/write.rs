@@ -33,6 +33,16 @@ pub fn check_new_path(path: &Path) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// How a finished results file was left.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Finished {
+    /// One self-contained file.
+    OneFile,
+    /// Complete, but its last seconds are still in the `-wal` file beside it, for this
+    /// reason; the next reader that can write folds them in.
+    WithWal(String),
+}
+
 /// Writes one run's results file.
 pub struct Writer {
     conn: Connection,
@@ -327,7 +337,11 @@ impl Writer {
 
     /// Records how the run ended, checkpoints the WAL and switches the file back to
     /// `journal_mode=DELETE`: one self-contained file remains.
-    pub fn finish(self, status: Status, detail: Option<&str>, ended_unix_ms: i64) -> Result<(), StoreError> {
+    ///
+    /// Once the status is committed the results are complete; folding the `-wal` file into
+    /// the results file may still fail (a full disk). That is not a failed run: the answer
+    /// says the results are in two files until the next reader folds them.
+    pub fn finish(self, status: Status, detail: Option<&str>, ended_unix_ms: i64) -> Result<Finished, StoreError> {
         let path = self.path;
         let conn = self.conn;
         conn.execute(
@@ -335,18 +349,18 @@ impl Writer {
             params![status.as_str(), detail, ended_unix_ms],
         )
         .map_err(StoreError::sqlite(&path))?;
-        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())).map_err(StoreError::sqlite(&path))?;
-        let mode = set_journal_mode(&conn, &path, "delete")?;
-        if !mode.eq_ignore_ascii_case("delete") {
-            return Err(StoreError::Corrupt {
-                path: path.clone(),
-                detail: format!(
-                    "could not leave WAL mode (journal_mode is {mode}); the file is complete but keeps its -wal file"
-                ),
-            });
+        let folded = conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+            .map_err(StoreError::sqlite(&path))
+            .and_then(|()| set_journal_mode(&conn, &path, "delete"));
+        match folded {
+            Ok(mode) if mode.eq_ignore_ascii_case("delete") => {
+                conn.close().map_err(|(_, e)| StoreError::sqlite(&path)(e))?;
+                Ok(Finished::OneFile)
+            }
+            Ok(mode) => Ok(Finished::WithWal(format!("could not leave WAL mode (journal_mode is {mode})"))),
+            Err(e) => Ok(Finished::WithWal(e.to_string())),
         }
-        conn.close().map_err(|(_, e)| StoreError::sqlite(&path)(e))?;
-        Ok(())
     }
 }
 
