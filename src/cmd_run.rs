@@ -87,6 +87,10 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> u8 {
         None
     };
 
+    if let Err(e) = ensure_open_files(plan) {
+        eprintln!("error: {e}");
+        return exit::INVALID_INPUT;
+    }
     // The directory is this run's alone, and usable, before anything in it is looked at.
     let lock = match ioscope_exec::workdir::local_dir(plan).map(|d| ioscope_exec::workdir::lock(&d, &out)) {
         Some(Err(e)) => {
@@ -274,6 +278,39 @@ fn check_out(out: &Path) -> Result<(), String> {
         .and_then(|mut f| std::io::Write::write_all(&mut f, b"ioscope"));
     let _ = std::fs::remove_file(&probe);
     written.map_err(|e| format!("{}: cannot create the results file: {e}", out.display()))
+}
+
+/// Every worker of a flat posix or uring workload keeps every file of the working set
+/// open: raises the soft open-file limit towards the hard one if that is too few (with room
+/// for the results file, sockets and rings), and refuses, before anything is written, a run
+/// that even the hard limit cannot hold.
+fn ensure_open_files(plan: &Plan) -> Result<(), String> {
+    if plan.dataset.is_some() || !matches!(plan.engine, EngineKind::Posix | EngineKind::Uring) {
+        return Ok(());
+    }
+    let threads: u64 = plan.max_threads().iter().map(|t| u64::from(*t)).sum();
+    let needed = threads.saturating_mul(u64::from(plan.files)).saturating_add(3);
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes the struct it is given.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return Ok(());
+    }
+    let wanted = needed.saturating_add(64).min(limit.rlim_max);
+    if limit.rlim_cur < wanted {
+        let raised = libc::rlimit { rlim_cur: wanted, rlim_max: limit.rlim_max };
+        // SAFETY: setrlimit reads the struct it is given; the soft limit stays within the hard one.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            limit.rlim_cur = wanted;
+        }
+    }
+    if limit.rlim_cur < needed {
+        return Err(format!(
+            "{threads} thread(s) × {} file(s) need {needed} open files, and this process may open at most {} \
+             (ulimit -n; the hard limit is {}): use fewer --files or --threads, or raise the limit",
+            plan.files, limit.rlim_cur, limit.rlim_max
+        ));
+    }
+    Ok(())
 }
 
 /// Turns SIGINT, SIGTERM and SIGHUP into a request to stop. While `preparing` is set no

@@ -1405,6 +1405,8 @@ fn ioscope_with_nofile(nofile: u32, args: &[&str]) -> Output {
 fn too_many_open_files_fails_the_run_cleanly_and_never_runs_a_worker_without_files() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("data");
+    // 2 threads × 30 files fit a limit of 64 on paper (the check before any I/O lets the
+    // run start), but not with the results file, rings and sockets: opens fail in workers.
     // The race was between a worker passing the start barrier and the main thread setting
     // the stop flag: repeat it, with both engines that open the working set.
     for round in 0..10 {
@@ -1417,7 +1419,7 @@ fn too_many_open_files_fails_the_run_cleanly_and_never_runs_a_worker_without_fil
                     "--engine",
                     engine,
                     "--files",
-                    "500",
+                    "30",
                     "--size",
                     "4m",
                     "--threads",
@@ -1800,4 +1802,17 @@ fn a_second_run_on_the_same_dataset_dir_is_refused_and_cleanup_takes_the_tree_an
     let out = first.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(!tree.exists(), "--cleanup removes the tree and the directory the run made");
+}
+
+#[test]
+fn more_files_than_the_open_file_limit_allows_are_refused_before_any_io() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let results = tmp.path().join("r.db");
+    let args = ["run", "--files", "500", "--size", "4m", "--threads", "2", "--duration", "2s", "--quiet"];
+    let out = ioscope_with_nofile(64, &[&args[..], &["--dir", s(&dir), "--out", s(&results)]].concat());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("2 thread(s) × 500 file(s) need 1003 open files"), "{stderr}");
+    assert!(!dir.exists() && !results.exists(), "nothing was written");
 }
