@@ -52,7 +52,8 @@ impl ErrorLimit {
         };
         if passed {
             return Some(format!(
-                "too many failed I/Os: {} of {} ({:.1}%) failed, more than max_errors = {}; {}",
+                "too many failed I/Os: by second {}, {} of {} ({:.1}%) had failed, more than max_errors = {}; {}",
+                s.second,
                 group(self.errors),
                 group(self.attempts),
                 self.errors as f64 * 100.0 / self.attempts.max(1) as f64,
