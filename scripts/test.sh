@@ -35,8 +35,9 @@ echo "== cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== cargo test"
 cargo test --workspace --locked
-echo "== overload: 512 threads on this machine's CPUs, alone (other runs would starve it)"
-cargo test --test cli --locked -- --ignored seconds_stay_seconds
+echo "== overload: 256 threads on this machine's 2 CPUs, alone (other runs would starve it), release build"
+cargo build --release --locked
+IOSCOPE_RELEASE_BIN="$CARGO_TARGET_DIR/release/ioscope" cargo test --test cli --locked -- --ignored seconds_stay_seconds
 echo "== NFSv3 client against a real nfs-ganesha (scripts/nfs-ganesha.sh)"
 nfs_url=$(scripts/nfs-ganesha.sh start | tail -n1)
 trap 'scripts/nfs-ganesha.sh stop >/dev/null 2>&1 || true' EXIT

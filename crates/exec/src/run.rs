@@ -16,7 +16,10 @@ use ioscope_metrics::{Counts, FileCounts, OpInterval, OpSeries, Snapshot, Worker
 use ioscope_store::{ProbeRow, RunInfo, Status, StepRow, Writer};
 use ioscope_workload::{EngineKind, Operation, Plan, Rate, Step, SyncMode, Workload};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicBool, AtomicU64, AtomicUsize,
+    Ordering::{Acquire, Relaxed, Release},
+};
 use std::sync::{Barrier, Mutex};
 
 const SECOND_NS: u64 = 1_000_000_000;
@@ -234,6 +237,9 @@ fn run_measured(
     let start_ns = AtomicU64::new(0);
     let finished = AtomicUsize::new(0);
     let open_error: Mutex<Option<String>> = Mutex::new(None);
+    // Read by every worker and the collector right after the start barrier: a flag, not the
+    // mutex (a starved worker holding it would make the collector miss its first ticks).
+    let open_failed = AtomicBool::new(false);
     let lost: Mutex<Option<String>> = Mutex::new(None);
     let engine_setup: Mutex<Option<String>> = Mutex::new(None);
     let spec = OpenSpec {
@@ -269,6 +275,7 @@ fn run_measured(
                     start_ns: &start_ns,
                     finished: &finished,
                     open_error: &open_error,
+                    open_failed: &open_failed,
                     lost: &lost,
                     engine_setup: &engine_setup,
                 };
@@ -285,13 +292,17 @@ fn run_measured(
             })
             .collect();
 
-        // Start everyone at the same instant, once all engines are open.
-        let t0 = now_ns() + 2_000_000;
-        start_ns.store(t0, Relaxed);
+        // Start everyone at the same instant, once all engines are open: the time zero of
+        // the run is taken after the last worker is ready (opening and allocating for
+        // hundreds of workers can take seconds, which must not count as measured time).
         ready.wait();
-        if open_error.lock().unwrap().is_some() {
+        if open_failed.load(Relaxed) {
             stop.store(true, Relaxed);
         }
+        // Published without waiting for the workers: they wait for it (a barrier would make
+        // this thread wait until hundreds of starved workers got round to it, after t0).
+        let t0 = now_ns() + 2_000_000;
+        start_ns.store(t0, Release);
         if let Some(setup) = engine_setup.lock().unwrap().take() {
             let mut config = config.clone();
             config["engine"] = serde_json::json!(setup);
@@ -464,10 +475,12 @@ struct Shared<'a> {
     curve_base: &'a [AtomicU64],
     recorder: &'a WorkerRecorder,
     stop: &'a AtomicBool,
+    /// Every engine is open (or failed to open).
     ready: &'a Barrier,
     start_ns: &'a AtomicU64,
     finished: &'a AtomicUsize,
     open_error: &'a Mutex<Option<String>>,
+    open_failed: &'a AtomicBool,
     /// Why the target went out of reach during the run (the run fails).
     lost: &'a Mutex<Option<String>>,
     /// How worker 0's engine was set up, once open.
@@ -507,16 +520,21 @@ fn worker_main<E: Engine>(mut engine: E, id: u32, sh: Shared<'_>) -> FirstErrors
         Ok(()) => {}
         Err(e) => {
             sh.open_error.lock().unwrap().get_or_insert(e.to_string());
+            sh.open_failed.store(true, Relaxed);
         }
     }
     sh.ready.wait();
+    // The run's time zero, set by the collector once every worker is ready.
+    while sh.start_ns.load(Acquire) == 0 {
+        std::thread::sleep(std::time::Duration::from_micros(100));
+    }
     // Every worker has tried its open before the barrier lets anyone through, so a failed
     // open is known here: no worker runs with a missing file table, whenever the main
     // thread gets round to setting `stop`.
-    let open_failed = sh.open_error.lock().map_or(true, |e| e.is_some());
+    let open_failed = sh.open_failed.load(Relaxed);
     let mut errors = FirstErrors::default();
     if !open_failed && !sh.stop.load(Relaxed) {
-        let t0 = sh.start_ns.load(Relaxed);
+        let t0 = sh.start_ns.load(Acquire);
         let workload = &plan.workloads[sh.workload];
         let seed = |k: usize| 0x5851_f42d_4c95_7f2d ^ ((id as u64 + 1) << 32) ^ k as u64;
         let first = Effective::of(workload, &sh.steps[0]);
