@@ -92,6 +92,18 @@ fn read(path: &Path, from_second: Option<u32>) -> Result<Results, StoreError> {
         }
         e => StoreError::Sqlite { path: path.to_path_buf(), source: e },
     })?;
+    // (Opening a WAL-mode file makes an empty -wal if there was none.)
+    let wal_bytes = std::fs::metadata(crate::sidecar(path, "-wal")).map_or(0, |m| m.len());
+    if app_id == 0 && wal_bytes == 0 {
+        // An empty header: also what the .db of a killed run looks like when copied without
+        // its -wal (everything, even the header, was still in the -wal).
+        return Err(not_results(
+            "SQLite application_id is 0: an empty database, or the file of a killed run copied without its \
+             -wal file, which holds its data (copy both, or run `ioscope show` on the original first: it \
+             makes them one file)"
+                .into(),
+        ));
+    }
     if app_id != APPLICATION_ID {
         return Err(not_results(format!("SQLite application_id is {app_id:#x}, expected {APPLICATION_ID:#x}")));
     }

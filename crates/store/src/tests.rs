@@ -590,3 +590,16 @@ fn a_run_whose_wal_cannot_be_folded_at_the_end_is_complete_in_two_files_not_fail
     let r = open(&path).unwrap();
     assert_eq!((r.run.status, r.seconds.len()), (Status::Completed, 2));
 }
+
+#[test]
+fn a_live_or_killed_runs_file_copied_without_its_wal_says_to_copy_the_wal_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.ioscope");
+    let mut w = Writer::create(&path, &run_info(1, "h1"), &hosts()).unwrap();
+    w.write_second(&snapshot(0, "h1")).unwrap();
+    let copy = dir.path().join("copy.ioscope");
+    std::fs::copy(&path, &copy).unwrap();
+    let err = open(&copy).unwrap_err().to_string();
+    assert!(err.contains("copied without its -wal file"), "{err}");
+    drop(w);
+}
