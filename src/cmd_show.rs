@@ -42,13 +42,8 @@ pub fn show(file: &Path, json: bool) -> u8 {
     };
     print(file, &results, json);
     let wal = ioscope_store::sidecar(file, "-wal");
-    if results.run.status == Status::Running {
-        eprintln!(
-            "note: the run is still going: until it ends, its latest seconds are in {} too; \
-             to take the results elsewhere now, copy both files (or `ioscope export` them)",
-            wal.display()
-        );
-    } else if wal.exists() {
+    // A live run's notes say what to copy; a stopped one whose -wal is still there:
+    if results.run.status != Status::Running && wal.exists() {
         // A stopped run whose -wal could not be folded in (a read-only file or directory).
         eprintln!(
             "note: {} holds seconds that are not yet in {}: copy both files; once the file can be \

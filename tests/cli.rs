@@ -1131,9 +1131,9 @@ fn a_killed_run_is_one_file_after_the_next_show_and_show_on_a_live_run_says_what
         std::thread::sleep(Duration::from_millis(200));
     }
     std::thread::sleep(Duration::from_secs(2));
-    let live = ioscope().args(["show", s(&results)]).output().unwrap();
-    let note = String::from_utf8_lossy(&live.stderr);
-    assert!(live.status.success() && note.contains("r.db-wal too") && note.contains("copy both files"), "{note}");
+    let live = ioscope().args(["show", s(&results), "--json"]).output().unwrap();
+    let notes = json_of(&live)["notes"].to_string();
+    assert!(live.status.success() && notes.contains("-wal file") && notes.contains("copy both files"), "{notes}");
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     assert!(wal.exists(), "a killed run leaves its -wal");

@@ -31,7 +31,12 @@ pub(crate) fn notes(s: &Summary) -> Vec<String> {
             s.status_detail.as_deref().unwrap_or("no detail recorded"),
             format::num(s.duration_s)
         )),
-        "running" => notes.push("the run is still running: these are the numbers so far".to_string()),
+        "running" => notes.push(
+            "the run is still running: these are the numbers so far, and until it ends its latest seconds \
+             are also in the -wal file beside the results file: to take the results elsewhere now, copy both \
+             files (or `ioscope export` them)"
+                .to_string(),
+        ),
         _ => {}
     }
 
@@ -39,7 +44,8 @@ pub(crate) fn notes(s: &Summary) -> Vec<String> {
     let measured_s = s.seconds.max(s.duration_s.round() as u64);
     if s.seconds == 0 {
         notes.push("no second was recorded: there is nothing to summarize".to_string());
-    } else if measured_s < SHORT_RUN_SECONDS {
+    } else if measured_s < SHORT_RUN_SECONDS && matches!(s.status.as_str(), "completed" | "running") {
+        // (An interrupted or failed run's note above already says how long it measured.)
         notes.push(format!(
             "only {} s measured: too short to tell whether the result is steady (run for minutes, not seconds)",
             format::num(s.duration_s)
