@@ -1654,10 +1654,15 @@ fn seconds_stay_seconds_with_many_more_threads_than_cpus() {
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let ticks = tick_intervals(&results);
-    assert!((4..=6).contains(&ticks.len()), "about one tick per second of 5 s: {ticks:?}");
-    assert!(ticks.iter().all(|(_, i)| *i < 1.5), "no tick swallows several seconds: {ticks:?}");
-    let short = ticks.iter().rev().skip(1).filter(|(_, i)| *i < 0.5).count();
-    assert_eq!(short, 0, "no short seconds but the last: {ticks:?}");
+    // Whole seconds. Only the first may come late while hundreds of threads start (it is
+    // then one tick of its real length, and named): never a run collapsed into a tick or
+    // two, and no burst of short ticks after a late one.
+    assert!(ticks.len() >= 3, "a tick per second of 5 s: {ticks:?}");
+    assert!(ticks[0].1 <= 3.0, "the first second at most a little late: {ticks:?}");
+    let rest = &ticks[1..ticks.len() - 1];
+    assert!(rest.iter().all(|(_, i)| (0.5..1.5).contains(i)), "whole seconds after the first: {ticks:?}");
+    let covered: f64 = ticks.iter().map(|(_, i)| i).sum();
+    assert!((4.5..=6.5).contains(&covered), "the ticks cover the 5 s run: {ticks:?}");
 }
 
 /// A tmpfs mounted at `dir` with `options` (unmounted on drop), or None with the reason
