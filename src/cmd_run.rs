@@ -64,7 +64,7 @@ fn default_out() -> PathBuf {
 /// Runs a valid plan: everything after input validation. Shared with `demo`.
 pub fn execute(plan: &Plan, output: &OutputFlags) -> u8 {
     let out = output.out.clone().unwrap_or_else(default_out);
-    if let Err(e) = check_out(&out) {
+    if let Err(e) = ioscope_store::check_new_path(&out) {
         eprintln!("error: {e}");
         return exit::INVALID_INPUT;
     }
@@ -251,33 +251,6 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> u8 {
         Status::Interrupted => exit::INTERRUPTED,
         Status::Failed | Status::Running => exit::RUN_FAILED,
     }
-}
-
-/// Checks, before any I/O, that `out` can become a new results file: nothing (not even a
-/// dangling symlink or a leftover SQLite journal) is in the way, and its directory exists
-/// and takes a new file (not read-only, not full of inodes, not /proc).
-fn check_out(out: &Path) -> Result<(), String> {
-    ioscope_store::check_new_path(out).map_err(|e| e.to_string())?;
-    let dir = match out.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    if !dir.is_dir() {
-        return Err(format!(
-            "{}: cannot create the results file: directory {} does not exist",
-            out.display(),
-            dir.display()
-        ));
-    }
-    let name = out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let probe = dir.join(format!(".{name}.{}.check", std::process::id()));
-    let written = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&probe)
-        .and_then(|mut f| std::io::Write::write_all(&mut f, b"ioscope"));
-    let _ = std::fs::remove_file(&probe);
-    written.map_err(|e| format!("{}: cannot create the results file: {e}", out.display()))
 }
 
 /// Every worker of a flat posix or uring workload keeps every file of the working set

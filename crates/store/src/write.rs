@@ -15,17 +15,41 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// (stat, host, workload, op, worker, file, error)
 type SeriesKey = (&'static str, String, String, String, Option<u32>, Option<String>, Option<String>);
 
-/// Checks that `path` can be created as a new results file; the CLI calls this before
-/// any I/O. Refuses an existing path, and leftover `-wal`/`-journal` files beside it
-/// (SQLite would replay them into the new file).
+/// Checks, before any I/O, that `path` can become a new results file: nothing is in the
+/// way (see [`check_free_name`]), and its directory exists and takes a new file (not
+/// read-only, not full of inodes, not /proc). The CLI calls this before preparing.
 pub fn check_new_path(path: &Path) -> Result<(), StoreError> {
+    check_free_name(path)?;
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let cannot = |detail: String| StoreError::Io {
+        path: path.to_path_buf(),
+        source: std::io::Error::other(format!("cannot create the results file: {detail}")),
+    };
+    if !dir.is_dir() {
+        return Err(cannot(format!("directory {} does not exist", dir.display())));
+    }
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let probe = dir.join(format!(".{name}.{}.check", std::process::id()));
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, b"ioscope"));
+    let _ = std::fs::remove_file(&probe);
+    written.map_err(|e| cannot(e.to_string()))
+}
+
+/// Refuses an existing path (a dangling symlink too), and leftover `-wal`/`-journal` files
+/// beside it (SQLite would replay them into the new file).
+fn check_free_name(path: &Path) -> Result<(), StoreError> {
     if path.symlink_metadata().is_ok() {
         return Err(StoreError::Exists { path: path.to_path_buf() });
     }
     for suffix in ["-wal", "-journal"] {
-        let mut s = path.as_os_str().to_owned();
-        s.push(suffix);
-        let leftover = PathBuf::from(s);
+        let leftover = crate::sidecar(path, suffix);
         if leftover.symlink_metadata().is_ok() {
             return Err(StoreError::Leftover { path: path.to_path_buf(), leftover });
         }
@@ -74,7 +98,7 @@ impl Writer {
     /// Creates a new results file at `path` (never over an existing one) and records the
     /// run (status `running`) and the hosts' configuration.
     pub fn create(path: &Path, run: &RunInfo, hosts: &[(String, serde_json::Value)]) -> Result<Self, StoreError> {
-        check_new_path(path)?;
+        check_free_name(path)?;
         // Claim the path atomically: two runs racing for one name cannot both win.
         std::fs::OpenOptions::new().write(true).create_new(true).open(path).map_err(|e| {
             if e.kind() == std::io::ErrorKind::AlreadyExists {
