@@ -67,9 +67,22 @@ impl RunSource {
         RunSource { new_run: true, ..RunSource::new(0, path) }
     }
 
-    /// Whether this is a new run's file that has not been read yet (it is being created).
-    fn starting(&self) -> bool {
-        self.new_run && self.cache.lock().unwrap_or_else(|e| e.into_inner()).is_none()
+    /// The file's contents, or None while this is a new run's file that has never been read
+    /// (it is being created). Decided under the cache's lock: another request that reads
+    /// the file first cannot turn this one's "starting" into an error.
+    fn results_or_starting(&self) -> Result<Option<Arc<Results>>, String> {
+        {
+            let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+            if self.new_run && cache.is_none() {
+                let now = stamp(&self.path);
+                let Ok(results) = ioscope_store::open(&self.path) else { return Ok(None) };
+                let results = Arc::new(results);
+                *cache = Some(Loaded { stamp: now, results: Arc::clone(&results) });
+                return Ok(Some(results));
+            }
+        }
+        // Read before: the cache is never emptied again.
+        self.results().map(Some)
     }
 
     /// The file's contents, read again only when the file changed since the last read;
@@ -147,9 +160,9 @@ impl Api {
                     };
                     return Answer::error(404, format!("no run {} ({ids})", query::echo(id)));
                 };
-                let results = match run.results() {
-                    Ok(r) => r,
-                    Err(_) if run.starting() => {
+                let results = match run.results_or_starting() {
+                    Ok(Some(r)) => r,
+                    Ok(None) => {
                         let why = format!("run {id} is starting and has stored nothing yet; try again in a second");
                         return Answer::error(404, why);
                     }
@@ -176,9 +189,9 @@ impl Api {
         let runs: Vec<Value> = self
             .runs
             .iter()
-            .map(|run| match run.results() {
-                Ok(r) => run_entry(run, &r),
-                Err(_) if run.starting() => json!({"id": run.id, "name": run.name(), "path": run.path,
+            .map(|run| match run.results_or_starting() {
+                Ok(Some(r)) => run_entry(run, &r),
+                Ok(None) => json!({"id": run.id, "name": run.name(), "path": run.path,
                     "status": Status::Running.as_str(), "live": true, "started_unix_ms": null,
                     "first_second": null, "last_second": null}),
                 Err(e) => json!({"id": run.id, "name": run.name(), "path": run.path, "error": e}),
