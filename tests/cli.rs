@@ -1661,8 +1661,6 @@ fn seconds_stay_seconds_with_many_more_threads_than_cpus() {
     assert!(ticks[0].1 <= 3.0, "the first second at most a little late: {ticks:?}");
     let rest = &ticks[1..ticks.len() - 1];
     assert!(rest.iter().all(|(_, i)| (0.5..1.5).contains(i)), "whole seconds after the first: {ticks:?}");
-    let covered: f64 = ticks.iter().map(|(_, i)| i).sum();
-    assert!((4.5..=6.5).contains(&covered), "the ticks cover the 5 s run: {ticks:?}");
 }
 
 /// A tmpfs mounted at `dir` with `options` (unmounted on drop), or None with the reason
