@@ -295,9 +295,13 @@ def run_bare(preadloop, case, filename, duration, scratch):
     return rec
 
 
+BASELINE = False  # set by --baseline: an older ioscope binary runs right after ioscope on every case
+
+
 def tools_for(case):
     """Tools run on a case, in order; the bare loop only on page-cache psync read cases."""
-    return ("fio", "ioscope", "bare") if case["bare"] else ("fio", "ioscope")
+    tools = ["fio", "ioscope"] + (["baseline"] if BASELINE else []) + (["bare"] if case["bare"] else [])
+    return tuple(tools)
 
 
 def target_file(case, tool, paths):
@@ -308,7 +312,7 @@ def target_file(case, tool, paths):
     if case["null"]:
         return None
     if case["write"]:
-        return paths["ioscope write file"] if tool == "ioscope" else paths["fio write file"]
+        return paths["fio write file"] if tool == "fio" else paths["ioscope write file"]
     return paths["data file"]
 
 
@@ -517,6 +521,8 @@ def table_cell(case, iops):
 
 
 def table(results, rounds):
+    if BASELINE:
+        return table_with_baseline(results)
     lines = [
         "| case | fio IOPS (median) | ioscope IOPS (median) | bare loop IOPS (median) | ioscope/fio | ioscope/bare |",
         "|---|---:|---:|---:|---:|---:|",
@@ -534,6 +540,36 @@ def table(results, rounds):
     return "\n".join(lines)
 
 
+def spread(xs):
+    """(max - min) / median of a tool's rounds: the noise one tool shows against itself."""
+    xs = [x for x in xs if x is not None]
+    m = median(xs)
+    return (max(xs) - min(xs)) / m if xs and m else None
+
+
+def table_with_baseline(results):
+    """The table when an older ioscope ran too: this ioscope against it, round by round."""
+    lines = [
+        "| case | fio IOPS (median) | ioscope IOPS (median) | baseline IOPS (median) | ioscope/fio | ioscope/baseline "
+        "| spread ioscope | spread baseline |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for case in CASES:
+        r = results[case["name"]]
+        f = median(x["iops"] for x in r["fio"])
+        i = median(x["iops"] for x in r["ioscope"])
+        b = median(x["iops"] for x in r["baseline"])
+        si = spread(x["iops"] for x in r["ioscope"])
+        sb = spread(x["iops"] for x in r["baseline"])
+        ratio = f"{i / f:.2f}" if f and i is not None else "-"
+        ratio_base = f"{i / b:.2f}" if b and i is not None else "-"
+        per = " (per thread)" if case["null"] else ""
+        pct = lambda v: "-" if v is None else f"{v:.0%}"
+        lines.append(f"| {case['name']}{per} | {table_cell(case, f)} | {table_cell(case, i)} | {table_cell(case, b)} "
+                     f"| {ratio} | {ratio_base} | {pct(si)} | {pct(sb)} |")
+    return "\n".join(lines)
+
+
 def shell(argv):
     return " ".join(shlex.quote(a) for a in argv)
 
@@ -547,6 +583,7 @@ def report(args, env, results, first_argv, prep_cmds, started, finished):
               "bare loop", "source", "data file", "write files", "filesystem"):
         out.append(f"- {k}: {env[k]}")
     out.append(f"- rounds: {args.rounds}, {args.duration} s per measurement, order per case and round: fio, ioscope, "
+               + ("the baseline ioscope, " if BASELINE else "") +
                "then the bare pread loop (page-cache psync read cases only); "
                "page cache warmed (whole file read) right before every page-cache read measurement, bare loop "
                "included (all read cases but O_DIRECT); on the write case each tool's own file is instead fsynced "
@@ -676,6 +713,8 @@ def main():
     ap.add_argument("--label", default="psync", help="label in the result file name (default psync)")
     ap.add_argument("--ioscope", help="ioscope binary (default: cargo build --release and use target/release/ioscope)")
     ap.add_argument("--fio", default=shutil.which("fio") or "/usr/bin/fio", help="fio binary (default: fio on PATH)")
+    ap.add_argument("--baseline", help="an older ioscope binary, run right after ioscope on every case and round, "
+                                       "to show that a change made no row slower (ioscope/baseline column)")
     ap.add_argument("--no-save", action="store_true", help="print the table only; write no file under bench/results/")
     args = ap.parse_args()
     if args.rounds < 3:
@@ -687,7 +726,12 @@ def main():
     if not os.access(args.fio, os.X_OK):
         ap.error(f"fio not found: {args.fio}")
 
+    global BASELINE
     ioscope = os.path.abspath(args.ioscope) if args.ioscope else build_ioscope()
+    baseline = os.path.abspath(args.baseline) if args.baseline else None
+    if baseline and not os.access(baseline, os.X_OK):
+        die(f"not an executable: {baseline}")
+    BASELINE = baseline is not None
     if not os.access(ioscope, os.X_OK):
         die(f"not an executable: {ioscope}")
     data_dir = os.path.abspath(args.dir)
@@ -704,6 +748,8 @@ def main():
         "ioscope": tool_version([ioscope, "--version"]),
         "ioscope binary": f"{ioscope} (sha256 {sha256_of(ioscope)[:16]}), source {git_describe()}",
         "source": REPO_DIR,
+        **({"baseline": f"{tool_version([baseline, '--version'])}, {baseline} (sha256 {sha256_of(baseline)[:16]})"}
+           if baseline else {}),
         "data file": data_file,
     }
     paths = {
@@ -793,7 +839,8 @@ def main():
                         rec = run_bare(preadloop, case, target, args.duration, scratch)
                     else:
                         io_dir = paths["ioscope write dir"] if case["write"] else data_dir
-                        rec = run_ioscope(ioscope, case, io_dir, args.duration, scratch, f"r{rnd + 1}-{n}")
+                        binary = baseline if tool == "baseline" else ioscope
+                        rec = run_ioscope(binary, case, io_dir, args.duration, scratch, f"r{rnd + 1}-{n}")
                     rec["warm"] = w
                     rec["dirty_mb_before"] = dirty
                     rec["resident_before"] = left
