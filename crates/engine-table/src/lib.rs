@@ -196,6 +196,8 @@ pub struct TargetRule {
     pub expected: &'static str,
     /// Why a target is needed, when none was given.
     pub missing: &'static str,
+    /// A valid target, for docs and tests.
+    pub example: &'static str,
     pub parse: fn(&str) -> Result<Target, String>,
 }
 

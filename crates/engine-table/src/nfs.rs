@@ -19,6 +19,7 @@ pub const SPEC: EngineSpec = EngineSpec {
         target: Some(TargetRule {
             expected: "an NFS target like nfs://server/export/dir?nconnect=4",
             missing: "engine nfs loads an NFS server directly: say which (--target or target = \"...\")",
+            example: "nfs://server/export/dir?nconnect=4",
             parse,
         }),
         ..Capabilities::LOCAL
