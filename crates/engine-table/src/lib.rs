@@ -243,7 +243,7 @@ pub fn engine_names() -> impl Iterator<Item = (&'static str, EngineKind)> {
 /// The `--engine` help: every engine with its description.
 pub fn engine_help() -> String {
     let list: Vec<String> = ENGINES.iter().map(|e| format!("{} ({})", e.name, e.description)).collect();
-    format!("Engine: {}.", list.join(", "))
+    format!("Engine: {}", list.join(", "))
 }
 
 /// "a", "a or b", "a, b or c".

@@ -960,3 +960,16 @@ fn every_engine_in_the_table_is_accepted_by_name_and_alias() {
         assert_eq!(plan(&text).engine, kind, "engine = \"{name}\"");
     }
 }
+
+#[test]
+fn a_plans_target_is_parsed_once_and_kept_as_its_url_in_json() {
+    let url = "nfs://server:2049/export/run?nconnect=2";
+    let p = plan(&format!("engine = \"nfs\"\ntarget = \"{url}\"\n"));
+    let t = p.target.as_ref().expect("engine nfs has its target in the plan");
+    assert_eq!((t.url.as_str(), t.root.as_str()), (url, "nfs://server:2049/export/run"));
+    assert!(matches!(&t.kind, TargetKind::Nfs(n) if n.nconnect == 2 && n.path == "/export/run"));
+    let json = serde_json::to_value(&p).unwrap();
+    assert_eq!(json["target"], url, "the results file keeps the target as written");
+    let back: Plan = serde_json::from_value(json).unwrap();
+    assert_eq!(back, p);
+}
