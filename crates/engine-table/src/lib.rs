@@ -198,8 +198,13 @@ pub struct TargetRule {
     pub missing: &'static str,
     /// A valid target, for docs and tests.
     pub example: &'static str,
-    pub parse: fn(&str) -> Result<Target, String>,
+    pub parse: fn(&str) -> Result<Target, InvalidTarget>,
 }
+
+/// What is wrong with a target (the form expected is the rule's `expected`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidTarget(pub String);
 
 /// A target as written and as parsed (once, when the plan is validated).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -221,7 +226,7 @@ pub enum TargetKind {
 impl Target {
     /// Parses `url` with the first engine whose target grammar takes it (a plan read back
     /// from its JSON).
-    pub fn parse_any(url: &str) -> Result<Target, String> {
+    pub fn parse_any(url: &str) -> Result<Target, InvalidTarget> {
         let mut first_err = None;
         for rule in ENGINES.iter().filter_map(|e| e.caps.target) {
             match (rule.parse)(url) {
@@ -231,7 +236,7 @@ impl Target {
                 }
             }
         }
-        Err(first_err.unwrap_or_else(|| "no engine takes a target".to_string()))
+        Err(first_err.unwrap_or_else(|| InvalidTarget("no engine takes a target".to_string())))
     }
 }
 

@@ -3,7 +3,7 @@
 //! followed by a directory inside it (the longest exported prefix is the export).
 //! Also the `nfs` engine's entry in the table (the engine itself is `ioscope-engine-nfs`).
 
-use crate::{Capabilities, EngineKind, EngineSpec, TargetKind, TargetRule};
+use crate::{Capabilities, EngineKind, EngineSpec, InvalidTarget, TargetKind, TargetRule};
 use std::time::Duration;
 
 /// The `nfs` engine: NFSv3 from user space, no kernel client and so no client cache.
@@ -31,8 +31,8 @@ pub const SPEC: EngineSpec = EngineSpec {
     cache: Some("no client cache"),
 };
 
-fn parse(url: &str) -> Result<crate::Target, String> {
-    let t = Target::parse(url).map_err(|e| e.0)?;
+fn parse(url: &str) -> Result<crate::Target, InvalidTarget> {
+    let t = Target::parse(url).map_err(|e| InvalidTarget(e.0))?;
     Ok(crate::Target { url: url.to_string(), root: t.url_of(&t.path), kind: TargetKind::Nfs(t) })
 }
 

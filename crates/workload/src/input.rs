@@ -1495,7 +1495,7 @@ impl<'a> Ctx<'a> {
         match (&target_g, engine, target_rule, parsed_target) {
             (Got::Ok(_, loc), _, Some(rule), Some(parsed)) => match parsed {
                 Ok(t) => target = Some(t),
-                Err(e) => self.err(loc, "target", rule.expected, e),
+                Err(e) => self.err(loc, "target", rule.expected, e.0),
             },
             (Got::Ok(_, loc), Some(e), None, _) => {
                 let with = Capability::Target.engines_with();
