@@ -205,8 +205,8 @@ pub struct WorkloadFlags {
     /// Set any workload key, also inside sections: --set dataset.files=10 --set workload.threads=4.
     #[arg(long, value_name = "KEY=VALUE")]
     pub set: Vec<String>,
-    /// Engine: posix (pread/pwrite), uring (io_uring, --iodepth in flight) or null (no I/O; measures ioscope itself).
-    #[arg(long, value_name = "ENGINE")]
+    // The help lists every engine of the engine table, with its description.
+    #[arg(long, value_name = "ENGINE", help = ioscope_engine_table::engine_help())]
     pub engine: Option<String>,
     /// Write into files ioscope did not create.
     #[arg(long)]

@@ -6,7 +6,7 @@ use crate::exit;
 use crate::terminal;
 use ioscope_exec::{dataset, workset};
 use ioscope_store::Status;
-use ioscope_workload::{build_plan, render_diagnostics, EngineKind, Flags, Plan, SourceFile};
+use ioscope_workload::{build_plan, render_diagnostics, Flags, Plan, SourceFile};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -110,7 +110,7 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> u8 {
             Err(code) => return code,
         }
         Vec::new()
-    } else if plan.engine == EngineKind::Null {
+    } else if !plan.engine.spec().caps.does_io {
         Vec::new()
     } else {
         let (fs, dir) = match ioscope_exec::storage(plan) {
@@ -219,7 +219,7 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> u8 {
             out.display()
         );
     }
-    if plan.cleanup && (plan.dataset.is_some() || plan.engine != EngineKind::Null) {
+    if plan.cleanup && (plan.dataset.is_some() || plan.engine.spec().caps.does_io) {
         let removed = ioscope_exec::storage(plan).and_then(|(fs, dir)| match &plan.dataset {
             Some(d) => dataset::cleanup(&*fs, &d.dir).map(|c| (c.files, c.bytes)).map_err(|e| e.to_string()),
             None => workset::cleanup(&*fs, &dir).map(|c| (c.files as u64, c.bytes)).map_err(|e| e.to_string()),
@@ -258,7 +258,7 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> u8 {
 /// for the results file, sockets and rings), and refuses, before anything is written, a run
 /// that even the hard limit cannot hold.
 fn ensure_open_files(plan: &Plan) -> Result<(), String> {
-    if plan.dataset.is_some() || !matches!(plan.engine, EngineKind::Posix | EngineKind::Uring) {
+    if plan.dataset.is_some() || !plan.engine.spec().caps.local_files() {
         return Ok(());
     }
     let threads: u64 = plan.max_threads().iter().map(|t| u64::from(*t)).sum();
@@ -368,10 +368,10 @@ fn prepare_dataset(
             ));
         }
     };
-    // Local files: a thread per CPU. Over NFS each thread mostly waits for replies.
-    let threads = match plan.engine {
-        EngineKind::Nfs => 16,
-        _ => std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(1, 16),
+    // Local files: a thread per CPU. On a server (a target: NFS) each thread mostly waits for replies.
+    let threads = match plan.target {
+        Some(_) => 16,
+        None => std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(1, 16),
     };
     let prepared = dataset::prepare(&*fs, &spec, format, plan.force, created_dir, threads, &report);
     terminal::clear_line(show_progress);

@@ -1813,3 +1813,33 @@ fn more_files_than_the_open_file_limit_allows_are_refused_before_any_io() {
     assert!(stderr.contains("2 thread(s) × 500 file(s) need 1003 open files"), "{stderr}");
     assert!(!dir.exists() && !results.exists(), "nothing was written");
 }
+
+// ---- The engine table: every engine is reachable from the command line ----
+
+#[test]
+fn every_engine_in_the_table_is_accepted_by_engine_and_listed_in_the_help() {
+    // Help text is wrapped to the width of a terminal: compare with whitespace folded.
+    let fold = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let help = fold(&String::from_utf8_lossy(&run_ok(&["run", "--help"]).stdout));
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().join("r.db");
+    for e in ioscope_engine_table::ENGINES {
+        let listed = format!("{} ({})", e.name, fold(e.description));
+        assert!(help.contains(&listed), "`run --help` lists {listed:?}:\n{help}");
+        for name in std::iter::once(e.name).chain(e.aliases.iter().copied()) {
+            let mut args = vec!["run", "--engine", name, "--duration", "1ns", "--out", s(&results)];
+            match e.caps.target {
+                Some(rule) => args.extend(["--target", rule.example]),
+                None => args.extend(["--dir", s(tmp.path())]),
+            }
+            // Only the duration is refused (exit 2 before any I/O): the engine was taken.
+            let err = invalid_input(&args);
+            assert!(err.contains("--duration 1ns: error"), "--engine {name}: {err}");
+            assert!(
+                !err.contains("--engine") && !err.contains("--target") && !err.contains("--dir"),
+                "--engine {name}: {err}"
+            );
+        }
+    }
+    assert!(!results.exists(), "nothing was run");
+}

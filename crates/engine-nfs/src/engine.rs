@@ -13,7 +13,7 @@ use crate::pipe::{CallError, Pipe};
 use crate::proto::{self, proc3, Fh, Stable, NFS_PROG};
 use crate::rpc::RpcError;
 use crate::target::Target;
-use ioscope_engine::{Capabilities, Completion, Engine, FileReq, Io, IoBuffers, Op, OpenSpec, Submitted};
+use ioscope_engine::{Completion, Engine, FileReq, Io, IoBuffers, Op, OpenSpec, Submission, Submitted};
 use std::time::Duration;
 
 pub struct NfsEngine {
@@ -96,8 +96,8 @@ impl Engine for NfsEngine {
         }
     }
 
-    fn capabilities(&self) -> Capabilities {
-        Capabilities { queued: true, direct_io: true, metadata: true, max_queue_depth: 1024, batched_submit: false }
+    fn submission(&self) -> Submission {
+        Submission { queued: true, batched_submit: false }
     }
 
     fn open(&mut self, spec: &OpenSpec, buffers: &IoBuffers) -> std::io::Result<()> {

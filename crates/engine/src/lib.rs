@@ -3,7 +3,9 @@
 //! `ioscope-exec`) stamps intended, issue and completion times and records results, so
 //! every engine is measured the same way.
 //!
-//! An engine is one module plus one line in [`EngineKind`]'s registry in the executor.
+//! What each engine can do (the limits a plan is validated against) is plain data in the
+//! engine table, `ioscope_engine_table::ENGINES`; an engine is one module here (or its own
+//! crate, like `ioscope-engine-nfs`) plus its line in that table and its arm in the executor.
 
 pub mod buffers;
 pub mod fs;
@@ -17,18 +19,13 @@ pub use op::{FileReq, Io, Op, OP_KINDS};
 
 use std::path::PathBuf;
 
-/// What an engine can do; the executor checks a plan against it before any I/O.
+/// How an engine instance, once opened, submits: the core loop picks its loop from this.
+/// (What an engine can do at all is in the engine table, checked before any I/O.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Capabilities {
+pub struct Submission {
     /// Completions come from [`Engine::reap`] (submit may return [`Submitted::Queued`]);
     /// false means every submit completes before it returns.
     pub queued: bool,
-    /// Supports O_DIRECT (unbuffered) I/O.
-    pub direct_io: bool,
-    /// Supports metadata operations (create, delete, getattr, ...).
-    pub metadata: bool,
-    /// Largest queue depth the engine accepts.
-    pub max_queue_depth: u32,
     /// Queued I/Os reach the target only at [`Engine::reap`] (batched), not in
     /// [`Engine::submit`]; the core then stamps their issue time once, before reaping.
     pub batched_submit: bool,
@@ -100,7 +97,7 @@ pub trait Engine: Send {
     fn describe(&self) -> String {
         self.name().to_string()
     }
-    fn capabilities(&self) -> Capabilities;
+    fn submission(&self) -> Submission;
     /// Opens the target. Buffers are allocated by the core and stay put for the whole run.
     fn open(&mut self, spec: &OpenSpec, buffers: &IoBuffers) -> std::io::Result<()>;
     /// Submits one I/O using the buffer of `io.slot`.
@@ -113,7 +110,8 @@ pub trait Engine: Send {
         Ok(())
     }
     /// Performs a file or directory operation synchronously: bytes transferred (Create,
-    /// Copy), 0, or a negative errno. Engines without `metadata` refuse every one.
+    /// Copy), 0, or a negative errno. Engines without file operations (see the engine table)
+    /// refuse every one.
     fn file_op(&mut self, _req: &FileReq<'_>, _buffers: &mut IoBuffers) -> i64 {
         -(libc::EOPNOTSUPP as i64)
     }

@@ -2,7 +2,7 @@
 //! queue depth above 1, queues it and completes it on the next reap), so a run with it
 //! measures the cost of the core loop itself.
 
-use crate::{Capabilities, Completion, Engine, FileReq, Io, IoBuffers, Op, OpenSpec, Submitted};
+use crate::{Completion, Engine, FileReq, Io, IoBuffers, Op, OpenSpec, Submission, Submitted};
 
 #[derive(Default)]
 pub struct NullEngine {
@@ -14,15 +14,9 @@ impl Engine for NullEngine {
     fn name(&self) -> &'static str {
         "null"
     }
-    fn capabilities(&self) -> Capabilities {
+    fn submission(&self) -> Submission {
         // Synchronous at depth 1 (the cheapest loop), queued above it once opened.
-        Capabilities {
-            queued: self.queued,
-            direct_io: true,
-            metadata: true,
-            max_queue_depth: 1024,
-            batched_submit: true,
-        }
+        Submission { queued: self.queued, batched_submit: true }
     }
     fn open(&mut self, spec: &OpenSpec, _buffers: &IoBuffers) -> std::io::Result<()> {
         self.queued = spec.queue_depth > 1;

@@ -77,7 +77,7 @@ pub struct Io {
     pub slot: u32,
 }
 
-/// A file or directory operation by path (engines with [`crate::Capabilities::metadata`]).
+/// A file or directory operation by path (engines with file operations in the engine table).
 #[derive(Clone, Copy, Debug)]
 pub struct FileReq<'p> {
     /// Open, Close, Create, Delete, Mkdir, Rmdir, Getattr, Setattr, Copy or Move.

@@ -2,7 +2,7 @@
 //! files, buffered or with O_DIRECT, optionally O_DSYNC. Synchronous: every submit
 //! completes before it returns.
 
-use crate::{Capabilities, Engine, FileReq, Io, IoBuffers, Op, OpenSpec, Submitted};
+use crate::{Engine, FileReq, Io, IoBuffers, Op, OpenSpec, Submission, Submitted};
 use std::fs::File;
 
 #[derive(Default)]
@@ -14,8 +14,8 @@ impl Engine for PosixEngine {
     fn name(&self) -> &'static str {
         "posix"
     }
-    fn capabilities(&self) -> Capabilities {
-        Capabilities { queued: false, direct_io: true, metadata: true, max_queue_depth: 1, batched_submit: false }
+    fn submission(&self) -> Submission {
+        Submission { queued: false, batched_submit: false }
     }
     fn open(&mut self, spec: &OpenSpec, _buffers: &IoBuffers) -> std::io::Result<()> {
         self.files = spec.open_files()?;

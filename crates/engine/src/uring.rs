@@ -13,7 +13,7 @@
 //! it (for example a low RLIMIT_MEMLOCK); what was used is reported by `describe` and
 //! recorded with the results.
 
-use crate::{Capabilities, Completion, Engine, Io, IoBuffers, Op, OpenSpec, Submitted};
+use crate::{Completion, Engine, Io, IoBuffers, Op, OpenSpec, Submission, Submitted};
 use io_uring::{opcode, squeue, types, IoUring};
 use std::fs::File;
 use std::os::unix::io::AsRawFd;
@@ -92,14 +92,8 @@ impl Engine for UringEngine {
     fn name(&self) -> &'static str {
         "uring"
     }
-    fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            queued: true,
-            direct_io: true,
-            metadata: false,
-            max_queue_depth: 1024,
-            batched_submit: !self.eager_submit,
-        }
+    fn submission(&self) -> Submission {
+        Submission { queued: true, batched_submit: !self.eager_submit }
     }
 
     /// What the engine ended up using, e.g. "io_uring: registered files, registered buffers".

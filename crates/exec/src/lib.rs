@@ -4,6 +4,7 @@
 
 pub mod clock;
 pub mod dataset;
+mod engines;
 pub mod errors;
 pub mod host;
 pub mod iogen;
@@ -15,24 +16,10 @@ pub mod workdir;
 pub mod worker;
 pub mod workset;
 
+pub use engines::storage;
 pub use run::{run, Outcome, Progress, RunConfig, RunError};
 
-use ioscope_engine::fs::FileSystem;
-use ioscope_workload::{BlockSize, EngineKind, FileIo, FileSelect, Operation, Pattern, Plan, Step, Workload};
-use std::path::PathBuf;
-
-/// Where a plan's files live: the file system, and the working set's directory in it.
-/// Engine nfs: the target's export (mounted here) and directory (`nfs://HOST/EXPORT/DIR`);
-/// otherwise the local file system and `dir`.
-pub fn storage(plan: &Plan) -> Result<(Box<dyn FileSystem>, PathBuf), String> {
-    if plan.engine != EngineKind::Nfs {
-        return Ok((Box::new(ioscope_engine::fs::LocalFs), plan.dir.clone()));
-    }
-    let url = plan.target.as_deref().unwrap_or_default();
-    let t = ioscope_engine_nfs::target::Target::parse(url).map_err(|e| e.to_string())?;
-    let fs = ioscope_engine_nfs::fs::NfsFs::mount(&t).map_err(|e| format!("{url}: {e}"))?;
-    Ok((Box::new(fs), PathBuf::from(t.url_of(&t.path))))
-}
+use ioscope_workload::{BlockSize, FileIo, FileSelect, Operation, Pattern, Step, Workload};
 
 /// A workload's parameters in one step: the step's overrides applied.
 #[derive(Clone, Debug)]

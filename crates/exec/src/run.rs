@@ -3,18 +3,15 @@
 //! with the run's status.
 
 use crate::clock::{now_ns, tighten_timer_slack, unix_ms};
+use crate::engines::{with_engine, WithEngine};
 use crate::iogen::IoGen;
 use crate::tree::{Tree, TreeTask};
 use crate::worker::{FirstErrors, Schedule, Worker};
 use crate::Effective;
-use ioscope_engine::null::NullEngine;
-use ioscope_engine::posix::PosixEngine;
-use ioscope_engine::uring::UringEngine;
 use ioscope_engine::{Engine, IoBuffers, Op, OpenSpec, OP_KINDS};
-use ioscope_engine_nfs::engine::NfsEngine;
 use ioscope_metrics::{Counts, FileCounts, OpInterval, OpSeries, Snapshot, WorkerCounts, WorkerReader, WorkerRecorder};
 use ioscope_store::{ProbeRow, RunInfo, Status, StepRow, Writer};
-use ioscope_workload::{EngineKind, Operation, Plan, Rate, Step, SyncMode, Workload};
+use ioscope_workload::{Operation, Plan, Rate, Step, SyncMode, Workload};
 use std::path::PathBuf;
 use std::sync::atomic::{
     AtomicBool, AtomicU64, AtomicUsize,
@@ -70,8 +67,6 @@ pub struct Outcome {
 pub enum RunError {
     #[error("results file {source}")] // the store's errors start with the path
     Store { path: PathBuf, source: ioscope_store::StoreError },
-    #[error("target: {0}")]
-    Target(String),
 }
 
 /// The ops a workload can produce in a run; each gets a series every second, zero or not.
@@ -148,13 +143,6 @@ const UNKNOWN: u64 = 0;
 /// Runs the plan against `files` (already prepared; or the dataset in `cfg.dataset`) and
 /// writes the results file.
 pub fn run(plan: &Plan, files: &[PathBuf], cfg: RunConfig<'_>) -> Result<Outcome, RunError> {
-    let nfs_target = match plan.engine {
-        EngineKind::Nfs => Some(
-            ioscope_engine_nfs::target::Target::parse(plan.target.as_deref().unwrap_or_default())
-                .map_err(|e| RunError::Target(e.to_string()))?,
-        ),
-        _ => None,
-    };
     let clock_source = crate::clock::init();
     let host = crate::host::hostname();
     let target = plan.dataset.as_ref().map_or(plan.dir.as_path(), |d| d.dir.as_path());
@@ -164,7 +152,7 @@ pub fn run(plan: &Plan, files: &[PathBuf], cfg: RunConfig<'_>) -> Result<Outcome
     // CPUs; threads started from here on (workers, probes) keep the normal priority.
     let priority = crate::clock::raise_priority();
     config["collector_priority"] = serde_json::json!(priority);
-    let result = run_measured(plan, files, cfg, nfs_target, host, config);
+    let result = run_measured(plan, files, cfg, host, config);
     crate::clock::normal_priority();
     result
 }
@@ -173,7 +161,6 @@ fn run_measured(
     plan: &Plan,
     files: &[PathBuf],
     cfg: RunConfig<'_>,
-    nfs_target: Option<ioscope_engine_nfs::target::Target>,
     host: String,
     config: serde_json::Value,
 ) -> Result<Outcome, RunError> {
@@ -279,16 +266,7 @@ fn run_measured(
                     lost: &lost,
                     engine_setup: &engine_setup,
                 };
-                let nfs_target = nfs_target.clone();
-                s.spawn(move || match plan.engine {
-                    EngineKind::Posix => worker_main(PosixEngine::default(), id as u32, shared),
-                    EngineKind::Uring => worker_main(UringEngine::new(plan.sqpoll), id as u32, shared),
-                    EngineKind::Null => worker_main(NullEngine::default(), id as u32, shared),
-                    EngineKind::Nfs => match nfs_target {
-                        Some(t) => worker_main(NfsEngine::new(t), id as u32, shared),
-                        None => unreachable!("checked before the workers start"),
-                    },
-                })
+                s.spawn(move || with_engine(plan, WorkerStart { id: id as u32, shared }))
             })
             .collect();
 
@@ -507,6 +485,19 @@ struct CountFinished<'a>(&'a AtomicUsize);
 impl Drop for CountFinished<'_> {
     fn drop(&mut self) {
         self.0.fetch_add(1, Relaxed);
+    }
+}
+
+/// A worker about to start, waiting for its engine.
+struct WorkerStart<'a> {
+    id: u32,
+    shared: Shared<'a>,
+}
+
+impl<'a> WithEngine for WorkerStart<'a> {
+    type Out = FirstErrors;
+    fn with<E: Engine>(self, engine: E) -> FirstErrors {
+        worker_main(engine, self.id, self.shared)
     }
 }
 

@@ -303,7 +303,7 @@ mod tests {
     use super::*;
     use crate::dataset::DatasetSpec;
     use crate::iogen::IoGen;
-    use ioscope_engine::{Capabilities, IoBuffers, OpenSpec, Submitted};
+    use ioscope_engine::{IoBuffers, OpenSpec, Submission, Submitted};
     use ioscope_metrics::{WorkerReader, WorkerRecorder};
     use std::sync::atomic::AtomicBool;
 
@@ -314,8 +314,8 @@ mod tests {
         fn name(&self) -> &'static str {
             "full"
         }
-        fn capabilities(&self) -> Capabilities {
-            Capabilities { queued: false, direct_io: false, metadata: true, max_queue_depth: 1, batched_submit: false }
+        fn submission(&self) -> Submission {
+            Submission { queued: false, batched_submit: false }
         }
         fn open(&mut self, _: &OpenSpec, _: &IoBuffers) -> std::io::Result<()> {
             Ok(())

@@ -65,14 +65,14 @@ fn same_file(f: &File, path: &Path) -> bool {
 }
 
 /// The local directory a plan's files live in (the dataset's, or the working set's), if
-/// any: none for engine null without a dataset, none for engine nfs (on its server).
+/// any: none for an engine with a target (nfs: on its server), none without a dataset for
+/// an engine that does no I/O (null).
 pub fn local_dir(plan: &ioscope_workload::Plan) -> Option<PathBuf> {
-    use ioscope_workload::EngineKind;
-    match (&plan.dataset, plan.engine) {
-        (_, EngineKind::Nfs) => None,
-        (Some(d), _) => Some(d.dir.clone()),
-        (None, EngineKind::Null) => None,
-        (None, _) => Some(plan.dir.clone()),
+    let caps = plan.engine.spec().caps;
+    match &plan.dataset {
+        _ if caps.target.is_some() => None,
+        Some(d) => Some(d.dir.clone()),
+        None => caps.does_io.then(|| plan.dir.clone()),
     }
 }
 

@@ -82,7 +82,7 @@ impl<'a, E: Engine> Worker<'a, E> {
 
     /// Runs until the deadline or until `stop` is set; in-flight I/O is completed and recorded.
     pub fn run(&mut self, s: &Schedule) {
-        if self.engine.capabilities().queued {
+        if self.engine.submission().queued {
             self.run_queued(s)
         } else {
             self.run_sync(s)
@@ -236,7 +236,7 @@ impl<'a, E: Engine> Worker<'a, E> {
         // Slots queued in this round; their issue time is read once, right before commit.
         let mut batch: Vec<u32> = Vec::with_capacity(depth);
         let mut next_intended = s.start_ns + s.phase_ns;
-        let batched = self.engine.capabilities().batched_submit;
+        let batched = self.engine.submission().batched_submit;
         let mut t = now_ns();
         loop {
             let stopping = t >= s.deadline_ns || self.stop.load(Relaxed) || self.engine.lost().is_some();
@@ -338,7 +338,7 @@ impl<'a, E: Engine> Worker<'a, E> {
 mod tests {
     use super::*;
     use ioscope_engine::null::NullEngine;
-    use ioscope_engine::{Capabilities, OpenSpec};
+    use ioscope_engine::{OpenSpec, Submission};
     use ioscope_workload::Plan;
     use std::time::Duration;
 
@@ -386,8 +386,8 @@ mod tests {
         fn name(&self) -> &'static str {
             "stall"
         }
-        fn capabilities(&self) -> Capabilities {
-            Capabilities { queued: false, direct_io: false, metadata: false, max_queue_depth: 1, batched_submit: false }
+        fn submission(&self) -> Submission {
+            Submission { queued: false, batched_submit: false }
         }
         fn open(&mut self, _: &OpenSpec, _: &IoBuffers) -> std::io::Result<()> {
             Ok(())

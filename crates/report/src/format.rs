@@ -2,7 +2,6 @@
 //! and reading the free-form host configuration.
 
 use ioscope_workload::plan::Plan;
-use ioscope_workload::EngineKind;
 
 /// A duration in ns with an adaptive unit: "850 ns", "1.9 µs", "123 µs", "1.2 ms", "3.0 s".
 pub fn ns(v: u64) -> String {
@@ -211,10 +210,10 @@ pub fn workload(p: &Plan) -> String {
     }
     parts.push(format!("qd {}", p.iodepth));
     let sqpoll = if p.sqpoll { " sqpoll" } else { "" };
-    let cache = match (p.engine, p.direct) {
-        (EngineKind::Nfs, _) => "no client cache",
-        (_, true) => "direct",
-        _ => "buffered",
+    let cache = match (p.engine.spec().cache, p.direct) {
+        (Some(fixed), _) => fixed,
+        (None, true) => "direct",
+        (None, false) => "buffered",
     };
     let mut io = format!("{}{sqpoll} {cache}", p.engine.name());
     let sync = match p.sync {

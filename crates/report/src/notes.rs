@@ -3,7 +3,7 @@
 
 use crate::format;
 use crate::Summary;
-use ioscope_workload::plan::{EngineKind, Plan, SyncMode};
+use ioscope_workload::plan::{Plan, SyncMode};
 
 /// Runs shorter than this many measured seconds get a "too short" note.
 pub const SHORT_RUN_SECONDS: u64 = 10;
@@ -60,16 +60,9 @@ pub(crate) fn notes(s: &Summary) -> Vec<String> {
     }
 
     if let Some(p) = &plan {
-        if p.engine == EngineKind::Null {
-            notes.push("engine null performs no I/O: the numbers measure ioscope itself, not storage".to_string());
-        } else if p.engine == EngineKind::Nfs {
-            notes.push(
-                "engine nfs has no client cache: every I/O went to the server, whose own cache may have served it \
-                 (the server's memory is not recorded here)"
-                    .to_string(),
-            );
-        } else {
-            cache_notes(s, p, &mut notes);
+        match p.engine.spec().note {
+            Some(note) => notes.push(note.to_string()),
+            None => cache_notes(s, p, &mut notes),
         }
     }
 

@@ -70,7 +70,7 @@ pub fn to_toml(plan: &Plan) -> String {
     let mut top = Lines::default();
     top.kv("engine", toml_string(plan.engine.name()), "posix (pread/pwrite) | uring (io_uring) | null (no I/O) | nfs");
     if let Some(t) = &plan.target {
-        top.kv("target", toml_string(t), "NFSv3 server, export and directory");
+        top.kv("target", toml_string(&t.url), "NFSv3 server, export and directory");
     }
     top.kv("iodepth", plan.iodepth.to_string(), "I/Os in flight per thread");
     if plan.sqpoll {

@@ -10,6 +10,7 @@ use crate::plan::{
     Probe, Rw, Staircase, Steps, SyncMode, Workload,
 };
 use crate::units::{duration_literal, format_size, parse_duration, parse_size};
+use ioscope_engine_table::{Capability, Target, TargetRule, ENGINES};
 use std::collections::HashMap;
 use std::ops::Range;
 use std::path::PathBuf;
@@ -179,13 +180,6 @@ const NFS_DATASET_DIR_EXPECTED: &str =
     "a directory under the NFS target: a relative path like \"tree\", or nfs://... under the target";
 const TARGET_EXPECTED: &str = "an NFS target like nfs://server/export/dir?nconnect=4";
 
-const ENGINES: &[(&str, EngineKind)] = &[
-    ("posix", EngineKind::Posix),
-    ("uring", EngineKind::Uring),
-    ("io_uring", EngineKind::Uring),
-    ("null", EngineKind::Null),
-    ("nfs", EngineKind::Nfs),
-];
 const RWS: &[(&str, Rw)] = &[
     ("read", Rw::Read),
     ("write", Rw::Write),
@@ -1348,7 +1342,8 @@ impl<'a> Ctx<'a> {
     /// Reads every key, applies defaults and the rules between keys. None if anything is wrong
     /// (the diagnostics say what).
     fn plan(&mut self) -> Option<Plan> {
-        let engine_g = self.choice("engine", ENGINES);
+        let engines: Vec<(&str, EngineKind)> = ioscope_engine_table::engine_names().collect();
+        let engine_g = self.choice("engine", &engines);
         let iodepth_g = self.int("iodepth", 1, 1024);
         let sqpoll_g = self.boolean("sqpoll");
         let duration_g = self.step_time("duration", 1);
@@ -1371,13 +1366,20 @@ impl<'a> Ctx<'a> {
         }
         let engine = engine_g.or(EngineKind::Posix);
         let text = self.text();
+        // The target, parsed once; its errors are reported with the other engine rules below.
+        let target_rule = engine.and_then(|e| e.spec().caps.target);
+        let parsed_target = match (&target_g, target_rule) {
+            (Got::Ok(url, _), Some(rule)) => Some((rule.parse)(url)),
+            _ => None,
+        };
 
         // Data: a dataset tree, or the flat working set.
         let has_dataset = self.entries.keys().any(|k| k.starts_with("dataset."))
             || self.sets.iter().any(|(k, _, _)| k.starts_with("dataset."));
         let size_g = self.size("size");
         let files_g = self.int("files", 1, 1_000_000);
-        let dataset = if has_dataset { self.dataset(&dir_g, engine, &target_g) } else { Some(None) };
+        let on_target = target_rule.map(|rule| (rule, parsed_target.as_ref().and_then(|t| t.as_ref().ok())));
+        let dataset = if has_dataset { self.dataset(&dir_g, engine, on_target) } else { Some(None) };
         if has_dataset {
             for (g, key) in [(size_g.loc(), "size"), (files_g.loc(), "files")] {
                 if !matches!(g, Loc::Default) {
@@ -1439,15 +1441,23 @@ impl<'a> Ctx<'a> {
             );
             self.err(loc, "staircase", "no duration with a staircase", note);
         }
-        // posix does one I/O at a time per thread; so do dataset workloads.
-        if let (Got::Ok(depth, loc), Some(e)) = (&iodepth_g, engine) {
-            if *depth > 1 && e == EngineKind::Posix {
-                self.err(
-                    loc,
-                    "iodepth",
-                    "1 with engine posix",
-                    "posix is synchronous: iodepth must be 1 (use engine uring to keep I/Os in flight)",
-                );
+        // A synchronous engine does one I/O at a time per thread; so do dataset workloads.
+        if let (Got::Ok(depth, loc), Some(e)) = (&iodepth_g, engine.map(EngineKind::spec)) {
+            let max = e.caps.max_queue_depth;
+            if *depth > u64::from(max) {
+                let (expected, note) = if max == 1 {
+                    let queued = ENGINES.iter().find(|q| q.caps.queued() && q.caps.target.is_none());
+                    let note = format!(
+                        "{} is synchronous: iodepth must be 1 (use engine {} to keep I/Os in flight)",
+                        e.name,
+                        queued.map_or("uring", |q| q.name)
+                    );
+                    (format!("1 with engine {}", e.name), note)
+                } else {
+                    let note = format!("engine {} keeps at most {max} I/Os in flight per thread", e.name);
+                    (format!("at most {max} with engine {}", e.name), note)
+                };
+                self.err(loc, "iodepth", expected, note);
             } else if *depth > 1 && has_dataset {
                 self.err(
                     loc,
@@ -1465,37 +1475,42 @@ impl<'a> Ctx<'a> {
         }
         let patterned = workloads.iter().flatten().any(|w| w.workload.pattern.is_some());
         if let (true, Some(e)) = (patterned, engine) {
-            if matches!(e, EngineKind::Uring | EngineKind::Nfs) || iodepth_g.or(1).unwrap_or(1) > 1 {
-                let note = "a pattern draws column by column, one I/O at a time per thread: use engine posix or null with iodepth 1";
-                self.err(&engine_g.loc(), "engine", "posix or null, iodepth 1, for a pattern workload", note);
+            if !e.spec().caps.patterns || iodepth_g.or(1).unwrap_or(1) > 1 {
+                let with = Capability::Patterns.engines_with();
+                let note = format!(
+                    "a pattern draws column by column, one I/O at a time per thread: use engine {with} with iodepth 1"
+                );
+                self.err(&engine_g.loc(), "engine", format!("{with}, iodepth 1, for a pattern workload"), note);
             }
         }
-        if let (true, Got::Ok(EngineKind::Uring, loc)) = (has_dataset, &engine_g) {
-            let note = "dataset workloads (open, create, delete ...) run on engine posix, nfs or null";
-            self.err(loc, "engine", "posix, nfs or null with a [dataset]", note);
+        if let (true, Got::Ok(e, loc)) = (has_dataset, &engine_g) {
+            if !e.spec().caps.file_ops {
+                let with = Capability::FileOps.engines_with();
+                let note = format!("dataset workloads (open, create, delete ...) run on engine {with}");
+                self.err(loc, "engine", format!("{with} with a [dataset]"), note);
+            }
         }
-        // Engine nfs and its target go together.
-        match (&target_g, engine) {
-            (Got::Ok(url, loc), Some(EngineKind::Nfs)) => {
-                if let Err(e) = ioscope_engine_nfs::target::Target::parse(url) {
-                    self.err(loc, "target", TARGET_EXPECTED, e.0);
-                }
+        // An engine with a target, and its target, go together.
+        let mut target = None;
+        match (&target_g, engine, target_rule, parsed_target) {
+            (Got::Ok(_, loc), _, Some(rule), Some(parsed)) => match parsed {
+                Ok(t) => target = Some(t),
+                Err(e) => self.err(loc, "target", rule.expected, e.0),
+            },
+            (Got::Ok(_, loc), Some(e), None, _) => {
+                let with = Capability::Target.engines_with();
+                let note = format!("a target is where engine {with} works, and the engine is {}", e.name());
+                self.err(loc, "target", format!("a target only with engine = \"{with}\""), note);
             }
-            (Got::Ok(_, loc), Some(e)) => {
-                let note = format!("a target is where engine nfs works, and the engine is {}", e.name());
-                self.err(loc, "target", "a target only with engine = \"nfs\"", note);
-            }
-            (Got::Absent, Some(EngineKind::Nfs)) => {
-                let note = "engine nfs loads an NFS server directly: say which (--target or target = \"...\")";
-                self.err(&engine_g.loc(), "target", TARGET_EXPECTED, note);
-            }
+            (Got::Absent, _, Some(rule), _) => self.err(&engine_g.loc(), "target", rule.expected, rule.missing),
             _ => {}
         }
         // Submission-queue polling is an io_uring feature.
         if let (Got::Ok(true, loc), Some(e)) = (&sqpoll_g, engine) {
-            if e != EngineKind::Uring {
+            if !e.spec().caps.sqpoll {
                 let note = format!("sqpoll is an io_uring option and the engine is {}", e.name());
-                self.err(loc, "sqpoll", "sqpoll only with engine = \"uring\"", note);
+                let with = Capability::Sqpoll.engines_with();
+                self.err(loc, "sqpoll", format!("sqpoll only with engine = \"{with}\""), note);
             }
         }
         let parsed: Vec<&ParsedWorkload> = workloads.iter().flatten().collect();
@@ -1602,16 +1617,25 @@ impl<'a> Ctx<'a> {
             let loc = parsed.iter().rev().find(|w| w.workload.skew_pct.is_some()).map(|w| w.skew_loc.clone());
             self.err(&loc.unwrap_or(Loc::Default), "workload.skew", "skews that add up to at most 100", "");
         }
-        // O_DIRECT needs sector-aligned transfers; the null engine does no I/O and ignores it.
+        // O_DIRECT needs sector-aligned transfers; engines without a page cache here (null
+        // does no I/O, nfs has no client cache) take direct = true as it is.
         let direct = direct_g.or(false).unwrap_or(false);
-        if let (true, Some(EngineKind::Posix | EngineKind::Uring)) = (direct, engine) {
-            for e in all_bs.iter().filter(|e| e.bs.bytes % 512 != 0) {
+        if let (Got::Ok(true, loc), Some(e)) = (&direct_g, engine) {
+            if !e.spec().caps.direct_io {
+                let note = format!("engine {} has no direct I/O (O_DIRECT)", e.name());
+                let with = Capability::DirectIo.engines_with();
+                self.err(loc, "direct", format!("direct = false with engine {}, or engine {with}", e.name()), note);
+            }
+        }
+        let align = engine.map_or(0, |e| e.spec().caps.direct_align_bytes);
+        if direct && align > 0 {
+            for e in all_bs.iter().filter(|e| e.bs.bytes % align != 0) {
                 let note = format!(
-                    "direct = true (O_DIRECT, {}) needs block sizes that are multiples of 512 bytes; {} is not",
+                    "direct = true (O_DIRECT, {}) needs block sizes that are multiples of {align} bytes; {} is not",
                     direct_g.loc().describe(text),
                     e.bs.bytes
                 );
-                self.err(&e.loc.clone(), "bs", "a multiple of 512 bytes with direct = true", note);
+                self.err(&e.loc.clone(), "bs", format!("a multiple of {align} bytes with direct = true"), note);
             }
         }
         // Syncing only makes sense after writes.
@@ -1631,7 +1655,7 @@ impl<'a> Ctx<'a> {
             }
         }
         // The files need a home, unless the engine does no I/O.
-        let no_local_files = matches!(engine, Some(EngineKind::Null | EngineKind::Nfs));
+        let no_local_files = engine.is_some_and(|e| !e.spec().caps.local_files());
         if matches!(dir_g, Got::Absent) && !has_dataset && !no_local_files && !self.syntax_failed {
             let mut note =
                 format!("engine {} reads and writes files in this directory", engine.map_or("posix", |e| e.name()));
@@ -1687,9 +1711,8 @@ impl<'a> Ctx<'a> {
                 Got::Bad => return None,
             },
             target: match target_g {
-                Got::Ok(t, _) => Some(t),
-                Got::Absent => None,
                 Got::Bad => return None,
+                _ => target,
             },
             size_bytes: if has_dataset { 0 } else { size? },
             files: if has_dataset { 0 } else { files? as u32 },
@@ -1903,7 +1926,7 @@ impl<'a> Ctx<'a> {
         &mut self,
         top_dir: &Got<PathBuf>,
         engine: Option<EngineKind>,
-        target_g: &Got<String>,
+        on_target: Option<(TargetRule, Option<&Target>)>,
     ) -> Option<Option<Dataset>> {
         let dir_g = self.dir("dataset.dir");
         let depth_g = self.int("dataset.depth", 0, 8);
@@ -1914,7 +1937,7 @@ impl<'a> Ctx<'a> {
         let ws_g = self.size("dataset.working_set");
         let format_g = self.choice("dataset.format", FORMATS);
         let dir = match (dir_g, top_dir) {
-            (dir_g, _) if engine == Some(EngineKind::Nfs) => self.nfs_anchor(dir_g, target_g),
+            (dir_g, _) if on_target.is_some() => self.target_anchor(dir_g, engine, on_target),
             (Got::Ok(d, _), _) => Some(d),
             (Got::Absent, Got::Ok(d, _)) => Some(d.clone()),
             (Got::Absent, Got::Absent) => {
@@ -1958,28 +1981,34 @@ impl<'a> Ctx<'a> {
         }))
     }
 
-    /// With engine nfs the dataset lives on the server, under the target: `dataset.dir` is
-    /// a relative path there (the target's directory itself when absent), or its
-    /// `nfs://` spelling, which is how the plan keeps it.
-    fn nfs_anchor(&mut self, dir_g: Got<PathBuf>, target_g: &Got<String>) -> Option<PathBuf> {
+    /// With an engine that has a target (nfs) the dataset lives on the server, under the
+    /// target: `dataset.dir` is a relative path there (the target's directory itself when
+    /// absent), or its URL spelling (`nfs://...`), which is how the plan keeps it.
+    fn target_anchor(
+        &mut self,
+        dir_g: Got<PathBuf>,
+        engine: Option<EngineKind>,
+        on_target: Option<(TargetRule, Option<&Target>)>,
+    ) -> Option<PathBuf> {
         // A missing or malformed target is reported with the target.
-        let Got::Ok(url, _) = target_g else { return None };
-        let t = ioscope_engine_nfs::target::Target::parse(url).ok()?;
-        let base = PathBuf::from(t.url_of(&t.path));
+        let (rule, Some(t)) = on_target? else { return None };
+        let base = PathBuf::from(&t.root);
+        let scheme = t.root.split_once("://").map_or(String::new(), |(s, _)| format!("{s}://"));
         let (d, loc) = match dir_g {
             Got::Ok(d, loc) => (d, loc),
             Got::Absent => return Some(base),
             Got::Bad => return None,
         };
         let text = d.to_string_lossy();
-        let under = match ioscope_engine_nfs::target::Target::parse(&text) {
-            Ok(dt) => Some(PathBuf::from(dt.url_of(&dt.path))).filter(|p| p.starts_with(&base)),
-            Err(_) if text.starts_with("nfs://") => None,
+        let under = match (rule.parse)(&text) {
+            Ok(dt) => Some(PathBuf::from(dt.root)).filter(|p| p.starts_with(&base)),
+            Err(_) if text.starts_with(&scheme) => None,
             Err(_) if d.is_absolute() || d.components().any(|c| c == std::path::Component::ParentDir) => None,
             Err(_) => Some(base.join(&d)),
         };
         if under.is_none() {
-            let note = format!("with engine nfs the dataset lives on the server, under {}", base.display());
+            let name = engine.map_or("nfs", EngineKind::name);
+            let note = format!("with engine {name} the dataset lives on the server, under {}", base.display());
             self.err(&loc, "dataset.dir", NFS_DATASET_DIR_EXPECTED, note);
         }
         under

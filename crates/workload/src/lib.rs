@@ -16,7 +16,7 @@ pub use diagnostic::{render_diagnostics, Diagnostic, Origin};
 pub use input::{build_plan, validate_file, Flags, SourceFile, MAX_SOURCE_BYTES};
 pub use plan::{
     BlockSize, Dataset, DatasetFormat, EngineKind, FileIo, FileSelect, MaxErrors, Operation, Pattern, PatternMap, Plan,
-    Probe, Rate, Rw, Staircase, Step, Steps, SyncMode, Workload,
+    Probe, Rate, Rw, Staircase, Step, Steps, SyncMode, Target, TargetKind, Workload,
 };
 pub use units::{format_size, parse_duration, parse_size};
 

@@ -53,36 +53,8 @@ pub enum SyncMode {
     Dsync,
 }
 
-/// Which engine performs the I/O.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum EngineKind {
-    /// pread/pwrite.
-    Posix,
-    /// io_uring: queued, batched submission and reaping; registered files and buffers.
-    Uring,
-    /// No I/O: measures the core itself.
-    Null,
-    /// NFSv3 from user space (no kernel client, no client cache): `target = "nfs://..."`.
-    Nfs,
-}
-
-impl EngineKind {
-    pub const ALL: [EngineKind; 4] = [EngineKind::Posix, EngineKind::Uring, EngineKind::Null, EngineKind::Nfs];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            EngineKind::Posix => "posix",
-            EngineKind::Uring => "uring",
-            EngineKind::Null => "null",
-            EngineKind::Nfs => "nfs",
-        }
-    }
-    /// Keeps more than one I/O in flight per thread.
-    pub fn queues(self) -> bool {
-        matches!(self, EngineKind::Uring | EngineKind::Null | EngineKind::Nfs)
-    }
-}
+/// Which engine performs the I/O, and what each can do: the engine table.
+pub use ioscope_engine_table::{EngineKind, EngineSpec, Target, TargetKind};
 
 /// One entry of a weighted block-size list.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -359,9 +331,10 @@ pub struct Plan {
     pub sync: SyncMode,
     /// Directory of the working set (and the default dataset anchor); empty for engine null.
     pub dir: PathBuf,
-    /// Where engine nfs works: `nfs://HOST[:PORT]/EXPORT[/DIR]?...` (the working set lives there).
-    #[serde(default)]
-    pub target: Option<String>,
+    /// Where an engine with a target works, parsed (engine nfs: `nfs://HOST[:PORT]/EXPORT[/DIR]?...`;
+    /// the working set lives there). Written as the URL in the plan's JSON.
+    #[serde(default, with = "target_url")]
+    pub target: Option<Target>,
     /// Flat working set (no dataset): total size in bytes, split evenly over `files`.
     pub size_bytes: u64,
     pub files: u32,
@@ -569,6 +542,23 @@ impl FileIo {
             FileIo::Random
         } else {
             FileIo::Sequential
+        }
+    }
+}
+
+/// A plan's target in JSON: the URL as written (parsed again when read back).
+mod target_url {
+    use super::Target;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(t: &Option<Target>, s: S) -> Result<S::Ok, S::Error> {
+        t.as_ref().map(|t| t.url.as_str()).serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Target>, D::Error> {
+        match Option::<String>::deserialize(d)? {
+            None => Ok(None),
+            Some(url) => Target::parse_any(&url).map(Some).map_err(serde::de::Error::custom),
         }
     }
 }

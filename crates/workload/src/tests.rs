@@ -901,3 +901,75 @@ fn io_buffers_larger_than_memory_can_hold_are_refused_before_the_run() {
     // What fits is accepted.
     assert_eq!(plan("engine = \"null\"\niodepth = 256\nbs = \"4m\"\nsize = \"1g\"\n").iodepth, 256);
 }
+
+// ---- The engine table: every capability an engine lacks is enforced ----
+
+/// A workload file for `engine` that is valid but for what `need` adds: `top` holds
+/// top-level keys, `sections` whole sections.
+fn needing(engine: &ioscope_engine_table::EngineSpec, top: &str, sections: &str) -> String {
+    let place = match engine.caps.target {
+        Some(rule) => format!("target = \"{}\"\n", rule.example),
+        None => "dir = \"/tmp/x\"\n".to_string(),
+    };
+    format!("engine = \"{}\"\n{place}{top}{sections}", engine.name)
+}
+
+#[test]
+fn every_capability_an_engine_lacks_is_refused_at_its_place_naming_the_engine_and_the_key() {
+    use ioscope_engine_table::{Capability, ENGINES};
+    let some_target =
+        ENGINES.iter().find_map(|e| e.caps.target).map_or("nfs://server/export".to_string(), |r| r.example.into());
+    let mut checked = 0;
+    for engine in ENGINES {
+        assert!(validate_file(&src(&needing(engine, "", ""))).is_ok(), "{}: the base workload is valid", engine.name);
+        for cap in Capability::ALL.into_iter().filter(|c| !engine.caps.has(*c)) {
+            // Exhaustive: a new capability needs a workload that asks for it here.
+            let text = match cap {
+                Capability::Queued => needing(engine, "iodepth = 2\n", ""),
+                Capability::DirectIo => needing(engine, "direct = true\n", ""),
+                Capability::FileOps => needing(engine, "", "[dataset]\nfiles = 2\n"),
+                Capability::Patterns => {
+                    needing(engine, "size = \"7m\"\n", "[[workload]]\npattern = { text = \"HI\" }\n")
+                }
+                Capability::Sqpoll => needing(engine, "sqpoll = true\n", ""),
+                Capability::Target => needing(engine, &format!("target = \"{some_target}\"\n"), ""),
+            };
+            let d = file_errors(&text);
+            let named = d.iter().find(|d| {
+                let shown = d.to_string();
+                matches!(d.origin, Origin::File { .. }) && shown.contains(engine.name) && shown.contains(cap.key())
+            });
+            assert!(
+                named.is_some(),
+                "engine {} lacks {cap:?}: expected a file:line:col error naming the engine and `{}`, got:\n{}",
+                engine.name,
+                cap.key(),
+                render_diagnostics(&d)
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 6, "the current engines lack at least 6 capabilities in all ({checked})");
+}
+
+#[test]
+fn every_engine_in_the_table_is_accepted_by_name_and_alias() {
+    for (name, kind) in ioscope_engine_table::engine_names() {
+        let spec = kind.spec();
+        let text = needing(spec, "", "").replacen(&format!("\"{}\"", spec.name), &format!("\"{name}\""), 1);
+        assert_eq!(plan(&text).engine, kind, "engine = \"{name}\"");
+    }
+}
+
+#[test]
+fn a_plans_target_is_parsed_once_and_kept_as_its_url_in_json() {
+    let url = "nfs://server:2049/export/run?nconnect=2";
+    let p = plan(&format!("engine = \"nfs\"\ntarget = \"{url}\"\n"));
+    let t = p.target.as_ref().expect("engine nfs has its target in the plan");
+    assert_eq!((t.url.as_str(), t.root.as_str()), (url, "nfs://server:2049/export/run"));
+    assert!(matches!(&t.kind, TargetKind::Nfs(n) if n.nconnect == 2 && n.path == "/export/run"));
+    let json = serde_json::to_value(&p).unwrap();
+    assert_eq!(json["target"], url, "the results file keeps the target as written");
+    let back: Plan = serde_json::from_value(json).unwrap();
+    assert_eq!(back, p);
+}

@@ -1,0 +1,44 @@
+//! The run-time half of the engine table: how each engine is made for a worker, and the
+//! file system its files live on. What engines there are, and what each can do, is plain
+//! data in `ioscope_engine_table::ENGINES`; a new engine adds one arm here.
+
+use ioscope_engine::fs::{FileSystem, LocalFs};
+use ioscope_engine::null::NullEngine;
+use ioscope_engine::posix::PosixEngine;
+use ioscope_engine::uring::UringEngine;
+use ioscope_engine::Engine;
+use ioscope_engine_nfs::engine::NfsEngine;
+use ioscope_engine_nfs::fs::NfsFs;
+use ioscope_workload::{EngineKind, Plan, TargetKind};
+use std::path::PathBuf;
+
+/// Work done with a fresh engine instance. Generic, so that the core loop is compiled for
+/// each engine (no virtual call per I/O).
+pub(crate) trait WithEngine {
+    type Out;
+    fn with<E: Engine>(self, engine: E) -> Self::Out;
+}
+
+/// Makes `plan`'s engine for one worker and hands it to `f`.
+pub(crate) fn with_engine<F: WithEngine>(plan: &Plan, f: F) -> F::Out {
+    match (plan.engine, plan.target.as_ref().map(|t| &t.kind)) {
+        (EngineKind::Posix, _) => f.with(PosixEngine::default()),
+        (EngineKind::Uring, _) => f.with(UringEngine::new(plan.sqpoll)),
+        (EngineKind::Null, _) => f.with(NullEngine::default()),
+        (EngineKind::Nfs, Some(TargetKind::Nfs(t))) => f.with(NfsEngine::new(t.clone())),
+        (EngineKind::Nfs, None) => unreachable!("validation gives engine nfs its target"),
+    }
+}
+
+/// Where a plan's files live: the file system, and the working set's directory in it.
+/// An engine with a target: the target's file system (an NFS export, mounted here) and
+/// directory (`nfs://HOST/EXPORT/DIR`); otherwise the local file system and `dir`.
+pub fn storage(plan: &Plan) -> Result<(Box<dyn FileSystem>, PathBuf), String> {
+    let Some(target) = &plan.target else {
+        return Ok((Box::new(LocalFs), plan.dir.clone()));
+    };
+    let fs: Box<dyn FileSystem> = match &target.kind {
+        TargetKind::Nfs(t) => Box::new(NfsFs::mount(t).map_err(|e| format!("{}: {e}", target.url))?),
+    };
+    Ok((fs, PathBuf::from(&target.root)))
+}
