@@ -49,7 +49,7 @@ pub fn validate(file: &Path) -> u8 {
 }
 
 pub fn run(args: RunArgs) -> u8 {
-    let plan = match plan_from(args.file.as_deref(), &args.workload.to_flags()) {
+    let plan = match plan_from(args.file.as_deref(), &args.workload.flags) {
         Ok(p) => p,
         Err(code) => return code,
     };

@@ -5,6 +5,7 @@
 //! [`Diagnostic`] pointing at the value (or flag) responsible; nothing stops at the first one.
 
 use crate::diagnostic::{closest, Diagnostic, MAX_DIAGNOSTICS};
+use crate::keys::{self, FioMeaning, Section, PATTERN_KEYS};
 use crate::plan::{
     BlockSize, Dataset, DatasetFormat, EngineKind, FileIo, FileSelect, MaxErrors, Operation, Pattern, PatternMap, Plan,
     Probe, Rw, Staircase, Steps, SyncMode, Workload,
@@ -17,32 +18,24 @@ use std::time::Duration;
 use toml_edit::{Document, Item, TableLike, Value};
 
 /// Raw workload flags from the command line, as typed (strings), so that they are validated
-/// together with the file and every error is reported at once. None = not given.
+/// together with the file and every error is reported at once.
 #[derive(Default, Clone, Debug)]
 pub struct Flags {
-    pub rw: Option<String>,
-    pub rwmix_read: Option<String>,
-    pub bs: Option<String>,
-    pub size: Option<String>,
-    pub files: Option<String>,
-    pub threads: Option<String>,
-    pub iodepth: Option<String>,
-    pub duration: Option<String>,
-    pub dir: Option<String>,
-    pub target: Option<String>,
-    pub direct: bool,
-    pub sync: Option<String>,
-    pub rate_iops: Option<String>,
-    pub engine: Option<String>,
-    pub warmup: Option<String>,
-    pub staircase: Option<String>,
-    pub sqpoll: bool,
-    pub force: bool,
-    pub cleanup: bool,
-    pub max_errors: Option<String>,
+    /// Flags in command-line order: the flag's name without dashes, as typed (`threads`,
+    /// `numjobs`, `rwmix_read`; any spelling in [`crate::keys`]), and its text ("" for a bare
+    /// switch such as `--direct`). A later flag for the same key wins.
+    pub given: Vec<(String, String)>,
     /// `--set KEY=VALUE`, in order: any key, `section.key` inside sections (for
     /// `[[workload]]` and `[[probe]]`, every entry). A later one wins.
     pub sets: Vec<String>,
+}
+
+impl Flags {
+    /// These flags and `--FLAG TEXT` (`flag` without dashes; `text` "" for a bare switch).
+    pub fn with(mut self, flag: &str, text: &str) -> Flags {
+        self.given.push((flag.to_string(), text.to_string()));
+        self
+    }
 }
 
 /// A workload file's path (as the user gave it) and text.
@@ -89,48 +82,6 @@ impl SourceFile {
     }
 }
 
-/// Every key a workload file may contain, in canonical order, with its command-line flag
-/// (`description` has none).
-pub(crate) const KEYS: [(&str, &str); 28] = [
-    ("description", ""),
-    ("engine", "--engine"),
-    ("rw", "--rw"),
-    ("rwmix_read", "--rwmix-read"),
-    ("bs", "--bs"),
-    ("size", "--size"),
-    ("files", "--files"),
-    ("threads", "--threads"),
-    ("iodepth", "--iodepth"),
-    ("sqpoll", "--sqpoll"),
-    ("duration", "--duration"),
-    ("dir", "--dir"),
-    ("target", "--target"),
-    ("direct", "--direct"),
-    ("sync", "--sync"),
-    ("warmup", "--warmup"),
-    ("rate_iops", "--rate-iops"),
-    ("curve", ""),
-    ("for_threads", ""),
-    ("for_bs", ""),
-    ("for_rwmix_read", ""),
-    ("staircase", "--staircase"),
-    ("force", "--force"),
-    ("cleanup", "--cleanup"),
-    ("max_errors", "--max-errors"),
-    ("dataset", ""),
-    ("workload", ""),
-    ("probe", ""),
-];
-
-/// Keys of the sections: `[dataset]`, each `[[workload]]`, each `[[probe]]`.
-const DATASET_KEYS: [&str; 8] = ["dir", "depth", "width", "files", "sizes", "total_size", "working_set", "format"];
-const WORKLOAD_KEYS: [&str; 10] =
-    ["name", "operation", "rw", "rwmix_read", "bs", "fileio", "fileselect", "threads", "skew", "pattern"];
-const PROBE_KEYS: [&str; 4] = ["name", "command", "at", "timeout"];
-/// Sections: name, keys, whether it is an array of tables.
-const SECTIONS: [(&str, &[&str], bool); 3] =
-    [("dataset", &DATASET_KEYS, false), ("workload", &WORKLOAD_KEYS, true), ("probe", &PROBE_KEYS, true)];
-
 /// vdbench's names, and the key ioscope uses, inside sections.
 const SECTION_ALIASES: [(&str, &str); 8] = [
     ("anchor", "dir"),
@@ -143,22 +94,14 @@ const SECTION_ALIASES: [(&str, &str); 8] = [
     ("cmd", "command"),
 ];
 
-/// Names people bring from fio (or guess), and the key ioscope uses instead.
-const ALIASES: [(&str, &str); 19] = [
-    ("blocksize", "bs"),
+/// Names people guess, and the key ioscope uses instead (fio's names are in the key table).
+const ALIASES: [(&str, &str); 11] = [
     ("block_size", "bs"),
-    ("numjobs", "threads"),
     ("jobs", "threads"),
-    ("runtime", "duration"),
     ("time", "duration"),
-    ("directory", "dir"),
     ("path", "dir"),
-    ("ioengine", "engine"),
     ("filesize", "size"),
-    ("nrfiles", "files"),
     ("rate", "rate_iops"),
-    ("rwmixread", "rwmix_read"),
-    ("readwrite", "rw"),
     ("elapsed", "duration"),
     ("fwdrate", "rate_iops"),
     ("iorate", "rate_iops"),
@@ -192,6 +135,7 @@ const RWS: &[(&str, Rw)] = &[
     ("randread", Rw::RandRead),
     ("randwrite", Rw::RandWrite),
     ("randrw", Rw::RandRw),
+    ("rw", Rw::ReadWrite),
 ];
 const OPERATIONS: &[(&str, Operation)] = &[
     ("read", Operation::Read),
@@ -223,18 +167,71 @@ const SYNCS: &[(&str, SyncMode)] = &[
 
 /// Whether `key` is a workload key (file key names, not flags).
 pub fn is_known_key(key: &str) -> bool {
-    let in_section =
-        |(section, k): (&str, &str)| SECTIONS.iter().any(|(s, keys, _)| *s == section && keys.contains(&k));
-    KEYS.iter().any(|(k, _)| *k == key)
-        || key.split_once('.').is_some_and(in_section)
-        || PATTERN_KEYS.iter().any(|k| key.strip_prefix("workload.pattern.") == Some(k))
+    table_key(key).is_some() || key.strip_prefix("workload.pattern.").is_some_and(|k| PATTERN_KEYS.contains(&k))
 }
 
-/// The keys of a workload's `pattern` table.
-const PATTERN_KEYS: [&str; 3] = ["text", "map", "column"];
+/// The table entry of a key as the walker names it: `threads`, `dataset.files`.
+fn table_key(key: &str) -> Option<&'static keys::Key> {
+    match key.split_once('.') {
+        Some((sec, name)) => Section::TABLES.iter().find(|s| s.name() == sec).and_then(|s| keys::find(*s, name)),
+        None => keys::find(Section::Top, key),
+    }
+}
 
-fn flag_name(key: &str) -> &'static str {
-    KEYS.iter().find(|(k, _)| *k == key).map_or("", |(_, f)| *f)
+/// The flag of a top-level key, as shown in messages (`--rwmix-read`); "" when it has none.
+fn flag_name(key: &str) -> String {
+    table_key(key).and_then(|k| k.flag).filter(|_| !key.contains('.')).map_or(String::new(), |f| format!("--{f}"))
+}
+
+/// The top-level names of a workload file: its keys, then its sections.
+fn top_names() -> Vec<&'static str> {
+    keys::in_section(Section::Top).map(|k| k.name).chain(Section::TABLES.iter().map(|s| s.name())).collect()
+}
+
+/// A flag resolved to its key: the key, its text, and the flag as typed (`--numjobs`).
+struct FlagValue<'a> {
+    key: &'static str,
+    text: &'a str,
+    flag: String,
+}
+
+/// Resolves the command-line flags to keys: any spelling of a key's flag, or a fio option
+/// (a switch that sets a key, a no-op, or a refusal with the reason).
+fn resolve_flags<'a>(given: &'a [(String, String)], diags: &mut Vec<Diagnostic>) -> Vec<FlagValue<'a>> {
+    let mut out = Vec::new();
+    for (name, text) in given {
+        let flag = format!("--{name}");
+        if let Some(key) = keys::by_flag(name) {
+            out.push(FlagValue { key: key.name, text: text.as_str(), flag });
+            continue;
+        }
+        let fio = keys::by_fio_name(name);
+        match fio.map(|m| match m {
+            keys::FioMatch::Key(k) => Err(k),
+            keys::FioMatch::Option(o) => Ok(o.meaning),
+        }) {
+            Some(Ok(FioMeaning::Switch { key, on, off, other })) => match text.trim() {
+                "" | "1" => out.push(FlagValue { key, text: on, flag }),
+                "0" => out.push(FlagValue { key, text: off, flag }),
+                _ => diags.push(Diagnostic::at_flag(&flag, "", text, "1 or 0", other)),
+            },
+            Some(Ok(FioMeaning::NoOp(_))) => {}
+            Some(Ok(FioMeaning::Refused(why))) => {
+                let expected = format!("a flag ioscope has (fio's {flag} has no equivalent)");
+                diags.push(Diagnostic::at_flag(&flag, "", text, expected, why));
+            }
+            // A key without a flag of its own: only `--set` and the file.
+            Some(Err(k)) => {
+                let expected = format!("--set {}=VALUE (`{}` has no flag of its own)", k.name, k.name);
+                diags.push(Diagnostic::at_flag(&flag, "", text, expected, ""));
+            }
+            None => {
+                let expected = "a workload flag (see ioscope run --help)";
+                diags.push(Diagnostic::at_flag(&flag, "", text, expected, ""));
+            }
+        }
+    }
+    out
 }
 
 /// Builds the Plan from defaults < file < flags (flags override the file). Returns every
@@ -243,9 +240,10 @@ pub fn build_plan(file: Option<&SourceFile>, flags: &Flags) -> Result<Plan, Vec<
     let parsed = file.map(|f| (f, Document::parse(f.text.as_str())));
     let mut diags = Vec::new();
     let sets = parse_sets(&flags.sets, &mut diags);
+    let flag_values = resolve_flags(&flags.given, &mut diags);
     let mut ctx = Ctx {
         file,
-        flags,
+        flags: flag_values,
         sets: sets.iter().map(|(k, v, t)| (k.as_str(), v.as_ref(), t.as_str())).collect(),
         entries: HashMap::new(),
         arrays: HashMap::new(),
@@ -290,16 +288,9 @@ pub fn build_plan(file: Option<&SourceFile>, flags: &Flags) -> Result<Plan, Vec<
     Err(diags)
 }
 
-/// Every key `--set` accepts: top-level keys and `section.key`.
-fn settable_keys() -> Vec<String> {
-    let top = KEYS.iter().map(|(k, _)| *k).filter(|k| !SECTIONS.iter().any(|(s, _, _)| s == k)).map(String::from);
-    let inner = SECTIONS.iter().flat_map(|(s, keys, _)| keys.iter().map(move |k| format!("{s}.{k}")));
-    top.chain(inner).collect()
-}
-
 /// `--set KEY=VALUE` flags: (key, value as a TOML array/table/boolean if it reads as one, text).
 fn parse_sets(sets: &[String], diags: &mut Vec<Diagnostic>) -> Vec<(String, Option<Item>, String)> {
-    let known = settable_keys();
+    let known = keys::settable();
     let mut out = Vec::new();
     for set in sets {
         let Some((key, value)) = set.split_once('=') else {
@@ -337,7 +328,7 @@ enum Loc {
     /// Bytes `span` of the file; `shown` is the value as written, shortened to one line.
     File { span: Range<usize>, shown: String },
     /// A flag and its text (empty for a bare flag such as `--direct`).
-    Flag { flag: &'static str, text: String },
+    Flag { flag: String, text: String },
     /// The built-in default: nothing to point at.
     Default,
 }
@@ -401,7 +392,8 @@ type ArrayEntry<'a> = (Option<Range<usize>>, Entries<'a>);
 
 struct Ctx<'a> {
     file: Option<&'a SourceFile>,
-    flags: &'a Flags,
+    /// The command-line flags, resolved to keys, in order.
+    flags: Vec<FlagValue<'a>>,
     /// `--set` flags: key, value as TOML (arrays, tables, booleans), text.
     sets: Vec<(&'a str, Option<&'a Item>, &'a str)>,
     /// The file's known keys outside arrays of tables.
@@ -433,7 +425,7 @@ impl<'a> Ctx<'a> {
                 let f = self.file.expect("file location without a file");
                 Diagnostic::in_file(&f.path, &f.text, span.clone(), key, shown, expected, message)
             }
-            Loc::Flag { flag, text } => Diagnostic::at_flag(*flag, key, text, expected, message),
+            Loc::Flag { flag, text } => Diagnostic::at_flag(flag, key, text, expected, message),
             Loc::Default => Diagnostic::at_flag(flag_name(key), key, "", expected, message),
         };
         self.diags.push(d);
@@ -465,12 +457,13 @@ impl<'a> Ctx<'a> {
                 continue;
             };
             let key_span = key.span();
-            if let Some((sec, keys, array)) = SECTIONS.iter().find(|(s, _, _)| *s == name) {
+            if let Some(section) = Section::TABLES.into_iter().find(|s| s.name() == name) {
+                let (sec, array) = (section.name(), section.is_array());
                 let header = item.span().or(key_span.clone());
                 match (item, array) {
                     (Item::ArrayOfTables(a), true) => {
                         for t in a.iter() {
-                            let entries = self.section(sec, keys, t);
+                            let entries = self.section(section, t);
                             self.arrays.entry(sec).or_default().push((t.span().or(header.clone()), entries));
                         }
                     }
@@ -479,19 +472,19 @@ impl<'a> Ctx<'a> {
                         self.err(&loc, name, format!("[[{sec}]] (double brackets: there may be several)"), "");
                     }
                     (_, false) if item.is_table_like() => {
-                        let entries = self.section(sec, keys, item.as_table_like().expect("table"));
+                        let entries = self.section(section, item.as_table_like().expect("table"));
                         self.entries.extend(entries);
                     }
                     _ => {
                         let loc = self.item_loc(item, key_span);
-                        let form = if *array { format!("[[{sec}]] tables") } else { format!("a [{sec}] table") };
+                        let form = if array { format!("[[{sec}]] tables") } else { format!("a [{sec}] table") };
                         self.err(&loc, name, form, "");
                     }
                 }
                 continue;
             }
-            if let Some((known, _)) = KEYS.iter().find(|(k, _)| *k == name) {
-                self.entries.insert(known.to_string(), (key_span, item));
+            if let Some(known) = keys::find(Section::Top, name) {
+                self.entries.insert(known.name.to_string(), (key_span, item));
                 continue;
             }
             let loc = match key_span.clone() {
@@ -504,18 +497,29 @@ impl<'a> Ctx<'a> {
                     "[{name}] is not a section of a workload file: the sections are [dataset], [[workload]] and [[probe]]"
                 ));
             }
-            if let Some((_, to)) = ALIASES.iter().find(|(from, _)| name.eq_ignore_ascii_case(from)) {
+            let names = top_names();
+            let fio = keys::by_fio_name(name);
+            if let Some(keys::FioMatch::Key(k)) = fio {
+                notes.push(format!("did you mean `{}`? (`{name}` is spelled `{}` in ioscope)", k.name, k.name));
+            } else if let Some((_, to)) = ALIASES.iter().find(|(from, _)| name.eq_ignore_ascii_case(from)) {
                 notes.push(format!("did you mean `{to}`? (`{name}` is spelled `{to}` in ioscope)"));
-            } else if let Some(s) = closest(name, &KEYS.map(|(k, _)| k)) {
+            } else if let Some(keys::FioMatch::Option(o)) = fio {
+                match o.meaning {
+                    FioMeaning::Switch { key, .. } => notes.push(format!("`{name}` is fio's: set `{key}` instead")),
+                    FioMeaning::NoOp(why) | FioMeaning::Refused(why) => notes.push(format!("`{name}` is fio's: {why}")),
+                }
+            } else if let Some(s) = closest(name, &names) {
                 notes.push(format!("did you mean `{s}`?"));
             }
-            let expected = format!("one of: {}", KEYS.map(|(k, _)| k).join(", "));
+            let expected = format!("one of: {}", names.join(", "));
             self.err(&loc, name, expected, notes.join("\n"));
         }
     }
 
     /// The keys of one section table, as "section.key"; unknown keys are reported.
-    fn section(&mut self, sec: &str, keys: &[&str], t: &'a dyn TableLike) -> Entries<'a> {
+    fn section(&mut self, section: Section, t: &'a dyn TableLike) -> Entries<'a> {
+        let sec = section.name();
+        let keys: Vec<&str> = keys::in_section(section).map(|k| k.name).collect();
         let mut out = Entries::new();
         for (k, item) in t.iter() {
             let key_span = t.key(k).and_then(|k| k.span());
@@ -530,7 +534,7 @@ impl<'a> Ctx<'a> {
             let note = match SECTION_ALIASES.iter().find(|(from, to)| k.eq_ignore_ascii_case(from) && keys.contains(to))
             {
                 Some((_, to)) => format!("did you mean `{to}`? (`{k}` is spelled `{to}` in ioscope)"),
-                None => closest(k, keys).map(|c| format!("did you mean `{c}`?")).unwrap_or_default(),
+                None => closest(k, &keys).map(|c| format!("did you mean `{c}`?")).unwrap_or_default(),
             };
             self.err(&loc, &format!("{sec}.{k}"), format!("in [{sec}], one of: {}", keys.join(", ")), note);
         }
@@ -540,37 +544,13 @@ impl<'a> Ctx<'a> {
     /// The effective raw input for `key` (flag over file) and its location. Keys of an
     /// array section ("workload.threads") are read from the entry being parsed.
     fn raw(&self, key: &str) -> Option<(Raw<'a>, Loc)> {
-        let f = self.flags;
-        let flag_text: Option<&'a str> = match key {
-            "engine" => f.engine.as_deref(),
-            "rw" => f.rw.as_deref(),
-            "rwmix_read" => f.rwmix_read.as_deref(),
-            "bs" => f.bs.as_deref(),
-            "size" => f.size.as_deref(),
-            "files" => f.files.as_deref(),
-            "threads" => f.threads.as_deref(),
-            "iodepth" => f.iodepth.as_deref(),
-            "duration" => f.duration.as_deref(),
-            "dir" => f.dir.as_deref(),
-            "target" => f.target.as_deref(),
-            "sync" => f.sync.as_deref(),
-            "rate_iops" => f.rate_iops.as_deref(),
-            "warmup" => f.warmup.as_deref(),
-            "staircase" => f.staircase.as_deref(),
-            "direct" => f.direct.then_some(""),
-            "sqpoll" => f.sqpoll.then_some(""),
-            "force" => f.force.then_some(""),
-            "cleanup" => f.cleanup.then_some(""),
-            "max_errors" => f.max_errors.as_deref(),
-            _ => None,
-        };
         if let Some((_, item, text)) = self.sets.iter().rev().find(|(k, _, _)| *k == key) {
-            let loc = Loc::Flag { flag: "--set", text: format!("{key}={text}") };
+            let loc = Loc::Flag { flag: "--set".into(), text: format!("{key}={text}") };
             return Some((item.map_or(Raw::Flag(text), Raw::Toml), loc));
         }
-        if let Some(text) = flag_text {
-            let loc = Loc::Flag { flag: flag_name(key), text: text.to_string() };
-            return Some((Raw::Flag(text), loc));
+        if let Some(f) = self.flags.iter().rev().find(|f| f.key == key) {
+            let loc = Loc::Flag { flag: f.flag.clone(), text: f.text.to_string() };
+            return Some((Raw::Flag(f.text), loc));
         }
         let (key_span, item) = match (key.split_once('.'), self.current) {
             (Some((sec, _)), Some((cur, i))) if sec == cur => self.arrays.get(cur)?.get(i)?.1.get(key)?,
@@ -604,13 +584,21 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// `true` or `false` in the file; a bare flag means true.
+    /// `true` or `false` in the file; a bare flag means true, and a flag's `=1`/`=0` (fio's
+    /// spelling) or `=true`/`=false` says which.
     fn boolean(&mut self, key: &str) -> Got<bool> {
         let Some((raw, loc)) = self.raw(key) else {
             return Got::Absent;
         };
         match raw {
-            Raw::Flag(_) => Got::Ok(true, loc),
+            Raw::Flag(text) => match text.trim().to_ascii_lowercase().as_str() {
+                "" | "1" | "true" => Got::Ok(true, loc),
+                "0" | "false" => Got::Ok(false, loc),
+                _ => {
+                    self.err(&loc, key, "1 or 0 (true or false); the flag alone means 1", "");
+                    Got::Bad
+                }
+            },
             Raw::Toml(item) => match item.as_value() {
                 Some(Value::Boolean(b)) => Got::Ok(*b.value(), loc),
                 v => {
@@ -658,6 +646,8 @@ impl<'a> Ctx<'a> {
             return Got::Bad;
         };
         let t = s.trim().to_ascii_lowercase();
+        // fio's values of the same meaning (`--ioengine psync`).
+        let t = table_key(key).map_or(t.as_str(), |k| k.native_value(&t)).to_string();
         if let Some((_, v)) = choices.iter().find(|(n, _)| *n == t) {
             return Got::Ok(*v, loc);
         }
@@ -1395,7 +1385,7 @@ impl<'a> Ctx<'a> {
         if n == 0 {
             workloads.push(self.flat_workload(has_dataset));
         } else {
-            for key in ["rw", "rwmix_read", "bs", "threads"] {
+            for key in ["rw", "rwmix_read", "bs", "threads", "name"] {
                 if let Some((_, loc)) = self.raw(key) {
                     let note = format!("with [[workload]] sections, each workload sets its own `{key}`");
                     self.err(&loc, key, format!("`{key}` inside each [[workload]]"), note);
@@ -1759,7 +1749,7 @@ impl<'a> Ctx<'a> {
                 "workload" if workloads == 0 => {
                     let file = if self.file.is_some() { "the workload file has" } else { "there is" };
                     let mut note = format!("{file} no [[workload]] section, so `{key}` would change nothing");
-                    if ["rw", "rwmix_read", "bs", "threads"].contains(&inner) {
+                    if ["rw", "rwmix_read", "bs", "threads", "name"].contains(&inner) {
                         note.push_str(&format!(
                             "\nthe one workload of a file without [[workload]] takes the top-level key: --set {inner}={text}"
                         ));
@@ -1772,7 +1762,7 @@ impl<'a> Ctx<'a> {
                 }
                 _ => continue,
             };
-            let loc = Loc::Flag { flag: "--set", text: format!("{key}={text}") };
+            let loc = Loc::Flag { flag: "--set".into(), text: format!("{key}={text}") };
             self.err(&loc, key, format!("a [[{section}]] section in the workload file for {section}.* keys"), note);
         }
     }
@@ -1783,12 +1773,13 @@ impl<'a> Ctx<'a> {
         let rwmix_g = self.int("rwmix_read", 0, 100);
         let bs_g = self.block_sizes("bs");
         let threads_g = self.int("threads", 1, 4096);
+        let name_g = self.text_value("name", "a name like \"job1\"");
         let text = self.text();
-        // rwmix_read only means something for randrw.
+        // rwmix_read only means something for randrw (and rw, its sequential form).
         if let (Got::Ok(_, loc), Some(rw)) = (&rwmix_g, rw_g.or(Rw::RandRead)) {
-            if rw != Rw::RandRw {
+            if !rw.is_mixed() {
                 let note = format!(
-                    "rwmix_read applies only to rw = randrw, and rw is {} ({}): remove rwmix_read, or set rw = \"randrw\"",
+                    "rwmix_read applies only to rw = randrw or rw, and rw is {} ({}): remove rwmix_read, or set rw = \"randrw\"",
                     rw.name(),
                     rw_g.loc().describe(text)
                 );
@@ -1797,14 +1788,15 @@ impl<'a> Ctx<'a> {
         }
         let rw = rw_g.or(Rw::RandRead)?;
         let read_pct = match (rw, &rwmix_g) {
-            (Rw::RandRw, Got::Ok(pct, _)) => *pct as u8,
+            (rw, Got::Ok(pct, _)) if rw.is_mixed() => *pct as u8,
             (rw, _) => rw.default_read_pct(),
         };
         let default_bs = vec![BsEntry { bs: BlockSize { bytes: 4096, weight: 1 }, loc: Loc::Default }];
         let bs = bs_g.or(default_bs)?;
         Some(ParsedWorkload {
+            name_loc: name_g.loc(),
             workload: Workload {
-                name: rw.name().to_string(),
+                name: name_g.or(rw.name().to_string())?,
                 operation: if read_pct > 0 { Operation::Read } else { Operation::Write },
                 read_pct,
                 block_sizes: bs.iter().map(|e| e.bs).collect(),
@@ -1815,7 +1807,6 @@ impl<'a> Ctx<'a> {
                 pattern: None,
             },
             bs,
-            name_loc: Loc::Default,
             skew_loc: Loc::Default,
         })
     }

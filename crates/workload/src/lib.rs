@@ -7,6 +7,7 @@ mod canonical;
 mod diagnostic;
 pub mod font;
 mod input;
+pub mod keys;
 pub mod plan;
 mod units;
 pub mod vdbench;
