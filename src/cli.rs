@@ -198,10 +198,14 @@ impl clap::Args for WorkloadFlags {
                 if i == 0 {
                     let fio: Vec<String> =
                         key.fio.iter().filter(|f| **f != flag && **f != key.name).map(|f| format!("--{f}")).collect();
-                    let help = match fio.as_slice() {
-                        [] => key.help.to_string(),
-                        names => format!("{} (fio: {})", key.help, names.join(", ")),
-                    };
+                    let mut help = key.help.trim_end_matches('.').to_string();
+                    if !fio.is_empty() {
+                        help.push_str(&format!(" (fio: {})", fio.join(", ")));
+                    }
+                    help.push('.');
+                    if !key.default.is_empty() {
+                        help.push_str(&format!(" [default: {}]", key.default));
+                    }
                     arg = arg.help(help).help_heading(WORKLOAD_HEADING);
                     if let Some(c) = key.short {
                         arg = arg.short(c);

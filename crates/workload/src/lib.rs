@@ -9,6 +9,7 @@ pub mod font;
 mod input;
 pub mod keys;
 pub mod plan;
+pub mod reference;
 mod units;
 pub mod vdbench;
 
@@ -23,5 +24,7 @@ pub use units::{format_size, parse_duration, parse_size};
 
 #[cfg(test)]
 mod fuzz_tests;
+#[cfg(test)]
+mod keys_tests;
 #[cfg(test)]
 mod tests;
