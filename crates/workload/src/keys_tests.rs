@@ -238,7 +238,8 @@ fn fio_spellings_give_the_same_plan_and_hash_as_the_native_flags() {
     assert_eq!(plan_hash(&a), plan_hash(&b));
     assert_eq!(a.workloads[0].name, "job1");
     // The other spellings: `-` for `_`, fio's engine names and buffered=0.
-    let more: [(&[(&str, &str)], &[(&str, &str)]); 4] = [
+    type Pairs<'a> = &'a [(&'a str, &'a str)];
+    let more: [(Pairs, Pairs); 4] = [
         (&[("engine", "posix"), ("dir", "/x")], &[("ioengine", "psync"), ("dir", "/x")]),
         (&[("engine", "posix"), ("dir", "/x")], &[("ioengine", "pvsync"), ("dir", "/x")]),
         (&[("engine", "uring"), ("dir", "/x")], &[("ioengine", "io_uring"), ("dir", "/x")]),
