@@ -20,8 +20,12 @@ pub struct Cli {
 pub enum Command {
     /// Run a workload (a TOML file, flags, or both; flags override the file).
     Run(Box<RunArgs>),
-    /// Check a workload file and print every problem; runs nothing.
-    Validate { file: PathBuf },
+    /// Check a workload file (with flags, as `run` would take them) and print every problem; runs nothing.
+    Validate {
+        file: PathBuf,
+        #[command(flatten)]
+        workload: WorkloadFlags,
+    },
     /// Print the summary of a results file.
     Show {
         file: PathBuf,
