@@ -10,7 +10,7 @@ use crate::plan::{
     BlockSize, Dataset, DatasetFormat, EngineKind, FileIo, FileSelect, MaxErrors, Operation, Pattern, PatternMap, Plan,
     Probe, Rw, Staircase, Steps, SyncMode, Workload,
 };
-use crate::units::{duration_literal, format_size, parse_duration, parse_size};
+use crate::units::{duration_literal, format_size, parse_duration, parse_size, UnitError};
 use std::collections::HashMap;
 use std::ops::Range;
 use std::path::PathBuf;
@@ -52,19 +52,16 @@ pub const MAX_SOURCE_BYTES: u64 = 4 << 20;
 impl SourceFile {
     /// Reads a workload file: at most [`MAX_SOURCE_BYTES`], UTF-8 (TOML is), else why not,
     /// as one line for the terminal (`path: error: ...`, with line and column for bad bytes).
-    pub fn read(path: &std::path::Path) -> Result<SourceFile, String> {
+    pub fn read(path: &std::path::Path) -> Result<SourceFile, ReadError> {
         use std::io::Read;
         // A path too long to open is still echoed short.
         let shown = crate::diagnostic::clip(&path.display().to_string(), 200);
         let mut bytes = Vec::new();
         std::fs::File::open(path)
             .and_then(|f| f.take(MAX_SOURCE_BYTES + 1).read_to_end(&mut bytes))
-            .map_err(|e| format!("{shown}: error: cannot read the file: {e}"))?;
+            .map_err(|source| ReadError::Io { path: shown.clone(), source })?;
         if bytes.len() as u64 > MAX_SOURCE_BYTES {
-            return Err(format!(
-                "{shown}: error: the file is larger than {}: expected a workload file (TOML text)",
-                format_size(MAX_SOURCE_BYTES)
-            ));
+            return Err(ReadError::TooLarge { path: shown, limit: format_size(MAX_SOURCE_BYTES) });
         }
         match String::from_utf8(bytes) {
             Ok(text) => Ok(SourceFile { path: path.to_path_buf(), text }),
@@ -74,12 +71,35 @@ impl SourceFile {
                 let line_start = good.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
                 let col = String::from_utf8_lossy(&good[line_start..]).chars().count() + 1;
                 let byte = e.as_bytes()[good.len()];
-                Err(format!(
-                    "{shown}:{line}:{col}: error: byte 0x{byte:02x} is not UTF-8 text: expected a workload file (TOML, which is UTF-8)"
-                ))
+                Err(ReadError::NotUtf8 { path: shown, line, col, byte })
             }
         }
     }
+}
+
+/// Why a workload file could not be read: one line for the terminal, naming the file.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("{path}: error: cannot read the file: {source}")]
+    Io { path: String, source: std::io::Error },
+    #[error("{path}: error: the file is larger than {limit}: expected a workload file (TOML text)")]
+    TooLarge { path: String, limit: String },
+    #[error("{path}:{line}:{col}: error: byte 0x{byte:02x} is not UTF-8 text: expected a workload file (TOML, which is UTF-8)")]
+    NotUtf8 { path: String, line: usize, col: usize, byte: u8 },
+}
+
+/// Why a value does not read. Its text is the note under the diagnostic; the expected form
+/// is said by the caller.
+#[derive(Debug, thiserror::Error)]
+enum ValueError {
+    #[error(transparent)]
+    Unit(#[from] UnitError),
+    /// A hint about what was written (`numbers are written without quotes`).
+    #[error("{0}")]
+    Hint(String),
+    /// Not of the expected form; nothing more to say.
+    #[error("")]
+    Form,
 }
 
 /// vdbench's names, and the key ioscope uses, inside sections.
@@ -564,20 +584,20 @@ impl<'a> Ctx<'a> {
         let Some((raw, loc)) = self.raw(key) else {
             return Got::Absent;
         };
-        let parsed: Result<i128, String> = match raw {
-            Raw::Flag(text) => text.trim().parse::<i128>().map_err(|_| String::new()),
+        let parsed: Result<i128, ValueError> = match raw {
+            Raw::Flag(text) => text.trim().parse::<i128>().map_err(|_| ValueError::Form),
             Raw::Toml(item) => match item.as_value() {
                 Some(Value::Integer(i)) => Ok(i128::from(*i.value())),
                 Some(Value::String(s)) if s.value().trim().parse::<i128>().is_ok() => {
-                    Err(format!("numbers are written without quotes: {key} = {}", s.value().trim()))
+                    Err(ValueError::Hint(format!("numbers are written without quotes: {key} = {}", s.value().trim())))
                 }
-                _ => Err(String::new()),
+                _ => Err(ValueError::Form),
             },
         };
         match parsed {
             Ok(v) if v >= i128::from(min) && v <= i128::from(max) => Got::Ok(v as u64, loc),
             Ok(_) | Err(_) => {
-                let note = parsed.err().unwrap_or_default();
+                let note = parsed.err().map(|e| e.to_string()).unwrap_or_default();
                 self.err(&loc, key, format!("a whole number from {min} to {max}"), note);
                 Got::Bad
             }
@@ -669,12 +689,12 @@ impl<'a> Ctx<'a> {
         };
         let expected = "a size like 1g, 512m, 10g (or a byte count), above 0";
         let parsed = match raw {
-            Raw::Flag(t) => parse_size(t),
+            Raw::Flag(t) => parse_size(t).map_err(ValueError::from),
             Raw::Toml(item) => match item.as_value() {
-                Some(Value::String(s)) => parse_size(s.value()),
+                Some(Value::String(s)) => parse_size(s.value()).map_err(ValueError::from),
                 Some(Value::Integer(i)) if *i.value() >= 0 => Ok(*i.value() as u64),
-                Some(Value::Integer(_)) => Err("a size cannot be negative".into()),
-                _ => Err(String::new()),
+                Some(Value::Integer(_)) => Err(UnitError::NegativeSize.into()),
+                _ => Err(ValueError::Form),
             },
         };
         match parsed {
@@ -684,7 +704,7 @@ impl<'a> Ctx<'a> {
             }
             Ok(v) => Got::Ok(v, loc),
             Err(note) => {
-                self.err(&loc, key, expected, note);
+                self.err(&loc, key, expected, note.to_string());
                 Got::Bad
             }
         }
@@ -703,7 +723,7 @@ impl<'a> Ctx<'a> {
                 Got::Bad
             }
             Err(note) => {
-                self.err(&loc, key, expected, note);
+                self.err(&loc, key, expected, note.to_string());
                 Got::Bad
             }
         }
@@ -731,7 +751,7 @@ impl<'a> Ctx<'a> {
             Ok(d) if d > MAX_DURATION => String::new(),
             Ok(_) if min_s > 0 => format!("a run of less than {min_s}s measures nothing"),
             Ok(_) => String::new(),
-            Err(note) => note,
+            Err(note) => note.to_string(),
         };
         self.err(&loc, key, expected, note);
         Got::Bad
@@ -744,17 +764,19 @@ impl<'a> Ctx<'a> {
         };
         let expected = "a count of failed I/Os (like 1000), a share of the I/Os (like \"1%\" or \"0.1%\"), or \"off\"";
         let parsed = match raw {
-            Raw::Flag(t) => MaxErrors::parse(t),
+            Raw::Flag(t) => MaxErrors::parse(t).map_err(ValueError::Hint),
             Raw::Toml(item) => match item.as_value() {
-                Some(Value::Integer(i)) => u64::try_from(*i.value()).map(MaxErrors::Count).map_err(|_| String::new()),
-                Some(Value::String(s)) => MaxErrors::parse(s.value()),
-                _ => Err(String::new()),
+                Some(Value::Integer(i)) => {
+                    u64::try_from(*i.value()).map(MaxErrors::Count).map_err(|_| ValueError::Form)
+                }
+                Some(Value::String(s)) => MaxErrors::parse(s.value()).map_err(ValueError::Hint),
+                _ => Err(ValueError::Form),
             },
         };
         match parsed {
             Ok(m) => Got::Ok(m, loc),
             Err(note) => {
-                self.err(&loc, "max_errors", expected, note);
+                self.err(&loc, "max_errors", expected, note.to_string());
                 Got::Bad
             }
         }
@@ -854,13 +876,13 @@ impl<'a> Ctx<'a> {
         let mut out = Vec::new();
         for (item, iloc) in &items {
             let d = match item {
-                ListItem::Text(t) => parse_duration(t),
+                ListItem::Text(t) => parse_duration(t).map_err(ValueError::from),
                 ListItem::Toml(v) => duration_value(v),
             };
             match d {
                 Ok(d) if d <= MAX_DURATION => out.push(d),
                 Ok(_) => self.err(iloc, key, expected, "at most 30d"),
-                Err(note) => self.err(iloc, key, expected, note),
+                Err(note) => self.err(iloc, key, expected, note.to_string()),
             }
         }
         if items.is_empty() {
@@ -897,7 +919,7 @@ impl<'a> Ctx<'a> {
                         let entries = match v {
                             Value::String(s) => self.bs_list(key, s.value(), &vloc),
                             Value::Integer(i) => {
-                                let bytes = u64::try_from(*i.value()).map_err(|_| "a size cannot be negative".into());
+                                let bytes = u64::try_from(*i.value()).map_err(|_| UnitError::NegativeSize.into());
                                 self.bs_entry(key, bytes, 1, &vloc).map(|e| vec![e])
                             }
                             _ => {
@@ -1123,8 +1145,7 @@ impl<'a> Ctx<'a> {
                 Some(Value::String(s)) => self.bs_list(key, s.value(), &loc),
                 Some(Value::Integer(i)) => {
                     let bytes = u64::try_from(*i.value()).ok();
-                    self.bs_entry(key, bytes.ok_or_else(|| "a size cannot be negative".into()), 1, &loc)
-                        .map(|e| vec![e])
+                    self.bs_entry(key, bytes.ok_or(ValueError::Unit(UnitError::NegativeSize)), 1, &loc).map(|e| vec![e])
                 }
                 Some(Value::Array(a)) => {
                     let mut tables = Vec::new();
@@ -1155,7 +1176,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// Checks one block size (1 byte ..= 256 MiB).
-    fn bs_entry(&mut self, key: &str, bytes: Result<u64, String>, weight: u32, loc: &Loc) -> Option<BsEntry> {
+    fn bs_entry(&mut self, key: &str, bytes: Result<u64, ValueError>, weight: u32, loc: &Loc) -> Option<BsEntry> {
         match bytes {
             Ok(b) if (1..=MAX_BS).contains(&b) => {
                 Some(BsEntry { bs: BlockSize { bytes: b, weight }, loc: loc.clone() })
@@ -1167,7 +1188,7 @@ impl<'a> Ctx<'a> {
                 None
             }
             Err(note) => {
-                self.err(loc, key, SIZE_EXAMPLE, note);
+                self.err(loc, key, SIZE_EXAMPLE, note.to_string());
                 None
             }
         }
@@ -1260,8 +1281,8 @@ impl<'a> Ctx<'a> {
             let entry = match parse_size(&s[size_r]) {
                 Ok(b) => self.bs_entry(key, Ok(b), weight.unwrap_or(1), &loc),
                 Err(e) => {
-                    let msg = [note, e].into_iter().filter(|n| !n.is_empty()).collect::<Vec<_>>();
-                    self.bs_entry(key, Err(msg.join("\n")), 1, &loc)
+                    let msg = [note, e.to_string()].into_iter().filter(|n| !n.is_empty()).collect::<Vec<_>>();
+                    self.bs_entry(key, Err(ValueError::Hint(msg.join("\n"))), 1, &loc)
                 }
             };
             match (entry, weight) {
@@ -1313,11 +1334,11 @@ impl<'a> Ctx<'a> {
                 Some((k, item)) => {
                     let sloc = self.item_loc(item, k.span());
                     let bytes = match item.as_value() {
-                        Some(Value::String(s)) => parse_size(s.value()),
+                        Some(Value::String(s)) => parse_size(s.value()).map_err(ValueError::from),
                         Some(Value::Integer(i)) => {
-                            u64::try_from(*i.value()).map_err(|_| "a size cannot be negative".to_string())
+                            u64::try_from(*i.value()).map_err(|_| UnitError::NegativeSize.into())
                         }
-                        _ => Err(String::new()),
+                        _ => Err(ValueError::Form),
                     };
                     self.bs_entry(key, bytes, weight.unwrap_or(1), &sloc)
                 }
@@ -2024,23 +2045,23 @@ enum ListItem<'a> {
 }
 
 /// A duration from a TOML value: a string like "90s", or a number of seconds.
-fn duration_value(v: &Value) -> Result<Duration, String> {
+fn duration_value(v: &Value) -> Result<Duration, ValueError> {
     match v {
-        Value::String(s) => parse_duration(s.value()),
+        Value::String(s) => Ok(parse_duration(s.value())?),
         Value::Integer(i) if *i.value() >= 0 => Ok(Duration::from_secs(*i.value() as u64)),
         Value::Float(x) if x.value().is_finite() && *x.value() >= 0.0 => {
-            Duration::try_from_secs_f64(*x.value()).map_err(|e| e.to_string())
+            Duration::try_from_secs_f64(*x.value()).map_err(|e| ValueError::Hint(e.to_string()))
         }
-        Value::Integer(_) | Value::Float(_) => Err("a duration cannot be negative".into()),
-        _ => Err(String::new()),
+        Value::Integer(_) | Value::Float(_) => Err(UnitError::NegativeDuration.into()),
+        _ => Err(ValueError::Form),
     }
 }
 
 /// A duration from a flag's text or a file value.
-fn raw_duration(raw: Raw) -> Result<Duration, String> {
+fn raw_duration(raw: Raw) -> Result<Duration, ValueError> {
     match raw {
-        Raw::Flag(t) => parse_duration(t),
-        Raw::Toml(item) => item.as_value().map_or(Err(String::new()), duration_value),
+        Raw::Flag(t) => Ok(parse_duration(t)?),
+        Raw::Toml(item) => item.as_value().map_or(Err(ValueError::Form), duration_value),
     }
 }
 

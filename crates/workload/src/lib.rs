@@ -15,12 +15,12 @@ pub mod vdbench;
 
 pub use canonical::{plan_hash, to_toml};
 pub use diagnostic::{render_diagnostics, Diagnostic, Origin};
-pub use input::{build_plan, validate_file, Flags, SourceFile, MAX_SOURCE_BYTES};
+pub use input::{build_plan, validate_file, Flags, ReadError, SourceFile, MAX_SOURCE_BYTES};
 pub use plan::{
     BlockSize, Dataset, DatasetFormat, EngineKind, FileIo, FileSelect, MaxErrors, Operation, Pattern, PatternMap, Plan,
     Probe, Rate, Rw, Staircase, Step, Steps, SyncMode, Workload,
 };
-pub use units::{format_size, parse_duration, parse_size};
+pub use units::{format_size, parse_duration, parse_size, UnitError};
 
 #[cfg(test)]
 mod fuzz_tests;

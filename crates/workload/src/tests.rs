@@ -801,7 +801,7 @@ fn a_workload_file_is_read_only_if_it_is_utf8_text_of_sane_size() {
     std::fs::create_dir_all(&dir).unwrap();
     let bad = dir.join("latin1.toml");
     std::fs::write(&bad, b"engine = \"null\"\ndescription = \"caf\xe9\"\n").unwrap();
-    let e = SourceFile::read(&bad).unwrap_err();
+    let e = SourceFile::read(&bad).unwrap_err().to_string();
     assert!(
         e.ends_with(
             "latin1.toml:2:19: error: byte 0xe9 is not UTF-8 text: expected a workload file (TOML, which is UTF-8)"
@@ -810,9 +810,9 @@ fn a_workload_file_is_read_only_if_it_is_utf8_text_of_sane_size() {
     );
     let big = dir.join("big.toml");
     std::fs::write(&big, vec![b'#'; MAX_SOURCE_BYTES as usize + 1]).unwrap();
-    assert!(SourceFile::read(&big).unwrap_err().contains("larger than 4 MiB"));
-    assert!(SourceFile::read(&dir).unwrap_err().contains("cannot read the file"));
-    let e = SourceFile::read(&dir.join("n".repeat(100_000))).unwrap_err();
+    assert!(SourceFile::read(&big).unwrap_err().to_string().contains("larger than 4 MiB"));
+    assert!(SourceFile::read(&dir).unwrap_err().to_string().contains("cannot read the file"));
+    let e = SourceFile::read(&dir.join("n".repeat(100_000))).unwrap_err().to_string();
     assert!(e.len() < 400 && e.contains("…: error: cannot read the file"), "{e}");
     let good = dir.join("good.toml");
     std::fs::write(&good, "engine = \"null\"\n").unwrap();
