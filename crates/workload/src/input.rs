@@ -320,7 +320,12 @@ fn parse_sets(sets: &[String], diags: &mut Vec<Diagnostic>) -> Vec<(String, Opti
         let key = key.trim();
         if !known.iter().any(|k| k == key) {
             let names: Vec<&str> = known.iter().map(String::as_str).collect();
-            let note = closest(key, &names).map(|c| format!("did you mean `{c}`?")).unwrap_or_default();
+            let note = match keys::by_fio_name(key) {
+                Some(keys::FioMatch::Key(k)) => {
+                    format!("did you mean `{}`? (`{key}` is spelled `{}` in ioscope)", k.name, k.name)
+                }
+                _ => closest(key, &names).map(|c| format!("did you mean `{c}`?")).unwrap_or_default(),
+            };
             let expected = "a workload key (see docs/workload.md), e.g. threads, dataset.files, workload.threads";
             diags.push(Diagnostic::at_flag("--set", key, set, expected, note));
             continue;

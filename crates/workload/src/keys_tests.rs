@@ -304,3 +304,36 @@ fn by_fio_name_finds_keys_switches_and_refusals_in_either_spelling() {
     assert_eq!(engine.native_value("psync"), "posix");
     assert_eq!(engine.native_value("uring"), "uring");
 }
+
+#[test]
+fn every_key_of_the_canonical_form_is_in_the_key_table() {
+    for spec in every_key_specs() {
+        let canonical = to_toml(&plan_of(&spec.text(), &Flags::default()));
+        let doc = toml_edit::Document::parse(canonical.as_str()).expect("the canonical form is TOML");
+        for (name, item) in doc.iter() {
+            let section = Section::TABLES.into_iter().find(|s| s.name() == name);
+            let tables: Vec<&dyn toml_edit::TableLike> = match (section, item) {
+                (None, _) => {
+                    assert!(
+                        keys::find(Section::Top, name).is_some(),
+                        "canonical top-level `{name}` is not in the table"
+                    );
+                    continue;
+                }
+                (Some(_), toml_edit::Item::ArrayOfTables(a)) => {
+                    a.iter().map(|t| t as &dyn toml_edit::TableLike).collect()
+                }
+                (Some(_), item) => item.as_table_like().into_iter().collect(),
+            };
+            let section = section.expect("a section");
+            for t in tables {
+                for (key, _) in t.iter() {
+                    assert!(keys::find(section, key).is_some(), "canonical `{name}.{key}` is not in the table");
+                }
+            }
+        }
+    }
+    // --set with fio's name for a key says which key it is.
+    let d = build_plan(None, &Flags { sets: vec!["numjobs=4".into()], ..Flags::default() }).unwrap_err();
+    assert!(d[0].message.contains("did you mean `threads`?"), "{}", d[0]);
+}
