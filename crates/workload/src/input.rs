@@ -236,6 +236,12 @@ fn resolve_flags<'a>(given: &'a [(String, String)], diags: &mut Vec<Diagnostic>)
                 _ => diags.push(Diagnostic::at_flag(&flag, "", text, "1 or 0", other)),
             },
             Some(Ok(FioMeaning::NoOp(_))) => {}
+            Some(Ok(FioMeaning::OffOnly(why))) => {
+                if text.trim() != "0" {
+                    let expected = format!("{flag}=0 (ioscope does not do what fio's {flag}={text} asks)");
+                    diags.push(Diagnostic::at_flag(&flag, "", text, expected, why));
+                }
+            }
             Some(Ok(FioMeaning::Refused(why))) => {
                 let expected = format!("a flag ioscope has (fio's {flag} has no equivalent)");
                 diags.push(Diagnostic::at_flag(&flag, "", text, expected, why));
@@ -531,7 +537,9 @@ impl<'a> Ctx<'a> {
             } else if let Some(keys::FioMatch::Option(o)) = fio {
                 match o.meaning {
                     FioMeaning::Switch { key, .. } => notes.push(format!("`{name}` is fio's: set `{key}` instead")),
-                    FioMeaning::NoOp(why) | FioMeaning::Refused(why) => notes.push(format!("`{name}` is fio's: {why}")),
+                    FioMeaning::NoOp(why) | FioMeaning::OffOnly(why) | FioMeaning::Refused(why) => {
+                        notes.push(format!("`{name}` is fio's: {why}"))
+                    }
                 }
             } else if let Some(s) = closest(name, &names) {
                 notes.push(format!("did you mean `{s}`?"));

@@ -520,6 +520,9 @@ pub enum FioMeaning {
     Switch { key: &'static str, on: &'static str, off: &'static str, other: &'static str },
     /// Accepted and ignored, for this reason.
     NoOp(&'static str),
+    /// Accepted as `NAME=0` (ioscope does not do it either); any other value is refused for
+    /// this reason.
+    OffOnly(&'static str),
     /// No equivalent, for this reason (and what to do instead).
     Refused(&'static str),
 }
@@ -533,6 +536,10 @@ pub struct FioOption {
 
 const fn refused(name: &'static str, why: &'static str) -> FioOption {
     FioOption { name, meaning: FioMeaning::Refused(why) }
+}
+
+const fn off_only(name: &'static str, why: &'static str) -> FioOption {
+    FioOption { name, meaning: FioMeaning::OffOnly(why) }
 }
 
 const RUNS_FOR_A_TIME: &str =
@@ -596,14 +603,15 @@ pub const FIO_OPTIONS: &[FioOption] = &[
     refused("wait_for_previous", ONE_JOB),
     refused("new_group", ONE_JOB),
     refused("verify", "ioscope does not verify the data it reads back"),
-    refused("do_verify", "ioscope does not verify the data it reads back"),
-    refused("zero_buffers", OWN_DATA),
-    refused("buffer_compress_percentage", OWN_DATA),
-    refused("dedupe_percentage", OWN_DATA),
+    off_only("do_verify", "ioscope does not verify the data it reads back"),
+    off_only("zero_buffers", OWN_DATA),
+    off_only("buffer_compress_percentage", OWN_DATA),
+    off_only("dedupe_percentage", OWN_DATA),
+    off_only("invalidate", "ioscope does not drop the page cache before a run: --direct reads and writes around it"),
     refused("cpus_allowed", "ioscope does not pin its threads to CPUs"),
     refused("numa_cpu_nodes", "ioscope does not pin its threads to CPUs"),
-    refused("end_fsync", "ioscope syncs after each write (--sync fsync) or not at all"),
-    refused("fsync_on_close", "ioscope syncs after each write (--sync fsync) or not at all"),
+    off_only("end_fsync", "ioscope syncs after each write (--sync fsync) or not at all"),
+    off_only("fsync_on_close", "ioscope syncs after each write (--sync fsync) or not at all"),
     refused("output", RESULTS),
     refused("output_format", RESULTS),
     refused("write_lat_log", RESULTS),
