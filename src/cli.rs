@@ -238,7 +238,7 @@ impl clap::Args for WorkloadFlags {
                 match option.meaning {
                     // A refused option's value is taken as `--filename X` too, so that it is
                     // named in the refusal instead of being taken for the workload file.
-                    FioMeaning::Refused(_) | FioMeaning::OffOnly(_) => arg = arg.value_name("VALUE"),
+                    FioMeaning::Refused(_) | FioMeaning::Only { .. } => arg = arg.value_name("VALUE"),
                     FioMeaning::Switch { .. } => arg = arg.require_equals(true).value_name("0|1"),
                     FioMeaning::NoOp(why) => {
                         arg = arg.require_equals(true).value_name("0|1");

@@ -236,9 +236,9 @@ fn resolve_flags<'a>(given: &'a [(String, String)], diags: &mut Vec<Diagnostic>)
                 _ => diags.push(Diagnostic::at_flag(&flag, "", text, "1 or 0", other)),
             },
             Some(Ok(FioMeaning::NoOp(_))) => {}
-            Some(Ok(FioMeaning::OffOnly(why))) => {
-                if text.trim() != "0" {
-                    let expected = format!("{flag}=0 (ioscope does not do what fio's {flag}={text} asks)");
+            Some(Ok(FioMeaning::Only { value, why })) => {
+                if text.trim() != value && !(text.is_empty() && value == "1") {
+                    let expected = format!("{flag}={value} (ioscope does not do what fio's {flag}={text} asks)");
                     diags.push(Diagnostic::at_flag(&flag, "", text, expected, why));
                 }
             }
@@ -537,7 +537,7 @@ impl<'a> Ctx<'a> {
             } else if let Some(keys::FioMatch::Option(o)) = fio {
                 match o.meaning {
                     FioMeaning::Switch { key, .. } => notes.push(format!("`{name}` is fio's: set `{key}` instead")),
-                    FioMeaning::NoOp(why) | FioMeaning::OffOnly(why) | FioMeaning::Refused(why) => {
+                    FioMeaning::NoOp(why) | FioMeaning::Only { why, .. } | FioMeaning::Refused(why) => {
                         notes.push(format!("`{name}` is fio's: {why}"))
                     }
                 }

@@ -253,7 +253,7 @@ pub const KEYS: &[Key] = &[
         default: "false",
         help: "io_uring: let a kernel thread poll the submission queue (engine uring).",
         doc: "",
-        fio: &[],
+        fio: &["sqthread_poll"],
         fio_values: &[],
         example: "true",
     },
@@ -520,9 +520,9 @@ pub enum FioMeaning {
     Switch { key: &'static str, on: &'static str, off: &'static str, other: &'static str },
     /// Accepted and ignored, for this reason.
     NoOp(&'static str),
-    /// Accepted as `NAME=0` (ioscope does not do it either); any other value is refused for
-    /// this reason.
-    OffOnly(&'static str),
+    /// Accepted with this value only (what ioscope does anyway); any other value is refused
+    /// for this reason.
+    Only { value: &'static str, why: &'static str },
     /// No equivalent, for this reason (and what to do instead).
     Refused(&'static str),
 }
@@ -539,7 +539,7 @@ const fn refused(name: &'static str, why: &'static str) -> FioOption {
 }
 
 const fn off_only(name: &'static str, why: &'static str) -> FioOption {
-    FioOption { name, meaning: FioMeaning::OffOnly(why) }
+    FioOption { name, meaning: FioMeaning::Only { value: "0", why } }
 }
 
 const RUNS_FOR_A_TIME: &str =
@@ -562,6 +562,25 @@ pub const FIO_OPTIONS: &[FioOption] = &[
         meaning: FioMeaning::NoOp("ioscope always reports per workload and in all, with every thread merged"),
     },
     FioOption { name: "thread", meaning: FioMeaning::NoOp("ioscope's workers are always threads") },
+    FioOption {
+        name: "norandommap",
+        meaning: FioMeaning::NoOp("ioscope draws every random offset independently, as fio does with norandommap"),
+    },
+    FioOption {
+        name: "fixedbufs",
+        meaning: FioMeaning::NoOp("ioscope's uring engine registers its buffers with the ring when the kernel allows it"),
+    },
+    FioOption {
+        name: "registerfiles",
+        meaning: FioMeaning::NoOp("ioscope's uring engine registers its files with the ring when the kernel allows it"),
+    },
+    FioOption {
+        name: "randrepeat",
+        meaning: FioMeaning::Only {
+            value: "1",
+            why: "ioscope's random offsets repeat from run to run (each thread has a fixed seed)",
+        },
+    },
     FioOption {
         name: "fsync",
         meaning: FioMeaning::Switch {
@@ -603,6 +622,7 @@ pub const FIO_OPTIONS: &[FioOption] = &[
     refused("wait_for_previous", ONE_JOB),
     refused("new_group", ONE_JOB),
     refused("verify", "ioscope does not verify the data it reads back"),
+    refused("readonly", "ioscope has no read-only guard (it writes its working set when it prepares it)"),
     off_only("do_verify", "ioscope does not verify the data it reads back"),
     off_only("zero_buffers", OWN_DATA),
     off_only("buffer_compress_percentage", OWN_DATA),

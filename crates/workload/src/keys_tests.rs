@@ -270,12 +270,12 @@ fn fio_options_without_an_equivalent_are_refused_naming_the_option_and_why() {
     }
     // What ioscope does not do either is accepted when fio turns it off, refused when on.
     for option in keys::FIO_OPTIONS {
-        let FioMeaning::OffOnly(why) = option.meaning else { continue };
-        let off = Flags::default().with("engine", "null").with(option.name, "0");
-        assert!(build_plan(None, &off).is_ok(), "--{}=0", option.name);
-        let d = build_plan(None, &Flags::default().with("engine", "null").with(option.name, "1")).unwrap_err();
+        let FioMeaning::Only { value, why } = option.meaning else { continue };
+        let same = Flags::default().with("engine", "null").with(option.name, value);
+        assert!(build_plan(None, &same).is_ok(), "--{}={value}", option.name);
+        let d = build_plan(None, &Flags::default().with("engine", "null").with(option.name, "7")).unwrap_err();
         let out = render_diagnostics(&d);
-        assert!(out.starts_with(&format!("--{} 1: error: expected --{}=0", option.name, option.name)), "{out}");
+        assert!(out.starts_with(&format!("--{} 7: error: expected --{}={value}", option.name, option.name)), "{out}");
         assert!(out.contains(why), "{out}");
     }
     // A switch with a value fio means otherwise (sync every 4 writes) is refused too.

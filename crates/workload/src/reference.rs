@@ -96,8 +96,8 @@ pub fn workload_reference() -> String {
                 )
             }
             FioMeaning::NoOp(why) => format!("accepted and ignored: {why}"),
-            FioMeaning::OffOnly(why) => {
-                format!("`=0` accepted (ioscope does not do it either); other values refused (exit 2): {why}")
+            FioMeaning::Only { value, why } => {
+                format!("`={value}` accepted (what ioscope does anyway); other values refused (exit 2): {why}")
             }
             FioMeaning::Refused(why) => format!("refused (exit 2): {why}"),
         };
