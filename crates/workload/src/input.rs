@@ -225,35 +225,35 @@ fn resolve_flags<'a>(given: &'a [(String, String)], diags: &mut Vec<Diagnostic>)
             out.push(FlagValue { key: key.name, text: text.as_str(), flag });
             continue;
         }
-        let fio = keys::by_fio_name(name);
-        match fio.map(|m| match m {
-            keys::FioMatch::Key(k) => Err(k),
-            keys::FioMatch::Option(o) => Ok(o.meaning),
-        }) {
-            Some(Ok(FioMeaning::Switch { key, on, off, other })) => match text.trim() {
+        let meaning = match keys::by_fio_name(name) {
+            Some(keys::FioMatch::Option(o)) => o.meaning,
+            // A key without a flag of its own: only `--set` and the file.
+            Some(keys::FioMatch::Key(k)) => {
+                let expected = format!("--set {}=VALUE (`{}` has no flag of its own)", k.name, k.name);
+                diags.push(Diagnostic::at_flag(&flag, "", text, expected, ""));
+                continue;
+            }
+            None => {
+                diags.push(Diagnostic::at_flag(&flag, "", text, "a workload flag (see ioscope run --help)", ""));
+                continue;
+            }
+        };
+        match meaning {
+            FioMeaning::Switch { key, on, off, other } => match text.trim() {
                 "" | "1" => out.push(FlagValue { key, text: on, flag }),
                 "0" => out.push(FlagValue { key, text: off, flag }),
                 _ => diags.push(Diagnostic::at_flag(&flag, "", text, "1 or 0", other)),
             },
-            Some(Ok(FioMeaning::NoOp(_))) => {}
-            Some(Ok(FioMeaning::Only { value, why })) => {
-                if text.trim() != value && !(text.is_empty() && value == "1") {
-                    let expected = format!("{flag}={value} (ioscope does not do what fio's {flag}={text} asks)");
-                    diags.push(Diagnostic::at_flag(&flag, "", text, expected, why));
-                }
-            }
-            Some(Ok(FioMeaning::Refused(why))) => {
-                let expected = format!("a flag ioscope has (fio's {flag} has no equivalent)");
+            FioMeaning::NoOp(_) => {}
+            // A bare flag is fio's `=1`.
+            FioMeaning::Only { value, why } if text.trim() != value && !(text.is_empty() && value == "1") => {
+                let expected = format!("{flag}={value} (ioscope does not do what fio's {flag}={text} asks)");
                 diags.push(Diagnostic::at_flag(&flag, "", text, expected, why));
             }
-            // A key without a flag of its own: only `--set` and the file.
-            Some(Err(k)) => {
-                let expected = format!("--set {}=VALUE (`{}` has no flag of its own)", k.name, k.name);
-                diags.push(Diagnostic::at_flag(&flag, "", text, expected, ""));
-            }
-            None => {
-                let expected = "a workload flag (see ioscope run --help)";
-                diags.push(Diagnostic::at_flag(&flag, "", text, expected, ""));
+            FioMeaning::Only { .. } => {}
+            FioMeaning::Refused(why) => {
+                let expected = format!("a flag ioscope has (fio's {flag} has no equivalent)");
+                diags.push(Diagnostic::at_flag(&flag, "", text, expected, why));
             }
         }
     }
