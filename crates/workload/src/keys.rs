@@ -187,7 +187,7 @@ pub const KEYS: &[Key] = &[
         form: "SIZE",
         default: "1g",
         help: "Working-set size over all files (256m, 10g); without a [dataset].",
-        doc: "",
+        doc: "all threads share this one working set (fio's `size` is per job, each of its numjobs with its own files)",
         fio: &["size"],
         fio_values: &[],
         example: "\"256m\"",
