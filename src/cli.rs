@@ -20,8 +20,12 @@ pub struct Cli {
 pub enum Command {
     /// Run a workload (a TOML file, flags, or both; flags override the file).
     Run(Box<RunArgs>),
-    /// Check a workload file and print every problem; runs nothing.
-    Validate { file: PathBuf },
+    /// Check a workload file (with flags, as `run` would take them) and print every problem; runs nothing.
+    Validate {
+        file: PathBuf,
+        #[command(flatten)]
+        workload: WorkloadFlags,
+    },
     /// Print the summary of a results file.
     Show {
         file: PathBuf,
@@ -150,99 +154,137 @@ pub struct DemoArgs {
     pub duration: String,
 }
 
-/// fio-like workload flags. Values are validated by the workload crate.
-#[derive(Args, Default)]
-#[command(next_help_heading = "Workload")]
+/// The workload flags, built from the key table (`ioscope_workload::keys`): each key's flag
+/// in every spelling (`--rwmix-read`, `--rwmix_read`, fio's `--rwmixread`) and fio's options
+/// (no-ops, switches, refusals). Values are taken as typed and validated by the workload
+/// crate, with the file, so every error is reported at once.
+#[derive(Default)]
 pub struct WorkloadFlags {
-    /// Access pattern: read, write, randread, randwrite, randrw.
-    #[arg(long, value_name = "PATTERN")]
-    pub rw: Option<String>,
-    /// Share of reads in percent, for --rw randrw.
-    #[arg(long, value_name = "PCT", allow_hyphen_values = true)]
-    pub rwmix_read: Option<String>,
-    /// Block size (4k) or weighted list (4k:60,32k:25,512k:10,4m:5).
-    #[arg(long, value_name = "SIZE")]
-    pub bs: Option<String>,
-    /// Working-set size over all files (256m, 10g).
-    #[arg(long, value_name = "SIZE", allow_hyphen_values = true)]
-    pub size: Option<String>,
-    /// Number of files the working set is split into.
-    #[arg(long, value_name = "N", allow_hyphen_values = true)]
-    pub files: Option<String>,
-    /// Worker threads.
-    #[arg(long, value_name = "N", allow_hyphen_values = true)]
-    pub threads: Option<String>,
-    /// I/Os in flight per thread (engine uring).
-    #[arg(long, value_name = "N", allow_hyphen_values = true)]
-    pub iodepth: Option<String>,
-    /// io_uring: let a kernel thread poll the submission queue.
-    #[arg(long)]
-    pub sqpoll: bool,
-    /// How long to run (30s, 5m, 1h30m).
-    #[arg(long, value_name = "DUR")]
-    pub duration: Option<String>,
-    /// Directory for the working set; ioscope creates and marks its own files there.
-    #[arg(long, value_name = "PATH")]
-    pub dir: Option<String>,
-    /// Engine nfs: the NFSv3 server, export and directory, nfs://HOST[:PORT]/EXPORT[/DIR][?nconnect=N&uid=U&gid=G].
-    #[arg(long, value_name = "URL")]
-    pub target: Option<String>,
-    /// O_DIRECT: bypass the page cache.
-    #[arg(long)]
-    pub direct: bool,
-    /// After each write: none, fsync, fdatasync; or dsync (open with O_DSYNC).
-    #[arg(long, value_name = "MODE")]
-    pub sync: Option<String>,
-    /// Open loop: issue this many I/Os per second over all threads; latency counts from the schedule.
-    #[arg(long, value_name = "N", allow_hyphen_values = true)]
-    pub rate_iops: Option<String>,
-    /// Unmeasured time before each step (excluded from the summary).
-    #[arg(long, value_name = "DUR")]
-    pub warmup: Option<String>,
-    /// Step threads up: START-MAX[+ADD]/EVERY, e.g. 1-8/5s (1 to 8 threads, one more every 5 s).
-    #[arg(long, value_name = "RAMP")]
-    pub staircase: Option<String>,
-    /// Set any workload key, also inside sections: --set dataset.files=10 --set workload.threads=4.
-    #[arg(long, value_name = "KEY=VALUE")]
-    pub set: Vec<String>,
-    // The help lists every engine of the engine table, with its description.
-    #[arg(long, value_name = "ENGINE", help = ioscope_engine_table::engine_help())]
-    pub engine: Option<String>,
-    /// Write into files ioscope did not create.
-    #[arg(long)]
-    pub force: bool,
-    /// Remove the files ioscope created after the run.
-    #[arg(long)]
-    pub cleanup: bool,
-    /// End the run as failed past N failed I/Os or PCT% of the I/Os (default 1%; off: never).
-    #[arg(long, value_name = "N|PCT%")]
-    pub max_errors: Option<String>,
+    pub flags: ioscope_workload::Flags,
 }
 
-impl WorkloadFlags {
-    pub fn to_flags(&self) -> ioscope_workload::Flags {
-        ioscope_workload::Flags {
-            rw: self.rw.clone(),
-            rwmix_read: self.rwmix_read.clone(),
-            bs: self.bs.clone(),
-            size: self.size.clone(),
-            files: self.files.clone(),
-            threads: self.threads.clone(),
-            iodepth: self.iodepth.clone(),
-            duration: self.duration.clone(),
-            dir: self.dir.clone(),
-            target: self.target.clone(),
-            direct: self.direct,
-            sync: self.sync.clone(),
-            rate_iops: self.rate_iops.clone(),
-            engine: self.engine.clone(),
-            warmup: self.warmup.clone(),
-            staircase: self.staircase.clone(),
-            sets: self.set.clone(),
-            sqpoll: self.sqpoll,
-            force: self.force,
-            cleanup: self.cleanup,
-            max_errors: self.max_errors.clone(),
+/// Help heading of the workload flags.
+const WORKLOAD_HEADING: &str = "Workload (TOML keys of the same name; see docs/workload.md)";
+/// Help heading of fio's options that are accepted and ignored.
+const FIO_HEADING: &str = "fio options accepted for compatibility";
+/// Clap ids of the workload flags: the flag's spelling under this prefix.
+const ID_PREFIX: &str = "workload:";
+
+/// A form that may start with `-` (a negative number reaches the workload crate, which
+/// says what is wrong with it, instead of being taken for a flag).
+fn numeric(form: &str) -> bool {
+    matches!(form, "N" | "PCT" | "SIZE")
+}
+
+/// `--set`'s long help: every key it accepts.
+fn set_long_help() -> String {
+    let keys = ioscope_workload::keys::settable().join(", ");
+    format!(
+        "Set any workload key, also inside sections: --set dataset.files=10 --set workload.threads=4.\n\nKeys: {keys}."
+    )
+}
+
+impl clap::Args for WorkloadFlags {
+    fn augment_args(mut cmd: clap::Command) -> clap::Command {
+        use clap::{Arg, ArgAction};
+        use ioscope_workload::keys::{self, FioMeaning, Section};
+        for key in keys::in_section(Section::Top) {
+            let Some(flag) = key.flag else { continue };
+            for (i, spelling) in key.spellings().into_iter().enumerate() {
+                let mut arg =
+                    Arg::new(format!("{ID_PREFIX}{spelling}")).long(spelling).action(ArgAction::Set).hide(i > 0);
+                if key.is_switch() {
+                    // `--direct`, `--direct=1`, `--direct=0` (fio's form).
+                    arg = arg.num_args(0..=1).require_equals(true).default_missing_value("").value_name("0|1");
+                } else {
+                    arg = arg.value_name(key.form).allow_hyphen_values(numeric(key.form));
+                }
+                if i == 0 {
+                    let fio: Vec<String> =
+                        key.fio.iter().filter(|f| **f != flag && **f != key.name).map(|f| format!("--{f}")).collect();
+                    let mut help = key.help_text().trim_end_matches('.').to_string();
+                    if !fio.is_empty() {
+                        help.push_str(&format!(" (fio: {})", fio.join(", ")));
+                    }
+                    help.push('.');
+                    if !key.default.is_empty() {
+                        help.push_str(&format!(" [default: {}]", key.default));
+                    }
+                    arg = arg.help(help).help_heading(WORKLOAD_HEADING);
+                    if let Some(c) = key.short {
+                        arg = arg.short(c);
+                    }
+                }
+                cmd = cmd.arg(arg);
+            }
         }
+        cmd = cmd.arg(
+            Arg::new(format!("{ID_PREFIX}set"))
+                .long("set")
+                .value_name("KEY=VALUE")
+                .action(ArgAction::Append)
+                .help("Set any workload key, also inside sections: --set dataset.files=10 --set workload.threads=4.")
+                .long_help(set_long_help())
+                .help_heading(WORKLOAD_HEADING),
+        );
+        for option in keys::FIO_OPTIONS {
+            for (i, spelling) in keys::fio_spellings(option).into_iter().enumerate() {
+                let mut arg = Arg::new(format!("{ID_PREFIX}{spelling}"))
+                    .long(spelling)
+                    .action(ArgAction::Set)
+                    .num_args(0..=1)
+                    .default_missing_value("")
+                    .hide(true);
+                match option.meaning {
+                    // A refused option's value is taken as `--filename X` too, so that it is
+                    // named in the refusal instead of being taken for the workload file.
+                    FioMeaning::Refused(_) | FioMeaning::Only { .. } => arg = arg.value_name("VALUE"),
+                    FioMeaning::Switch { .. } => arg = arg.require_equals(true).value_name("0|1"),
+                    FioMeaning::NoOp(why) => {
+                        arg = arg.require_equals(true).value_name("0|1");
+                        if i == 0 {
+                            arg = arg.hide(false).help(format!("Ignored: {why}.")).help_heading(FIO_HEADING);
+                        }
+                    }
+                }
+                cmd = cmd.arg(arg);
+            }
+        }
+        cmd
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
+    }
+}
+
+impl clap::FromArgMatches for WorkloadFlags {
+    fn from_arg_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        let mut given: Vec<(usize, String, String)> = Vec::new();
+        let mut sets = Vec::new();
+        for id in m.ids() {
+            let Some(spelling) = id.as_str().strip_prefix(ID_PREFIX) else { continue };
+            if m.value_source(id.as_str()) != Some(clap::parser::ValueSource::CommandLine) {
+                continue;
+            }
+            let values = m.get_many::<String>(id.as_str()).into_iter().flatten();
+            let indices = m.indices_of(id.as_str()).into_iter().flatten();
+            if spelling == "set" {
+                sets.extend(values.cloned());
+                continue;
+            }
+            for (index, value) in indices.zip(values) {
+                given.push((index, spelling.to_string(), value.clone()));
+            }
+        }
+        // Command-line order, so that a later flag for the same key wins.
+        given.sort_by_key(|(index, _, _)| *index);
+        let given = given.into_iter().map(|(_, flag, text)| (flag, text)).collect();
+        Ok(WorkloadFlags { flags: ioscope_workload::Flags { given, sets } })
+    }
+
+    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
     }
 }

@@ -13,16 +13,14 @@ pub fn demo(args: DemoArgs) -> u8 {
             return exit::RUN_FAILED;
         }
     };
-    let flags = Flags {
-        rw: Some("randrw".into()),
-        rwmix_read: Some("70".into()),
-        bs: Some("4k:70,64k:30".into()),
-        size: Some("256m".into()),
-        threads: Some("2".into()),
-        duration: Some(args.duration.clone()),
-        dir: Some(work.path().join("data").display().to_string()),
-        ..Flags::default()
-    };
+    let flags = Flags::default()
+        .with("rw", "randrw")
+        .with("rwmix-read", "70")
+        .with("bs", "4k:70,64k:30")
+        .with("size", "256m")
+        .with("threads", "2")
+        .with("duration", &args.duration)
+        .with("dir", &work.path().join("data").display().to_string());
     let plan = match build_plan(None, &flags) {
         Ok(p) => p,
         Err(d) => {

@@ -28,8 +28,8 @@ pub fn plan_from(file: Option<&Path>, flags: &Flags) -> Result<Plan, u8> {
     })
 }
 
-pub fn validate(file: &Path) -> u8 {
-    match plan_from(Some(file), &Flags::default()) {
+pub fn validate(file: &Path, flags: &Flags) -> u8 {
+    match plan_from(Some(file), flags) {
         Ok(plan) => {
             let threads: u32 = plan.max_threads().iter().sum();
             let threads = if threads == 1 { "1 thread".to_string() } else { format!("{threads} threads") };
@@ -49,7 +49,7 @@ pub fn validate(file: &Path) -> u8 {
 }
 
 pub fn run(args: RunArgs) -> u8 {
-    let plan = match plan_from(args.file.as_deref(), &args.workload.to_flags()) {
+    let plan = match plan_from(args.file.as_deref(), &args.workload.flags) {
         Ok(p) => p,
         Err(code) => return code,
     };

@@ -61,7 +61,7 @@ fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     let code = match cli.command {
         cli::Command::Run(args) => cmd_run::run(*args),
-        cli::Command::Validate { file } => cmd_run::validate(&file),
+        cli::Command::Validate { file, workload } => cmd_run::validate(&file, &workload.flags),
         cli::Command::Show { file, json } => cmd_show::show(&file, json),
         cli::Command::Export { file, format } => cmd_show::export(&file, format),
         cli::Command::Demo(args) => cmd_demo::demo(args),

@@ -265,27 +265,16 @@ fn boundary_values_in_every_key_and_flag_never_panic() {
             }
         }
     }
-    // Every flag, alone and over a file.
+    // Every flag of the key table, in every spelling, and fio's options, alone and over a file.
+    let mut spellings: Vec<String> = crate::keys::KEYS.iter().flat_map(|k| k.spellings()).collect();
+    spellings.extend(crate::keys::FIO_OPTIONS.iter().flat_map(crate::keys::fio_spellings));
     for value in VALUES {
-        let v = Some(value.trim_matches('"').to_string());
-        let each: [Flags; 15] = [
-            Flags { rw: v.clone(), ..Flags::default() },
-            Flags { rwmix_read: v.clone(), ..Flags::default() },
-            Flags { bs: v.clone(), ..Flags::default() },
-            Flags { size: v.clone(), ..Flags::default() },
-            Flags { files: v.clone(), ..Flags::default() },
-            Flags { threads: v.clone(), ..Flags::default() },
-            Flags { iodepth: v.clone(), ..Flags::default() },
-            Flags { duration: v.clone(), ..Flags::default() },
-            Flags { dir: v.clone(), ..Flags::default() },
-            Flags { target: v.clone(), engine: Some("nfs".into()), ..Flags::default() },
-            Flags { sync: v.clone(), ..Flags::default() },
-            Flags { rate_iops: v.clone(), ..Flags::default() },
-            Flags { engine: v.clone(), ..Flags::default() },
-            Flags { warmup: v.clone(), ..Flags::default() },
-            Flags { staircase: v.clone(), ..Flags::default() },
-        ];
-        for flags in each {
+        let v = value.trim_matches('"');
+        for flag in &spellings {
+            let flags = match flag.as_str() {
+                "target" => Flags::default().with("engine", "nfs").with(flag, v),
+                _ => Flags::default().with(flag, v),
+            };
             if catch_unwind(AssertUnwindSafe(|| check("dir = \"/tmp/x\"\n", &flags))).is_err() {
                 failures.push(format!("{flags:?}"));
             }

@@ -5,11 +5,12 @@
 //! [`Diagnostic`] pointing at the value (or flag) responsible; nothing stops at the first one.
 
 use crate::diagnostic::{closest, Diagnostic, MAX_DIAGNOSTICS};
+use crate::keys::{self, FioMeaning, Section, PATTERN_KEYS};
 use crate::plan::{
     BlockSize, Dataset, DatasetFormat, EngineKind, FileIo, FileSelect, MaxErrors, Operation, Pattern, PatternMap, Plan,
     Probe, Rw, Staircase, Steps, SyncMode, Workload,
 };
-use crate::units::{duration_literal, format_size, parse_duration, parse_size};
+use crate::units::{duration_literal, format_size, parse_duration, parse_size, UnitError};
 use ioscope_engine_table::{Capability, Target, TargetRule, ENGINES};
 use std::collections::HashMap;
 use std::ops::Range;
@@ -18,32 +19,24 @@ use std::time::Duration;
 use toml_edit::{Document, Item, TableLike, Value};
 
 /// Raw workload flags from the command line, as typed (strings), so that they are validated
-/// together with the file and every error is reported at once. None = not given.
+/// together with the file and every error is reported at once.
 #[derive(Default, Clone, Debug)]
 pub struct Flags {
-    pub rw: Option<String>,
-    pub rwmix_read: Option<String>,
-    pub bs: Option<String>,
-    pub size: Option<String>,
-    pub files: Option<String>,
-    pub threads: Option<String>,
-    pub iodepth: Option<String>,
-    pub duration: Option<String>,
-    pub dir: Option<String>,
-    pub target: Option<String>,
-    pub direct: bool,
-    pub sync: Option<String>,
-    pub rate_iops: Option<String>,
-    pub engine: Option<String>,
-    pub warmup: Option<String>,
-    pub staircase: Option<String>,
-    pub sqpoll: bool,
-    pub force: bool,
-    pub cleanup: bool,
-    pub max_errors: Option<String>,
+    /// Flags in command-line order: the flag's name without dashes, as typed (`threads`,
+    /// `numjobs`, `rwmix_read`; any spelling in [`crate::keys`]), and its text ("" for a bare
+    /// switch such as `--direct`). A later flag for the same key wins.
+    pub given: Vec<(String, String)>,
     /// `--set KEY=VALUE`, in order: any key, `section.key` inside sections (for
     /// `[[workload]]` and `[[probe]]`, every entry). A later one wins.
     pub sets: Vec<String>,
+}
+
+impl Flags {
+    /// These flags and `--FLAG TEXT` (`flag` without dashes; `text` "" for a bare switch).
+    pub fn with(mut self, flag: &str, text: &str) -> Flags {
+        self.given.push((flag.to_string(), text.to_string()));
+        self
+    }
 }
 
 /// A workload file's path (as the user gave it) and text.
@@ -60,19 +53,16 @@ pub const MAX_SOURCE_BYTES: u64 = 4 << 20;
 impl SourceFile {
     /// Reads a workload file: at most [`MAX_SOURCE_BYTES`], UTF-8 (TOML is), else why not,
     /// as one line for the terminal (`path: error: ...`, with line and column for bad bytes).
-    pub fn read(path: &std::path::Path) -> Result<SourceFile, String> {
+    pub fn read(path: &std::path::Path) -> Result<SourceFile, ReadError> {
         use std::io::Read;
         // A path too long to open is still echoed short.
         let shown = crate::diagnostic::clip(&path.display().to_string(), 200);
         let mut bytes = Vec::new();
         std::fs::File::open(path)
             .and_then(|f| f.take(MAX_SOURCE_BYTES + 1).read_to_end(&mut bytes))
-            .map_err(|e| format!("{shown}: error: cannot read the file: {e}"))?;
+            .map_err(|source| ReadError::Io { path: shown.clone(), source })?;
         if bytes.len() as u64 > MAX_SOURCE_BYTES {
-            return Err(format!(
-                "{shown}: error: the file is larger than {}: expected a workload file (TOML text)",
-                format_size(MAX_SOURCE_BYTES)
-            ));
+            return Err(ReadError::TooLarge { path: shown, limit: format_size(MAX_SOURCE_BYTES) });
         }
         match String::from_utf8(bytes) {
             Ok(text) => Ok(SourceFile { path: path.to_path_buf(), text }),
@@ -82,55 +72,36 @@ impl SourceFile {
                 let line_start = good.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
                 let col = String::from_utf8_lossy(&good[line_start..]).chars().count() + 1;
                 let byte = e.as_bytes()[good.len()];
-                Err(format!(
-                    "{shown}:{line}:{col}: error: byte 0x{byte:02x} is not UTF-8 text: expected a workload file (TOML, which is UTF-8)"
-                ))
+                Err(ReadError::NotUtf8 { path: shown, line, col, byte })
             }
         }
     }
 }
 
-/// Every key a workload file may contain, in canonical order, with its command-line flag
-/// (`description` has none).
-pub(crate) const KEYS: [(&str, &str); 28] = [
-    ("description", ""),
-    ("engine", "--engine"),
-    ("rw", "--rw"),
-    ("rwmix_read", "--rwmix-read"),
-    ("bs", "--bs"),
-    ("size", "--size"),
-    ("files", "--files"),
-    ("threads", "--threads"),
-    ("iodepth", "--iodepth"),
-    ("sqpoll", "--sqpoll"),
-    ("duration", "--duration"),
-    ("dir", "--dir"),
-    ("target", "--target"),
-    ("direct", "--direct"),
-    ("sync", "--sync"),
-    ("warmup", "--warmup"),
-    ("rate_iops", "--rate-iops"),
-    ("curve", ""),
-    ("for_threads", ""),
-    ("for_bs", ""),
-    ("for_rwmix_read", ""),
-    ("staircase", "--staircase"),
-    ("force", "--force"),
-    ("cleanup", "--cleanup"),
-    ("max_errors", "--max-errors"),
-    ("dataset", ""),
-    ("workload", ""),
-    ("probe", ""),
-];
+/// Why a workload file could not be read: one line for the terminal, naming the file.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("{path}: error: cannot read the file: {source}")]
+    Io { path: String, source: std::io::Error },
+    #[error("{path}: error: the file is larger than {limit}: expected a workload file (TOML text)")]
+    TooLarge { path: String, limit: String },
+    #[error("{path}:{line}:{col}: error: byte 0x{byte:02x} is not UTF-8 text: expected a workload file (TOML, which is UTF-8)")]
+    NotUtf8 { path: String, line: usize, col: usize, byte: u8 },
+}
 
-/// Keys of the sections: `[dataset]`, each `[[workload]]`, each `[[probe]]`.
-const DATASET_KEYS: [&str; 8] = ["dir", "depth", "width", "files", "sizes", "total_size", "working_set", "format"];
-const WORKLOAD_KEYS: [&str; 10] =
-    ["name", "operation", "rw", "rwmix_read", "bs", "fileio", "fileselect", "threads", "skew", "pattern"];
-const PROBE_KEYS: [&str; 4] = ["name", "command", "at", "timeout"];
-/// Sections: name, keys, whether it is an array of tables.
-const SECTIONS: [(&str, &[&str], bool); 3] =
-    [("dataset", &DATASET_KEYS, false), ("workload", &WORKLOAD_KEYS, true), ("probe", &PROBE_KEYS, true)];
+/// Why a value does not read. Its text is the note under the diagnostic; the expected form
+/// is said by the caller.
+#[derive(Debug, thiserror::Error)]
+enum ValueError {
+    #[error(transparent)]
+    Unit(#[from] UnitError),
+    /// A hint about what was written (`numbers are written without quotes`).
+    #[error("{0}")]
+    Hint(String),
+    /// Not of the expected form; nothing more to say.
+    #[error("")]
+    Form,
+}
 
 /// vdbench's names, and the key ioscope uses, inside sections.
 const SECTION_ALIASES: [(&str, &str); 8] = [
@@ -144,22 +115,14 @@ const SECTION_ALIASES: [(&str, &str); 8] = [
     ("cmd", "command"),
 ];
 
-/// Names people bring from fio (or guess), and the key ioscope uses instead.
-const ALIASES: [(&str, &str); 19] = [
-    ("blocksize", "bs"),
+/// Names people guess, and the key ioscope uses instead (fio's names are in the key table).
+const ALIASES: [(&str, &str); 11] = [
     ("block_size", "bs"),
-    ("numjobs", "threads"),
     ("jobs", "threads"),
-    ("runtime", "duration"),
     ("time", "duration"),
-    ("directory", "dir"),
     ("path", "dir"),
-    ("ioengine", "engine"),
     ("filesize", "size"),
-    ("nrfiles", "files"),
     ("rate", "rate_iops"),
-    ("rwmixread", "rwmix_read"),
-    ("readwrite", "rw"),
     ("elapsed", "duration"),
     ("fwdrate", "rate_iops"),
     ("iorate", "rate_iops"),
@@ -186,6 +149,7 @@ const RWS: &[(&str, Rw)] = &[
     ("randread", Rw::RandRead),
     ("randwrite", Rw::RandWrite),
     ("randrw", Rw::RandRw),
+    ("rw", Rw::ReadWrite),
 ];
 const OPERATIONS: &[(&str, Operation)] = &[
     ("read", Operation::Read),
@@ -217,18 +181,77 @@ const SYNCS: &[(&str, SyncMode)] = &[
 
 /// Whether `key` is a workload key (file key names, not flags).
 pub fn is_known_key(key: &str) -> bool {
-    let in_section =
-        |(section, k): (&str, &str)| SECTIONS.iter().any(|(s, keys, _)| *s == section && keys.contains(&k));
-    KEYS.iter().any(|(k, _)| *k == key)
-        || key.split_once('.').is_some_and(in_section)
-        || PATTERN_KEYS.iter().any(|k| key.strip_prefix("workload.pattern.") == Some(k))
+    table_key(key).is_some() || key.strip_prefix("workload.pattern.").is_some_and(|k| PATTERN_KEYS.contains(&k))
 }
 
-/// The keys of a workload's `pattern` table.
-const PATTERN_KEYS: [&str; 3] = ["text", "map", "column"];
+/// The table entry of a key as the walker names it: `threads`, `dataset.files`.
+fn table_key(key: &str) -> Option<&'static keys::Key> {
+    match key.split_once('.') {
+        Some((sec, name)) => Section::TABLES.iter().find(|s| s.name() == sec).and_then(|s| keys::find(*s, name)),
+        None => keys::find(Section::Top, key),
+    }
+}
 
-fn flag_name(key: &str) -> &'static str {
-    KEYS.iter().find(|(k, _)| *k == key).map_or("", |(_, f)| *f)
+/// The flag of a top-level key, as shown in messages (`--rwmix-read`); "" when it has none.
+fn flag_name(key: &str) -> String {
+    table_key(key).and_then(|k| k.flag).filter(|_| !key.contains('.')).map_or(String::new(), |f| format!("--{f}"))
+}
+
+/// The top-level names of a workload file: its keys, then its sections.
+fn top_names() -> Vec<&'static str> {
+    keys::in_section(Section::Top).map(|k| k.name).chain(Section::TABLES.iter().map(|s| s.name())).collect()
+}
+
+/// A flag resolved to its key: the key, its text, and the flag as typed (`--numjobs`).
+struct FlagValue<'a> {
+    key: &'static str,
+    text: &'a str,
+    flag: String,
+}
+
+/// Resolves the command-line flags to keys: any spelling of a key's flag, or a fio option
+/// (a switch that sets a key, a no-op, or a refusal with the reason).
+fn resolve_flags<'a>(given: &'a [(String, String)], diags: &mut Vec<Diagnostic>) -> Vec<FlagValue<'a>> {
+    let mut out = Vec::new();
+    for (name, text) in given {
+        let flag = format!("--{name}");
+        if let Some(key) = keys::by_flag(name) {
+            out.push(FlagValue { key: key.name, text: text.as_str(), flag });
+            continue;
+        }
+        let meaning = match keys::by_fio_name(name) {
+            Some(keys::FioMatch::Option(o)) => o.meaning,
+            // A key without a flag of its own: only `--set` and the file.
+            Some(keys::FioMatch::Key(k)) => {
+                let expected = format!("--set {}=VALUE (`{}` has no flag of its own)", k.name, k.name);
+                diags.push(Diagnostic::at_flag(&flag, "", text, expected, ""));
+                continue;
+            }
+            None => {
+                diags.push(Diagnostic::at_flag(&flag, "", text, "a workload flag (see ioscope run --help)", ""));
+                continue;
+            }
+        };
+        match meaning {
+            FioMeaning::Switch { key, on, off, other } => match text.trim() {
+                "" | "1" => out.push(FlagValue { key, text: on, flag }),
+                "0" => out.push(FlagValue { key, text: off, flag }),
+                _ => diags.push(Diagnostic::at_flag(&flag, "", text, "1 or 0", other)),
+            },
+            FioMeaning::NoOp(_) => {}
+            // A bare flag is fio's `=1`.
+            FioMeaning::Only { value, why } if text.trim() != value && !(text.is_empty() && value == "1") => {
+                let expected = format!("{flag}={value} (ioscope does not do what fio's {flag}={text} asks)");
+                diags.push(Diagnostic::at_flag(&flag, "", text, expected, why));
+            }
+            FioMeaning::Only { .. } => {}
+            FioMeaning::Refused(why) => {
+                let expected = format!("a flag ioscope has (fio's {flag} has no equivalent)");
+                diags.push(Diagnostic::at_flag(&flag, "", text, expected, why));
+            }
+        }
+    }
+    out
 }
 
 /// Builds the Plan from defaults < file < flags (flags override the file). Returns every
@@ -237,9 +260,10 @@ pub fn build_plan(file: Option<&SourceFile>, flags: &Flags) -> Result<Plan, Vec<
     let parsed = file.map(|f| (f, Document::parse(f.text.as_str())));
     let mut diags = Vec::new();
     let sets = parse_sets(&flags.sets, &mut diags);
+    let flag_values = resolve_flags(&flags.given, &mut diags);
     let mut ctx = Ctx {
         file,
-        flags,
+        flags: flag_values,
         sets: sets.iter().map(|(k, v, t)| (k.as_str(), v.as_ref(), t.as_str())).collect(),
         entries: HashMap::new(),
         arrays: HashMap::new(),
@@ -284,16 +308,9 @@ pub fn build_plan(file: Option<&SourceFile>, flags: &Flags) -> Result<Plan, Vec<
     Err(diags)
 }
 
-/// Every key `--set` accepts: top-level keys and `section.key`.
-fn settable_keys() -> Vec<String> {
-    let top = KEYS.iter().map(|(k, _)| *k).filter(|k| !SECTIONS.iter().any(|(s, _, _)| s == k)).map(String::from);
-    let inner = SECTIONS.iter().flat_map(|(s, keys, _)| keys.iter().map(move |k| format!("{s}.{k}")));
-    top.chain(inner).collect()
-}
-
 /// `--set KEY=VALUE` flags: (key, value as a TOML array/table/boolean if it reads as one, text).
 fn parse_sets(sets: &[String], diags: &mut Vec<Diagnostic>) -> Vec<(String, Option<Item>, String)> {
-    let known = settable_keys();
+    let known = keys::settable();
     let mut out = Vec::new();
     for set in sets {
         let Some((key, value)) = set.split_once('=') else {
@@ -303,7 +320,12 @@ fn parse_sets(sets: &[String], diags: &mut Vec<Diagnostic>) -> Vec<(String, Opti
         let key = key.trim();
         if !known.iter().any(|k| k == key) {
             let names: Vec<&str> = known.iter().map(String::as_str).collect();
-            let note = closest(key, &names).map(|c| format!("did you mean `{c}`?")).unwrap_or_default();
+            let note = match keys::by_fio_name(key) {
+                Some(keys::FioMatch::Key(k)) => {
+                    format!("did you mean `{}`? (`{key}` is spelled `{}` in ioscope)", k.name, k.name)
+                }
+                _ => closest(key, &names).map(|c| format!("did you mean `{c}`?")).unwrap_or_default(),
+            };
             let expected = "a workload key (see docs/workload.md), e.g. threads, dataset.files, workload.threads";
             diags.push(Diagnostic::at_flag("--set", key, set, expected, note));
             continue;
@@ -331,7 +353,7 @@ enum Loc {
     /// Bytes `span` of the file; `shown` is the value as written, shortened to one line.
     File { span: Range<usize>, shown: String },
     /// A flag and its text (empty for a bare flag such as `--direct`).
-    Flag { flag: &'static str, text: String },
+    Flag { flag: String, text: String },
     /// The built-in default: nothing to point at.
     Default,
 }
@@ -395,7 +417,8 @@ type ArrayEntry<'a> = (Option<Range<usize>>, Entries<'a>);
 
 struct Ctx<'a> {
     file: Option<&'a SourceFile>,
-    flags: &'a Flags,
+    /// The command-line flags, resolved to keys, in order.
+    flags: Vec<FlagValue<'a>>,
     /// `--set` flags: key, value as TOML (arrays, tables, booleans), text.
     sets: Vec<(&'a str, Option<&'a Item>, &'a str)>,
     /// The file's known keys outside arrays of tables.
@@ -427,7 +450,7 @@ impl<'a> Ctx<'a> {
                 let f = self.file.expect("file location without a file");
                 Diagnostic::in_file(&f.path, &f.text, span.clone(), key, shown, expected, message)
             }
-            Loc::Flag { flag, text } => Diagnostic::at_flag(*flag, key, text, expected, message),
+            Loc::Flag { flag, text } => Diagnostic::at_flag(flag, key, text, expected, message),
             Loc::Default => Diagnostic::at_flag(flag_name(key), key, "", expected, message),
         };
         self.diags.push(d);
@@ -459,12 +482,13 @@ impl<'a> Ctx<'a> {
                 continue;
             };
             let key_span = key.span();
-            if let Some((sec, keys, array)) = SECTIONS.iter().find(|(s, _, _)| *s == name) {
+            if let Some(section) = Section::TABLES.into_iter().find(|s| s.name() == name) {
+                let (sec, array) = (section.name(), section.is_array());
                 let header = item.span().or(key_span.clone());
                 match (item, array) {
                     (Item::ArrayOfTables(a), true) => {
                         for t in a.iter() {
-                            let entries = self.section(sec, keys, t);
+                            let entries = self.section(section, t);
                             self.arrays.entry(sec).or_default().push((t.span().or(header.clone()), entries));
                         }
                     }
@@ -473,19 +497,19 @@ impl<'a> Ctx<'a> {
                         self.err(&loc, name, format!("[[{sec}]] (double brackets: there may be several)"), "");
                     }
                     (_, false) if item.is_table_like() => {
-                        let entries = self.section(sec, keys, item.as_table_like().expect("table"));
+                        let entries = self.section(section, item.as_table_like().expect("table"));
                         self.entries.extend(entries);
                     }
                     _ => {
                         let loc = self.item_loc(item, key_span);
-                        let form = if *array { format!("[[{sec}]] tables") } else { format!("a [{sec}] table") };
+                        let form = if array { format!("[[{sec}]] tables") } else { format!("a [{sec}] table") };
                         self.err(&loc, name, form, "");
                     }
                 }
                 continue;
             }
-            if let Some((known, _)) = KEYS.iter().find(|(k, _)| *k == name) {
-                self.entries.insert(known.to_string(), (key_span, item));
+            if let Some(known) = keys::find(Section::Top, name) {
+                self.entries.insert(known.name.to_string(), (key_span, item));
                 continue;
             }
             let loc = match key_span.clone() {
@@ -498,18 +522,31 @@ impl<'a> Ctx<'a> {
                     "[{name}] is not a section of a workload file: the sections are [dataset], [[workload]] and [[probe]]"
                 ));
             }
-            if let Some((_, to)) = ALIASES.iter().find(|(from, _)| name.eq_ignore_ascii_case(from)) {
+            let names = top_names();
+            let fio = keys::by_fio_name(name);
+            if let Some(keys::FioMatch::Key(k)) = fio {
+                notes.push(format!("did you mean `{}`? (`{name}` is spelled `{}` in ioscope)", k.name, k.name));
+            } else if let Some((_, to)) = ALIASES.iter().find(|(from, _)| name.eq_ignore_ascii_case(from)) {
                 notes.push(format!("did you mean `{to}`? (`{name}` is spelled `{to}` in ioscope)"));
-            } else if let Some(s) = closest(name, &KEYS.map(|(k, _)| k)) {
+            } else if let Some(keys::FioMatch::Option(o)) = fio {
+                match o.meaning {
+                    FioMeaning::Switch { key, .. } => notes.push(format!("`{name}` is fio's: set `{key}` instead")),
+                    FioMeaning::NoOp(why) | FioMeaning::Only { why, .. } | FioMeaning::Refused(why) => {
+                        notes.push(format!("`{name}` is fio's: {why}"))
+                    }
+                }
+            } else if let Some(s) = closest(name, &names) {
                 notes.push(format!("did you mean `{s}`?"));
             }
-            let expected = format!("one of: {}", KEYS.map(|(k, _)| k).join(", "));
+            let expected = format!("one of: {}", names.join(", "));
             self.err(&loc, name, expected, notes.join("\n"));
         }
     }
 
     /// The keys of one section table, as "section.key"; unknown keys are reported.
-    fn section(&mut self, sec: &str, keys: &[&str], t: &'a dyn TableLike) -> Entries<'a> {
+    fn section(&mut self, section: Section, t: &'a dyn TableLike) -> Entries<'a> {
+        let sec = section.name();
+        let keys: Vec<&str> = keys::in_section(section).map(|k| k.name).collect();
         let mut out = Entries::new();
         for (k, item) in t.iter() {
             let key_span = t.key(k).and_then(|k| k.span());
@@ -524,7 +561,7 @@ impl<'a> Ctx<'a> {
             let note = match SECTION_ALIASES.iter().find(|(from, to)| k.eq_ignore_ascii_case(from) && keys.contains(to))
             {
                 Some((_, to)) => format!("did you mean `{to}`? (`{k}` is spelled `{to}` in ioscope)"),
-                None => closest(k, keys).map(|c| format!("did you mean `{c}`?")).unwrap_or_default(),
+                None => closest(k, &keys).map(|c| format!("did you mean `{c}`?")).unwrap_or_default(),
             };
             self.err(&loc, &format!("{sec}.{k}"), format!("in [{sec}], one of: {}", keys.join(", ")), note);
         }
@@ -534,37 +571,13 @@ impl<'a> Ctx<'a> {
     /// The effective raw input for `key` (flag over file) and its location. Keys of an
     /// array section ("workload.threads") are read from the entry being parsed.
     fn raw(&self, key: &str) -> Option<(Raw<'a>, Loc)> {
-        let f = self.flags;
-        let flag_text: Option<&'a str> = match key {
-            "engine" => f.engine.as_deref(),
-            "rw" => f.rw.as_deref(),
-            "rwmix_read" => f.rwmix_read.as_deref(),
-            "bs" => f.bs.as_deref(),
-            "size" => f.size.as_deref(),
-            "files" => f.files.as_deref(),
-            "threads" => f.threads.as_deref(),
-            "iodepth" => f.iodepth.as_deref(),
-            "duration" => f.duration.as_deref(),
-            "dir" => f.dir.as_deref(),
-            "target" => f.target.as_deref(),
-            "sync" => f.sync.as_deref(),
-            "rate_iops" => f.rate_iops.as_deref(),
-            "warmup" => f.warmup.as_deref(),
-            "staircase" => f.staircase.as_deref(),
-            "direct" => f.direct.then_some(""),
-            "sqpoll" => f.sqpoll.then_some(""),
-            "force" => f.force.then_some(""),
-            "cleanup" => f.cleanup.then_some(""),
-            "max_errors" => f.max_errors.as_deref(),
-            _ => None,
-        };
         if let Some((_, item, text)) = self.sets.iter().rev().find(|(k, _, _)| *k == key) {
-            let loc = Loc::Flag { flag: "--set", text: format!("{key}={text}") };
+            let loc = Loc::Flag { flag: "--set".into(), text: format!("{key}={text}") };
             return Some((item.map_or(Raw::Flag(text), Raw::Toml), loc));
         }
-        if let Some(text) = flag_text {
-            let loc = Loc::Flag { flag: flag_name(key), text: text.to_string() };
-            return Some((Raw::Flag(text), loc));
+        if let Some(f) = self.flags.iter().rev().find(|f| f.key == key) {
+            let loc = Loc::Flag { flag: f.flag.clone(), text: f.text.to_string() };
+            return Some((Raw::Flag(f.text), loc));
         }
         let (key_span, item) = match (key.split_once('.'), self.current) {
             (Some((sec, _)), Some((cur, i))) if sec == cur => self.arrays.get(cur)?.get(i)?.1.get(key)?,
@@ -578,33 +591,41 @@ impl<'a> Ctx<'a> {
         let Some((raw, loc)) = self.raw(key) else {
             return Got::Absent;
         };
-        let parsed: Result<i128, String> = match raw {
-            Raw::Flag(text) => text.trim().parse::<i128>().map_err(|_| String::new()),
+        let parsed: Result<i128, ValueError> = match raw {
+            Raw::Flag(text) => text.trim().parse::<i128>().map_err(|_| ValueError::Form),
             Raw::Toml(item) => match item.as_value() {
                 Some(Value::Integer(i)) => Ok(i128::from(*i.value())),
                 Some(Value::String(s)) if s.value().trim().parse::<i128>().is_ok() => {
-                    Err(format!("numbers are written without quotes: {key} = {}", s.value().trim()))
+                    Err(ValueError::Hint(format!("numbers are written without quotes: {key} = {}", s.value().trim())))
                 }
-                _ => Err(String::new()),
+                _ => Err(ValueError::Form),
             },
         };
         match parsed {
             Ok(v) if v >= i128::from(min) && v <= i128::from(max) => Got::Ok(v as u64, loc),
             Ok(_) | Err(_) => {
-                let note = parsed.err().unwrap_or_default();
+                let note = parsed.err().map(|e| e.to_string()).unwrap_or_default();
                 self.err(&loc, key, format!("a whole number from {min} to {max}"), note);
                 Got::Bad
             }
         }
     }
 
-    /// `true` or `false` in the file; a bare flag means true.
+    /// `true` or `false` in the file; a bare flag means true, and a flag's `=1`/`=0` (fio's
+    /// spelling) or `=true`/`=false` says which.
     fn boolean(&mut self, key: &str) -> Got<bool> {
         let Some((raw, loc)) = self.raw(key) else {
             return Got::Absent;
         };
         match raw {
-            Raw::Flag(_) => Got::Ok(true, loc),
+            Raw::Flag(text) => match text.trim().to_ascii_lowercase().as_str() {
+                "" | "1" | "true" => Got::Ok(true, loc),
+                "0" | "false" => Got::Ok(false, loc),
+                _ => {
+                    self.err(&loc, key, "1 or 0 (true or false); the flag alone means 1", "");
+                    Got::Bad
+                }
+            },
             Raw::Toml(item) => match item.as_value() {
                 Some(Value::Boolean(b)) => Got::Ok(*b.value(), loc),
                 v => {
@@ -652,6 +673,8 @@ impl<'a> Ctx<'a> {
             return Got::Bad;
         };
         let t = s.trim().to_ascii_lowercase();
+        // fio's values of the same meaning (`--ioengine psync`).
+        let t = table_key(key).map_or(t.as_str(), |k| k.native_value(&t)).to_string();
         if let Some((_, v)) = choices.iter().find(|(n, _)| *n == t) {
             return Got::Ok(*v, loc);
         }
@@ -673,12 +696,12 @@ impl<'a> Ctx<'a> {
         };
         let expected = "a size like 1g, 512m, 10g (or a byte count), above 0";
         let parsed = match raw {
-            Raw::Flag(t) => parse_size(t),
+            Raw::Flag(t) => parse_size(t).map_err(ValueError::from),
             Raw::Toml(item) => match item.as_value() {
-                Some(Value::String(s)) => parse_size(s.value()),
+                Some(Value::String(s)) => parse_size(s.value()).map_err(ValueError::from),
                 Some(Value::Integer(i)) if *i.value() >= 0 => Ok(*i.value() as u64),
-                Some(Value::Integer(_)) => Err("a size cannot be negative".into()),
-                _ => Err(String::new()),
+                Some(Value::Integer(_)) => Err(UnitError::NegativeSize.into()),
+                _ => Err(ValueError::Form),
             },
         };
         match parsed {
@@ -688,7 +711,7 @@ impl<'a> Ctx<'a> {
             }
             Ok(v) => Got::Ok(v, loc),
             Err(note) => {
-                self.err(&loc, key, expected, note);
+                self.err(&loc, key, expected, note.to_string());
                 Got::Bad
             }
         }
@@ -707,7 +730,7 @@ impl<'a> Ctx<'a> {
                 Got::Bad
             }
             Err(note) => {
-                self.err(&loc, key, expected, note);
+                self.err(&loc, key, expected, note.to_string());
                 Got::Bad
             }
         }
@@ -735,7 +758,7 @@ impl<'a> Ctx<'a> {
             Ok(d) if d > MAX_DURATION => String::new(),
             Ok(_) if min_s > 0 => format!("a run of less than {min_s}s measures nothing"),
             Ok(_) => String::new(),
-            Err(note) => note,
+            Err(note) => note.to_string(),
         };
         self.err(&loc, key, expected, note);
         Got::Bad
@@ -748,17 +771,19 @@ impl<'a> Ctx<'a> {
         };
         let expected = "a count of failed I/Os (like 1000), a share of the I/Os (like \"1%\" or \"0.1%\"), or \"off\"";
         let parsed = match raw {
-            Raw::Flag(t) => MaxErrors::parse(t),
+            Raw::Flag(t) => MaxErrors::parse(t).map_err(ValueError::Hint),
             Raw::Toml(item) => match item.as_value() {
-                Some(Value::Integer(i)) => u64::try_from(*i.value()).map(MaxErrors::Count).map_err(|_| String::new()),
-                Some(Value::String(s)) => MaxErrors::parse(s.value()),
-                _ => Err(String::new()),
+                Some(Value::Integer(i)) => {
+                    u64::try_from(*i.value()).map(MaxErrors::Count).map_err(|_| ValueError::Form)
+                }
+                Some(Value::String(s)) => MaxErrors::parse(s.value()).map_err(ValueError::Hint),
+                _ => Err(ValueError::Form),
             },
         };
         match parsed {
             Ok(m) => Got::Ok(m, loc),
             Err(note) => {
-                self.err(&loc, "max_errors", expected, note);
+                self.err(&loc, "max_errors", expected, note.to_string());
                 Got::Bad
             }
         }
@@ -858,13 +883,13 @@ impl<'a> Ctx<'a> {
         let mut out = Vec::new();
         for (item, iloc) in &items {
             let d = match item {
-                ListItem::Text(t) => parse_duration(t),
+                ListItem::Text(t) => parse_duration(t).map_err(ValueError::from),
                 ListItem::Toml(v) => duration_value(v),
             };
             match d {
                 Ok(d) if d <= MAX_DURATION => out.push(d),
                 Ok(_) => self.err(iloc, key, expected, "at most 30d"),
-                Err(note) => self.err(iloc, key, expected, note),
+                Err(note) => self.err(iloc, key, expected, note.to_string()),
             }
         }
         if items.is_empty() {
@@ -901,7 +926,7 @@ impl<'a> Ctx<'a> {
                         let entries = match v {
                             Value::String(s) => self.bs_list(key, s.value(), &vloc),
                             Value::Integer(i) => {
-                                let bytes = u64::try_from(*i.value()).map_err(|_| "a size cannot be negative".into());
+                                let bytes = u64::try_from(*i.value()).map_err(|_| UnitError::NegativeSize.into());
                                 self.bs_entry(key, bytes, 1, &vloc).map(|e| vec![e])
                             }
                             _ => {
@@ -1127,8 +1152,7 @@ impl<'a> Ctx<'a> {
                 Some(Value::String(s)) => self.bs_list(key, s.value(), &loc),
                 Some(Value::Integer(i)) => {
                     let bytes = u64::try_from(*i.value()).ok();
-                    self.bs_entry(key, bytes.ok_or_else(|| "a size cannot be negative".into()), 1, &loc)
-                        .map(|e| vec![e])
+                    self.bs_entry(key, bytes.ok_or(ValueError::Unit(UnitError::NegativeSize)), 1, &loc).map(|e| vec![e])
                 }
                 Some(Value::Array(a)) => {
                     let mut tables = Vec::new();
@@ -1159,7 +1183,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// Checks one block size (1 byte ..= 256 MiB).
-    fn bs_entry(&mut self, key: &str, bytes: Result<u64, String>, weight: u32, loc: &Loc) -> Option<BsEntry> {
+    fn bs_entry(&mut self, key: &str, bytes: Result<u64, ValueError>, weight: u32, loc: &Loc) -> Option<BsEntry> {
         match bytes {
             Ok(b) if (1..=MAX_BS).contains(&b) => {
                 Some(BsEntry { bs: BlockSize { bytes: b, weight }, loc: loc.clone() })
@@ -1171,7 +1195,7 @@ impl<'a> Ctx<'a> {
                 None
             }
             Err(note) => {
-                self.err(loc, key, SIZE_EXAMPLE, note);
+                self.err(loc, key, SIZE_EXAMPLE, note.to_string());
                 None
             }
         }
@@ -1264,8 +1288,8 @@ impl<'a> Ctx<'a> {
             let entry = match parse_size(&s[size_r]) {
                 Ok(b) => self.bs_entry(key, Ok(b), weight.unwrap_or(1), &loc),
                 Err(e) => {
-                    let msg = [note, e].into_iter().filter(|n| !n.is_empty()).collect::<Vec<_>>();
-                    self.bs_entry(key, Err(msg.join("\n")), 1, &loc)
+                    let msg = [note, e.to_string()].into_iter().filter(|n| !n.is_empty()).collect::<Vec<_>>();
+                    self.bs_entry(key, Err(ValueError::Hint(msg.join("\n"))), 1, &loc)
                 }
             };
             match (entry, weight) {
@@ -1317,11 +1341,11 @@ impl<'a> Ctx<'a> {
                 Some((k, item)) => {
                     let sloc = self.item_loc(item, k.span());
                     let bytes = match item.as_value() {
-                        Some(Value::String(s)) => parse_size(s.value()),
+                        Some(Value::String(s)) => parse_size(s.value()).map_err(ValueError::from),
                         Some(Value::Integer(i)) => {
-                            u64::try_from(*i.value()).map_err(|_| "a size cannot be negative".to_string())
+                            u64::try_from(*i.value()).map_err(|_| UnitError::NegativeSize.into())
                         }
-                        _ => Err(String::new()),
+                        _ => Err(ValueError::Form),
                     };
                     self.bs_entry(key, bytes, weight.unwrap_or(1), &sloc)
                 }
@@ -1397,7 +1421,7 @@ impl<'a> Ctx<'a> {
         if n == 0 {
             workloads.push(self.flat_workload(has_dataset));
         } else {
-            for key in ["rw", "rwmix_read", "bs", "threads"] {
+            for key in ["rw", "rwmix_read", "bs", "threads", "name"] {
                 if let Some((_, loc)) = self.raw(key) {
                     let note = format!("with [[workload]] sections, each workload sets its own `{key}`");
                     self.err(&loc, key, format!("`{key}` inside each [[workload]]"), note);
@@ -1782,7 +1806,7 @@ impl<'a> Ctx<'a> {
                 "workload" if workloads == 0 => {
                     let file = if self.file.is_some() { "the workload file has" } else { "there is" };
                     let mut note = format!("{file} no [[workload]] section, so `{key}` would change nothing");
-                    if ["rw", "rwmix_read", "bs", "threads"].contains(&inner) {
+                    if ["rw", "rwmix_read", "bs", "threads", "name"].contains(&inner) {
                         note.push_str(&format!(
                             "\nthe one workload of a file without [[workload]] takes the top-level key: --set {inner}={text}"
                         ));
@@ -1795,7 +1819,7 @@ impl<'a> Ctx<'a> {
                 }
                 _ => continue,
             };
-            let loc = Loc::Flag { flag: "--set", text: format!("{key}={text}") };
+            let loc = Loc::Flag { flag: "--set".into(), text: format!("{key}={text}") };
             self.err(&loc, key, format!("a [[{section}]] section in the workload file for {section}.* keys"), note);
         }
     }
@@ -1806,12 +1830,13 @@ impl<'a> Ctx<'a> {
         let rwmix_g = self.int("rwmix_read", 0, 100);
         let bs_g = self.block_sizes("bs");
         let threads_g = self.int("threads", 1, 4096);
+        let name_g = self.text_value("name", "a name like \"job1\"");
         let text = self.text();
-        // rwmix_read only means something for randrw.
+        // rwmix_read only means something for randrw (and rw, its sequential form).
         if let (Got::Ok(_, loc), Some(rw)) = (&rwmix_g, rw_g.or(Rw::RandRead)) {
-            if rw != Rw::RandRw {
+            if !rw.is_mixed() {
                 let note = format!(
-                    "rwmix_read applies only to rw = randrw, and rw is {} ({}): remove rwmix_read, or set rw = \"randrw\"",
+                    "rwmix_read applies only to rw = randrw or rw, and rw is {} ({}): remove rwmix_read, or set rw = \"randrw\"",
                     rw.name(),
                     rw_g.loc().describe(text)
                 );
@@ -1820,14 +1845,15 @@ impl<'a> Ctx<'a> {
         }
         let rw = rw_g.or(Rw::RandRead)?;
         let read_pct = match (rw, &rwmix_g) {
-            (Rw::RandRw, Got::Ok(pct, _)) => *pct as u8,
+            (rw, Got::Ok(pct, _)) if rw.is_mixed() => *pct as u8,
             (rw, _) => rw.default_read_pct(),
         };
         let default_bs = vec![BsEntry { bs: BlockSize { bytes: 4096, weight: 1 }, loc: Loc::Default }];
         let bs = bs_g.or(default_bs)?;
         Some(ParsedWorkload {
+            name_loc: name_g.loc(),
             workload: Workload {
-                name: rw.name().to_string(),
+                name: name_g.or(rw.name().to_string())?,
                 operation: if read_pct > 0 { Operation::Read } else { Operation::Write },
                 read_pct,
                 block_sizes: bs.iter().map(|e| e.bs).collect(),
@@ -1838,7 +1864,6 @@ impl<'a> Ctx<'a> {
                 pattern: None,
             },
             bs,
-            name_loc: Loc::Default,
             skew_loc: Loc::Default,
         })
     }
@@ -2062,23 +2087,23 @@ enum ListItem<'a> {
 }
 
 /// A duration from a TOML value: a string like "90s", or a number of seconds.
-fn duration_value(v: &Value) -> Result<Duration, String> {
+fn duration_value(v: &Value) -> Result<Duration, ValueError> {
     match v {
-        Value::String(s) => parse_duration(s.value()),
+        Value::String(s) => Ok(parse_duration(s.value())?),
         Value::Integer(i) if *i.value() >= 0 => Ok(Duration::from_secs(*i.value() as u64)),
         Value::Float(x) if x.value().is_finite() && *x.value() >= 0.0 => {
-            Duration::try_from_secs_f64(*x.value()).map_err(|e| e.to_string())
+            Duration::try_from_secs_f64(*x.value()).map_err(|e| ValueError::Hint(e.to_string()))
         }
-        Value::Integer(_) | Value::Float(_) => Err("a duration cannot be negative".into()),
-        _ => Err(String::new()),
+        Value::Integer(_) | Value::Float(_) => Err(UnitError::NegativeDuration.into()),
+        _ => Err(ValueError::Form),
     }
 }
 
 /// A duration from a flag's text or a file value.
-fn raw_duration(raw: Raw) -> Result<Duration, String> {
+fn raw_duration(raw: Raw) -> Result<Duration, ValueError> {
     match raw {
-        Raw::Flag(t) => parse_duration(t),
-        Raw::Toml(item) => item.as_value().map_or(Err(String::new()), duration_value),
+        Raw::Flag(t) => Ok(parse_duration(t)?),
+        Raw::Toml(item) => item.as_value().map_or(Err(ValueError::Form), duration_value),
     }
 }
 

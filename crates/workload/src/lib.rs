@@ -7,20 +7,24 @@ mod canonical;
 mod diagnostic;
 pub mod font;
 mod input;
+pub mod keys;
 pub mod plan;
+pub mod reference;
 mod units;
 pub mod vdbench;
 
 pub use canonical::{plan_hash, to_toml};
 pub use diagnostic::{render_diagnostics, Diagnostic, Origin};
-pub use input::{build_plan, validate_file, Flags, SourceFile, MAX_SOURCE_BYTES};
+pub use input::{build_plan, validate_file, Flags, ReadError, SourceFile, MAX_SOURCE_BYTES};
 pub use plan::{
     BlockSize, Dataset, DatasetFormat, EngineKind, FileIo, FileSelect, MaxErrors, Operation, Pattern, PatternMap, Plan,
     Probe, Rate, Rw, Staircase, Step, Steps, SyncMode, Target, TargetKind, Workload,
 };
-pub use units::{format_size, parse_duration, parse_size};
+pub use units::{format_size, parse_duration, parse_size, UnitError};
 
 #[cfg(test)]
 mod fuzz_tests;
+#[cfg(test)]
+mod keys_tests;
 #[cfg(test)]
 mod tests;

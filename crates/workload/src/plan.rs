@@ -14,9 +14,15 @@ pub enum Rw {
     RandRead,
     RandWrite,
     RandRw,
+    /// Sequential mixed reads and writes (fio's `rw`, `readwrite`).
+    ReadWrite,
 }
 
 impl Rw {
+    /// Whether it mixes reads and writes (and so takes `rwmix_read`).
+    pub fn is_mixed(self) -> bool {
+        matches!(self, Rw::RandRw | Rw::ReadWrite)
+    }
     pub fn is_random(self) -> bool {
         matches!(self, Rw::RandRead | Rw::RandWrite | Rw::RandRw)
     }
@@ -25,7 +31,7 @@ impl Rw {
         match self {
             Rw::Read | Rw::RandRead => 100,
             Rw::Write | Rw::RandWrite => 0,
-            Rw::RandRw => 50,
+            Rw::RandRw | Rw::ReadWrite => 50,
         }
     }
     pub fn name(self) -> &'static str {
@@ -35,6 +41,7 @@ impl Rw {
             Rw::RandRead => "randread",
             Rw::RandWrite => "randwrite",
             Rw::RandRw => "randrw",
+            Rw::ReadWrite => "rw",
         }
     }
 }

@@ -8,6 +8,37 @@ use std::time::Duration;
 
 const KIB: u64 = 1024;
 
+/// Why a size or a duration does not read; the text is the note shown to the user.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum UnitError {
+    #[error("empty size")]
+    EmptySize,
+    #[error("empty duration")]
+    EmptyDuration,
+    #[error("a size cannot be negative")]
+    NegativeSize,
+    #[error("a duration cannot be negative")]
+    NegativeDuration,
+    #[error("\"{0}\" is not a number")]
+    NotANumber(String),
+    #[error("\"{0}\" does not start with a number")]
+    NoNumber(String),
+    #[error("\"{0}\" is not a size unit (use k, m, g, t or p, powers of 1024; a bare number is bytes)")]
+    SizeUnit(String),
+    #[error("\"{0}\" is too large")]
+    TooLarge(String),
+    #[error("\"{0}\" is not a whole number of bytes")]
+    NotWholeBytes(String),
+    #[error("too long")]
+    TooLong,
+    #[error("expected a number before \"{0}\"")]
+    NumberBefore(String),
+    #[error("\"{0}\" needs a unit (ms, s, m, h, d)")]
+    NeedsUnit(String),
+    #[error("\"{0}\" is not a duration unit (use ms, s, m, h or d)")]
+    DurationUnit(String),
+}
+
 /// Binary size units, largest first: (suffix letter, bytes, long name used by [`format_size`]).
 const SIZE_UNITS: [(char, u64, &str); 5] = [
     ('p', KIB.pow(5), "PiB"),
@@ -18,17 +49,17 @@ const SIZE_UNITS: [(char, u64, &str); 5] = [
 ];
 
 /// Splits "12.5" into whole and fractional digit strings; rejects anything else.
-fn split_number(num: &str) -> Result<(&str, &str), String> {
+fn split_number(num: &str) -> Result<(&str, &str), UnitError> {
     let (whole, frac) = match num.split_once('.') {
         Some((w, f)) => (w, f),
         None => (num, ""),
     };
     let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
     if (whole.is_empty() && frac.is_empty()) || !digits(whole) || !digits(frac) {
-        return Err(format!("\"{num}\" is not a number"));
+        return Err(UnitError::NotANumber(num.to_string()));
     }
     if num.ends_with('.') {
-        return Err(format!("\"{num}\" is not a number"));
+        return Err(UnitError::NotANumber(num.to_string()));
     }
     Ok((whole, frac))
 }
@@ -53,18 +84,18 @@ fn scale(whole: &str, frac: &str, unit: u64) -> Option<(u64, bool)> {
 
 /// Parses a size in bytes: "4k" = 4096, "1m", "10g", "1t", "512" (bytes), "4KiB", "4kb", "4 KiB",
 /// "1.5g". Case-insensitive. Zero is accepted; callers reject it where it makes no sense.
-pub fn parse_size(s: &str) -> Result<u64, String> {
+pub fn parse_size(s: &str) -> Result<u64, UnitError> {
     let t = s.trim();
     if t.is_empty() {
-        return Err("empty size".into());
+        return Err(UnitError::EmptySize);
     }
     if t.starts_with('-') {
-        return Err("a size cannot be negative".into());
+        return Err(UnitError::NegativeSize);
     }
     let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
     if num.is_empty() {
-        return Err(format!("\"{t}\" does not start with a number"));
+        return Err(UnitError::NoNumber(t.to_string()));
     }
     let (whole, frac) = split_number(num)?;
     let unit_lc = unit.trim_start().to_ascii_lowercase();
@@ -77,35 +108,29 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
             let found = SIZE_UNITS.iter().find(|(c, _, _)| *c == letter);
             match (found, rest) {
                 (Some((_, bytes, _)), "" | "b" | "ib") => *bytes,
-                _ => {
-                    return Err(format!(
-                        "\"{}\" is not a size unit (use k, m, g, t or p, powers of 1024; \
-                         a bare number is bytes)",
-                        unit.trim_start()
-                    ))
-                }
+                _ => return Err(UnitError::SizeUnit(unit.trim_start().to_string())),
             }
         }
     };
     match scale(whole, frac, mult) {
-        None => Err(format!("\"{t}\" is too large")),
-        Some((_, true)) => Err(format!("\"{t}\" is not a whole number of bytes")),
+        None => Err(UnitError::TooLarge(t.to_string())),
+        Some((_, true)) => Err(UnitError::NotWholeBytes(t.to_string())),
         Some((v, false)) => Ok(v),
     }
 }
 
 /// Parses a duration: "90s", "1m30s", "2h", "500ms", "1.5h", "1d", "5" (bare number = seconds).
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
+pub fn parse_duration(s: &str) -> Result<Duration, UnitError> {
     let t = s.trim().to_ascii_lowercase();
     if t.is_empty() {
-        return Err("empty duration".into());
+        return Err(UnitError::EmptyDuration);
     }
     if t.starts_with('-') {
-        return Err("a duration cannot be negative".into());
+        return Err(UnitError::NegativeDuration);
     }
     if split_number(&t).is_ok() {
         let (whole, frac) = split_number(&t)?;
-        let (ns, _) = scale(whole, frac, 1_000_000_000).ok_or("too long")?;
+        let (ns, _) = scale(whole, frac, 1_000_000_000).ok_or(UnitError::TooLong)?;
         return Ok(Duration::from_nanos(ns));
     }
     let mut rest = t.as_str();
@@ -115,7 +140,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         let n = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
         let (num, after) = rest.split_at(n);
         if num.is_empty() {
-            return Err(format!("expected a number before \"{after}\""));
+            return Err(UnitError::NumberBefore(after.to_string()));
         }
         let (whole, frac) = split_number(num)?;
         let after = after.trim_start();
@@ -129,11 +154,11 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
             "m" | "min" | "mins" => 60_000_000_000,
             "h" | "hr" | "hour" | "hours" => 3_600_000_000_000,
             "d" | "day" | "days" => 86_400_000_000_000,
-            "" => return Err(format!("\"{num}\" needs a unit (ms, s, m, h, d)")),
-            other => return Err(format!("\"{other}\" is not a duration unit (use ms, s, m, h or d)")),
+            "" => return Err(UnitError::NeedsUnit(num.to_string())),
+            other => return Err(UnitError::DurationUnit(other.to_string())),
         };
-        let (part, _) = scale(whole, frac, unit_ns).ok_or("too long")?;
-        total = total.checked_add(part).ok_or("too long")?;
+        let (part, _) = scale(whole, frac, unit_ns).ok_or(UnitError::TooLong)?;
+        total = total.checked_add(part).ok_or(UnitError::TooLong)?;
         rest = next;
     }
     Ok(Duration::from_nanos(total))
@@ -228,8 +253,8 @@ mod tests {
         for s in ["", "8q", "k", "-4k", "4kk", "1.2.3k", "4 x", "0.3k", "99999999999p", "4mib2"] {
             assert!(parse_size(s).is_err(), "parse_size({s:?}) should fail");
         }
-        assert!(parse_size("8q").unwrap_err().contains("\"q\""));
-        assert!(parse_size("-1").unwrap_err().contains("negative"));
+        assert!(parse_size("8q").unwrap_err().to_string().contains("\"q\""));
+        assert!(parse_size("-1").unwrap_err().to_string().contains("negative"));
     }
 
     #[test]

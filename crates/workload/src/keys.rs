@@ -1,0 +1,681 @@
+//! The key table: every workload key written once, with its command-line flag, the form of
+//! its value, its default, its help, the sections it is valid in and fio's spellings of it.
+//!
+//! The CLI builds its workload flags from [`KEYS`], the TOML walker and `--set` accept its
+//! names, `ioscope run --help` and the reference in docs/workload.md are generated from it
+//! (see [`crate::reference`]), and fio's option names resolve through [`by_fio_name`].
+
+/// Where a key may be written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Section {
+    /// Top-level keys (and their flags).
+    Top,
+    /// `[dataset]`.
+    Dataset,
+    /// Each `[[workload]]`.
+    Workload,
+    /// Each `[[probe]]`.
+    Probe,
+}
+
+impl Section {
+    /// The section's name as in `--set SECTION.KEY`; "" for the top level.
+    pub fn name(self) -> &'static str {
+        match self {
+            Section::Top => "",
+            Section::Dataset => "dataset",
+            Section::Workload => "workload",
+            Section::Probe => "probe",
+        }
+    }
+    /// Whether the file holds several of it (`[[workload]]`).
+    pub fn is_array(self) -> bool {
+        matches!(self, Section::Workload | Section::Probe)
+    }
+    /// The sections, in file order.
+    pub const ALL: [Section; 4] = [Section::Top, Section::Dataset, Section::Workload, Section::Probe];
+    /// The sub-tables: every section but the top level.
+    pub const TABLES: [Section; 3] = [Section::Dataset, Section::Workload, Section::Probe];
+}
+
+/// One workload key.
+#[derive(Debug)]
+pub struct Key {
+    /// The TOML key (also the `--set` name, with `SECTION.` inside a section).
+    pub name: &'static str,
+    /// Where it is valid; one entry per meaning (`files` at the top level and in
+    /// `[dataset]` mean different things, so they are two entries).
+    pub sections: &'static [Section],
+    /// Its own long flag, without dashes (`rwmix-read`); `--rwmix_read` (the TOML spelling)
+    /// is accepted too. None: only `--set` and the file.
+    pub flag: Option<&'static str>,
+    /// Its short flag, if any.
+    pub short: Option<char>,
+    /// The form of its value on the command line (`SIZE`); "" for a switch (`--direct`,
+    /// also `--direct=1` or `--direct=0`).
+    pub form: &'static str,
+    /// The default, as written in the reference ("" when there is none).
+    pub default: &'static str,
+    /// One line, for `--help`.
+    pub help: &'static str,
+    /// More for the reference in docs/workload.md ("" when the help says it all).
+    pub doc: &'static str,
+    /// fio's names for it with the same meaning (`numjobs`, and `bs` where fio's name is
+    /// the key's own); each is also accepted as a flag.
+    pub fio: &'static [&'static str],
+    /// fio's values and the value they mean here (`psync` is engine `posix`).
+    pub fio_values: &'static [(&'static str, &'static str)],
+    /// A valid TOML value, for the reference and the tests.
+    pub example: &'static str,
+}
+
+impl Key {
+    /// The one-line help: the `help` field, except for `engine`, whose help lists the engine
+    /// table's entries with their descriptions.
+    pub fn help_text(&self) -> String {
+        if self.name == "engine" {
+            ioscope_engine_table::engine_help() + "."
+        } else {
+            self.help.to_string()
+        }
+    }
+
+    /// Whether the key is valid in `section`.
+    pub fn is_in(&self, section: Section) -> bool {
+        self.sections.contains(&section)
+    }
+    /// Whether its flag is a switch (no value, or `=1`/`=0`).
+    pub fn is_switch(&self) -> bool {
+        self.form.is_empty()
+    }
+    /// Every command-line spelling, without the leading dashes: its flag, its TOML name when
+    /// it differs (`rwmix_read`), fio's names, each with `_` and with `-` (`ramp_time`,
+    /// `ramp-time`). None when it has no flag of its own.
+    pub fn spellings(&self) -> Vec<String> {
+        let Some(flag) = self.flag else { return Vec::new() };
+        let mut out: Vec<String> = Vec::new();
+        for s in [flag, self.name].into_iter().chain(self.fio.iter().copied()) {
+            for v in [s.to_string(), s.replace('_', "-")] {
+                if !out.contains(&v) {
+                    out.push(v);
+                }
+            }
+        }
+        out
+    }
+    /// The value a fio value means here (`psync` → `posix`), or the value itself.
+    pub fn native_value<'v>(&self, value: &'v str) -> &'v str {
+        let lc = value.trim().to_ascii_lowercase();
+        self.fio_values.iter().find(|(fio, _)| *fio == lc).map_or(value, |(_, native)| native)
+    }
+}
+
+const TOP: &[Section] = &[Section::Top];
+const TOP_AND_WORKLOAD: &[Section] = &[Section::Top, Section::Workload];
+const DATASET: &[Section] = &[Section::Dataset];
+const WORKLOAD: &[Section] = &[Section::Workload];
+const PROBE: &[Section] = &[Section::Probe];
+
+/// A key with no flag, no fio name and no default: most section keys.
+const fn plain(name: &'static str, sections: &'static [Section], help: &'static str, example: &'static str) -> Key {
+    Key {
+        name,
+        sections,
+        flag: None,
+        short: None,
+        form: "",
+        default: "",
+        help,
+        doc: "",
+        fio: &[],
+        fio_values: &[],
+        example,
+    }
+}
+
+/// Every workload key, in canonical order: top level, then `[dataset]`, `[[workload]]`,
+/// `[[probe]]`.
+pub const KEYS: &[Key] = &[
+    plain("description", TOP, "Free text describing the workload.", "\"nightly randread\""),
+    Key {
+        name: "engine",
+        sections: TOP,
+        flag: Some("engine"),
+        short: None,
+        form: "ENGINE",
+        default: "posix",
+        // Made from the engine table (`Key::help_text`), so a new engine is listed without an edit here.
+        help: "",
+        doc: "nfs needs no mount and has no client cache; `uring` is also spelled `io_uring`; fio's `psync`, `sync`, `pvsync` and `pvsync2` are `posix`; `libaio` is refused (use `uring` for queued asynchronous I/O)",
+        fio: &["ioengine"],
+        fio_values: &[("psync", "posix"), ("sync", "posix"), ("pvsync", "posix"), ("pvsync2", "posix")],
+        example: "\"null\"",
+    },
+    Key {
+        name: "rw",
+        sections: TOP_AND_WORKLOAD,
+        flag: Some("rw"),
+        short: None,
+        form: "PATTERN",
+        default: "randread",
+        help: "Access pattern: read, write, rw (sequential mixed), randread, randwrite or randrw.",
+        doc: "at the top level, the one workload of a file without `[[workload]]`; in a `[[workload]]`, instead of `operation` and `fileio`; fio's `readwrite` is `rw`",
+        fio: &["rw", "readwrite"],
+        fio_values: &[("readwrite", "rw")],
+        example: "\"randrw\"",
+    },
+    Key {
+        name: "rwmix_read",
+        sections: TOP_AND_WORKLOAD,
+        flag: Some("rwmix-read"),
+        short: None,
+        form: "PCT",
+        default: "50",
+        help: "Share of reads in percent, for --rw rw or randrw (in a [[workload]]: operation read or write).",
+        doc: "",
+        fio: &["rwmixread"],
+        fio_values: &[],
+        example: "70",
+    },
+    Key {
+        name: "bs",
+        sections: TOP_AND_WORKLOAD,
+        flag: Some("bs"),
+        short: None,
+        form: "SIZE",
+        default: "4k",
+        help: "Transfer size (4k), or a weighted list (4k:60,32k:25,512k:10,4m:5).",
+        doc: "sizes are binary (4k = 4096 bytes)",
+        fio: &["bs", "blocksize"],
+        fio_values: &[],
+        example: "\"4k:60,64k:40\"",
+    },
+    Key {
+        name: "size",
+        sections: TOP,
+        flag: Some("size"),
+        short: None,
+        form: "SIZE",
+        default: "1g",
+        help: "Working-set size over all files (256m, 10g); without a [dataset].",
+        doc: "all threads share this one working set (fio's `size` is per job, each of its numjobs with its own files)",
+        fio: &["size"],
+        fio_values: &[],
+        example: "\"256m\"",
+    },
+    Key {
+        name: "files",
+        sections: TOP,
+        flag: Some("files"),
+        short: None,
+        form: "N",
+        default: "1",
+        help: "Number of files the working set is split into; without a [dataset].",
+        doc: "",
+        fio: &["nrfiles"],
+        fio_values: &[],
+        example: "4",
+    },
+    Key {
+        name: "threads",
+        sections: TOP_AND_WORKLOAD,
+        flag: Some("threads"),
+        short: None,
+        form: "N",
+        default: "1",
+        help: "Worker threads (of the one workload; in a [[workload]], of that workload).",
+        doc: "",
+        fio: &["numjobs"],
+        fio_values: &[],
+        example: "2",
+    },
+    Key {
+        name: "name",
+        sections: TOP,
+        flag: Some("name"),
+        short: None,
+        form: "NAME",
+        default: "its rw",
+        help: "Name of the one workload of a run without [[workload]].",
+        doc: "",
+        fio: &["name"],
+        fio_values: &[],
+        example: "\"job1\"",
+    },
+    Key {
+        name: "iodepth",
+        sections: TOP,
+        flag: Some("iodepth"),
+        short: None,
+        form: "N",
+        default: "1",
+        help: "I/Os in flight per thread (engines uring, nfs and null; posix is synchronous: 1).",
+        doc: "each keeps a buffer of the largest bs, so iodepth × largest bs is at most 1 GiB per thread and threads × iodepth × largest bs at most 64 GiB",
+        fio: &["iodepth"],
+        fio_values: &[],
+        example: "8",
+    },
+    Key {
+        name: "sqpoll",
+        sections: TOP,
+        flag: Some("sqpoll"),
+        short: None,
+        form: "",
+        default: "false",
+        help: "io_uring: let a kernel thread poll the submission queue (engine uring).",
+        doc: "",
+        fio: &["sqthread_poll"],
+        fio_values: &[],
+        example: "true",
+    },
+    Key {
+        name: "duration",
+        sections: TOP,
+        flag: Some("duration"),
+        short: None,
+        form: "DUR",
+        default: "60s",
+        help: "How long each step measures (30s, 5m, 1h30m; a bare number is seconds).",
+        doc: "vdbench `elapsed`: whole seconds, at least `1s` (results are recorded once a second); all steps with their warm-ups at most 30 days",
+        fio: &["runtime"],
+        fio_values: &[],
+        example: "\"90s\"",
+    },
+    Key {
+        name: "dir",
+        sections: TOP,
+        flag: Some("dir"),
+        short: None,
+        form: "PATH",
+        default: "",
+        help: "Directory for the working set; ioscope creates and marks its own files there.",
+        doc: "also the default dataset anchor; one run at a time (a second run on it is refused, naming the first's pid and results file); its parent must exist: ioscope makes only the last part of the path, and `--cleanup` removes it again",
+        fio: &["directory"],
+        fio_values: &[],
+        example: "\"/mnt/test\"",
+    },
+    Key {
+        name: "target",
+        sections: TOP,
+        flag: Some("target"),
+        short: None,
+        form: "URL",
+        default: "",
+        help: "Engine nfs: the NFSv3 server, export and directory, nfs://HOST[:PORT]/EXPORT[/DIR][?nconnect=N&uid=U&gid=G].",
+        doc: "flat working sets and `[dataset]` file trees both live there (see docs/testing-nfs.md); options `version=3`, `nconnect=N` (connections per thread, 1 to 64), `uid=U`, `gid=G` (AUTH_SYS), `mountport=P` (else the portmapper on port 111 is asked), `timeout=S` (seconds before a call counts as timed out, 1 to 3600; default 10); an IPv6 address goes in brackets (`nfs://[::1]:2049/export`); a value out of range is refused, never clamped",
+        fio: &[],
+        fio_values: &[],
+        example: "\"nfs://server/export/dir?nconnect=4\"",
+    },
+    Key {
+        name: "direct",
+        sections: TOP,
+        flag: Some("direct"),
+        short: None,
+        form: "",
+        default: "false",
+        help: "O_DIRECT: bypass the page cache (--direct, --direct=1; --direct=0 is off).",
+        doc: "",
+        fio: &["direct"],
+        fio_values: &[],
+        example: "true",
+    },
+    Key {
+        name: "sync",
+        sections: TOP,
+        flag: Some("sync"),
+        short: None,
+        form: "MODE",
+        default: "none",
+        help: "After each write: none, fsync, fdatasync; or dsync (open with O_DSYNC).",
+        doc: "fsync and fdatasync are recorded as their own operations; fio's `--fsync=1` and `--fdatasync=1` are `fsync` and `fdatasync`",
+        fio: &[],
+        fio_values: &[],
+        example: "\"fdatasync\"",
+    },
+    Key {
+        name: "warmup",
+        sections: TOP,
+        flag: Some("warmup"),
+        short: None,
+        form: "DUR",
+        default: "0",
+        help: "Unmeasured time before each step (excluded from the summary); 0 or whole seconds.",
+        doc: "",
+        fio: &["ramp_time"],
+        fio_values: &[],
+        example: "\"5s\"",
+    },
+    Key {
+        name: "rate_iops",
+        sections: TOP,
+        flag: Some("rate-iops"),
+        short: None,
+        form: "N",
+        default: "max",
+        help: "Open loop: issue this many I/Os per second over all threads; latency counts from the schedule.",
+        doc: "vdbench `fwdrate`/`iorate`; fio's `rate_iops` is per job, this is over all threads and workloads",
+        fio: &["rate_iops"],
+        fio_values: &[],
+        example: "2000",
+    },
+    Key {
+        name: "curve",
+        sections: TOP,
+        flag: None,
+        short: None,
+        form: "",
+        default: "",
+        help: "Rate curve: a first step at max rate, then steps at these percentages of it.",
+        doc: "e.g. `[10, 50, 90, 100]`; `curve = true` means 10, 20 ... 100",
+        fio: &[],
+        fio_values: &[],
+        example: "[50, 100]",
+    },
+    Key {
+        name: "for_threads",
+        sections: TOP,
+        flag: None,
+        short: None,
+        form: "",
+        default: "",
+        help: "Steps over thread counts, e.g. [1, 2, 4, 8] (vdbench forthreads).",
+        doc: "",
+        fio: &[],
+        fio_values: &[],
+        example: "[1, 2]",
+    },
+    plain("for_bs", TOP, "Steps over transfer sizes, e.g. [\"4k\", \"64k\"] (vdbench forxfersize).", "[\"4k\", \"8k\"]"),
+    plain("for_rwmix_read", TOP, "Steps over read shares, e.g. [0, 50, 100] (vdbench forrdpct).", "[0, 100]"),
+    Key {
+        name: "staircase",
+        sections: TOP,
+        flag: Some("staircase"),
+        short: None,
+        form: "RAMP",
+        default: "",
+        help: "Step threads up: START-MAX[+ADD]/EVERY, e.g. 1-8/5s (1 to 8 threads, one more every 5 s).",
+        doc: "or `\"2-16+2/10s\"`; the step length is whole seconds, at least `1s`",
+        fio: &[],
+        fio_values: &[],
+        example: "\"1-2/1s\"",
+    },
+    Key {
+        name: "force",
+        sections: TOP,
+        flag: Some("force"),
+        short: None,
+        form: "",
+        default: "false",
+        help: "Write into files ioscope did not create.",
+        doc: "",
+        fio: &[],
+        fio_values: &[],
+        example: "true",
+    },
+    Key {
+        name: "cleanup",
+        sections: TOP,
+        flag: Some("cleanup"),
+        short: None,
+        form: "",
+        default: "false",
+        help: "Remove the files ioscope created after the run.",
+        doc: "",
+        fio: &[],
+        fio_values: &[],
+        example: "true",
+    },
+    Key {
+        name: "max_errors",
+        sections: TOP,
+        flag: Some("max-errors"),
+        short: None,
+        form: "N|PCT%",
+        default: "\"1%\"",
+        help: "End the run as failed past N failed I/Os or PCT% of the I/Os (off: never).",
+        doc: "the run then ends with exit 1 and its results kept; a count (`1000`, `0` = any error), a share of the I/Os attempted (`\"0.1%\"`, judged once 1,000 I/Os were attempted), or `\"off\"`; with any limit but `\"off\"`, a run in which every I/O fails for 5 s in a row ends too (a dead device)",
+        fio: &[],
+        fio_values: &[],
+        example: "\"off\"",
+    },
+    // [dataset]
+    plain("dir", DATASET, "The dataset's anchor directory (default: the top-level dir).", "\"/mnt/test/tree\""),
+    Key { default: "1", ..plain("depth", DATASET, "Directory levels below the anchor (0 to 8).", "2") },
+    Key { default: "1", ..plain("width", DATASET, "Directories per level.", "8") },
+    Key { default: "1", ..plain("files", DATASET, "Files per leaf directory.", "10") },
+    Key {
+        default: "64k",
+        ..plain("sizes", DATASET, "File size distribution, a size or a weighted list like bs.", "\"8k:60,32k:40\"")
+    },
+    plain("total_size", DATASET, "Stop creating files at this total (vdbench totalsize).", "\"100m\""),
+    plain("working_set", DATASET, "Workloads use only the first files up to this size.", "\"10m\""),
+    Key {
+        default: "reuse",
+        doc: "`reuse`: use a matching tree, else create it; `always`: recreate; `never`: the tree must exist",
+        ..plain("format", DATASET, "reuse, always or never.", "\"reuse\"")
+    },
+    // [[workload]]
+    Key { default: "workloadN", ..plain("name", WORKLOAD, "The workload's name.", "\"seqread\"") },
+    Key {
+        default: "read",
+        doc: "without a dataset only `read` and `write` apply",
+        ..plain(
+            "operation",
+            WORKLOAD,
+            "read, write, create, delete, mkdir, rmdir, open, close, getattr, setattr, copy or move.",
+            "\"read\"",
+        )
+    },
+    Key {
+        default: "random",
+        doc: "with a dataset: `sequential` by default",
+        ..plain("fileio", WORKLOAD, "sequential (each file from start to end) or random.", "\"sequential\"")
+    },
+    Key {
+        default: "random",
+        ..plain("fileselect", WORKLOAD, "random, sequential, or \"zipf:1.2\" (skewed, parameter > 0).", "\"zipf:1.2\"")
+    },
+    plain("skew", WORKLOAD, "Share of the rate in percent (the rest is split evenly).", "50"),
+    plain(
+        "pattern",
+        WORKLOAD,
+        "Latency art: { text = \"HELLO\", map = \"offset\" or \"size\", column = \"1s\" }.",
+        "{ text = \"HI\", map = \"offset\" }",
+    ),
+    // [[probe]]
+    Key {
+        default: "its first word",
+        ..plain("name", PROBE, "The probe's name (default: the command's first word).", "\"rsync\"")
+    },
+    plain("command", PROBE, "The command, run with sh -c.", "\"true\""),
+    plain("at", PROBE, "When to start it, from the start of the run, before its end.", "[\"1s\"]"),
+    plain("timeout", PROBE, "Kill it after this long.", "\"20m\""),
+];
+
+/// The keys of a workload's `pattern` table.
+pub const PATTERN_KEYS: [&str; 3] = ["text", "map", "column"];
+
+/// The key `name` in `section`.
+pub fn find(section: Section, name: &str) -> Option<&'static Key> {
+    KEYS.iter().find(|k| k.name == name && k.is_in(section))
+}
+
+/// The keys of `section`, in canonical order.
+pub fn in_section(section: Section) -> impl Iterator<Item = &'static Key> {
+    KEYS.iter().filter(move |k| k.is_in(section))
+}
+
+/// A key as `--set` names it: `threads`, `dataset.files`.
+pub fn set_name(section: Section, key: &Key) -> String {
+    match section {
+        Section::Top => key.name.to_string(),
+        s => format!("{}.{}", s.name(), key.name),
+    }
+}
+
+/// Every key `--set` accepts, in canonical order.
+pub fn settable() -> Vec<String> {
+    Section::ALL.iter().flat_map(|s| in_section(*s).map(move |k| set_name(*s, k))).collect()
+}
+
+/// The top-level key a flag sets (`numjobs` → threads); `flag` is without the dashes.
+pub fn by_flag(flag: &str) -> Option<&'static Key> {
+    in_section(Section::Top).find(|k| k.spellings().iter().any(|s| s == flag))
+}
+
+/// What a fio option that is not a key of the same meaning does here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FioMeaning {
+    /// `NAME=1` sets `key` to `on`, `NAME=0` to `off`; another value has no equivalent.
+    Switch { key: &'static str, on: &'static str, off: &'static str, other: &'static str },
+    /// Accepted and ignored, for this reason.
+    NoOp(&'static str),
+    /// Accepted with this value only (what ioscope does anyway); any other value is refused
+    /// for this reason.
+    Only { value: &'static str, why: &'static str },
+    /// No equivalent, for this reason (and what to do instead).
+    Refused(&'static str),
+}
+
+/// A fio option handled by [`FIO_OPTIONS`].
+#[derive(Debug)]
+pub struct FioOption {
+    pub name: &'static str,
+    pub meaning: FioMeaning,
+}
+
+const fn refused(name: &'static str, why: &'static str) -> FioOption {
+    FioOption { name, meaning: FioMeaning::Refused(why) }
+}
+
+const fn off_only(name: &'static str, why: &'static str) -> FioOption {
+    FioOption { name, meaning: FioMeaning::Only { value: "0", why } }
+}
+
+const RUNS_FOR_A_TIME: &str =
+    "ioscope runs for a time (--duration; fio's --runtime), not for an amount of I/O or a number of passes";
+const ONE_JOB: &str = "ioscope runs its workloads together; steps (for_threads, for_bs, staircase) or separate runs take the place of jobs one after another";
+const OWN_DATA: &str = "ioscope always writes random, non-zero, incompressible data";
+const RESULTS: &str =
+    "ioscope records every I/O into per-second histograms in its results file (--out FILE); --json prints the summary as JSON";
+
+/// fio options that are not a key of the same meaning: switches that map to a key's value,
+/// options accepted as no-ops, and options refused with the reason. fio's options that are
+/// keys (`numjobs`, `bs`...) are in [`KEYS`].
+pub const FIO_OPTIONS: &[FioOption] = &[
+    FioOption {
+        name: "time_based",
+        meaning: FioMeaning::NoOp("ioscope is always time based: it runs for --duration (fio's --runtime)"),
+    },
+    FioOption {
+        name: "group_reporting",
+        meaning: FioMeaning::NoOp("ioscope always reports per workload and in all, with every thread merged"),
+    },
+    FioOption { name: "thread", meaning: FioMeaning::NoOp("ioscope's workers are always threads") },
+    FioOption {
+        name: "norandommap",
+        meaning: FioMeaning::NoOp("ioscope draws every random offset independently, as fio does with norandommap"),
+    },
+    FioOption {
+        name: "fixedbufs",
+        meaning: FioMeaning::NoOp("ioscope's uring engine registers its buffers with the ring when the kernel allows it"),
+    },
+    FioOption {
+        name: "registerfiles",
+        meaning: FioMeaning::NoOp("ioscope's uring engine registers its files with the ring when the kernel allows it"),
+    },
+    FioOption {
+        name: "randrepeat",
+        meaning: FioMeaning::Only {
+            value: "1",
+            why: "ioscope's random offsets repeat from run to run (each thread has a fixed seed)",
+        },
+    },
+    FioOption {
+        name: "fsync",
+        meaning: FioMeaning::Switch {
+            key: "sync",
+            on: "fsync",
+            off: "none",
+            other: "ioscope syncs after every write (--sync fsync, fio's --fsync=1) or not at all",
+        },
+    },
+    FioOption {
+        name: "fdatasync",
+        meaning: FioMeaning::Switch {
+            key: "sync",
+            on: "fdatasync",
+            off: "none",
+            other: "ioscope syncs after every write (--sync fdatasync, fio's --fdatasync=1) or not at all",
+        },
+    },
+    FioOption {
+        name: "buffered",
+        meaning: FioMeaning::Switch { key: "direct", on: "false", off: "true", other: "1 or 0" },
+    },
+    FioOption { name: "unlink", meaning: FioMeaning::Switch { key: "cleanup", on: "true", off: "false", other: "1 or 0" } },
+    refused(
+        "filename",
+        "ioscope reads and writes only files it creates and marks itself, in a directory: give --dir DIR (and --size, --files for the working set)",
+    ),
+    refused("bssplit", "ioscope writes the block-size mix as a weighted --bs list: --bs 4k:60,32k:40 is fio's bssplit=4k/60:32k/40"),
+    refused("rwmixwrite", "ioscope takes the share of reads: --rwmix-read (100 minus the share of writes)"),
+    refused("rate", "ioscope's rate is in I/Os per second: --rate-iops N"),
+    refused("thinktime", "ioscope has no think time between I/Os: --rate-iops N sets a fixed rate"),
+    refused("startdelay", "ioscope starts every workload at once: --warmup runs unmeasured before each step"),
+    refused("loops", RUNS_FOR_A_TIME),
+    refused("number_ios", RUNS_FOR_A_TIME),
+    refused("io_size", RUNS_FOR_A_TIME),
+    refused("io_limit", RUNS_FOR_A_TIME),
+    refused("offset", "ioscope uses each working-set file from its start to its end"),
+    refused("stonewall", ONE_JOB),
+    refused("wait_for_previous", ONE_JOB),
+    refused("new_group", ONE_JOB),
+    refused("verify", "ioscope does not verify the data it reads back"),
+    refused("readonly", "ioscope has no read-only guard (it writes its working set when it prepares it)"),
+    off_only("do_verify", "ioscope does not verify the data it reads back"),
+    off_only("zero_buffers", OWN_DATA),
+    off_only("buffer_compress_percentage", OWN_DATA),
+    off_only("dedupe_percentage", OWN_DATA),
+    off_only("invalidate", "ioscope does not drop the page cache before a run: --direct reads and writes around it"),
+    refused("cpus_allowed", "ioscope does not pin its threads to CPUs"),
+    refused("numa_cpu_nodes", "ioscope does not pin its threads to CPUs"),
+    off_only("end_fsync", "ioscope syncs after each write (--sync fsync) or not at all"),
+    off_only("fsync_on_close", "ioscope syncs after each write (--sync fsync) or not at all"),
+    refused("output", RESULTS),
+    refused("output_format", RESULTS),
+    refused("write_lat_log", RESULTS),
+    refused("write_bw_log", RESULTS),
+    refused("write_iops_log", RESULTS),
+];
+
+/// What a fio option is here.
+#[derive(Clone, Copy, Debug)]
+pub enum FioMatch {
+    /// A key of the same meaning (fio's values are read with [`Key::native_value`]).
+    Key(&'static Key),
+    /// A switch, a no-op or a refusal.
+    Option(&'static FioOption),
+}
+
+/// The key or handling of a fio option (`numjobs`, `ramp_time`, `time-based`): fio's
+/// spellings with `-` or `_` both resolve. None: fio has no such option that ioscope knows.
+pub fn by_fio_name(name: &str) -> Option<FioMatch> {
+    let name = name.trim().to_ascii_lowercase().replace('-', "_");
+    let key = in_section(Section::Top).find(|k| k.fio.contains(&name.as_str()));
+    if let Some(k) = key {
+        return Some(FioMatch::Key(k));
+    }
+    FIO_OPTIONS.iter().find(|o| o.name == name).map(FioMatch::Option)
+}
+
+/// The command-line spellings of a fio option: its name, and with `-` for `_`.
+pub fn fio_spellings(option: &FioOption) -> Vec<String> {
+    let mut out = vec![option.name.to_string()];
+    let dashed = option.name.replace('_', "-");
+    if dashed != option.name {
+        out.push(dashed);
+    }
+    out
+}
