@@ -2,17 +2,14 @@
 //! user sees a complete run, its summary and where its results went.
 
 use crate::cli::{DemoArgs, OutputFlags};
-use crate::{exit, output, terminal};
+use crate::{output, terminal, CmdResult, Failure, Kind};
 use ioscope_workload::{build_plan, Flags};
 
-pub fn demo(args: DemoArgs) -> u8 {
-    let work = match tempfile::Builder::new().prefix("ioscope-demo-").tempdir() {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("error: cannot create a temporary directory: {e}");
-            return exit::RUN_FAILED;
-        }
-    };
+pub fn demo(args: DemoArgs) -> CmdResult {
+    let work = tempfile::Builder::new()
+        .prefix("ioscope-demo-")
+        .tempdir()
+        .map_err(|e| Failure::failed(anyhow::Error::new(e).context("cannot create a temporary directory")))?;
     let flags = Flags {
         rw: Some("randrw".into()),
         rwmix_read: Some("70".into()),
@@ -23,13 +20,10 @@ pub fn demo(args: DemoArgs) -> u8 {
         dir: Some(work.path().join("data").display().to_string()),
         ..Flags::default()
     };
-    let plan = match build_plan(None, &flags) {
-        Ok(p) => p,
-        Err(d) => {
-            eprint!("{}", ioscope_workload::render_diagnostics(&d));
-            return exit::INVALID_INPUT;
-        }
-    };
+    let plan = build_plan(None, &flags).map_err(|d| {
+        eprint!("{}", ioscope_workload::render_diagnostics(&d));
+        Failure::printed(Kind::InvalidInput)
+    })?;
     let out =
         args.out.unwrap_or_else(|| std::env::temp_dir().join(format!("ioscope-demo-{}.db", terminal::utc_stamp())));
     eprintln!(
@@ -40,15 +34,21 @@ pub fn demo(args: DemoArgs) -> u8 {
         out: Some(out.clone()),
         json: false,
         quiet: false,
+        progress: args.progress,
         ui: false,
         listen: crate::cli::DEFAULT_LISTEN.parse().expect("default address"),
     };
-    let code = crate::cmd_run::execute(&plan, &output);
+    let outcome = crate::cmd_run::execute(&plan, &output);
     drop(work); // removes the working set
     if out.exists() {
         let f = out.display();
         let report = out.with_extension("html");
-        if !report.exists() && crate::cmd_ui::write_report(&out, &report, false) == exit::OK {
+        let written = if report.exists() {
+            false
+        } else {
+            crate::cmd_ui::write_report(&out, &report, false).map_err(|f| f.print()).is_ok()
+        };
+        if written {
             output::println(&format!(
                 "\nlook at it: open {} in a browser (heat maps, breakdowns, steps, system)",
                 report.display()
@@ -65,5 +65,5 @@ pub fn demo(args: DemoArgs) -> u8 {
         output::println(&format!("  ioscope export {f} --format csv   # one row per second"));
         output::println(&format!("  sqlite3 {f} 'select * from samples limit 5'   # the raw per-second series"));
     }
-    code
+    outcome
 }

@@ -25,7 +25,9 @@ mod cmd_import;
 mod cmd_run;
 mod cmd_show;
 mod cmd_ui;
+mod outfile;
 mod output;
+mod progress;
 mod terminal;
 
 use clap::Parser;
@@ -40,6 +42,109 @@ pub mod exit {
     pub const INVALID_INPUT: u8 = 2;
     /// Interrupted (Ctrl-C, SIGTERM or SIGHUP); results up to that moment are kept.
     pub const INTERRUPTED: u8 = 130;
+}
+
+/// What kind of failure ended a command; [`main`] turns it into the exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Bad input (flags, workload, paths): nothing was run, nothing was written (exit 2).
+    InvalidInput,
+    /// The run or the command failed while doing its work (exit 1).
+    RunFailed,
+    /// Ctrl-C, SIGTERM or SIGHUP (exit 130).
+    Interrupted,
+}
+
+impl Kind {
+    fn code(self) -> u8 {
+        match self {
+            Kind::InvalidInput => exit::INVALID_INPUT,
+            Kind::RunFailed => exit::RUN_FAILED,
+            Kind::Interrupted => exit::INTERRUPTED,
+        }
+    }
+}
+
+/// How a command failed: its kind and what to tell the user (printed once, by [`main`]).
+#[derive(Debug)]
+pub struct Failure {
+    pub kind: Kind,
+    pub message: Message,
+}
+
+#[derive(Debug)]
+pub enum Message {
+    /// Printed as `error: ` and the error with its context chain ([`chain_text`]).
+    Error(anyhow::Error),
+    /// Printed as it is: messages that name their file first (`FILE: error: ...`, like a
+    /// compiler) or that are not errors (`interrupted before the run started`).
+    Said(String),
+    /// Already printed where it happened (diagnostics, a summary of a failed run).
+    Printed,
+}
+
+impl Failure {
+    /// Bad input, reported as `error: ...`.
+    pub fn invalid(e: impl Into<anyhow::Error>) -> Self {
+        Self { kind: Kind::InvalidInput, message: Message::Error(e.into()) }
+    }
+    /// A failed run or command, reported as `error: ...`.
+    pub fn failed(e: impl Into<anyhow::Error>) -> Self {
+        Self { kind: Kind::RunFailed, message: Message::Error(e.into()) }
+    }
+    /// A failure whose message is printed as it is.
+    pub fn said(kind: Kind, text: impl Into<String>) -> Self {
+        Self { kind, message: Message::Said(text.into()) }
+    }
+    /// A failure already reported to the user.
+    pub fn printed(kind: Kind) -> Self {
+        Self { kind, message: Message::Printed }
+    }
+    /// Tells the user (for a failure that does not end the command).
+    pub fn print(&self) {
+        match &self.message {
+            Message::Error(e) => eprintln!("error: {}", chain_text(e)),
+            Message::Said(text) => eprintln!("{text}"),
+            Message::Printed => {}
+        }
+    }
+}
+
+/// What every command returns.
+pub type CmdResult = Result<(), Failure>;
+
+/// "context: error: cause", leaving out a cause whose text is already in the message (many
+/// library errors quote their source, e.g. "cannot create a file here (Permission denied)").
+fn chain_text(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let part = cause.to_string();
+        if text.contains(&part) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&part);
+    }
+    text
+}
+
+/// The exit code of a command's outcome, after printing its message.
+fn exit_code(outcome: CmdResult) -> u8 {
+    let code = match outcome {
+        Ok(()) => exit::OK,
+        Err(failure) => {
+            failure.print();
+            failure.kind.code()
+        }
+    };
+    // Output lost to a full disk (not a closed pipe) fails an otherwise successful command.
+    if code == exit::OK && output::failed() {
+        exit::RUN_FAILED
+    } else {
+        code
+    }
 }
 
 /// A panic in the UI server's threads is caught there (the request is answered 500) and
@@ -59,20 +164,16 @@ fn panic_policy() {
 fn main() -> ExitCode {
     panic_policy();
     let cli = cli::Cli::parse();
-    let code = match cli.command {
+    let outcome = match cli.command {
         cli::Command::Run(args) => cmd_run::run(*args),
         cli::Command::Validate { file } => cmd_run::validate(&file),
-        cli::Command::Show { file, json } => cmd_show::show(&file, json),
-        cli::Command::Export { file, format } => cmd_show::export(&file, format),
+        cli::Command::Show { file, json, out } => cmd_show::show(&file, json, &out),
+        cli::Command::Export { file, format, out } => cmd_show::export(&file, format, &out),
         cli::Command::Demo(args) => cmd_demo::demo(args),
-        cli::Command::Import { from: cli::ImportFrom::Vdbench { file, out } } => {
-            cmd_import::vdbench(&file, out.as_deref())
-        }
+        cli::Command::Import { from: cli::ImportFrom::Vdbench { file, out } } => cmd_import::vdbench(&file, &out),
         cli::Command::Ui { files, listen } => cmd_ui::ui(&files, listen),
         cli::Command::Report { file, out, force } => cmd_ui::report(&file, &out, force),
         cli::Command::Plot(args) => cmd_ui::plot(&args),
     };
-    // Output lost to a full disk (not a closed pipe) fails an otherwise successful command.
-    let code = if code == exit::OK && output::failed() { exit::RUN_FAILED } else { code };
-    ExitCode::from(code)
+    ExitCode::from(exit_code(outcome))
 }

@@ -1,4 +1,4 @@
-//! Terminal output: the live progress line (only on a TTY) and small formatters.
+//! Terminal output: the line rewritten in place (only on a TTY) and small formatters.
 
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
@@ -19,18 +19,6 @@ pub fn clear_line(shown: bool) {
     if shown {
         progress_line("");
     }
-}
-
-pub fn progress_text(p: &ioscope_exec::Progress) -> String {
-    let p99 = p.p99_ns.map_or("-".to_string(), ioscope_report::format::ns);
-    let errors = if p.errors > 0 { format!("   {} errors", p.errors) } else { String::new() };
-    format!(
-        "  {:>5.1}/{:.0} s   {:>12} IOPS   {:>10} MB/s   p99 {p99}{errors}",
-        p.elapsed_s,
-        p.total_s,
-        ioscope_report::format::iops(p.iops),
-        ioscope_report::format::float(p.bytes_per_sec / 1e6, 1),
-    )
 }
 
 pub fn size(bytes: u64) -> String {
