@@ -65,5 +65,59 @@ pub fn demo(args: DemoArgs) -> CmdResult {
         output::println(&format!("  ioscope export {f} --format csv   # one row per second"));
         output::println(&format!("  sqlite3 {f} 'select * from samples limit 5'   # the raw per-second series"));
     }
+    if let Some(note) = path_note() {
+        output::println(&note);
+    }
     outcome
+}
+
+/// When the `ioscope` a user would type is not this binary (run with `cargo run`, or from
+/// the build directory): where it is, and how to make it a command.
+fn path_note() -> Option<String> {
+    let exe = std::env::current_exe().ok()?.canonicalize().ok()?;
+    path_note_for(&exe, &std::env::var_os("PATH").unwrap_or_default())
+}
+
+fn path_note_for(exe: &std::path::Path, path: &std::ffi::OsStr) -> Option<String> {
+    let found = std::env::split_paths(path)
+        .map(|dir| dir.join("ioscope"))
+        .find(|candidate| candidate.is_file())
+        .and_then(|candidate| candidate.canonicalize().ok());
+    if found.as_deref() == Some(exe) {
+        return None;
+    }
+    let other = match found {
+        Some(other) => format!(" (`ioscope` on PATH is {}, another build)", other.display()),
+        None => String::new(),
+    };
+    Some(format!(
+        "\nthis ioscope is {}{other}; to make it the `ioscope` command: cargo install --path . --locked \
+         (into ~/.cargo/bin), or: ln -s {} ~/.local/bin/ioscope",
+        exe.display(),
+        exe.display()
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_demo_says_where_ioscope_is_unless_it_is_the_ioscope_on_path() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (build, bin) = (tmp.path().join("build"), tmp.path().join("bin"));
+        std::fs::create_dir_all(&build).unwrap();
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::write(build.join("ioscope"), b"").unwrap();
+        let exe = build.join("ioscope").canonicalize().unwrap();
+        let note = path_note_for(&exe, std::ffi::OsStr::new("/nonexistent:/also-not")).unwrap();
+        assert!(note.contains(&format!("this ioscope is {}", exe.display())), "{note}");
+        assert!(note.contains("cargo install --path . --locked"), "{note}");
+        std::os::unix::fs::symlink(&exe, bin.join("ioscope")).unwrap();
+        assert_eq!(path_note_for(&exe, bin.as_os_str()), None, "installed (here as a link): nothing to say");
+        std::fs::remove_file(bin.join("ioscope")).unwrap();
+        std::fs::write(bin.join("ioscope"), b"other").unwrap();
+        let note = path_note_for(&exe, bin.as_os_str()).unwrap();
+        assert!(note.contains("another build"), "{note}");
+    }
 }
