@@ -113,14 +113,16 @@ impl Failure {
 /// What every command returns.
 pub type CmdResult = Result<(), Failure>;
 
-/// "context: error: cause", leaving out a cause whose text is already in the message (many
-/// library errors quote their source, e.g. "cannot create a file here (Permission denied)").
+/// "context: error: cause". Our library errors quote their source in their own message
+/// ("cannot create a file here (Permission denied)"): the chain ends at the first cause
+/// already quoted, so nothing is said twice and nothing below it (a library's internals) is
+/// added to a message users know.
 fn chain_text(e: &anyhow::Error) -> String {
     let mut text = String::new();
     for cause in e.chain() {
         let part = cause.to_string();
         if text.contains(&part) {
-            continue;
+            break;
         }
         if !text.is_empty() {
             text.push_str(": ");
@@ -176,4 +178,41 @@ fn main() -> ExitCode {
         cli::Command::Plot(args) => cmd_ui::plot(&args),
     };
     ExitCode::from(exit_code(outcome))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Like the libraries' errors: the message quotes the source, which is also its source().
+    #[derive(Debug)]
+    struct Quoting {
+        dir: String,
+        source: std::io::Error,
+    }
+
+    impl std::fmt::Display for Quoting {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "{}: cannot create a file here ({})", self.dir, self.source)
+        }
+    }
+
+    impl std::error::Error for Quoting {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.source)
+        }
+    }
+
+    #[test]
+    fn an_error_that_quotes_its_cause_reads_as_before_with_its_context_in_front() {
+        let e = || Quoting { dir: "/d".into(), source: std::io::Error::other("Permission denied") };
+        assert_eq!(chain_text(&anyhow::Error::new(e())), "/d: cannot create a file here (Permission denied)");
+        let with_context = anyhow::Error::new(e()).context("preparing the working set");
+        assert_eq!(
+            chain_text(&with_context),
+            "preparing the working set: /d: cannot create a file here (Permission denied)"
+        );
+        assert_eq!(Kind::InvalidInput.code(), 2);
+        assert_eq!((Kind::RunFailed.code(), Kind::Interrupted.code()), (1, 130));
+    }
 }
