@@ -46,7 +46,7 @@ impl Reporter {
 
     pub fn second(&mut self, p: &Progress) {
         match self.shown {
-            Shown::Bar => terminal::progress_line(&bar_text(p)),
+            Shown::Bar => terminal::progress_line(&fit(&bar_text(p), terminal::stderr_width())),
             Shown::Lines => {
                 if !self.header_printed {
                     self.header_printed = true;
@@ -85,7 +85,7 @@ pub fn line_text(p: &Progress, time: &str) -> String {
     .to_string()
 }
 
-/// The bar: `  42% ETA 1m05s  step 2/3 threads=4  4 threads  12,345 IOPS  48.2 MB/s  p99 1.2 ms`.
+/// The bar: `  42%  ETA 1m05s   12,345 IOPS   48.2 MB/s   p99 1.2 ms   4 threads   step 2/3 threads=4`.
 pub fn bar_text(p: &Progress) -> String {
     let pct = if p.total_s > 0.0 { (p.elapsed_s / p.total_s * 100.0).clamp(0.0, 100.0) } else { 100.0 };
     let eta = eta_text((p.total_s - p.elapsed_s).max(0.0));
@@ -103,11 +103,20 @@ pub fn bar_text(p: &Progress) -> String {
         }
     }
     let threads = if p.threads == 1 { "1 thread".to_string() } else { format!("{} threads", p.threads) };
+    // The measurements first: a narrow terminal cuts the line from the right.
     format!(
-        "  {pct:>3.0}%  ETA {eta}{step}   {threads}   {} IOPS   {} MB/s   p99 {p99}{errors}",
+        "  {pct:>3.0}%  ETA {eta}   {} IOPS   {} MB/s   p99 {p99}{errors}   {threads}{step}",
         format::iops(p.iops),
         format::float(p.bytes_per_sec / 1e6, 1),
     )
+}
+
+/// `text` cut to `width` columns less one (a line that wraps cannot be rewritten in place).
+fn fit(text: &str, width: Option<usize>) -> String {
+    match width {
+        Some(w) if w > 1 => text.chars().take(w - 1).collect(),
+        _ => text.to_string(),
+    }
 }
 
 /// Time left as `45s`, `1m05s` or `2h03m`.
@@ -180,5 +189,7 @@ mod tests {
         assert_eq!(Shown::of(ProgressMode::Lines, false, true), Shown::Lines);
         assert_eq!(eta_text(3725.0), "1h02m");
         assert_eq!(eta_text(65.0), "1m05s");
+        assert_eq!(fit("  25%  ETA 3s", Some(8)), "  25%  ");
+        assert_eq!(fit("  25%", None), "  25%");
     }
 }

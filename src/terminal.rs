@@ -7,6 +7,14 @@ pub fn stderr_is_tty() -> bool {
     std::io::stderr().is_terminal()
 }
 
+/// The width of the terminal on stderr, in columns, if it is one.
+pub fn stderr_width() -> Option<usize> {
+    let mut size = libc::winsize { ws_row: 0, ws_col: 0, ws_xpixel: 0, ws_ypixel: 0 };
+    // SAFETY: TIOCGWINSZ writes the struct it is given; it fails on anything but a terminal.
+    let ok = unsafe { libc::ioctl(libc::STDERR_FILENO, libc::TIOCGWINSZ, &mut size) } == 0;
+    (ok && size.ws_col > 0).then_some(usize::from(size.ws_col))
+}
+
 /// Rewrites the current stderr line.
 pub fn progress_line(text: &str) {
     let mut e = std::io::stderr().lock();
