@@ -87,7 +87,7 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> CmdResult {
     } else if plan.engine == EngineKind::Null {
         Vec::new()
     } else {
-        let (fs, dir) = ioscope_exec::storage(plan).map_err(Failure::failed)?;
+        let (fs, dir) = ioscope_exec::storage(plan).map_err(|e| Failure::failed(anyhow::Error::msg(e)))?;
         let mut layout = match workset::check(&*fs, &dir, plan) {
             Ok(mut l) => {
                 if created_dir {
@@ -283,7 +283,7 @@ fn prepare_dataset(
     created_dir: bool,
 ) -> Result<dataset::Layout, Failure> {
     let (spec, format) = dataset::DatasetSpec::of(d);
-    let (fs, _) = ioscope_exec::storage(plan).map_err(Failure::failed)?;
+    let (fs, _) = ioscope_exec::storage(plan).map_err(|e| Failure::failed(anyhow::Error::msg(e)))?;
     let reusable = match dataset::check(&*fs, &spec, format, plan.force) {
         Ok(r) => r,
         Err(

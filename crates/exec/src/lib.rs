@@ -21,26 +21,16 @@ use ioscope_engine::fs::FileSystem;
 use ioscope_workload::{BlockSize, EngineKind, FileIo, FileSelect, Operation, Pattern, Plan, Step, Workload};
 use std::path::PathBuf;
 
-/// Why a plan's storage cannot be reached.
-#[derive(Debug, thiserror::Error)]
-pub enum StorageError {
-    #[error("{0}")]
-    Target(#[from] ioscope_engine_nfs::target::TargetError),
-    #[error("{url}: {source}")]
-    Mount { url: String, source: ioscope_engine_nfs::client::NfsError },
-}
-
 /// Where a plan's files live: the file system, and the working set's directory in it.
 /// Engine nfs: the target's export (mounted here) and directory (`nfs://HOST/EXPORT/DIR`);
 /// otherwise the local file system and `dir`.
-pub fn storage(plan: &Plan) -> Result<(Box<dyn FileSystem>, PathBuf), StorageError> {
+pub fn storage(plan: &Plan) -> Result<(Box<dyn FileSystem>, PathBuf), String> {
     if plan.engine != EngineKind::Nfs {
         return Ok((Box::new(ioscope_engine::fs::LocalFs), plan.dir.clone()));
     }
     let url = plan.target.as_deref().unwrap_or_default();
-    let t = ioscope_engine_nfs::target::Target::parse(url)?;
-    let fs = ioscope_engine_nfs::fs::NfsFs::mount(&t)
-        .map_err(|source| StorageError::Mount { url: url.to_string(), source })?;
+    let t = ioscope_engine_nfs::target::Target::parse(url).map_err(|e| e.to_string())?;
+    let fs = ioscope_engine_nfs::fs::NfsFs::mount(&t).map_err(|e| format!("{url}: {e}"))?;
     Ok((Box::new(fs), PathBuf::from(t.url_of(&t.path))))
 }
 

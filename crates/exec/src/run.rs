@@ -82,7 +82,7 @@ pub enum RunError {
     #[error("results file {source}")] // the store's errors start with the path
     Store { path: PathBuf, source: ioscope_store::StoreError },
     #[error("target: {0}")]
-    Target(#[source] ioscope_engine_nfs::target::TargetError),
+    Target(String),
 }
 
 /// The ops a workload can produce in a run; each gets a series every second, zero or not.
@@ -162,7 +162,7 @@ pub fn run(plan: &Plan, files: &[PathBuf], cfg: RunConfig<'_>) -> Result<Outcome
     let nfs_target = match plan.engine {
         EngineKind::Nfs => Some(
             ioscope_engine_nfs::target::Target::parse(plan.target.as_deref().unwrap_or_default())
-                .map_err(RunError::Target)?,
+                .map_err(|e| RunError::Target(e.to_string()))?,
         ),
         _ => None,
     };
