@@ -71,7 +71,7 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> CmdResult {
         None
     };
 
-    ensure_open_files(plan).map_err(Failure::invalid)?;
+    ensure_open_files(plan).map_err(|e| Failure::invalid(anyhow::Error::msg(e)))?;
     // The directory is this run's alone, and usable, before anything in it is looked at.
     let lock = ioscope_exec::workdir::local_dir(plan)
         .map(|d| ioscope_exec::workdir::lock(&d, &out))
@@ -175,11 +175,10 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> CmdResult {
         );
     }
     if plan.cleanup && (plan.dataset.is_some() || plan.engine != EngineKind::Null) {
-        let removed =
-            ioscope_exec::storage(plan).map_err(|e| e.to_string()).and_then(|(fs, dir)| match &plan.dataset {
-                Some(d) => dataset::cleanup(&*fs, &d.dir).map(|c| (c.files, c.bytes)).map_err(|e| e.to_string()),
-                None => workset::cleanup(&*fs, &dir).map(|c| (c.files as u64, c.bytes)).map_err(|e| e.to_string()),
-            });
+        let removed = ioscope_exec::storage(plan).and_then(|(fs, dir)| match &plan.dataset {
+            Some(d) => dataset::cleanup(&*fs, &d.dir).map(|c| (c.files, c.bytes)).map_err(|e| e.to_string()),
+            None => workset::cleanup(&*fs, &dir).map(|c| (c.files as u64, c.bytes)).map_err(|e| e.to_string()),
+        });
         match removed {
             Ok((files, bytes)) if !output.quiet => {
                 eprintln!("cleanup: removed {files} file(s), {}", terminal::size(bytes))
@@ -212,7 +211,7 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> CmdResult {
 /// open: raises the soft open-file limit towards the hard one if that is too few (with room
 /// for the results file, sockets and rings), and refuses, before anything is written, a run
 /// that even the hard limit cannot hold.
-fn ensure_open_files(plan: &Plan) -> anyhow::Result<()> {
+fn ensure_open_files(plan: &Plan) -> Result<(), String> {
     if plan.dataset.is_some() || !matches!(plan.engine, EngineKind::Posix | EngineKind::Uring) {
         return Ok(());
     }
@@ -232,13 +231,11 @@ fn ensure_open_files(plan: &Plan) -> anyhow::Result<()> {
         }
     }
     if limit.rlim_cur < needed {
-        anyhow::bail!(
+        return Err(format!(
             "{threads} thread(s) × {} file(s) need {needed} open files, and this process may open at most {} \
              (ulimit -n; the hard limit is {}): use fewer --files or --threads, or raise the limit",
-            plan.files,
-            limit.rlim_cur,
-            limit.rlim_max
-        );
+            plan.files, limit.rlim_cur, limit.rlim_max
+        ));
     }
     Ok(())
 }
