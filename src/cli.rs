@@ -157,7 +157,7 @@ pub struct OutputFlags {
     /// Print the JSON summary (schema ioscope.summary/1) instead of the table.
     #[arg(long)]
     pub json: bool,
-    /// No progress and no preparation messages (--progress none, and quieter).
+    /// No progress (as --progress none) and no preparation messages.
     #[arg(long)]
     pub quiet: bool,
     /// Progress on stderr: auto (a bar on a terminal, one line per second otherwise), bar, lines or none.
