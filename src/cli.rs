@@ -32,12 +32,16 @@ pub enum Command {
         /// Print the versioned JSON summary instead of the table.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        out: OutFile,
     },
     /// Print the per-second series of a results file.
     Export {
         file: PathBuf,
         #[arg(long, value_enum, default_value = "csv")]
         format: ExportFormat,
+        #[command(flatten)]
+        out: OutFile,
     },
     /// Run a short mixed workload in a temporary directory and print its summary.
     Demo(DemoArgs),
@@ -103,10 +107,34 @@ pub enum ImportFrom {
     /// A vdbench parameter file (fsd, fwd, rd): every unsupported parameter is reported.
     Vdbench {
         file: PathBuf,
-        /// Write the workload file here (never over an existing file) instead of stdout.
-        #[arg(short, long, value_name = "FILE")]
-        out: Option<PathBuf>,
+        #[command(flatten)]
+        out: OutFile,
     },
+}
+
+/// `-o FILE` and `--force` for a command that otherwise prints to standard output.
+#[derive(Args, Default)]
+pub struct OutFile {
+    /// Write to this file instead of standard output (a new file; see --force).
+    #[arg(short, long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Replace the output file if it exists.
+    #[arg(long, requires = "out")]
+    pub force: bool,
+}
+
+/// How a run shows its progress on standard error.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum ProgressMode {
+    /// `bar` on a terminal, `lines` otherwise.
+    #[default]
+    Auto,
+    /// One line rewritten in place: percentage, ETA, step, threads, IOPS, MB/s, p99.
+    Bar,
+    /// One line per second: time, step, threads, IOPS, MB/s, mean and p99 latency, errors.
+    Lines,
+    /// Nothing.
+    None,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -127,15 +155,18 @@ pub struct RunArgs {
 
 #[derive(Args)]
 pub struct OutputFlags {
-    /// Results file to create (SQLite). Default: ioscope-YYYYMMDD-HHMMSS.db in the current directory.
-    #[arg(long, value_name = "FILE")]
+    /// Results file to create (SQLite; never over an existing file). Default: ioscope-YYYYMMDD-HHMMSS.db in the current directory.
+    #[arg(short, long, value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// Print the JSON summary (schema ioscope.summary/1) instead of the table.
     #[arg(long)]
     pub json: bool,
-    /// No progress line and no preparation messages.
+    /// No progress (as --progress none) and no preparation messages.
     #[arg(long)]
     pub quiet: bool,
+    /// Progress on stderr: auto (a bar on a terminal, one line per second otherwise), bar, lines or none.
+    #[arg(long, value_enum, value_name = "MODE", default_value = "auto")]
+    pub progress: ProgressMode,
     /// Serve the Analytics UI during the run, updated every second (and after it, until Ctrl-C).
     #[arg(long)]
     pub ui: bool,
@@ -146,12 +177,15 @@ pub struct OutputFlags {
 
 #[derive(Args, Default)]
 pub struct DemoArgs {
-    /// Keep the results file here instead of the temporary directory.
-    #[arg(long, value_name = "FILE")]
+    /// Keep the results file here instead of the temporary directory (never over an existing file).
+    #[arg(short, long, value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// Seconds to run.
     #[arg(long, default_value = "8s")]
     pub duration: String,
+    /// Progress on stderr: auto, bar, lines or none (see `ioscope run --help`).
+    #[arg(long, value_enum, value_name = "MODE", default_value = "auto")]
+    pub progress: ProgressMode,
 }
 
 /// The workload flags, built from the key table (`ioscope_workload::keys`): each key's flag

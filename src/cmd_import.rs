@@ -2,47 +2,23 @@
 //! parameter that does not convert is reported with its line and column (exit 2), and
 //! nothing is written.
 
-use crate::exit;
+use crate::cli::OutFile;
+use crate::{outfile, CmdResult, Failure, Kind};
 use ioscope_workload::{render_diagnostics, vdbench, SourceFile};
-use std::io::Write;
 use std::path::Path;
 
-pub fn vdbench(file: &Path, out: Option<&Path>) -> u8 {
-    let source = match SourceFile::read(file) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("{e}");
-            return exit::INVALID_INPUT;
-        }
-    };
-    let toml = match vdbench::import(&source) {
-        Ok(t) => t,
-        Err(diags) => {
-            eprint!("{}", render_diagnostics(&diags));
-            return exit::INVALID_INPUT;
-        }
-    };
-    match out {
-        None => {
-            crate::output::print(&toml);
-            exit::OK
-        }
-        Some(path) => {
-            let written = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(path)
-                .and_then(|mut f| f.write_all(toml.as_bytes()));
-            match written {
-                Ok(()) => {
-                    eprintln!("wrote {}; check it with: ioscope validate {}", path.display(), path.display());
-                    exit::OK
-                }
-                Err(e) => {
-                    eprintln!("{}: error: {e} (ioscope never overwrites a file)", path.display());
-                    exit::INVALID_INPUT
-                }
-            }
-        }
+pub fn vdbench(file: &Path, out: &OutFile) -> CmdResult {
+    if let Some(path) = &out.out {
+        outfile::check(path, out.force)?;
     }
+    let source = SourceFile::read(file).map_err(|e| Failure::said(Kind::InvalidInput, e.to_string()))?;
+    let toml = vdbench::import(&source).map_err(|diags| {
+        eprint!("{}", render_diagnostics(&diags));
+        Failure::printed(Kind::InvalidInput)
+    })?;
+    outfile::emit(&toml, out)?;
+    if let Some(path) = &out.out {
+        eprintln!("wrote {}; check it with: ioscope validate {}", path.display(), path.display());
+    }
+    Ok(())
 }

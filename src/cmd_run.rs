@@ -2,8 +2,8 @@
 //! any I/O), working-set preparation, the run, and the end-of-run summary.
 
 use crate::cli::{OutputFlags, RunArgs};
-use crate::exit;
-use crate::terminal;
+use crate::progress::{Reporter, Shown};
+use crate::{exit, terminal, CmdResult, Failure, Kind};
 use ioscope_exec::{dataset, workset};
 use ioscope_store::Status;
 use ioscope_workload::{build_plan, render_diagnostics, Flags, Plan, SourceFile};
@@ -12,47 +12,37 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// Reads a workload file; a missing, unreadable, huge or non-UTF-8 file is invalid input.
-fn read_source(path: &Path) -> Result<SourceFile, u8> {
-    SourceFile::read(path).map_err(|e| {
-        eprintln!("{e}");
-        exit::INVALID_INPUT
-    })
+fn read_source(path: &Path) -> Result<SourceFile, Failure> {
+    SourceFile::read(path).map_err(|e| Failure::said(Kind::InvalidInput, e.to_string()))
 }
 
-/// Builds the plan or prints every problem and returns exit code 2.
-pub fn plan_from(file: Option<&Path>, flags: &Flags) -> Result<Plan, u8> {
+/// Builds the plan or prints every problem (exit 2).
+pub fn plan_from(file: Option<&Path>, flags: &Flags) -> Result<Plan, Failure> {
     let source = file.map(read_source).transpose()?;
     build_plan(source.as_ref(), flags).map_err(|diags| {
         eprint!("{}", render_diagnostics(&diags));
-        exit::INVALID_INPUT
+        Failure::printed(Kind::InvalidInput)
     })
 }
 
-pub fn validate(file: &Path, flags: &Flags) -> u8 {
-    match plan_from(Some(file), flags) {
-        Ok(plan) => {
-            let threads: u32 = plan.max_threads().iter().sum();
-            let threads = if threads == 1 { "1 thread".to_string() } else { format!("{threads} threads") };
-            let names: Vec<&str> = plan.workloads.iter().map(|w| w.name.as_str()).collect();
-            let steps = plan.steps().len();
-            let steps = if steps == 1 { String::new() } else { format!(", {steps} steps") };
-            let (engine, duration) = (plan.engine.name(), terminal::duration(plan.total_duration()));
-            crate::output::println(&format!(
-                "{}: ok ({engine} {}, {threads}{steps}, {duration})",
-                file.display(),
-                names.join(" + ")
-            ));
-            exit::OK
-        }
-        Err(code) => code,
-    }
+pub fn validate(file: &Path, flags: &Flags) -> CmdResult {
+    let plan = plan_from(Some(file), flags)?;
+    let threads: u32 = plan.max_threads().iter().sum();
+    let threads = if threads == 1 { "1 thread".to_string() } else { format!("{threads} threads") };
+    let names: Vec<&str> = plan.workloads.iter().map(|w| w.name.as_str()).collect();
+    let steps = plan.steps().len();
+    let steps = if steps == 1 { String::new() } else { format!(", {steps} steps") };
+    let (engine, duration) = (plan.engine.name(), terminal::duration(plan.total_duration()));
+    crate::output::println(&format!(
+        "{}: ok ({engine} {}, {threads}{steps}, {duration})",
+        file.display(),
+        names.join(" + ")
+    ));
+    Ok(())
 }
 
-pub fn run(args: RunArgs) -> u8 {
-    let plan = match plan_from(args.file.as_deref(), &args.workload.flags) {
-        Ok(p) => p,
-        Err(code) => return code,
-    };
+pub fn run(args: RunArgs) -> CmdResult {
+    let plan = plan_from(args.file.as_deref(), &args.workload.flags)?;
     execute(&plan, &args.output)
 }
 
@@ -62,64 +52,42 @@ fn default_out() -> PathBuf {
 }
 
 /// Runs a valid plan: everything after input validation. Shared with `demo`.
-pub fn execute(plan: &Plan, output: &OutputFlags) -> u8 {
+pub fn execute(plan: &Plan, output: &OutputFlags) -> CmdResult {
     let out = output.out.clone().unwrap_or_else(default_out);
-    if let Err(e) = ioscope_store::check_new_path(&out) {
-        eprintln!("error: {e}");
-        return exit::INVALID_INPUT;
-    }
-    let show_progress = !output.quiet && terminal::stderr_is_tty();
+    ioscope_store::check_new_path(&out).map_err(Failure::invalid)?;
+    let shown = Shown::of(output.progress, output.quiet, terminal::stderr_is_tty());
+    // A line rewritten in place (preparation, the bar) only on a terminal.
+    let show_progress = shown.bar();
     // Signals: from here on, Ctrl-C, SIGTERM and SIGHUP stop the run cleanly (results
     // kept). During preparation nothing is measured yet, so they end the process at once.
     let interrupt = Arc::new(AtomicBool::new(false));
     let preparing = Arc::new(AtomicBool::new(true));
-    if let Err(e) = watch_signals(&interrupt, &preparing, show_progress) {
-        eprintln!("error: cannot handle signals: {e}");
-        return exit::RUN_FAILED;
-    }
+    watch_signals(&interrupt, &preparing, show_progress)
+        .map_err(|e| Failure::failed(anyhow::Error::new(e).context("cannot handle signals")))?;
     // The UI's address is taken before any I/O: a busy or unusable --listen is found now.
     let server = if output.ui {
-        match crate::cmd_ui::start_for_run(&out, output.listen) {
-            Ok(s) => Some(s),
-            Err(_) => return exit::INVALID_INPUT,
-        }
+        Some(crate::cmd_ui::start_for_run(&out, output.listen).map_err(|f| Failure { kind: Kind::InvalidInput, ..f })?)
     } else {
         None
     };
 
-    if let Err(e) = ensure_open_files(plan) {
-        eprintln!("error: {e}");
-        return exit::INVALID_INPUT;
-    }
+    ensure_open_files(plan).map_err(|e| Failure::invalid(anyhow::Error::msg(e)))?;
     // The directory is this run's alone, and usable, before anything in it is looked at.
-    let lock = match ioscope_exec::workdir::local_dir(plan).map(|d| ioscope_exec::workdir::lock(&d, &out)) {
-        Some(Err(e)) => {
-            eprintln!("error: {e}");
-            return exit::INVALID_INPUT;
-        }
-        Some(Ok(lock)) => Some(lock),
-        None => None,
-    };
+    let lock = ioscope_exec::workdir::local_dir(plan)
+        .map(|d| ioscope_exec::workdir::lock(&d, &out))
+        .transpose()
+        .map_err(Failure::invalid)?;
     let created_dir = lock.as_ref().is_some_and(|l| l.created_dir());
 
     // Data: decide without writing (refusals are invalid input), then prepare.
     let mut dataset = None;
     let files = if let Some(d) = &plan.dataset {
-        match prepare_dataset(d, plan, output, show_progress, created_dir) {
-            Ok(layout) => dataset = Some(layout),
-            Err(code) => return code,
-        }
+        dataset = Some(prepare_dataset(d, plan, output, show_progress, created_dir)?);
         Vec::new()
     } else if !plan.engine.spec().caps.does_io {
         Vec::new()
     } else {
-        let (fs, dir) = match ioscope_exec::storage(plan) {
-            Ok(s) => s,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return exit::RUN_FAILED;
-            }
-        };
+        let (fs, dir) = ioscope_exec::storage(plan).map_err(|e| Failure::failed(anyhow::Error::msg(e)))?;
         let mut layout = match workset::check(&*fs, &dir, plan) {
             Ok(mut l) => {
                 if created_dir {
@@ -131,14 +99,8 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> u8 {
                 e @ (workset::WorksetError::NotOurs { .. }
                 | workset::WorksetError::NoSpace { .. }
                 | workset::WorksetError::NoParent { .. }),
-            ) => {
-                eprintln!("error: {e}");
-                return exit::INVALID_INPUT;
-            }
-            Err(e) => {
-                eprintln!("error: {e}");
-                return exit::RUN_FAILED;
-            }
+            ) => return Err(Failure::invalid(e)),
+            Err(e) => return Err(Failure::failed(e)),
         };
         if !layout.to_fill.is_empty() {
             let total = layout.bytes_to_fill();
@@ -157,12 +119,9 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> u8 {
                 }
             };
             let threads: u32 = plan.max_threads().iter().sum();
-            if let Err(e) = workset::prepare(&*fs, &mut layout, threads.clamp(1, 8) as usize, &report) {
-                terminal::clear_line(show_progress);
-                eprintln!("error: preparing the working set: {e}");
-                return exit::RUN_FAILED;
-            }
+            let prepared = workset::prepare(&*fs, &mut layout, threads.clamp(1, 8) as usize, &report);
             terminal::clear_line(show_progress);
+            prepared.map_err(|e| Failure::failed(anyhow::Error::new(e).context("preparing the working set")))?;
             if !output.quiet {
                 let secs = started.elapsed().as_secs_f64();
                 eprintln!("  written in {secs:.1} s ({:.0} MB/s)", total as f64 / 1e6 / secs.max(1e-9));
@@ -173,14 +132,10 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> u8 {
 
     preparing.store(false, Ordering::SeqCst);
     if interrupt.load(Ordering::SeqCst) {
-        eprintln!("interrupted before the run started; nothing was measured");
-        return exit::INTERRUPTED;
+        return Err(Failure::said(Kind::Interrupted, "interrupted before the run started; nothing was measured"));
     }
-    let mut on_second = |p: &ioscope_exec::Progress| {
-        if show_progress {
-            terminal::progress_line(&terminal::progress_text(p));
-        }
-    };
+    let mut reporter = Reporter::new(shown);
+    let mut on_second = |p: &ioscope_exec::Progress| reporter.second(p);
     let outcome = ioscope_exec::run(
         plan,
         &files,
@@ -202,13 +157,13 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> u8 {
             if matches!(e, ioscope_exec::RunError::Store { .. }) {
                 crate::cmd_show::after_store_failure(&out, &e.to_string(), output.json);
             }
-            return exit::RUN_FAILED;
+            return Err(Failure::printed(Kind::RunFailed));
         }
     };
     for e in &outcome.first_errors {
         eprintln!("I/O errors were counted; first {e}");
     }
-    let code = crate::cmd_show::print_summary(&out, output.json);
+    let summary = crate::cmd_show::print_summary(&out, output.json);
     if let Some(why) = &outcome.wal_kept {
         let wal = ioscope_store::sidecar(&out, "-wal");
         eprintln!(
@@ -233,9 +188,7 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> u8 {
         }
     }
     drop(lock); // the directory is free for the next run (a UI may stay up below)
-    if code != exit::OK {
-        return code;
-    }
+    summary?;
     if let Some(server) = server {
         if outcome.status != Status::Interrupted {
             eprintln!("the run is over; the UI stays at {} until Ctrl-C", server.url());
@@ -246,10 +199,11 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> u8 {
         }
         server.stop();
     }
+    // The summary above said how the run ended.
     match outcome.status {
-        Status::Completed => exit::OK,
-        Status::Interrupted => exit::INTERRUPTED,
-        Status::Failed | Status::Running => exit::RUN_FAILED,
+        Status::Completed => Ok(()),
+        Status::Interrupted => Err(Failure::printed(Kind::Interrupted)),
+        Status::Failed | Status::Running => Err(Failure::printed(Kind::RunFailed)),
     }
 }
 
@@ -324,12 +278,9 @@ fn prepare_dataset(
     output: &OutputFlags,
     show_progress: bool,
     created_dir: bool,
-) -> Result<dataset::Layout, u8> {
+) -> Result<dataset::Layout, Failure> {
     let (spec, format) = dataset::DatasetSpec::of(d);
-    let (fs, _) = ioscope_exec::storage(plan).map_err(|e| {
-        eprintln!("error: {e}");
-        exit::RUN_FAILED
-    })?;
+    let (fs, _) = ioscope_exec::storage(plan).map_err(|e| Failure::failed(anyhow::Error::msg(e)))?;
     let reusable = match dataset::check(&*fs, &spec, format, plan.force) {
         Ok(r) => r,
         Err(
@@ -337,14 +288,8 @@ fn prepare_dataset(
             | dataset::DatasetError::Missing { .. }
             | dataset::DatasetError::NoSpace { .. }
             | dataset::DatasetError::NoParent { .. }),
-        ) => {
-            eprintln!("error: {e}");
-            return Err(exit::INVALID_INPUT);
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            return Err(exit::RUN_FAILED);
-        }
+        ) => return Err(Failure::invalid(e)),
+        Err(e) => return Err(Failure::failed(e)),
     };
     let layout = dataset::Layout::new(&spec);
     if !output.quiet {
@@ -383,9 +328,6 @@ fn prepare_dataset(
             }
             Ok(p.layout)
         }
-        Err(e) => {
-            eprintln!("error: preparing the dataset: {e}");
-            Err(exit::RUN_FAILED)
-        }
+        Err(e) => Err(Failure::failed(anyhow::Error::new(e).context("preparing the dataset"))),
     }
 }

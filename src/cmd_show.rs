@@ -1,46 +1,43 @@
 //! `ioscope show` and `ioscope export`: read a results file (also one left by a killed
 //! run) and print its summary or per-second series.
 
-use crate::cli::ExportFormat;
-use crate::{exit, output};
+use crate::cli::{ExportFormat, OutFile};
+use crate::{outfile, output, CmdResult, Failure};
 use ioscope_store::Status;
 use std::path::Path;
 
-fn open(file: &Path) -> Result<ioscope_store::Results, u8> {
-    ioscope_store::open(file).map_err(|e| {
-        // Every store error starts with the file's name.
-        eprintln!("error: {e}");
-        exit::INVALID_INPUT
-    })
+fn open(file: &Path) -> Result<ioscope_store::Results, Failure> {
+    // Every store error starts with the file's name.
+    ioscope_store::open(file).map_err(Failure::invalid)
 }
 
 /// Prints the summary of a results file as a table or JSON.
-pub fn print_summary(file: &Path, json: bool) -> u8 {
-    match open(file) {
-        Ok(results) => {
-            print(file, &results, json);
-            exit::OK
-        }
-        Err(code) => code,
+pub fn print_summary(file: &Path, json: bool) -> CmdResult {
+    let results = open(file)?;
+    print(file, &results, json);
+    Ok(())
+}
+
+fn summary_text(file: &Path, results: &ioscope_store::Results, json: bool) -> String {
+    let summary = ioscope_report::summarize(results, file);
+    if json {
+        format!("{}\n", ioscope_report::render_json(&summary))
+    } else {
+        ioscope_report::render_text(&summary)
     }
 }
 
 fn print(file: &Path, results: &ioscope_store::Results, json: bool) {
-    let summary = ioscope_report::summarize(results, file);
-    if json {
-        output::println(&ioscope_report::render_json(&summary));
-    } else {
-        output::print(&ioscope_report::render_text(&summary));
-    }
+    output::print(&summary_text(file, results, json));
 }
 
 /// `ioscope show`: the summary, and what to copy to take the results elsewhere.
-pub fn show(file: &Path, json: bool) -> u8 {
-    let results = match open(file) {
-        Ok(r) => r,
-        Err(code) => return code,
-    };
-    print(file, &results, json);
+pub fn show(file: &Path, json: bool, out: &OutFile) -> CmdResult {
+    if let Some(path) = &out.out {
+        outfile::check(path, out.force)?;
+    }
+    let results = open(file)?;
+    outfile::emit(&summary_text(file, &results, json), out)?;
     let wal = ioscope_store::sidecar(file, "-wal");
     // A live run's notes say what to copy; a stopped one whose -wal is still there:
     if results.run.status != Status::Running && wal.exists() {
@@ -52,7 +49,7 @@ pub fn show(file: &Path, json: bool) -> u8 {
             file.display()
         );
     }
-    exit::OK
+    Ok(())
 }
 
 /// After the results file failed during a run (a full file system): the summary of what
@@ -86,14 +83,14 @@ pub fn after_store_failure(file: &Path, why: &str, json: bool) {
     }
 }
 
-pub fn export(file: &Path, format: ExportFormat) -> u8 {
-    let results = match open(file) {
-        Ok(r) => r,
-        Err(code) => return code,
-    };
-    match format {
-        ExportFormat::Csv => output::print(&ioscope_report::export_csv(&results)),
-        ExportFormat::Json => output::println(&ioscope_report::export_json(&results)),
+pub fn export(file: &Path, format: ExportFormat, out: &OutFile) -> CmdResult {
+    if let Some(path) = &out.out {
+        outfile::check(path, out.force)?;
     }
-    exit::OK
+    let results = open(file)?;
+    let text = match format {
+        ExportFormat::Csv => ioscope_report::export_csv(&results),
+        ExportFormat::Json => format!("{}\n", ioscope_report::export_json(&results)),
+    };
+    outfile::emit(&text, out)
 }

@@ -2,26 +2,24 @@
 //! served UI, a self-contained HTML file, or a PNG heat map.
 
 use crate::cli::PlotArgs;
-use crate::exit;
+use crate::{outfile, CmdResult, Failure, Kind};
 use ioscope_web::{query::Query, Api, Server};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 /// Starts the UI server for `files` and prints where to open it.
-pub fn start(files: &[PathBuf], listen: SocketAddr) -> Result<Server, u8> {
+pub fn start(files: &[PathBuf], listen: SocketAddr) -> Result<Server, Failure> {
     serve(Api::new(files), listen)
 }
 
 /// Starts the UI server for the run about to be written to `out` (`run --ui`).
-pub fn start_for_run(out: &Path, listen: SocketAddr) -> Result<Server, u8> {
+pub fn start_for_run(out: &Path, listen: SocketAddr) -> Result<Server, Failure> {
     serve(Api::for_new_run(out), listen)
 }
 
-fn serve(api: Api, listen: SocketAddr) -> Result<Server, u8> {
-    let server = Server::start(listen, api).map_err(|e| {
-        eprintln!("error: {e} (choose another address with --listen 127.0.0.1:PORT)");
-        exit::RUN_FAILED
-    })?;
+fn serve(api: Api, listen: SocketAddr) -> Result<Server, Failure> {
+    let server = Server::start(listen, api)
+        .map_err(|e| Failure::failed(anyhow::anyhow!("{e} (choose another address with --listen 127.0.0.1:PORT)")))?;
     let urls = server.urls();
     eprintln!("Analytics UI: {}", urls[0]);
     if server.addr.ip().is_unspecified() {
@@ -36,92 +34,32 @@ fn serve(api: Api, listen: SocketAddr) -> Result<Server, u8> {
     Ok(server)
 }
 
-pub fn ui(files: &[PathBuf], listen: SocketAddr) -> u8 {
+pub fn ui(files: &[PathBuf], listen: SocketAddr) -> CmdResult {
     for f in files {
-        if let Err(e) = ioscope_store::open(f) {
-            eprintln!("error: {e}");
-            return exit::INVALID_INPUT;
-        }
+        ioscope_store::open(f).map_err(Failure::invalid)?;
     }
-    match start(files, listen) {
-        Ok(server) => {
-            eprintln!("  serving {} run(s); Ctrl-C to stop", files.len());
-            server.wait();
-            exit::OK
-        }
-        Err(code) => code,
-    }
-}
-
-/// Refuses to replace an existing file unless told to, and never writes through a
-/// symbolic link (not even a dangling one, which would create the file it points to).
-fn check_out(out: &Path, force: bool) -> Result<(), u8> {
-    match out.symlink_metadata() {
-        Ok(m) if m.file_type().is_symlink() => {
-            eprintln!("{}: error: is a symbolic link; ioscope does not write through links", out.display());
-            Err(exit::INVALID_INPUT)
-        }
-        Ok(_) if !force => {
-            eprintln!("{}: error: file exists; use --force to replace it", out.display());
-            Err(exit::INVALID_INPUT)
-        }
-        _ => Ok(()),
-    }
-}
-
-/// Writes `out`: a new file (O_EXCL), or with `force` an existing regular file; never
-/// through a symbolic link (O_NOFOLLOW), even if one appeared since [`check_out`].
-fn write(out: &Path, bytes: &[u8], force: bool) -> u8 {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).custom_flags(libc::O_NOFOLLOW);
-    if force {
-        options.create(true).truncate(true);
-    } else {
-        options.create_new(true);
-    }
-    match options.open(out).and_then(|mut f| f.write_all(bytes).and_then(|()| f.sync_all())) {
-        Ok(()) => exit::OK,
-        Err(e) => {
-            let why = match e.raw_os_error() {
-                Some(libc::ELOOP) => "is a symbolic link; ioscope does not write through links".to_string(),
-                Some(libc::EEXIST) => "file exists; use --force to replace it".to_string(),
-                _ => e.to_string(),
-            };
-            eprintln!("{}: error: {why}", out.display());
-            exit::RUN_FAILED
-        }
-    }
+    let server = start(files, listen)?;
+    eprintln!("  serving {} run(s); Ctrl-C to stop", files.len());
+    server.wait();
+    Ok(())
 }
 
 /// Writes the HTML report; the caller has checked `out`.
-pub fn write_report(file: &Path, out: &Path, force: bool) -> u8 {
-    if let Err(e) = ioscope_store::open(file) {
-        eprintln!("error: {e}");
-        return exit::INVALID_INPUT;
-    }
-    match ioscope_web::report::render(file) {
-        Ok(html) => write(out, html.as_bytes(), force),
-        Err(e) => {
-            eprintln!("{}: error: {e}", file.display());
-            exit::RUN_FAILED
-        }
-    }
+pub fn write_report(file: &Path, out: &Path, force: bool) -> CmdResult {
+    ioscope_store::open(file).map_err(Failure::invalid)?;
+    let html = ioscope_web::report::render(file)
+        .map_err(|e| Failure::said(Kind::RunFailed, format!("{}: error: {e}", file.display())))?;
+    outfile::write(out, html.as_bytes(), force)
 }
 
-pub fn report(file: &Path, out: &Path, force: bool) -> u8 {
-    if let Err(code) = check_out(out, force) {
-        return code;
-    }
-    let code = write_report(file, out, force);
-    if code == exit::OK {
-        eprintln!("report: {} (opens in any browser, no server needed)", out.display());
-    }
-    code
+pub fn report(file: &Path, out: &Path, force: bool) -> CmdResult {
+    outfile::check(out, force)?;
+    write_report(file, out, force)?;
+    eprintln!("report: {} (opens in any browser, no server needed)", out.display());
+    Ok(())
 }
 
-pub fn plot(args: &PlotArgs) -> u8 {
+pub fn plot(args: &PlotArgs) -> CmdResult {
     let query = Query::new(&args.stat)
         .and_then(|q| match &args.by {
             Some(by) => q.by(by),
@@ -131,29 +69,11 @@ pub fn plot(args: &PlotArgs) -> u8 {
             Some(w) => q.filter(w),
             None => Ok(q),
         });
-    let query = match query {
-        Ok(q) => q,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return exit::INVALID_INPUT;
-        }
-    };
-    if let Err(code) = check_out(&args.out, args.force) {
-        return code;
-    }
-    let results = match ioscope_store::open(&args.file) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return exit::INVALID_INPUT;
-        }
-    };
+    let query = query.map_err(|e| Failure::invalid(anyhow::Error::msg(e)))?;
+    outfile::check(&args.out, args.force)?;
+    let results = ioscope_store::open(&args.file).map_err(Failure::invalid)?;
     let opts = ioscope_web::plot::PlotOptions { width: args.width, panel_height: args.height };
-    match ioscope_web::plot::render(&results, &query, &opts) {
-        Ok(png) => write(&args.out, &png, args.force),
-        Err(e) => {
-            eprintln!("error: {e}");
-            exit::INVALID_INPUT
-        }
-    }
+    let png =
+        ioscope_web::plot::render(&results, &query, &opts).map_err(|e| Failure::invalid(anyhow::Error::msg(e)))?;
+    outfile::write(&args.out, &png, args.force)
 }

@@ -25,7 +25,9 @@ mod cmd_import;
 mod cmd_run;
 mod cmd_show;
 mod cmd_ui;
+mod outfile;
 mod output;
+mod progress;
 mod terminal;
 
 use clap::Parser;
@@ -40,6 +42,111 @@ pub mod exit {
     pub const INVALID_INPUT: u8 = 2;
     /// Interrupted (Ctrl-C, SIGTERM or SIGHUP); results up to that moment are kept.
     pub const INTERRUPTED: u8 = 130;
+}
+
+/// What kind of failure ended a command; [`main`] turns it into the exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Bad input (flags, workload, paths): nothing was run, nothing was written (exit 2).
+    InvalidInput,
+    /// The run or the command failed while doing its work (exit 1).
+    RunFailed,
+    /// Ctrl-C, SIGTERM or SIGHUP (exit 130).
+    Interrupted,
+}
+
+impl Kind {
+    fn code(self) -> u8 {
+        match self {
+            Kind::InvalidInput => exit::INVALID_INPUT,
+            Kind::RunFailed => exit::RUN_FAILED,
+            Kind::Interrupted => exit::INTERRUPTED,
+        }
+    }
+}
+
+/// How a command failed: its kind and what to tell the user (printed once, by [`main`]).
+#[derive(Debug)]
+pub struct Failure {
+    pub kind: Kind,
+    pub message: Message,
+}
+
+#[derive(Debug)]
+pub enum Message {
+    /// Printed as `error: ` and the error with its context chain ([`chain_text`]).
+    Error(anyhow::Error),
+    /// Printed as it is: messages that name their file first (`FILE: error: ...`, like a
+    /// compiler) or that are not errors (`interrupted before the run started`).
+    Said(String),
+    /// Already printed where it happened (diagnostics, a summary of a failed run).
+    Printed,
+}
+
+impl Failure {
+    /// Bad input, reported as `error: ...`.
+    pub fn invalid(e: impl Into<anyhow::Error>) -> Self {
+        Self { kind: Kind::InvalidInput, message: Message::Error(e.into()) }
+    }
+    /// A failed run or command, reported as `error: ...`.
+    pub fn failed(e: impl Into<anyhow::Error>) -> Self {
+        Self { kind: Kind::RunFailed, message: Message::Error(e.into()) }
+    }
+    /// A failure whose message is printed as it is.
+    pub fn said(kind: Kind, text: impl Into<String>) -> Self {
+        Self { kind, message: Message::Said(text.into()) }
+    }
+    /// A failure already reported to the user.
+    pub fn printed(kind: Kind) -> Self {
+        Self { kind, message: Message::Printed }
+    }
+    /// Tells the user (for a failure that does not end the command).
+    pub fn print(&self) {
+        match &self.message {
+            Message::Error(e) => eprintln!("error: {}", chain_text(e)),
+            Message::Said(text) => eprintln!("{text}"),
+            Message::Printed => {}
+        }
+    }
+}
+
+/// What every command returns.
+pub type CmdResult = Result<(), Failure>;
+
+/// "context: error: cause". Our library errors quote their source in their own message
+/// ("cannot create a file here (Permission denied)"): the chain ends at the first cause
+/// already quoted, so nothing is said twice and nothing below it (a library's internals) is
+/// added to a message users know.
+fn chain_text(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let part = cause.to_string();
+        if text.contains(&part) {
+            break;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&part);
+    }
+    text
+}
+
+/// The exit code of a command's outcome, after printing its message.
+fn exit_code(outcome: CmdResult) -> u8 {
+    let code = match outcome {
+        Ok(()) => exit::OK,
+        Err(failure) => {
+            failure.print();
+            failure.kind.code()
+        }
+    };
+    // Output lost to a full disk (not a closed pipe) fails an otherwise successful command.
+    if code == exit::OK && output::failed() {
+        exit::RUN_FAILED
+    } else {
+        code
+    }
 }
 
 /// A panic in the UI server's threads is caught there (the request is answered 500) and
@@ -59,20 +166,53 @@ fn panic_policy() {
 fn main() -> ExitCode {
     panic_policy();
     let cli = cli::Cli::parse();
-    let code = match cli.command {
+    let outcome = match cli.command {
         cli::Command::Run(args) => cmd_run::run(*args),
         cli::Command::Validate { file, workload } => cmd_run::validate(&file, &workload.flags),
-        cli::Command::Show { file, json } => cmd_show::show(&file, json),
-        cli::Command::Export { file, format } => cmd_show::export(&file, format),
+        cli::Command::Show { file, json, out } => cmd_show::show(&file, json, &out),
+        cli::Command::Export { file, format, out } => cmd_show::export(&file, format, &out),
         cli::Command::Demo(args) => cmd_demo::demo(args),
-        cli::Command::Import { from: cli::ImportFrom::Vdbench { file, out } } => {
-            cmd_import::vdbench(&file, out.as_deref())
-        }
+        cli::Command::Import { from: cli::ImportFrom::Vdbench { file, out } } => cmd_import::vdbench(&file, &out),
         cli::Command::Ui { files, listen } => cmd_ui::ui(&files, listen),
         cli::Command::Report { file, out, force } => cmd_ui::report(&file, &out, force),
         cli::Command::Plot(args) => cmd_ui::plot(&args),
     };
-    // Output lost to a full disk (not a closed pipe) fails an otherwise successful command.
-    let code = if code == exit::OK && output::failed() { exit::RUN_FAILED } else { code };
-    ExitCode::from(code)
+    ExitCode::from(exit_code(outcome))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Like the libraries' errors: the message quotes the source, which is also its source().
+    #[derive(Debug)]
+    struct Quoting {
+        dir: String,
+        source: std::io::Error,
+    }
+
+    impl std::fmt::Display for Quoting {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "{}: cannot create a file here ({})", self.dir, self.source)
+        }
+    }
+
+    impl std::error::Error for Quoting {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.source)
+        }
+    }
+
+    #[test]
+    fn an_error_that_quotes_its_cause_reads_as_before_with_its_context_in_front() {
+        let e = || Quoting { dir: "/d".into(), source: std::io::Error::other("Permission denied") };
+        assert_eq!(chain_text(&anyhow::Error::new(e())), "/d: cannot create a file here (Permission denied)");
+        let with_context = anyhow::Error::new(e()).context("preparing the working set");
+        assert_eq!(
+            chain_text(&with_context),
+            "preparing the working set: /d: cannot create a file here (Permission denied)"
+        );
+        assert_eq!(Kind::InvalidInput.code(), 2);
+        assert_eq!((Kind::RunFailed.code(), Kind::Interrupted.code()), (1, 130));
+    }
 }

@@ -1,10 +1,18 @@
-//! Terminal output: the live progress line (only on a TTY) and small formatters.
+//! Terminal output: the line rewritten in place (only on a TTY) and small formatters.
 
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
 pub fn stderr_is_tty() -> bool {
     std::io::stderr().is_terminal()
+}
+
+/// The width of the terminal on stderr, in columns, if it is one.
+pub fn stderr_width() -> Option<usize> {
+    let mut size = libc::winsize { ws_row: 0, ws_col: 0, ws_xpixel: 0, ws_ypixel: 0 };
+    // SAFETY: TIOCGWINSZ writes the struct it is given; it fails on anything but a terminal.
+    let ok = unsafe { libc::ioctl(libc::STDERR_FILENO, libc::TIOCGWINSZ, &mut size) } == 0;
+    (ok && size.ws_col > 0).then_some(usize::from(size.ws_col))
 }
 
 /// Rewrites the current stderr line.
@@ -19,18 +27,6 @@ pub fn clear_line(shown: bool) {
     if shown {
         progress_line("");
     }
-}
-
-pub fn progress_text(p: &ioscope_exec::Progress) -> String {
-    let p99 = p.p99_ns.map_or("-".to_string(), ioscope_report::format::ns);
-    let errors = if p.errors > 0 { format!("   {} errors", p.errors) } else { String::new() };
-    format!(
-        "  {:>5.1}/{:.0} s   {:>12} IOPS   {:>10} MB/s   p99 {p99}{errors}",
-        p.elapsed_s,
-        p.total_s,
-        ioscope_report::format::iops(p.iops),
-        ioscope_report::format::float(p.bytes_per_sec / 1e6, 1),
-    )
 }
 
 pub fn size(bytes: u64) -> String {

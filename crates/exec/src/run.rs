@@ -47,6 +47,17 @@ pub struct Progress {
     pub errors: u64,
     /// p99 response time of transfers (reads and writes) in the last second.
     pub p99_ns: Option<u64>,
+    /// Mean response time of transfers in the last second.
+    pub mean_ns: Option<u64>,
+    /// The second just written (0-based), its step (0-based) of `steps`, the step's label
+    /// ("threads=4 bs=8k"; empty for a plain step), whether it was warm-up, and the
+    /// threads the step runs over all workloads.
+    pub second: u32,
+    pub step: u32,
+    pub steps: u32,
+    pub step_label: String,
+    pub warmup: bool,
+    pub threads: u32,
 }
 
 /// How a run ended.
@@ -384,7 +395,7 @@ fn run_measured(
                     break;
                 }
                 seconds_written += 1;
-                (cfg.on_second)(&progress(&snap, now - t0, total_ns));
+                (cfg.on_second)(&progress(&snap, now - t0, total_ns, plan, &steps));
             }
             if all_done {
                 break;
@@ -641,7 +652,7 @@ impl Collect<'_> {
     }
 }
 
-fn progress(s: &Snapshot, elapsed_ns: u64, total_ns: u64) -> Progress {
+fn progress(s: &Snapshot, elapsed_ns: u64, total_ns: u64, plan: &Plan, steps: &[Step]) -> Progress {
     let secs = s.interval_ns as f64 / 1e9;
     let total = s.total();
     let mut lat = ioscope_metrics::Histogram::new();
@@ -655,5 +666,14 @@ fn progress(s: &Snapshot, elapsed_ns: u64, total_ns: u64) -> Progress {
         bytes_per_sec: total.bytes as f64 / secs,
         errors: total.errors,
         p99_ns: lat.quantile(0.99),
+        mean_ns: lat.mean().map(|m| m as u64),
+        second: s.second,
+        step: s.step,
+        steps: steps.len() as u32,
+        step_label: steps.get(s.step as usize).map(Step::label).unwrap_or_default(),
+        warmup: s.warmup,
+        threads: steps
+            .get(s.step as usize)
+            .map_or(0, |st| plan.workloads.iter().map(|w| Effective::of(w, st).threads).sum()),
     }
 }
