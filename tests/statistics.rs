@@ -184,3 +184,26 @@ fn every_statistic_in_the_registry_is_stored_read_back_offered_and_reported() {
         assert!(schema.contains(&format!("\"{field}\"")), "{name}: {field} is in schema/summary.schema.json");
     }
 }
+
+#[test]
+fn every_statistic_in_the_registry_is_in_the_api_docs_with_its_kind_and_unit() {
+    let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/api.md")).unwrap();
+    let table = docs.split("Statistics (`stats[].name`").nth(1).expect("docs/api.md has the statistics table");
+    // Rows "| `name` | kind | unit | what |", up to the first blank line after the table.
+    let rows: Vec<Vec<String>> = table
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .filter(|l| l.starts_with("| `"))
+        .map(|l| l.split('|').map(|c| c.trim().trim_matches('`').to_string()).collect())
+        .collect();
+    let documented: Vec<(&str, &str, &str)> =
+        rows.iter().map(|r| (r[1].as_str(), r[2].as_str(), r[3].as_str())).collect();
+    let units: Vec<String> = STATS.iter().map(|s| s.answer_unit()).collect();
+    let registry: Vec<(&str, &str, &str)> =
+        STATS.iter().zip(&units).map(|(s, unit)| (s.name, s.kind.name(), unit.as_str())).collect();
+    assert_eq!(
+        documented, registry,
+        "docs/api.md's statistics table (name, kind, unit) is the registry's, in its order"
+    );
+}
