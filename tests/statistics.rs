@@ -115,6 +115,10 @@ fn every_statistic_in_the_registry_is_stored_read_back_offered_and_reported() {
             for (unit, kind) in &all {
                 assert_eq!((unit.as_str(), kind.as_str()), (stat.unit, stat.kind.name()), "{name}: unit and kind");
             }
+            let meta: String =
+                db.query_row("SELECT value FROM meta WHERE key = 'statistics'", [], |r| r.get(0)).unwrap();
+            let entry = format!("{} ({}, {}): {}", stat.stored, stat.unit, stat.kind.name(), stat.label);
+            assert!(meta.contains(&entry), "{name}: meta 'statistics' lists {entry:?}: {meta}");
             for (dim, column) in [(Dim::Worker, "worker"), (Dim::File, "file"), (Dim::Error, "error")] {
                 let stored = !rows(&format!("AND {column} IS NOT NULL")).is_empty();
                 assert_eq!(stored, stat.has(dim), "{name}: stored per {column} as its dimensions say");
