@@ -7,7 +7,7 @@
 use crate::check::{self, Cell};
 use crate::schema::{APPLICATION_ID, SCHEMA_VERSION};
 use crate::{ProbeRow, Results, RunInfo, Status, StepRow, StoreError, StoredRun};
-use ioscope_metrics::stat::{self, Dim, Stat};
+use ioscope_metrics::stat::{self, Dim, Stat, StatId};
 use ioscope_metrics::{FileCounts, Histogram, Op, OpInterval, OpSeries, Snapshot, WorkerCounts, STATS};
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
@@ -617,17 +617,23 @@ impl Reader<'_> {
                 let op = op.name();
                 full(*bits, of_op, &format!("workload {workload:?} op {op:?}"))?;
                 let d = &b.snap.ops[*i].data;
+                // (The recorder derives the counts so: see ioscope_metrics::recorder.)
+                let name = |id| stat::stat(id).stored;
                 if d.counts.ops != d.latency_ns.count() {
                     return Err(at(format!(
-                        "workload {workload:?} op {op:?}: {} io.ops but {} io.latency values",
+                        "workload {workload:?} op {op:?}: {} {} but {} {} values",
                         d.counts.ops,
-                        d.latency_ns.count()
+                        name(StatId::Ops),
+                        d.latency_ns.count(),
+                        name(StatId::Latency),
                     )));
                 }
                 if d.counts.bytes != d.size_bytes.sum() as u64 {
                     return Err(at(format!(
-                        "workload {workload:?} op {op:?}: {} io.bytes but io.size values add up to {}",
+                        "workload {workload:?} op {op:?}: {} {} but {} values add up to {}",
                         d.counts.bytes,
+                        name(StatId::Bytes),
+                        name(StatId::Size),
                         d.size_bytes.sum()
                     )));
                 }
