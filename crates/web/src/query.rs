@@ -52,8 +52,7 @@ pub enum QueryError {
     FromAfterRun { from: u32, first: u32, last: u32 },
     #[error("to={to} is before the run's first second: expected a second in {first}..={last}")]
     ToBeforeRun { to: u32, first: u32, last: u32 },
-    #[error("{} is not a distribution; heat maps are for {}", .0.name,
-        names(STATS.iter().filter(|s| s.kind == Kind::Distribution).map(|s| s.name)))]
+    #[error("{} is not a distribution; heat maps are for {}", .0.name, distributions())]
     NotADistribution(&'static Stat),
 }
 
@@ -66,6 +65,15 @@ impl From<QueryError> for String {
 
 fn names<'a>(list: impl Iterator<Item = &'a str>) -> String {
     list.collect::<Vec<_>>().join(", ")
+}
+
+/// "latency, service_time, size and offset".
+fn distributions() -> String {
+    let list: Vec<&str> = STATS.iter().filter(|s| s.kind == Kind::Distribution).map(|s| s.name).collect();
+    match list.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => list.join(""),
+    }
 }
 
 /// A parsed query: see docs/api.md.
@@ -670,4 +678,38 @@ pub fn stat_list(r: &Results) -> Value {
         })
         .collect();
     Value::Array(list)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Typed errors keep the messages clients and scripts have read so far.
+    #[test]
+    fn query_errors_name_the_parameter_the_value_and_the_expected_form() {
+        let err = |r: Result<Query, QueryError>| r.unwrap_err().to_string();
+        assert_eq!(
+            err(Query::new("iops")),
+            "unknown statistic \"iops\" (expected one of ops, bytes, errors, skipped, latency, service_time, size, \
+             offset, probe)"
+        );
+        assert_eq!(err(Query::parse([("by", "op")])), "missing parameter stat");
+        assert_eq!(
+            err(Query::parse([("stat", "ops"), ("from", "x")])),
+            "from=\"x\": expected a second of the run, a whole number (0, 1, ...)"
+        );
+        assert_eq!(
+            err(Query::new("latency").and_then(|q| q.by("worker"))),
+            "latency cannot be broken down by worker (it has: op, workload, host, step)"
+        );
+        assert_eq!(err(Query::new("ops").and_then(|q| q.filter("op"))), "where \"op\": expected DIMENSION:VALUE");
+        assert_eq!(
+            err(Query::new("ops").and_then(|q| q.by("nope"))),
+            "unknown dimension \"nope\" (expected one of op, workload, host, step, worker, file, error, probe)"
+        );
+        assert_eq!(
+            QueryError::NotADistribution(stat("ops").unwrap()).to_string(),
+            "ops is not a distribution; heat maps are for latency, service_time, size and offset"
+        );
+    }
 }
