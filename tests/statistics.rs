@@ -211,3 +211,13 @@ fn every_statistic_in_the_registry_is_in_the_api_docs_with_its_kind_and_unit() {
         "docs/api.md's statistics table (name, kind, unit) is the registry's, in its order"
     );
 }
+
+#[test]
+fn every_distribution_in_the_registry_is_offered_by_the_plot_help() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ioscope")).args(["plot", "--help"]).output().unwrap();
+    let help = String::from_utf8(out.stdout).unwrap();
+    let line = help.lines().find(|l| l.contains("--stat")).expect("plot --help has --stat");
+    for stat in STATS.iter().filter(|s| s.kind == Kind::Distribution) {
+        assert!(line.contains(stat.name), "plot --help names {}: {line}", stat.name);
+    }
+}
