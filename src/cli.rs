@@ -76,11 +76,20 @@ pub enum Command {
 /// Where the UI listens unless told otherwise.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7878";
 
+/// `plot --stat`'s help: the distributions of the statistics registry.
+fn plot_stat_help() -> String {
+    use ioscope_metrics::stat::{Kind, STATS};
+    let names: Vec<&str> = STATS.iter().filter(|s| s.kind == Kind::Distribution).map(|s| s.name).collect();
+    match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("Distribution to draw: {} or {last}", rest.join(", ")),
+        _ => format!("Distribution to draw: {}", names.join("")),
+    }
+}
+
 #[derive(Args)]
 pub struct PlotArgs {
     pub file: PathBuf,
-    /// Distribution to draw: latency, service_time, size or offset.
-    #[arg(long, default_value = "latency")]
+    #[arg(long, default_value = "latency", help = plot_stat_help())]
     pub stat: String,
     /// One panel per value of this dimension: op, workload, host or step.
     #[arg(long, value_name = "DIMENSION")]

@@ -449,7 +449,7 @@ fn pattern_workload_spells_its_text_in_the_per_second_offset_distribution() {
     let want = ioscope_workload::font::render("HI").unwrap();
     let mut drawn = Vec::new();
     for snap in r.seconds.iter().take(want.len()) {
-        let h = &snap.ops.iter().find(|o| o.op == "read").unwrap().data.offset_bytes;
+        let h = &snap.ops.iter().find(|o| o.op.name() == "read").unwrap().data.offset_bytes;
         let mut rows = [0u64; 7];
         for (i, c) in h.nonzero() {
             let (lo, _) = ioscope_metrics::histogram::bucket_range(i);

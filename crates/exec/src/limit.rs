@@ -3,7 +3,7 @@
 //! attempted), or once every I/O has failed for [`DEAD_SECONDS`] seconds in a row (a dead
 //! device fails millions of I/Os per second; the run must not go on for minutes).
 
-use ioscope_metrics::Snapshot;
+use ioscope_metrics::{Op, Snapshot};
 use ioscope_workload::MaxErrors;
 
 /// Seconds in a row in which I/Os failed and none succeeded after which a run ends as
@@ -19,7 +19,7 @@ pub struct ErrorLimit {
     attempts: u64,
     errors: u64,
     /// (op, error kind) -> failed I/Os, in order of first appearance.
-    kinds: Vec<(String, String, u64)>,
+    kinds: Vec<(Op, String, u64)>,
     dead_seconds: u32,
 }
 
@@ -37,7 +37,7 @@ impl ErrorLimit {
             for (kind, n) in &o.data.errors_by_kind {
                 match self.kinds.iter_mut().find(|(op, k, _)| *op == o.op && k == kind) {
                     Some((_, _, m)) => *m += n,
-                    None => self.kinds.push((o.op.clone(), kind.clone(), *n)),
+                    None => self.kinds.push((o.op, kind.clone(), *n)),
                 }
             }
         }
@@ -71,7 +71,7 @@ impl ErrorLimit {
 
     /// "write EROFS 12,345, read EIO 3": the kinds, most frequent first.
     fn kinds_text(&self) -> String {
-        let mut kinds: Vec<&(String, String, u64)> = self.kinds.iter().collect();
+        let mut kinds: Vec<&(Op, String, u64)> = self.kinds.iter().collect();
         kinds.sort_by_key(|k| std::cmp::Reverse(k.2));
         let text: Vec<String> = kinds.iter().take(5).map(|(op, k, n)| format!("{op} {k} {}", group(*n))).collect();
         if text.is_empty() {
@@ -110,7 +110,7 @@ mod tests {
             step: 0,
             warmup: false,
             host: "h".into(),
-            ops: vec![OpSeries { workload: String::new(), op: "write".into(), data }],
+            ops: vec![OpSeries { workload: String::new(), op: Op::Write, data }],
             workers: Vec::new(),
             files: Vec::new(),
         }

@@ -630,22 +630,25 @@ impl Collect<'_> {
             for (m, op) in merged[wi].iter_mut().zip(&self.workload_ops[wi]) {
                 let d = &per_op[*op as usize];
                 m.merge(d);
-                workers.push(WorkerCounts { worker: w as u32, op: op.name().to_string(), counts: d.counts });
+                workers.push(WorkerCounts { worker: w as u32, op: *op, counts: d.counts });
             }
         }
         let mut ops = Vec::new();
         for (wi, per_op) in merged.into_iter().enumerate() {
             for (op, data) in self.workload_ops[wi].iter().zip(per_op) {
                 let workload = self.plan.workloads[wi].name.clone();
-                ops.push(OpSeries { workload, op: op.name().to_string(), data });
+                ops.push(OpSeries { workload, op: *op, data });
             }
         }
         let files = per_file
             .into_iter()
-            .map(|((file, op), counts)| FileCounts {
-                file: self.file_names.get(file as usize).cloned().unwrap_or_else(|| file.to_string()),
-                op: Op::ALL.get(op).map_or("?", |o| o.name()).to_string(),
-                counts,
+            // (The recorder's op indices are Op's own: every one is in Op::ALL.)
+            .filter_map(|((file, op), counts)| {
+                Some(FileCounts {
+                    file: self.file_names.get(file as usize).cloned().unwrap_or_else(|| file.to_string()),
+                    op: *Op::ALL.get(op)?,
+                    counts,
+                })
             })
             .collect();
         Snapshot { second, interval_ns, step: 0, warmup: false, host: self.host.to_string(), ops, workers, files }
@@ -656,7 +659,7 @@ fn progress(s: &Snapshot, elapsed_ns: u64, total_ns: u64, plan: &Plan, steps: &[
     let secs = s.interval_ns as f64 / 1e9;
     let total = s.total();
     let mut lat = ioscope_metrics::Histogram::new();
-    for o in s.ops.iter().filter(|o| !ioscope_metrics::is_sync_op(&o.op)) {
+    for o in s.ops.iter().filter(|o| !ioscope_metrics::is_sync_op(o.op)) {
         lat.merge(&o.data.latency_ns);
     }
     Progress {

@@ -1,10 +1,15 @@
 //! Measurement: the log-linear histogram layout, per-worker recorders written on the
-//! I/O path, and the per-second snapshots the collector builds from them.
+//! I/O path, the per-second snapshots the collector builds from them, and the registries
+//! of operations ([`Op`]) and statistics ([`stat::STATS`]) every other crate reads.
 
 pub mod histogram;
+pub mod op;
 pub mod recorder;
 pub mod snapshot;
+pub mod stat;
 
 pub use histogram::{Histogram, RELATIVE_ERROR};
+pub use op::{Op, OP_KINDS};
 pub use recorder::{Counts, KindNamer, OpInterval, OpRecorder, WorkerReader, WorkerRecorder, ERROR_KINDS};
 pub use snapshot::{is_sync_op, FileCounts, OpSeries, Snapshot, WorkerCounts};
+pub use stat::{Stat, StatId, STATS};

@@ -3,14 +3,14 @@
 //! or seconds merge by adding buckets.
 
 use crate::recorder::{Counts, OpInterval};
+use crate::Op;
 
 /// Per-operation results for one second (or any interval), merged over workers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OpSeries {
     /// The workload that did it (its name); empty for a run of one unnamed workload.
     pub workload: String,
-    /// Operation name: "read", "write", "fsync", ...
-    pub op: String,
+    pub op: Op,
     pub data: OpInterval,
 }
 
@@ -18,7 +18,7 @@ pub struct OpSeries {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WorkerCounts {
     pub worker: u32,
-    pub op: String,
+    pub op: Op,
     pub counts: Counts,
 }
 
@@ -27,7 +27,7 @@ pub struct WorkerCounts {
 pub struct FileCounts {
     /// The file's name within the run's directory.
     pub file: String,
-    pub op: String,
+    pub op: Op,
     pub counts: Counts,
 }
 
@@ -87,17 +87,15 @@ impl OpInterval {
     }
 }
 
-/// Operations that serve others: `fsync`/`fdatasync` after writes, and the `open`/`close`
-/// around a dataset workload's transfers. They are reported in their own rows but, as in
-/// fio and vdbench, not counted in total IOPS; their errors count in the total like every
-/// other error.
-pub fn is_sync_op(op: &str) -> bool {
-    matches!(op, "fsync" | "fdatasync" | "open" | "close")
+/// Operations that serve others ([`Op::serves_others`]): reported in their own rows, not
+/// counted in total IOPS.
+pub fn is_sync_op(op: Op) -> bool {
+    op.serves_others()
 }
 
 impl Counts {
     /// Adds `other` as part of a total: see [`is_sync_op`].
-    pub fn add_to_total(&mut self, op: &str, other: &Counts) {
+    pub fn add_to_total(&mut self, op: Op, other: &Counts) {
         if !is_sync_op(op) {
             self.ops += other.ops;
             self.bytes += other.bytes;
@@ -111,7 +109,7 @@ impl Snapshot {
     pub fn total(&self) -> Counts {
         let mut t = Counts::default();
         for s in &self.ops {
-            t.add_to_total(&s.op, &s.data.counts);
+            t.add_to_total(s.op, &s.data.counts);
         }
         t
     }

@@ -70,7 +70,7 @@ fn op_row(d: Option<&OpInterval>, interval_s: f64) -> OpRow {
 
 fn rows(r: &Results) -> (Vec<String>, Vec<(Row, Vec<OpRow>)>) {
     let split = several_workloads(r);
-    let names = if split { active_workload_ops(r) } else { active_ops(r) };
+    let names = if split { active_workload_ops(r) } else { active_ops(r).iter().map(|op| op.to_string()).collect() };
     let rows = per_second_by(r, split)
         .iter()
         .map(|sr: &SecondRow| {

@@ -14,7 +14,8 @@ mod text;
 pub use export::{export_csv, export_json};
 pub use text::render_text;
 
-use ioscope_metrics::{Counts, Histogram, OpInterval};
+use ioscope_metrics::stat::{self, Reported, StatId};
+use ioscope_metrics::{Counts, Histogram, Op, OpInterval, STATS};
 use ioscope_store::Results;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -177,11 +178,61 @@ pub struct OpSummary {
     /// I/O nor errors.
     #[serde(default)]
     pub skipped: u64,
-    /// Response time from the intended start; null when nothing completed.
-    pub latency_ns: Option<Distribution>,
-    /// Service time from issue; null when nothing completed.
-    pub service_time_ns: Option<Distribution>,
-    pub size_bytes: Option<SizeStats>,
+    /// Each distribution the statistics registry reports per operation, under the name
+    /// it gives (`latency_ns`: response time from the intended start, `service_time_ns`:
+    /// from issue, `size_bytes`); null when nothing completed.
+    #[serde(flatten)]
+    pub distributions: BTreeMap<String, Option<DistributionSummary>>,
+}
+
+/// A distribution of one operation as the registry says to report it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum DistributionSummary {
+    /// [`Reported::Percentiles`].
+    Percentiles(Distribution),
+    /// [`Reported::Range`].
+    Range(SizeStats),
+}
+
+impl OpSummary {
+    /// The percentiles of a statistic reported so ([`Reported::Percentiles`]).
+    pub fn percentiles(&self, id: StatId) -> Option<&Distribution> {
+        match self.distribution(id)? {
+            DistributionSummary::Percentiles(d) => Some(d),
+            DistributionSummary::Range(_) => None,
+        }
+    }
+
+    /// The mean, min and max of a statistic reported so ([`Reported::Range`]).
+    pub fn range(&self, id: StatId) -> Option<&SizeStats> {
+        match self.distribution(id)? {
+            DistributionSummary::Range(r) => Some(r),
+            DistributionSummary::Percentiles(_) => None,
+        }
+    }
+
+    fn distribution(&self, id: StatId) -> Option<&DistributionSummary> {
+        match stat::stat(id).reported {
+            Reported::Percentiles(field) | Reported::Range(field) => self.distributions.get(field)?.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// The distributions of `d` the registry reports per operation, by their field names.
+    fn distributions_of(d: &OpInterval) -> BTreeMap<String, Option<DistributionSummary>> {
+        let mut out = BTreeMap::new();
+        for st in STATS {
+            let Some(h) = d.histogram(st.id) else { continue };
+            let (field, value) = match st.reported {
+                Reported::Percentiles(field) => (field, Distribution::of(h).map(DistributionSummary::Percentiles)),
+                Reported::Range(field) => (field, SizeStats::of(h).map(DistributionSummary::Range)),
+                Reported::Count(_) | Reported::Events(_) | Reported::PerSecondOnly => continue,
+            };
+            out.insert(field.to_string(), value);
+        }
+        out
+    }
 }
 
 /// A distribution in integers: exact mean (rounded), min and max; percentiles from the histogram.
@@ -201,6 +252,12 @@ pub struct SizeStats {
     pub mean: u64,
     pub min: u64,
     pub max: u64,
+}
+
+impl SizeStats {
+    pub fn of(h: &Histogram) -> Option<Self> {
+        Some(SizeStats { mean: h.mean()?.round() as u64, min: h.min()?, max: h.max()? })
+    }
 }
 
 /// One second, all hosts together; totals and latency cover transfers (see [`ioscope_metrics::is_sync_op`]).
@@ -249,28 +306,28 @@ pub(crate) struct SecondRow {
     pub step: u32,
     pub warmup: bool,
     pub interval_ns: u64,
-    pub ops: Vec<(String, OpInterval)>,
+    /// (key, op, data): keys are "op", or "workload.op" when split by workload.
+    pub ops: Vec<(String, Op, OpInterval)>,
 }
 
 impl SecondRow {
     pub fn total(&self) -> (u64, u64, u64) {
         let mut t = Counts::default();
-        for (key, d) in &self.ops {
-            // Keys are "op", or "workload.op" when split by workload.
-            t.add_to_total(key.rsplit('.').next().unwrap_or(key), &d.counts);
+        for (_, op, d) in &self.ops {
+            t.add_to_total(*op, &d.counts);
         }
         (t.ops, t.bytes, t.errors)
     }
-    pub fn op(&self, name: &str) -> Option<&OpInterval> {
-        self.ops.iter().find(|(n, _)| n == name).map(|(_, d)| d)
+    pub fn op(&self, key: &str) -> Option<&OpInterval> {
+        self.ops.iter().find(|(k, _, _)| k == key).map(|(_, _, d)| d)
     }
 }
 
 /// Operations that completed or failed at least once, in order of first appearance.
-pub(crate) fn active_ops(r: &Results) -> Vec<String> {
-    r.op_names()
+pub(crate) fn active_ops(r: &Results) -> Vec<Op> {
+    r.ops()
         .into_iter()
-        .filter(|name| r.seconds.iter().flat_map(|s| &s.ops).any(|o| &o.op == name && !o.data.is_empty()))
+        .filter(|op| r.seconds.iter().flat_map(|s| &s.ops).any(|o| o.op == *op && !o.data.is_empty()))
         .collect()
 }
 
@@ -302,10 +359,10 @@ pub(crate) fn per_second_by(r: &Results, by_workload: bool) -> Vec<SecondRow> {
         let row = rows.last_mut().expect("pushed above");
         row.interval_ns = row.interval_ns.max(s.interval_ns);
         for o in &s.ops {
-            let key = if by_workload { format!("{}.{}", o.workload, o.op) } else { o.op.clone() };
-            match row.ops.iter_mut().find(|(n, _)| *n == key) {
-                Some((_, d)) => d.merge(&o.data),
-                None => row.ops.push((key, o.data.clone())),
+            let key = if by_workload { format!("{}.{}", o.workload, o.op) } else { o.op.to_string() };
+            match row.ops.iter_mut().find(|(k, _, _)| *k == key) {
+                Some((_, _, d)) => d.merge(&o.data),
+                None => row.ops.push((key, o.op, o.data.clone())),
             }
         }
     }
@@ -322,9 +379,9 @@ pub(crate) fn per_second(r: &Results) -> Vec<SecondRow> {
         let row = rows.last_mut().expect("pushed above");
         row.interval_ns = row.interval_ns.max(s.interval_ns);
         for o in &s.ops {
-            match row.ops.iter_mut().find(|(n, _)| *n == o.op) {
-                Some((_, d)) => d.merge(&o.data),
-                None => row.ops.push((o.op.clone(), o.data.clone())),
+            match row.ops.iter_mut().find(|(_, op, _)| *op == o.op) {
+                Some((_, _, d)) => d.merge(&o.data),
+                None => row.ops.push((o.op.to_string(), o.op, o.data.clone())),
             }
         }
     }
@@ -365,7 +422,7 @@ pub fn summarize(r: &Results, results_path: &Path) -> Summary {
         let e = by_host_counts.entry(s.host.clone()).or_default();
         *e = (e.0 + t.ops, e.1 + t.bytes, e.2 + t.errors);
         for o in &s.ops {
-            if let Some(i) = names.iter().position(|n| *n == o.op) {
+            if let Some(i) = names.iter().position(|op| *op == o.op) {
                 merged[i].merge(&o.data);
             }
         }
@@ -373,11 +430,11 @@ pub fn summarize(r: &Results, results_path: &Path) -> Summary {
 
     let mut ops = BTreeMap::new();
     let mut total = OpInterval::empty();
-    for (name, d) in names.iter().zip(&merged) {
+    for (op, d) in names.iter().zip(&merged) {
         let c = d.counts;
-        total.counts.add_to_total(name, &c);
+        total.counts.add_to_total(*op, &c);
         ops.insert(
-            name.clone(),
+            op.to_string(),
             OpSummary {
                 iops: rate(c.ops, duration_s),
                 bytes_per_sec: rate(c.bytes, duration_s),
@@ -386,13 +443,7 @@ pub fn summarize(r: &Results, results_path: &Path) -> Summary {
                 errors: c.errors,
                 errors_by_kind: d.errors_by_kind.iter().cloned().collect(),
                 skipped: d.skipped,
-                latency_ns: Distribution::of(&d.latency_ns),
-                service_time_ns: Distribution::of(&d.service_ns),
-                size_bytes: d.size_bytes.mean().map(|mean| SizeStats {
-                    mean: mean.round() as u64,
-                    min: d.size_bytes.min().unwrap_or(0),
-                    max: d.size_bytes.max().unwrap_or(0),
-                }),
+                distributions: OpSummary::distributions_of(d),
             },
         );
     }
@@ -403,7 +454,7 @@ pub fn summarize(r: &Results, results_path: &Path) -> Summary {
         .map(|row| {
             let (o, b, e) = row.total();
             let mut lat = Histogram::new();
-            for (_, d) in row.ops.iter().filter(|(op, _)| !ioscope_metrics::is_sync_op(op)) {
+            for (_, _, d) in row.ops.iter().filter(|(_, op, _)| !ioscope_metrics::is_sync_op(*op)) {
                 lat.merge(&d.latency_ns);
             }
             let interval_s = row.interval_ns as f64 / 1e9;
@@ -479,7 +530,7 @@ pub fn summarize(r: &Results, results_path: &Path) -> Summary {
 }
 
 /// Counts and transfer latency of `ops` over `seconds` of measured time.
-fn part<'a>(ops: impl Iterator<Item = (&'a str, &'a OpInterval)>, seconds: f64) -> PartSummary {
+fn part<'a>(ops: impl Iterator<Item = (Op, &'a OpInterval)>, seconds: f64) -> PartSummary {
     let (mut c, mut lat) = (Counts::default(), Histogram::new());
     for (op, d) in ops {
         c.add_to_total(op, &d.counts);
@@ -514,7 +565,7 @@ fn workload_parts(r: &Results) -> BTreeMap<String, PartSummary> {
         .iter()
         .map(|name| {
             let ops = measured.iter().flat_map(|s| &s.ops).filter(|o| o.workload == *name);
-            (name.to_string(), part(ops.map(|o| (o.op.as_str(), &o.data)), seconds))
+            (name.to_string(), part(ops.map(|o| (o.op, &o.data)), seconds))
         })
         .collect()
 }
@@ -529,7 +580,7 @@ fn step_parts(r: &Results, rows: &[SecondRow]) -> Vec<StepSummary> {
         .map(|st| {
             let mine: Vec<&SecondRow> = rows.iter().filter(|x| x.step == st.index && !x.warmup).collect();
             let seconds = mine.iter().map(|x| x.interval_ns).sum::<u64>() as f64 / 1e9;
-            let ops = mine.iter().flat_map(|x| x.ops.iter().map(|(op, d)| (op.as_str(), d)));
+            let ops = mine.iter().flat_map(|x| x.ops.iter().map(|(_, op, d)| (*op, d)));
             StepSummary {
                 index: st.index,
                 label: st.label.clone(),

@@ -83,10 +83,14 @@ fn snap(second: u32, interval_ns: u64, ops: Vec<(&str, OpInterval)>) -> Snapshot
         step: 0,
         warmup: false,
         host: "h1".into(),
-        workers: ops.iter().map(|(op, d)| WorkerCounts { worker: 0, op: op.to_string(), counts: d.counts }).collect(),
+        workers: ops.iter().map(|(op, d)| WorkerCounts { worker: 0, op: op_named(op), counts: d.counts }).collect(),
         files: Vec::new(),
-        ops: ops.into_iter().map(|(op, data)| OpSeries { workload: "randrw".into(), op: op.into(), data }).collect(),
+        ops: ops.into_iter().map(|(op, data)| OpSeries { workload: "randrw".into(), op: op_named(op), data }).collect(),
     }
+}
+
+fn op_named(name: &str) -> Op {
+    Op::parse(name).unwrap_or_else(|| panic!("{name} is not an operation"))
 }
 
 fn results(status: Status) -> Results {
@@ -181,19 +185,19 @@ fn summary_math_comes_from_the_histograms() {
     assert_eq!((r.ops, r.bytes, r.errors), (2000, 2000 * 4096, 0));
     assert_eq!(r.iops, 800.0);
     assert_eq!(r.bytes_per_sec, 2000.0 * 4096.0 / 2.5);
-    let lat = r.latency_ns.as_ref().unwrap();
+    let lat = r.percentiles(StatId::Latency).unwrap();
     // Exact: mean (from the sum), min, max. Percentiles: bucket midpoints.
     assert_eq!((lat.mean, lat.min, lat.max), (4_600, 2_000, 1_000_000));
     assert_eq!((lat.p50, lat.p90, lat.p99, lat.p999), (2_003, 2_003, 10_015, 100_095));
     for (got, truth) in [(lat.p50, 2_000), (lat.p90, 2_000), (lat.p99, 10_000), (lat.p999, 100_000)] {
         assert!((got as f64 - truth as f64).abs() / truth as f64 <= s.latency_relative_error);
     }
-    assert_eq!(r.service_time_ns.as_ref().unwrap().max, 500_000);
-    assert_eq!(r.size_bytes, Some(SizeStats { mean: 4096, min: 4096, max: 4096 }));
+    assert_eq!(r.percentiles(StatId::ServiceTime).unwrap().max, 500_000);
+    assert_eq!(r.range(StatId::Size), Some(&SizeStats { mean: 4096, min: 4096, max: 4096 }));
 
     let w = &s.ops["write"];
     assert_eq!((w.ops, w.errors, w.iops), (100, 2, 40.0));
-    assert_eq!(w.latency_ns.as_ref().unwrap().p99, 50_000, "clamped to the exact max");
+    assert_eq!(w.percentiles(StatId::Latency).unwrap().p99, 50_000, "clamped to the exact max");
 
     assert_eq!(s.total.ops, 2100);
     assert_eq!(s.total.errors, 2);
@@ -267,9 +271,9 @@ fn summary_validates_against_the_schema_file() {
     for status in [Status::Completed, Status::Interrupted, Status::Failed, Status::Running] {
         let mut r = results(status);
         // An operation that only failed has no latency: null, still valid.
-        r.seconds[0].ops.push(OpSeries { workload: "randrw".into(), op: "fsync".into(), data: writes(0, 3) });
+        r.seconds[0].ops.push(OpSeries { workload: "randrw".into(), op: Op::Fsync, data: writes(0, 3) });
         let s = summarize(&r, Path::new("/tmp/r.ioscope"));
-        assert!(s.ops["fsync"].latency_ns.is_none());
+        assert!(s.ops["fsync"].percentiles(StatId::Latency).is_none());
         let json: serde_json::Value = serde_json::from_str(&render_json(&s)).unwrap();
         let errors = validate(&json);
         assert!(errors.is_empty(), "{status}: {errors:#?}");

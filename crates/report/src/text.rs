@@ -2,6 +2,7 @@
 //! operation, how latency was measured, the system, and the methodology notes.
 
 use crate::{format, Summary};
+use ioscope_metrics::StatId;
 use ioscope_workload::plan::Plan;
 
 /// Operations in table order: read and write first, the rest by name.
@@ -104,13 +105,13 @@ pub fn render_text(s: &Summary) -> String {
     for name in op_order(s) {
         let o = &s.ops[name];
         let mut row = vec![name.to_string(), format::iops(o.iops), format::float(o.bytes_per_sec / 1e6, 1)];
-        match &o.latency_ns {
+        match o.percentiles(StatId::Latency) {
             Some(l) => row.extend([l.mean, l.p50, l.p90, l.p99, l.p999, l.max].map(format::ns)),
             None => row.extend(vec!["-".to_string(); 6]),
         }
         row.push(format::int(o.errors));
         rows.push(row);
-        if let (true, Some(l)) = (open_loop, &o.service_time_ns) {
+        if let (true, Some(l)) = (open_loop, o.percentiles(StatId::ServiceTime)) {
             let mut row = vec!["  service".to_string(), String::new(), String::new()];
             row.extend([l.mean, l.p50, l.p90, l.p99, l.p999, l.max].map(format::ns));
             rows.push(row);

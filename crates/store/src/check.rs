@@ -10,8 +10,9 @@
 //! intervals) fit their integer types.
 
 use crate::StoreError;
-use ioscope_metrics::histogram::{bucket_index, bucket_range};
-use ioscope_metrics::{Histogram, Snapshot};
+use ioscope_metrics::histogram::{bucket_index, bucket_range, DecodeError};
+use ioscope_metrics::stat::Kind;
+use ioscope_metrics::{Histogram, Snapshot, STATS};
 use rusqlite::types::ValueRef;
 use std::path::Path;
 
@@ -144,6 +145,27 @@ pub(crate) fn corrupt(path: &Path, table: &str, row: &str, detail: impl std::fmt
     StoreError::Corrupt { path: path.to_path_buf(), detail: format!("table {table}{row}: {detail}") }
 }
 
+/// Why a stored histogram does not agree with its exact count, sum, min and max.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum HistogramError {
+    #[error("a histogram without its sum, min and max")]
+    Incomplete,
+    #[error("min {min} > max {max}")]
+    MinAboveMax { min: u64, max: u64 },
+    #[error(transparent)]
+    Decode(#[from] DecodeError),
+    #[error("value {count} but the histogram holds {held}")]
+    Count { count: u64, held: u64 },
+    #[error("an empty histogram with a count")]
+    Empty,
+    #[error("min {min} is not in the first bucket used ({first:?})")]
+    MinOutside { min: u64, first: (u64, u64) },
+    #[error("max {max} is past the last bucket used ({last:?})")]
+    MaxOutside { max: u64, last: (u64, u64) },
+    #[error("sum {sum} is more than {count} values can add up to")]
+    Sum { sum: u128, count: u64 },
+}
+
 /// A distribution's stored histogram against its exact count, sum, min and max: the
 /// count is the buckets' total, min lies in the first bucket and max at most at the top
 /// of the last (the recorder's max may lag a racing value, never lead), and the sum is
@@ -154,28 +176,28 @@ pub(crate) fn histogram(
     sum: Option<u128>,
     min: Option<u64>,
     max: Option<u64>,
-) -> Result<Histogram, String> {
+) -> Result<Histogram, HistogramError> {
     let (Some(sum), Some(min), Some(max)) = (sum, min, max) else {
-        return Err("a histogram without its sum, min and max".into());
+        return Err(HistogramError::Incomplete);
     };
     if min > max {
-        return Err(format!("min {min} > max {max}"));
+        return Err(HistogramError::MinAboveMax { min, max });
     }
-    let h = Histogram::decode_sparse(blob, sum, min, max).map_err(|e| e.to_string())?;
+    let h = Histogram::decode_sparse(blob, sum, min, max)?;
     if h.count() != count {
-        return Err(format!("value {count} but the histogram holds {}", h.count()));
+        return Err(HistogramError::Count { count, held: h.count() });
     }
     let (Some(first), Some(last)) = (h.nonzero().next(), h.nonzero().last()) else {
-        return Err("an empty histogram with a count".into());
+        return Err(HistogramError::Empty);
     };
     if bucket_index(min) != first.0 {
-        return Err(format!("min {min} is not in the first bucket used ({:?})", bucket_range(first.0)));
+        return Err(HistogramError::MinOutside { min, first: bucket_range(first.0) });
     }
     if max > bucket_range(last.0).1 {
-        return Err(format!("max {max} is past the last bucket used ({:?})", bucket_range(last.0)));
+        return Err(HistogramError::MaxOutside { max, last: bucket_range(last.0) });
     }
     if sum > count as u128 * u64::MAX as u128 {
-        return Err(format!("sum {sum} is more than {count} values can add up to"));
+        return Err(HistogramError::Sum { sum, count });
     }
     Ok(h)
 }
@@ -246,12 +268,12 @@ pub(crate) fn whole(path: &Path, parts: &[&[Snapshot]]) -> Result<(), StoreError
             return Err(corrupt(path, "sample", "", format_args!("the {what} add up past 2^64")));
         }
     }
-    let mut counts = [0u128; 4];
+    let distributions = || STATS.iter().filter(|st| st.kind == Kind::Distribution);
+    let mut counts = vec![0u128; distributions().count()];
     for s in all() {
         for o in &s.ops {
-            let d = &o.data;
-            for (t, h) in counts.iter_mut().zip([&d.latency_ns, &d.service_ns, &d.size_bytes, &d.offset_bytes]) {
-                *t += h.count() as u128;
+            for (t, st) in counts.iter_mut().zip(distributions()) {
+                *t += o.data.histogram(st.id).map_or(0, |h| h.count() as u128);
             }
         }
     }

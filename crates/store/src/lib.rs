@@ -9,6 +9,10 @@
 //! it was killed) into memory and works out the effective status: a file whose run row
 //! still says `running` but whose process is gone was interrupted.
 //!
+//! Series are written and read by the statistics registry ([`ioscope_metrics::STATS`]):
+//! a statistic's entry says its stored name, unit and kind, and whether it is also kept
+//! per worker, per file and per kind of failure.
+//!
 //! The schema is in [`schema`]; `PRAGMA application_id` is [`APPLICATION_ID`] and
 //! `PRAGMA user_version` is [`SCHEMA_VERSION`].
 
@@ -18,39 +22,13 @@ pub mod schema;
 mod write;
 
 pub use check::MAX_GAP_SECONDS;
-pub use ioscope_metrics::Snapshot;
+pub use ioscope_metrics::{Op, Snapshot};
 pub use read::{open, refresh, sidecar};
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
 pub use write::{check_new_path, Finished, Writer};
 
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-
-/// Statistic names and their units, as stored in `series.stat` and `series.unit`.
-pub mod stat {
-    /// Completed operations (counter, unit `ops`).
-    pub const OPS: &str = "io.ops";
-    /// Bytes transferred (counter, unit `bytes`).
-    pub const BYTES: &str = "io.bytes";
-    /// Failed operations (counter, unit `errors`).
-    pub const ERRORS: &str = "io.errors";
-    /// Response time from the intended start (distribution, unit `ns`).
-    pub const LATENCY: &str = "io.latency";
-    /// Service time from issue (distribution, unit `ns`).
-    pub const SERVICE_TIME: &str = "io.service_time";
-    /// I/O size (distribution, unit `bytes`).
-    pub const SIZE: &str = "io.size";
-    /// I/O offset (distribution, unit `bytes`).
-    pub const OFFSET: &str = "io.offset";
-    /// Operations that found no file in the state they need (counter, unit `ops`).
-    pub const SKIPPED: &str = "io.skipped";
-
-    /// Counters: carried by per-op series and per-worker series. (stat, unit)
-    pub const COUNTERS: [(&str, &str); 3] = [(OPS, "ops"), (BYTES, "bytes"), (ERRORS, "errors")];
-    /// Distributions: carried by per-op series only. (stat, unit)
-    pub const DISTRIBUTIONS: [(&str, &str); 4] =
-        [(LATENCY, "ns"), (SERVICE_TIME, "ns"), (SIZE, "bytes"), (OFFSET, "bytes")];
-}
 
 /// What is known about a run when it starts.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -188,17 +166,17 @@ impl Results {
         n
     }
 
-    /// Operation names present in the run, in order of first appearance.
-    pub fn op_names(&self) -> Vec<String> {
-        let mut names: Vec<String> = Vec::new();
+    /// Operations present in the run, in order of first appearance.
+    pub fn ops(&self) -> Vec<Op> {
+        let mut ops: Vec<Op> = Vec::new();
         for s in &self.seconds {
             for o in &s.ops {
-                if !names.contains(&o.op) {
-                    names.push(o.op.clone());
+                if !ops.contains(&o.op) {
+                    ops.push(o.op);
                 }
             }
         }
-        names
+        ops
     }
 }
 

@@ -6,8 +6,9 @@
 
 use crate::check::{self, Cell};
 use crate::schema::{APPLICATION_ID, SCHEMA_VERSION};
-use crate::{stat, ProbeRow, Results, RunInfo, Status, StepRow, StoreError, StoredRun};
-use ioscope_metrics::{FileCounts, Histogram, OpInterval, OpSeries, Snapshot, WorkerCounts};
+use crate::{ProbeRow, Results, RunInfo, Status, StepRow, StoreError, StoredRun};
+use ioscope_metrics::stat::{self, Dim, Stat, StatId};
+use ioscope_metrics::{FileCounts, Histogram, Op, OpInterval, OpSeries, Snapshot, WorkerCounts, STATS};
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -172,16 +173,6 @@ fn still_running(run: &RunInfo) -> bool {
     }
 }
 
-/// Stores a counter sample of a per-worker or per-file series.
-fn set_counter(c: &mut ioscope_metrics::Counts, stat: &str, value: u64) {
-    match stat {
-        stat::OPS => c.ops = value,
-        stat::BYTES => c.bytes = value,
-        stat::ERRORS => c.errors = value,
-        _ => {} // a statistic this version does not know: skipped
-    }
-}
-
 /// Version 2 files (no per-file series) and 3 (no error kinds, no skips) are read as they are.
 const OLDEST_READABLE: i32 = 2;
 
@@ -196,14 +187,20 @@ struct Reader<'a> {
     from_second: u32,
 }
 
-/// The statistics every per-op series has each second, in bit order.
-const OP_STATS: [&str; 7] =
-    [stat::OPS, stat::BYTES, stat::ERRORS, stat::LATENCY, stat::SERVICE_TIME, stat::SIZE, stat::OFFSET];
-/// The statistics every per-worker and per-file series has each second.
-const COUNTER_STATS: [&str; 3] = [stat::OPS, stat::BYTES, stat::ERRORS];
+/// A statistic's bit in the sets of statistics a series has had in a second: its place
+/// in the registry.
+fn bit(stat: &Stat) -> u32 {
+    STATS.iter().position(|s| std::ptr::eq(s, stat)).map_or(0, |i| 1 << i)
+}
+
+/// The statistics that must be there each second, as bits: of every op (all series but
+/// the sparse ones), and of every worker's and file's series.
+fn required(of: impl Fn(&Stat) -> bool) -> u32 {
+    STATS.iter().filter(|s| of(s)).fold(0, |bits, s| bits | bit(s))
+}
 
 /// (stat, host, workload, op, worker, file, error): what tells series apart.
-type SeriesKey = (String, String, String, String, Option<u32>, Option<String>, Option<String>);
+type SeriesKey = (String, String, String, Op, Option<u32>, Option<String>, Option<String>);
 
 /// One row being read.
 struct RowView<'r> {
@@ -219,10 +216,6 @@ impl<'r> RowView<'r> {
         let value = self.r.get_ref(i).map_err(StoreError::sqlite(self.path))?;
         Ok(Cell { table: self.table, row: self.row, column, value })
     }
-}
-
-fn bit(list: &[&str], stat: &str) -> u8 {
-    list.iter().position(|s| *s == stat).map_or(0, |i| 1 << i)
 }
 
 impl Reader<'_> {
@@ -378,9 +371,12 @@ impl Reader<'_> {
         let p = self.path;
         struct SeriesRow {
             stat: String,
+            /// The registry's entry; None for a statistic this version does not know
+            /// (its samples are skipped).
+            entry: Option<&'static Stat>,
             host: String,
             workload: String,
-            op: String,
+            op: Op,
             worker: Option<u32>,
             file: Option<String>,
             error: Option<String>,
@@ -397,11 +393,21 @@ impl Reader<'_> {
                 &[0],
                 |c, row| {
                     let id = c.at(0, "id")?.i64(p)?;
+                    let stat = c.at(1, "stat")?.text(p)?;
+                    let op = c.at(4, "op")?.text(p)?;
+                    let Some(op) = Op::parse(&op) else {
+                        let names: Vec<&str> = Op::ALL.iter().map(|o| o.name()).collect();
+                        return Err(c.at(4, "op")?.err(
+                            p,
+                            format_args!("{op:?} is not an operation (expected one of {})", names.join(", ")),
+                        ));
+                    };
                     let s = SeriesRow {
-                        stat: c.at(1, "stat")?.text(p)?,
+                        entry: stat::by_stored(&stat),
+                        stat,
                         host: c.at(2, "host")?.text(p)?,
                         workload: c.at(3, "workload")?.text(p)?,
-                        op: c.at(4, "op")?.text(p)?,
+                        op,
                         worker: c.at(5, "worker")?.opt_u32(p)?,
                         file: c.at(6, "file")?.opt_text(p)?,
                         error: c.at(7, "error")?.opt_text(p)?,
@@ -409,7 +415,8 @@ impl Reader<'_> {
                     if s.worker.is_some() && s.file.is_some() {
                         return Err(check::corrupt(p, "series", &row(), "both a worker and a file"));
                     }
-                    if s.error.is_some() && (s.stat != stat::ERRORS || s.worker.is_some() || s.file.is_some()) {
+                    let kinds = s.entry.is_some_and(|e| e.has(Dim::Error));
+                    if s.error.is_some() && (!kinds || s.worker.is_some() || s.file.is_some()) {
                         return Err(check::corrupt(
                             p,
                             "series",
@@ -421,7 +428,7 @@ impl Reader<'_> {
                         s.stat.clone(),
                         s.host.clone(),
                         s.workload.clone(),
-                        s.op.clone(),
+                        s.op,
                         s.worker,
                         s.file.clone(),
                         s.error.clone(),
@@ -438,12 +445,12 @@ impl Reader<'_> {
         }
 
         /// A second of one host as it is assembled, with which statistics each of its
-        /// series has had (bits of OP_STATS / COUNTER_STATS).
+        /// series has had (see [`bit`]).
         struct Building {
             snap: Snapshot,
-            ops: HashMap<(String, String), (usize, u8)>,
-            workers: HashMap<(u32, String), (usize, u8)>,
-            files: HashMap<(String, String), (usize, u8)>,
+            ops: HashMap<(String, Op), (usize, u32)>,
+            workers: HashMap<(u32, Op), (usize, u32)>,
+            files: HashMap<(String, Op), (usize, u32)>,
         }
         let step_ids: HashSet<u32> = steps.iter().map(|s| s.index).collect();
         let mut snaps: BTreeMap<(u32, String), Building> = BTreeMap::new();
@@ -511,9 +518,10 @@ impl Reader<'_> {
                 }
                 let value = c.at(3, "value")?.uint(p, u64::MAX)?;
                 let snap = &mut b.snap;
-                // Each series has one row per second.
-                let mark = |bits: &mut u8, list: &[&str]| {
-                    let new = bit(list, &s.stat);
+                let Some(entry) = s.entry else { return Ok(()) }; // a statistic this version does not know
+                                                                  // Each series has one row per second.
+                let mark = |bits: &mut u32| {
+                    let new = bit(entry);
                     if *bits & new != 0 {
                         return Err(corrupt(format!("a second row of series {id} for second {second}")));
                     }
@@ -521,33 +529,29 @@ impl Reader<'_> {
                     Ok(())
                 };
                 if let Some(file) = &s.file {
-                    let (i, bits) = b.files.entry((file.clone(), s.op.clone())).or_insert_with(|| {
-                        snap.files.push(FileCounts {
-                            file: file.clone(),
-                            op: s.op.clone(),
-                            counts: Default::default(),
-                        });
+                    let (i, bits) = b.files.entry((file.clone(), s.op)).or_insert_with(|| {
+                        snap.files.push(FileCounts { file: file.clone(), op: s.op, counts: Default::default() });
                         (snap.files.len() - 1, 0)
                     });
-                    mark(bits, &COUNTER_STATS)?;
-                    set_counter(&mut snap.files[*i].counts, &s.stat, value);
+                    if let Some(cell) = snap.files[*i].counts.get_mut(entry.id).filter(|_| entry.has(Dim::File)) {
+                        mark(bits)?;
+                        *cell = value;
+                    }
                     return Ok(());
                 }
                 if let Some(worker) = s.worker {
-                    let (i, bits) = b.workers.entry((worker, s.op.clone())).or_insert_with(|| {
-                        snap.workers.push(WorkerCounts { worker, op: s.op.clone(), counts: Default::default() });
+                    let (i, bits) = b.workers.entry((worker, s.op)).or_insert_with(|| {
+                        snap.workers.push(WorkerCounts { worker, op: s.op, counts: Default::default() });
                         (snap.workers.len() - 1, 0)
                     });
-                    mark(bits, &COUNTER_STATS)?;
-                    set_counter(&mut snap.workers[*i].counts, &s.stat, value);
+                    if let Some(cell) = snap.workers[*i].counts.get_mut(entry.id).filter(|_| entry.has(Dim::Worker)) {
+                        mark(bits)?;
+                        *cell = value;
+                    }
                     return Ok(());
                 }
-                let (i, bits) = b.ops.entry((s.workload.clone(), s.op.clone())).or_insert_with(|| {
-                    snap.ops.push(OpSeries {
-                        workload: s.workload.clone(),
-                        op: s.op.clone(),
-                        data: OpInterval::empty(),
-                    });
+                let (i, bits) = b.ops.entry((s.workload.clone(), s.op)).or_insert_with(|| {
+                    snap.ops.push(OpSeries { workload: s.workload.clone(), op: s.op, data: OpInterval::empty() });
                     (snap.ops.len() - 1, 0)
                 });
                 let d = &mut snap.ops[*i].data;
@@ -559,11 +563,13 @@ impl Reader<'_> {
                     d.errors_by_kind.push((kind.clone(), value));
                     return Ok(());
                 }
-                if s.stat == stat::SKIPPED {
-                    d.skipped = value;
+                if entry.sparse {
+                    if let Some(cell) = d.count_mut(entry.id) {
+                        *cell = value;
+                    }
                     return Ok(());
                 }
-                mark(bits, &OP_STATS)?;
+                mark(bits)?;
                 let d = &mut snap.ops[*i].data;
                 let hist = |h: &mut Histogram| -> Result<(), StoreError> {
                     match c.at(7, "hist")?.value {
@@ -574,7 +580,7 @@ impl Reader<'_> {
                             let sum = c.at(4, "sum")?.opt_u128(p)?;
                             let min = c.at(5, "min")?.opt_uint(p, u64::MAX)?;
                             let max = c.at(6, "max")?.opt_uint(p, u64::MAX)?;
-                            *h = check::histogram(blob, value, sum, min, max).map_err(corrupt)?;
+                            *h = check::histogram(blob, value, sum, min, max).map_err(|e| corrupt(e.to_string()))?;
                             Ok(())
                         }
                         other => {
@@ -582,15 +588,10 @@ impl Reader<'_> {
                         }
                     }
                 };
-                match s.stat.as_str() {
-                    stat::OPS => d.counts.ops = value,
-                    stat::BYTES => d.counts.bytes = value,
-                    stat::ERRORS => d.counts.errors = value,
-                    stat::LATENCY => hist(&mut d.latency_ns)?,
-                    stat::SERVICE_TIME => hist(&mut d.service_ns)?,
-                    stat::SIZE => hist(&mut d.size_bytes)?,
-                    stat::OFFSET => hist(&mut d.offset_bytes)?,
-                    _ => {}
+                if let Some(cell) = d.count_mut(entry.id) {
+                    *cell = value;
+                } else if let Some(h) = d.histogram_mut(entry.id) {
+                    hist(h)?;
                 }
                 Ok(())
             },
@@ -603,35 +604,45 @@ impl Reader<'_> {
         for ((second, host), b) in snaps {
             let at =
                 |what: String| check::corrupt(p, "sample", "", format_args!("host {host:?} second {second}: {what}"));
-            let full =
-                |bits: u8, list: &[&str], what: &str| match list.iter().enumerate().find(|(i, _)| bits & (1 << i) == 0)
-                {
-                    Some((_, stat)) => Err(at(format!("no {stat} row for {what} (its other statistics have one)"))),
-                    None => Ok(()),
-                };
+            let full = |bits: u32, need: u32, what: &str| match STATS.iter().find(|s| need & bit(s) & !bits != 0) {
+                Some(stat) => Err(at(format!("no {} row for {what} (its other statistics have one)", stat.stored))),
+                None => Ok(()),
+            };
+            let (of_op, of_worker, of_file) = (
+                required(|s| s.is_series() && !s.sparse),
+                required(|s| s.has(Dim::Worker)),
+                required(|s| s.has(Dim::File)),
+            );
             for ((workload, op), (i, bits)) in &b.ops {
-                full(*bits, &OP_STATS, &format!("workload {workload:?} op {op:?}"))?;
+                let op = op.name();
+                full(*bits, of_op, &format!("workload {workload:?} op {op:?}"))?;
                 let d = &b.snap.ops[*i].data;
+                // (The recorder derives the counts so: see ioscope_metrics::recorder.)
+                let name = |id| stat::stat(id).stored;
                 if d.counts.ops != d.latency_ns.count() {
                     return Err(at(format!(
-                        "workload {workload:?} op {op:?}: {} io.ops but {} io.latency values",
+                        "workload {workload:?} op {op:?}: {} {} but {} {} values",
                         d.counts.ops,
-                        d.latency_ns.count()
+                        name(StatId::Ops),
+                        d.latency_ns.count(),
+                        name(StatId::Latency),
                     )));
                 }
                 if d.counts.bytes != d.size_bytes.sum() as u64 {
                     return Err(at(format!(
-                        "workload {workload:?} op {op:?}: {} io.bytes but io.size values add up to {}",
+                        "workload {workload:?} op {op:?}: {} {} but {} values add up to {}",
                         d.counts.bytes,
+                        name(StatId::Bytes),
+                        name(StatId::Size),
                         d.size_bytes.sum()
                     )));
                 }
             }
             for ((worker, op), (_, bits)) in &b.workers {
-                full(*bits, &COUNTER_STATS, &format!("worker {worker} op {op:?}"))?;
+                full(*bits, of_worker, &format!("worker {worker} op {:?}", op.name()))?;
             }
             for ((file, op), (_, bits)) in &b.files {
-                full(*bits, &COUNTER_STATS, &format!("file {file:?} op {op:?}"))?;
+                full(*bits, of_file, &format!("file {file:?} op {:?}", op.name()))?;
             }
             out.push(b.snap);
         }

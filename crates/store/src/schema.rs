@@ -5,6 +5,8 @@
 //! second. Every value is in the unit named by its series (`series.unit`), and
 //! distributions carry their sparse histogram beside the exact count, sum, min and max.
 
+use ioscope_metrics::STATS;
+
 /// `PRAGMA user_version` of files this crate writes and reads.
 pub const SCHEMA_VERSION: i32 = 4;
 
@@ -127,6 +129,7 @@ LEFT JOIN tick t ON t.host = s.host AND t.second = x.second;
 /// Rows of the `meta` table written at creation.
 pub(crate) fn meta_rows() -> Vec<(&'static str, String)> {
     use ioscope_metrics::histogram::{BUCKETS, GROUPING_POWER, RELATIVE_ERROR};
+    use ioscope_metrics::stat::{stat, StatId};
     vec![
         ("format", FORMAT.to_string()),
         ("schema_version", SCHEMA_VERSION.to_string()),
@@ -142,6 +145,21 @@ pub(crate) fn meta_rows() -> Vec<(&'static str, String)> {
             ),
         ),
         ("hist_encoding", "sparse: LEB128 varint pairs (bucket index delta, count) of non-zero buckets".to_string()),
-        ("latency", "io.latency: response time from the intended start; io.service_time: from issue".to_string()),
+        (
+            "latency",
+            format!(
+                "{}: response time from the intended start; {}: from issue",
+                stat(StatId::Latency).stored,
+                stat(StatId::ServiceTime).stored
+            ),
+        ),
+        ("statistics", statistics()),
     ]
+}
+
+/// The `meta` row `statistics`: each statistic stored as series, from the registry, for
+/// people reading the file with the sqlite3 CLI ("io.ops (ops, counter): Operations; ...").
+fn statistics() -> String {
+    let list = STATS.iter().filter(|s| s.is_series());
+    list.map(|s| format!("{} ({}, {}): {}", s.stored, s.unit, s.kind.name(), s.label)).collect::<Vec<_>>().join("; ")
 }

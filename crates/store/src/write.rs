@@ -1,8 +1,9 @@
 //! Writing a results file: create, one transaction per second, finish.
 
 use crate::schema::{self, APPLICATION_ID, SCHEMA_VERSION};
-use crate::{stat, ProbeRow, RunInfo, Status, StepRow, StoreError};
-use ioscope_metrics::{Histogram, Snapshot};
+use crate::{ProbeRow, RunInfo, Status, StepRow, StoreError};
+use ioscope_metrics::stat::{Dim, Kind, Stat};
+use ioscope_metrics::{Op, Snapshot, STATS};
 use rusqlite::types::Value;
 use rusqlite::{params, Connection, OpenFlags, TransactionBehavior};
 use std::collections::HashMap;
@@ -13,7 +14,7 @@ use std::time::Duration;
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// (stat, host, workload, op, worker, file, error)
-type SeriesKey = (&'static str, String, String, String, Option<u32>, Option<String>, Option<String>);
+type SeriesKey = (&'static str, String, String, Op, Option<u32>, Option<String>, Option<String>);
 
 /// Checks, before any I/O, that `path` can become a new results file: nothing is in the
 /// way (see [`check_free_name`]), and its directory exists and takes a new file (not
@@ -186,19 +187,17 @@ impl Writer {
         // Series created in this transaction join the cache only once it commits.
         let mut created: HashMap<SeriesKey, i64> = HashMap::new();
         let cache = &self.series;
-        let mut series_id = |stat: &'static str,
-                             unit: &str,
-                             kind: &str,
+        let mut series_id = |stat: &'static Stat,
                              workload: &str,
-                             op: &str,
+                             op: Op,
                              worker: Option<u32>,
                              file: Option<&str>,
                              error: Option<&str>| {
             let key: SeriesKey = (
-                stat,
+                stat.stored,
                 s.host.clone(),
                 workload.to_string(),
-                op.to_string(),
+                op,
                 worker,
                 file.map(str::to_string),
                 error.map(str::to_string),
@@ -212,12 +211,15 @@ impl Writer {
             tx.prepare_cached(
                 "INSERT INTO series(stat, unit, kind, host, workload, op, worker, file, error) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             )?
-            .execute(params![stat, unit, kind, s.host, workload, op, worker, file, error])?;
+            .execute(params![stat.stored, stat.unit, stat.kind.name(), s.host, workload, op.name(), worker, file, error])?;
             let id = tx.last_insert_rowid();
             created.insert(key, id);
             Ok::<i64, rusqlite::Error>(id)
         };
 
+        // Series by the registry: counters of every op (with their kinds of failure), per
+        // worker and per file where the statistic is kept so, then every op's histograms.
+        let counters = || STATS.iter().filter(|st| st.kind == Kind::Counter);
         let result = (|| {
             tx.execute(
                 "INSERT INTO tick(host, second, interval_ns, step, warmup) VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -241,40 +243,35 @@ impl Writer {
                 ])
             };
             for o in &s.ops {
-                let c = o.data.counts;
-                for ((stat, unit), v) in stat::COUNTERS.into_iter().zip([c.ops, c.bytes, c.errors]) {
-                    let id = series_id(stat, unit, "counter", &o.workload, &o.op, None, None, None)?;
-                    counter(id, v)?;
-                }
-                // Error kinds and skips: only seconds in which they are not zero.
-                for (kind, n) in o.data.errors_by_kind.iter().filter(|(_, n)| *n > 0) {
-                    let id = series_id(stat::ERRORS, "errors", "counter", &o.workload, &o.op, None, None, Some(kind))?;
-                    counter(id, *n)?;
-                }
-                if o.data.skipped > 0 {
-                    let id = series_id(stat::SKIPPED, "ops", "counter", &o.workload, &o.op, None, None, None)?;
-                    counter(id, o.data.skipped)?;
+                for st in counters() {
+                    let Some(v) = o.data.count(st.id) else { continue };
+                    if !st.sparse || v > 0 {
+                        counter(series_id(st, &o.workload, o.op, None, None, None)?, v)?;
+                    }
+                    // Kinds of failure: only seconds in which they are not zero.
+                    if st.has(Dim::Error) {
+                        for (kind, n) in o.data.errors_by_kind.iter().filter(|(_, n)| *n > 0) {
+                            counter(series_id(st, &o.workload, o.op, None, None, Some(kind))?, *n)?;
+                        }
+                    }
                 }
             }
             for w in &s.workers {
-                let c = w.counts;
-                for ((stat, unit), v) in stat::COUNTERS.into_iter().zip([c.ops, c.bytes, c.errors]) {
-                    let id = series_id(stat, unit, "counter", "", &w.op, Some(w.worker), None, None)?;
-                    counter(id, v)?;
+                for st in counters().filter(|st| st.has(Dim::Worker)) {
+                    let Some(v) = w.counts.get(st.id) else { continue };
+                    counter(series_id(st, "", w.op, Some(w.worker), None, None)?, v)?;
                 }
             }
             for f in &s.files {
-                let c = f.counts;
-                for ((stat, unit), v) in stat::COUNTERS.into_iter().zip([c.ops, c.bytes, c.errors]) {
-                    let id = series_id(stat, unit, "counter", "", &f.op, None, Some(&f.file), None)?;
-                    counter(id, v)?;
+                for st in counters().filter(|st| st.has(Dim::File)) {
+                    let Some(v) = f.counts.get(st.id) else { continue };
+                    counter(series_id(st, "", f.op, None, Some(&f.file), None)?, v)?;
                 }
             }
             for o in &s.ops {
-                let d = &o.data;
-                let hists: [&Histogram; 4] = [&d.latency_ns, &d.service_ns, &d.size_bytes, &d.offset_bytes];
-                for ((stat, unit), h) in stat::DISTRIBUTIONS.into_iter().zip(hists) {
-                    let id = series_id(stat, unit, "distribution", &o.workload, &o.op, None, None, None)?;
+                for st in STATS.iter().filter(|st| st.kind == Kind::Distribution) {
+                    let Some(h) = o.data.histogram(st.id) else { continue };
+                    let id = series_id(st, &o.workload, o.op, None, None, None)?;
                     if h.is_empty() {
                         insert.execute(params![
                             id,

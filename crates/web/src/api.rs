@@ -202,7 +202,10 @@ impl Api {
 }
 
 /// A series or heat-map query, parsed and checked against the run before any work.
-fn checked<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>, results: &Results) -> Result<Query, String> {
+fn checked<'a>(
+    pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
+    results: &Results,
+) -> Result<Query, query::QueryError> {
     let q = Query::parse(pairs)?;
     query::check_range(results, &q)?;
     Ok(q)

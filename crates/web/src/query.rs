@@ -23,108 +23,57 @@ pub fn echo(value: &str) -> String {
     }
 }
 
-/// What a statistic can be filtered and broken down by.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Dim {
-    Op,
-    Workload,
-    Host,
-    Step,
-    Worker,
-    File,
-    /// The kind of failed I/O ("ENOSPC", "short read"): the `errors` statistic only.
-    Error,
-    Probe,
+// The statistics and their dimensions are the metrics crate's registry.
+pub use ioscope_metrics::stat::{by_name as stat, Dim, Kind, Offered, Stat, STATS};
+
+/// A query the run cannot answer: the message names the parameter, the value and what
+/// was expected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum QueryError {
+    #[error("missing parameter stat")]
+    MissingStat,
+    #[error("unknown statistic {} (expected one of {})", echo(.0), names(STATS.iter().map(|s| s.name)))]
+    UnknownStat(String),
+    #[error("unknown dimension {} (expected one of {})", echo(.0), names(Dim::ALL.iter().map(|d| d.name())))]
+    UnknownDim(String),
+    #[error("{} cannot be broken down by {dim} (it has: {})", .stat.name, names(.stat.dims.iter().map(|d| d.name())))]
+    NotByDim { stat: &'static Stat, dim: String },
+    #[error("{} and {} cannot be combined: {why}", .a.name(), .b.name())]
+    Combined { a: Dim, b: Dim, why: &'static str },
+    #[error("where {}: expected DIMENSION:VALUE", echo(.0))]
+    NotATerm(String),
+    #[error("where: at most {MAX_FILTER_TERMS} DIMENSION:VALUE terms")]
+    TooManyTerms,
+    #[error("{key}={}: expected a second of the run, a whole number (0, 1, ...)", echo(.value))]
+    NotASecond { key: &'static str, value: String },
+    #[error("from={from} is after to={to}: expected from <= to")]
+    Reversed { from: u32, to: u32 },
+    #[error("from={from} is after the run's last second: expected a second in {first}..={last}")]
+    FromAfterRun { from: u32, first: u32, last: u32 },
+    #[error("to={to} is before the run's first second: expected a second in {first}..={last}")]
+    ToBeforeRun { to: u32, first: u32, last: u32 },
+    #[error("{} is not a distribution; heat maps are for {}", .0.name, distributions())]
+    NotADistribution(&'static Stat),
 }
 
-impl Dim {
-    pub const ALL: [Dim; 8] =
-        [Dim::Op, Dim::Workload, Dim::Host, Dim::Step, Dim::Worker, Dim::File, Dim::Error, Dim::Probe];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Dim::Op => "op",
-            Dim::Workload => "workload",
-            Dim::Host => "host",
-            Dim::Step => "step",
-            Dim::Worker => "worker",
-            Dim::File => "file",
-            Dim::Error => "error",
-            Dim::Probe => "probe",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Dim> {
-        Dim::ALL.into_iter().find(|d| d.name() == s)
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    /// A count per second, answered as a rate.
-    Counter,
-    /// A histogram per second.
-    Distribution,
-    /// Probe command durations, at the second each started.
-    Event,
-}
-
-impl Kind {
-    pub fn name(self) -> &'static str {
-        match self {
-            Kind::Counter => "counter",
-            Kind::Distribution => "distribution",
-            Kind::Event => "event",
-        }
+/// The callers that answer with text (the HTML report, plots, the API) keep the message.
+impl From<QueryError> for String {
+    fn from(e: QueryError) -> String {
+        e.to_string()
     }
 }
 
-/// A statistic the API serves.
-#[derive(Debug)]
-pub struct Stat {
-    pub name: &'static str,
-    pub label: &'static str,
-    pub unit: &'static str,
-    pub kind: Kind,
-    pub dims: &'static [Dim],
+fn names<'a>(list: impl Iterator<Item = &'a str>) -> String {
+    list.collect::<Vec<_>>().join(", ")
 }
 
-const COUNTER_DIMS: &[Dim] = &[Dim::Op, Dim::Workload, Dim::Host, Dim::Step, Dim::Worker, Dim::File];
-const ERROR_DIMS: &[Dim] = &[Dim::Op, Dim::Workload, Dim::Host, Dim::Step, Dim::Worker, Dim::File, Dim::Error];
-const DISTRIBUTION_DIMS: &[Dim] = &[Dim::Op, Dim::Workload, Dim::Host, Dim::Step];
-
-pub static STATS: &[Stat] = &[
-    Stat { name: "ops", label: "Operations", unit: "ops/s", kind: Kind::Counter, dims: COUNTER_DIMS },
-    Stat { name: "bytes", label: "Bytes", unit: "bytes/s", kind: Kind::Counter, dims: COUNTER_DIMS },
-    Stat { name: "errors", label: "Errors", unit: "errors/s", kind: Kind::Counter, dims: ERROR_DIMS },
-    Stat {
-        name: "skipped",
-        label: "Skipped (no file in the needed state)",
-        unit: "ops/s",
-        kind: Kind::Counter,
-        dims: DISTRIBUTION_DIMS,
-    },
-    Stat {
-        name: "latency",
-        label: "Latency (from intended start)",
-        unit: "ns",
-        kind: Kind::Distribution,
-        dims: DISTRIBUTION_DIMS,
-    },
-    Stat {
-        name: "service_time",
-        label: "Service time (from issue)",
-        unit: "ns",
-        kind: Kind::Distribution,
-        dims: DISTRIBUTION_DIMS,
-    },
-    Stat { name: "size", label: "I/O size", unit: "bytes", kind: Kind::Distribution, dims: DISTRIBUTION_DIMS },
-    Stat { name: "offset", label: "File offset", unit: "bytes", kind: Kind::Distribution, dims: DISTRIBUTION_DIMS },
-    Stat { name: "probe", label: "Probe duration", unit: "ns", kind: Kind::Event, dims: &[Dim::Probe] },
-];
-
-pub fn stat(name: &str) -> Option<&'static Stat> {
-    STATS.iter().find(|s| s.name == name)
+/// "latency, service_time, size and offset".
+fn distributions() -> String {
+    let list: Vec<&str> = STATS.iter().filter(|s| s.kind == Kind::Distribution).map(|s| s.name).collect();
+    match list.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => list.join(""),
+    }
 }
 
 /// A parsed query: see docs/api.md.
@@ -139,32 +88,25 @@ pub struct Query {
 }
 
 impl Query {
-    pub fn new(stat_name: &str) -> Result<Self, String> {
-        let stat = stat(stat_name).ok_or_else(|| {
-            let names: Vec<_> = STATS.iter().map(|s| s.name).collect();
-            format!("unknown statistic {} (expected one of {})", echo(stat_name), names.join(", "))
-        })?;
+    pub fn new(stat_name: &str) -> Result<Self, QueryError> {
+        let stat = stat(stat_name).ok_or_else(|| QueryError::UnknownStat(stat_name.to_string()))?;
         Ok(Query { stat, by: None, filter: Vec::new(), from: None, to: None })
     }
 
     /// From URL query parameters (already percent-decoded).
-    pub fn parse<'a>(params: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Self, String> {
+    pub fn parse<'a>(params: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Self, QueryError> {
         let params: Vec<(&str, &str)> = params.into_iter().collect();
         let get = |k: &str| params.iter().rev().find(|(key, _)| *key == k).map(|(_, v)| *v).filter(|v| !v.is_empty());
-        let mut q = Query::new(get("stat").ok_or("missing parameter stat")?)?;
+        let mut q = Query::new(get("stat").ok_or(QueryError::MissingStat)?)?;
         if let Some(by) = get("by") {
             q = q.by(by)?;
         }
         if let Some(w) = get("where") {
             q = q.filter(w)?;
         }
-        let second = |k: &str| -> Result<Option<u32>, String> {
-            get(k)
-                .map(|v| {
-                    v.parse::<u32>().map_err(|_| {
-                        format!("{k}={}: expected a second of the run, a whole number (0, 1, ...)", echo(v))
-                    })
-                })
+        let second = |key: &'static str| -> Result<Option<u32>, QueryError> {
+            get(key)
+                .map(|v| v.parse::<u32>().map_err(|_| QueryError::NotASecond { key, value: v.to_string() }))
                 .transpose()
         };
         q.from = second("from")?;
@@ -172,24 +114,23 @@ impl Query {
         Ok(q)
     }
 
-    pub fn by(mut self, dim: &str) -> Result<Self, String> {
+    pub fn by(mut self, dim: &str) -> Result<Self, QueryError> {
         self.by = Some(self.dimension(dim)?);
         self.check_sources()?;
         Ok(self)
     }
 
     /// Adds filters written `dim:value;dim:value`.
-    pub fn filter(mut self, spec: &str) -> Result<Self, String> {
+    pub fn filter(mut self, spec: &str) -> Result<Self, QueryError> {
         for part in spec.split(';').filter(|p| !p.is_empty()) {
-            let (d, v) =
-                part.split_once(':').ok_or_else(|| format!("where {}: expected DIMENSION:VALUE", echo(part)))?;
+            let (d, v) = part.split_once(':').ok_or_else(|| QueryError::NotATerm(part.to_string()))?;
             let dim = self.dimension(d)?;
             if !self.filter.iter().any(|(fd, fv)| *fd == dim && fv == v) {
                 self.filter.push((dim, v.to_string()));
             }
             // Every row is matched against every term: their number is bounded.
             if self.filter.len() > MAX_FILTER_TERMS {
-                return Err(format!("where: at most {MAX_FILTER_TERMS} DIMENSION:VALUE terms"));
+                return Err(QueryError::TooManyTerms);
             }
         }
         self.check_sources()?;
@@ -201,14 +142,10 @@ impl Query {
         self.filter.iter().map(|(d, v)| format!("{}:{v}", d.name())).collect::<Vec<_>>().join(";")
     }
 
-    fn dimension(&self, name: &str) -> Result<Dim, String> {
-        let dim = Dim::parse(name).ok_or_else(|| {
-            let names: Vec<_> = Dim::ALL.iter().map(|d| d.name()).collect();
-            format!("unknown dimension {} (expected one of {})", echo(name), names.join(", "))
-        })?;
-        if !self.stat.dims.contains(&dim) {
-            let names: Vec<_> = self.stat.dims.iter().map(|d| d.name()).collect();
-            return Err(format!("{} cannot be broken down by {name} (it has: {})", self.stat.name, names.join(", ")));
+    fn dimension(&self, name: &str) -> Result<Dim, QueryError> {
+        let dim = Dim::parse(name).ok_or_else(|| QueryError::UnknownDim(name.to_string()))?;
+        if !self.stat.has(dim) {
+            return Err(QueryError::NotByDim { stat: self.stat, dim: name.to_string() });
         }
         Ok(dim)
     }
@@ -219,7 +156,7 @@ impl Query {
 
     /// Per-worker and per-file rows are separate counter sets: neither carries a
     /// workload, and they cannot be split by each other.
-    fn check_sources(&self) -> Result<(), String> {
+    fn check_sources(&self) -> Result<(), QueryError> {
         for (a, b, why) in [
             (Dim::Worker, Dim::Workload, "per-worker counts carry no workload"),
             (Dim::File, Dim::Workload, "per-file counts carry no workload"),
@@ -228,7 +165,7 @@ impl Query {
             (Dim::Error, Dim::File, "error kinds are kept per operation, not per file"),
         ] {
             if self.uses(a) && self.uses(b) {
-                return Err(format!("{} and {} cannot be combined: {why}", a.name(), b.name()));
+                return Err(QueryError::Combined { a, b, why });
             }
         }
         Ok(())
@@ -265,9 +202,9 @@ impl<'a> Row<'a> {
     fn value(&self, dim: Dim) -> Option<String> {
         let s = self.snapshot();
         match (dim, self) {
-            (Dim::Op, Row::Op(_, o) | Row::Error(_, o, _)) => Some(o.op.clone()),
-            (Dim::Op, Row::Worker(_, w)) => Some(w.op.clone()),
-            (Dim::Op, Row::File(_, f)) => Some(f.op.clone()),
+            (Dim::Op, Row::Op(_, o) | Row::Error(_, o, _)) => Some(o.op.to_string()),
+            (Dim::Op, Row::Worker(_, w)) => Some(w.op.to_string()),
+            (Dim::Op, Row::File(_, f)) => Some(f.op.to_string()),
             (Dim::File, Row::File(_, f)) => Some(f.file.clone()),
             (Dim::Workload, Row::Op(_, o) | Row::Error(_, o, _)) => Some(workload_name(&o.workload).to_string()),
             (Dim::Error, Row::Error(_, _, kind)) => Some(kind.map_or("unrecorded", |k| k.0.as_str()).to_string()),
@@ -278,34 +215,24 @@ impl<'a> Row<'a> {
         }
     }
 
-    fn counter(&self, stat: &str) -> u64 {
-        let c = match self {
-            Row::Op(_, o) => o.data.counts,
-            Row::Worker(_, w) => w.counts,
-            Row::File(_, f) => f.counts,
-            Row::Error(_, o, kind) => {
+    fn counter(&self, stat: &Stat) -> u64 {
+        match self {
+            Row::Op(_, o) => o.data.count(stat.id),
+            Row::Worker(_, w) => w.counts.get(stat.id),
+            Row::File(_, f) => f.counts.get(stat.id),
+            // A kind's failures, or those of no recorded kind: what its series counts.
+            Row::Error(_, o, kind) if stat.has(Dim::Error) => {
                 let named: u64 = o.data.errors_by_kind.iter().map(|k| k.1).sum();
-                let n = kind.map_or(o.data.counts.errors.saturating_sub(named), |k| k.1);
-                return if stat == "errors" { n } else { 0 };
+                Some(kind.map_or(o.data.counts.errors.saturating_sub(named), |k| k.1))
             }
-        };
-        match (stat, self) {
-            ("skipped", Row::Op(_, o)) => o.data.skipped,
-            ("skipped", _) => 0,
-            ("ops", _) => c.ops,
-            ("bytes", _) => c.bytes,
-            _ => c.errors,
+            Row::Error(..) => None,
         }
+        .unwrap_or(0)
     }
 
-    fn histogram(&self, stat: &str) -> Option<&'a Histogram> {
+    fn histogram(&self, stat: &Stat) -> Option<&'a Histogram> {
         let Row::Op(_, o) = *self else { return None };
-        Some(match stat {
-            "latency" => &o.data.latency_ns,
-            "service_time" => &o.data.service_ns,
-            "size" => &o.data.size_bytes,
-            _ => &o.data.offset_bytes,
-        })
+        o.data.histogram(stat.id)
     }
 }
 
@@ -325,16 +252,12 @@ pub fn second_range(r: &Results) -> Option<(u32, u32)> {
 
 /// Refuses a query whose `from`/`to` cannot be answered from the run: a range that ends
 /// before it starts, or starts after the run's last second (a `to` beyond it is clamped).
-pub fn check_range(r: &Results, q: &Query) -> Result<(), String> {
+pub fn check_range(r: &Results, q: &Query) -> Result<(), QueryError> {
     let (first, last) = second_range(r).unwrap_or((0, 0));
     match (q.from, q.to) {
-        (Some(f), Some(t)) if f > t => Err(format!("from={f} is after to={t}: expected from <= to")),
-        (Some(f), _) if f > last => {
-            Err(format!("from={f} is after the run's last second: expected a second in {first}..={last}"))
-        }
-        (_, Some(t)) if t < first => {
-            Err(format!("to={t} is before the run's first second: expected a second in {first}..={last}"))
-        }
+        (Some(from), Some(to)) if from > to => Err(QueryError::Reversed { from, to }),
+        (Some(from), _) if from > last => Err(QueryError::FromAfterRun { from, first, last }),
+        (_, Some(to)) if to < first => Err(QueryError::ToBeforeRun { to, first, last }),
         _ => Ok(()),
     }
 }
@@ -443,7 +366,7 @@ fn header(q: &Query, r: &Range) -> serde_json::Map<String, Value> {
     let (seconds, step, warmup) = r.axis();
     let mut m = serde_json::Map::new();
     m.insert("stat".into(), json!(q.stat.name));
-    m.insert("unit".into(), json!(q.stat.unit));
+    m.insert("unit".into(), json!(q.stat.answer_unit()));
     m.insert("kind".into(), json!(q.stat.kind.name()));
     m.insert("by".into(), json!(q.by.map(Dim::name)));
     m.insert("where".into(), json!(q.where_string()));
@@ -483,7 +406,7 @@ fn counter_series(range: &Range, q: &Query) -> Vec<Value> {
                 values.push(vec![0.0; n]);
                 totals.push(0);
             }
-            let count = row.counter(q.stat.name);
+            let count = row.counter(q.stat);
             let interval = row.snapshot().interval_ns.max(1) as f64;
             values[k][i] += count as f64 * 1e9 / interval;
             totals[k] += count;
@@ -506,7 +429,7 @@ fn per_second_histograms(range: &Range, q: &Query, keys: &mut Keys, mut each: im
         let mut parts: BTreeMap<usize, Vec<&Histogram>> = BTreeMap::new();
         for row in range.rows(q, group) {
             let k = keys.index(key_of(q, &row));
-            if let Some(h) = row.histogram(q.stat.name) {
+            if let Some(h) = row.histogram(q.stat) {
                 parts.entry(k).or_default().push(h);
             }
         }
@@ -616,12 +539,9 @@ pub struct HeatSeries {
 }
 
 /// The heat map of a distribution query.
-pub fn heat_map(results: &Results, q: &Query) -> Result<HeatMap, String> {
+pub fn heat_map(results: &Results, q: &Query) -> Result<HeatMap, QueryError> {
     if q.stat.kind != Kind::Distribution {
-        return Err(format!(
-            "{} is not a distribution; heat maps are for latency, service_time, size and offset",
-            q.stat.name
-        ));
+        return Err(QueryError::NotADistribution(q.stat));
     }
     let range = Range::of(results, q);
     let n = range.len();
@@ -663,7 +583,7 @@ pub fn heat_map(results: &Results, q: &Query) -> Result<HeatMap, String> {
 
 /// `GET /api/v1/runs/{id}/heatmap`, written as JSON text directly: an hour of seconds is
 /// millions of numbers, too many to build as a JSON value tree.
-pub fn heatmap_json(results: &Results, q: &Query) -> Result<String, String> {
+pub fn heatmap_json(results: &Results, q: &Query) -> Result<String, QueryError> {
     use std::fmt::Write;
     let map = heat_map(results, q)?;
     let mut out = header(q, &Range::of(results, q));
@@ -713,7 +633,7 @@ pub fn dimension_values(r: &Results) -> Value {
         push(&mut hosts, &s.host);
         steps.insert(s.step);
         for o in &s.ops {
-            push(&mut ops, &o.op);
+            push(&mut ops, o.op.name());
             push(&mut workloads, workload_name(&o.workload));
             for (kind, _) in &o.data.errors_by_kind {
                 push(&mut errors, kind);
@@ -737,19 +657,59 @@ pub fn dimension_values(r: &Results) -> Value {
     })
 }
 
-/// The `stats` list of a run: every statistic with the dimensions it has.
+/// Whether the run offers a statistic: some only ever have values in some runs.
+pub fn offered(r: &Results, stat: &Stat) -> bool {
+    match stat.offered {
+        Offered::Always => true,
+        Offered::WithFileTreeOps => r.ops().iter().any(|op| op.is_file_tree()),
+        Offered::WithProbes => !r.probes.is_empty(),
+    }
+}
+
+/// The `stats` list of a run, from the registry: every statistic it offers with its
+/// label, the unit of answers, its kind and dimensions (the UI's statistic picker).
 pub fn stat_list(r: &Results) -> Value {
-    let has_probes = !r.probes.is_empty();
-    // Skips happen only in file-tree workloads (any operation besides transfers and syncs).
-    let tree = r.op_names().iter().any(|op| !matches!(op.as_str(), "read" | "write" | "fsync" | "fdatasync"));
     let list: Vec<Value> = STATS
         .iter()
-        .filter(|s| s.kind != Kind::Event || has_probes)
-        .filter(|s| s.name != "skipped" || tree)
+        .filter(|s| offered(r, s))
         .map(|s| {
-            json!({"name": s.name, "label": s.label, "unit": s.unit, "kind": s.kind.name(),
+            json!({"name": s.name, "label": s.label, "unit": s.answer_unit(), "kind": s.kind.name(),
                    "dimensions": s.dims.iter().map(|d| d.name()).collect::<Vec<_>>()})
         })
         .collect();
     Value::Array(list)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Typed errors keep the messages clients and scripts have read so far.
+    #[test]
+    fn query_errors_name_the_parameter_the_value_and_the_expected_form() {
+        let err = |r: Result<Query, QueryError>| r.unwrap_err().to_string();
+        assert_eq!(
+            err(Query::new("iops")),
+            "unknown statistic \"iops\" (expected one of ops, bytes, errors, skipped, latency, service_time, size, \
+             offset, probe)"
+        );
+        assert_eq!(err(Query::parse([("by", "op")])), "missing parameter stat");
+        assert_eq!(
+            err(Query::parse([("stat", "ops"), ("from", "x")])),
+            "from=\"x\": expected a second of the run, a whole number (0, 1, ...)"
+        );
+        assert_eq!(
+            err(Query::new("latency").and_then(|q| q.by("worker"))),
+            "latency cannot be broken down by worker (it has: op, workload, host, step)"
+        );
+        assert_eq!(err(Query::new("ops").and_then(|q| q.filter("op"))), "where \"op\": expected DIMENSION:VALUE");
+        assert_eq!(
+            err(Query::new("ops").and_then(|q| q.by("nope"))),
+            "unknown dimension \"nope\" (expected one of op, workload, host, step, worker, file, error, probe)"
+        );
+        assert_eq!(
+            QueryError::NotADistribution(stat("ops").unwrap()).to_string(),
+            "ops is not a distribution; heat maps are for latency, service_time, size and offset"
+        );
+    }
 }

@@ -2,7 +2,7 @@
 
 use crate::api::{parse_query, query_path, Api};
 use crate::query::{self, Query};
-use ioscope_metrics::{Counts, FileCounts, Histogram, OpInterval, OpSeries, Snapshot, WorkerCounts};
+use ioscope_metrics::{Counts, FileCounts, Histogram, Op, OpInterval, OpSeries, Snapshot, WorkerCounts};
 use ioscope_store::{ProbeRow, RunInfo, Status, Writer};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -35,22 +35,18 @@ fn snapshot(second: u32, host: &str) -> Snapshot {
         warmup: second == 0,
         host: host.into(),
         ops: vec![
-            OpSeries { workload: "w".into(), op: "read".into(), data: interval(reads, 10_000, 4096) },
-            OpSeries { workload: "w".into(), op: "write".into(), data: interval(50, 2_000_000, 65536) },
+            OpSeries { workload: "w".into(), op: Op::Read, data: interval(reads, 10_000, 4096) },
+            OpSeries { workload: "w".into(), op: Op::Write, data: interval(50, 2_000_000, 65536) },
         ],
         workers: vec![
-            WorkerCounts { worker: 0, op: "read".into(), counts: Counts { ops: reads - 40, bytes: 0, errors: 0 } },
-            WorkerCounts { worker: 1, op: "read".into(), counts: Counts { ops: 40, bytes: 0, errors: 0 } },
-            WorkerCounts { worker: 1, op: "write".into(), counts: Counts { ops: 50, bytes: 0, errors: 0 } },
+            WorkerCounts { worker: 0, op: Op::Read, counts: Counts { ops: reads - 40, bytes: 0, errors: 0 } },
+            WorkerCounts { worker: 1, op: Op::Read, counts: Counts { ops: 40, bytes: 0, errors: 0 } },
+            WorkerCounts { worker: 1, op: Op::Write, counts: Counts { ops: 50, bytes: 0, errors: 0 } },
         ],
         files: vec![
-            FileCounts {
-                file: "f0".into(),
-                op: "read".into(),
-                counts: Counts { ops: reads - 10, bytes: 0, errors: 0 },
-            },
-            FileCounts { file: "f1".into(), op: "read".into(), counts: Counts { ops: 10, bytes: 0, errors: 0 } },
-            FileCounts { file: "f1".into(), op: "write".into(), counts: Counts { ops: 50, bytes: 0, errors: 2 } },
+            FileCounts { file: "f0".into(), op: Op::Read, counts: Counts { ops: reads - 10, bytes: 0, errors: 0 } },
+            FileCounts { file: "f1".into(), op: Op::Read, counts: Counts { ops: 10, bytes: 0, errors: 0 } },
+            FileCounts { file: "f1".into(), op: Op::Write, counts: Counts { ops: 50, bytes: 0, errors: 2 } },
         ],
     }
 }
@@ -108,7 +104,7 @@ fn q(stat: &str, by: Option<&str>, filter: &str) -> Query {
 
 /// The /heatmap answer as a JSON value.
 fn heatmap(r: &ioscope_store::Results, q: &Query) -> Result<Value, String> {
-    query::heatmap_json(r, q).map(|text| serde_json::from_str(&text).expect("valid JSON"))
+    Ok(serde_json::from_str(&query::heatmap_json(r, q)?).expect("valid JSON"))
 }
 
 fn series_values(v: &Value, key: &str) -> Vec<Option<f64>> {
@@ -162,11 +158,11 @@ fn workers_come_from_per_worker_counts_and_cannot_be_split_by_workload() {
     let keys: Vec<&str> = v["series"].as_array().unwrap().iter().map(|s| s["key"].as_str().unwrap()).collect();
     assert_eq!(keys, ["0", "1"]);
     assert_eq!(v["series"][1]["total"], 7 * 40);
-    let err = Query::new("ops").unwrap().by("worker").unwrap().filter("workload:w").unwrap_err();
+    let err = Query::new("ops").unwrap().by("worker").unwrap().filter("workload:w").unwrap_err().to_string();
     assert!(err.contains("worker and workload"), "{err}");
-    let err = Query::new("latency").unwrap().by("worker").unwrap_err();
+    let err = Query::new("latency").unwrap().by("worker").unwrap_err().to_string();
     assert!(err.contains("latency cannot be broken down by worker"), "{err}");
-    let err = Query::new("iops").unwrap_err();
+    let err = Query::new("iops").unwrap_err().to_string();
     assert!(err.contains("unknown statistic \"iops\"") && err.contains("latency"), "{err}");
 }
 
@@ -179,7 +175,7 @@ fn files_come_from_per_file_counts() {
     assert_eq!(v["series"][0]["total"], 7 * 50);
     let errors = query::series(&r, &q("errors", Some("file"), ""));
     assert_eq!(series_values(&errors, "f1")[4], Some(4.0), "2 errors a second on each of two hosts");
-    let err = Query::new("ops").unwrap().by("file").unwrap().filter("worker:1").unwrap_err();
+    let err = Query::new("ops").unwrap().by("file").unwrap().filter("worker:1").unwrap_err().to_string();
     assert!(err.contains("worker and file cannot be combined"), "{err}");
     assert!(Query::new("latency").unwrap().by("file").is_err(), "files carry counters only");
 }
@@ -359,6 +355,6 @@ fn errors_break_down_by_kind_and_the_kinds_sum_to_the_whole() {
     let listed =
         |r: &ioscope_store::Results| query::stat_list(r).as_array().unwrap().iter().any(|s| s["name"] == "skipped");
     assert!(!listed(&r), "reads and writes only");
-    r.seconds[0].ops[0].op = "delete".into();
+    r.seconds[0].ops[0].op = Op::Delete;
     assert!(listed(&r));
 }

@@ -1,0 +1,368 @@
+//! The registry of statistics: each one is a single entry in [`STATS`] with its name as
+//! stored, its unit, kind, the dimensions it breaks down by, the label people see and how
+//! the summary reports it. The store writes and reads series by these entries, the
+//! report names its fields after them, and the web API offers them to queries and the UI.
+//!
+//! Adding a statistic: an entry here plus where it is recorded (a field of
+//! [`OpInterval`] or [`Counts`] and its arm in their accessors below).
+
+use crate::recorder::{Counts, OpInterval};
+use crate::Histogram;
+
+/// Identifies a statistic in code (the registry entry holds everything else).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum StatId {
+    Ops,
+    Bytes,
+    Errors,
+    Skipped,
+    Latency,
+    ServiceTime,
+    Size,
+    Offset,
+    ProbeDuration,
+}
+
+/// What a statistic's values are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A count per second (stored as a series of counts; queried as a rate).
+    Counter,
+    /// A histogram per second (stored with its exact count, sum, min and max).
+    Distribution,
+    /// Durations of events at the second each started (probe commands: the `probe` table).
+    Event,
+}
+
+impl Kind {
+    /// The name in `series.kind` and in the API.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Counter => "counter",
+            Kind::Distribution => "distribution",
+            Kind::Event => "event",
+        }
+    }
+}
+
+/// What a statistic can be filtered and broken down by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Dim {
+    Op,
+    Workload,
+    Host,
+    Step,
+    /// Per-worker series (counters only; they carry no workload).
+    Worker,
+    /// Per-file series (counters only, flat workloads; no workload).
+    File,
+    /// The kind of failed I/O ("ENOSPC", "short read"): `series.error`.
+    Error,
+    Probe,
+}
+
+impl Dim {
+    pub const ALL: [Dim; 8] =
+        [Dim::Op, Dim::Workload, Dim::Host, Dim::Step, Dim::Worker, Dim::File, Dim::Error, Dim::Probe];
+
+    /// The name in queries (`by=`, `where=`) and answers.
+    pub fn name(self) -> &'static str {
+        match self {
+            Dim::Op => "op",
+            Dim::Workload => "workload",
+            Dim::Host => "host",
+            Dim::Step => "step",
+            Dim::Worker => "worker",
+            Dim::File => "file",
+            Dim::Error => "error",
+            Dim::Probe => "probe",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Dim> {
+        Dim::ALL.into_iter().find(|d| d.name() == s)
+    }
+}
+
+/// How the summary (`schema/summary.schema.json`) reports a statistic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reported {
+    /// A count per operation, under this field name.
+    Count(&'static str),
+    /// Mean, min, percentiles and max per operation, under this field name (null when
+    /// nothing completed).
+    Percentiles(&'static str),
+    /// Mean, min and max per operation, under this field name (null when nothing completed).
+    Range(&'static str),
+    /// Every event, in this top-level list.
+    Events(&'static str),
+    /// Per second only (series and heat maps): a whole-run figure would say nothing.
+    PerSecondOnly,
+}
+
+/// When a run offers a statistic to queries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Offered {
+    Always,
+    /// Only in runs with file-tree operations (others can never have a value).
+    WithFileTreeOps,
+    /// Only in runs with probes.
+    WithProbes,
+}
+
+/// One statistic.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Stat {
+    pub id: StatId,
+    /// The name in queries, URLs and the UI: `latency`.
+    pub name: &'static str,
+    /// The name in the results file (`series.stat`): `io.latency`.
+    pub stored: &'static str,
+    /// The unit of the stored values (`series.unit`); counters are answered per second.
+    pub unit: &'static str,
+    pub kind: Kind,
+    /// What it can be broken down by. [`Dim::Worker`] and [`Dim::File`]: also stored per
+    /// worker and per file; [`Dim::Error`]: also stored per kind of failure.
+    pub dims: &'static [Dim],
+    /// What the UI shows: a name, then what it measures in parentheses.
+    pub label: &'static str,
+    pub reported: Reported,
+    /// Stored only for seconds in which it is not zero (others must be there every second).
+    pub sparse: bool,
+    pub offered: Offered,
+}
+
+impl Stat {
+    /// The unit of answers: counters are rates (`ops/s`).
+    pub fn answer_unit(&self) -> String {
+        match self.kind {
+            Kind::Counter => format!("{}/s", self.unit),
+            Kind::Distribution | Kind::Event => self.unit.to_string(),
+        }
+    }
+
+    /// Stored as series (events have their own table).
+    pub fn is_series(&self) -> bool {
+        self.kind != Kind::Event
+    }
+
+    pub fn has(&self, dim: Dim) -> bool {
+        self.dims.contains(&dim)
+    }
+}
+
+const COUNTER_DIMS: &[Dim] = &[Dim::Op, Dim::Workload, Dim::Host, Dim::Step, Dim::Worker, Dim::File];
+const ERROR_DIMS: &[Dim] = &[Dim::Op, Dim::Workload, Dim::Host, Dim::Step, Dim::Worker, Dim::File, Dim::Error];
+const OP_DIMS: &[Dim] = &[Dim::Op, Dim::Workload, Dim::Host, Dim::Step];
+
+/// Every statistic, in the order the store writes them and the UI lists them.
+pub static STATS: &[Stat] = &[
+    Stat {
+        id: StatId::Ops,
+        name: "ops",
+        stored: "io.ops",
+        unit: "ops",
+        kind: Kind::Counter,
+        dims: COUNTER_DIMS,
+        label: "Operations",
+        reported: Reported::Count("ops"),
+        sparse: false,
+        offered: Offered::Always,
+    },
+    Stat {
+        id: StatId::Bytes,
+        name: "bytes",
+        stored: "io.bytes",
+        unit: "bytes",
+        kind: Kind::Counter,
+        dims: COUNTER_DIMS,
+        label: "Bytes",
+        reported: Reported::Count("bytes"),
+        sparse: false,
+        offered: Offered::Always,
+    },
+    Stat {
+        id: StatId::Errors,
+        name: "errors",
+        stored: "io.errors",
+        unit: "errors",
+        kind: Kind::Counter,
+        dims: ERROR_DIMS,
+        label: "Errors",
+        reported: Reported::Count("errors"),
+        sparse: false,
+        offered: Offered::Always,
+    },
+    Stat {
+        id: StatId::Skipped,
+        name: "skipped",
+        stored: "io.skipped",
+        unit: "ops",
+        kind: Kind::Counter,
+        dims: OP_DIMS,
+        label: "Skipped (no file in the needed state)",
+        reported: Reported::Count("skipped"),
+        sparse: true,
+        offered: Offered::WithFileTreeOps,
+    },
+    Stat {
+        id: StatId::Latency,
+        name: "latency",
+        stored: "io.latency",
+        unit: "ns",
+        kind: Kind::Distribution,
+        dims: OP_DIMS,
+        label: "Latency (from intended start)",
+        reported: Reported::Percentiles("latency_ns"),
+        sparse: false,
+        offered: Offered::Always,
+    },
+    Stat {
+        id: StatId::ServiceTime,
+        name: "service_time",
+        stored: "io.service_time",
+        unit: "ns",
+        kind: Kind::Distribution,
+        dims: OP_DIMS,
+        label: "Service time (from issue)",
+        reported: Reported::Percentiles("service_time_ns"),
+        sparse: false,
+        offered: Offered::Always,
+    },
+    Stat {
+        id: StatId::Size,
+        name: "size",
+        stored: "io.size",
+        unit: "bytes",
+        kind: Kind::Distribution,
+        dims: OP_DIMS,
+        label: "I/O size",
+        reported: Reported::Range("size_bytes"),
+        sparse: false,
+        offered: Offered::Always,
+    },
+    Stat {
+        id: StatId::Offset,
+        name: "offset",
+        stored: "io.offset",
+        unit: "bytes",
+        kind: Kind::Distribution,
+        dims: OP_DIMS,
+        label: "File offset",
+        reported: Reported::PerSecondOnly,
+        sparse: false,
+        offered: Offered::Always,
+    },
+    Stat {
+        id: StatId::ProbeDuration,
+        name: "probe",
+        stored: "probe.duration",
+        unit: "ns",
+        kind: Kind::Event,
+        dims: &[Dim::Probe],
+        label: "Probe duration",
+        reported: Reported::Events("probes"),
+        sparse: false,
+        offered: Offered::WithProbes,
+    },
+];
+
+/// The entry of a statistic.
+pub fn stat(id: StatId) -> &'static Stat {
+    STATS.iter().find(|s| s.id == id).expect("every StatId has an entry in STATS")
+}
+
+/// The statistic queried as `name` (`latency`).
+pub fn by_name(name: &str) -> Option<&'static Stat> {
+    STATS.iter().find(|s| s.name == name)
+}
+
+/// The statistic stored as `stored` (`io.latency`).
+pub fn by_stored(stored: &str) -> Option<&'static Stat> {
+    STATS.iter().find(|s| s.stored == stored)
+}
+
+impl OpInterval {
+    /// The value of a counter statistic (None for other statistics).
+    pub fn count(&self, id: StatId) -> Option<u64> {
+        match id {
+            StatId::Skipped => Some(self.skipped),
+            _ => self.counts.get(id),
+        }
+    }
+
+    pub fn count_mut(&mut self, id: StatId) -> Option<&mut u64> {
+        match id {
+            StatId::Skipped => Some(&mut self.skipped),
+            _ => self.counts.get_mut(id),
+        }
+    }
+
+    /// The histogram of a distribution statistic (None for other statistics).
+    pub fn histogram(&self, id: StatId) -> Option<&Histogram> {
+        match id {
+            StatId::Latency => Some(&self.latency_ns),
+            StatId::ServiceTime => Some(&self.service_ns),
+            StatId::Size => Some(&self.size_bytes),
+            StatId::Offset => Some(&self.offset_bytes),
+            _ => None,
+        }
+    }
+
+    pub fn histogram_mut(&mut self, id: StatId) -> Option<&mut Histogram> {
+        match id {
+            StatId::Latency => Some(&mut self.latency_ns),
+            StatId::ServiceTime => Some(&mut self.service_ns),
+            StatId::Size => Some(&mut self.size_bytes),
+            StatId::Offset => Some(&mut self.offset_bytes),
+            _ => None,
+        }
+    }
+}
+
+impl Counts {
+    /// The value of a counter kept per worker and per file (None for other statistics).
+    pub fn get(&self, id: StatId) -> Option<u64> {
+        match id {
+            StatId::Ops => Some(self.ops),
+            StatId::Bytes => Some(self.bytes),
+            StatId::Errors => Some(self.errors),
+            _ => None,
+        }
+    }
+
+    pub fn get_mut(&mut self, id: StatId) -> Option<&mut u64> {
+        match id {
+            StatId::Ops => Some(&mut self.ops),
+            StatId::Bytes => Some(&mut self.bytes),
+            StatId::Errors => Some(&mut self.errors),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the registry promises about each entry holds where values live.
+    #[test]
+    fn every_statistic_has_one_entry_and_a_place_it_is_recorded() {
+        let mut interval = OpInterval::empty();
+        let mut counts = Counts::default();
+        for s in STATS {
+            assert!(std::ptr::eq(stat(s.id), s), "{}: one entry per id", s.name);
+            assert_eq!(by_name(s.name).map(|x| x.id), Some(s.id), "{}: one query name", s.name);
+            assert_eq!(by_stored(s.stored).map(|x| x.id), Some(s.id), "{}: one stored name", s.name);
+            assert!(!s.unit.is_empty() && !s.label.is_empty(), "{}: a unit and a label", s.name);
+            match s.kind {
+                Kind::Counter => assert!(interval.count_mut(s.id).is_some(), "{}: a per-op counter", s.name),
+                Kind::Distribution => assert!(interval.histogram_mut(s.id).is_some(), "{}: a histogram", s.name),
+                Kind::Event => assert_eq!(s.dims, [Dim::Probe], "{}: events break down by probe only", s.name),
+            }
+            if s.has(Dim::Worker) || s.has(Dim::File) {
+                assert!(counts.get_mut(s.id).is_some(), "{}: kept per worker and per file", s.name);
+            }
+        }
+    }
+}
