@@ -325,12 +325,11 @@ fn prepare_dataset(
     show_progress: bool,
     created_dir: bool,
 ) -> Result<dataset::Layout, u8> {
-    let (spec, format) = dataset::DatasetSpec::of(d);
     let (fs, _) = ioscope_exec::storage(plan).map_err(|e| {
         eprintln!("error: {e}");
         exit::RUN_FAILED
     })?;
-    let reusable = match dataset::check(&*fs, &spec, format, plan.force) {
+    let reusable = match dataset::check(&*fs, d, plan.force) {
         Ok(r) => r,
         Err(
             e @ (dataset::DatasetError::NotOurs { .. }
@@ -346,7 +345,7 @@ fn prepare_dataset(
             return Err(exit::RUN_FAILED);
         }
     };
-    let layout = dataset::Layout::new(&spec);
+    let layout = dataset::Layout::new(d);
     if !output.quiet {
         let what = if reusable { "reusing" } else { "creating" };
         eprintln!(
@@ -373,7 +372,7 @@ fn prepare_dataset(
         EngineKind::Nfs => 16,
         _ => std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(1, 16),
     };
-    let prepared = dataset::prepare(&*fs, &spec, format, plan.force, created_dir, threads, &report);
+    let prepared = dataset::prepare(&*fs, d, plan.force, created_dir, threads, &report);
     terminal::clear_line(show_progress);
     match prepared {
         Ok(p) => {

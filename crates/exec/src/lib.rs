@@ -3,22 +3,22 @@
 //! and the host description stored with every run.
 
 pub mod clock;
-pub mod dataset;
 pub mod errors;
 pub mod host;
 pub mod iogen;
 pub mod limit;
+pub mod prep;
 mod probe;
 pub mod run;
 pub mod tree;
 pub mod workdir;
 pub mod worker;
-pub mod workset;
 
+pub use prep::{dataset, workset};
 pub use run::{run, Outcome, Progress, RunConfig, RunError};
 
 use ioscope_engine::fs::FileSystem;
-use ioscope_workload::{BlockSize, EngineKind, FileIo, FileSelect, Operation, Pattern, Plan, Step, Workload};
+use ioscope_workload::{EngineKind, Plan, Step, Workload};
 use std::path::PathBuf;
 
 /// Where a plan's files live: the file system, and the working set's directory in it.
@@ -34,29 +34,14 @@ pub fn storage(plan: &Plan) -> Result<(Box<dyn FileSystem>, PathBuf), String> {
     Ok((Box::new(fs), PathBuf::from(t.url_of(&t.path))))
 }
 
-/// A workload's parameters in one step: the step's overrides applied.
-#[derive(Clone, Debug)]
-pub struct Effective {
-    pub operation: Operation,
-    pub read_pct: u8,
-    pub block_sizes: Vec<BlockSize>,
-    pub fileio: FileIo,
-    pub fileselect: FileSelect,
-    pub threads: u32,
-    pub pattern: Option<Pattern>,
-}
-
-impl Effective {
-    pub fn of(w: &Workload, step: &Step) -> Self {
-        Self {
-            operation: w.operation,
-            read_pct: step.read_pct.filter(|_| w.operation.transfers()).unwrap_or(w.read_pct),
-            block_sizes: step.block_sizes.clone().unwrap_or_else(|| w.block_sizes.clone()),
-            fileio: w.fileio,
-            fileselect: w.fileselect,
-            threads: step.threads.unwrap_or(w.threads),
-            pattern: w.pattern.clone(),
-        }
+/// A workload as it runs in one step: the step's overrides (threads, block sizes, read
+/// share) applied to the plan's own type.
+pub fn in_step(w: &Workload, step: &Step) -> Workload {
+    Workload {
+        read_pct: step.read_pct.filter(|_| w.operation.transfers()).unwrap_or(w.read_pct),
+        block_sizes: step.block_sizes.clone().unwrap_or_else(|| w.block_sizes.clone()),
+        threads: step.threads.unwrap_or(w.threads),
+        ..w.clone()
     }
 }
 

@@ -6,7 +6,6 @@ use crate::clock::{now_ns, tighten_timer_slack, unix_ms};
 use crate::iogen::IoGen;
 use crate::tree::{Tree, TreeTask};
 use crate::worker::{FirstErrors, Schedule, Worker};
-use crate::Effective;
 use ioscope_engine::null::NullEngine;
 use ioscope_engine::posix::PosixEngine;
 use ioscope_engine::uring::UringEngine;
@@ -537,14 +536,14 @@ fn worker_main<E: Engine>(mut engine: E, id: u32, sh: Shared<'_>) -> FirstErrors
         let t0 = sh.start_ns.load(Acquire);
         let workload = &plan.workloads[sh.workload];
         let seed = |k: usize| 0x5851_f42d_4c95_7f2d ^ ((id as u64 + 1) << 32) ^ k as u64;
-        let first = Effective::of(workload, &sh.steps[0]);
+        let first = crate::in_step(workload, &sh.steps[0]);
         let gen = IoGen::new(plan.files, plan.file_size_bytes(), &first, sh.local, seed(0), t0);
         let mut w = Worker::new(engine, buffers, gen, sh.recorder, sh.stop, plan.sync, plan.iodepth);
         for (k, step) in sh.steps.iter().enumerate() {
             if sh.stop.load(Relaxed) {
                 break;
             }
-            let eff = Effective::of(workload, step);
+            let eff = crate::in_step(workload, step);
             let (start, end) = (t0 + sh.times.start_ns[k], t0 + sh.times.end_ns[k]);
             if sh.local >= eff.threads {
                 crate::clock::wait_until(end, sh.stop);
