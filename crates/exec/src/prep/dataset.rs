@@ -686,6 +686,26 @@ mod tests {
     }
 
     #[test]
+    fn a_tree_marked_by_an_earlier_version_is_still_reused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let anchor = tmp.path().join("tree");
+        let s = spec(&anchor, 1, 2, 2, &[(4096, 3), (8192, 1)]);
+        let l = prepare(&LocalFs, &s, false, false, 2, NO_PROGRESS).unwrap().layout;
+        // The marker as the first datasets wrote it.
+        let old = format!(
+            r#"{{"created_by": "ioscope 0.1.0", "created_dir": true, "complete": true, "files": 4, "total_bytes": {},
+                "spec": {{"anchor": "{}", "depth": 1, "width": 2, "files_per_leaf": 2,
+                          "sizes": [[4096, 3], [8192, 1]], "total_size": null, "working_set": null}}}}"#,
+            l.total_bytes(),
+            anchor.display()
+        );
+        fs::write(anchor.join(MARKER), old).unwrap();
+        assert!(check(&LocalFs, &s, false).unwrap(), "reused");
+        let c = cleanup(&LocalFs, &anchor).unwrap();
+        assert_eq!((c.files, c.removed_anchor), (4, true));
+    }
+
+    #[test]
     fn refuses_foreign_directories_unless_forced() {
         let tmp = tempfile::tempdir().unwrap();
         let anchor = tmp.path();

@@ -338,6 +338,21 @@ mod tests {
     }
 
     #[test]
+    fn a_working_set_marked_by_an_earlier_version_is_still_reused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let p = plan(dir, "randwrite", "2m", false);
+        prepare(&LocalFs, &mut check(&LocalFs, dir, &p).unwrap(), 1, &|_, _| {}).unwrap();
+        // The marker as the first working sets wrote it.
+        let old = r#"{"created_by": "ioscope", "created_dir": false, "files": [
+            {"name": "ioscope.0.dat", "size_bytes": 1048576, "complete": true},
+            {"name": "ioscope.1.dat", "size_bytes": 1048576, "complete": true}]}"#;
+        fs::write(dir.join(MARKER), old).unwrap();
+        assert!(check(&LocalFs, dir, &p).unwrap().to_fill.is_empty(), "reused");
+        assert_eq!(cleanup(&LocalFs, dir).unwrap().files, 2);
+    }
+
+    #[test]
     fn a_dir_whose_parent_is_missing_is_refused_before_anything_is_made() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("typo/ws");
