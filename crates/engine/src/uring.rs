@@ -88,6 +88,7 @@ impl UringEngine {
     }
 
     /// Submits what is queued and waits for `want` completions, no longer than `ts`.
+    #[inline]
     fn wait(&mut self, want: usize, ts: Option<&types::Timespec>) -> std::io::Result<usize> {
         #[cfg(test)]
         if self.fail_waits > 0 {
@@ -102,19 +103,22 @@ impl UringEngine {
     }
 
     /// Moves every completion from the ring to `out`; their slots are no longer held.
+    #[inline]
     fn take_completions(&mut self, out: &mut Vec<Completion>) {
         let Self { ring: Some(ring), held, in_flight, .. } = self else { return };
-        for c in ring.completion() {
+        out.extend(ring.completion().map(|c| {
             let slot = c.user_data() as u32;
             if let Some(h) = held.get_mut(slot as usize).filter(|h| **h) {
                 *h = false;
                 *in_flight -= 1;
             }
-            out.push(Completion { slot, result: c.result() as i64 });
-        }
+            Completion { slot, result: c.result() as i64 }
+        }));
     }
 
     /// Waits (boundedly) until the kernel holds no slot; whether a wait worked meanwhile.
+    #[cold]
+    #[inline(never)]
     fn drain(&mut self, out: &mut Vec<Completion>) -> bool {
         let ts = types::Timespec::new().nsec(DRAIN_WAIT_NS);
         let (mut works, mut tries) = (false, 0);
@@ -135,6 +139,8 @@ impl UringEngine {
     }
 
     /// Cancels what the kernel still holds and waits for it (Linux 6.0+; a second at most).
+    #[cold]
+    #[inline(never)]
     fn cancel_held(&mut self, out: &mut Vec<Completion>) {
         if let (Some(ring), 1..) = (self.ring.as_ref(), self.in_flight) {
             let ts = types::Timespec::new().sec(1);
@@ -144,6 +150,8 @@ impl UringEngine {
     }
 
     /// A wait failed with `e` while slots may be held: see the module's contract.
+    #[cold]
+    #[inline(never)]
     fn recover(&mut self, e: std::io::Error, out: &mut Vec<Completion>) {
         if self.drain(out) && self.in_flight == 0 {
             return; // a passing failure: every held slot came back with its real result
