@@ -279,9 +279,8 @@ fn prepare_dataset(
     show_progress: bool,
     created_dir: bool,
 ) -> Result<dataset::Layout, Failure> {
-    let (spec, format) = dataset::DatasetSpec::of(d);
     let (fs, _) = ioscope_exec::storage(plan).map_err(|e| Failure::failed(anyhow::Error::msg(e)))?;
-    let reusable = match dataset::check(&*fs, &spec, format, plan.force) {
+    let reusable = match dataset::check(&*fs, d, plan.force) {
         Ok(r) => r,
         Err(
             e @ (dataset::DatasetError::NotOurs { .. }
@@ -291,7 +290,7 @@ fn prepare_dataset(
         ) => return Err(Failure::invalid(e)),
         Err(e) => return Err(Failure::failed(e)),
     };
-    let layout = dataset::Layout::new(&spec);
+    let layout = dataset::Layout::new(d);
     if !output.quiet {
         let what = if reusable { "reusing" } else { "creating" };
         eprintln!(
@@ -318,7 +317,7 @@ fn prepare_dataset(
         Some(_) => 16,
         None => std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(1, 16),
     };
-    let prepared = dataset::prepare(&*fs, &spec, format, plan.force, created_dir, threads, &report);
+    let prepared = dataset::prepare(&*fs, d, plan.force, created_dir, threads, &report);
     terminal::clear_line(show_progress);
     match prepared {
         Ok(p) => {

@@ -2082,3 +2082,50 @@ fn a_skipped_test_says_why_and_fails_when_ci_requires_every_test() {
     assert!(!ci.status.success(), "a skip fails under {}=1: {text}", skip::REQUIRE_ALL);
     assert!(text.contains("the probe was asked to skip"), "{text}");
 }
+
+// ---- Preparation: markers ----
+
+#[test]
+fn a_damaged_marker_is_refused_with_exit_2_naming_the_file_for_a_working_set_and_a_dataset() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (ws, tree) = (tmp.path().join("ws"), tmp.path().join("tree"));
+    for d in [&ws, &tree] {
+        std::fs::create_dir(d).unwrap();
+    }
+    let toml = tmp.path().join("tree.toml");
+    std::fs::write(
+        &toml,
+        format!(
+            "duration = \"1s\"\n[dataset]\ndir = \"{}\"\ndepth = 0\nwidth = 1\nfiles = 2\nsizes = \"4k\"\n\
+             [[workload]]\noperation = \"read\"\nthreads = 1\n",
+            s(&tree)
+        ),
+    )
+    .unwrap();
+    let ws_marker = ws.join(".ioscope-workset.json");
+    let tree_marker = tree.join(".ioscope-dataset.json");
+    std::fs::write(&ws_marker, b"{\"files\": [").unwrap();
+    std::fs::write(&tree_marker, b"not json").unwrap();
+    let flat = ["run", "--rw", "randread", "--size", "1m", "--files", "1", "--duration", "1s", "--quiet"];
+    let runs: [(Vec<&str>, &Path); 2] =
+        [([&flat[..], &["--dir", s(&ws)]].concat(), &ws_marker), (vec!["run", s(&toml), "--quiet"], &tree_marker)];
+    for (args, marker) in runs {
+        let results = tmp.path().join("r.db");
+        let out = ioscope().args(&args).args(["--out", s(&results)]).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.starts_with(&format!("error: {}: unreadable marker (", s(marker))), "{stderr}");
+        assert!(stderr.contains("--force"), "{stderr}");
+        assert!(!results.exists(), "nothing was run");
+    }
+    // Nothing was written or removed: each directory holds its marker (and at most the lock).
+    for d in [&ws, &tree] {
+        let names: Vec<String> =
+            std::fs::read_dir(d).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        assert!(names.iter().all(|n| n.starts_with(".ioscope")), "{names:?}");
+    }
+    // --force takes the directory as not ioscope's, and runs.
+    let forced = tmp.path().join("forced.db");
+    let out = ioscope().args(flat).args(["--dir", s(&ws), "--force", "--out", s(&forced)]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}

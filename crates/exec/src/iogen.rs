@@ -3,11 +3,10 @@
 //! block size, or sequential). A few multiplications per I/O; no division, no allocation.
 //! A pattern workload instead draws its text: see [`PatternGen`].
 
-use crate::Effective;
 use ioscope_engine::buffers::wyrand;
 use ioscope_engine::{Io, Op};
 use ioscope_workload::font;
-use ioscope_workload::PatternMap;
+use ioscope_workload::{PatternMap, Workload};
 
 #[derive(Clone, Copy)]
 struct SizeChoice {
@@ -68,7 +67,7 @@ fn below(rng: &mut u64, n: u64) -> u64 {
 impl IoGen {
     /// A generator over `files` files of `file_size` bytes for worker `local` of `eff.threads`;
     /// `start_ns` is when a pattern's first column begins.
-    pub fn new(files: u32, file_size: u64, eff: &Effective, local: u32, seed: u64, start_ns: u64) -> Self {
+    pub fn new(files: u32, file_size: u64, eff: &Workload, local: u32, seed: u64, start_ns: u64) -> Self {
         let random = eff.fileio == ioscope_workload::FileIo::Random;
         let min_block = eff.block_sizes.iter().map(|b| b.bytes).min().unwrap_or(1);
         let align = if random { min_block } else { 1 };
@@ -117,7 +116,7 @@ impl IoGen {
 
     /// The generator of worker 0 of a plan's first workload in its first step.
     pub fn for_plan(p: &ioscope_workload::Plan, seed: u64) -> Self {
-        let eff = Effective::of(&p.workloads[0], &p.steps()[0]);
+        let eff = crate::in_step(&p.workloads[0], &p.steps()[0]);
         Self::new(p.files, p.file_size_bytes(), &eff, 0, seed, 0)
     }
 

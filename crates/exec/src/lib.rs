@@ -3,47 +3,32 @@
 //! and the host description stored with every run.
 
 pub mod clock;
-pub mod dataset;
 mod engines;
 pub mod errors;
 pub mod host;
 pub mod iogen;
 pub mod limit;
+pub mod prep;
 mod probe;
 pub mod run;
 pub mod tree;
 pub mod workdir;
 pub mod worker;
-pub mod workset;
 
 pub use engines::storage;
+pub use prep::{dataset, workset};
 pub use run::{run, Outcome, Progress, RunConfig, RunError};
 
-use ioscope_workload::{BlockSize, FileIo, FileSelect, Operation, Pattern, Step, Workload};
+use ioscope_workload::{Step, Workload};
 
-/// A workload's parameters in one step: the step's overrides applied.
-#[derive(Clone, Debug)]
-pub struct Effective {
-    pub operation: Operation,
-    pub read_pct: u8,
-    pub block_sizes: Vec<BlockSize>,
-    pub fileio: FileIo,
-    pub fileselect: FileSelect,
-    pub threads: u32,
-    pub pattern: Option<Pattern>,
-}
-
-impl Effective {
-    pub fn of(w: &Workload, step: &Step) -> Self {
-        Self {
-            operation: w.operation,
-            read_pct: step.read_pct.filter(|_| w.operation.transfers()).unwrap_or(w.read_pct),
-            block_sizes: step.block_sizes.clone().unwrap_or_else(|| w.block_sizes.clone()),
-            fileio: w.fileio,
-            fileselect: w.fileselect,
-            threads: step.threads.unwrap_or(w.threads),
-            pattern: w.pattern.clone(),
-        }
+/// A workload as it runs in one step: the step's overrides (threads, block sizes, read
+/// share) applied to the plan's own type.
+pub fn in_step(w: &Workload, step: &Step) -> Workload {
+    Workload {
+        read_pct: step.read_pct.filter(|_| w.operation.transfers()).unwrap_or(w.read_pct),
+        block_sizes: step.block_sizes.clone().unwrap_or_else(|| w.block_sizes.clone()),
+        threads: step.threads.unwrap_or(w.threads),
+        ..w.clone()
     }
 }
 

@@ -7,7 +7,6 @@ use crate::engines::{with_engine, WithEngine};
 use crate::iogen::IoGen;
 use crate::tree::{Tree, TreeTask};
 use crate::worker::{FirstErrors, Schedule, Worker};
-use crate::Effective;
 use ioscope_engine::{Engine, IoBuffers, Op, OpenSpec, OP_KINDS};
 use ioscope_metrics::{Counts, FileCounts, OpInterval, OpSeries, Snapshot, WorkerCounts, WorkerReader, WorkerRecorder};
 use ioscope_store::{ProbeRow, RunInfo, Status, StepRow, Writer};
@@ -539,14 +538,14 @@ fn worker_main<E: Engine>(mut engine: E, id: u32, sh: Shared<'_>) -> FirstErrors
         let t0 = sh.start_ns.load(Acquire);
         let workload = &plan.workloads[sh.workload];
         let seed = |k: usize| 0x5851_f42d_4c95_7f2d ^ ((id as u64 + 1) << 32) ^ k as u64;
-        let first = Effective::of(workload, &sh.steps[0]);
+        let first = crate::in_step(workload, &sh.steps[0]);
         let gen = IoGen::new(plan.files, plan.file_size_bytes(), &first, sh.local, seed(0), t0);
         let mut w = Worker::new(engine, buffers, gen, sh.recorder, sh.stop, plan.sync, plan.iodepth);
         for (k, step) in sh.steps.iter().enumerate() {
             if sh.stop.load(Relaxed) {
                 break;
             }
-            let eff = Effective::of(workload, step);
+            let eff = crate::in_step(workload, step);
             let (start, end) = (t0 + sh.times.start_ns[k], t0 + sh.times.end_ns[k]);
             if sh.local >= eff.threads {
                 crate::clock::wait_until(end, sh.stop);
@@ -677,6 +676,6 @@ fn progress(s: &Snapshot, elapsed_ns: u64, total_ns: u64, plan: &Plan, steps: &[
         warmup: s.warmup,
         threads: steps
             .get(s.step as usize)
-            .map_or(0, |st| plan.workloads.iter().map(|w| Effective::of(w, st).threads).sum()),
+            .map_or(0, |st| plan.workloads.iter().map(|w| crate::in_step(w, st).threads).sum()),
     }
 }

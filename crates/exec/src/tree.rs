@@ -11,10 +11,9 @@
 use crate::clock::{now_ns, wait_until};
 use crate::dataset::Layout;
 use crate::worker::{Schedule, Worker};
-use crate::Effective;
 use ioscope_engine::buffers::wyrand;
 use ioscope_engine::{Engine, FileReq, Io, Op};
-use ioscope_workload::{FileIo, FileSelect, Operation};
+use ioscope_workload::{FileIo, FileSelect, Operation, Workload};
 use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
 
 const ABSENT: u8 = 0;
@@ -53,7 +52,7 @@ impl Tree {
 
 /// One worker's position in a dataset workload.
 pub struct TreeTask {
-    eff: Effective,
+    eff: Workload,
     rng: u64,
     /// Files the workload uses (the working set), and the sequential cursor.
     files: u64,
@@ -68,7 +67,7 @@ pub struct TreeTask {
 }
 
 impl TreeTask {
-    pub fn new(tree: &Tree, eff: Effective, local: u32, seed: u64) -> Self {
+    pub fn new(tree: &Tree, eff: Workload, local: u32, seed: u64) -> Self {
         let files = tree.layout.working_files().max(1);
         let cursor = files / eff.threads.max(1) as u64 * local as u64;
         let total_weight = eff.block_sizes.iter().map(|b| b.weight as u64).sum::<u64>().max(1);
@@ -301,7 +300,6 @@ fn req(path: &std::path::Path) -> FileReq<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dataset::DatasetSpec;
     use crate::iogen::IoGen;
     use ioscope_engine::{IoBuffers, OpenSpec, Submission, Submitted};
     use ioscope_metrics::{WorkerReader, WorkerRecorder};
@@ -339,10 +337,9 @@ mod tests {
             "engine = 'posix'\n[dataset]\ndir = '/nonexistent'\ndepth = 1\nwidth = 1\nfiles = 4\nsizes = '4k'\n\
              [[workload]]\noperation = 'create'\nthreads = 1\n",
         );
-        let (spec, _) = DatasetSpec::of(p.dataset.as_ref().unwrap());
-        let tree = Tree::new(crate::dataset::Layout::new(&spec));
+        let tree = Tree::new(crate::dataset::Layout::new(p.dataset.as_ref().unwrap()));
         (0..absent).for_each(|i| tree.set(i, ABSENT));
-        let eff = Effective::of(&p.workloads[0], &p.steps()[0]);
+        let eff = crate::in_step(&p.workloads[0], &p.steps()[0]);
         let rec = WorkerRecorder::new(ioscope_engine::OP_KINDS);
         let stop = AtomicBool::new(false);
         let gen = IoGen::new(0, 0, &eff, 0, 1, 0);

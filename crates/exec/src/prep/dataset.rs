@@ -1,58 +1,35 @@
 //! The dataset: a vdbench-style directory tree (fsd) that file workloads run on.
-//! `depth` levels of `width` directories below an anchor, `files_per_leaf` files in each
+//! `depth` levels of `width` directories below an anchor, `files` files in each
 //! leaf, sizes drawn from a weighted list. The shape follows from the definition alone, so
 //! workers compute any file's path and size without a file list. ioscope creates the tree
 //! in parallel with non-zero, incompressible data, marks it with a marker file holding the
 //! definition, reuses it when the definition matches, never writes into a non-empty
 //! directory it did not mark unless forced, and on cleanup removes only what it created.
 //! All of it goes through a [`FileSystem`]: the tree lives in a local directory or on an
-//! NFS server alike.
+//! NFS server alike. The definition is the plan's [`Dataset`]; the marker and the parallel
+//! loop are the ones of every preparation (`marker.rs`, `parallel.rs`).
 
+use super::marker::{self, Marker};
+use super::mix;
+use super::parallel::par_for;
 use ioscope_engine::buffers::fill_random;
 use ioscope_engine::fs::{FileSystem, FsConn};
+use ioscope_workload::{BlockSize, Dataset, DatasetFormat};
 use serde::{Deserialize, Serialize};
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::Instant;
 
 /// Name of the marker file in the anchor that says "ioscope created this tree".
 pub const MARKER: &str = ".ioscope-dataset.json";
 
-/// The dataset's definition, from the validated plan.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct DatasetSpec {
-    pub anchor: PathBuf,
-    /// Directory levels below the anchor; 0 puts the files in the anchor itself.
-    pub depth: u32,
-    pub width: u32,
-    pub files_per_leaf: u32,
-    /// (bytes, weight) pairs; weights > 0.
-    pub sizes: Vec<(u64, u32)>,
-    /// Stop at the last file that fits in this many bytes (vdbench totalsize).
-    pub total_size: Option<u64>,
-    /// Workloads use only the first files up to this many bytes.
-    pub working_set: Option<u64>,
-}
-
-impl DatasetSpec {
-    /// Whether both describe the same files on disk. The anchor's spelling and the working
-    /// set do not change the tree, so changing them must not cost a re-format.
-    fn same_tree(&self, o: &Self) -> bool {
-        (self.depth, self.width, self.files_per_leaf, &self.sizes, self.total_size)
-            == (o.depth, o.width, o.files_per_leaf, &o.sizes, o.total_size)
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
-    /// Use a matching tree, else (re)create it.
-    Reuse,
-    /// Always recreate.
-    Always,
-    /// The matching tree must exist.
-    Never,
+/// Whether both describe the same files on disk. The anchor's spelling, the working set
+/// and the format do not change the tree, so changing them must not cost a re-format.
+fn same_tree(a: &Dataset, b: &Dataset) -> bool {
+    (a.depth, a.width, a.files, &a.sizes, a.total_size_bytes)
+        == (b.depth, b.width, b.files, &b.sizes, b.total_size_bytes)
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -77,14 +54,6 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> DatasetError + '_ {
     move |source| DatasetError::Io { path: path.to_path_buf(), source }
 }
 
-/// splitmix64's finalizer: a cheap, well-mixed hash of a file index (sizes, data seeds).
-fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
 fn digits(max_index: u64) -> usize {
     max_index.checked_ilog10().unwrap_or(0) as usize + 1
 }
@@ -92,7 +61,7 @@ fn digits(max_index: u64) -> usize {
 /// The tree's shape, derived from the spec alone (deterministic; no I/O).
 #[derive(Clone, Debug)]
 pub struct Layout {
-    spec: DatasetSpec,
+    spec: Dataset,
     /// (cumulative weight, size): a file's size is the first entry above its hash.
     cum: Vec<(u64, u64)>,
     leaf_dirs: u64,
@@ -104,14 +73,14 @@ pub struct Layout {
 }
 
 impl Layout {
-    pub fn new(spec: &DatasetSpec) -> Layout {
-        let mut acc = 0;
-        let cum = spec.sizes.iter().map(|&(size, w)| {
-            acc += u64::from(w);
-            (acc, size)
+    pub fn new(spec: &Dataset) -> Layout {
+        let mut acc = 0u64;
+        let cum = spec.sizes.iter().map(|b| {
+            acc = acc.saturating_add(u64::from(b.weight));
+            (acc, b.bytes)
         });
         let leaf_dirs = u64::from(spec.width).saturating_pow(spec.depth);
-        let per_leaf = u64::from(spec.files_per_leaf);
+        let per_leaf = u64::from(spec.files);
         let mut l = Layout {
             spec: spec.clone(),
             cum: cum.collect(),
@@ -127,11 +96,11 @@ impl Layout {
         let max = leaf_dirs.saturating_mul(per_leaf);
         let mut working = None;
         while l.files < max {
-            let next = l.total_bytes + l.file_size(l.files);
-            if spec.total_size.is_some_and(|t| next > t) {
+            let next = l.total_bytes.saturating_add(l.file_size(l.files));
+            if spec.total_size_bytes.is_some_and(|t| next > t) {
                 break;
             }
-            if working.is_none() && spec.working_set.is_some_and(|w| next > w) {
+            if working.is_none() && spec.working_set_bytes.is_some_and(|w| next > w) {
                 working = Some(l.files.max(1));
             }
             (l.total_bytes, l.files) = (next, l.files + 1);
@@ -140,11 +109,11 @@ impl Layout {
         l
     }
 
-    pub fn spec(&self) -> &DatasetSpec {
+    pub fn spec(&self) -> &Dataset {
         &self.spec
     }
     pub fn anchor(&self) -> &Path {
-        &self.spec.anchor
+        &self.spec.dir
     }
     /// width^depth.
     pub fn leaf_dirs(&self) -> u64 {
@@ -175,12 +144,12 @@ impl Layout {
 
     /// Files are numbered leaf by leaf.
     pub fn leaf_of(&self, i: u64) -> u64 {
-        i / u64::from(self.spec.files_per_leaf.max(1))
+        i / u64::from(self.spec.files.max(1))
     }
 
     /// anchor/d00/d07/f000042: one dNN level per depth, the file's index within its leaf.
     pub fn file_path(&self, i: u64) -> PathBuf {
-        let per_leaf = u64::from(self.spec.files_per_leaf.max(1));
+        let per_leaf = u64::from(self.spec.files.max(1));
         self.leaf_path(i / per_leaf).join(format!("f{:0w$}", i % per_leaf, w = self.file_digits))
     }
 
@@ -195,13 +164,13 @@ impl Layout {
         for p in parts.iter_mut().rev() {
             (*p, index) = (index % width, index / width);
         }
-        let mut path = self.spec.anchor.clone();
+        let mut path = self.spec.dir.clone();
         path.extend(parts.iter().map(|p| format!("d{p:0w$}", w = self.dir_digits)));
         path
     }
 
     pub fn files_in_leaf(&self, leaf: u64) -> std::ops::Range<u64> {
-        let per_leaf = u64::from(self.spec.files_per_leaf);
+        let per_leaf = u64::from(self.spec.files);
         let start = leaf.saturating_mul(per_leaf).min(self.files);
         start..start.saturating_add(per_leaf).min(self.files)
     }
@@ -227,45 +196,77 @@ impl Layout {
     }
 }
 
+/// What the dataset's marker adds to every marker.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
-struct Marker {
-    created_by: String,
-    /// The anchor did not exist before ioscope made it (cleanup may remove it).
-    created_dir: bool,
+struct Tree {
     /// All files written; an interrupted format stays ours (to clean or recreate) but is
     /// never reused.
     complete: bool,
     files: u64,
     total_bytes: u64,
-    spec: DatasetSpec,
+    spec: Shape,
 }
 
-/// Ok(None) if there is no marker; an unreadable one is an error, since we cannot tell
-/// what it claims.
-fn read_marker(c: &mut dyn FsConn, anchor: &Path) -> Result<Option<Marker>, DatasetError> {
-    let path = anchor.join(MARKER);
-    match c.read_file(&path) {
-        Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(io_err(&path)(e)),
-        Ok(text) => serde_json::from_slice(&text)
-            .map(Some)
-            .map_err(|e| DatasetError::NotOurs { path, reason: format!("unreadable marker ({e})") }),
+/// The definition as the marker records it (the file format since the first dataset, so
+/// trees made by earlier versions are still recognised).
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+struct Shape {
+    anchor: PathBuf,
+    depth: u32,
+    width: u32,
+    files_per_leaf: u32,
+    /// (bytes, weight) pairs.
+    sizes: Vec<(u64, u32)>,
+    total_size: Option<u64>,
+    working_set: Option<u64>,
+}
+
+impl Shape {
+    fn of(d: &Dataset) -> Shape {
+        Shape {
+            anchor: d.dir.clone(),
+            depth: d.depth,
+            width: d.width,
+            files_per_leaf: d.files,
+            sizes: d.sizes.iter().map(|b| (b.bytes, b.weight)).collect(),
+            total_size: d.total_size_bytes,
+            working_set: d.working_set_bytes,
+        }
+    }
+
+    /// The dataset this marker describes, at `anchor` (wherever it was when it was made).
+    fn at(&self, anchor: &Path) -> Dataset {
+        Dataset {
+            dir: anchor.to_path_buf(),
+            depth: self.depth,
+            width: self.width,
+            files: self.files_per_leaf,
+            sizes: self.sizes.iter().map(|&(bytes, weight)| BlockSize { bytes, weight }).collect(),
+            total_size_bytes: self.total_size,
+            working_set_bytes: self.working_set,
+            format: DatasetFormat::Reuse,
+        }
     }
 }
 
-fn write_marker(c: &mut dyn FsConn, anchor: &Path, marker: &Marker) -> Result<(), DatasetError> {
-    let text = serde_json::to_string_pretty(marker).expect("marker serializes");
-    crate::workset::write_atomically(c, &anchor.join(MARKER), text.as_bytes()).map_err(io_err(anchor))
+/// The marker, if any; an unreadable one is refused (unless `force`: then there is none).
+fn read_marker(c: &mut dyn FsConn, anchor: &Path, force: bool) -> Result<Option<Marker<Tree>>, DatasetError> {
+    marker::read(c, anchor, MARKER, force).map_err(|e| DatasetError::NotOurs { path: e.path, reason: e.reason })
+}
+
+fn write_marker(c: &mut dyn FsConn, anchor: &Path, m: &Marker<Tree>) -> Result<(), DatasetError> {
+    marker::write(c, anchor, MARKER, m).map_err(io_err(anchor))
 }
 
 /// What check found: reuse the tree, or create it (removing our old tree first).
 struct State {
     reuse: bool,
     anchor_exists: bool,
-    old: Option<Marker>,
+    old: Option<Marker<Tree>>,
 }
 
-fn inspect(c: &mut dyn FsConn, layout: &Layout, format: Format, force: bool) -> Result<State, DatasetError> {
+fn inspect(c: &mut dyn FsConn, layout: &Layout, force: bool) -> Result<State, DatasetError> {
+    let format = layout.spec().format;
     let anchor = layout.anchor();
     let stat = c.stat(anchor).map_err(io_err(anchor))?;
     let anchor_exists = stat.is_some();
@@ -277,17 +278,15 @@ fn inspect(c: &mut dyn FsConn, layout: &Layout, format: Format, force: bool) -> 
             return Err(DatasetError::NoParent { path: anchor.to_path_buf(), parent: parent.to_path_buf() });
         }
     }
-    let old = match read_marker(c, anchor) {
-        Err(DatasetError::NotOurs { .. }) if force => None,
-        m => m?,
-    };
-    let reuse = format != Format::Always
-        && old.as_ref().is_some_and(|m| m.complete && m.spec.same_tree(layout.spec()))
+    let old = read_marker(c, anchor, force)?;
+    let same_tree = |m: &Marker<Tree>| same_tree(&m.body.spec.at(anchor), layout.spec());
+    let reuse = format != DatasetFormat::Always
+        && old.as_ref().is_some_and(|m| m.body.complete && same_tree(m))
         && layout.looks_complete(c);
-    if format == Format::Never && !reuse {
+    if format == DatasetFormat::Never && !reuse {
         let reason = match &old {
             None => "no dataset here".to_string(),
-            Some(m) if !m.spec.same_tree(layout.spec()) => "the dataset here has another definition".to_string(),
+            Some(m) if !same_tree(m) => "the dataset here has another definition".to_string(),
             Some(_) => "the dataset here is incomplete".to_string(),
         };
         return Err(DatasetError::Missing { path: anchor.to_path_buf(), reason });
@@ -304,7 +303,7 @@ fn inspect(c: &mut dyn FsConn, layout: &Layout, format: Format, force: bool) -> 
     }
     if !reuse {
         // Refused before the first byte, rather than a full file system and a partial tree.
-        let need = layout.total_bytes().saturating_sub(old.as_ref().map_or(0, |m| m.total_bytes));
+        let need = layout.total_bytes().saturating_sub(old.as_ref().map_or(0, |m| m.body.total_bytes));
         let probe = if anchor_exists { anchor } else { anchor.parent().unwrap_or(anchor) };
         if let Ok(Some(free)) = c.free_bytes(probe) {
             if need > free {
@@ -316,51 +315,15 @@ fn inspect(c: &mut dyn FsConn, layout: &Layout, format: Format, force: bool) -> 
 }
 
 /// Checks the anchor, writing nothing: whether the existing tree can be reused. Errors if
-/// the anchor holds data that is not ours (unless force), or format = Never and no
+/// the anchor holds data that is not ours (unless force), or format = "never" and no
 /// matching tree.
-pub fn check(fs: &dyn FileSystem, spec: &DatasetSpec, format: Format, force: bool) -> Result<bool, DatasetError> {
-    let mut c = connect(fs, &spec.anchor)?;
-    Ok(inspect(&mut *c, &Layout::new(spec), format, force)?.reuse)
+pub fn check(fs: &dyn FileSystem, spec: &Dataset, force: bool) -> Result<bool, DatasetError> {
+    let mut c = connect(fs, &spec.dir)?;
+    Ok(inspect(&mut *c, &Layout::new(spec), force)?.reuse)
 }
 
 fn connect<'f>(fs: &'f dyn FileSystem, anchor: &Path) -> Result<Box<dyn FsConn + 'f>, DatasetError> {
     fs.connect().map_err(io_err(anchor))
-}
-
-/// Runs `f(state, i)` for i in 0..n on `threads` threads, taking indexes from a shared
-/// counter (so slow files do not hold up a whole stripe); stops at the first error.
-fn par_for<S>(
-    n: u64,
-    threads: usize,
-    init: impl Fn() -> Result<S, DatasetError> + Sync,
-    f: impl Fn(&mut S, u64) -> Result<(), DatasetError> + Sync,
-) -> Result<(), DatasetError> {
-    let (next, failed, first_error) = (AtomicU64::new(0), AtomicBool::new(false), Mutex::new(None));
-    std::thread::scope(|s| {
-        for _ in 0..threads.clamp(1, n.max(1) as usize) {
-            s.spawn(|| {
-                let mut state = match init() {
-                    Ok(s) => s,
-                    Err(e) => {
-                        failed.store(true, Relaxed);
-                        first_error.lock().unwrap().get_or_insert(e);
-                        return;
-                    }
-                };
-                while !failed.load(Relaxed) {
-                    let i = next.fetch_add(1, Relaxed);
-                    if i >= n {
-                        break;
-                    }
-                    if let Err(e) = f(&mut state, i) {
-                        failed.store(true, Relaxed);
-                        first_error.lock().unwrap().get_or_insert(e);
-                    }
-                }
-            });
-        }
-    });
-    first_error.into_inner().unwrap().map_or(Ok(()), Err)
 }
 
 /// What prepare did.
@@ -378,8 +341,7 @@ pub struct Prepared {
 /// left and the space is given back.
 pub fn prepare(
     fs: &dyn FileSystem,
-    spec: &DatasetSpec,
-    format: Format,
+    spec: &Dataset,
     force: bool,
     created_anchor: bool,
     threads: usize,
@@ -388,14 +350,14 @@ pub fn prepare(
     let layout = Layout::new(spec);
     let anchor = layout.anchor();
     let mut c = connect(fs, anchor)?;
-    let state = inspect(&mut *c, &layout, format, force)?;
+    let state = inspect(&mut *c, &layout, force)?;
     if state.reuse {
         return Ok(Prepared { reused: true, layout });
     }
     let created_dir = match &state.old {
         Some(old) => {
             // The old tree at this anchor, wherever it was when it was made.
-            let old_layout = Layout::new(&DatasetSpec { anchor: anchor.to_path_buf(), ..old.spec.clone() });
+            let old_layout = Layout::new(&old.body.spec.at(anchor));
             remove_tree(fs, &mut *c, &old_layout, threads)?;
             old.created_dir
         }
@@ -404,21 +366,16 @@ pub fn prepare(
     c.create_dir_all(anchor).map_err(io_err(anchor))?;
     // Marked ours (incomplete) before the first file, so an interrupted format can be
     // cleaned up or recreated, but is not reused.
-    let mut marker = Marker {
-        created_by: format!("ioscope {}", env!("CARGO_PKG_VERSION")),
-        created_dir,
-        complete: false,
-        files: layout.files(),
-        total_bytes: layout.total_bytes(),
-        spec: spec.clone(),
-    };
+    let tree =
+        Tree { complete: false, files: layout.files(), total_bytes: layout.total_bytes(), spec: Shape::of(spec) };
+    let mut marker = Marker::new(created_dir, tree);
     write_marker(&mut *c, anchor, &marker)?;
     if let Err(e) = create_files(fs, &mut *c, &layout, threads, progress) {
         // Everything under the marker is this run's: take it away again.
         let _ = cleanup(fs, anchor);
         return Err(e);
     }
-    marker.complete = true;
+    marker.body.complete = true;
     write_marker(&mut *c, anchor, &marker)?;
     Ok(Prepared { reused: false, layout })
 }
@@ -557,8 +514,8 @@ fn remove_dir_or_list(
 /// if ioscope created it and nothing else is left in it. Does nothing without our marker.
 pub fn cleanup(fs: &dyn FileSystem, anchor: &Path) -> Result<Cleaned, DatasetError> {
     let mut c = connect(fs, anchor)?;
-    let Some(marker) = read_marker(&mut *c, anchor)? else { return Ok(Cleaned::default()) };
-    let layout = Layout::new(&DatasetSpec { anchor: anchor.to_path_buf(), ..marker.spec });
+    let Some(marker) = read_marker(&mut *c, anchor, false)? else { return Ok(Cleaned::default()) };
+    let layout = Layout::new(&marker.body.spec.at(anchor));
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(16);
     let mut cleaned = remove_tree(fs, &mut *c, &layout, threads)?;
     let marker_path = anchor.join(MARKER);
@@ -575,47 +532,32 @@ pub fn cleanup(fs: &dyn FileSystem, anchor: &Path) -> Result<Cleaned, DatasetErr
     Ok(cleaned)
 }
 
-impl DatasetSpec {
-    /// The spec and format of a plan's `[dataset]`.
-    pub fn of(d: &ioscope_workload::Dataset) -> (DatasetSpec, Format) {
-        let spec = DatasetSpec {
-            anchor: d.dir.clone(),
-            depth: d.depth,
-            width: d.width,
-            files_per_leaf: d.files,
-            sizes: d.sizes.iter().map(|b| (b.bytes, b.weight)).collect(),
-            total_size: d.total_size_bytes,
-            working_set: d.working_set_bytes,
-        };
-        let format = match d.format {
-            ioscope_workload::DatasetFormat::Reuse => Format::Reuse,
-            ioscope_workload::DatasetFormat::Always => Format::Always,
-            ioscope_workload::DatasetFormat::Never => Format::Never,
-        };
-        (spec, format)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use ioscope_engine::fs::LocalFs;
     use std::fs;
 
-    fn marker_at(anchor: &Path) -> Option<Marker> {
-        read_marker(&mut *LocalFs.connect().unwrap(), anchor).unwrap()
+    fn marker_at(anchor: &Path) -> Option<Marker<Tree>> {
+        read_marker(&mut *LocalFs.connect().unwrap(), anchor, false).unwrap()
     }
 
-    fn spec(anchor: &Path, depth: u32, width: u32, files_per_leaf: u32, sizes: &[(u64, u32)]) -> DatasetSpec {
-        DatasetSpec {
-            anchor: anchor.to_path_buf(),
+    fn spec(anchor: &Path, depth: u32, width: u32, files: u32, sizes: &[(u64, u32)]) -> Dataset {
+        Dataset {
+            dir: anchor.to_path_buf(),
             depth,
             width,
-            files_per_leaf,
-            sizes: sizes.to_vec(),
-            total_size: None,
-            working_set: None,
+            files,
+            sizes: sizes.iter().map(|&(bytes, weight)| BlockSize { bytes, weight }).collect(),
+            total_size_bytes: None,
+            working_set_bytes: None,
+            format: DatasetFormat::Reuse,
         }
+    }
+
+    /// The same definition with another format.
+    fn fmt(d: &Dataset, format: DatasetFormat) -> Dataset {
+        Dataset { format, ..d.clone() }
     }
 
     /// Every file below `dir` (relative paths), sorted.
@@ -666,16 +608,16 @@ mod tests {
     #[test]
     fn total_size_and_working_set_cap_the_files() {
         let mut s = spec(Path::new("/a"), 1, 2, 100, &[(1000, 1)]);
-        s.total_size = Some(25_500);
-        s.working_set = Some(10_999);
+        s.total_size_bytes = Some(25_500);
+        s.working_set_bytes = Some(10_999);
         let l = Layout::new(&s);
         assert_eq!((l.files(), l.total_bytes(), l.working_files()), (25, 25_000, 10));
         assert_eq!((l.files_in_leaf(0), l.files_in_leaf(1)), (0..25, 25..25));
-        s.working_set = Some(1);
+        s.working_set_bytes = Some(1);
         assert_eq!(Layout::new(&s).working_files(), 1, "at least one file");
 
         let mut s = spec(Path::new("/a"), 2, 4, 100, &[(1000, 3), (7000, 1)]);
-        s.total_size = Some(200_000);
+        s.total_size_bytes = Some(200_000);
         let l = Layout::new(&s);
         assert!(l.total_bytes() <= 200_000 && l.total_bytes() + l.file_size(l.files()) > 200_000);
     }
@@ -685,12 +627,11 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let anchor = tmp.path().join("tree");
         let s = spec(&anchor, 2, 2, 3, &[(1, 1), (4096, 2), ((1 << 20) + 100, 1)]);
-        assert!(!check(&LocalFs, &s, Format::Reuse, false).unwrap());
+        assert!(!check(&LocalFs, &s, false).unwrap());
         assert!(!anchor.exists(), "check writes nothing");
 
         let last = Mutex::new((0, 0, 0));
-        let p = prepare(&LocalFs, &s, Format::Reuse, false, false, 3, &|f, t, b| *last.lock().unwrap() = (f, t, b))
-            .unwrap();
+        let p = prepare(&LocalFs, &s, false, false, 3, &|f, t, b| *last.lock().unwrap() = (f, t, b)).unwrap();
         let l = &p.layout;
         assert!(!p.reused);
         assert_eq!(*last.lock().unwrap(), (12, 12, l.total_bytes()));
@@ -706,26 +647,29 @@ mod tests {
             assert!(zeros <= data.len() / 64, "file {i}: {zeros} zero bytes of {}", data.len());
         }
         let marker = marker_at(&anchor).unwrap();
-        assert!(marker.complete && marker.created_dir && marker.spec == s);
-        assert_eq!((marker.files, marker.total_bytes), (12, l.total_bytes()));
+        assert!(marker.body.complete && marker.created_dir && marker.body.spec == Shape::of(&s));
+        assert_eq!((marker.body.files, marker.body.total_bytes), (12, l.total_bytes()));
 
         // The same definition is reused without rewriting: a changed file stays changed.
         let probe = l.file_path(4);
         let changed = vec![7u8; l.file_size(4) as usize];
         fs::write(&probe, &changed).unwrap();
-        assert!(check(&LocalFs, &s, Format::Reuse, false).unwrap());
-        assert!(prepare(&LocalFs, &s, Format::Reuse, false, false, 2, NO_PROGRESS).unwrap().reused);
+        assert!(check(&LocalFs, &s, false).unwrap());
+        assert!(prepare(&LocalFs, &s, false, false, 2, NO_PROGRESS).unwrap().reused);
         assert_eq!(fs::read(&probe).unwrap(), changed);
         // Another working set is the same tree; format = always recreates it.
-        let s2 = DatasetSpec { working_set: Some(1), ..s.clone() };
-        assert!(prepare(&LocalFs, &s2, Format::Never, false, false, 2, NO_PROGRESS).unwrap().reused);
-        assert!(!prepare(&LocalFs, &s, Format::Always, false, false, 2, NO_PROGRESS).unwrap().reused);
+        let s2 = Dataset { working_set_bytes: Some(1), ..s.clone() };
+        assert!(prepare(&LocalFs, &fmt(&s2, DatasetFormat::Never), false, false, 2, NO_PROGRESS).unwrap().reused);
+        assert!(!prepare(&LocalFs, &fmt(&s, DatasetFormat::Always), false, false, 2, NO_PROGRESS).unwrap().reused);
         assert_ne!(fs::read(&probe).unwrap(), changed);
 
         // Another definition: the old tree goes, the new one comes, the anchor stays ours.
-        let narrow = DatasetSpec { width: 1, ..s.clone() };
-        assert!(matches!(check(&LocalFs, &narrow, Format::Never, false), Err(DatasetError::Missing { .. })));
-        let p = prepare(&LocalFs, &narrow, Format::Reuse, false, false, 2, NO_PROGRESS).unwrap();
+        let narrow = Dataset { width: 1, ..s.clone() };
+        assert!(matches!(
+            check(&LocalFs, &fmt(&narrow, DatasetFormat::Never), false),
+            Err(DatasetError::Missing { .. })
+        ));
+        let p = prepare(&LocalFs, &narrow, false, false, 2, NO_PROGRESS).unwrap();
         assert!(!p.reused);
         assert_eq!(walk(&anchor).len(), 3 + 1);
         assert!(!anchor.join("d01").exists());
@@ -733,12 +677,32 @@ mod tests {
 
         // An interrupted format is ours but not reused.
         let mut m = marker_at(&anchor).unwrap();
-        m.complete = false;
+        m.body.complete = false;
         write_marker(&mut *LocalFs.connect().unwrap(), &anchor, &m).unwrap();
-        assert!(!prepare(&LocalFs, &narrow, Format::Reuse, false, false, 2, NO_PROGRESS).unwrap().reused);
+        assert!(!prepare(&LocalFs, &narrow, false, false, 2, NO_PROGRESS).unwrap().reused);
         // So is one with a missing file.
         fs::remove_file(p.layout.file_path(2)).unwrap();
-        assert!(!check(&LocalFs, &narrow, Format::Reuse, false).unwrap());
+        assert!(!check(&LocalFs, &narrow, false).unwrap());
+    }
+
+    #[test]
+    fn a_tree_marked_by_an_earlier_version_is_still_reused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let anchor = tmp.path().join("tree");
+        let s = spec(&anchor, 1, 2, 2, &[(4096, 3), (8192, 1)]);
+        let l = prepare(&LocalFs, &s, false, false, 2, NO_PROGRESS).unwrap().layout;
+        // The marker as the first datasets wrote it.
+        let old = format!(
+            r#"{{"created_by": "ioscope 0.1.0", "created_dir": true, "complete": true, "files": 4, "total_bytes": {},
+                "spec": {{"anchor": "{}", "depth": 1, "width": 2, "files_per_leaf": 2,
+                          "sizes": [[4096, 3], [8192, 1]], "total_size": null, "working_set": null}}}}"#,
+            l.total_bytes(),
+            anchor.display()
+        );
+        fs::write(anchor.join(MARKER), old).unwrap();
+        assert!(check(&LocalFs, &s, false).unwrap(), "reused");
+        let c = cleanup(&LocalFs, &anchor).unwrap();
+        assert_eq!((c.files, c.removed_anchor), (4, true));
     }
 
     #[test]
@@ -747,14 +711,14 @@ mod tests {
         let anchor = tmp.path();
         fs::write(anchor.join("user.txt"), b"user data").unwrap();
         let s = spec(anchor, 1, 2, 2, &[(4096, 1)]);
-        let err = check(&LocalFs, &s, Format::Reuse, false).unwrap_err();
+        let err = check(&LocalFs, &s, false).unwrap_err();
         assert!(matches!(err, DatasetError::NotOurs { .. }), "{err}");
         assert!(err.to_string().contains("--force"), "{err}");
-        assert!(prepare(&LocalFs, &s, Format::Always, false, false, 2, NO_PROGRESS).is_err());
+        assert!(prepare(&LocalFs, &fmt(&s, DatasetFormat::Always), false, false, 2, NO_PROGRESS).is_err());
         assert_eq!(walk(anchor), vec![PathBuf::from("user.txt")], "nothing written");
         assert_eq!(cleanup(&LocalFs, anchor).unwrap(), Cleaned::default(), "no marker, nothing removed");
 
-        let p = prepare(&LocalFs, &s, Format::Reuse, true, false, 2, NO_PROGRESS).unwrap();
+        let p = prepare(&LocalFs, &s, true, false, 2, NO_PROGRESS).unwrap();
         assert_eq!(walk(anchor).len(), 4 + 2);
         assert!(!marker_at(anchor).unwrap().created_dir);
         let c = cleanup(&LocalFs, anchor).unwrap();
@@ -767,8 +731,8 @@ mod tests {
         let empty = anchor.join("empty");
         fs::create_dir_all(empty.join("lost+found")).unwrap();
         let s = spec(&empty, 0, 1, 2, &[(10, 1)]);
-        assert!(matches!(check(&LocalFs, &s, Format::Never, false), Err(DatasetError::Missing { .. })));
-        assert!(!check(&LocalFs, &s, Format::Reuse, false).unwrap());
+        assert!(matches!(check(&LocalFs, &fmt(&s, DatasetFormat::Never), false), Err(DatasetError::Missing { .. })));
+        assert!(!check(&LocalFs, &s, false).unwrap());
     }
 
     #[test]
@@ -777,11 +741,11 @@ mod tests {
         let anchor = tmp.path().join("a/tree");
         let s = spec(&anchor, 2, 2, 2, &[(1000, 1)]);
         // Only the last part of the path is made.
-        let err = prepare(&LocalFs, &s, Format::Reuse, false, false, 2, NO_PROGRESS).unwrap_err();
+        let err = prepare(&LocalFs, &s, false, false, 2, NO_PROGRESS).unwrap_err();
         assert!(matches!(err, DatasetError::NoParent { .. }), "{err}");
         assert!(!tmp.path().join("a").exists());
         fs::create_dir(tmp.path().join("a")).unwrap();
-        let l = prepare(&LocalFs, &s, Format::Reuse, false, false, 2, NO_PROGRESS).unwrap().layout;
+        let l = prepare(&LocalFs, &s, false, false, 2, NO_PROGRESS).unwrap().layout;
         // What a workload leaves: a deleted file, a copy with our naming, foreign names.
         fs::remove_file(l.file_path(0)).unwrap();
         fs::write(l.leaf_path(1).join("f000009"), [1u8; 10]).unwrap();
@@ -805,16 +769,8 @@ mod tests {
         for depth in [0, 2] {
             let anchor = tmp.path().join(format!("b{depth}/tree"));
             fs::create_dir(anchor.parent().unwrap()).unwrap();
-            prepare(
-                &LocalFs,
-                &DatasetSpec { anchor: anchor.clone(), depth, ..s.clone() },
-                Format::Reuse,
-                false,
-                false,
-                2,
-                NO_PROGRESS,
-            )
-            .unwrap();
+            prepare(&LocalFs, &Dataset { dir: anchor.clone(), depth, ..s.clone() }, false, false, 2, NO_PROGRESS)
+                .unwrap();
             let c = cleanup(&LocalFs, &anchor).unwrap();
             assert_eq!((c.files, c.removed_anchor), (2 * 2u64.pow(depth), true));
             assert!(!anchor.exists() && anchor.parent().unwrap().exists());

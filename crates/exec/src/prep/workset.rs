@@ -2,8 +2,11 @@
 //! (filled in parallel with non-zero, incompressible data), records them in a marker
 //! file in the directory, reuses them when the layout matches, never writes into files
 //! it did not create unless forced, and removes only its own files on cleanup. All of it
-//! goes through a [`FileSystem`]: a local directory or an NFS server's alike.
+//! goes through a [`FileSystem`]: a local directory or an NFS server's alike. The marker
+//! and the parallel fill are the ones of every preparation (`marker.rs`, `parallel.rs`).
 
+use super::marker::{self, Marker};
+use super::parallel::par_for;
 use ioscope_engine::buffers::fill_random;
 use ioscope_engine::fs::{FileSystem, FsConn};
 use ioscope_workload::Plan;
@@ -33,11 +36,9 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> WorksetError + '_ {
     move |source| WorksetError::Io { path: path.to_path_buf(), source }
 }
 
+/// What the working set's marker adds to every marker: the files ioscope created.
 #[derive(Serialize, Deserialize, Default, Debug, Clone, PartialEq)]
-struct Marker {
-    created_by: String,
-    /// The directory did not exist before ioscope made it (cleanup may remove it).
-    created_dir: bool,
+struct Files {
     files: Vec<MarkerFile>,
 }
 
@@ -61,7 +62,7 @@ pub struct Layout {
     /// preparation leaves them in place.
     foreign: Vec<usize>,
     dir_exists: bool,
-    marker: Marker,
+    marker: Marker<Files>,
 }
 
 impl Layout {
@@ -79,8 +80,9 @@ fn file_name(i: u32) -> String {
     format!("ioscope.{i}.dat")
 }
 
-fn read_marker(c: &mut dyn FsConn, dir: &Path) -> Option<Marker> {
-    serde_json::from_slice(&c.read_file(&dir.join(MARKER)).ok()?).ok()
+/// The marker, if any; an unreadable one is refused (unless `force`: then there is none).
+fn read_marker(c: &mut dyn FsConn, dir: &Path, force: bool) -> Result<Option<Marker<Files>>, WorksetError> {
+    marker::read(c, dir, MARKER, force).map_err(|e| WorksetError::NotOurs { path: e.path, reason: e.reason })
 }
 
 fn connect<'f>(fs: &'f dyn FileSystem, dir: &Path) -> Result<Box<dyn FsConn + 'f>, WorksetError> {
@@ -101,11 +103,7 @@ pub fn check(fs: &dyn FileSystem, dir: &Path, plan: &Plan) -> Result<Layout, Wor
             return Err(WorksetError::NoParent { parent: parent.to_path_buf(), dir });
         }
     }
-    let marker = read_marker(&mut *c, &dir).unwrap_or(Marker {
-        created_by: "ioscope".into(),
-        created_dir: !dir_exists,
-        files: vec![],
-    });
+    let marker = read_marker(&mut *c, &dir, plan.force)?.unwrap_or_else(|| Marker::new(!dir_exists, Files::default()));
     let size = plan.file_size_bytes();
     let mut files = Vec::new();
     let mut to_fill = Vec::new();
@@ -115,7 +113,7 @@ pub fn check(fs: &dyn FileSystem, dir: &Path, plan: &Plan) -> Result<Layout, Wor
     for i in 0..plan.files {
         let name = file_name(i);
         let path = dir.join(&name);
-        let ours = marker.files.iter().find(|f| f.name == name);
+        let ours = marker.body.files.iter().find(|f| f.name == name);
         let existing = if dir_exists { c.stat(&path).map_err(io_err(&path))? } else { None };
         let held = existing.map_or(0, |m| m.len);
         match (ours, existing) {
@@ -156,34 +154,8 @@ pub fn check(fs: &dyn FileSystem, dir: &Path, plan: &Plan) -> Result<Layout, Wor
     Ok(Layout { dir, files, file_size_bytes: size, to_fill, foreign, dir_exists, marker })
 }
 
-/// A name of its own for a temporary file next to `final_name`: two runs writing the same
-/// marker never share one (the loser would find it renamed away).
-pub(crate) fn temp_name(final_name: &str) -> String {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(crate::clock::monotonic_ns());
-    format!("{final_name}.{}.{:016x}.tmp", std::process::id(), h.finish())
-}
-
-/// Writes `text` to a temporary file and renames it to `path` (atomic on every file
-/// system we use); a failed write removes the temporary file.
-pub(crate) fn write_atomically(c: &mut dyn FsConn, path: &Path, text: &[u8]) -> std::io::Result<()> {
-    let name = path.file_name().map_or_else(|| "marker".into(), |n| n.to_string_lossy().into_owned());
-    let tmp = path.with_file_name(temp_name(&name));
-    let written = c
-        .write_file(&tmp, text.len() as u64, &mut |off, chunk| {
-            chunk.copy_from_slice(&text[off as usize..off as usize + chunk.len()])
-        })
-        .and_then(|()| c.rename(&tmp, path));
-    if written.is_err() {
-        let _ = c.remove_file(&tmp);
-    }
-    written
-}
-
-fn write_marker(c: &mut dyn FsConn, dir: &Path, marker: &Marker) -> Result<(), WorksetError> {
-    let text = serde_json::to_string_pretty(marker).expect("marker serializes");
-    write_atomically(c, &dir.join(MARKER), text.as_bytes()).map_err(io_err(dir))
+fn write_marker(c: &mut dyn FsConn, dir: &Path, m: &Marker<Files>) -> Result<(), WorksetError> {
+    marker::write(c, dir, MARKER, m).map_err(io_err(dir))
 }
 
 /// Creates the directory and fills the files that need it, with `threads` writers.
@@ -212,11 +184,11 @@ fn undo(fs: &dyn FileSystem, layout: &mut Layout) {
         let ours = !layout.foreign.contains(&i);
         if !ours || c.remove_file(path).is_ok() || c.stat(path).is_ok_and(|s| s.is_none()) {
             let name = file_name(i as u32);
-            layout.marker.files.retain(|f| f.name != name);
+            layout.marker.body.files.retain(|f| f.name != name);
         }
     }
     let marker = layout.dir.join(MARKER);
-    if layout.marker.files.is_empty() {
+    if layout.marker.body.files.is_empty() {
         let _ = c.remove_file(&marker);
     } else {
         let _ = write_marker(&mut *c, &layout.dir, &layout.marker);
@@ -234,66 +206,48 @@ fn fill(
         c.create_dir_all(&layout.dir).map_err(io_err(&layout.dir))?;
         layout.dir_exists = true;
     }
-    if layout.to_fill.is_empty() && layout.marker.files.len() >= layout.files.len() {
+    if layout.to_fill.is_empty() && layout.marker.body.files.len() >= layout.files.len() {
         return Ok(());
     }
     // Mark the files as ours (incomplete) before writing, so an interrupted fill is still ours.
     for &i in &layout.to_fill {
         let name = file_name(i as u32);
-        layout.marker.files.retain(|f| f.name != name);
-        layout.marker.files.push(MarkerFile { name, size_bytes: layout.file_size_bytes, complete: false });
+        layout.marker.body.files.retain(|f| f.name != name);
+        layout.marker.body.files.push(MarkerFile { name, size_bytes: layout.file_size_bytes, complete: false });
     }
     write_marker(&mut *c, &layout.dir, &layout.marker)?;
 
-    // Split every file into 8 MiB chunks and let the writers take chunks in turn.
+    // Every file in 8 MiB chunks, taken by the writers in turn; the first error stops them.
     const CHUNK: u64 = 8 << 20;
     let size = layout.file_size_bytes;
     let opened: Vec<&PathBuf> = layout.to_fill.iter().map(|&i| &layout.files[i]).collect();
     for path in &opened {
         c.create_empty(path).map_err(io_err(path))?;
     }
-    let chunks: Vec<(usize, u64)> =
-        (0..opened.len()).flat_map(|f| (0..size.div_ceil(CHUNK)).map(move |c| (f, c * CHUNK))).collect();
-    let next = std::sync::atomic::AtomicUsize::new(0);
+    let per_file = size.div_ceil(CHUNK);
     let written = std::sync::atomic::AtomicU64::new(0);
     let total = layout.bytes_to_fill();
-    let first_error = std::sync::Mutex::new(None);
     let dir = &layout.dir;
-    std::thread::scope(|s| {
-        for w in 0..threads.max(1) {
-            let (chunks, next, written, opened, first_error) = (&chunks, &next, &written, &opened, &first_error);
-            s.spawn(move || {
-                let mut c = match connect(fs, dir) {
-                    Ok(c) => c,
-                    Err(e) => {
-                        first_error.lock().unwrap().get_or_insert(e);
-                        return;
-                    }
-                };
-                let mut buf = vec![0u8; CHUNK as usize];
-                loop {
-                    let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(&(f, off)) = chunks.get(k) else { break };
-                    let len = CHUNK.min(size - off) as usize;
-                    fill_random(&mut buf[..len], (w as u64) << 48 ^ k as u64 ^ off);
-                    let path = opened[f];
-                    if let Err(e) = c.write_at(path, off, &buf[..len]) {
-                        first_error.lock().unwrap().get_or_insert(WorksetError::Io { path: path.clone(), source: e });
-                        break;
-                    }
-                    let done = written.fetch_add(len as u64, std::sync::atomic::Ordering::Relaxed) + len as u64;
-                    progress(done, total);
-                }
-            });
-        }
-    });
-    if let Some(e) = first_error.into_inner().unwrap() {
-        return Err(e);
-    }
+    par_for(
+        (opened.len() as u64).saturating_mul(per_file),
+        threads,
+        || Ok((connect(fs, dir)?, vec![0u8; CHUNK.min(size) as usize])),
+        |(c, buf), k| {
+            let (f, off) = (k / per_file, k % per_file * CHUNK);
+            let Some(path) = usize::try_from(f).ok().and_then(|f| opened.get(f)) else { return Ok(()) };
+            let chunk = &mut buf[..CHUNK.min(size - off) as usize];
+            // Seeded per chunk: no two chunks are alike, so nothing dedupes.
+            fill_random(chunk, super::mix(k) ^ off);
+            c.write_at(path, off, chunk).map_err(io_err(path))?;
+            let len = chunk.len() as u64;
+            progress(written.fetch_add(len, std::sync::atomic::Ordering::Relaxed) + len, total);
+            Ok(())
+        },
+    )?;
     for path in &opened {
         c.sync(path).map_err(io_err(path))?;
     }
-    for f in layout.marker.files.iter_mut() {
+    for f in layout.marker.body.files.iter_mut() {
         f.complete = true;
     }
     write_marker(&mut *c, &layout.dir, &layout.marker)?;
@@ -313,9 +267,9 @@ pub struct Cleaned {
 /// if ioscope created it and it is now empty. Touches nothing else.
 pub fn cleanup(fs: &dyn FileSystem, dir: &Path) -> Result<Cleaned, WorksetError> {
     let mut c = connect(fs, dir)?;
-    let Some(marker) = read_marker(&mut *c, dir) else { return Ok(Cleaned::default()) };
+    let Some(marker) = read_marker(&mut *c, dir, false)? else { return Ok(Cleaned::default()) };
     let mut cleaned = Cleaned::default();
-    for f in &marker.files {
+    for f in &marker.body.files {
         let path = dir.join(&f.name);
         match c.stat(&path) {
             Ok(Some(m)) => {
@@ -343,6 +297,7 @@ pub fn cleanup(fs: &dyn FileSystem, dir: &Path) -> Result<Cleaned, WorksetError>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::prep::testfs::Faulty;
     use ioscope_engine::fs::LocalFs;
     use std::fs;
 
@@ -383,23 +338,18 @@ mod tests {
     }
 
     #[test]
-    fn two_writers_of_one_marker_never_share_a_temporary_file() {
-        let (a, b) = (temp_name(MARKER), temp_name(MARKER));
-        assert_ne!(a, b);
-        assert!(a.starts_with(MARKER) && a.contains(&std::process::id().to_string()), "{a}");
-        // Many writers at once, one directory: every marker write lands, none fails.
+    fn a_working_set_marked_by_an_earlier_version_is_still_reused() {
         let tmp = tempfile::tempdir().unwrap();
-        std::thread::scope(|s| {
-            for _ in 0..8 {
-                s.spawn(|| {
-                    let mut c = LocalFs.connect().unwrap();
-                    for _ in 0..20 {
-                        write_marker(&mut *c, tmp.path(), &Marker::default()).unwrap();
-                    }
-                });
-            }
-        });
-        assert_eq!(fs::read_dir(tmp.path()).unwrap().count(), 1, "only the marker, no temporary file");
+        let dir = tmp.path();
+        let p = plan(dir, "randwrite", "2m", false);
+        prepare(&LocalFs, &mut check(&LocalFs, dir, &p).unwrap(), 1, &|_, _| {}).unwrap();
+        // The marker as the first working sets wrote it.
+        let old = r#"{"created_by": "ioscope", "created_dir": false, "files": [
+            {"name": "ioscope.0.dat", "size_bytes": 1048576, "complete": true},
+            {"name": "ioscope.1.dat", "size_bytes": 1048576, "complete": true}]}"#;
+        fs::write(dir.join(MARKER), old).unwrap();
+        assert!(check(&LocalFs, dir, &p).unwrap().to_fill.is_empty(), "reused");
+        assert_eq!(cleanup(&LocalFs, dir).unwrap().files, 2);
     }
 
     #[test]
@@ -432,59 +382,6 @@ mod tests {
         assert!(dir.join("ioscope.0.dat").exists());
     }
 
-    /// The local file system, full after `left` more bytes (ENOSPC).
-    struct FullAfter {
-        left: std::sync::atomic::AtomicI64,
-    }
-
-    struct FullConn<'a> {
-        inner: Box<dyn FsConn + 'a>,
-        left: &'a std::sync::atomic::AtomicI64,
-    }
-
-    impl FileSystem for FullAfter {
-        fn connect(&self) -> std::io::Result<Box<dyn FsConn + '_>> {
-            Ok(Box::new(FullConn { inner: LocalFs.connect()?, left: &self.left }))
-        }
-    }
-
-    impl FsConn for FullConn<'_> {
-        fn stat(&mut self, p: &Path) -> std::io::Result<Option<ioscope_engine::fs::Stat>> {
-            self.inner.stat(p)
-        }
-        fn read_file(&mut self, p: &Path) -> std::io::Result<Vec<u8>> {
-            self.inner.read_file(p)
-        }
-        fn list(&mut self, p: &Path) -> std::io::Result<Vec<(String, Option<ioscope_engine::fs::Stat>)>> {
-            self.inner.list(p)
-        }
-        fn create_dir_all(&mut self, p: &Path) -> std::io::Result<()> {
-            self.inner.create_dir_all(p)
-        }
-        fn remove_file(&mut self, p: &Path) -> std::io::Result<()> {
-            self.inner.remove_file(p)
-        }
-        fn remove_dir(&mut self, p: &Path) -> std::io::Result<()> {
-            self.inner.remove_dir(p)
-        }
-        fn rename(&mut self, from: &Path, to: &Path) -> std::io::Result<()> {
-            self.inner.rename(from, to)
-        }
-        fn create_empty(&mut self, p: &Path) -> std::io::Result<()> {
-            self.inner.create_empty(p)
-        }
-        fn write_at(&mut self, p: &Path, offset: u64, data: &[u8]) -> std::io::Result<()> {
-            let n = data.len() as i64;
-            if self.left.fetch_sub(n, std::sync::atomic::Ordering::Relaxed) < n {
-                return Err(std::io::Error::from_raw_os_error(libc::ENOSPC));
-            }
-            self.inner.write_at(p, offset, data)
-        }
-        fn sync(&mut self, p: &Path) -> std::io::Result<()> {
-            self.inner.sync(p)
-        }
-    }
-
     #[test]
     fn a_full_file_system_while_filling_leaves_no_partial_file_of_ours_and_keeps_the_rest() {
         let tmp = tempfile::tempdir().unwrap();
@@ -495,7 +392,7 @@ mod tests {
         let p = plan(dir, "randwrite", "40m", true);
         let mut l = check(&LocalFs, dir, &p).unwrap();
         assert_eq!(l.to_fill, vec![0, 1]);
-        let full = FullAfter { left: std::sync::atomic::AtomicI64::new(12 << 20) };
+        let full = Faulty::full_after(12 << 20);
         let err = prepare(&full, &mut l, 2, &|_, _| {}).unwrap_err();
         assert!(err.to_string().contains("No space left on device"), "{err}");
         let mut left: Vec<String> =
