@@ -103,6 +103,19 @@ pub enum ImportFrom {
         #[arg(short, long, value_name = "FILE")]
         out: Option<PathBuf>,
     },
+    /// A fio job file ([global] and job sections): options without an equivalent are reported.
+    Fio {
+        file: PathBuf,
+        /// Write the workload file here instead of stdout.
+        #[arg(short, long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        /// Replace the output file if it exists.
+        #[arg(long)]
+        force: bool,
+        /// Import only this stonewall group (1 = the jobs before the first stonewall).
+        #[arg(long, value_name = "N")]
+        group: Option<usize>,
+    },
 }
 
 #[derive(Clone, Copy, ValueEnum)]

@@ -22,6 +22,7 @@ macro_rules! eprint {
 mod cli;
 mod cmd_demo;
 mod cmd_import;
+mod cmd_import_fio;
 mod cmd_run;
 mod cmd_show;
 mod cmd_ui;
@@ -67,6 +68,9 @@ fn main() -> ExitCode {
         cli::Command::Demo(args) => cmd_demo::demo(args),
         cli::Command::Import { from: cli::ImportFrom::Vdbench { file, out } } => {
             cmd_import::vdbench(&file, out.as_deref())
+        }
+        cli::Command::Import { from: cli::ImportFrom::Fio { file, out, force, group } } => {
+            cmd_import_fio::fio(&file, out.as_deref(), force, group)
         }
         cli::Command::Ui { files, listen } => cmd_ui::ui(&files, listen),
         cli::Command::Report { file, out, force } => cmd_ui::report(&file, &out, force),
