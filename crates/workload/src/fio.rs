@@ -190,6 +190,8 @@ struct Job {
     unlink: Option<V<bool>>,
     target: Option<V<String>>,
     wait_for: Option<V<String>>,
+    /// `name` was set in [global].
+    global_name: bool,
 }
 
 impl Job {
@@ -475,6 +477,9 @@ impl Converter {
         for o in &s.opts {
             self.apply(&mut j, o);
         }
+        // A name from [global] names a lone job (as in fio's examples); jobs running
+        // together keep their section names, which tell them apart.
+        j.global_name = j.name.as_ref().is_some_and(|n| n.at.file == 0 && n.at.line < s.at.line);
         j
     }
 
@@ -771,11 +776,13 @@ impl Converter {
             let _ = writeln!(out, "{k} = {v}{}", if src.is_empty() { String::new() } else { format!("  # {src}") });
         }
         let mut names: Vec<String> = Vec::new();
+        let lone = groups[0].len() == 1;
         for (i, j) in groups[0].iter().enumerate() {
-            let mut name = j.display_name();
+            let base = if j.global_name && !lone { j.section.clone() } else { j.display_name() };
+            let mut name = base.clone();
             let mut n = 2;
             while names.contains(&name) {
-                name = format!("{}-{n}", j.display_name());
+                name = format!("{base}-{n}");
                 n += 1;
             }
             names.push(name.clone());
@@ -1141,7 +1148,9 @@ fn expand(v: &str) -> Result<(String, Option<String>), String> {
         if let Some(tail) = rest.strip_prefix("${") {
             let end = tail.find('}').ok_or("an unclosed ${")?;
             let name = &tail[..end];
-            let value = std::env::var(name).map_err(|_| format!("the environment variable {name} is not set"))?;
+            let value = std::env::var(name).map_err(|_| {
+                format!("the environment variable {name} is not set (fio would put an empty value here)")
+            })?;
             out.push_str(&value);
             rest = &tail[end + 1..];
         } else if let Some(tail) = rest.strip_prefix("$ncpus") {
@@ -1249,7 +1258,7 @@ fn bssplit(s: &str) -> Option<Vec<(u64, u32)>> {
     if given > 100 || out.is_empty() {
         return None;
     }
-    let each = if open > 0 { (100 - given) / open } else { 0 };
+    let each = (100 - given).checked_div(open).unwrap_or(0);
     let list: Vec<(u64, u32)> = out.into_iter().map(|(b, p)| (b, p.unwrap_or(each))).filter(|(_, p)| *p > 0).collect();
     (!list.is_empty()).then_some(list)
 }
@@ -1313,4 +1322,60 @@ fn quote(s: &str) -> String {
     }
     q.push('"');
     q
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(text: &str) -> Result<Imported, Vec<Finding>> {
+        let read = |p: &Path| match p.to_str() {
+            Some("inc.fio") => Ok("bs=8k ; from the include\n".to_string()),
+            _ => Err(format!("{}: no such file", p.display())),
+        };
+        convert(Path::new("job.fio"), text, None, &read).map_err(|e| match e {
+            FioError::Refused(f) => f,
+            FioError::Read(r) => panic!("{r}"),
+        })
+    }
+
+    #[test]
+    fn fio_sizes_times_and_bssplit_read_as_fio_reads_them() {
+        assert_eq!(
+            (size("4K"), size("4kib"), size("1m"), size("512"), size("3x")),
+            (Some(4096), Some(4096), Some(1 << 20), Some(512), None)
+        );
+        assert_eq!(
+            (secs("90"), secs("2m"), secs("1500ms")),
+            (Ok(90), Ok(120), Err("ioscope measures in whole seconds"))
+        );
+        assert_eq!(bssplit("4k/50:64k/:1m/"), Some(vec![(4096, 50), (65536, 25), (1 << 20, 25)]));
+        assert_eq!(bssplit("4k/60:8k/50"), None, "more than 100%");
+        assert_eq!(strip_comment("numjobs=4\t; four"), "numjobs=4\t");
+    }
+
+    #[test]
+    fn comments_bare_keys_includes_and_later_globals_apply_as_in_fio() {
+        let text = "# comment\n[global]\nsize=1g\ndirectory=/d\ntime_based\nruntime=10\n[a]\nrw=randread\ninclude inc.fio\n[global]\nbs=16k\n[b]\nrw=write\n";
+        let t = run(text).unwrap().toml;
+        // [a] got bs from the include; [b] from the second [global] (a later [global] applies to later jobs).
+        assert!(t.contains("bs = \"8k\"  # bs=8k, inc.fio:1"), "{t}");
+        assert!(t.contains("bs = \"16k\"  # bs=16k, job.fio:11"), "{t}");
+        assert!(t.contains("duration = \"10s\""), "{t}");
+    }
+
+    #[test]
+    fn every_refused_option_is_named_with_its_line() {
+        let e =
+            run("[global]\nsize=1g\n[a]\nthinktime=10\nfsync=4\nrw=trim\ninclude missing.fio\nfoo=1\n").unwrap_err();
+        let got: Vec<(usize, &str, Severity)> = e.iter().map(|f| (f.line, f.option.as_str(), f.severity)).collect();
+        assert!(got.contains(&(4, "thinktime=10", Severity::Error)), "{got:?}");
+        assert!(got.contains(&(5, "fsync=4", Severity::Error)), "{got:?}");
+        assert!(got.contains(&(6, "rw=trim", Severity::Error)), "{got:?}");
+        assert!(got.contains(&(7, "include=missing.fio", Severity::Error)), "{got:?}");
+        assert!(got.contains(&(8, "foo=1", Severity::Error)), "{got:?}");
+        let e = run("[a]\nsize=1g\nnumjobs=${IOSCOPE_SURELY_UNSET_VAR}\n").unwrap_err();
+        assert!(e.iter().any(|f| f.line == 3 && f.message.contains("IOSCOPE_SURELY_UNSET_VAR is not set")), "{e:?}");
+        assert!(run("size=1g\n[a]\n").unwrap_err()[0].message.contains("before any section"));
+    }
 }
