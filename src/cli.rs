@@ -105,6 +105,7 @@ pub enum ImportFrom {
     },
     /// A fio job file ([global] and job sections): options without an equivalent are reported.
     Fio {
+        /// The fio job file.
         file: PathBuf,
         /// Write the workload file here instead of stdout.
         #[arg(short, long, value_name = "FILE")]

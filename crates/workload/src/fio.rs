@@ -1061,13 +1061,17 @@ impl Converter {
             ("for_bs", "bs", |j| quote(&bs_list(&j.sizes()))),
             ("for_rwmix_read", "rw/rwmixread", |j| j.pct().to_string()),
         ];
-        let shape = |j: &Job| (j.is_random(), j.rate_iops.as_ref().map(|r| r.v), j.rate_bytes.as_ref().map(|r| r.v));
         let g0 = &groups[0];
+        let differs = |f: &dyn Fn(&Job) -> String| groups.iter().any(|g| g.iter().zip(g0).any(|(a, b)| f(a) != f(b)));
         let mut why: Option<String> = None;
         if groups.iter().any(|g| g.len() != g0.len()) {
             why = Some("they have different numbers of jobs".into());
-        } else if groups.iter().any(|g| g.iter().zip(g0).any(|(a, b)| shape(a) != shape(b))) {
-            why = Some("they differ in sequential or random access, or in rate".into());
+        } else if differs(&|j| j.is_random().to_string()) {
+            why = Some("some read or write sequentially and others at random".into());
+        } else if differs(&|j| {
+            format!("{:?}{:?}", j.rate_iops.as_ref().map(|r| r.v), j.rate_bytes.as_ref().map(|r| r.v))
+        }) {
+            why = Some("they run at different rates".into());
         }
         let varying: Vec<&Dim> = dims
             .iter()
@@ -1083,9 +1087,17 @@ impl Converter {
         if let Some(why) = why {
             let j = groups[1][0];
             let o = Opt { key: format!("[{}] (stonewall)", j.section), value: None, at: j.at };
+            let list: Vec<String> = groups
+                .iter()
+                .enumerate()
+                .map(|(i, g)| {
+                    let jobs: Vec<String> = g.iter().map(|j| format!("[{}] {}", j.section, rw_name(j))).collect();
+                    format!("{} {}", i + 1, jobs.join(" + "))
+                })
+                .collect();
             self.error(
                 &o,
-                format!("the job file runs {} stonewall groups one after another, and {why}: an ioscope run steps only numjobs, bs or the read share of all its workloads", groups.len()),
+                format!("the job file runs {} stonewall groups one after another ({}), and {why}: an ioscope run steps only numjobs, bs or the read share of all its workloads", groups.len(), list.join(", ")),
                 &format!("--group N (1 to {}) to import one group at a time", groups.len()),
             );
             return None;
@@ -1106,6 +1118,18 @@ impl Converter {
             groups.iter().map(|g| format!("[{}] {}", g[0].section, self.place(g[0].at))).collect::<Vec<_>>().join(", ");
         top.push((d.0.into(), format!("[{}]", values.join(", ")), format!("one step per stonewall group: {src}")));
         Some(Some(d.0))
+    }
+}
+
+/// fio's name for a job's access pattern.
+fn rw_name(j: &Job) -> &'static str {
+    match (j.pct(), j.is_random()) {
+        (100, false) => "read",
+        (100, true) => "randread",
+        (0, false) => "write",
+        (0, true) => "randwrite",
+        (_, false) => "rw",
+        (_, true) => "randrw",
     }
 }
 
