@@ -6,6 +6,9 @@ use crate::exit;
 use ioscope_workload::fio::{self, FioError};
 use std::path::Path;
 
+/// Most findings printed.
+const MAX_SHOWN: usize = 50;
+
 pub fn fio(file: &Path, out: Option<&Path>, force: bool, group: Option<usize>) -> u8 {
     // A bad output path is found before the job file is read.
     if let Some(out) = out {
@@ -20,16 +23,23 @@ pub fn fio(file: &Path, out: Option<&Path>, force: bool, group: Option<usize>) -
             return exit::INVALID_INPUT;
         }
         Err(FioError::Refused(findings)) => {
-            for f in &findings {
+            // A screenful, not a million lines for a hostile file.
+            for f in findings.iter().take(MAX_SHOWN) {
                 eprintln!("{f}");
+            }
+            if findings.len() > MAX_SHOWN {
+                eprintln!("... and {} more", findings.len() - MAX_SHOWN);
             }
             let n = findings.iter().filter(|f| f.severity == fio::Severity::Error).count();
             eprintln!("{n} error{}; nothing was written.", if n == 1 { "" } else { "s" });
             return exit::INVALID_INPUT;
         }
     };
-    for w in &imported.warnings {
+    for w in imported.warnings.iter().take(MAX_SHOWN) {
         eprintln!("{w}");
+    }
+    if imported.warnings.len() > MAX_SHOWN {
+        eprintln!("... and {} more warnings", imported.warnings.len() - MAX_SHOWN);
     }
     match out {
         None => {

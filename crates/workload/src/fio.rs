@@ -43,9 +43,10 @@ impl fmt::Display for Finding {
             Severity::Warning => "warning",
             Severity::Error => "error",
         };
-        write!(f, "{}:{}: {kind}: {}: {}", self.path.display(), self.line, clip(&self.option), self.message)?;
+        let path = clip(&self.path.display().to_string(), 200);
+        write!(f, "{path}:{}: {kind}: {}: {}", self.line, clip(&self.option, 80), clip(&self.message, 400))?;
         if !self.expected.is_empty() {
-            write!(f, "\n  = expected: {}", self.expected)?;
+            write!(f, "\n  = expected: {}", clip(&self.expected, 400))?;
         }
         Ok(())
     }
@@ -73,6 +74,10 @@ pub struct Imported {
 /// Most files one job file may pull in with `include` (itself included), and how deep.
 const MAX_FILES: usize = 64;
 const MAX_INCLUDE_DEPTH: usize = 8;
+/// Most warnings copied into the workload file as comments.
+const MAX_NOTES: usize = 50;
+/// Most job sections (fio's own limit).
+const MAX_JOBS: usize = 4096;
 /// Most entries a `bsrange` may expand to.
 const MAX_RANGE_SIZES: u64 = 64;
 
@@ -101,15 +106,52 @@ pub fn convert(
     match toml {
         Some(toml) if !findings.iter().any(|f| f.severity == Severity::Error) => {
             let mut head = String::from("# Converted from a fio job file by ioscope import fio.\n");
-            for f in &findings {
+            for f in findings.iter().take(MAX_NOTES) {
                 for l in f.to_string().lines() {
                     let _ = writeln!(head, "# {}", comment_safe(l));
                 }
             }
-            Ok(Imported { toml: head + &toml, warnings: findings })
+            if findings.len() > MAX_NOTES {
+                let _ = writeln!(head, "# ... and {} more warnings", findings.len() - MAX_NOTES);
+            }
+            let toml = head + &toml;
+            let invalid = not_valid(path, &toml);
+            if !invalid.is_empty() {
+                findings.extend(invalid);
+                return Err(FioError::Refused(findings));
+            }
+            Ok(Imported { toml, warnings: findings })
         }
         _ => Err(FioError::Refused(findings)),
     }
+}
+
+/// What ioscope's own validation finds in the converted file (an iodepth × bs beyond
+/// ioscope's buffer limit, say), each at the fio option named in the line's comment.
+fn not_valid(job_file: &Path, toml: &str) -> Vec<Finding> {
+    let src = crate::SourceFile { path: PathBuf::from("(converted)"), text: toml.to_string() };
+    let Err(diags) = crate::validate_file(&src) else { return Vec::new() };
+    diags
+        .into_iter()
+        .map(|d| {
+            let line_text = match &d.origin {
+                crate::Origin::File { line, .. } => toml.lines().nth(line.saturating_sub(1)).unwrap_or(""),
+                _ => "",
+            };
+            // "key = value  # option, path:line"
+            let origin = line_text.split_once("  # ").and_then(|(_, c)| {
+                let (rest, line) = c.rsplit_once(':')?;
+                let (option, path) = rest.rsplit_once(", ")?;
+                Some((option.to_string(), PathBuf::from(path), line.parse::<usize>().ok()?))
+            });
+            let (option, path, line) = origin.unwrap_or((d.key.clone(), job_file.to_path_buf(), 1));
+            let mut message = format!("the converted {} {} is not valid in ioscope", d.key, d.value);
+            if !d.message.is_empty() {
+                message = format!("{message}: {}", d.message.replace('\n', "; "));
+            }
+            Finding { severity: Severity::Error, path, line, option, message, expected: d.expected }
+        })
+        .collect()
 }
 
 /// Where an option was written: index into `Converter::files`, 1-based line.
@@ -434,6 +476,11 @@ impl Converter {
                 if name == "global" {
                     current = Some(None);
                 } else {
+                    if jobs.len() == MAX_JOBS {
+                        let o = Opt { key: t.into(), value: None, at: line.at };
+                        self.error(&o, format!("more than {MAX_JOBS} jobs (fio's limit too)"), "fewer job sections");
+                        break;
+                    }
                     jobs.push(Section { name: name.into(), at: line.at, opts: global.clone() });
                     current = Some(Some(jobs.len() - 1));
                 }
@@ -531,7 +578,9 @@ impl Converter {
             "bsrange" | "blocksize_range" => {
                 let Some(part) = same_for_reads_and_writes(self, o, &raw) else { return };
                 let (lo, hi) = need!(
-                    part.split_once('-').and_then(|(a, b)| Some((size(a)?, size(b)?))).filter(|(a, b)| a <= b),
+                    part.split_once('-')
+                        .and_then(|(a, b)| Some((size(a)?, size(b)?)))
+                        .filter(|(a, b)| *a > 0 && a <= b),
                     "a range like 4k-16k"
                 );
                 let n = hi / lo;
@@ -914,6 +963,7 @@ impl Converter {
             let mut named: BTreeMap<String, u64> = BTreeMap::new();
             let (mut bytes, mut files) = (0u64, 0u64);
             let mut srcs: Vec<String> = Vec::new();
+            let mut sizes: Vec<(u64, &Job)> = Vec::new();
             for j in g {
                 let nr = j.nrfiles.as_ref().map_or(1, |n| n.v);
                 let each = match (&j.filesize, &j.size) {
@@ -925,6 +975,9 @@ impl Converter {
                         return;
                     }
                 };
+                if !sizes.iter().any(|(e, _)| *e == each) {
+                    sizes.push((each, j));
+                }
                 if let Some(s) = j.size.as_ref().or(j.filesize.as_ref()) {
                     srcs.push(self.src(s));
                 }
@@ -942,8 +995,18 @@ impl Converter {
                     }
                 }
             }
+            if let [(a, ja), (b, jb), ..] = sizes.as_slice() {
+                let o = Opt { key: format!("[{}]", jb.section), value: None, at: jb.at };
+                let msg = format!(
+                    "its files are {} each and [{}]'s {}: ioscope's working-set files all have one size, the total split evenly",
+                    fmt_size(*b),
+                    ja.section,
+                    fmt_size(*a)
+                );
+                self.warn(&o, msg);
+            }
             files = files.saturating_add(named.len() as u64);
-            bytes = bytes.saturating_add(named.values().sum());
+            bytes = bytes.saturating_add(named.values().fold(0u64, |a, b| a.saturating_add(*b)));
             if best.as_ref().is_none_or(|b| bytes > b.0) {
                 srcs.dedup();
                 best = Some((bytes, files, srcs.join("; ")));
@@ -1018,7 +1081,7 @@ impl Converter {
             }
             let per_job: Vec<u64> = per_job.into_iter().flatten().collect();
             srcs.dedup();
-            totals.push((per_job.iter().sum(), per_job, srcs.join("; ")));
+            totals.push((per_job.iter().fold(0u64, |a, b| a.saturating_add(*b)), per_job, srcs.join("; ")));
         }
         let first = totals.first()?.clone();
         if totals.iter().any(|t| t.0 != first.0) {
@@ -1323,9 +1386,10 @@ fn comment_safe(s: &str) -> String {
     s.chars().map(|c| if c.is_control() && c != '\t' { '?' } else { c }).collect()
 }
 
-fn clip(s: &str) -> String {
-    let mut out: String = comment_safe(s).chars().take(80).collect();
-    if s.chars().count() > 80 {
+/// `s` made safe for a terminal and cut to `max` chars, with "…" when it was longer.
+fn clip(s: &str, max: usize) -> String {
+    let mut out: String = comment_safe(s).chars().take(max).collect();
+    if s.chars().nth(max).is_some() {
         out.push('…');
     }
     out
@@ -1401,5 +1465,50 @@ mod tests {
         let e = run("[a]\nsize=1g\nnumjobs=${IOSCOPE_SURELY_UNSET_VAR}\n").unwrap_err();
         assert!(e.iter().any(|f| f.line == 3 && f.message.contains("IOSCOPE_SURELY_UNSET_VAR is not set")), "{e:?}");
         assert!(run("size=1g\n[a]\n").unwrap_err()[0].message.contains("before any section"));
+    }
+
+    #[test]
+    fn a_conversion_ioscope_would_not_run_is_refused_at_the_fio_option() {
+        let e = run("[a]\nsize=1g\nioengine=io_uring\nbs=16m\niodepth=128\n").unwrap_err();
+        let bad: Vec<&Finding> = e.iter().filter(|f| f.severity == Severity::Error).collect();
+        assert_eq!(bad.len(), 1, "{e:?}");
+        assert_eq!((bad[0].line, bad[0].option.as_str(), bad[0].path.to_str()), (5, "iodepth=128", Some("job.fio")));
+        assert!(bad[0].message.contains("the converted iodepth 128 is not valid"), "{}", bad[0].message);
+    }
+
+    #[test]
+    fn mangled_job_files_are_reported_never_a_panic() {
+        let base = "[global]\nioengine=libaio\niodepth=8\ndirect=1\nsize=1g\nruntime=10\ntime_based\nrate=4m\n\
+                    directory=/d\nbssplit=4k/50:64k/\nbsrange=4k-16k\n[a]\nrw=randrw\nrwmixread=70\nnumjobs=2\n\
+                    rate_iops=100\nfilename=x:y\nnrfiles=3\nfilesize=1m\n[b]\nstonewall\nrw=write\nfsync=1\n\
+                    wait_for=a\nname=${HOME}\nramp_time=5s\ninclude inc.fio\n";
+        let alphabet: Vec<char> = "=[]${}:/,-;#\n0123456789kmgpb%xa \t".chars().collect();
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n.max(1) as u64) as usize
+        };
+        for _ in 0..3000 {
+            let mut t: Vec<char> = base.chars().collect();
+            for _ in 0..1 + next(6) {
+                let at = next(t.len() + 1);
+                match next(3) {
+                    0 => t.insert(at, alphabet[next(alphabet.len())]),
+                    1 if at < t.len() => _ = t.remove(at),
+                    _ => {
+                        let end = (at + next(20)).min(t.len());
+                        let piece: Vec<char> = t[at..end].to_vec();
+                        t.splice(at..at, piece);
+                    }
+                }
+            }
+            let text: String = t.into_iter().collect();
+            for group in [None, Some(1), Some(2)] {
+                let read = |_: &Path| Ok("bs=8k\n".to_string());
+                let _ = convert(Path::new("job.fio"), &text, group, &read);
+            }
+        }
     }
 }
