@@ -490,7 +490,8 @@ impl Converter {
                 Some((k, v)) => (k.trim().to_string(), Some(v.trim().to_string())),
                 None => (t.to_string(), None),
             };
-            let mut o = Opt { key, value, at: line.at };
+            // fio's options are lowercase; `BS=4k` is read as `bs=4k`.
+            let mut o = Opt { key: key.to_ascii_lowercase(), value, at: line.at };
             if let Some(v) = &o.value {
                 match expand(v) {
                     Ok((v, note)) => {
@@ -739,11 +740,11 @@ impl Converter {
         let mut top: Vec<(String, String, String)> = Vec::new(); // key, TOML value, where from
 
         // Settings ioscope has once per run: every job must agree.
-        let engine = self.same(&all, "ioengine", |j| j.engine.clone());
+        let engine = self.same(&all, "ioengine", Some("posix"), |j| j.engine.clone());
         let engine_v = engine.as_ref().map_or("posix", |e| e.v);
         top.push(("engine".into(), quote(engine_v), from(&engine, "fio's default ioengine=psync", &self.files)));
         let dir = self.working_dir(&all);
-        let target = self.same(&all, "nfs_url", |j| j.target.clone());
+        let target = self.same(&all, "nfs_url", None, |j| j.target.clone());
         if engine_v == "nfs" {
             match &target {
                 Some(t) => top.push(("target".into(), quote(&t.v), from(&target, "", &self.files))),
@@ -757,7 +758,7 @@ impl Converter {
             top.push(("dir".into(), quote(&d), src));
         }
         self.working_set(&groups, &mut top);
-        if let Some(d) = self.same(&all, "iodepth", |j| j.iodepth.clone()).filter(|d| d.v > 1) {
+        if let Some(d) = self.same(&all, "iodepth", Some(1), |j| j.iodepth.clone()).filter(|d| d.v > 1) {
             if engine_v == "posix" {
                 let o = Opt { key: "iodepth".into(), value: Some(d.v.to_string()), at: d.at };
                 self.warn(&o, "fio keeps one I/O in flight per job with a synchronous engine whatever iodepth says, and so does ioscope's posix engine");
@@ -765,13 +766,13 @@ impl Converter {
                 top.push(("iodepth".into(), d.v.to_string(), from(&Some(d), "", &self.files)));
             }
         }
-        if let Some(s) = self.same(&all, "sqthread_poll", |j| j.sqpoll.clone()).filter(|s| s.v) {
+        if let Some(s) = self.same(&all, "sqthread_poll", Some(false), |j| j.sqpoll.clone()).filter(|s| s.v) {
             top.push(("sqpoll".into(), "true".into(), from(&Some(s), "", &self.files)));
         }
-        if let Some(d) = self.same(&all, "direct", |j| j.direct.clone()).filter(|d| d.v) {
+        if let Some(d) = self.same(&all, "direct", Some(false), |j| j.direct.clone()).filter(|d| d.v) {
             top.push(("direct".into(), "true".into(), from(&Some(d), "", &self.files)));
         }
-        if let Some(s) = self.same(&all, "fsync/fdatasync/sync", |j| j.sync.clone()) {
+        if let Some(s) = self.same(&all, "fsync/fdatasync/sync", None, |j| j.sync.clone()) {
             if all.iter().all(|j| j.pct() == 100) {
                 let o = Opt { key: s.from.clone(), value: None, at: s.at };
                 self.warn(&o, "no job writes, so there is nothing to sync");
@@ -779,7 +780,7 @@ impl Converter {
                 top.push(("sync".into(), quote(s.v), from(&Some(s), "", &self.files)));
             }
         }
-        let runtime = self.same(&all, "runtime", |j| j.runtime_s.clone());
+        let runtime = self.same(&all, "runtime", None, |j| j.runtime_s.clone());
         let time_based = all.iter().any(|j| j.time_based.as_ref().is_some_and(|t| t.v));
         match &runtime {
             Some(r) => {
@@ -795,10 +796,20 @@ impl Converter {
             }
             None => {
                 let o = Opt { key: format!("[{}]", jobs[0].section), value: None, at: jobs[0].at };
-                self.warn(&o, "no runtime: fio would run each job until it has done size of I/O; ioscope runs each step for its default duration of 60s (add runtime= to choose)");
+                let fio_does = if time_based {
+                    "time_based without runtime: fio would run until stopped"
+                } else {
+                    "no runtime: fio would run each job until it has done size of I/O"
+                };
+                self.warn(
+                    &o,
+                    format!(
+                        "{fio_does}; ioscope runs each step for its default duration of 60s (add runtime= to choose)"
+                    ),
+                );
             }
         }
-        if let Some(r) = self.same(&all, "ramp_time", |j| j.ramp_s.clone()).filter(|r| r.v > 0) {
+        if let Some(r) = self.same(&all, "ramp_time", Some(0), |j| j.ramp_s.clone()).filter(|r| r.v > 0) {
             top.push(("warmup".into(), quote(&fmt_secs(r.v)), from(&Some(r), "", &self.files)));
         }
         let rates = self.rates(&groups, &mut top);
@@ -808,7 +819,7 @@ impl Converter {
             None => format!("fio: {}", all.iter().map(|j| j.display_name()).collect::<Vec<_>>().join(", ")),
         };
         top.insert(0, ("description".into(), quote(&desc), from(&description, "the job names", &self.files)));
-        if let Some(u) = self.same(&all, "unlink", |j| j.unlink.clone()).filter(|u| u.v) {
+        if let Some(u) = self.same(&all, "unlink", Some(false), |j| j.unlink.clone()).filter(|u| u.v) {
             top.push(("cleanup".into(), "true".into(), from(&Some(u), "", &self.files)));
         }
         let stepped = self.steps(&groups, &mut top)?;
@@ -875,17 +886,20 @@ impl Converter {
         format!("{}, {}", comment_safe(&v.from), self.place(v.at))
     }
 
-    /// The value every job has (the first job's), with an error at each job that differs.
+    /// The value every job has (the first job's), with an error at each job that differs;
+    /// a job without the option has fio's `default`.
     fn same<T: PartialEq + Clone + fmt::Debug>(
         &mut self,
         jobs: &[&Job],
         what: &str,
+        default: Option<T>,
         get: impl Fn(&Job) -> Option<V<T>>,
     ) -> Option<V<T>> {
         let first = get(jobs[0]);
+        let effective = |v: &Option<V<T>>| v.as_ref().map(|v| v.v.clone()).or_else(|| default.clone());
         for j in &jobs[1..] {
             let this = get(j);
-            if this.as_ref().map(|v| &v.v) != first.as_ref().map(|v| &v.v) {
+            if effective(&this) != effective(&first) {
                 let (at, shown) = match (&this, &first) {
                     (Some(t), _) => (t.at, t.from.clone()),
                     (None, Some(f)) => (j.at, format!("[{}] without {}", j.section, f.from)),
@@ -1474,6 +1488,18 @@ mod tests {
         assert_eq!(bad.len(), 1, "{e:?}");
         assert_eq!((bad[0].line, bad[0].option.as_str(), bad[0].path.to_str()), (5, "iodepth=128", Some("job.fio")));
         assert!(bad[0].message.contains("the converted iodepth 128 is not valid"), "{}", bad[0].message);
+    }
+
+    #[test]
+    fn run_wide_settings_must_agree_across_jobs_and_fio_defaults_count() {
+        // direct=0, iodepth=1 and psync are fio's defaults: the same as not saying them.
+        let t = run("[global]\nsize=1g\nruntime=5\n[a]\ndirect=0\niodepth=1\nioengine=psync\n[b]\nrw=write\n").unwrap();
+        assert!(t.toml.contains("engine = \"posix\"  # ioengine=psync, job.fio:7"), "{}", t.toml);
+        let e = run("[global]\nsize=1g\nruntime=5\n[a]\ndirect=1\n[b]\nrw=write\n").unwrap_err();
+        let bad: Vec<&Finding> = e.iter().filter(|f| f.severity == Severity::Error).collect();
+        assert_eq!(bad.len(), 1, "{e:?}");
+        assert_eq!((bad[0].line, bad[0].option.as_str()), (6, "[b] without direct=1"));
+        assert!(bad[0].message.contains("differs from direct=1 of [a] at job.fio:5"), "{}", bad[0].message);
     }
 
     #[test]
