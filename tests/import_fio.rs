@@ -150,6 +150,13 @@ fn fio_corpus_conversions_keep_threads_block_sizes_mixes_and_steps() {
     // Includes and ${VAR}s are read.
     let (t, _) = convert("include-and-env.fio", &[]);
     assert_eq!((value(&t, "dir"), value(&t, "sync")), ("\"/mnt/test\"".into(), "\"fsync\"".into()));
+    // rw=rw is a sequential mix; numjobs clones share the one named file.
+    let (t, _) = convert("fio-docs/fio-seq-RW.fio", &[]);
+    assert_eq!(
+        (value(&t, "fileio"), value(&t, "rwmix_read"), value(&t, "threads")),
+        ("\"sequential\"".into(), "60".into(), "4".into())
+    );
+    assert_eq!((value(&t, "size"), value(&t, "bs")), ("\"10g\"".into(), "\"256k\"".into()));
     let (t, _) = convert("fio-docs/howto-env-random-writers.fio", &[]);
     assert_eq!((value(&t, "threads"), value(&t, "size")), ("4".into(), "\"256m\"".into()));
 }
@@ -187,6 +194,7 @@ fn out_of_scope_fio_files_are_refused_with_exit_2_naming_the_option() {
         ("backwards-read.fio", "error: rw=read:-8k: ioscope has no offset modifier"),
         ("startdelay-clients.fio", "startdelay-clients.fio:13: error: startdelay=4:"),
         ("verify-writes.fio", "error: verify=crc32c: ioscope does not verify data"),
+        ("verify-writes.fio", "error: verify_backlog=16: ioscope does not verify data"),
     ];
     let tmp = tempfile::tempdir().unwrap();
     for (file, says) in cases {

@@ -688,8 +688,10 @@ impl Converter {
             k => {
                 if let Some((_, why)) = WARN_ONLY.iter().find(|(n, _)| *n == k) {
                     self.warn(o, *why);
-                } else if let Some((_, why)) = REFUSED.iter().find(|(n, _)| *n == k || k.starts_with("verify_")) {
+                } else if let Some((_, why)) = REFUSED.iter().find(|(n, _)| *n == k) {
                     self.error(o, *why, "");
+                } else if k.starts_with("verify_") {
+                    self.error(o, "ioscope does not verify data", "");
                 } else {
                     self.error(
                         o,
