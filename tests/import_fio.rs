@@ -248,3 +248,31 @@ fn import_fio_out_refuses_to_replace_a_file_without_force() {
     let v = ioscope().arg("validate").arg(&out_file).output().unwrap();
     assert_eq!(v.status.code(), Some(0), "{}", stderr(&v));
 }
+
+#[test]
+fn an_imported_write_then_read_job_file_runs_as_a_write_step_then_a_read_step() {
+    let tmp = tempfile::tempdir().unwrap();
+    let toml = tmp.path().join("phases.toml");
+    let out = import("stonewall-write-then-read.fio", &["-o", toml.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // Scaled down from the command line: a small working set here, 1 s per step.
+    let dir = tmp.path().join("w");
+    let results = tmp.path().join("r.db");
+    let run = ioscope()
+        .arg("run")
+        .arg(&toml)
+        .args(["--size", "4m", "--duration", "1s", "--json", "--quiet", "--dir"])
+        .arg(&dir)
+        .arg("--out")
+        .arg(&results)
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
+    let summary: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    let steps = summary["steps"].as_array().unwrap();
+    let labels: Vec<&str> = steps.iter().map(|s| s["label"].as_str().unwrap()).collect();
+    assert_eq!(labels, ["rwmix_read=0", "rwmix_read=100"]);
+    for s in steps {
+        assert!(s["ops"].as_u64().unwrap() > 0 && s["errors"].as_u64() == Some(0), "{s}");
+    }
+}
