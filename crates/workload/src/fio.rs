@@ -14,7 +14,7 @@ use std::fmt::{self, Write};
 use std::path::{Path, PathBuf};
 
 /// How serious a finding is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Severity {
     /// Converted; the message says what differs.
     Warning,
@@ -23,7 +23,7 @@ pub enum Severity {
 }
 
 /// One option (or line) of the job file that does not convert as written.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Finding {
     pub severity: Severity,
     pub path: PathBuf,
@@ -78,14 +78,35 @@ const MAX_INCLUDE_DEPTH: usize = 8;
 const MAX_NOTES: usize = 50;
 /// Most job sections (fio's own limit).
 const MAX_JOBS: usize = 4096;
+/// Most findings kept (all of them are errors or warnings; the rest are dropped).
+const MAX_FINDINGS: usize = 10_000;
+/// Most [global] options copied into jobs in all.
+const MAX_OPTION_COPIES: usize = 1_000_000;
 /// Most entries a `bsrange` may expand to.
 const MAX_RANGE_SIZES: u64 = 64;
 
 /// Reads `path` and converts it; `group` picks one stonewall group (1-based).
 pub fn import(path: &Path, group: Option<usize>) -> Result<Imported, FioError> {
-    let read = |p: &Path| crate::SourceFile::read(p).map(|s| s.text);
-    let text = read(path).map_err(FioError::Read)?;
-    convert(path, &text, group, &read)
+    let text = read_text(path).map_err(FioError::Read)?;
+    convert(path, &text, group, &read_text)
+}
+
+/// A job file's text: at most [`crate::MAX_SOURCE_BYTES`] of UTF-8, else why not.
+fn read_text(path: &Path) -> Result<String, String> {
+    use std::io::Read;
+    let shown = clip(&path.display().to_string(), 200);
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(crate::MAX_SOURCE_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(|e| format!("{shown}: error: cannot read the file: {e}"))?;
+    if bytes.len() as u64 > crate::MAX_SOURCE_BYTES {
+        let max = crate::format_size(crate::MAX_SOURCE_BYTES);
+        return Err(format!("{shown}: error: the file is larger than {max}: expected a fio job file (text)"));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        let line = e.as_bytes()[..e.utf8_error().valid_up_to()].iter().filter(|b| **b == b'\n').count() + 1;
+        format!("{shown}:{line}: error: this line is not UTF-8 text: expected a fio job file (text)")
+    })
 }
 
 /// Converts job file `text` (read from `path`); `read` reads included files.
@@ -95,14 +116,29 @@ pub fn convert(
     group: Option<usize>,
     read: &dyn Fn(&Path) -> Result<String, String>,
 ) -> Result<Imported, FioError> {
-    let mut c = Converter { files: vec![path.to_path_buf()], findings: Vec::new() };
-    let lines = c.lines(0, text, read, 0)?;
+    let mut c = Converter { files: vec![path.to_path_buf()], findings: Vec::new(), dropped: 0, has_error: false };
+    let lines = c.lines(0, text, read, 0);
     let jobs = c.sections(&lines);
     let specs: Vec<Job> = jobs.iter().map(|j| c.resolve(j)).collect();
     let toml = c.finish(&specs, group);
     let mut findings = std::mem::take(&mut c.findings);
+    // An option in [global] is read once per job: report it once.
+    let mut seen = std::collections::HashSet::new();
+    findings.retain(|f| seen.insert(f.clone()));
     findings.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
-    findings.dedup();
+    if c.dropped > 0 {
+        let severity = if c.has_error { Severity::Error } else { Severity::Warning };
+        let message = format!("{} more findings, not listed", c.dropped);
+        let option = "(more)".to_string();
+        findings.push(Finding {
+            severity,
+            path: path.to_path_buf(),
+            line: 0,
+            option,
+            message,
+            expected: String::new(),
+        });
+    }
     match toml {
         Some(toml) if !findings.iter().any(|f| f.severity == Severity::Error) => {
             let mut head = String::from("# Converted from a fio job file by ioscope import fio.\n");
@@ -261,6 +297,9 @@ impl Job {
 struct Converter {
     files: Vec<PathBuf>,
     findings: Vec<Finding>,
+    /// Findings past [`MAX_FINDINGS`], counted only.
+    dropped: usize,
+    has_error: bool,
 }
 
 /// fio options that do not change what ioscope measures, with what ioscope does.
@@ -403,6 +442,15 @@ fn engine_of(name: &str) -> Option<(&'static str, &'static str)> {
 
 impl Converter {
     fn push(&mut self, severity: Severity, at: At, option: String, message: String, expected: &str) {
+        // A hostile file gets a bounded list; an error past the bound still refuses it.
+        if self.findings.len() >= MAX_FINDINGS {
+            self.dropped += 1;
+            if severity != Severity::Error || self.has_error {
+                return;
+            }
+            self.findings.pop();
+        }
+        self.has_error |= severity == Severity::Error;
         let path = self.files.get(at.file).cloned().unwrap_or_default();
         self.findings.push(Finding { severity, path, line: at.line, option, message, expected: expected.into() });
     }
@@ -420,7 +468,7 @@ impl Converter {
         text: &str,
         read: &dyn Fn(&Path) -> Result<String, String>,
         depth: usize,
-    ) -> Result<Vec<Line>, FioError> {
+    ) -> Vec<Line> {
         let mut out = Vec::new();
         for (i, raw) in text.lines().enumerate() {
             let at = At { file, line: i + 1 };
@@ -446,15 +494,16 @@ impl Converter {
             };
             self.files.push(path);
             let idx = self.files.len() - 1;
-            out.extend(self.lines(idx, &included, read, depth + 1)?);
+            out.extend(self.lines(idx, &included, read, depth + 1));
         }
-        Ok(out)
+        out
     }
 
     /// Splits the lines into job sections, each with the `[global]` options in force.
     fn sections(&mut self, lines: &[Line]) -> Vec<Section> {
         let mut global: Vec<Opt> = Vec::new();
         let mut jobs: Vec<Section> = Vec::new();
+        let mut copied = 0usize;
         // None before the first section; Some(None) in a [global]; Some(Some(i)) in job i.
         let mut current: Option<Option<usize>> = None;
         for line in lines {
@@ -476,9 +525,12 @@ impl Converter {
                 if name == "global" {
                     current = Some(None);
                 } else {
-                    if jobs.len() == MAX_JOBS {
+                    // Each job holds a copy of [global]: bound the copies, not only the jobs.
+                    copied = copied.saturating_add(global.len());
+                    if jobs.len() == MAX_JOBS || copied > MAX_OPTION_COPIES {
                         let o = Opt { key: t.into(), value: None, at: line.at };
-                        self.error(&o, format!("more than {MAX_JOBS} jobs (fio's limit too)"), "fewer job sections");
+                        let msg = format!("more than {MAX_JOBS} jobs (fio's limit too), or [global] options × jobs above {MAX_OPTION_COPIES}");
+                        self.error(&o, msg, "fewer job sections");
                         break;
                     }
                     jobs.push(Section { name: name.into(), at: line.at, opts: global.clone() });
