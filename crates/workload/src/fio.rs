@@ -151,7 +151,7 @@ pub fn convert(
                 let _ = writeln!(head, "# ... and {} more warnings", findings.len() - MAX_NOTES);
             }
             let toml = head + &toml;
-            let invalid = not_valid(path, &toml);
+            let invalid = not_valid(path, &c.files, &toml);
             if !invalid.is_empty() {
                 findings.extend(invalid);
                 return Err(FioError::Refused(findings));
@@ -164,7 +164,7 @@ pub fn convert(
 
 /// What ioscope's own validation finds in the converted file (an iodepth × bs beyond
 /// ioscope's buffer limit, say), each at the fio option named in the line's comment.
-fn not_valid(job_file: &Path, toml: &str) -> Vec<Finding> {
+fn not_valid(job_file: &Path, files: &[PathBuf], toml: &str) -> Vec<Finding> {
     let src = crate::SourceFile { path: PathBuf::from("(converted)"), text: toml.to_string() };
     let Err(diags) = crate::validate_file(&src) else { return Vec::new() };
     diags
@@ -178,7 +178,8 @@ fn not_valid(job_file: &Path, toml: &str) -> Vec<Finding> {
             let origin = line_text.split_once("  # ").and_then(|(_, c)| {
                 let (rest, line) = c.rsplit_once(':')?;
                 let (option, path) = rest.rsplit_once(", ")?;
-                Some((option.to_string(), PathBuf::from(path), line.parse::<usize>().ok()?))
+                let path = files.iter().find(|f| f.display().to_string() == path)?;
+                Some((option.to_string(), path.clone(), line.parse::<usize>().ok()?))
             });
             let (option, path, line) = origin.unwrap_or((d.key.clone(), job_file.to_path_buf(), 1));
             let mut message = format!("the converted {} {} is not valid in ioscope", d.key, d.value);
