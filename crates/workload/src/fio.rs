@@ -116,11 +116,24 @@ pub fn convert(
     group: Option<usize>,
     read: &dyn Fn(&Path) -> Result<String, String>,
 ) -> Result<Imported, FioError> {
-    let mut c = Converter { files: vec![path.to_path_buf()], findings: Vec::new(), dropped: 0, has_error: false };
+    let mut c =
+        Converter { files: vec![path.to_path_buf()], findings: Vec::new(), chosen: None, dropped: 0, has_error: false };
     let lines = c.lines(0, text, read, 0);
     let jobs = c.sections(&lines);
     let specs: Vec<Job> = jobs.iter().map(|j| c.resolve(j)).collect();
     let toml = c.finish(&specs, group);
+    // With --group, what the other groups' own sections say does not matter.
+    if let Some(chosen) = &c.chosen {
+        let elsewhere = |f: &Finding| {
+            f.path == path
+                && jobs
+                    .iter()
+                    .enumerate()
+                    .any(|(i, j)| !chosen.contains(&i) && (j.at.line..=j.end_line).contains(&f.line))
+        };
+        c.findings.retain(|f| !elsewhere(f));
+        c.has_error = c.findings.iter().any(|f| f.severity == Severity::Error);
+    }
     let mut findings = std::mem::take(&mut c.findings);
     // An option in [global] is read once per job: report it once.
     let mut seen = std::collections::HashSet::new();
@@ -225,6 +238,8 @@ impl Opt {
 struct Section {
     name: String,
     at: At,
+    /// Last line of the section in the job file.
+    end_line: usize,
     opts: Vec<Opt>,
 }
 
@@ -298,6 +313,8 @@ impl Job {
 struct Converter {
     files: Vec<PathBuf>,
     findings: Vec<Finding>,
+    /// With --group: the indexes of the jobs imported.
+    chosen: Option<Vec<usize>>,
     /// Findings past [`MAX_FINDINGS`], counted only.
     dropped: usize,
     has_error: bool,
@@ -523,6 +540,10 @@ impl Converter {
                     self.error(&o, "fio allows no new sections in included files", "options only");
                     continue;
                 }
+                // The section before this header ends on the line before it.
+                if let Some(Some(i)) = current {
+                    jobs[i].end_line = line.at.line.saturating_sub(1);
+                }
                 if name == "global" {
                     current = Some(None);
                 } else {
@@ -534,7 +555,7 @@ impl Converter {
                         self.error(&o, msg, "fewer job sections");
                         break;
                     }
-                    jobs.push(Section { name: name.into(), at: line.at, opts: global.clone() });
+                    jobs.push(Section { name: name.into(), at: line.at, end_line: usize::MAX, opts: global.clone() });
                     current = Some(Some(jobs.len() - 1));
                 }
                 continue;
@@ -764,7 +785,7 @@ impl Converter {
         // Stonewall groups: a job with stonewall starts a new one.
         // wait_for naming the job just before is a stonewall; any other would start a job
         // in the middle of another group.
-        let mut groups: Vec<Vec<&Job>> = Vec::new();
+        let mut groups: Vec<Vec<usize>> = Vec::new();
         for (i, j) in jobs.iter().enumerate() {
             let mut stonewall = j.stonewall;
             if let Some(w) = &j.wait_for {
@@ -777,8 +798,8 @@ impl Converter {
                 }
             }
             match groups.last_mut() {
-                Some(g) if !stonewall => g.push(j),
-                _ => groups.push(vec![j]),
+                Some(g) if !stonewall => g.push(i),
+                _ => groups.push(vec![i]),
             }
         }
         let n_groups = groups.len();
@@ -790,7 +811,9 @@ impl Converter {
                 return None;
             }
             groups = vec![groups.swap_remove(n - 1)];
+            self.chosen = Some(groups[0].clone());
         }
+        let groups: Vec<Vec<&Job>> = groups.iter().map(|g| g.iter().map(|&i| &jobs[i]).collect()).collect();
         let all: Vec<&Job> = groups.iter().flatten().copied().collect();
         let mut top: Vec<(String, String, String)> = Vec::new(); // key, TOML value, where from
 
@@ -1555,6 +1578,17 @@ mod tests {
         assert_eq!(bad.len(), 1, "{e:?}");
         assert_eq!((bad[0].line, bad[0].option.as_str()), (6, "[b] without direct=1"));
         assert!(bad[0].message.contains("differs from direct=1 of [a] at job.fio:5"), "{}", bad[0].message);
+    }
+
+    #[test]
+    fn with_group_only_that_groups_sections_and_global_count() {
+        let text = "[global]\nsize=1g\nruntime=5\n[w]\nrw=write\n[r]\nstonewall\nrw=randread\nverify=md5\n";
+        let read = |_: &Path| Err(String::new());
+        let g1 = convert(Path::new("job.fio"), text, Some(1), &read).unwrap();
+        assert!(g1.toml.contains("rw = \"write\""), "{}", g1.toml);
+        let Err(FioError::Refused(e)) = convert(Path::new("job.fio"), text, Some(2), &read) else { panic!() };
+        assert!(e.iter().any(|f| f.line == 9 && f.severity == Severity::Error), "{e:?}");
+        assert!(run(text).is_err(), "without --group, the groups differ in access and verify is refused");
     }
 
     #[test]
