@@ -65,7 +65,8 @@ fn fio_files(dir: &str) -> Vec<PathBuf> {
 
 /// Job files whose stonewall groups differ in more than an ioscope step can, with their
 /// number of groups: each group is imported on its own.
-const BY_GROUP: [(&str, usize); 2] = [("fio-docs/ssd-test.fio", 4), ("fio-docs/tiobench-example.fio", 4)];
+const BY_GROUP: [(&str, usize); 3] =
+    [("fio-docs/ssd-test.fio", 4), ("fio-docs/tiobench-example.fio", 4), ("fio-docs/nfs.fio", 2)];
 
 #[test]
 fn every_fio_corpus_file_converts_to_a_workload_that_validates() {
@@ -227,6 +228,13 @@ fn stonewall_groups_that_are_not_steps_are_refused_and_imported_one_group_at_a_t
     assert_eq!(
         (value(&t, "rw"), value(&t, "threads"), value(&t, "size")),
         ("\"read\"".into(), "4".into(), "\"2g\"".into())
+    );
+    // fio's libnfs engine is ioscope's nfs engine; wait_for the job before is a stonewall.
+    let (t, _) = convert("fio-docs/nfs.fio", &["--group", "2"]);
+    assert_eq!((value(&t, "engine"), value(&t, "target")), ("\"nfs\"".into(), "\"nfs://127.0.0.1/nfs\"".into()));
+    assert_eq!(
+        (value(&t, "rw"), value(&t, "threads"), value(&t, "iodepth")),
+        ("\"randread\"".into(), "10".into(), "10".into())
     );
     let out = import("fio-docs/ssd-test.fio", &["--group", "5"]);
     assert_eq!(out.status.code(), Some(2));
