@@ -1107,7 +1107,7 @@ impl Converter {
         let Some((bytes, files, src)) = best else { return };
         let files = files.max(1);
         let per_file = (bytes / files).max(1);
-        let src = if files > 1 { format!("{src}: {files} files of {}", fmt_size(per_file)) } else { src };
+        let src = if files > 1 { format!("{files} files of {}: {src}", fmt_size(per_file)) } else { src };
         top.push(("size".into(), quote(&fmt_size(per_file.saturating_mul(files))), src));
         if files > 1 {
             top.push((
