@@ -1606,7 +1606,7 @@ mod tests {
             seed ^= seed << 17;
             (seed % n.max(1) as u64) as usize
         };
-        for _ in 0..3000 {
+        for _ in 0..1000 {
             let mut t: Vec<char> = base.chars().collect();
             for _ in 0..1 + next(6) {
                 let at = next(t.len() + 1);
