@@ -389,7 +389,7 @@ const WARN_ONLY: &[(&str, &str)] = &[
     ("prio", "ioscope does not set an I/O priority"),
     ("prioclass", "ioscope does not set an I/O priority"),
     ("serialize_overlap", "ioscope does not order overlapping I/Os"),
-    ("loops", "ioscope runs for a time and goes over the working set as often as it takes"),
+    ("loops", "fio repeats the job this many times; ioscope runs each step for its duration (runtime, else 60s), going over the working set as often as it takes"),
 ];
 
 /// fio options whose loss changes what is measured, with why.
