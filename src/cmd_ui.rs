@@ -55,7 +55,7 @@ pub fn ui(files: &[PathBuf], listen: SocketAddr) -> u8 {
 
 /// Refuses to replace an existing file unless told to, and never writes through a
 /// symbolic link (not even a dangling one, which would create the file it points to).
-pub(crate) fn check_out(out: &Path, force: bool) -> Result<(), u8> {
+fn check_out(out: &Path, force: bool) -> Result<(), u8> {
     match out.symlink_metadata() {
         Ok(m) if m.file_type().is_symlink() => {
             eprintln!("{}: error: is a symbolic link; ioscope does not write through links", out.display());
@@ -71,7 +71,7 @@ pub(crate) fn check_out(out: &Path, force: bool) -> Result<(), u8> {
 
 /// Writes `out`: a new file (O_EXCL), or with `force` an existing regular file; never
 /// through a symbolic link (O_NOFOLLOW), even if one appeared since [`check_out`].
-pub(crate) fn write(out: &Path, bytes: &[u8], force: bool) -> u8 {
+fn write(out: &Path, bytes: &[u8], force: bool) -> u8 {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let mut options = std::fs::OpenOptions::new();
