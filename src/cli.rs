@@ -119,6 +119,16 @@ pub enum ImportFrom {
         #[command(flatten)]
         out: OutFile,
     },
+    /// A fio job file ([global] and job sections): options without an equivalent are reported.
+    Fio {
+        /// The fio job file.
+        file: PathBuf,
+        #[command(flatten)]
+        out: OutFile,
+        /// Import only this stonewall group (1 = the jobs before the first stonewall).
+        #[arg(long, value_name = "N")]
+        group: Option<usize>,
+    },
 }
 
 /// `-o FILE` and `--force` for a command that otherwise prints to standard output.

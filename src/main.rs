@@ -22,6 +22,7 @@ macro_rules! eprint {
 mod cli;
 mod cmd_demo;
 mod cmd_import;
+mod cmd_import_fio;
 mod cmd_run;
 mod cmd_show;
 mod cmd_ui;
@@ -173,6 +174,9 @@ fn main() -> ExitCode {
         cli::Command::Export { file, format, out } => cmd_show::export(&file, format, &out),
         cli::Command::Demo(args) => cmd_demo::demo(args),
         cli::Command::Import { from: cli::ImportFrom::Vdbench { file, out } } => cmd_import::vdbench(&file, &out),
+        cli::Command::Import { from: cli::ImportFrom::Fio { file, out, group } } => {
+            cmd_import_fio::fio(&file, &out, group)
+        }
         cli::Command::Ui { files, listen } => cmd_ui::ui(&files, listen),
         cli::Command::Report { file, out, force } => cmd_ui::report(&file, &out, force),
         cli::Command::Plot(args) => cmd_ui::plot(&args),

@@ -2028,6 +2028,7 @@ fn every_command_that_writes_a_file_takes_o_and_replaces_it_only_with_force() {
         (vec!["show", s(&results), "--json"], file("summary.json")),
         (vec!["export", s(&results), "--format", "csv"], file("seconds.csv")),
         (vec!["import", "vdbench", "examples/vdbench-seed.parm"], file("seed.toml")),
+        (vec!["import", "fio", "tests/fio-jobs/randread-qd1-latency.fio"], file("fio.toml")),
         (vec!["report", s(&results)], file("report.html")),
         (vec!["plot", s(&results)], file("heat.png")),
     ];

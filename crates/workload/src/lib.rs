@@ -5,6 +5,7 @@
 
 mod canonical;
 mod diagnostic;
+pub mod fio;
 pub mod font;
 mod input;
 pub mod keys;

@@ -1,0 +1,1630 @@
+//! `ioscope import fio`: converts a fio job file (a `[global]` section and job sections,
+//! `include` files and `${VAR}` expansion) into an ioscope workload file (TOML, see
+//! docs/workload.md, "Importing fio job files").
+//!
+//! Jobs that run together (no `stonewall` between them) become the `[[workload]]`s of one
+//! run; `stonewall` groups become steps when they differ only in what an ioscope step can
+//! change (numjobs, bs, the read share), else one group is imported at a time (`--group`).
+//! Every option without an equivalent is reported with its file and line: a warning when
+//! its loss does not change what is measured (or ioscope says exactly what it does
+//! instead), an error otherwise, and then nothing is produced.
+
+use std::collections::BTreeMap;
+use std::fmt::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// How serious a finding is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Severity {
+    /// Converted; the message says what differs.
+    Warning,
+    /// Not converted: its loss would change the measurement.
+    Error,
+}
+
+/// One option (or line) of the job file that does not convert as written.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Finding {
+    pub severity: Severity,
+    pub path: PathBuf,
+    /// 1-based line.
+    pub line: usize,
+    /// The option as written (`startdelay=4`), or the section (`[job1]`).
+    pub option: String,
+    /// What fio does that ioscope does not, or what ioscope does instead.
+    pub message: String,
+    /// The supported form, when there is one.
+    pub expected: String,
+}
+
+impl fmt::Display for Finding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = match self.severity {
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        };
+        let path = clip(&self.path.display().to_string(), 200);
+        write!(f, "{path}:{}: {kind}: {}: {}", self.line, clip(&self.option, 80), clip(&self.message, 400))?;
+        if !self.expected.is_empty() {
+            write!(f, "\n  = expected: {}", clip(&self.expected, 400))?;
+        }
+        Ok(())
+    }
+}
+
+/// Why a job file was not converted.
+#[derive(Debug, thiserror::Error)]
+pub enum FioError {
+    /// The job file (or a file it includes) could not be read.
+    #[error("{0}")]
+    Read(String),
+    /// Options without an equivalent: every finding, warnings included, in file order.
+    #[error("{} error(s); nothing was written", .0.iter().filter(|f| f.severity == Severity::Error).count())]
+    Refused(Vec<Finding>),
+}
+
+/// A converted job file.
+#[derive(Debug)]
+pub struct Imported {
+    pub toml: String,
+    /// What differs from fio (also written as comments at the top of `toml`).
+    pub warnings: Vec<Finding>,
+}
+
+/// Most files one job file may pull in with `include` (itself included), and how deep.
+const MAX_FILES: usize = 64;
+const MAX_INCLUDE_DEPTH: usize = 8;
+/// Most warnings copied into the workload file as comments.
+const MAX_NOTES: usize = 50;
+/// Most job sections (fio's own limit).
+const MAX_JOBS: usize = 4096;
+/// Most findings kept (all of them are errors or warnings; the rest are dropped).
+const MAX_FINDINGS: usize = 10_000;
+/// Most [global] options copied into jobs in all.
+const MAX_OPTION_COPIES: usize = 1_000_000;
+/// Most entries a `bsrange` may expand to.
+const MAX_RANGE_SIZES: u64 = 64;
+
+/// Reads `path` and converts it; `group` picks one stonewall group (1-based).
+pub fn import(path: &Path, group: Option<usize>) -> Result<Imported, FioError> {
+    let text = read_text(path).map_err(FioError::Read)?;
+    convert(path, &text, group, &read_text)
+}
+
+/// A job file's text: at most [`crate::MAX_SOURCE_BYTES`] of UTF-8, else why not.
+fn read_text(path: &Path) -> Result<String, String> {
+    use std::io::Read;
+    let shown = clip(&path.display().to_string(), 200);
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(crate::MAX_SOURCE_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(|e| format!("{shown}: error: cannot read the file: {e}"))?;
+    if bytes.len() as u64 > crate::MAX_SOURCE_BYTES {
+        let max = crate::format_size(crate::MAX_SOURCE_BYTES);
+        return Err(format!("{shown}: error: the file is larger than {max}: expected a fio job file (text)"));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        let line = e.as_bytes()[..e.utf8_error().valid_up_to()].iter().filter(|b| **b == b'\n').count() + 1;
+        format!("{shown}:{line}: error: this line is not UTF-8 text: expected a fio job file (text)")
+    })
+}
+
+/// Converts job file `text` (read from `path`); `read` reads included files.
+pub fn convert(
+    path: &Path,
+    text: &str,
+    group: Option<usize>,
+    read: &dyn Fn(&Path) -> Result<String, String>,
+) -> Result<Imported, FioError> {
+    let mut c =
+        Converter { files: vec![path.to_path_buf()], findings: Vec::new(), chosen: None, dropped: 0, has_error: false };
+    let lines = c.lines(0, text, read, 0);
+    let jobs = c.sections(&lines);
+    let specs: Vec<Job> = jobs.iter().map(|j| c.resolve(j)).collect();
+    let toml = c.finish(&specs, group);
+    // With --group, what the other groups' own sections say does not matter.
+    if let Some(chosen) = &c.chosen {
+        let elsewhere = |f: &Finding| {
+            f.path == path
+                && jobs
+                    .iter()
+                    .enumerate()
+                    .any(|(i, j)| !chosen.contains(&i) && (j.at.line..=j.end_line).contains(&f.line))
+        };
+        c.findings.retain(|f| !elsewhere(f));
+        c.has_error = c.findings.iter().any(|f| f.severity == Severity::Error);
+    }
+    let mut findings = std::mem::take(&mut c.findings);
+    // An option in [global] is read once per job: report it once.
+    let mut seen = std::collections::HashSet::new();
+    findings.retain(|f| seen.insert(f.clone()));
+    findings.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
+    if c.dropped > 0 {
+        let severity = if c.has_error { Severity::Error } else { Severity::Warning };
+        let message = format!("{} more findings, not listed", c.dropped);
+        let option = "(more)".to_string();
+        findings.push(Finding {
+            severity,
+            path: path.to_path_buf(),
+            line: 0,
+            option,
+            message,
+            expected: String::new(),
+        });
+    }
+    match toml {
+        Some(toml) if !findings.iter().any(|f| f.severity == Severity::Error) => {
+            let mut head = String::from("# Converted from a fio job file by ioscope import fio.\n");
+            for f in findings.iter().take(MAX_NOTES) {
+                for l in f.to_string().lines() {
+                    let _ = writeln!(head, "# {}", comment_safe(l));
+                }
+            }
+            if findings.len() > MAX_NOTES {
+                let _ = writeln!(head, "# ... and {} more warnings", findings.len() - MAX_NOTES);
+            }
+            let toml = head + &toml;
+            let invalid = not_valid(path, &c.files, &toml);
+            if !invalid.is_empty() {
+                findings.extend(invalid);
+                return Err(FioError::Refused(findings));
+            }
+            Ok(Imported { toml, warnings: findings })
+        }
+        _ => Err(FioError::Refused(findings)),
+    }
+}
+
+/// What ioscope's own validation finds in the converted file (an iodepth × bs beyond
+/// ioscope's buffer limit, say), each at the fio option named in the line's comment.
+fn not_valid(job_file: &Path, files: &[PathBuf], toml: &str) -> Vec<Finding> {
+    let src = crate::SourceFile { path: PathBuf::from("(converted)"), text: toml.to_string() };
+    let Err(diags) = crate::validate_file(&src) else { return Vec::new() };
+    diags
+        .into_iter()
+        .map(|d| {
+            let line_text = match &d.origin {
+                crate::Origin::File { line, .. } => toml.lines().nth(line.saturating_sub(1)).unwrap_or(""),
+                _ => "",
+            };
+            // "key = value  # option, path:line"
+            let origin = line_text.split_once("  # ").and_then(|(_, c)| {
+                let (rest, line) = c.rsplit_once(':')?;
+                let (option, path) = rest.rsplit_once(", ")?;
+                let path = files.iter().find(|f| f.display().to_string() == path)?;
+                Some((option.to_string(), path.clone(), line.parse::<usize>().ok()?))
+            });
+            let (option, path, line) = origin.unwrap_or((d.key.clone(), job_file.to_path_buf(), 1));
+            let mut message = format!("the converted {} {} is not valid in ioscope", d.key, d.value);
+            if !d.message.is_empty() {
+                message = format!("{message}: {}", d.message.replace('\n', "; "));
+            }
+            Finding { severity: Severity::Error, path, line, option, message, expected: d.expected }
+        })
+        .collect()
+}
+
+/// Where an option was written: index into `Converter::files`, 1-based line.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct At {
+    file: usize,
+    line: usize,
+}
+
+/// One line of text, from the job file or an included file.
+struct Line {
+    at: At,
+    text: String,
+}
+
+/// One `key=value` (or bare `key`) as written, `${VAR}` expanded.
+#[derive(Clone)]
+struct Opt {
+    key: String,
+    value: Option<String>,
+    at: At,
+}
+
+impl Opt {
+    fn shown(&self) -> String {
+        match &self.value {
+            Some(v) => format!("{}={v}", self.key),
+            None => self.key.clone(),
+        }
+    }
+}
+
+/// A job section with the `[global]` options in force where it starts.
+struct Section {
+    name: String,
+    at: At,
+    /// Last line of the section in the job file.
+    end_line: usize,
+    opts: Vec<Opt>,
+}
+
+/// A value with the option it came from.
+#[derive(Clone, Debug)]
+struct V<T> {
+    v: T,
+    at: At,
+    from: String,
+}
+
+/// One job, resolved.
+#[derive(Clone, Debug, Default)]
+struct Job {
+    section: String,
+    at: At,
+    name: Option<V<String>>,
+    description: Option<V<String>>,
+    /// Share of reads in percent, and whether offsets are random.
+    read_pct: Option<V<u8>>,
+    random: Option<V<bool>>,
+    mix_read: Option<V<u8>>,
+    bs: Option<V<Vec<(u64, u32)>>>,
+    bssplit: Option<V<Vec<(u64, u32)>>>,
+    numjobs: Option<V<u32>>,
+    stonewall: bool,
+    time_based: Option<V<bool>>,
+    runtime_s: Option<V<u64>>,
+    ramp_s: Option<V<u64>>,
+    rate_iops: Option<V<u64>>,
+    rate_bytes: Option<V<u64>>,
+    directory: Option<V<String>>,
+    filename: Option<V<String>>,
+    nrfiles: Option<V<u64>>,
+    size: Option<V<u64>>,
+    filesize: Option<V<u64>>,
+    engine: Option<V<&'static str>>,
+    iodepth: Option<V<u32>>,
+    direct: Option<V<bool>>,
+    sync: Option<V<&'static str>>,
+    sqpoll: Option<V<bool>>,
+    unlink: Option<V<bool>>,
+    target: Option<V<String>>,
+    wait_for: Option<V<String>>,
+    /// `name` was set in [global].
+    global_name: bool,
+}
+
+impl Job {
+    fn threads(&self) -> u32 {
+        self.numjobs.as_ref().map_or(1, |n| n.v)
+    }
+    fn pct(&self) -> u8 {
+        match (&self.read_pct, &self.mix_read) {
+            (Some(r), Some(m)) if r.v == 50 => m.v,
+            (Some(r), _) => r.v,
+            _ => 100,
+        }
+    }
+    fn is_random(&self) -> bool {
+        self.random.as_ref().is_some_and(|r| r.v)
+    }
+    fn sizes(&self) -> Vec<(u64, u32)> {
+        self.bssplit.as_ref().or(self.bs.as_ref()).map_or(vec![(4096, 1)], |b| b.v.clone())
+    }
+    fn display_name(&self) -> String {
+        self.name.as_ref().map_or(self.section.clone(), |n| n.v.clone())
+    }
+}
+
+struct Converter {
+    files: Vec<PathBuf>,
+    findings: Vec<Finding>,
+    /// With --group: the indexes of the jobs imported.
+    chosen: Option<Vec<usize>>,
+    /// Findings past [`MAX_FINDINGS`], counted only.
+    dropped: usize,
+    has_error: bool,
+}
+
+/// fio options that do not change what ioscope measures, with what ioscope does.
+const WARN_ONLY: &[(&str, &str)] = &[
+    ("group_reporting", "ioscope reports every workload and the run's total"),
+    ("new_group", "ioscope reports every workload and the run's total"),
+    ("thread", "ioscope runs every job as threads of one process"),
+    ("stats", "ioscope always records statistics"),
+    ("write_bw_log", "ioscope records bandwidth every second in the results file"),
+    ("write_iops_log", "ioscope records IOPS every second in the results file"),
+    ("write_lat_log", "ioscope records latency histograms every second in the results file"),
+    ("write_hist_log", "ioscope records latency histograms every second in the results file"),
+    ("log_avg_msec", "ioscope records every second"),
+    ("log_hist_msec", "ioscope records every second"),
+    ("per_job_logs", "ioscope records every second in one results file"),
+    ("percentile_list", "ioscope keeps whole histograms; any percentile can be read from them"),
+    ("clat_percentiles", "ioscope keeps whole latency histograms"),
+    ("lat_percentiles", "ioscope keeps whole latency histograms"),
+    ("slat_percentiles", "ioscope keeps whole latency histograms"),
+    ("significant_figures", "ioscope keeps whole latency histograms"),
+    ("disable_lat", "ioscope always measures latency"),
+    ("disable_clat", "ioscope always measures latency"),
+    ("disable_slat", "ioscope always measures latency"),
+    ("disable_bw_measurement", "ioscope always measures bandwidth"),
+    ("gtod_reduce", "ioscope always takes its own timestamps"),
+    ("clocksource", "ioscope uses the monotonic clock"),
+    ("randrepeat", "ioscope seeds its random offsets itself"),
+    ("randseed", "ioscope seeds its random offsets itself"),
+    ("random_generator", "ioscope draws offsets with its own generator"),
+    ("norandommap", "ioscope draws every random offset independently, as fio does with norandommap"),
+    ("ratemin", "ioscope does not end a job that falls below a minimum rate; the summary shows the rate reached"),
+    ("rate_min", "ioscope does not end a job that falls below a minimum rate; the summary shows the rate reached"),
+    ("rate_iops_min", "ioscope does not end a job that falls below a minimum rate; the summary shows the rate reached"),
+    ("ratecycle", "ioscope does not check a minimum rate"),
+    ("io_submit_mode", "ioscope's open loop issues each I/O at its scheduled time and counts latency from then"),
+    ("exitall", "the workloads of an ioscope step all run for its duration"),
+    ("end_fsync", "ioscope does not sync at the end of a step; the last second's writes may still be in the cache"),
+    ("fsync_on_close", "ioscope keeps its files open during a step and does not sync at the end"),
+    ("refill_buffers", "ioscope's write data is random and incompressible"),
+    ("scramble_buffers", "ioscope's write data is random and incompressible"),
+    ("fallocate", "ioscope writes its working set in full before the run"),
+    ("overwrite", "ioscope writes its working set in full before the run, so writes overwrite"),
+    ("create_on_open", "ioscope creates its working set before the run"),
+    ("allow_file_create", "ioscope creates its working set before the run"),
+    ("invalidate", "ioscope does not drop the page cache before a step (use direct=1 to bypass it)"),
+    ("cpus_allowed", "ioscope does not pin its threads to CPUs"),
+    ("cpus_allowed_policy", "ioscope does not pin its threads to CPUs"),
+    ("cpumask", "ioscope does not pin its threads to CPUs"),
+    ("numa_cpu_nodes", "ioscope does not pin its threads to NUMA nodes"),
+    ("iodepth_batch", "ioscope's io_uring engine batches submissions itself"),
+    ("iodepth_batch_submit", "ioscope's io_uring engine batches submissions itself"),
+    ("iodepth_batch_complete", "ioscope's io_uring engine reaps completions itself"),
+    ("iodepth_batch_complete_min", "ioscope's io_uring engine reaps completions itself"),
+    ("iodepth_batch_complete_max", "ioscope's io_uring engine reaps completions itself"),
+    ("iodepth_low", "ioscope keeps iodepth I/Os in flight"),
+    ("fixedbufs", "ioscope's io_uring engine always registers its buffers"),
+    ("registerfiles", "ioscope's io_uring engine always registers its files"),
+    ("filename_format", "ioscope names its working-set files itself (ioscope.N.dat)"),
+    (
+        "file_service_type",
+        "ioscope picks a random file for each random I/O, and walks the files in turn for sequential I/O",
+    ),
+    ("lockmem", "ioscope does not lock memory"),
+    ("unit_base", "ioscope reports bytes"),
+    ("kb_base", "ioscope reads k, m, g as powers of 1024 (kb_base=1024)"),
+    ("continue_on_error", "ioscope counts errors by kind and ends the run past max_errors (default 1%)"),
+    ("ignore_error", "ioscope counts errors by kind and ends the run past max_errors (default 1%)"),
+    ("nice", "ioscope does not change its scheduling priority"),
+    ("prio", "ioscope does not set an I/O priority"),
+    ("prioclass", "ioscope does not set an I/O priority"),
+    ("serialize_overlap", "ioscope does not order overlapping I/Os"),
+    ("loops", "fio repeats the job this many times; ioscope runs each step for its duration (runtime, else 60s), going over the working set as often as it takes"),
+];
+
+/// fio options whose loss changes what is measured, with why.
+const REFUSED: &[(&str, &str)] = &[
+    ("startdelay", "fio starts this job later; ioscope starts every workload of a step together"),
+    ("thinktime", "fio pauses between I/Os; ioscope has no think time (use rate_iops for an open loop)"),
+    ("thinktime_blocks", "fio pauses between I/Os; ioscope has no think time"),
+    ("thinktime_spin", "fio pauses between I/Os; ioscope has no think time"),
+    ("offset", "ioscope uses its files from the start"),
+    ("offset_increment", "ioscope uses its files from the start"),
+    ("io_size", "fio stops after this much I/O; ioscope runs for a time"),
+    ("io_limit", "fio stops after this much I/O; ioscope runs for a time"),
+    ("number_ios", "fio stops after this many I/Os; ioscope runs for a time"),
+    ("random_distribution", "ioscope draws random offsets uniformly"),
+    ("percentage_random", "ioscope's offsets are all random or all sequential"),
+    ("zonemode", "ioscope has no zoned I/O"),
+    ("zonesize", "ioscope has no zoned I/O"),
+    ("zonerange", "ioscope has no zoned I/O"),
+    ("zoneskip", "ioscope has no zoned I/O"),
+    ("verify", "ioscope does not verify data"),
+    ("do_verify", "ioscope does not verify data"),
+    ("verify_pattern", "ioscope does not verify data"),
+    ("verify_backlog", "ioscope does not verify data"),
+    ("buffer_pattern", "ioscope writes random data"),
+    ("buffer_compress_percentage", "ioscope's write data is random and incompressible"),
+    ("buffer_compress_chunk", "ioscope's write data is random and incompressible"),
+    ("dedupe_percentage", "ioscope's write data is random and never repeats"),
+    ("zero_buffers", "ioscope's write data is random"),
+    ("fadvise_hint", "ioscope gives the kernel no access hints"),
+    ("ioscheduler", "ioscope does not change the device's I/O scheduler"),
+    ("hipri", "ioscope's io_uring engine does not poll for completions"),
+    ("mem", "ioscope allocates its own aligned buffers"),
+    ("iomem", "ioscope allocates its own aligned buffers"),
+    ("bs_unaligned", "ioscope aligns transfers to the smallest block size"),
+    ("blockalign", "ioscope aligns transfers to the smallest block size"),
+    ("ba", "ioscope aligns transfers to the smallest block size"),
+    ("flow", "ioscope shares its rate by skew, not by flow tokens"),
+    ("rate_process", "ioscope's open loop issues I/Os at even intervals (rate_process=linear)"),
+    ("exec_prerun", "ioscope runs commands as [[probe]]s at set moments"),
+    ("exec_postrun", "ioscope runs commands as [[probe]]s at set moments"),
+    ("trim_percentage", "ioscope does not trim"),
+    ("trim_backlog", "ioscope does not trim"),
+    ("write_barrier", "ioscope has no write barriers"),
+    ("sync_file_range", "ioscope syncs with fsync, fdatasync or O_DSYNC"),
+    ("pre_read", "ioscope does not read its files into the cache before a step"),
+    ("readfua", "ioscope has no FUA I/O"),
+    ("writefua", "ioscope has no FUA I/O"),
+];
+
+/// fio engines and the ioscope engine that does the same, with what differs.
+fn engine_of(name: &str) -> Option<(&'static str, &'static str)> {
+    Some(match name {
+        "psync" | "sync" | "pvsync" | "pvsync2" | "vsync" => ("posix", ""),
+        "io_uring" => ("uring", ""),
+        "libaio" => (
+            "uring",
+            "ioscope runs it on io_uring (engine uring), Linux's other asynchronous interface, with the same iodepth in flight; Linux AIO blocks on buffered I/O (direct=0) where io_uring does not",
+        ),
+        "posixaio" => (
+            "uring",
+            "ioscope runs it on io_uring (engine uring) with the same iodepth in flight; glibc's POSIX AIO runs each I/O on a helper thread instead",
+        ),
+        "null" => ("null", ""),
+        "nfs" => ("nfs", ""),
+        _ => return None,
+    })
+}
+
+impl Converter {
+    fn push(&mut self, severity: Severity, at: At, option: String, message: String, expected: &str) {
+        // A hostile file gets a bounded list; an error past the bound still refuses it.
+        if self.findings.len() >= MAX_FINDINGS {
+            self.dropped += 1;
+            if severity != Severity::Error || self.has_error {
+                return;
+            }
+            self.findings.pop();
+        }
+        self.has_error |= severity == Severity::Error;
+        let path = self.files.get(at.file).cloned().unwrap_or_default();
+        self.findings.push(Finding { severity, path, line: at.line, option, message, expected: expected.into() });
+    }
+    fn error(&mut self, o: &Opt, message: impl Into<String>, expected: &str) {
+        self.push(Severity::Error, o.at, o.shown(), message.into(), expected);
+    }
+    fn warn(&mut self, o: &Opt, message: impl Into<String>) {
+        self.push(Severity::Warning, o.at, o.shown(), message.into(), "");
+    }
+
+    /// The file's lines with `include`s replaced by the included files' lines.
+    fn lines(
+        &mut self,
+        file: usize,
+        text: &str,
+        read: &dyn Fn(&Path) -> Result<String, String>,
+        depth: usize,
+    ) -> Vec<Line> {
+        let mut out = Vec::new();
+        for (i, raw) in text.lines().enumerate() {
+            let at = At { file, line: i + 1 };
+            let t = raw.trim();
+            let Some(name) = t.strip_prefix("include").filter(|r| r.starts_with([' ', '\t'])) else {
+                out.push(Line { at, text: raw.to_string() });
+                continue;
+            };
+            let name = strip_comment(name).trim();
+            let base = self.files.get(file).and_then(|p| p.parent()).unwrap_or(Path::new(""));
+            let path = base.join(name);
+            let o = Opt { key: "include".into(), value: Some(name.into()), at };
+            if depth >= MAX_INCLUDE_DEPTH || self.files.len() >= MAX_FILES {
+                self.error(&o, format!("more than {MAX_INCLUDE_DEPTH} levels or {MAX_FILES} files of includes"), "");
+                continue;
+            }
+            let included = match read(&path) {
+                Ok(t) => t,
+                Err(e) => {
+                    self.error(&o, format!("the included file cannot be read: {e}"), "");
+                    continue;
+                }
+            };
+            self.files.push(path);
+            let idx = self.files.len() - 1;
+            out.extend(self.lines(idx, &included, read, depth + 1));
+        }
+        out
+    }
+
+    /// Splits the lines into job sections, each with the `[global]` options in force.
+    fn sections(&mut self, lines: &[Line]) -> Vec<Section> {
+        let mut global: Vec<Opt> = Vec::new();
+        let mut jobs: Vec<Section> = Vec::new();
+        let mut copied = 0usize;
+        // None before the first section; Some(None) in a [global]; Some(Some(i)) in job i.
+        let mut current: Option<Option<usize>> = None;
+        for line in lines {
+            let t = strip_comment(&line.text).trim();
+            if t.is_empty() {
+                continue;
+            }
+            if let Some(name) = t.strip_prefix('[') {
+                let Some(name) = name.strip_suffix(']').map(str::trim).filter(|n| !n.is_empty()) else {
+                    let o = Opt { key: t.into(), value: None, at: line.at };
+                    self.error(&o, "a section header is [name]", "[global] or [jobname]");
+                    continue;
+                };
+                if line.at.file != 0 {
+                    let o = Opt { key: t.into(), value: None, at: line.at };
+                    self.error(&o, "fio allows no new sections in included files", "options only");
+                    continue;
+                }
+                // The section before this header ends on the line before it.
+                if let Some(Some(i)) = current {
+                    jobs[i].end_line = line.at.line.saturating_sub(1);
+                }
+                if name == "global" {
+                    current = Some(None);
+                } else {
+                    // Each job holds a copy of [global]: bound the copies, not only the jobs.
+                    copied = copied.saturating_add(global.len());
+                    if jobs.len() == MAX_JOBS || copied > MAX_OPTION_COPIES {
+                        let o = Opt { key: t.into(), value: None, at: line.at };
+                        let msg = format!("more than {MAX_JOBS} jobs (fio's limit too), or [global] options × jobs above {MAX_OPTION_COPIES}");
+                        self.error(&o, msg, "fewer job sections");
+                        break;
+                    }
+                    jobs.push(Section { name: name.into(), at: line.at, end_line: usize::MAX, opts: global.clone() });
+                    current = Some(Some(jobs.len() - 1));
+                }
+                continue;
+            }
+            let (key, value) = match t.split_once('=') {
+                Some((k, v)) => (k.trim().to_string(), Some(v.trim().to_string())),
+                None => (t.to_string(), None),
+            };
+            // fio's options are lowercase; `BS=4k` is read as `bs=4k`.
+            let mut o = Opt { key: key.to_ascii_lowercase(), value, at: line.at };
+            if let Some(v) = &o.value {
+                match expand(v) {
+                    Ok((v, note)) => {
+                        o.value = Some(v);
+                        if let Some(note) = note {
+                            self.warn(&o, note);
+                        }
+                    }
+                    Err(e) => {
+                        self.error(&o, e, "${NAME} of a set environment variable, $ncpus or $pagesize");
+                        continue;
+                    }
+                }
+            }
+            match current {
+                None => self.error(&o, "an option before any section", "options inside [global] or [jobname]"),
+                Some(None) => global.push(o),
+                Some(Some(i)) => jobs[i].opts.push(o),
+            }
+        }
+        if jobs.is_empty() {
+            let o = Opt { key: "[jobname]".into(), value: None, at: At { file: 0, line: 1 } };
+            self.error(&o, "the job file defines no job", "a section like [randread] after [global]");
+        }
+        jobs
+    }
+
+    /// Applies a section's options in order (later ones override earlier ones, as in fio).
+    fn resolve(&mut self, s: &Section) -> Job {
+        let mut j = Job { section: s.name.clone(), at: s.at, ..Job::default() };
+        for o in &s.opts {
+            self.apply(&mut j, o);
+        }
+        // A name from [global] names a lone job (as in fio's examples); jobs running
+        // together keep their section names, which tell them apart.
+        j.global_name = j.name.as_ref().is_some_and(|n| n.at.file == 0 && n.at.line < s.at.line);
+        j
+    }
+
+    fn apply(&mut self, j: &mut Job, o: &Opt) {
+        let raw = o.value.clone().unwrap_or_default();
+        let word = raw.to_ascii_lowercase();
+        macro_rules! need {
+            ($e:expr, $expected:expr) => {
+                match $e {
+                    Some(x) => x,
+                    None => return self.error(o, format!("`{raw}` is not a valid value for {}", o.key), $expected),
+                }
+            };
+        }
+        match o.key.as_str() {
+            "name" => j.name = at(o, raw),
+            "description" => j.description = at(o, raw),
+            "rw" | "readwrite" => {
+                let (pct, random) = match word.as_str() {
+                    "read" => (100, false),
+                    "write" => (0, false),
+                    "randread" => (100, true),
+                    "randwrite" => (0, true),
+                    "rw" | "readwrite" => (50, false),
+                    "randrw" => (50, true),
+                    w if w.contains(':') => {
+                        return self.error(o, "ioscope has no offset modifier (:N after rw)", "rw without :N");
+                    }
+                    w if w.contains("trim") => return self.error(o, "ioscope does not trim", "read, write or a mix"),
+                    _ => {
+                        return self.error(
+                            o,
+                            "not an access pattern ioscope has",
+                            "read, write, randread, randwrite, rw (readwrite) or randrw",
+                        );
+                    }
+                };
+                j.read_pct = at(o, pct);
+                j.random = at(o, random);
+            }
+            "rwmixread" => j.mix_read = at(o, need!(pct(&raw), "a percentage from 0 to 100")),
+            "rwmixwrite" => j.mix_read = at(o, 100 - need!(pct(&raw), "a percentage from 0 to 100")),
+            "bs" | "blocksize" => {
+                let Some(part) = same_for_reads_and_writes(self, o, &raw) else { return };
+                let size = need!(size(&part).filter(|n| *n > 0), "a size like 4k");
+                j.bs = at(o, vec![(size, 1)]);
+                j.bssplit = None;
+            }
+            "bsrange" | "blocksize_range" => {
+                let Some(part) = same_for_reads_and_writes(self, o, &raw) else { return };
+                let (lo, hi) = need!(
+                    part.split_once('-')
+                        .and_then(|(a, b)| Some((size(a)?, size(b)?)))
+                        .filter(|(a, b)| *a > 0 && a <= b),
+                    "a range like 4k-16k"
+                );
+                let n = hi / lo;
+                if n > MAX_RANGE_SIZES {
+                    return self.error(
+                        o,
+                        format!("{n} sizes from {} to {}: too many for a weighted list", fmt_size(lo), fmt_size(hi)),
+                        "a narrower range, or bssplit",
+                    );
+                }
+                if n > 1 {
+                    self.warn(o, format!(
+                        "fio picks a size in the range at random for each I/O; ioscope draws each multiple of {} from {} to {} equally often",
+                        fmt_size(lo), fmt_size(lo), fmt_size(lo * n)
+                    ));
+                }
+                j.bs = at(o, (1..=n).map(|k| (lo * k, 1)).collect());
+                j.bssplit = None;
+            }
+            "bssplit" => {
+                let Some(part) = same_for_reads_and_writes(self, o, &raw) else { return };
+                j.bssplit = at(o, need!(bssplit(&part), "size/percent pairs joined by colons, e.g. 4k/60:64k/40"));
+            }
+            "numjobs" => j.numjobs = at(o, need!(count(&raw).filter(|n| (1..=4096).contains(n)), "1 to 4096") as u32),
+            "stonewall" | "wait_for_previous" => j.stonewall = need!(flag(&o.value), "1 or 0"),
+            "time_based" => j.time_based = at(o, need!(flag(&o.value), "1 or 0")),
+            "runtime" | "timeout" | "ramp_time" => match secs(&word) {
+                Ok(n) if o.key == "ramp_time" => j.ramp_s = at(o, n),
+                Ok(n) => j.runtime_s = at(o, n),
+                Err(e) => self.error(o, e, "whole seconds, e.g. 60 or 5m"),
+            },
+            "rate_iops" => {
+                let Some(part) = same_for_reads_and_writes(self, o, &raw) else { return };
+                j.rate_iops = at(o, need!(count(&part).filter(|n| *n > 0), "I/Os per second, e.g. 1000"));
+            }
+            "rate" => {
+                let Some(part) = same_for_reads_and_writes(self, o, &raw) else { return };
+                j.rate_bytes = at(o, need!(size(&part), "bytes per second, e.g. 10m"));
+            }
+            "directory" if raw.contains(':') => {
+                self.error(o, "ioscope keeps its working set in one directory", "one directory")
+            }
+            "directory" => j.directory = at(o, raw),
+            "filename" => j.filename = at(o, raw),
+            "nrfiles" | "nr_files" => {
+                j.nrfiles = at(o, need!(count(&raw).filter(|n| *n > 0), "a number of files, e.g. 8"))
+            }
+            "size" if raw.ends_with('%') => self.error(
+                o,
+                "a share of an existing file or device: ioscope creates its working set and needs its size",
+                "a size like 10g",
+            ),
+            "size" => j.size = at(o, need!(size(&raw).filter(|n| *n > 0), "a size like 10g")),
+            "filesize" => {
+                let n = match raw.split_once('-') {
+                    Some((a, b)) if size(a).is_some() && size(a) == size(b) => size(a),
+                    Some(_) => {
+                        return self.error(o, "ioscope's working-set files all have one size", "one size, e.g. 64m")
+                    }
+                    None => size(&raw),
+                };
+                j.filesize = at(o, need!(n.filter(|n| *n > 0), "a size like 64m"));
+            }
+            "ioengine" => match engine_of(&word) {
+                Some((engine, note)) => {
+                    if !note.is_empty() {
+                        self.warn(o, note);
+                    }
+                    j.engine = at(o, engine);
+                }
+                None => self.error(
+                    o,
+                    format!("ioscope has no {word} engine"),
+                    "psync, sync, pvsync (engine posix), io_uring or libaio (engine uring), nfs or null",
+                ),
+            },
+            "iodepth" => j.iodepth = at(o, need!(count(&raw).filter(|n| (1..=65536).contains(n)), "1 to 65536") as u32),
+            "direct" => j.direct = at(o, need!(flag(&o.value), "1 or 0")),
+            "buffered" => j.direct = at(o, !need!(flag(&o.value), "1 or 0")),
+            "fsync" | "fdatasync" => match count(&raw) {
+                Some(0) => {}
+                Some(1) => j.sync = at(o, if o.key == "fsync" { "fsync" } else { "fdatasync" }),
+                Some(_) => self.error(
+                    o,
+                    format!("fio calls {} after every {raw} writes; ioscope after every write", o.key),
+                    &format!("{}=1 or 0", o.key),
+                ),
+                None => self.error(o, "not a number of writes", &format!("{}=1", o.key)),
+            },
+            "sync" => match word.as_str() {
+                "0" | "none" => j.sync = None,
+                "dsync" => j.sync = at(o, "dsync"),
+                "1" | "sync" => {
+                    self.warn(o, "fio opens with O_SYNC; ioscope opens with O_DSYNC (sync = \"dsync\"), which does not wait for metadata such as the modification time");
+                    j.sync = at(o, "dsync");
+                }
+                _ => self.error(o, "not a sync mode ioscope has", "sync=1, sync=dsync or sync=0"),
+            },
+            "sqthread_poll" => j.sqpoll = at(o, need!(flag(&o.value), "1 or 0")),
+            "unlink" => j.unlink = at(o, need!(flag(&o.value), "1 or 0")),
+            "nfs_url" => j.target = at(o, raw),
+            "wait_for" => j.wait_for = at(o, raw),
+            "startdelay" if matches!(word.as_str(), "0" | "0s") => {}
+            k => {
+                if let Some((_, why)) = WARN_ONLY.iter().find(|(n, _)| *n == k) {
+                    self.warn(o, *why);
+                } else if let Some((_, why)) = REFUSED.iter().find(|(n, _)| *n == k) {
+                    self.error(o, *why, "");
+                } else if k.starts_with("verify_") {
+                    self.error(o, "ioscope does not verify data", "");
+                } else {
+                    self.error(
+                        o,
+                        "a fio option ioscope has no equivalent for",
+                        "see docs/workload.md, \"Importing fio job files\"",
+                    );
+                }
+            }
+        }
+    }
+
+    /// Checks what spans jobs and writes the TOML.
+    fn finish(&mut self, jobs: &[Job], pick: Option<usize>) -> Option<String> {
+        if jobs.is_empty() {
+            return None;
+        }
+        // Stonewall groups: a job with stonewall starts a new one.
+        // wait_for naming the job just before is a stonewall; any other would start a job
+        // in the middle of another group.
+        let mut groups: Vec<Vec<usize>> = Vec::new();
+        for (i, j) in jobs.iter().enumerate() {
+            let mut stonewall = j.stonewall;
+            if let Some(w) = &j.wait_for {
+                let prev = i.checked_sub(1).and_then(|p| jobs.get(p));
+                if prev.is_some_and(|p| p.section == w.v || p.display_name() == w.v) {
+                    stonewall = true;
+                } else {
+                    let o = Opt { key: w.from.clone(), value: None, at: w.at };
+                    self.error(&o, "fio starts this job when another ends; ioscope runs the jobs of a step together, and steps one after another", "wait_for naming the job just before (as stonewall does), or no wait_for");
+                }
+            }
+            match groups.last_mut() {
+                Some(g) if !stonewall => g.push(i),
+                _ => groups.push(vec![i]),
+            }
+        }
+        let n_groups = groups.len();
+        if let Some(n) = pick {
+            if n == 0 || n > n_groups {
+                let at = jobs[0].at;
+                let msg = format!("--group {n}: the job file has {n_groups} stonewall group(s)");
+                self.push(Severity::Error, at, format!("[{}]", jobs[0].section), msg, &format!("1 to {n_groups}"));
+                return None;
+            }
+            groups = vec![groups.swap_remove(n - 1)];
+            self.chosen = Some(groups[0].clone());
+        }
+        let groups: Vec<Vec<&Job>> = groups.iter().map(|g| g.iter().map(|&i| &jobs[i]).collect()).collect();
+        let all: Vec<&Job> = groups.iter().flatten().copied().collect();
+        let mut top: Vec<(String, String, String)> = Vec::new(); // key, TOML value, where from
+
+        // Settings ioscope has once per run: every job must agree.
+        let engine = self.same(&all, "ioengine", Some("posix"), |j| j.engine.clone());
+        let engine_v = engine.as_ref().map_or("posix", |e| e.v);
+        top.push(("engine".into(), quote(engine_v), from(&engine, "fio's default ioengine=psync", &self.files)));
+        let dir = self.working_dir(&all);
+        let target = self.same(&all, "nfs_url", None, |j| j.target.clone());
+        if engine_v == "nfs" {
+            match &target {
+                Some(t) => top.push(("target".into(), quote(&t.v), from(&target, "", &self.files))),
+                None => {
+                    let o = Opt { key: format!("[{}]", jobs[0].section), value: None, at: jobs[0].at };
+                    self.error(&o, "ioengine=nfs needs the server", "nfs_url=nfs://HOST/EXPORT");
+                }
+            }
+        } else if engine_v != "null" {
+            let (d, src) = dir.clone().unwrap_or(((".").into(), "fio's default: the current directory".into()));
+            top.push(("dir".into(), quote(&d), src));
+        }
+        self.working_set(&groups, &mut top);
+        if let Some(d) = self.same(&all, "iodepth", Some(1), |j| j.iodepth.clone()).filter(|d| d.v > 1) {
+            if engine_v == "posix" {
+                let o = Opt { key: "iodepth".into(), value: Some(d.v.to_string()), at: d.at };
+                self.warn(&o, "fio keeps one I/O in flight per job with a synchronous engine whatever iodepth says, and so does ioscope's posix engine");
+            } else {
+                top.push(("iodepth".into(), d.v.to_string(), from(&Some(d), "", &self.files)));
+            }
+        }
+        if let Some(s) = self.same(&all, "sqthread_poll", Some(false), |j| j.sqpoll.clone()).filter(|s| s.v) {
+            top.push(("sqpoll".into(), "true".into(), from(&Some(s), "", &self.files)));
+        }
+        if let Some(d) = self.same(&all, "direct", Some(false), |j| j.direct.clone()).filter(|d| d.v) {
+            top.push(("direct".into(), "true".into(), from(&Some(d), "", &self.files)));
+        }
+        if let Some(s) = self.same(&all, "fsync/fdatasync/sync", None, |j| j.sync.clone()) {
+            if all.iter().all(|j| j.pct() == 100) {
+                let o = Opt { key: s.from.clone(), value: None, at: s.at };
+                self.warn(&o, "no job writes, so there is nothing to sync");
+            } else {
+                top.push(("sync".into(), quote(s.v), from(&Some(s), "", &self.files)));
+            }
+        }
+        let runtime = self.same(&all, "runtime", None, |j| j.runtime_s.clone());
+        let time_based = all.iter().any(|j| j.time_based.as_ref().is_some_and(|t| t.v));
+        match &runtime {
+            Some(r) => {
+                if r.v == 0 {
+                    let o = Opt { key: r.from.clone(), value: None, at: r.at };
+                    self.error(&o, "ioscope measures for at least one second", "runtime=1 or more");
+                }
+                if !time_based {
+                    let o = Opt { key: r.from.clone(), value: None, at: r.at };
+                    self.warn(&o, "without time_based, fio ends a job after runtime or once it has done size of I/O, whichever comes first; ioscope runs for the whole runtime, going over its working set again");
+                }
+                top.push(("duration".into(), quote(&fmt_secs(r.v)), from(&runtime, "", &self.files)));
+            }
+            None => {
+                let o = Opt { key: format!("[{}]", jobs[0].section), value: None, at: jobs[0].at };
+                let fio_does = if time_based {
+                    "time_based without runtime: fio would run until stopped"
+                } else {
+                    "no runtime: fio would run each job until it has done size of I/O"
+                };
+                self.warn(
+                    &o,
+                    format!(
+                        "{fio_does}; ioscope runs each step for its default duration of 60s (add runtime= to choose)"
+                    ),
+                );
+            }
+        }
+        if let Some(r) = self.same(&all, "ramp_time", Some(0), |j| j.ramp_s.clone()).filter(|r| r.v > 0) {
+            top.push(("warmup".into(), quote(&fmt_secs(r.v)), from(&Some(r), "", &self.files)));
+        }
+        let rates = self.rates(&groups, &mut top);
+        let description = all.iter().find_map(|j| j.description.clone());
+        let desc = match &description {
+            Some(d) => d.v.clone(),
+            None => format!("fio: {}", all.iter().map(|j| j.display_name()).collect::<Vec<_>>().join(", ")),
+        };
+        top.insert(0, ("description".into(), quote(&desc), from(&description, "the job names", &self.files)));
+        if let Some(u) = self.same(&all, "unlink", Some(false), |j| j.unlink.clone()).filter(|u| u.v) {
+            top.push(("cleanup".into(), "true".into(), from(&Some(u), "", &self.files)));
+        }
+        let stepped = self.steps(&groups, &mut top)?;
+
+        let mut out = String::new();
+        if n_groups > 1 {
+            let which = match pick {
+                Some(n) => format!("group {n} of {n_groups} (--group {n})"),
+                None => format!("all {n_groups} stonewall groups, one step each"),
+            };
+            let _ = writeln!(out, "# {which}");
+        }
+        for (k, v, src) in &top {
+            let _ = writeln!(out, "{k} = {v}{}", if src.is_empty() { String::new() } else { format!("  # {src}") });
+        }
+        let mut names: Vec<String> = Vec::new();
+        let lone = groups[0].len() == 1;
+        for (i, j) in groups[0].iter().enumerate() {
+            let base = if j.global_name && !lone { j.section.clone() } else { j.display_name() };
+            let mut name = base.clone();
+            let mut n = 2;
+            while names.contains(&name) {
+                name = format!("{base}-{n}");
+                n += 1;
+            }
+            names.push(name.clone());
+            let _ = writeln!(out, "\n# [{}] at {}", comment_safe(&j.section), self.place(j.at));
+            let _ = writeln!(out, "[[workload]]\nname = {}", quote(&name));
+            let pct = j.pct();
+            let rw_src = j.read_pct.as_ref().map_or("fio's default rw=read".into(), |r| self.src(r));
+            if stepped == Some("for_rwmix_read") || (pct != 0 && pct != 100) {
+                let op = if pct == 0 { "write" } else { "read" };
+                let fileio = if j.is_random() { "random" } else { "sequential" };
+                let mix_src = j.mix_read.as_ref().map_or(String::new(), |m| format!(", {}", self.src(m)));
+                let _ = writeln!(
+                    out,
+                    "operation = \"{op}\"  # {rw_src}{mix_src}\nrwmix_read = {pct}\nfileio = \"{fileio}\""
+                );
+            } else {
+                let rw = match (pct, j.is_random()) {
+                    (100, false) => "read",
+                    (100, true) => "randread",
+                    (_, false) => "write",
+                    (_, true) => "randwrite",
+                };
+                let _ = writeln!(out, "rw = \"{rw}\"  # {rw_src}");
+            }
+            let bs_src = j.bssplit.as_ref().or(j.bs.as_ref()).map_or("fio's default bs=4k".into(), |b| self.src(b));
+            let _ = writeln!(out, "bs = {}  # {bs_src}", quote(&bs_list(&j.sizes())));
+            let t_src = j.numjobs.as_ref().map_or("fio's default numjobs=1".into(), |n| self.src(n));
+            let _ = writeln!(out, "threads = {}  # {t_src}", j.threads());
+            if let Some(skew) = rates.as_ref().and_then(|r| r.get(i)) {
+                let _ = writeln!(out, "skew = {skew}  # this job's share of the rate");
+            }
+        }
+        Some(out)
+    }
+
+    fn place(&self, at: At) -> String {
+        let path = self.files.get(at.file).map(|p| p.display().to_string()).unwrap_or_default();
+        format!("{}:{}", comment_safe(&path), at.line)
+    }
+    fn src<T>(&self, v: &V<T>) -> String {
+        format!("{}, {}", comment_safe(&v.from), self.place(v.at))
+    }
+
+    /// The value every job has (the first job's), with an error at each job that differs;
+    /// a job without the option has fio's `default`.
+    fn same<T: PartialEq + Clone + fmt::Debug>(
+        &mut self,
+        jobs: &[&Job],
+        what: &str,
+        default: Option<T>,
+        get: impl Fn(&Job) -> Option<V<T>>,
+    ) -> Option<V<T>> {
+        let first = get(jobs[0]);
+        let effective = |v: &Option<V<T>>| v.as_ref().map(|v| v.v.clone()).or_else(|| default.clone());
+        for j in &jobs[1..] {
+            let this = get(j);
+            if effective(&this) != effective(&first) {
+                let (at, shown) = match (&this, &first) {
+                    (Some(t), _) => (t.at, t.from.clone()),
+                    (None, Some(f)) => (j.at, format!("[{}] without {}", j.section, f.from)),
+                    (None, None) => continue,
+                };
+                let other = match &first {
+                    Some(f) => format!("{} of [{}] at {}", f.from, jobs[0].section, self.place(f.at)),
+                    None => format!("[{}], which does not set it", jobs[0].section),
+                };
+                let o = Opt { key: shown, value: None, at };
+                self.error(
+                    &o,
+                    format!(
+                        "[{}] differs from {other}: ioscope has one {what} for all the workloads of a run",
+                        j.section
+                    ),
+                    &format!("the same {what} in every job (or --group N to import one stonewall group)"),
+                );
+            }
+        }
+        first
+    }
+
+    /// The one directory of the working set, from `directory` and `filename`.
+    fn working_dir(&mut self, jobs: &[&Job]) -> Option<(String, String)> {
+        let mut found: Option<(String, String, At)> = None;
+        for j in jobs {
+            let base = j.directory.as_ref().map(|d| d.v.clone());
+            let mut dirs: Vec<(String, String, At)> = Vec::new();
+            if let Some(f) = &j.filename {
+                for name in f.v.split(':').filter(|n| !n.is_empty()) {
+                    let o = Opt { key: f.from.clone(), value: None, at: f.at };
+                    if name.starts_with("/dev/") {
+                        self.error(
+                            &o,
+                            format!("{name} is a device: ioscope measures files in a directory it creates them in"),
+                            "a file path, or directory=",
+                        );
+                        continue;
+                    }
+                    let path = match (&base, Path::new(name).is_absolute()) {
+                        (Some(b), false) => Path::new(b).join(name),
+                        _ => PathBuf::from(name),
+                    };
+                    let parent = path.parent().map(|p| p.display().to_string()).filter(|p| !p.is_empty());
+                    let d = parent.unwrap_or_else(|| ".".into());
+                    self.warn(
+                        &o,
+                        format!("ioscope keeps its working set in its own files (ioscope.N.dat) in {d}, not in {name}"),
+                    );
+                    dirs.push((d, self.src(f), f.at));
+                }
+            } else if let Some(d) = &j.directory {
+                dirs.push((d.v.clone(), self.src(d), d.at));
+            }
+            for (d, src, at) in dirs {
+                match &found {
+                    None => found = Some((d, src, at)),
+                    Some((f, fsrc, _)) if *f != d => {
+                        let o = Opt { key: src.clone(), value: None, at };
+                        self.error(&o, format!("directory {d} differs from {f} ({fsrc}): ioscope keeps its working set in one directory"), "one directory for every job");
+                    }
+                    _ => {}
+                }
+            }
+        }
+        found.map(|(d, s, _)| (d, s))
+    }
+
+    /// `size` and `files` of the working set: the largest stonewall group's files, each
+    /// job's own (fio gives every job and clone its own files unless filename names them).
+    fn working_set(&mut self, groups: &[Vec<&Job>], top: &mut Vec<(String, String, String)>) {
+        let mut best: Option<(u64, u64, String)> = None;
+        for g in groups {
+            let mut named: BTreeMap<String, u64> = BTreeMap::new();
+            let (mut bytes, mut files) = (0u64, 0u64);
+            let mut srcs: Vec<String> = Vec::new();
+            let mut sizes: Vec<(u64, &Job)> = Vec::new();
+            for j in g {
+                let nr = j.nrfiles.as_ref().map_or(1, |n| n.v);
+                let each = match (&j.filesize, &j.size) {
+                    (Some(f), _) => f.v,
+                    (None, Some(s)) => s.v / nr.max(1),
+                    (None, None) => {
+                        let o = Opt { key: format!("[{}]", j.section), value: None, at: j.at };
+                        self.error(&o, "no size: fio would size the job from files that already exist; ioscope creates its working set and needs its size", "size=1g (or filesize=)");
+                        return;
+                    }
+                };
+                if !sizes.iter().any(|(e, _)| *e == each) {
+                    sizes.push((each, j));
+                }
+                if let Some(s) = j.size.as_ref().or(j.filesize.as_ref()) {
+                    srcs.push(self.src(s));
+                }
+                match &j.filename {
+                    Some(f) => {
+                        for name in f.v.split(':').filter(|n| !n.is_empty()) {
+                            let e = named.entry(name.to_string()).or_insert(0);
+                            *e = (*e).max(each);
+                        }
+                    }
+                    None => {
+                        let n = nr.saturating_mul(u64::from(j.threads()));
+                        files = files.saturating_add(n);
+                        bytes = bytes.saturating_add(n.saturating_mul(each));
+                    }
+                }
+            }
+            if let [(a, ja), (b, jb), ..] = sizes.as_slice() {
+                let o = Opt { key: format!("[{}]", jb.section), value: None, at: jb.at };
+                let msg = format!(
+                    "its files are {} each and [{}]'s {}: ioscope's working-set files all have one size, the total split evenly",
+                    fmt_size(*b),
+                    ja.section,
+                    fmt_size(*a)
+                );
+                self.warn(&o, msg);
+            }
+            files = files.saturating_add(named.len() as u64);
+            bytes = bytes.saturating_add(named.values().fold(0u64, |a, b| a.saturating_add(*b)));
+            if best.as_ref().is_none_or(|b| bytes > b.0) {
+                srcs.dedup();
+                best = Some((bytes, files, srcs.join("; ")));
+            }
+        }
+        let Some((bytes, files, src)) = best else { return };
+        let files = files.max(1);
+        let per_file = (bytes / files).max(1);
+        let src = if files > 1 { format!("{files} files of {}: {src}", fmt_size(per_file)) } else { src };
+        top.push(("size".into(), quote(&fmt_size(per_file.saturating_mul(files))), src));
+        if files > 1 {
+            top.push((
+                "files".into(),
+                files.to_string(),
+                "every job (and numjobs clone) has its own files in fio; in ioscope all workloads share them".into(),
+            ));
+        }
+    }
+
+    /// `rate_iops` over all workloads, and each workload's share (None: no rate).
+    fn rates(&mut self, groups: &[Vec<&Job>], top: &mut Vec<(String, String, String)>) -> Option<Vec<String>> {
+        let mut totals: Vec<(u64, Vec<u64>, String)> = Vec::new();
+        for g in groups {
+            let mut per_job = Vec::new();
+            let mut srcs = Vec::new();
+            for j in g {
+                let bs = j.sizes();
+                let one = match (&j.rate_iops, &j.rate_bytes) {
+                    (Some(r), _) => Some((r.v, r)),
+                    (None, Some(r)) => {
+                        let o = Opt { key: r.from.clone(), value: None, at: r.at };
+                        let [(b, _)] = bs.as_slice() else {
+                            self.error(
+                                &o,
+                                "a rate in bytes per second with several block sizes has no one I/O rate",
+                                "rate_iops=N, or one bs",
+                            );
+                            continue;
+                        };
+                        let iops = r.v / b;
+                        if iops == 0 {
+                            self.error(
+                                &o,
+                                format!("{} bytes per second is less than one I/O of {} per second", r.v, fmt_size(*b)),
+                                "at least one block per second",
+                            );
+                            continue;
+                        }
+                        if r.v % b != 0 {
+                            self.warn(&o, format!("{} bytes per second at bs {} is not a whole number of I/Os; ioscope runs {iops} I/Os per second", r.v, fmt_size(*b)));
+                        }
+                        Some((iops, r))
+                    }
+                    (None, None) => None,
+                };
+                match one {
+                    Some((iops, r)) => {
+                        per_job.push(Some(iops.saturating_mul(u64::from(j.threads()))));
+                        srcs.push(self.src(r));
+                    }
+                    None => per_job.push(None),
+                }
+            }
+            if per_job.iter().all(Option::is_none) {
+                totals.push((0, vec![], String::new()));
+                continue;
+            }
+            if let Some(i) = per_job.iter().position(Option::is_none) {
+                let j = g[i];
+                let o = Opt { key: format!("[{}]", j.section), value: None, at: j.at };
+                self.error(&o, "this job has no rate while others in its group have one: ioscope's rate is over all the workloads running together", "rate_iops in every job of the group, or in none");
+                return None;
+            }
+            let per_job: Vec<u64> = per_job.into_iter().flatten().collect();
+            srcs.dedup();
+            totals.push((per_job.iter().fold(0u64, |a, b| a.saturating_add(*b)), per_job, srcs.join("; ")));
+        }
+        let first = totals.first()?.clone();
+        if totals.iter().any(|t| t.0 != first.0) {
+            let o = Opt { key: "rate_iops".into(), value: None, at: groups[1][0].at };
+            self.error(
+                &o,
+                "the stonewall groups run at different rates; an ioscope run has one rate (or a curve)",
+                "--group N to import one group",
+            );
+            return None;
+        }
+        if first.0 == 0 {
+            return None;
+        }
+        top.push(("rate_iops".into(), first.0.to_string(), format!("{} (× numjobs, over all jobs)", first.2)));
+        if first.1.windows(2).all(|w| w[0] == w[1]) {
+            return None;
+        }
+        // Shares to 4 decimals; the last takes the rest so that they add up to 100.
+        let mut shares: Vec<String> = Vec::new();
+        let mut given = 0.0;
+        for (i, r) in first.1.iter().enumerate() {
+            let s =
+                if i + 1 == first.1.len() { 100.0 - given } else { (*r as f64 * 1e6 / first.0 as f64).floor() / 1e4 };
+            given += s;
+            shares.push(trim_float(s));
+        }
+        Some(shares)
+    }
+
+    /// Several stonewall groups as steps: the groups must match job for job except in one of
+    /// numjobs, bs or the read share, the same for every job of a group.
+    fn steps(&mut self, groups: &[Vec<&Job>], top: &mut Vec<(String, String, String)>) -> Option<Option<&'static str>> {
+        if groups.len() < 2 {
+            return Some(None);
+        }
+        type Dim = (&'static str, &'static str, fn(&Job) -> String);
+        let dims: [Dim; 3] = [
+            ("for_threads", "numjobs", |j| j.threads().to_string()),
+            ("for_bs", "bs", |j| quote(&bs_list(&j.sizes()))),
+            ("for_rwmix_read", "rw/rwmixread", |j| j.pct().to_string()),
+        ];
+        let g0 = &groups[0];
+        let differs = |f: &dyn Fn(&Job) -> String| groups.iter().any(|g| g.iter().zip(g0).any(|(a, b)| f(a) != f(b)));
+        let mut why: Option<String> = None;
+        if groups.iter().any(|g| g.len() != g0.len()) {
+            why = Some("they have different numbers of jobs".into());
+        } else if differs(&|j| j.is_random().to_string()) {
+            why = Some("some read or write sequentially and others at random".into());
+        } else if differs(&|j| {
+            format!("{:?}{:?}", j.rate_iops.as_ref().map(|r| r.v), j.rate_bytes.as_ref().map(|r| r.v))
+        }) {
+            why = Some("they run at different rates".into());
+        }
+        let varying: Vec<&Dim> = dims
+            .iter()
+            .filter(|d| groups.iter().any(|g| g.iter().zip(g0).any(|(a, b)| (d.2)(a) != (d.2)(b))))
+            .collect();
+        if why.is_none() && varying.len() > 1 {
+            let names: Vec<&str> = varying.iter().map(|d| d.1).collect();
+            why = Some(format!("they differ in {} at once", names.join(" and ")));
+        }
+        if why.is_none() && varying.iter().any(|d| groups.iter().any(|g| g.iter().any(|j| (d.2)(j) != (d.2)(g[0])))) {
+            why = Some("jobs running together differ in what the groups step".into());
+        }
+        if let Some(why) = why {
+            let j = groups[1][0];
+            let o = Opt { key: format!("[{}] (stonewall)", j.section), value: None, at: j.at };
+            let list: Vec<String> = groups
+                .iter()
+                .enumerate()
+                .map(|(i, g)| {
+                    let jobs: Vec<String> = g.iter().map(|j| format!("[{}] {}", j.section, rw_name(j))).collect();
+                    format!("{} {}", i + 1, jobs.join(" + "))
+                })
+                .collect();
+            self.error(
+                &o,
+                format!("the job file runs {} stonewall groups one after another ({}), and {why}: an ioscope run steps only numjobs, bs or the read share of all its workloads", groups.len(), list.join(", ")),
+                &format!("--group N (1 to {}) to import one group at a time", groups.len()),
+            );
+            return None;
+        }
+        let Some(d) = varying.first() else {
+            let j = groups[1][0];
+            let o = Opt { key: format!("[{}] (stonewall)", j.section), value: None, at: j.at };
+            self.warn(&o, "the stonewall groups are alike: ioscope runs them as steps with the same settings");
+            top.push((
+                "for_threads".into(),
+                format!("[{}]", vec![g0[0].threads().to_string(); groups.len()].join(", ")),
+                "one step per stonewall group".into(),
+            ));
+            return Some(Some("for_threads"));
+        };
+        let values: Vec<String> = groups.iter().map(|g| (d.2)(g[0])).collect();
+        let src =
+            groups.iter().map(|g| format!("[{}] {}", g[0].section, self.place(g[0].at))).collect::<Vec<_>>().join(", ");
+        top.push((d.0.into(), format!("[{}]", values.join(", ")), format!("one step per stonewall group: {src}")));
+        Some(Some(d.0))
+    }
+}
+
+/// fio's name for a job's access pattern.
+fn rw_name(j: &Job) -> &'static str {
+    match (j.pct(), j.is_random()) {
+        (100, false) => "read",
+        (100, true) => "randread",
+        (0, false) => "write",
+        (0, true) => "randwrite",
+        (_, false) => "rw",
+        (_, true) => "randrw",
+    }
+}
+
+/// `(value, at)` as "option, file:line", or `default` when absent.
+fn from<T>(v: &Option<V<T>>, default: &str, files: &[PathBuf]) -> String {
+    match v {
+        Some(v) => {
+            let path = files.get(v.at.file).map(|p| p.display().to_string()).unwrap_or_default();
+            comment_safe(&format!("{}, {path}:{}", v.from, v.at.line))
+        }
+        None => default.into(),
+    }
+}
+
+/// For options with separate read,write[,trim] values: the one value, or an error.
+fn same_for_reads_and_writes(c: &mut Converter, o: &Opt, raw: &str) -> Option<String> {
+    let parts: Vec<&str> = raw.split(',').map(str::trim).collect();
+    let first = parts[0];
+    if parts.iter().all(|p| p.is_empty() || *p == first) && !first.is_empty() {
+        return Some(first.to_string());
+    }
+    c.error(o, "separate values for reads and writes: ioscope has one for both", "one value");
+    None
+}
+
+/// fio cuts a line at its first `;` or `#`.
+fn strip_comment(s: &str) -> &str {
+    s.find([';', '#']).map_or(s, |i| &s[..i])
+}
+
+/// Expands `${VAR}` from the environment and fio's `$ncpus` and `$pagesize`; the note says
+/// what a machine-dependent value was taken as.
+fn expand(v: &str) -> Result<(String, Option<String>), String> {
+    let mut out = String::new();
+    let mut note = None;
+    let mut rest = v;
+    while let Some(i) = rest.find('$') {
+        out.push_str(&rest[..i]);
+        rest = &rest[i..];
+        if let Some(tail) = rest.strip_prefix("${") {
+            let end = tail.find('}').ok_or("an unclosed ${")?;
+            let name = &tail[..end];
+            let value = std::env::var(name).map_err(|_| {
+                format!("the environment variable {name} is not set (fio would put an empty value here)")
+            })?;
+            out.push_str(&value);
+            rest = &tail[end + 1..];
+        } else if let Some(tail) = rest.strip_prefix("$ncpus") {
+            let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+            out.push_str(&n.to_string());
+            note = Some(format!("$ncpus is taken as {n}, this machine's CPU count"));
+            rest = tail;
+        } else if let Some(tail) = rest.strip_prefix("$pagesize") {
+            out.push_str("4096");
+            note = Some("$pagesize is taken as 4096".to_string());
+            rest = tail;
+        } else if rest.starts_with("$mb_memory") || rest.starts_with("$(") {
+            return Err(
+                "fio's $mb_memory and math expressions $(...) are machine-dependent; ioscope needs a value".into()
+            );
+        } else {
+            // Other `$` (filename_format's $jobnum...) are not expansions.
+            out.push('$');
+            rest = &rest[1..];
+        }
+    }
+    out.push_str(rest);
+    Ok((out, note))
+}
+
+fn at<T>(o: &Opt, v: T) -> Option<V<T>> {
+    Some(V { v, at: o.at, from: o.shown() })
+}
+
+fn flag(v: &Option<String>) -> Option<bool> {
+    match v.as_deref().map(|s| s.trim().to_ascii_lowercase()).as_deref() {
+        None | Some("1" | "true" | "yes" | "on") => Some(true),
+        Some("0" | "false" | "no" | "off") => Some(false),
+        _ => None,
+    }
+}
+
+fn count(s: &str) -> Option<u64> {
+    s.trim().parse().ok()
+}
+
+fn pct(s: &str) -> Option<u8> {
+    s.trim().parse::<u8>().ok().filter(|p| *p <= 100)
+}
+
+/// A fio size: a number with an optional k, m, g, t or p (powers of 1024, kb_base=1024),
+/// optionally followed by `b`, `ib` or `ib`.
+fn size(s: &str) -> Option<u64> {
+    let s = s.trim().to_ascii_lowercase();
+    let s = s.strip_suffix("ib").or_else(|| s.strip_suffix('b')).unwrap_or(&s);
+    let digits = s.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let unit: u64 = match &s[digits.len()..] {
+        "" => 1,
+        "k" => 1 << 10,
+        "m" => 1 << 20,
+        "g" => 1 << 30,
+        "t" => 1 << 40,
+        "p" => 1 << 50,
+        _ => return None,
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse::<u64>().ok()?.checked_mul(unit)
+}
+
+/// A fio time in whole seconds (no suffix: seconds).
+fn secs(s: &str) -> Result<u64, &'static str> {
+    let bad = "not a time";
+    let s = s.trim();
+    let digits = s.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let n: u64 = digits.parse().map_err(|_| bad)?;
+    let us: u64 = match &s[digits.len()..] {
+        "" | "s" => 1_000_000,
+        "m" => 60_000_000,
+        "h" => 3_600_000_000,
+        "d" => 86_400_000_000,
+        "ms" => 1_000,
+        "us" => 1,
+        _ => return Err(bad),
+    };
+    let total = n.checked_mul(us).ok_or(bad)?;
+    if total % 1_000_000 != 0 {
+        return Err("ioscope measures in whole seconds");
+    }
+    Ok(total / 1_000_000)
+}
+
+/// `4k/60:64k/40` (a size without a share takes an even part of what is left).
+fn bssplit(s: &str) -> Option<Vec<(u64, u32)>> {
+    let mut out: Vec<(u64, Option<u32>)> = Vec::new();
+    for part in s.split(':').filter(|p| !p.trim().is_empty()) {
+        let (b, p) = match part.split_once('/') {
+            Some((b, p)) if p.trim().is_empty() => (size(b)?, None),
+            Some((b, p)) => (size(b)?, Some(u32::from(pct(p)?))),
+            None => (size(part)?, None),
+        };
+        if b == 0 {
+            return None;
+        }
+        out.push((b, p));
+    }
+    let given: u32 = out.iter().filter_map(|(_, p)| *p).sum();
+    let open = out.iter().filter(|(_, p)| p.is_none()).count() as u32;
+    if given > 100 || out.is_empty() {
+        return None;
+    }
+    let each = (100 - given).checked_div(open).unwrap_or(0);
+    let list: Vec<(u64, u32)> = out.into_iter().map(|(b, p)| (b, p.unwrap_or(each))).filter(|(_, p)| *p > 0).collect();
+    (!list.is_empty()).then_some(list)
+}
+
+/// A block-size list as ioscope writes it: `"4k"` or `"4k:60,64k:40"`.
+fn bs_list(l: &[(u64, u32)]) -> String {
+    match l {
+        [(b, _)] => fmt_size(*b),
+        _ => l.iter().map(|(b, w)| format!("{}:{w}", fmt_size(*b))).collect::<Vec<_>>().join(","),
+    }
+}
+
+fn fmt_size(n: u64) -> String {
+    for (suffix, shift) in [("t", 40), ("g", 30), ("m", 20), ("k", 10)] {
+        if n >= 1 << shift && n % (1 << shift) == 0 {
+            return format!("{}{suffix}", n >> shift);
+        }
+    }
+    n.to_string()
+}
+
+fn fmt_secs(n: u64) -> String {
+    match n {
+        n if n > 0 && n % 3600 == 0 => format!("{}h", n / 3600),
+        n if n > 0 && n % 60 == 0 => format!("{}m", n / 60),
+        n => format!("{n}s"),
+    }
+}
+
+fn trim_float(f: f64) -> String {
+    let s = format!("{f:.4}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    s.to_string()
+}
+
+/// Text safe in a TOML comment: one line, no control characters.
+fn comment_safe(s: &str) -> String {
+    s.chars().map(|c| if c.is_control() && c != '\t' { '?' } else { c }).collect()
+}
+
+/// `s` made safe for a terminal and cut to `max` chars, with "…" when it was longer.
+fn clip(s: &str, max: usize) -> String {
+    let mut out: String = comment_safe(s).chars().take(max).collect();
+    if s.chars().nth(max).is_some() {
+        out.push('…');
+    }
+    out
+}
+
+/// A TOML basic string.
+fn quote(s: &str) -> String {
+    let mut q = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' | '\\' => {
+                q.push('\\');
+                q.push(c);
+            }
+            c if c.is_control() => _ = write!(q, "\\u{:04x}", c as u32),
+            c => q.push(c),
+        }
+    }
+    q.push('"');
+    q
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(text: &str) -> Result<Imported, Vec<Finding>> {
+        let read = |p: &Path| match p.to_str() {
+            Some("inc.fio") => Ok("bs=8k ; from the include\n".to_string()),
+            _ => Err(format!("{}: no such file", p.display())),
+        };
+        convert(Path::new("job.fio"), text, None, &read).map_err(|e| match e {
+            FioError::Refused(f) => f,
+            FioError::Read(r) => panic!("{r}"),
+        })
+    }
+
+    #[test]
+    fn fio_sizes_times_and_bssplit_read_as_fio_reads_them() {
+        assert_eq!(
+            (size("4K"), size("4kib"), size("1m"), size("512"), size("3x")),
+            (Some(4096), Some(4096), Some(1 << 20), Some(512), None)
+        );
+        assert_eq!(
+            (secs("90"), secs("2m"), secs("1500ms")),
+            (Ok(90), Ok(120), Err("ioscope measures in whole seconds"))
+        );
+        assert_eq!(bssplit("4k/50:64k/:1m/"), Some(vec![(4096, 50), (65536, 25), (1 << 20, 25)]));
+        assert_eq!(bssplit("4k/60:8k/50"), None, "more than 100%");
+        assert_eq!(strip_comment("numjobs=4\t; four"), "numjobs=4\t");
+    }
+
+    #[test]
+    fn comments_bare_keys_includes_and_later_globals_apply_as_in_fio() {
+        let text = "# comment\n[global]\nsize=1g\ndirectory=/d\ntime_based\nruntime=10\n[a]\nrw=randread\ninclude inc.fio\n[global]\nbs=16k\n[b]\nrw=write\n";
+        let t = run(text).unwrap().toml;
+        // [a] got bs from the include; [b] from the second [global] (a later [global] applies to later jobs).
+        assert!(t.contains("bs = \"8k\"  # bs=8k, inc.fio:1"), "{t}");
+        assert!(t.contains("bs = \"16k\"  # bs=16k, job.fio:11"), "{t}");
+        assert!(t.contains("duration = \"10s\""), "{t}");
+    }
+
+    #[test]
+    fn every_refused_option_is_named_with_its_line() {
+        let e =
+            run("[global]\nsize=1g\n[a]\nthinktime=10\nfsync=4\nrw=trim\ninclude missing.fio\nfoo=1\n").unwrap_err();
+        let got: Vec<(usize, &str, Severity)> = e.iter().map(|f| (f.line, f.option.as_str(), f.severity)).collect();
+        assert!(got.contains(&(4, "thinktime=10", Severity::Error)), "{got:?}");
+        assert!(got.contains(&(5, "fsync=4", Severity::Error)), "{got:?}");
+        assert!(got.contains(&(6, "rw=trim", Severity::Error)), "{got:?}");
+        assert!(got.contains(&(7, "include=missing.fio", Severity::Error)), "{got:?}");
+        assert!(got.contains(&(8, "foo=1", Severity::Error)), "{got:?}");
+        let e = run("[a]\nsize=1g\nnumjobs=${IOSCOPE_SURELY_UNSET_VAR}\n").unwrap_err();
+        assert!(e.iter().any(|f| f.line == 3 && f.message.contains("IOSCOPE_SURELY_UNSET_VAR is not set")), "{e:?}");
+        assert!(run("size=1g\n[a]\n").unwrap_err()[0].message.contains("before any section"));
+    }
+
+    #[test]
+    fn a_conversion_ioscope_would_not_run_is_refused_at_the_fio_option() {
+        let e = run("[a]\nsize=1g\nioengine=io_uring\nbs=16m\niodepth=128\n").unwrap_err();
+        let bad: Vec<&Finding> = e.iter().filter(|f| f.severity == Severity::Error).collect();
+        assert_eq!(bad.len(), 1, "{e:?}");
+        assert_eq!((bad[0].line, bad[0].option.as_str(), bad[0].path.to_str()), (5, "iodepth=128", Some("job.fio")));
+        assert!(bad[0].message.contains("the converted iodepth 128 is not valid"), "{}", bad[0].message);
+    }
+
+    #[test]
+    fn run_wide_settings_must_agree_across_jobs_and_fio_defaults_count() {
+        // direct=0, iodepth=1 and psync are fio's defaults: the same as not saying them.
+        let t = run("[global]\nsize=1g\nruntime=5\n[a]\ndirect=0\niodepth=1\nioengine=psync\n[b]\nrw=write\n").unwrap();
+        assert!(t.toml.contains("engine = \"posix\"  # ioengine=psync, job.fio:7"), "{}", t.toml);
+        let e = run("[global]\nsize=1g\nruntime=5\n[a]\ndirect=1\n[b]\nrw=write\n").unwrap_err();
+        let bad: Vec<&Finding> = e.iter().filter(|f| f.severity == Severity::Error).collect();
+        assert_eq!(bad.len(), 1, "{e:?}");
+        assert_eq!((bad[0].line, bad[0].option.as_str()), (6, "[b] without direct=1"));
+        assert!(bad[0].message.contains("differs from direct=1 of [a] at job.fio:5"), "{}", bad[0].message);
+    }
+
+    #[test]
+    fn with_group_only_that_groups_sections_and_global_count() {
+        let text = "[global]\nsize=1g\nruntime=5\n[w]\nrw=write\n[r]\nstonewall\nrw=randread\nverify=md5\n";
+        let read = |_: &Path| Err(String::new());
+        let g1 = convert(Path::new("job.fio"), text, Some(1), &read).unwrap();
+        assert!(g1.toml.contains("rw = \"write\""), "{}", g1.toml);
+        let Err(FioError::Refused(e)) = convert(Path::new("job.fio"), text, Some(2), &read) else { panic!() };
+        assert!(e.iter().any(|f| f.line == 9 && f.severity == Severity::Error), "{e:?}");
+        assert!(run(text).is_err(), "without --group, the groups differ in access and verify is refused");
+    }
+
+    #[test]
+    fn mangled_job_files_are_reported_never_a_panic() {
+        let base = "[global]\nioengine=libaio\niodepth=8\ndirect=1\nsize=1g\nruntime=10\ntime_based\nrate=4m\n\
+                    directory=/d\nbssplit=4k/50:64k/\nbsrange=4k-16k\n[a]\nrw=randrw\nrwmixread=70\nnumjobs=2\n\
+                    rate_iops=100\nfilename=x:y\nnrfiles=3\nfilesize=1m\n[b]\nstonewall\nrw=write\nfsync=1\n\
+                    wait_for=a\nname=${HOME}\nramp_time=5s\ninclude inc.fio\n";
+        let alphabet: Vec<char> = "=[]${}:/,-;#\n0123456789kmgpb%xa \t".chars().collect();
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n.max(1) as u64) as usize
+        };
+        for _ in 0..1000 {
+            let mut t: Vec<char> = base.chars().collect();
+            for _ in 0..1 + next(6) {
+                let at = next(t.len() + 1);
+                match next(3) {
+                    0 => t.insert(at, alphabet[next(alphabet.len())]),
+                    1 if at < t.len() => _ = t.remove(at),
+                    _ => {
+                        let end = (at + next(20)).min(t.len());
+                        let piece: Vec<char> = t[at..end].to_vec();
+                        t.splice(at..at, piece);
+                    }
+                }
+            }
+            let text: String = t.into_iter().collect();
+            for group in [None, Some(1), Some(2)] {
+                let read = |_: &Path| Ok("bs=8k\n".to_string());
+                let _ = convert(Path::new("job.fio"), &text, group, &read);
+            }
+        }
+    }
+}
