@@ -254,6 +254,32 @@ fn resolve_flags<'a>(given: &'a [(String, String)], diags: &mut Vec<Diagnostic>)
     out
 }
 
+/// A file that is not TOML but reads like fio's ini format: a `.fio` name, or a `[global]`
+/// section, or several of fio's own options set without quotes (`ioengine=libaio`, `rw=randread`).
+fn looks_like_fio_job_file(path: &std::path::Path, text: &str) -> bool {
+    if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("fio")) {
+        return true;
+    }
+    let mut fio_options = 0;
+    for line in text.lines().take(1000).map(str::trim) {
+        if line.eq_ignore_ascii_case("[global]") {
+            return true;
+        }
+        let Some((key, value)) = line.split_once('=') else { continue };
+        let value = value.trim();
+        if ["ioengine", "rw", "readwrite", "numjobs", "iodepth", "runtime", "filename", "directory", "bs", "size"]
+            .contains(&key.trim())
+            && !value.is_empty()
+            && !value.starts_with(['"', '\'', '[', '{'])
+            && value.parse::<f64>().is_err()
+        {
+            fio_options += 1;
+        }
+    }
+    // One unquoted value is more likely a TOML slip than a fio file.
+    fio_options >= 2
+}
+
 /// Builds the Plan from defaults < file < flags (flags override the file). Returns every
 /// problem found, never just the first, in file order, then flag order.
 pub fn build_plan(file: Option<&SourceFile>, flags: &Flags) -> Result<Plan, Vec<Diagnostic>> {
@@ -280,7 +306,15 @@ pub fn build_plan(file: Option<&SourceFile>, flags: &Flags) -> Result<Plan, Vec<
             // toml_edit says "<what is wrong>, expected <alternatives>".
             let msg = e.message().trim();
             let (what, expected) = msg.split_once(", expected ").unwrap_or((msg, ""));
-            let diag = Diagnostic::in_file(&f.path, &f.text, span, "", what, expected, "");
+            let hint = if looks_like_fio_job_file(&f.path, &f.text) {
+                format!(
+                    "this looks like a fio job file: convert it with `ioscope import fio {} -o workload.toml`",
+                    f.path.display()
+                )
+            } else {
+                String::new()
+            };
+            let diag = Diagnostic::in_file(&f.path, &f.text, span, "", what, expected, &hint);
             ctx.diags.push(diag);
         }
         None => {}

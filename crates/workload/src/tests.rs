@@ -965,3 +965,19 @@ fn a_plans_target_is_parsed_once_and_kept_as_its_url_in_json() {
     let back: Plan = serde_json::from_value(json).unwrap();
     assert_eq!(back, p);
 }
+
+#[test]
+fn a_fio_job_file_given_as_a_workload_is_named_as_one_with_the_import_command() {
+    let fio = "; random reads\n[global]\nioengine=libaio\ndirect=1\n\n[job1]\nrw=randread\nbs=4k\n";
+    let d = one_error(fio);
+    assert!(d.to_string().contains("this looks like a fio job file"), "{d}");
+    assert!(d.to_string().contains("ioscope import fio job.toml -o workload.toml"), "{d}");
+    // Without [global], fio's own options set without quotes are enough.
+    let d = one_error("[seq]\nrw=read\nsize=1g\n");
+    assert!(d.to_string().contains("ioscope import fio"), "{d}");
+    // A TOML mistake in a workload file gets no such note.
+    let d = one_error("threads = 4\nbs = \"4k\ndir = \"/x\"\n");
+    assert!(!d.to_string().contains("fio"), "{d}");
+    let d = one_error("rw = randread\nthreads = 2\n");
+    assert!(!d.to_string().contains("fio"), "one unquoted value is a TOML slip: {d}");
+}
