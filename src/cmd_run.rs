@@ -87,7 +87,7 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> CmdResult {
     } else if !plan.engine.spec().caps.does_io {
         Vec::new()
     } else {
-        let (fs, dir) = ioscope_exec::storage(plan).map_err(|e| Failure::failed(anyhow::Error::msg(e)))?;
+        let (fs, dir) = ioscope_exec::storage(plan).map_err(Failure::failed)?;
         let mut layout = match workset::check(&*fs, &dir, plan) {
             Ok(mut l) => {
                 if created_dir {
@@ -175,10 +175,11 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> CmdResult {
         );
     }
     if plan.cleanup && (plan.dataset.is_some() || plan.engine.spec().caps.does_io) {
-        let removed = ioscope_exec::storage(plan).and_then(|(fs, dir)| match &plan.dataset {
-            Some(d) => dataset::cleanup(&*fs, &d.dir).map(|c| (c.files, c.bytes)).map_err(|e| e.to_string()),
-            None => workset::cleanup(&*fs, &dir).map(|c| (c.files as u64, c.bytes)).map_err(|e| e.to_string()),
-        });
+        let removed =
+            ioscope_exec::storage(plan).map_err(|e| e.to_string()).and_then(|(fs, dir)| match &plan.dataset {
+                Some(d) => dataset::cleanup(&*fs, &d.dir).map(|c| (c.files, c.bytes)).map_err(|e| e.to_string()),
+                None => workset::cleanup(&*fs, &dir).map(|c| (c.files as u64, c.bytes)).map_err(|e| e.to_string()),
+            });
         match removed {
             Ok((files, bytes)) if !output.quiet => {
                 eprintln!("cleanup: removed {files} file(s), {}", terminal::size(bytes))
@@ -279,7 +280,7 @@ fn prepare_dataset(
     show_progress: bool,
     created_dir: bool,
 ) -> Result<dataset::Layout, Failure> {
-    let (fs, _) = ioscope_exec::storage(plan).map_err(|e| Failure::failed(anyhow::Error::msg(e)))?;
+    let (fs, _) = ioscope_exec::storage(plan).map_err(Failure::failed)?;
     let reusable = match dataset::check(&*fs, d, plan.force) {
         Ok(r) => r,
         Err(

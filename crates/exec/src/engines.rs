@@ -30,15 +30,24 @@ pub(crate) fn with_engine<F: WithEngine>(plan: &Plan, f: F) -> F::Out {
     }
 }
 
+/// Why the file system a plan's files live on could not be reached.
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    #[error("{url}: {reason}")]
+    Mount { url: String, reason: String },
+}
+
 /// Where a plan's files live: the file system, and the working set's directory in it.
 /// An engine with a target: the target's file system (an NFS export, mounted here) and
 /// directory (`nfs://HOST/EXPORT/DIR`); otherwise the local file system and `dir`.
-pub fn storage(plan: &Plan) -> Result<(Box<dyn FileSystem>, PathBuf), String> {
+pub fn storage(plan: &Plan) -> Result<(Box<dyn FileSystem>, PathBuf), StorageError> {
     let Some(target) = &plan.target else {
         return Ok((Box::new(LocalFs), plan.dir.clone()));
     };
     let fs: Box<dyn FileSystem> = match &target.kind {
-        TargetKind::Nfs(t) => Box::new(NfsFs::mount(t).map_err(|e| format!("{}: {e}", target.url))?),
+        TargetKind::Nfs(t) => Box::new(
+            NfsFs::mount(t).map_err(|e| StorageError::Mount { url: target.url.clone(), reason: e.to_string() })?,
+        ),
     };
     Ok((fs, PathBuf::from(&target.root)))
 }

@@ -15,7 +15,7 @@ pub mod tree;
 pub mod workdir;
 pub mod worker;
 
-pub use engines::storage;
+pub use engines::{storage, StorageError};
 pub use prep::{dataset, workset};
 pub use run::{run, Outcome, Progress, RunConfig, RunError};
 

@@ -805,12 +805,12 @@ impl<'a> Ctx<'a> {
         };
         let expected = "a count of failed I/Os (like 1000), a share of the I/Os (like \"1%\" or \"0.1%\"), or \"off\"";
         let parsed = match raw {
-            Raw::Flag(t) => MaxErrors::parse(t).map_err(ValueError::Hint),
+            Raw::Flag(t) => MaxErrors::parse(t).map_err(|e| ValueError::Hint(e.to_string())),
             Raw::Toml(item) => match item.as_value() {
                 Some(Value::Integer(i)) => {
                     u64::try_from(*i.value()).map(MaxErrors::Count).map_err(|_| ValueError::Form)
                 }
-                Some(Value::String(s)) => MaxErrors::parse(s.value()).map_err(ValueError::Hint),
+                Some(Value::String(s)) => MaxErrors::parse(s.value()).map_err(|e| ValueError::Hint(e.to_string())),
                 _ => Err(ValueError::Form),
             },
         };

@@ -403,23 +403,35 @@ impl std::fmt::Display for MaxErrors {
     }
 }
 
+/// Why a `max_errors` value was refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum MaxErrorsError {
+    #[error("{0:?} is not a number")]
+    NotANumber(String),
+    #[error("{0} is not above 0% and at most 100%")]
+    ShareOutOfRange(String),
+    /// Neither a count, a share nor `off` (the expected form says the rest).
+    #[error("")]
+    Form,
+}
+
 impl MaxErrors {
     /// Parses `N` (a count of failed I/Os), `P%` (a share above 0 and at most 100,
     /// to 0.0001%) or `off`.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, MaxErrorsError> {
         let t = text.trim();
         if t.eq_ignore_ascii_case("off") {
             return Ok(MaxErrors::Off);
         }
         if let Some(p) = t.strip_suffix('%') {
-            let pct: f64 = p.trim().parse().map_err(|_| format!("{p:?} is not a number"))?;
+            let pct: f64 = p.trim().parse().map_err(|_| MaxErrorsError::NotANumber(p.to_string()))?;
             let ppm = (pct * 10_000.0).round();
             if !(1.0..=1_000_000.0).contains(&ppm) || !pct.is_finite() {
-                return Err(format!("{t} is not above 0% and at most 100%"));
+                return Err(MaxErrorsError::ShareOutOfRange(t.to_string()));
             }
             return Ok(MaxErrors::SharePpm(ppm as u32));
         }
-        t.parse::<u64>().map(MaxErrors::Count).map_err(|_| String::new())
+        t.parse::<u64>().map(MaxErrors::Count).map_err(|_| MaxErrorsError::Form)
     }
 }
 
