@@ -153,12 +153,9 @@ impl Api {
         match parts.as_slice() {
             ["runs"] => Answer::ok(self.run_list()),
             ["runs", id, rest @ ..] => {
-                let Some(run) = self.runs.iter().find(|r| r.id == *id) else {
-                    let ids = match self.runs.len() {
-                        0 => "no runs are served".to_string(),
-                        n => format!("expected a run id from 0 to {}", n - 1),
-                    };
-                    return Answer::error(404, format!("no run {} ({ids})", query::echo(id)));
+                let run = match self.find(id) {
+                    Ok(run) => run,
+                    Err(e) => return Answer::error(404, e),
                 };
                 let results = match run.results_or_starting() {
                     Ok(Some(r)) => r,
@@ -186,18 +183,24 @@ impl Api {
     }
 
     fn run_list(&self) -> Value {
-        let runs: Vec<Value> = self
-            .runs
-            .iter()
-            .map(|run| match run.results_or_starting() {
-                Ok(Some(r)) => run_entry(run, &r),
-                Ok(None) => json!({"id": run.id, "name": run.name(), "path": run.path,
-                    "status": Status::Running.as_str(), "live": true, "started_unix_ms": null,
-                    "first_second": null, "last_second": null}),
-                Err(e) => json!({"id": run.id, "name": run.name(), "path": run.path, "error": e}),
-            })
-            .collect();
+        let runs: Vec<Value> = self.runs.iter().map(list_entry).collect();
         json!({"api_version": API_VERSION, "runs": runs})
+    }
+
+    /// The run served as `id`, or why there is none.
+    pub fn find(&self, id: &str) -> Result<&RunSource, String> {
+        self.runs.iter().find(|r| r.id == id).ok_or_else(|| {
+            let ids = match self.runs.len() {
+                0 => "no runs are served".to_string(),
+                n => format!("expected a run id from 0 to {}", n - 1),
+            };
+            format!("no run {} ({ids})", query::echo(id))
+        })
+    }
+
+    /// Run `id`'s entry in `GET /api/v1/runs`, None when there is no such run.
+    pub fn entry(&self, id: &str) -> Option<Value> {
+        self.find(id).ok().map(list_entry)
     }
 }
 
@@ -206,6 +209,17 @@ fn checked<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>, results: &Re
     let q = Query::parse(pairs)?;
     query::check_range(results, &q)?;
     Ok(q)
+}
+
+/// A run's entry in `GET /api/v1/runs`.
+fn list_entry(run: &RunSource) -> Value {
+    match run.results_or_starting() {
+        Ok(Some(r)) => run_entry(run, &r),
+        Ok(None) => json!({"id": run.id, "name": run.name(), "path": run.path,
+            "status": Status::Running.as_str(), "live": true, "started_unix_ms": null,
+            "first_second": null, "last_second": null}),
+        Err(e) => json!({"id": run.id, "name": run.name(), "path": run.path, "error": e}),
+    }
 }
 
 fn run_entry(run: &RunSource, r: &Results) -> Value {

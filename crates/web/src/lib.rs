@@ -6,11 +6,13 @@ pub mod access;
 pub mod api;
 pub mod assets;
 mod busy;
+mod events;
 pub mod plot;
 pub mod query;
 pub mod report;
 pub mod request;
 pub mod server;
+pub mod tls;
 
 pub use api::Api;
 pub use server::Server;
@@ -19,3 +21,5 @@ pub use server::Server;
 mod tests;
 #[cfg(test)]
 mod tests_hostile;
+#[cfg(test)]
+mod tests_http;

@@ -294,7 +294,7 @@ fn get(port: u16, target: &str, cookie: Option<&str>) -> (u16, String) {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     let cookie = cookie.map(|c| format!("Cookie: {c}\r\n")).unwrap_or_default();
-    write!(s, "GET {target} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{cookie}\r\n").unwrap();
+    write!(s, "GET {target} HTTP/1.1\r\nConnection: close\r\nHost: 127.0.0.1:{port}\r\n{cookie}\r\n").unwrap();
     let mut out = String::new();
     s.read_to_string(&mut out).unwrap();
     (out[9..12].parse().unwrap(), out)
