@@ -42,6 +42,7 @@ pub fn demo(args: DemoArgs) -> u8 {
         quiet: false,
         ui: false,
         listen: crate::cli::DEFAULT_LISTEN.parse().expect("default address"),
+        tls: Default::default(),
     };
     let code = crate::cmd_run::execute(&plan, &output);
     drop(work); // removes the working set

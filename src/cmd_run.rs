@@ -79,7 +79,7 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> u8 {
     }
     // The UI's address is taken before any I/O: a busy or unusable --listen is found now.
     let server = if output.ui {
-        match crate::cmd_ui::start_for_run(&out, output.listen) {
+        match crate::cmd_ui::start_for_run(&out, output.listen, output.tls.files()) {
             Ok(s) => Some(s),
             Err(_) => return exit::INVALID_INPUT,
         }

@@ -3,24 +3,32 @@
 
 use crate::cli::PlotArgs;
 use crate::exit;
+use ioscope_web::server::{Options, StartError};
+use ioscope_web::tls::TlsFiles;
 use ioscope_web::{query::Query, Api, Server};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 /// Starts the UI server for `files` and prints where to open it.
-pub fn start(files: &[PathBuf], listen: SocketAddr) -> Result<Server, u8> {
-    serve(Api::new(files), listen)
+pub fn start(files: &[PathBuf], listen: SocketAddr, tls: Option<TlsFiles>) -> Result<Server, u8> {
+    serve(Api::new(files), listen, tls)
 }
 
 /// Starts the UI server for the run about to be written to `out` (`run --ui`).
-pub fn start_for_run(out: &Path, listen: SocketAddr) -> Result<Server, u8> {
-    serve(Api::for_new_run(out), listen)
+pub fn start_for_run(out: &Path, listen: SocketAddr, tls: Option<TlsFiles>) -> Result<Server, u8> {
+    serve(Api::for_new_run(out), listen, tls)
 }
 
-fn serve(api: Api, listen: SocketAddr) -> Result<Server, u8> {
-    let server = Server::start(listen, api).map_err(|e| {
-        eprintln!("error: {e} (choose another address with --listen 127.0.0.1:PORT)");
-        exit::RUN_FAILED
+fn serve(api: Api, listen: SocketAddr, tls: Option<TlsFiles>) -> Result<Server, u8> {
+    let server = Server::start_opts(listen, api, Options { tls, ..Options::default() }).map_err(|e| match e {
+        StartError::Tls(e) => {
+            eprintln!("error: {e}");
+            exit::INVALID_INPUT
+        }
+        e => {
+            eprintln!("error: {e} (choose another address with --listen 127.0.0.1:PORT)");
+            exit::RUN_FAILED
+        }
     })?;
     let urls = server.urls();
     eprintln!("Analytics UI: {}", urls[0]);
@@ -30,20 +38,26 @@ fn serve(api: Api, listen: SocketAddr) -> Result<Server, u8> {
             eprintln!("  also at: {}", urls[1..].join("  "));
         }
     }
-    if server.token.is_some() {
-        eprintln!("  (listening beyond loopback: every request needs this token; traffic is not encrypted)");
+    match (server.token.is_some(), server.tls) {
+        (true, false) => {
+            eprintln!("  (listening beyond loopback: every request needs this token; traffic is not encrypted)")
+        }
+        (true, true) => {
+            eprintln!("  (listening beyond loopback: every request needs this token; traffic is encrypted)")
+        }
+        _ => {}
     }
     Ok(server)
 }
 
-pub fn ui(files: &[PathBuf], listen: SocketAddr) -> u8 {
+pub fn ui(files: &[PathBuf], listen: SocketAddr, tls: Option<TlsFiles>) -> u8 {
     for f in files {
         if let Err(e) = ioscope_store::open(f) {
             eprintln!("error: {e}");
             return exit::INVALID_INPUT;
         }
     }
-    match start(files, listen) {
+    match start(files, listen, tls) {
         Ok(server) => {
             eprintln!("  serving {} run(s); Ctrl-C to stop", files.len());
             server.wait();

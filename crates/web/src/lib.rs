@@ -12,6 +12,7 @@ pub mod query;
 pub mod report;
 pub mod request;
 pub mod server;
+mod stall;
 pub mod tls;
 
 pub use api::Api;

@@ -10,7 +10,7 @@
 //! threads that measure a run never see tokio. Answers are gzip-compressed when the client
 //! accepts it. At most [`Limits::max_connections`] connections are served at once; more
 //! are answered 503 and closed ([`crate::busy`]). Request heads are read with size and
-//! time limits ([`crate::request`]). A panic while answering is caught and answered 500;
+//! time limits ([`crate::request`]), answers written with a stall limit ([`crate::stall`]). A panic while answering is caught and answered 500;
 //! the server, and a run it serves, go on.
 
 use crate::access;
@@ -20,6 +20,7 @@ use crate::busy::Refuser;
 use crate::events;
 use crate::query::echo;
 use crate::request;
+use crate::stall::WriteDeadline;
 use crate::tls::{self, TlsFiles};
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -241,7 +242,8 @@ where
         .keep_alive(true)
         // As HTTP/1.1 clients have always seen them from ioscope (Content-Length, Set-Cookie).
         .title_case_headers(true);
-    let _ = http.serve_connection(TokioIo::new(io), TowerToHyperService::new(app)).await;
+    let io = TokioIo::new(WriteDeadline::new(io));
+    let _ = http.serve_connection(io, TowerToHyperService::new(app)).await;
 }
 
 fn router(shared: Arc<Shared>) -> Router {
