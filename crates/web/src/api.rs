@@ -171,7 +171,10 @@ impl Api {
                         Ok(q) => Answer::ok(query::series(&results, &q)),
                         Err(e) => Answer::error(400, e),
                     },
-                    ["heatmap"] => match checked(pairs, &results).and_then(|q| query::heatmap_json(&results, &q)) {
+                    ["heatmap"] => match checked(pairs, &results).and_then(|q| match encoding(&params)? {
+                        Encoding::Json => query::heatmap_json(&results, &q),
+                        Encoding::Packed => crate::packed::heatmap_packed(&results, &q),
+                    }) {
                         Ok(text) => Answer { status: 200, body: text },
                         Err(e) => Answer::error(400, e),
                     },
@@ -201,6 +204,24 @@ impl Api {
     /// Run `id`'s entry in `GET /api/v1/runs`, None when there is no such run.
     pub fn entry(&self, id: &str) -> Option<Value> {
         self.find(id).ok().map(list_entry)
+    }
+}
+
+/// How a heat map's cells are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Encoding {
+    /// Nested arrays of numbers (the default).
+    Json,
+    /// Base64 varint strings ([`crate::packed`]).
+    Packed,
+}
+
+/// The `encoding` parameter of a heat-map query.
+fn encoding(params: &[(String, String)]) -> Result<Encoding, String> {
+    match params.iter().rev().find(|(k, _)| k == "encoding").map(|(_, v)| v.as_str()) {
+        None | Some("" | "json") => Ok(Encoding::Json),
+        Some("packed") => Ok(Encoding::Packed),
+        Some(other) => Err(format!("encoding={}: expected json or packed", query::echo(other))),
     }
 }
 
@@ -305,7 +326,8 @@ pub fn encode_component(s: &str) -> String {
     out
 }
 
-/// The path of a series or heat-map query, exactly as the UI writes it (report keys).
+/// The path of a series or heat-map query, exactly as the UI writes it (report keys); the
+/// UI asks for heat maps in the packed encoding.
 pub fn query_path(run_id: &str, kind: &str, stat: &str, by: Option<&str>, filter: &str) -> String {
     let mut p = format!("/api/v1/runs/{run_id}/{kind}?stat={}", encode_component(stat));
     if let Some(by) = by {
@@ -313,6 +335,9 @@ pub fn query_path(run_id: &str, kind: &str, stat: &str, by: Option<&str>, filter
     }
     if !filter.is_empty() {
         p.push_str(&format!("&where={}", encode_component(filter)));
+    }
+    if kind == "heatmap" {
+        p.push_str("&encoding=packed");
     }
     p
 }

@@ -7,6 +7,7 @@ pub mod api;
 pub mod assets;
 mod busy;
 mod events;
+pub mod packed;
 pub mod plot;
 pub mod query;
 pub mod report;
@@ -20,6 +21,8 @@ pub use server::Server;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_fixtures;
 #[cfg(test)]
 mod tests_hostile;
 #[cfg(test)]

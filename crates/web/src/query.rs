@@ -753,3 +753,10 @@ pub fn stat_list(r: &Results) -> Value {
         .collect();
     Value::Array(list)
 }
+
+/// The fields of a `/heatmap` answer before its series (shared by its encodings).
+pub fn heatmap_head(results: &Results, q: &Query) -> serde_json::Map<String, Value> {
+    let mut out = header(q, &Range::of(results, q));
+    out.insert("relative_error".into(), json!(RELATIVE_ERROR));
+    out
+}

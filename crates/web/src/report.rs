@@ -35,7 +35,8 @@ pub fn render(results_path: &Path) -> Result<String, String> {
             }
             responses.push((query_path(&run.id, "series", stat.name, by, ""), query::series(&results, &q).to_string()));
             if stat.kind == Kind::Distribution && HEATMAP_BREAKDOWNS.contains(&by) {
-                responses.push((query_path(&run.id, "heatmap", stat.name, by, ""), query::heatmap_json(&results, &q)?));
+                let packed = crate::packed::heatmap_packed(&results, &q)?;
+                responses.push((query_path(&run.id, "heatmap", stat.name, by, ""), packed));
             }
         }
     }

@@ -258,7 +258,7 @@ fn the_api_routes_answers_and_refuses_with_reasons() {
 fn query_paths_match_the_uis_encoding() {
     assert_eq!(
         query_path("0", "heatmap", "latency", Some("op"), "op:write;host:my host"),
-        "/api/v1/runs/0/heatmap?stat=latency&by=op&where=op:write;host:my%20host"
+        "/api/v1/runs/0/heatmap?stat=latency&by=op&where=op:write;host:my%20host&encoding=packed"
     );
     let decoded = parse_query("where=op:write;host:my%20host&stat=ops");
     assert_eq!(decoded[0], ("where".to_string(), "op:write;host:my host".to_string()));
@@ -272,7 +272,7 @@ fn the_report_embeds_its_data_and_needs_no_server() {
     assert!(html.contains("window.IOSCOPE_EMBEDDED = {"));
     assert!(!html.contains("src=\"/assets/") && !html.contains("href=\"/assets/"), "no server paths left");
     assert!(!html.contains("type=\"module\""), "module scripts do not load from file://");
-    for key in ["/api/v1/runs/0/series?stat=ops&by=op", "/api/v1/runs/0/heatmap?stat=latency&by=op"] {
+    for key in ["/api/v1/runs/0/series?stat=ops&by=op", "/api/v1/runs/0/heatmap?stat=latency&by=op&encoding=packed"] {
         assert!(html.contains(&format!("\"{key}\"")), "{key} not embedded");
     }
 }
