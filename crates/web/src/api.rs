@@ -2,7 +2,8 @@
 //! again when it changes on disk, so a run still being written is served live.
 
 use crate::query::{self, Query};
-use ioscope_store::{Results, Status};
+use ioscope_store::{ProbeRow, Results, Status, StepRow, StoreError};
+use serde::Serialize;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -18,8 +19,11 @@ pub struct Answer {
 }
 
 impl Answer {
-    fn ok(body: Value) -> Self {
-        Answer { status: 200, body: body.to_string() }
+    fn ok(body: &impl Serialize) -> Self {
+        match serde_json::to_string(body) {
+            Ok(text) => Answer { status: 200, body: text },
+            Err(e) => Answer::error(500, format!("cannot write the answer: {e}")),
+        }
     }
     fn error(status: u16, message: impl Into<String>) -> Self {
         Answer { status, body: json!({ "error": message.into() }).to_string() }
@@ -70,7 +74,7 @@ impl RunSource {
     /// The file's contents, or None while this is a new run's file that has never been read
     /// (it is being created). Decided under the cache's lock: another request that reads
     /// the file first cannot turn this one's "starting" into an error.
-    fn results_or_starting(&self) -> Result<Option<Arc<Results>>, String> {
+    fn results_or_starting(&self) -> Result<Option<Arc<Results>>, StoreError> {
         {
             let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
             if self.new_run && cache.is_none() {
@@ -87,7 +91,7 @@ impl RunSource {
 
     /// The file's contents, read again only when the file changed since the last read;
     /// then only the newest seconds are read (a run being written grows at the end).
-    pub fn results(&self) -> Result<Arc<Results>, String> {
+    pub fn results(&self) -> Result<Arc<Results>, StoreError> {
         let now = stamp(&self.path);
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         match cache.as_mut() {
@@ -95,14 +99,14 @@ impl RunSource {
             Some(l) => {
                 // Refreshed in place unless a request still holds the previous version.
                 match Arc::get_mut(&mut l.results) {
-                    Some(r) => ioscope_store::refresh(r).map_err(|e| e.to_string())?,
-                    None => l.results = Arc::new(ioscope_store::open(&self.path).map_err(|e| e.to_string())?),
+                    Some(r) => ioscope_store::refresh(r)?,
+                    None => l.results = Arc::new(ioscope_store::open(&self.path)?),
                 }
                 l.stamp = now;
                 Ok(Arc::clone(&l.results))
             }
             None => {
-                let results = Arc::new(ioscope_store::open(&self.path).map_err(|e| e.to_string())?);
+                let results = Arc::new(ioscope_store::open(&self.path)?);
                 *cache = Some(Loaded { stamp: now, results: Arc::clone(&results) });
                 Ok(results)
             }
@@ -151,7 +155,7 @@ impl Api {
         let pairs = params.iter().map(|(k, v)| (k.as_str(), v.as_str()));
         let parts: Vec<&str> = path.trim_start_matches("/api/v1").split('/').filter(|p| !p.is_empty()).collect();
         match parts.as_slice() {
-            ["runs"] => Answer::ok(self.run_list()),
+            ["runs"] => Answer::ok(&self.run_list()),
             ["runs", id, rest @ ..] => {
                 let run = match self.find(id) {
                     Ok(run) => run,
@@ -163,12 +167,12 @@ impl Api {
                         let why = format!("run {id} is starting and has stored nothing yet; try again in a second");
                         return Answer::error(404, why);
                     }
-                    Err(e) => return Answer::error(500, e),
+                    Err(e) => return Answer::error(500, e.to_string()),
                 };
                 match rest {
-                    [] => Answer::ok(run_detail(run, &results)),
+                    [] => Answer::ok(&run_detail(run, &results)),
                     ["series"] => match checked(pairs, &results) {
-                        Ok(q) => Answer::ok(query::series(&results, &q)),
+                        Ok(q) => Answer::ok(&query::series(&results, &q)),
                         Err(e) => Answer::error(400, e),
                     },
                     ["heatmap"] => match checked(pairs, &results).and_then(|q| match encoding(&params)? {
@@ -185,9 +189,8 @@ impl Api {
         }
     }
 
-    fn run_list(&self) -> Value {
-        let runs: Vec<Value> = self.runs.iter().map(list_entry).collect();
-        json!({"api_version": API_VERSION, "runs": runs})
+    fn run_list(&self) -> RunList {
+        RunList { api_version: API_VERSION, runs: self.runs.iter().map(list_entry).collect() }
     }
 
     /// The run served as `id`, or why there is none.
@@ -202,7 +205,7 @@ impl Api {
     }
 
     /// Run `id`'s entry in `GET /api/v1/runs`, None when there is no such run.
-    pub fn entry(&self, id: &str) -> Option<Value> {
+    pub fn entry(&self, id: &str) -> Option<ListEntry> {
         self.find(id).ok().map(list_entry)
     }
 }
@@ -232,49 +235,112 @@ fn checked<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>, results: &Re
     Ok(q)
 }
 
-/// A run's entry in `GET /api/v1/runs`.
-fn list_entry(run: &RunSource) -> Value {
-    match run.results_or_starting() {
-        Ok(Some(r)) => run_entry(run, &r),
-        Ok(None) => json!({"id": run.id, "name": run.name(), "path": run.path,
-            "status": Status::Running.as_str(), "live": true, "started_unix_ms": null,
-            "first_second": null, "last_second": null}),
-        Err(e) => json!({"id": run.id, "name": run.name(), "path": run.path, "error": e}),
+/// `GET /api/v1/runs`.
+#[derive(Serialize, Debug)]
+pub struct RunList {
+    pub api_version: u32,
+    pub runs: Vec<ListEntry>,
+}
+
+/// A run in `GET /api/v1/runs`: its entry, or why its file cannot be read.
+#[derive(Serialize, Debug)]
+#[serde(untagged)]
+pub enum ListEntry {
+    Run(RunEntry),
+    Unreadable { id: String, name: String, path: PathBuf, error: String },
+}
+
+impl ListEntry {
+    /// Whether the run is still being written (an unreadable one is not followed).
+    pub fn live(&self) -> bool {
+        matches!(self, ListEntry::Run(r) if r.live)
     }
 }
 
-fn run_entry(run: &RunSource, r: &Results) -> Value {
-    let range = query::second_range(r);
-    json!({
-        "id": run.id,
-        "name": run.name(),
-        "path": run.path,
-        "status": r.run.status.as_str(),
-        "live": r.run.status == Status::Running,
-        "started_unix_ms": r.run.info.started_unix_ms,
-        "first_second": range.map(|x| x.0),
-        "last_second": range.map(|x| x.1),
-    })
+/// A run's identity and progress (the entry of the list, the start of its detail).
+#[derive(Serialize, Debug, Clone)]
+pub struct RunEntry {
+    pub id: String,
+    pub name: String,
+    pub path: PathBuf,
+    pub status: &'static str,
+    pub live: bool,
+    pub started_unix_ms: Option<i64>,
+    pub first_second: Option<u32>,
+    pub last_second: Option<u32>,
 }
 
 /// `GET /api/v1/runs/{id}`.
-pub fn run_detail(run: &RunSource, r: &Results) -> Value {
-    let mut v = run_entry(run, r);
-    let summary = ioscope_report::summarize(r, &run.path);
-    let plan: Value = serde_json::from_str(&r.run.info.plan_json).unwrap_or(Value::Null);
-    let m = v.as_object_mut().expect("run entry is an object");
-    m.insert("summary".into(), serde_json::to_value(summary).unwrap_or(Value::Null));
-    m.insert(
-        "hosts".into(),
-        Value::Array(r.hosts.iter().map(|(name, config)| json!({"name": name, "config": config})).collect()),
-    );
-    m.insert("plan".into(), plan);
-    m.insert("workload_toml".into(), json!(r.run.info.workload_toml));
-    m.insert("steps".into(), serde_json::to_value(&r.steps).unwrap_or(Value::Null));
-    m.insert("probes".into(), serde_json::to_value(&r.probes).unwrap_or(Value::Null));
-    m.insert("stats".into(), query::stat_list(r));
-    m.insert("dimensions".into(), query::dimension_values(r));
-    v
+#[derive(Serialize, Debug)]
+pub struct RunDetail<'a> {
+    #[serde(flatten)]
+    pub entry: RunEntry,
+    pub summary: ioscope_report::Summary,
+    pub hosts: Vec<HostEntry<'a>>,
+    /// The validated plan as stored (`ioscope_workload::Plan` as JSON).
+    pub plan: Value,
+    pub workload_toml: &'a str,
+    pub steps: &'a [StepRow],
+    pub probes: &'a [ProbeRow],
+    /// The statistics the run has, with units and dimensions (query.rs).
+    pub stats: Value,
+    /// Every value each dimension takes (query.rs).
+    pub dimensions: Value,
+}
+
+/// A host of the run and its system configuration.
+#[derive(Serialize, Debug)]
+pub struct HostEntry<'a> {
+    pub name: &'a str,
+    pub config: &'a Value,
+}
+
+fn list_entry(run: &RunSource) -> ListEntry {
+    match run.results_or_starting() {
+        Ok(Some(r)) => ListEntry::Run(run_entry(run, &r)),
+        Ok(None) => ListEntry::Run(RunEntry {
+            id: run.id.clone(),
+            name: run.name(),
+            path: run.path.clone(),
+            status: Status::Running.as_str(),
+            live: true,
+            started_unix_ms: None,
+            first_second: None,
+            last_second: None,
+        }),
+        Err(e) => {
+            ListEntry::Unreadable { id: run.id.clone(), name: run.name(), path: run.path.clone(), error: e.to_string() }
+        }
+    }
+}
+
+fn run_entry(run: &RunSource, r: &Results) -> RunEntry {
+    let range = query::second_range(r);
+    RunEntry {
+        id: run.id.clone(),
+        name: run.name(),
+        path: run.path.clone(),
+        status: r.run.status.as_str(),
+        live: r.run.status == Status::Running,
+        started_unix_ms: Some(r.run.info.started_unix_ms),
+        first_second: range.map(|x| x.0),
+        last_second: range.map(|x| x.1),
+    }
+}
+
+/// `GET /api/v1/runs/{id}`.
+pub fn run_detail<'a>(run: &RunSource, r: &'a Results) -> RunDetail<'a> {
+    RunDetail {
+        entry: run_entry(run, r),
+        summary: ioscope_report::summarize(r, &run.path),
+        hosts: r.hosts.iter().map(|(name, config)| HostEntry { name, config }).collect(),
+        plan: serde_json::from_str(&r.run.info.plan_json).unwrap_or(Value::Null),
+        workload_toml: &r.run.info.workload_toml,
+        steps: &r.steps,
+        probes: &r.probes,
+        stats: query::stat_list(r),
+        dimensions: query::dimension_values(r),
+    }
 }
 
 /// Splits and percent-decodes `a=1&b=x%3Ay`.

@@ -38,9 +38,9 @@ pub(crate) async fn stream(State(shared): State<Arc<Shared>>, Path(id): Path<Str
             // Reading the file is blocking work: it goes to the blocking pool.
             let entry = tokio::task::spawn_blocking(move || shared.api.entry(&id)).await.ok().flatten();
             if let Some(entry) = entry {
-                let text = entry.to_string();
+                let text = serde_json::to_string(&entry).unwrap_or_default();
                 if f.last.as_deref() != Some(text.as_str()) {
-                    f.ended = entry["live"] != true;
+                    f.ended = !entry.live();
                     f.last = Some(text.clone());
                     return Some((Ok::<_, Infallible>(Event::default().data(text)), f));
                 }
