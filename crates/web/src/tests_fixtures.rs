@@ -61,3 +61,78 @@ fn redact_paths(v: &mut serde_json::Value) {
         _ => {}
     }
 }
+
+/// The hand-written fixtures (ui-tests/fixtures/*.json, shaped for the UI's unit tests:
+/// gaps, steps, warm-up, odd buckets) and the API answers they stand for.
+const HAND_WRITTEN: &[(&str, &str, &str)] = &[
+    ("runs.json", "/api/v1/runs", ""),
+    ("run-0.json", "/api/v1/runs/0", ""),
+    ("series-ops-by-op.json", "/api/v1/runs/0/series", "stat=ops&by=op"),
+    ("series-latency-by-op.json", "/api/v1/runs/0/series", "stat=latency&by=op"),
+    ("series-probe.json", "/api/v1/runs/0/series", "stat=probe"),
+    ("heatmap-latency-by-op.json", "/api/v1/runs/0/heatmap", "stat=latency&by=op"),
+    ("heatmap-offset.json", "/api/v1/runs/0/heatmap", "stat=offset"),
+];
+
+#[test]
+fn hand_written_ui_fixtures_have_the_shape_of_the_api_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let api = Api::new(&[write_results(dir.path())]);
+    let fixtures = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../ui-tests/fixtures");
+    for (file, path, query) in HAND_WRITTEN {
+        let text = std::fs::read_to_string(fixtures.join(file)).unwrap();
+        let fixture: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let answer = api.get(path, query).json();
+        let mut wrong = Vec::new();
+        same_shape(&fixture, &answer, file, &mut wrong);
+        assert!(wrong.is_empty(), "ui-tests/fixtures/{file} has drifted from what {path}?{query} answers: {wrong:#?}");
+    }
+}
+
+/// Collects where `fixture` differs in shape from `answer`: a field missing on either side,
+/// or a different JSON type (null matches anything: optional fields). An array's elements
+/// are each compared with the answer's first.
+fn same_shape(fixture: &serde_json::Value, answer: &serde_json::Value, at: &str, wrong: &mut Vec<String>) {
+    use serde_json::Value::*;
+    // Free-form by design: a host's configuration, the stored plan, per-host system maps.
+    let general: std::string::String = at.split('[').map(|p| p.split_once(']').map_or(p, |x| x.1)).collect();
+    if ["hosts.config", ".plan", "summary.system", "summary.by_host"].iter().any(|f| general.ends_with(f)) {
+        return;
+    }
+    match (fixture, answer) {
+        (Null, _) | (_, Null) => {}
+        (Object(f), Object(a)) => {
+            for k in f.keys().filter(|k| !a.contains_key(*k)) {
+                wrong.push(format!("{at}.{k}: in the fixture, not in the answer"));
+            }
+            for k in a.keys().filter(|k| !f.contains_key(*k)) {
+                wrong.push(format!("{at}.{k}: in the answer, not in the fixture"));
+            }
+            for (k, v) in f {
+                if let Some(w) = a.get(k) {
+                    same_shape(v, w, &format!("{at}.{k}"), wrong);
+                }
+            }
+        }
+        (Array(f), Array(a)) => {
+            if let Some(first) = a.first() {
+                for (i, v) in f.iter().enumerate() {
+                    same_shape(v, first, &format!("{at}[{i}]"), wrong);
+                }
+            }
+        }
+        (Number(_), Number(_)) | (String(_), String(_)) | (Bool(_), Bool(_)) => {}
+        (f, a) => wrong.push(format!("{at}: {} in the fixture, {} in the answer", kind(f), kind(a))),
+    }
+}
+
+fn kind(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
