@@ -5,6 +5,7 @@ use crate::query::{self, Query};
 use ioscope_store::{ProbeRow, Results, Status, StepRow, StoreError};
 use serde::Serialize;
 use serde_json::{json, Value};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
@@ -59,11 +60,31 @@ pub struct RunSource {
     /// read it is served as a live run with nothing stored yet, not as an error.
     new_run: bool,
     cache: Mutex<Option<Loaded>>,
+    /// Answers (200 only) for the file as it is now: a finished run's detail and heat maps
+    /// are computed once, not on every page load.
+    answers: Mutex<Answers>,
 }
+
+/// Answers by `path?query`, for one version of the file (its stamp), at most
+/// [`ANSWER_CACHE_BYTES`] in all.
+#[derive(Default)]
+struct Answers {
+    stamp: Option<Stamp>,
+    bytes: usize,
+    by_request: HashMap<String, String>,
+}
+
+const ANSWER_CACHE_BYTES: usize = 256 << 20;
 
 impl RunSource {
     pub fn new(id: usize, path: &Path) -> Self {
-        RunSource { id: id.to_string(), path: path.to_path_buf(), new_run: false, cache: Mutex::new(None) }
+        RunSource {
+            id: id.to_string(),
+            path: path.to_path_buf(),
+            new_run: false,
+            cache: Mutex::new(None),
+            answers: Mutex::new(Answers::default()),
+        }
     }
 
     /// A new run's file, not created yet.
@@ -111,6 +132,30 @@ impl RunSource {
                 Ok(results)
             }
         }
+    }
+
+    /// The answer to `request` for the file version `now`, if it was computed already.
+    fn cached(&self, now: &Stamp, request: &str) -> Option<String> {
+        let answers = self.answers.lock().unwrap_or_else(|e| e.into_inner());
+        if answers.stamp.as_ref() != Some(now) {
+            return None;
+        }
+        answers.by_request.get(request).cloned()
+    }
+
+    /// Keeps an answer computed for the file version `now` (or newer: the file may have
+    /// changed since `now` was taken, and a newer answer under an older stamp is only
+    /// replaced sooner).
+    fn remember(&self, now: Stamp, request: String, body: &str) {
+        let mut answers = self.answers.lock().unwrap_or_else(|e| e.into_inner());
+        if answers.stamp.as_ref() != Some(&now) {
+            *answers = Answers { stamp: Some(now), ..Answers::default() };
+        }
+        if answers.bytes.saturating_add(body.len()) > ANSWER_CACHE_BYTES {
+            return;
+        }
+        answers.bytes += body.len();
+        answers.by_request.insert(request, body.to_string());
     }
 
     pub fn name(&self) -> String {
@@ -161,6 +206,12 @@ impl Api {
                     Ok(run) => run,
                     Err(e) => return Answer::error(404, e),
                 };
+                // Taken before the file is read: an answer is never kept under a newer stamp.
+                let now = stamp(&run.path);
+                let request = format!("{path}?{query}");
+                if let Some(body) = run.cached(&now, &request) {
+                    return Answer { status: 200, body };
+                }
                 let results = match run.results_or_starting() {
                     Ok(Some(r)) => r,
                     Ok(None) => {
@@ -169,7 +220,7 @@ impl Api {
                     }
                     Err(e) => return Answer::error(500, e.to_string()),
                 };
-                match rest {
+                let answer = match rest {
                     [] => Answer::ok(&run_detail(run, &results)),
                     ["series"] => match checked(pairs, &results) {
                         Ok(q) => Answer::ok(&query::series(&results, &q)),
@@ -183,7 +234,11 @@ impl Api {
                         Err(e) => Answer::error(400, e),
                     },
                     _ => Answer::error(404, format!("no such path {} (see docs/api.md)", query::echo(path))),
+                };
+                if answer.status == 200 {
+                    run.remember(now, request, &answer.body);
                 }
+                answer
             }
             _ => Answer::error(404, format!("no such path {} (see docs/api.md)", query::echo(path))),
         }
@@ -406,4 +461,30 @@ pub fn query_path(run_id: &str, kind: &str, stat: &str, by: Option<&str>, filter
         p.push_str("&encoding=packed");
     }
     p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_is_kept_for_the_file_version_it_was_computed_for_and_no_longer() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = crate::tests::write_results(dir.path());
+        let api = Api::new(std::slice::from_ref(&path));
+        let first = api.get("/api/v1/runs/0/heatmap", "stat=latency");
+        assert_eq!(first.status, 200);
+        let run = &api.runs[0];
+        let request = "/api/v1/runs/0/heatmap?stat=latency".to_string();
+        // Mark the kept answer: while the file is unchanged, it is what is answered.
+        run.remember(stamp(&path), request.clone(), "kept");
+        assert_eq!(api.get("/api/v1/runs/0/heatmap", "stat=latency").body, "kept");
+        // The file changes: the answer is computed again from it.
+        let later = std::time::SystemTime::now() + std::time::Duration::from_secs(5);
+        std::fs::File::options().write(true).open(&path).unwrap().set_modified(later).unwrap();
+        assert_eq!(api.get("/api/v1/runs/0/heatmap", "stat=latency").body, first.body);
+        // Errors are not kept.
+        assert_eq!(api.get("/api/v1/runs/0/heatmap", "stat=nope").status, 400);
+        assert!(run.cached(&stamp(&path), "/api/v1/runs/0/heatmap?stat=nope").is_none());
+    }
 }
