@@ -86,7 +86,7 @@ const plainBytes = async (url) => (await (await fetch(url, { headers: { 'Accept-
   const run = runs.runs[0];
   const seconds = run.last_second - run.first_second + 1;
   const encodings = ['json', 'packed'];
-  const res = Object.fromEntries(encodings.map((e) => [e, { plain: 0, wire: 0, apiMs: [], paintMs: [], draws: [] }]));
+  const res = Object.fromEntries(encodings.map((e) => [e, { plain: 0, wire: 0, apiMs: [], paintMs: [], heatMs: [], afterMs: [], draws: [] }]));
   let first = null;
   for (const e of encodings) res[e].plain = await plainBytes(`${server.url}api/v1/runs/0/heatmap?stat=latency&encoding=${e}`);
   for (let round = 0; round < rounds; round++) {
@@ -101,6 +101,14 @@ const plainBytes = async (url) => (await (await fetch(url, { headers: { 'Accept-
       await page.goto(`${server.url}#run=0&c=latency,kind=heatmap`);
       await ready(page);
       res[e].paintMs.push(performance.now() - t0);
+      // In the page: the heat map's request, its answer's end, and every chart drawn.
+      const [reqAt, respAt, drawnAt] = await page.evaluate(() => {
+        const r = performance.getEntriesByType('resource').filter((x) => x.name.includes('/heatmap?')).pop();
+        const m = performance.getEntriesByName('ioscope-ready').pop();
+        return [r.startTime, r.responseEnd, m.startTime];
+      });
+      res[e].heatMs.push(drawnAt - reqAt);
+      res[e].afterMs.push(drawnAt - respAt);
       first = await page.$eval('section.chart', (el) => JSON.parse(el.dataset.drawn));
       res[e].draws.push(first.ms);
       await page.close();
@@ -125,12 +133,15 @@ const plainBytes = async (url) => (await (await fetch(url, { headers: { 'Accept-
   say();
   say(`## Latency heat map of ${seconds} seconds at 1 s (${path.basename(hourFile)}, ${first.cells.toLocaleString('en')} pixel cells)`);
   say();
-  say(`| encoding | answer, MB | on the wire (gzip), MB | /heatmap answer on the wire, ms (median / max) | page load to first heat map drawn, ms (median / max) |`);
-  say(`|---|---|---|---|---|`);
+  say(`| encoding | answer, MB | on the wire (gzip), MB | /heatmap answer on the wire, ms | heat map requested to drawn, ms | answer received to drawn (decode, bin, paint), ms | page load to first heat map drawn, ms |`);
+  say(`|---|---|---|---|---|---|---|`);
+  const mm = (xs) => `${f1(median(xs))} / ${f1(Math.max(...xs))}`;
   for (const e of encodings) {
     const r = res[e];
-    say(`| ${e} | ${mb(r.plain)} | ${mb(r.wire)} | ${f1(median(r.apiMs))} / ${f1(Math.max(...r.apiMs))} | ${f1(median(r.paintMs))} / ${f1(Math.max(...r.paintMs))} |`);
+    say(`| ${e} | ${mb(r.plain)} | ${mb(r.wire)} | ${mm(r.apiMs)} | ${mm(r.heatMs)} | ${mm(r.afterMs)} | ${mm(r.paintMs)} |`);
   }
+  say();
+  say('Times are median / max.');
   say();
   say(`${rounds} alternating rounds, a fresh page each (page load = navigation to every chart drawn: page, scripts, run list, run detail, the heat map fetched, decoded, binned and painted).`);
   say(`Redraw without fetching (bin ${first.cells.toLocaleString('en')} cells into ${first.plot.width} x ${first.plot.height} px, paint): median ${f1(median(draws))} ms, p90 ${f1(pct(draws, 0.9))} ms, max ${f1(Math.max(...draws))} ms over ${draws.length} draws.`);

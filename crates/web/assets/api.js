@@ -87,35 +87,37 @@ export function unpackHeatmap(resp) {
     let cells = 0;
     for (const n of lengths) cells += n;
     const flat = new Float64Array(2 * cells);
-    // Steps and counts are read in step, one varint each per cell.
+    // Steps and counts are read in step, one varint each per cell (inline: millions of
+    // cells in an hour).
     let si = 0;
     let ci = 0;
-    const next = (bytes, at) => {
-      let v = 0;
-      let scale = 1;
-      for (;;) {
-        const b = bytes[at++];
-        if (b === undefined) throw new ApiError('a packed heat map ends early', 0);
-        v += (b & 0x7f) * scale;
-        if (b < 0x80) return [v, at];
-        scale *= 128;
-      }
-    };
-    const columns = new Array(lengths.length);
     let at = 0;
+    const columns = new Array(lengths.length);
     for (let i = 0; i < lengths.length; i++) {
       const start = at;
       let bucket = 0;
-      for (let k = 0; k < lengths[i]; k++) {
-        let step;
-        let count;
-        [step, si] = next(steps, si);
-        [count, ci] = next(counts, ci);
-        bucket += step;
+      for (let k = lengths[i]; k > 0; k--) {
+        let b = steps[si++];
+        let v = b & 0x7f;
+        for (let scale = 128; b >= 0x80; scale *= 128) {
+          b = steps[si++];
+          v += (b & 0x7f) * scale;
+        }
+        bucket += v;
+        b = counts[ci++];
+        v = b & 0x7f;
+        for (let scale = 128; b >= 0x80; scale *= 128) {
+          b = counts[ci++];
+          v += (b & 0x7f) * scale;
+        }
         flat[at++] = bucket;
-        flat[at++] = count;
+        flat[at++] = v;
       }
       columns[i] = flat.subarray(start, at);
+    }
+    // Reading past the end gives undefined, which the loops above cannot tell from 0.
+    if (si > steps.length || ci > counts.length || Number.isNaN(flat[at - 1])) {
+      throw new ApiError('a packed heat map ends early', 0);
     }
     return { key: s.key, total: s.total, columns };
   });

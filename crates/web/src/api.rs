@@ -17,17 +17,19 @@ pub const API_VERSION: u32 = 1;
 pub struct Answer {
     pub status: u16,
     pub body: String,
+    /// The body gzipped, when it was asked for and the answer is kept (compressed once).
+    pub gzipped: Option<Arc<Vec<u8>>>,
 }
 
 impl Answer {
     fn ok(body: &impl Serialize) -> Self {
         match serde_json::to_string(body) {
-            Ok(text) => Answer { status: 200, body: text },
+            Ok(text) => Answer { status: 200, body: text, gzipped: None },
             Err(e) => Answer::error(500, format!("cannot write the answer: {e}")),
         }
     }
     fn error(status: u16, message: impl Into<String>) -> Self {
-        Answer { status, body: json!({ "error": message.into() }).to_string() }
+        Answer { status, body: json!({ "error": message.into() }).to_string(), gzipped: None }
     }
     /// The body as a JSON value.
     pub fn json(&self) -> Value {
@@ -71,8 +73,17 @@ pub struct RunSource {
 struct Answers {
     stamp: Option<Stamp>,
     bytes: usize,
-    by_request: HashMap<String, String>,
+    by_request: HashMap<String, Kept>,
 }
+
+struct Kept {
+    body: String,
+    gzipped: Option<Arc<Vec<u8>>>,
+}
+
+/// Kept answers at least this large are gzipped once, at the best level, when a client
+/// accepts gzip; smaller ones are left to the server's compression.
+const GZIP_KEPT_BYTES: usize = 64 * 1024;
 
 const ANSWER_CACHE_BYTES: usize = 256 << 20;
 
@@ -134,13 +145,18 @@ impl RunSource {
         }
     }
 
-    /// The answer to `request` for the file version `now`, if it was computed already.
-    fn cached(&self, now: &Stamp, request: &str) -> Option<String> {
-        let answers = self.answers.lock().unwrap_or_else(|e| e.into_inner());
+    /// The answer to `request` for the file version `now`, if it was computed already
+    /// (gzipped too when `gzip` and it is large).
+    fn cached(&self, now: &Stamp, request: &str, gzip: bool) -> Option<Answer> {
+        let mut answers = self.answers.lock().unwrap_or_else(|e| e.into_inner());
         if answers.stamp.as_ref() != Some(now) {
             return None;
         }
-        answers.by_request.get(request).cloned()
+        let kept = answers.by_request.get_mut(request)?;
+        if gzip && kept.body.len() >= GZIP_KEPT_BYTES && kept.gzipped.is_none() {
+            kept.gzipped = gzip_best(kept.body.as_bytes()).map(Arc::new);
+        }
+        Some(Answer { status: 200, body: kept.body.clone(), gzipped: kept.gzipped.clone().filter(|_| gzip) })
     }
 
     /// Keeps an answer computed for the file version `now` (or newer: the file may have
@@ -151,11 +167,13 @@ impl RunSource {
         if answers.stamp.as_ref() != Some(&now) {
             *answers = Answers { stamp: Some(now), ..Answers::default() };
         }
-        if answers.bytes.saturating_add(body.len()) > ANSWER_CACHE_BYTES {
+        // Room for the body and its compressed form.
+        let cost = body.len() + body.len() / 2;
+        if answers.bytes.saturating_add(cost) > ANSWER_CACHE_BYTES {
             return;
         }
-        answers.bytes += body.len();
-        answers.by_request.insert(request, body.to_string());
+        answers.bytes += cost;
+        answers.by_request.insert(request, Kept { body: body.to_string(), gzipped: None });
     }
 
     pub fn name(&self) -> String {
@@ -192,6 +210,11 @@ impl Api {
 
     /// Answers `GET path?query` for a path under `/api/v1/`.
     pub fn get(&self, path: &str, query: &str) -> Answer {
+        self.get_with(path, query, false)
+    }
+
+    /// [`Api::get`], with the body gzipped too when `gzip` and the answer is large and kept.
+    pub fn get_with(&self, path: &str, query: &str, gzip: bool) -> Answer {
         #[cfg(debug_assertions)]
         if self.debug_panic && path == "/api/v1/debug/panic" {
             panic!("a deliberate panic while answering (IOSCOPE_DEBUG_UI_PANIC)");
@@ -209,8 +232,8 @@ impl Api {
                 // Taken before the file is read: an answer is never kept under a newer stamp.
                 let now = stamp(&run.path);
                 let request = format!("{path}?{query}");
-                if let Some(body) = run.cached(&now, &request) {
-                    return Answer { status: 200, body };
+                if let Some(answer) = run.cached(&now, &request, gzip) {
+                    return answer;
                 }
                 let results = match run.results_or_starting() {
                     Ok(Some(r)) => r,
@@ -230,13 +253,16 @@ impl Api {
                         Encoding::Json => query::heatmap_json(&results, &q),
                         Encoding::Packed => crate::packed::heatmap_packed(&results, &q),
                     }) {
-                        Ok(text) => Answer { status: 200, body: text },
+                        Ok(text) => Answer { status: 200, body: text, gzipped: None },
                         Err(e) => Answer::error(400, e),
                     },
                     _ => Answer::error(404, format!("no such path {} (see docs/api.md)", query::echo(path))),
                 };
                 if answer.status == 200 {
-                    run.remember(now, request, &answer.body);
+                    run.remember(now.clone(), request.clone(), &answer.body);
+                    if gzip {
+                        return run.cached(&now, &request, true).unwrap_or(answer);
+                    }
                 }
                 answer
             }
@@ -281,6 +307,14 @@ fn encoding(params: &[(String, String)]) -> Result<Encoding, String> {
         Some("packed") => Ok(Encoding::Packed),
         Some(other) => Err(format!("encoding={}: expected json or packed", query::echo(other))),
     }
+}
+
+/// `bytes` gzipped at the best level (None only if compressing into memory failed).
+fn gzip_best(bytes: &[u8]) -> Option<Vec<u8>> {
+    use std::io::Write;
+    let mut z = flate2::write::GzEncoder::new(Vec::with_capacity(bytes.len() / 3), flate2::Compression::best());
+    z.write_all(bytes).ok()?;
+    z.finish().ok()
 }
 
 /// A series or heat-map query, parsed and checked against the run before any work.
@@ -478,13 +512,28 @@ mod tests {
         let request = "/api/v1/runs/0/heatmap?stat=latency".to_string();
         // Mark the kept answer: while the file is unchanged, it is what is answered.
         run.remember(stamp(&path), request.clone(), "kept");
+        assert!(
+            api.get_with("/api/v1/runs/0/heatmap", "stat=latency", true).gzipped.is_none(),
+            "small: not kept gzipped"
+        );
         assert_eq!(api.get("/api/v1/runs/0/heatmap", "stat=latency").body, "kept");
+        // A large kept answer is gzipped once for clients that take gzip.
+        let large = format!("[{}0]", "1234567,".repeat(GZIP_KEPT_BYTES / 4));
+        run.remember(stamp(&path), request.clone(), &large);
+        let gz = api.get_with("/api/v1/runs/0/heatmap", "stat=latency", true).gzipped.expect("gzipped");
+        let mut back = String::new();
+        std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(gz.as_slice()), &mut back).unwrap();
+        assert_eq!(back, large);
+        assert!(gz.len() < large.len() / 10);
+        let again = api.get_with("/api/v1/runs/0/heatmap", "stat=latency", true).gzipped.unwrap();
+        assert!(Arc::ptr_eq(&gz, &again), "compressed once");
+        assert!(api.get("/api/v1/runs/0/heatmap", "stat=latency").gzipped.is_none());
         // The file changes: the answer is computed again from it.
         let later = std::time::SystemTime::now() + std::time::Duration::from_secs(5);
         std::fs::File::options().write(true).open(&path).unwrap().set_modified(later).unwrap();
         assert_eq!(api.get("/api/v1/runs/0/heatmap", "stat=latency").body, first.body);
         // Errors are not kept.
         assert_eq!(api.get("/api/v1/runs/0/heatmap", "stat=nope").status, 400);
-        assert!(run.cached(&stamp(&path), "/api/v1/runs/0/heatmap?stat=nope").is_none());
+        assert!(run.cached(&stamp(&path), "/api/v1/runs/0/heatmap?stat=nope", false).is_none());
     }
 }

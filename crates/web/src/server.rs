@@ -389,16 +389,43 @@ fn admit(shared: &Shared, req: &Request) -> Result<Option<String>, (StatusCode, 
     Ok(cookie)
 }
 
+/// Whether the client takes gzip (`Accept-Encoding: gzip`, not with `q=0`).
+fn accepts_gzip(headers: &axum::http::HeaderMap) -> bool {
+    headers.get_all(header::ACCEPT_ENCODING).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(',')).any(
+        |c| {
+            let mut parts = c.split(';').map(str::trim);
+            parts.next().is_some_and(|name| name.eq_ignore_ascii_case("gzip"))
+                && !parts
+                    .any(|p| p.replace(' ', "").starts_with("q=0") && !p.contains(|d: char| ('1'..='9').contains(&d)))
+        },
+    )
+}
+
 /// The API (computed on the blocking pool, where a panic is caught) and the UI's files.
 async fn answer(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     let path = req.uri().path().to_string();
     if path == "/api/v1" || path.starts_with("/api/v1/") {
         let query = req.uri().query().unwrap_or("").to_string();
+        let gzip = accepts_gzip(req.headers());
         let worker = Arc::clone(&shared);
-        return match tokio::task::spawn_blocking(move || worker.api.get(&path, &query)).await {
+        return match tokio::task::spawn_blocking(move || worker.api.get_with(&path, &query, gzip)).await {
             Ok(a) => {
                 let status = StatusCode::from_u16(a.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-                ([(header::CONTENT_TYPE, "application/json")], a.body).into_response().with_status(status)
+                match a.gzipped {
+                    // Compressed once when it was first asked for; the compression layer
+                    // leaves an answer that already has an encoding alone.
+                    Some(gz) => (
+                        [
+                            (header::CONTENT_TYPE, "application/json"),
+                            (header::CONTENT_ENCODING, "gzip"),
+                            (header::VARY, "accept-encoding"),
+                        ],
+                        Body::from(gz.as_ref().clone()),
+                    )
+                        .into_response()
+                        .with_status(status),
+                    None => ([(header::CONTENT_TYPE, "application/json")], a.body).into_response().with_status(status),
+                }
             }
             Err(_) => text(
                 StatusCode::INTERNAL_SERVER_ERROR,
