@@ -1,6 +1,7 @@
 //! Analytics: the versioned JSON API over results files ([`api`], aggregation in
-//! [`query`]), the HTTP server with the embedded UI ([`server`], [`request`], [`access`], [`assets`]), the
-//! self-contained HTML report ([`report`]) and PNG heat maps ([`plot`]).
+//! [`query`], the packed heat-map encoding in [`packed`]), the HTTP server with the
+//! embedded UI ([`server`] on axum/tokio, [`request`], [`access`], [`tls`], [`assets`]),
+//! the self-contained HTML report ([`report`]) and PNG heat maps ([`plot`]).
 
 pub mod access;
 pub mod api;
