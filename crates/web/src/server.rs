@@ -1,5 +1,5 @@
 //! The HTTP server: the embedded UI at `/`, its files at `/assets/NAME`, the JSON API at
-//! `/api/v1/`, live updates as Server-Sent Events ([`crate::events`]). Binds where it is
+//! `/api/v1/`, live updates as Server-Sent Events (`events.rs`). Binds where it is
 //! told (127.0.0.1 by default); there it answers only requests addressed to a loopback
 //! name (the `Host` check against DNS rebinding); on any other address every request must
 //! carry the access token (`?token=` once, then a cookie). With a certificate and key it
@@ -9,8 +9,8 @@
 //! every connection, and API answers are computed on a small blocking pool, so the
 //! threads that measure a run never see tokio. Answers are gzip-compressed when the client
 //! accepts it. At most [`Limits::max_connections`] connections are served at once; more
-//! are answered 503 and closed ([`crate::busy`]). Request heads are read with size and
-//! time limits ([`crate::request`]), answers written with a stall limit ([`crate::stall`]). A panic while answering is caught and answered 500;
+//! are answered 503 and closed (`busy.rs`). Request heads are read with size and
+//! time limits ([`crate::request`]), answers written with a stall limit (`stall.rs`). A panic while answering is caught and answered 500;
 //! the server, and a run it serves, go on.
 
 use crate::access;
