@@ -1,24 +1,29 @@
 #!/usr/bin/env node
 // bench/ui.mjs: how fast the Analytics UI shows data, in headless Chromium.
 //
-//  1. Heat map: serves a results file of (at least) an hour, opens a worksheet with one
-//     latency heat map of the whole run, and reads the draw time the page measures for
-//     each redraw (binning 3,600 seconds of histograms into pixels and painting them);
-//     also times the /heatmap API answer and the first draw after page load.
+//  1. Heat map: serves a results file of (at least) an hour and, for each encoding of the
+//     /heatmap answer (JSON, packed), measures its size plain and gzip-compressed on the
+//     wire, its time, and the time from opening a worksheet with one latency heat map of
+//     the whole run to that heat map drawn; then the redraw time (binning 3,600 seconds of
+//     histograms into pixels and painting them).
 //  2. Live: starts `ioscope run --ui`, keeps the default worksheet open with follow on,
 //     and for every second of the run notes when a chart first shows it. The lag of
 //     second s is that moment minus the end of second s (run start + s + 1 s): the
 //     earliest it could possibly be drawn.
 //
-// Usage: node bench/ui.mjs HOUR.db [--live-seconds 40] [--label NAME]
-//   HOUR.db: a results file of an hour at 1 s, e.g. made with
+// Usage: node bench/ui.mjs HOUR.db [--live-seconds 40] [--rounds 5] [--label NAME]
+//   HOUR.db: a results file of an hour at 1 s: a real one, e.g.
 //   ioscope run --engine posix --dir /var/tmp/hour --size 256m --rw randrw --rwmix-read 70 \
 //     --bs 4k:70,64k:30 --threads 2 --rate-iops 10000 --duration 3600s --out HOUR.db
+//   or, in a minute, a 60 s run of the same workload (--duration 60s --out SAMPLE.db)
+//   stretched to an hour by repeating its real seconds:
+//   cargo run --release -p ioscope-web --example stretch_run SAMPLE.db HOUR.db 3600
 // Needs `npm ci` in ui-tests/ (playwright-core) and Debian chromium; uses the release
 // binary ($IOSCOPE_BIN or $CARGO_TARGET_DIR/release/ioscope). Prints a markdown report
 // and writes it to bench/results/YYYY-MM-DD-HOST-ui[-LABEL].md.
 
 import { writeFileSync } from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -26,7 +31,7 @@ import { fileURLToPath } from 'node:url';
 const here = path.dirname(fileURLToPath(import.meta.url));
 const target = process.env.CARGO_TARGET_DIR || path.join(os.homedir(), '.cache/ioscope/target');
 process.env.IOSCOPE_BIN ||= path.join(target, 'release/ioscope');
-const { serve, launch, open, tmpdir, BIN } = await import('../ui-tests/browser/harness.mjs');
+const { serve, launch, open, ready, tmpdir, BIN } = await import('../ui-tests/browser/harness.mjs');
 
 const args = process.argv.slice(2);
 const hourFile = args.find((a) => !a.startsWith('--'));
@@ -39,6 +44,7 @@ if (!hourFile) {
   process.exit(2);
 }
 const liveSeconds = Number(opt('live-seconds', '40'));
+const rounds = Number(opt('rounds', '5'));
 const label = opt('label', '');
 
 const median = (xs) => {
@@ -58,26 +64,59 @@ const say = (s = '') => {
   lines.push(s);
 };
 
-// 1. Heat map of an hour.
+// 1. Heat map of an hour, in both encodings of /heatmap: JSON (the API's default, what the
+//    UI read before) and packed (what the UI reads now). The page always asks for packed;
+//    for the JSON rounds the browser's request is rewritten to encoding=json, and the UI
+//    takes that answer as it is. Rounds alternate: json, packed, json, packed, ...
+const wire = (url) =>
+  new Promise((resolve, reject) => {
+    const t = performance.now();
+    http
+      .get(url, { headers: { 'Accept-Encoding': 'gzip' } }, (res) => {
+        let bytes = 0;
+        res.on('data', (d) => (bytes += d.length));
+        res.on('end', () => resolve({ bytes, ms: performance.now() - t, gzip: res.headers['content-encoding'] === 'gzip' }));
+      })
+      .on('error', reject);
+  });
+const plainBytes = async (url) => (await (await fetch(url, { headers: { 'Accept-Encoding': 'identity' } })).arrayBuffer()).byteLength;
 {
   const server = await serve(['ui', hourFile, '--listen', '127.0.0.1:0']);
   const runs = await (await fetch(`${server.url}api/v1/runs`)).json();
   const run = runs.runs[0];
   const seconds = run.last_second - run.first_second + 1;
-  const apiMs = [];
-  let bytes = 0;
-  for (let i = 0; i < 5; i++) {
-    const t = performance.now();
-    const body = await (await fetch(`${server.url}api/v1/runs/0/heatmap?stat=latency`)).text();
-    apiMs.push(performance.now() - t);
-    bytes = body.length;
+  const encodings = ['json', 'packed'];
+  const res = Object.fromEntries(encodings.map((e) => [e, { plain: 0, wire: 0, apiMs: [], paintMs: [], heatMs: [], afterMs: [], draws: [] }]));
+  let first = null;
+  for (const e of encodings) res[e].plain = await plainBytes(`${server.url}api/v1/runs/0/heatmap?stat=latency&encoding=${e}`);
+  for (let round = 0; round < rounds; round++) {
+    for (const e of encodings) {
+      const w = await wire(`${server.url}api/v1/runs/0/heatmap?stat=latency&encoding=${e}`);
+      if (!w.gzip) throw new Error('the answer was not gzip-compressed');
+      res[e].wire = w.bytes;
+      res[e].apiMs.push(w.ms);
+      const page = await browser.newPage({ viewport: { width: 1600, height: 900 }, deviceScaleFactor: 1 });
+      await page.route('**/heatmap?*', (route) => route.continue({ url: route.request().url().replace('encoding=packed', `encoding=${e}`) }));
+      const t0 = performance.now();
+      await page.goto(`${server.url}#run=0&c=latency,kind=heatmap`);
+      await ready(page);
+      res[e].paintMs.push(performance.now() - t0);
+      // In the page: the heat map's request, its answer's end, and every chart drawn.
+      const [reqAt, respAt, drawnAt] = await page.evaluate(() => {
+        const r = performance.getEntriesByType('resource').filter((x) => x.name.includes('/heatmap?')).pop();
+        const m = performance.getEntriesByName('ioscope-ready').pop();
+        return [r.startTime, r.responseEnd, m.startTime];
+      });
+      res[e].heatMs.push(drawnAt - reqAt);
+      res[e].afterMs.push(drawnAt - respAt);
+      first = await page.$eval('section.chart', (el) => JSON.parse(el.dataset.drawn));
+      res[e].draws.push(first.ms);
+      await page.close();
+    }
   }
-  const t0 = performance.now();
+  // Redraws (no fetch): the same for both encodings once decoded.
   const { page } = await open(browser, `${server.url}#run=0&c=latency,kind=heatmap`, { width: 1600, height: 900 });
-  const firstReadyMs = performance.now() - t0;
-  const drawOf = () => page.$eval('section.chart', (e) => JSON.parse(e.dataset.drawn));
-  const first = await drawOf();
-  const draws = [first.ms];
+  const draws = [];
   const cuts = [1, 0, 5, 0, 0.1, 0];
   for (let i = 0; i < 30; i++) {
     // setState resolves once every chart has drawn again.
@@ -86,20 +125,26 @@ const say = (s = '') => {
       st.charts[0].cut = cut;
       await window.ioscope.setState(st);
     }, cuts[i % cuts.length]);
-    draws.push((await drawOf()).ms);
+    draws.push((await page.$eval('section.chart', (el) => JSON.parse(el.dataset.drawn))).ms);
   }
+  await page.close();
+  const mb = (b) => (b / 1e6).toFixed(2);
   say(`# Analytics UI in headless Chromium (${new Date().toISOString().slice(0, 10)}, ${os.hostname()}, ${os.cpus().length} x ${os.cpus()[0].model})`);
   say();
-  say(`## Latency heat map of ${seconds} seconds at 1 s (${hourFile})`);
+  say(`## Latency heat map of ${seconds} seconds at 1 s (${path.basename(hourFile)}, ${first.cells.toLocaleString('en')} pixel cells)`);
   say();
-  say(`| what | median | p90 | max |`);
-  say(`|---|---|---|---|`);
-  say(`| draw (bin ${first.cells.toLocaleString('en')} cells of ${seconds} s into pixels, paint), ms | ${f1(median(draws))} | ${f1(pct(draws, 0.9))} | ${f1(Math.max(...draws))} |`);
-  say(`| /heatmap API answer (${(bytes / 1e6).toFixed(1)} MB JSON), ms | ${f1(median(apiMs))} | ${f1(pct(apiMs, 0.9))} | ${f1(Math.max(...apiMs))} |`);
-  say(`| page load to first heat map drawn (fetch, parse, draw), ms | ${f1(firstReadyMs)} | | |`);
+  say(`| encoding | answer, MB | on the wire (gzip), MB | /heatmap answer on the wire, ms | heat map requested to drawn, ms | answer received to drawn (decode, bin, paint), ms | page load to first heat map drawn, ms |`);
+  say(`|---|---|---|---|---|---|---|`);
+  const mm = (xs) => `${f1(median(xs))} / ${f1(Math.max(...xs))}`;
+  for (const e of encodings) {
+    const r = res[e];
+    say(`| ${e} | ${mb(r.plain)} | ${mb(r.wire)} | ${mm(r.apiMs)} | ${mm(r.heatMs)} | ${mm(r.afterMs)} | ${mm(r.paintMs)} |`);
+  }
   say();
-  say(`${draws.length} draws (outlier cut changed between draws); plot ${first.plot.width} x ${first.plot.height} px.`);
-  await page.close();
+  say('Times are median / max.');
+  say();
+  say(`${rounds} alternating rounds, a fresh page each (page load = navigation to every chart drawn: page, scripts, run list, run detail, the heat map fetched, decoded, binned and painted).`);
+  say(`Redraw without fetching (bin ${first.cells.toLocaleString('en')} cells into ${first.plot.width} x ${first.plot.height} px, paint): median ${f1(median(draws))} ms, p90 ${f1(pct(draws, 0.9))} ms, max ${f1(Math.max(...draws))} ms over ${draws.length} draws.`);
   server.close();
 }
 

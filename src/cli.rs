@@ -58,6 +58,8 @@ pub enum Command {
         /// Address to serve on. Any address other than loopback requires the printed token.
         #[arg(long, value_name = "ADDR:PORT", default_value = DEFAULT_LISTEN)]
         listen: SocketAddr,
+        #[command(flatten)]
+        tls: TlsFlags,
     },
     /// Write a self-contained HTML report (summary, steps, system, charts, heat maps).
     Report {
@@ -192,6 +194,28 @@ pub struct OutputFlags {
     /// Address for --ui. Any address other than loopback requires the printed token.
     #[arg(long, value_name = "ADDR:PORT", default_value = DEFAULT_LISTEN)]
     pub listen: SocketAddr,
+    #[command(flatten)]
+    pub tls: TlsFlags,
+}
+
+/// HTTPS for the Analytics UI (docs/security.md).
+#[derive(Args, Clone, Default)]
+pub struct TlsFlags {
+    /// Serve the UI over HTTPS with this certificate chain (PEM, server certificate first).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+}
+
+impl TlsFlags {
+    pub fn files(&self) -> Option<ioscope_web::tls::TlsFiles> {
+        match (&self.tls_cert, &self.tls_key) {
+            (Some(cert), Some(key)) => Some(ioscope_web::tls::TlsFiles { cert: cert.clone(), key: key.clone() }),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Args, Default)]

@@ -66,7 +66,10 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> CmdResult {
         .map_err(|e| Failure::failed(anyhow::Error::new(e).context("cannot handle signals")))?;
     // The UI's address is taken before any I/O: a busy or unusable --listen is found now.
     let server = if output.ui {
-        Some(crate::cmd_ui::start_for_run(&out, output.listen).map_err(|f| Failure { kind: Kind::InvalidInput, ..f })?)
+        Some(
+            crate::cmd_ui::start_for_run(&out, output.listen, output.tls.files())
+                .map_err(|f| Failure { kind: Kind::InvalidInput, ..f })?,
+        )
     } else {
         None
     };

@@ -3,23 +3,27 @@
 
 use crate::cli::PlotArgs;
 use crate::{outfile, CmdResult, Failure, Kind};
+use ioscope_web::server::{Options, StartError};
+use ioscope_web::tls::TlsFiles;
 use ioscope_web::{query::Query, Api, Server};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 /// Starts the UI server for `files` and prints where to open it.
-pub fn start(files: &[PathBuf], listen: SocketAddr) -> Result<Server, Failure> {
-    serve(Api::new(files), listen)
+pub fn start(files: &[PathBuf], listen: SocketAddr, tls: Option<TlsFiles>) -> Result<Server, Failure> {
+    serve(Api::new(files), listen, tls)
 }
 
 /// Starts the UI server for the run about to be written to `out` (`run --ui`).
-pub fn start_for_run(out: &Path, listen: SocketAddr) -> Result<Server, Failure> {
-    serve(Api::for_new_run(out), listen)
+pub fn start_for_run(out: &Path, listen: SocketAddr, tls: Option<TlsFiles>) -> Result<Server, Failure> {
+    serve(Api::for_new_run(out), listen, tls)
 }
 
-fn serve(api: Api, listen: SocketAddr) -> Result<Server, Failure> {
-    let server = Server::start(listen, api)
-        .map_err(|e| Failure::failed(anyhow::anyhow!("{e} (choose another address with --listen 127.0.0.1:PORT)")))?;
+fn serve(api: Api, listen: SocketAddr, tls: Option<TlsFiles>) -> Result<Server, Failure> {
+    let server = Server::start_opts(listen, api, Options { tls, ..Options::default() }).map_err(|e| match e {
+        StartError::Tls(e) => Failure::invalid(e),
+        e => Failure::failed(anyhow::anyhow!("{e} (choose another address with --listen 127.0.0.1:PORT)")),
+    })?;
     let urls = server.urls();
     eprintln!("Analytics UI: {}", urls[0]);
     if server.addr.ip().is_unspecified() {
@@ -29,16 +33,17 @@ fn serve(api: Api, listen: SocketAddr) -> Result<Server, Failure> {
         }
     }
     if server.token.is_some() {
-        eprintln!("  (listening beyond loopback: every request needs this token; traffic is not encrypted)");
+        let encrypted = if server.tls { "encrypted" } else { "not encrypted" };
+        eprintln!("  (listening beyond loopback: every request needs this token; traffic is {encrypted})");
     }
     Ok(server)
 }
 
-pub fn ui(files: &[PathBuf], listen: SocketAddr) -> CmdResult {
+pub fn ui(files: &[PathBuf], listen: SocketAddr, tls: Option<TlsFiles>) -> CmdResult {
     for f in files {
         ioscope_store::open(f).map_err(Failure::invalid)?;
     }
-    let server = start(files, listen)?;
+    let server = start(files, listen, tls)?;
     eprintln!("  serving {} run(s); Ctrl-C to stop", files.len());
     server.wait();
     Ok(())

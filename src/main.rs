@@ -177,7 +177,7 @@ fn main() -> ExitCode {
         cli::Command::Import { from: cli::ImportFrom::Fio { file, out, group } } => {
             cmd_import_fio::fio(&file, &out, group)
         }
-        cli::Command::Ui { files, listen } => cmd_ui::ui(&files, listen),
+        cli::Command::Ui { files, listen, tls } => cmd_ui::ui(&files, listen, tls.files()),
         cli::Command::Report { file, out, force } => cmd_ui::report(&file, &out, force),
         cli::Command::Plot(args) => cmd_ui::plot(&args),
     };

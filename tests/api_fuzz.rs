@@ -55,7 +55,7 @@ fn request(addr: &str, target: &[u8]) -> Result<(u16, Vec<u8>), String> {
     stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     let mut raw = b"GET ".to_vec();
     raw.extend_from_slice(target);
-    raw.extend_from_slice(format!(" HTTP/1.1\r\nHost: {addr}\r\n\r\n").as_bytes());
+    raw.extend_from_slice(format!(" HTTP/1.1\r\nConnection: close\r\nHost: {addr}\r\n\r\n").as_bytes());
     stream.write_all(&raw).map_err(|e| format!("write: {e}"))?;
     let mut answer = Vec::new();
     stream.read_to_end(&mut answer).map_err(|e| format!("read: {e} after {} bytes", answer.len()))?;
@@ -290,6 +290,14 @@ fn ten_thousand_random_api_queries_to_a_live_run_are_answered_200_or_4xx_and_the
                         "seed {seed}: GET {shown}: {status} {}",
                         String::from_utf8_lossy(&body)
                     );
+                    // A target with bytes a URI cannot hold (a browser percent-encodes them) is
+                    // refused 400 by the HTTP layer before the API sees it.
+                    let not_a_uri =
+                        !target.iter().all(|&b| b.is_ascii_alphanumeric() || b"-._~:/?#[]@!$&'()*+,;=%".contains(&b));
+                    if not_a_uri && status == 400 && body.is_empty() {
+                        *counts.entry(status).or_default() += 1;
+                        continue;
+                    }
                     if target.starts_with(b"/api/v1") && ![414, 421, 431].contains(&status) {
                         let v: Value = serde_json::from_slice(&body)
                             .unwrap_or_else(|e| panic!("seed {seed}: GET {shown}: not JSON ({e})"));

@@ -2130,3 +2130,22 @@ fn a_damaged_marker_is_refused_with_exit_2_naming_the_file_for_a_working_set_and
     let out = ioscope().args(flat).args(["--dir", s(&ws), "--force", "--out", s(&forced)]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+// --- UI over HTTPS ---------------------------------------------------------------------
+
+#[test]
+fn a_bad_tls_certificate_is_refused_with_exit_2_before_the_working_set_is_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let missing = tmp.path().join("missing.pem");
+    let out = format!("{}/r.db", tmp.path().display());
+    let tls = ["--ui", "--listen", "127.0.0.1:0", "--tls-cert", s(&missing), "--tls-key", s(&missing)];
+    let (code, stderr) = run_with(&dir, &[&["--out", &out][..], &tls[..]].concat());
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("--tls-cert") && stderr.contains("missing.pem"), "{stderr}");
+    assert!(!dir.exists(), "the working set was written before the refusal");
+    // A certificate without its key (or the other way round) is refused by the flags.
+    let only_cert = ioscope().args(["ui", &out, "--tls-cert", s(&missing)]).output().unwrap();
+    assert_eq!(only_cert.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&only_cert.stderr).contains("--tls-key"));
+}

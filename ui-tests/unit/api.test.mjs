@@ -6,10 +6,10 @@ import { queryPath, getData, getRuns, isEmbedded } from '../../crates/web/assets
 
 test('query paths are exact', () => {
   assert.equal(queryPath('0', 'series', { stat: 'ops' }), '/api/v1/runs/0/series?stat=ops');
-  assert.equal(queryPath('0', 'heatmap', { stat: 'latency', by: 'op' }), '/api/v1/runs/0/heatmap?stat=latency&by=op');
+  assert.equal(queryPath('0', 'heatmap', { stat: 'latency', by: 'op' }), '/api/v1/runs/0/heatmap?stat=latency&by=op&encoding=packed');
   assert.equal(
     queryPath('1', 'heatmap', { stat: 'latency', by: 'host', where: 'op:write;host:h1' }),
-    '/api/v1/runs/1/heatmap?stat=latency&by=host&where=op:write;host:h1',
+    '/api/v1/runs/1/heatmap?stat=latency&by=host&where=op:write;host:h1&encoding=packed',
   );
   assert.equal(
     queryPath('0', 'series', { stat: 'ops', where: 'workload:a b&c', from: 10, to: 20 }),

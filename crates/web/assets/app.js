@@ -1,7 +1,8 @@
 // modules: format.js color.js histo.js series.js state.js api.js draw.js worksheet.js panels.js app.js
 // app.js: the entry. Loads the runs, keeps the worksheet state in the URL (location.hash;
 // back/forward restore it), draws the top bar (run, LIVE, compare, time range, link),
-// the worksheet and the panels, and polls live runs every second.
+// the worksheet and the panels, and follows live runs: each new second arrives as a
+// Server-Sent Event (/api/v1/runs/{id}/events); polling every second is the fallback.
 
 import { fmtElapsed, fmtDateTime } from './format.js';
 import { decodeState, encodeState, completeState, defaultKind, kindsFor, KIND_LABELS, makeChart, visibleRange, zoomOut, pan } from './state.js';
@@ -18,7 +19,10 @@ const app = {
   generation: 0,
   panelsKey: '',
   polling: false,
+  pollAgain: false,
   pollCount: 1,
+  ticks: 0,
+  streams: new Map(),
 };
 
 function runMeta(id) {
@@ -85,7 +89,11 @@ function apply() {
   renderTopBar();
   renderPanelsIfNeeded();
   const p = app.ws.render().then(() => {
-    if (gen === app.generation) document.body.dataset.ready = '1';
+    if (gen === app.generation) {
+      document.body.dataset.ready = '1';
+      // For bench/ui.mjs: when every chart had drawn.
+      performance.mark('ioscope-ready');
+    }
   });
   app.ready = p;
   return p;
@@ -287,8 +295,39 @@ function closeAddStat() {
 
 // --- live polling --------------------------------------------------------------------------
 
+// One event stream per shown live run; a new second triggers a poll at once.
+function follow() {
+  if (isEmbedded() || typeof EventSource === 'undefined') return;
+  const live = shownRuns().filter((id) => runMeta(id) && runMeta(id).live).map(String);
+  for (const [id, es] of app.streams) {
+    if (!live.includes(id)) {
+      es.close();
+      app.streams.delete(id);
+    }
+  }
+  for (const id of live) {
+    if (app.streams.has(id)) continue;
+    const es = new EventSource(`/api/v1/runs/${encodeURIComponent(id)}/events`);
+    es.onmessage = () => poll();
+    app.streams.set(id, es);
+  }
+}
+
+// Every second: poll when a live run has no open event stream, and every 5 s anyway
+// (steps, probes and the summary so far).
+function tick() {
+  follow();
+  const open = [...app.streams.values()].every((es) => es.readyState === EventSource.OPEN);
+  if (app.streams.size && open && app.ticks++ % 5 !== 0) return;
+  poll();
+}
+
 async function poll() {
-  if (app.polling || isEmbedded()) return;
+  if (isEmbedded()) return;
+  if (app.polling) {
+    app.pollAgain = true;
+    return;
+  }
   const ids = shownRuns();
   if (!ids.some((id) => runMeta(id) && runMeta(id).live)) return;
   app.polling = true;
@@ -326,6 +365,10 @@ async function poll() {
     els.banner.textContent = `Lost contact with the ioscope server: ${err.message}. Retrying every second.`;
   } finally {
     app.polling = false;
+    if (app.pollAgain) {
+      app.pollAgain = false;
+      setTimeout(poll, 0);
+    }
   }
 }
 
@@ -384,7 +427,7 @@ async function main() {
   window.addEventListener('popstate', onHash);
   window.addEventListener('hashchange', onHash);
   await apply();
-  if (!isEmbedded()) setInterval(poll, 1000);
+  if (!isEmbedded()) setInterval(tick, 1000);
 }
 
 window.ioscope = {

@@ -2,8 +2,10 @@
 //! again when it changes on disk, so a run still being written is served live.
 
 use crate::query::{self, Query};
-use ioscope_store::{Results, Status};
+use ioscope_store::{ProbeRow, Results, Status, StepRow, StoreError};
+use serde::Serialize;
 use serde_json::{json, Value};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
@@ -15,14 +17,19 @@ pub const API_VERSION: u32 = 1;
 pub struct Answer {
     pub status: u16,
     pub body: String,
+    /// The body gzipped, when it was asked for and the answer is kept (compressed once).
+    pub gzipped: Option<Arc<Vec<u8>>>,
 }
 
 impl Answer {
-    fn ok(body: Value) -> Self {
-        Answer { status: 200, body: body.to_string() }
+    fn ok(body: &impl Serialize) -> Self {
+        match serde_json::to_string(body) {
+            Ok(text) => Answer { status: 200, body: text, gzipped: None },
+            Err(e) => Answer::error(500, format!("cannot write the answer: {e}")),
+        }
     }
     fn error(status: u16, message: impl Into<String>) -> Self {
-        Answer { status, body: json!({ "error": message.into() }).to_string() }
+        Answer { status, body: json!({ "error": message.into() }).to_string(), gzipped: None }
     }
     /// The body as a JSON value.
     pub fn json(&self) -> Value {
@@ -55,11 +62,40 @@ pub struct RunSource {
     /// read it is served as a live run with nothing stored yet, not as an error.
     new_run: bool,
     cache: Mutex<Option<Loaded>>,
+    /// Answers (200 only) for the file as it is now: a finished run's detail and heat maps
+    /// are computed once, not on every page load.
+    answers: Mutex<Answers>,
 }
+
+/// Answers by `path?query`, for one version of the file (its stamp), at most
+/// [`ANSWER_CACHE_BYTES`] in all.
+#[derive(Default)]
+struct Answers {
+    stamp: Option<Stamp>,
+    bytes: usize,
+    by_request: HashMap<String, Kept>,
+}
+
+struct Kept {
+    body: String,
+    gzipped: Option<Arc<Vec<u8>>>,
+}
+
+/// Kept answers at least this large are gzipped once when a client accepts gzip; smaller
+/// ones are left to the server's compression.
+const GZIP_KEPT_BYTES: usize = 64 * 1024;
+
+const ANSWER_CACHE_BYTES: usize = 256 << 20;
 
 impl RunSource {
     pub fn new(id: usize, path: &Path) -> Self {
-        RunSource { id: id.to_string(), path: path.to_path_buf(), new_run: false, cache: Mutex::new(None) }
+        RunSource {
+            id: id.to_string(),
+            path: path.to_path_buf(),
+            new_run: false,
+            cache: Mutex::new(None),
+            answers: Mutex::new(Answers::default()),
+        }
     }
 
     /// A new run's file, not created yet.
@@ -70,7 +106,7 @@ impl RunSource {
     /// The file's contents, or None while this is a new run's file that has never been read
     /// (it is being created). Decided under the cache's lock: another request that reads
     /// the file first cannot turn this one's "starting" into an error.
-    fn results_or_starting(&self) -> Result<Option<Arc<Results>>, String> {
+    fn results_or_starting(&self) -> Result<Option<Arc<Results>>, StoreError> {
         {
             let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
             if self.new_run && cache.is_none() {
@@ -87,7 +123,7 @@ impl RunSource {
 
     /// The file's contents, read again only when the file changed since the last read;
     /// then only the newest seconds are read (a run being written grows at the end).
-    pub fn results(&self) -> Result<Arc<Results>, String> {
+    pub fn results(&self) -> Result<Arc<Results>, StoreError> {
         let now = stamp(&self.path);
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         match cache.as_mut() {
@@ -95,18 +131,49 @@ impl RunSource {
             Some(l) => {
                 // Refreshed in place unless a request still holds the previous version.
                 match Arc::get_mut(&mut l.results) {
-                    Some(r) => ioscope_store::refresh(r).map_err(|e| e.to_string())?,
-                    None => l.results = Arc::new(ioscope_store::open(&self.path).map_err(|e| e.to_string())?),
+                    Some(r) => ioscope_store::refresh(r)?,
+                    None => l.results = Arc::new(ioscope_store::open(&self.path)?),
                 }
                 l.stamp = now;
                 Ok(Arc::clone(&l.results))
             }
             None => {
-                let results = Arc::new(ioscope_store::open(&self.path).map_err(|e| e.to_string())?);
+                let results = Arc::new(ioscope_store::open(&self.path)?);
                 *cache = Some(Loaded { stamp: now, results: Arc::clone(&results) });
                 Ok(results)
             }
         }
+    }
+
+    /// The answer to `request` for the file version `now`, if it was computed already
+    /// (gzipped too when `gzip` and it is large).
+    fn cached(&self, now: &Stamp, request: &str, gzip: bool) -> Option<Answer> {
+        let mut answers = self.answers.lock().unwrap_or_else(|e| e.into_inner());
+        if answers.stamp.as_ref() != Some(now) {
+            return None;
+        }
+        let kept = answers.by_request.get_mut(request)?;
+        if gzip && kept.body.len() >= GZIP_KEPT_BYTES && kept.gzipped.is_none() {
+            kept.gzipped = gzip_fast(kept.body.as_bytes()).map(Arc::new);
+        }
+        Some(Answer { status: 200, body: kept.body.clone(), gzipped: kept.gzipped.clone().filter(|_| gzip) })
+    }
+
+    /// Keeps an answer computed for the file version `now` (or newer: the file may have
+    /// changed since `now` was taken, and a newer answer under an older stamp is only
+    /// replaced sooner).
+    fn remember(&self, now: Stamp, request: String, body: &str) {
+        let mut answers = self.answers.lock().unwrap_or_else(|e| e.into_inner());
+        if answers.stamp.as_ref() != Some(&now) {
+            *answers = Answers { stamp: Some(now), ..Answers::default() };
+        }
+        // Room for the body and its compressed form.
+        let cost = body.len() + body.len() / 2;
+        if answers.bytes.saturating_add(cost) > ANSWER_CACHE_BYTES {
+            return;
+        }
+        answers.bytes += cost;
+        answers.by_request.insert(request, Kept { body: body.to_string(), gzipped: None });
     }
 
     pub fn name(&self) -> String {
@@ -143,6 +210,11 @@ impl Api {
 
     /// Answers `GET path?query` for a path under `/api/v1/`.
     pub fn get(&self, path: &str, query: &str) -> Answer {
+        self.get_with(path, query, false)
+    }
+
+    /// [`Api::get`], with the body gzipped too when `gzip` and the answer is large and kept.
+    pub fn get_with(&self, path: &str, query: &str, gzip: bool) -> Answer {
         #[cfg(debug_assertions)]
         if self.debug_panic && path == "/api/v1/debug/panic" {
             panic!("a deliberate panic while answering (IOSCOPE_DEBUG_UI_PANIC)");
@@ -151,54 +223,101 @@ impl Api {
         let pairs = params.iter().map(|(k, v)| (k.as_str(), v.as_str()));
         let parts: Vec<&str> = path.trim_start_matches("/api/v1").split('/').filter(|p| !p.is_empty()).collect();
         match parts.as_slice() {
-            ["runs"] => Answer::ok(self.run_list()),
+            ["runs"] => Answer::ok(&self.run_list()),
             ["runs", id, rest @ ..] => {
-                let Some(run) = self.runs.iter().find(|r| r.id == *id) else {
-                    let ids = match self.runs.len() {
-                        0 => "no runs are served".to_string(),
-                        n => format!("expected a run id from 0 to {}", n - 1),
-                    };
-                    return Answer::error(404, format!("no run {} ({ids})", query::echo(id)));
+                let run = match self.find(id) {
+                    Ok(run) => run,
+                    Err(e) => return Answer::error(404, e),
                 };
+                // Taken before the file is read: an answer is never kept under a newer stamp.
+                let now = stamp(&run.path);
+                let request = format!("{path}?{query}");
+                if let Some(answer) = run.cached(&now, &request, gzip) {
+                    return answer;
+                }
                 let results = match run.results_or_starting() {
                     Ok(Some(r)) => r,
                     Ok(None) => {
                         let why = format!("run {id} is starting and has stored nothing yet; try again in a second");
                         return Answer::error(404, why);
                     }
-                    Err(e) => return Answer::error(500, e),
+                    Err(e) => return Answer::error(500, e.to_string()),
                 };
-                match rest {
-                    [] => Answer::ok(run_detail(run, &results)),
+                let answer = match rest {
+                    [] => Answer::ok(&run_detail(run, &results)),
                     ["series"] => match checked(pairs, &results) {
-                        Ok(q) => Answer::ok(query::series(&results, &q)),
+                        Ok(q) => Answer::ok(&query::series(&results, &q)),
                         Err(e) => Answer::error(400, e),
                     },
-                    ["heatmap"] => match checked(pairs, &results).and_then(|q| query::heatmap_json(&results, &q)) {
-                        Ok(text) => Answer { status: 200, body: text },
+                    ["heatmap"] => match checked(pairs, &results).and_then(|q| match encoding(&params)? {
+                        Encoding::Json => query::heatmap_json(&results, &q),
+                        Encoding::Packed => crate::packed::heatmap_packed(&results, &q),
+                    }) {
+                        Ok(text) => Answer { status: 200, body: text, gzipped: None },
                         Err(e) => Answer::error(400, e),
                     },
                     _ => Answer::error(404, format!("no such path {} (see docs/api.md)", query::echo(path))),
+                };
+                if answer.status == 200 {
+                    run.remember(now.clone(), request.clone(), &answer.body);
+                    if gzip {
+                        return run.cached(&now, &request, true).unwrap_or(answer);
+                    }
                 }
+                answer
             }
             _ => Answer::error(404, format!("no such path {} (see docs/api.md)", query::echo(path))),
         }
     }
 
-    fn run_list(&self) -> Value {
-        let runs: Vec<Value> = self
-            .runs
-            .iter()
-            .map(|run| match run.results_or_starting() {
-                Ok(Some(r)) => run_entry(run, &r),
-                Ok(None) => json!({"id": run.id, "name": run.name(), "path": run.path,
-                    "status": Status::Running.as_str(), "live": true, "started_unix_ms": null,
-                    "first_second": null, "last_second": null}),
-                Err(e) => json!({"id": run.id, "name": run.name(), "path": run.path, "error": e}),
-            })
-            .collect();
-        json!({"api_version": API_VERSION, "runs": runs})
+    fn run_list(&self) -> RunList {
+        RunList { api_version: API_VERSION, runs: self.runs.iter().map(list_entry).collect() }
     }
+
+    /// The run served as `id`, or why there is none.
+    pub fn find(&self, id: &str) -> Result<&RunSource, String> {
+        self.runs.iter().find(|r| r.id == id).ok_or_else(|| {
+            let ids = match self.runs.len() {
+                0 => "no runs are served".to_string(),
+                n => format!("expected a run id from 0 to {}", n - 1),
+            };
+            format!("no run {} ({ids})", query::echo(id))
+        })
+    }
+
+    /// Run `id`'s entry in `GET /api/v1/runs`, None when there is no such run.
+    pub fn entry(&self, id: &str) -> Option<ListEntry> {
+        self.find(id).ok().map(list_entry)
+    }
+}
+
+/// How a heat map's cells are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Encoding {
+    /// Nested arrays of numbers (the default).
+    Json,
+    /// Base64 varint strings ([`crate::packed`]).
+    Packed,
+}
+
+/// The `encoding` parameter of a heat-map query.
+fn encoding(params: &[(String, String)]) -> Result<Encoding, query::QueryError> {
+    match params.iter().rev().find(|(k, _)| k == "encoding").map(|(_, v)| v.as_str()) {
+        None | Some("" | "json") => Ok(Encoding::Json),
+        Some("packed") => Ok(Encoding::Packed),
+        Some(other) => Err(query::QueryError::UnknownEncoding(other.to_string())),
+    }
+}
+
+/// `bytes` gzipped at the fastest level, like the server's other answers: the first
+/// viewer of an hour-long heat map waits a fraction of what the best level costs (several
+/// seconds for 16 MB of JSON here) for about 15 % more bytes (None only if compressing
+/// into memory failed).
+fn gzip_fast(bytes: &[u8]) -> Option<Vec<u8>> {
+    use std::io::Write;
+    let mut z = flate2::write::GzEncoder::new(Vec::with_capacity(bytes.len() / 3), flate2::Compression::fast());
+    z.write_all(bytes).ok()?;
+    z.finish().ok()
 }
 
 /// A series or heat-map query, parsed and checked against the run before any work.
@@ -211,38 +330,112 @@ fn checked<'a>(
     Ok(q)
 }
 
-fn run_entry(run: &RunSource, r: &Results) -> Value {
-    let range = query::second_range(r);
-    json!({
-        "id": run.id,
-        "name": run.name(),
-        "path": run.path,
-        "status": r.run.status.as_str(),
-        "live": r.run.status == Status::Running,
-        "started_unix_ms": r.run.info.started_unix_ms,
-        "first_second": range.map(|x| x.0),
-        "last_second": range.map(|x| x.1),
-    })
+/// `GET /api/v1/runs`.
+#[derive(Serialize, Debug)]
+pub struct RunList {
+    pub api_version: u32,
+    pub runs: Vec<ListEntry>,
+}
+
+/// A run in `GET /api/v1/runs`: its entry, or why its file cannot be read.
+#[derive(Serialize, Debug)]
+#[serde(untagged)]
+pub enum ListEntry {
+    Run(RunEntry),
+    Unreadable { id: String, name: String, path: PathBuf, error: String },
+}
+
+impl ListEntry {
+    /// Whether the run is still being written (an unreadable one is not followed).
+    pub fn live(&self) -> bool {
+        matches!(self, ListEntry::Run(r) if r.live)
+    }
+}
+
+/// A run's identity and progress (the entry of the list, the start of its detail).
+#[derive(Serialize, Debug, Clone)]
+pub struct RunEntry {
+    pub id: String,
+    pub name: String,
+    pub path: PathBuf,
+    pub status: &'static str,
+    pub live: bool,
+    pub started_unix_ms: Option<i64>,
+    pub first_second: Option<u32>,
+    pub last_second: Option<u32>,
 }
 
 /// `GET /api/v1/runs/{id}`.
-pub fn run_detail(run: &RunSource, r: &Results) -> Value {
-    let mut v = run_entry(run, r);
-    let summary = ioscope_report::summarize(r, &run.path);
-    let plan: Value = serde_json::from_str(&r.run.info.plan_json).unwrap_or(Value::Null);
-    let m = v.as_object_mut().expect("run entry is an object");
-    m.insert("summary".into(), serde_json::to_value(summary).unwrap_or(Value::Null));
-    m.insert(
-        "hosts".into(),
-        Value::Array(r.hosts.iter().map(|(name, config)| json!({"name": name, "config": config})).collect()),
-    );
-    m.insert("plan".into(), plan);
-    m.insert("workload_toml".into(), json!(r.run.info.workload_toml));
-    m.insert("steps".into(), serde_json::to_value(&r.steps).unwrap_or(Value::Null));
-    m.insert("probes".into(), serde_json::to_value(&r.probes).unwrap_or(Value::Null));
-    m.insert("stats".into(), query::stat_list(r));
-    m.insert("dimensions".into(), query::dimension_values(r));
-    v
+#[derive(Serialize, Debug)]
+pub struct RunDetail<'a> {
+    #[serde(flatten)]
+    pub entry: RunEntry,
+    pub summary: ioscope_report::Summary,
+    pub hosts: Vec<HostEntry<'a>>,
+    /// The validated plan as stored (`ioscope_workload::Plan` as JSON).
+    pub plan: Value,
+    pub workload_toml: &'a str,
+    pub steps: &'a [StepRow],
+    pub probes: &'a [ProbeRow],
+    /// The statistics the run has, with units and dimensions (query.rs).
+    pub stats: Value,
+    /// Every value each dimension takes (query.rs).
+    pub dimensions: Value,
+}
+
+/// A host of the run and its system configuration.
+#[derive(Serialize, Debug)]
+pub struct HostEntry<'a> {
+    pub name: &'a str,
+    pub config: &'a Value,
+}
+
+fn list_entry(run: &RunSource) -> ListEntry {
+    match run.results_or_starting() {
+        Ok(Some(r)) => ListEntry::Run(run_entry(run, &r)),
+        Ok(None) => ListEntry::Run(RunEntry {
+            id: run.id.clone(),
+            name: run.name(),
+            path: run.path.clone(),
+            status: Status::Running.as_str(),
+            live: true,
+            started_unix_ms: None,
+            first_second: None,
+            last_second: None,
+        }),
+        Err(e) => {
+            ListEntry::Unreadable { id: run.id.clone(), name: run.name(), path: run.path.clone(), error: e.to_string() }
+        }
+    }
+}
+
+fn run_entry(run: &RunSource, r: &Results) -> RunEntry {
+    let range = query::second_range(r);
+    RunEntry {
+        id: run.id.clone(),
+        name: run.name(),
+        path: run.path.clone(),
+        status: r.run.status.as_str(),
+        live: r.run.status == Status::Running,
+        started_unix_ms: Some(r.run.info.started_unix_ms),
+        first_second: range.map(|x| x.0),
+        last_second: range.map(|x| x.1),
+    }
+}
+
+/// `GET /api/v1/runs/{id}`.
+pub fn run_detail<'a>(run: &RunSource, r: &'a Results) -> RunDetail<'a> {
+    RunDetail {
+        entry: run_entry(run, r),
+        summary: ioscope_report::summarize(r, &run.path),
+        hosts: r.hosts.iter().map(|(name, config)| HostEntry { name, config }).collect(),
+        plan: serde_json::from_str(&r.run.info.plan_json).unwrap_or(Value::Null),
+        workload_toml: &r.run.info.workload_toml,
+        steps: &r.steps,
+        probes: &r.probes,
+        stats: query::stat_list(r),
+        dimensions: query::dimension_values(r),
+    }
 }
 
 /// Splits and percent-decodes `a=1&b=x%3Ay`.
@@ -294,7 +487,8 @@ pub fn encode_component(s: &str) -> String {
     out
 }
 
-/// The path of a series or heat-map query, exactly as the UI writes it (report keys).
+/// The path of a series or heat-map query, exactly as the UI writes it (report keys); the
+/// UI asks for heat maps in the packed encoding.
 pub fn query_path(run_id: &str, kind: &str, stat: &str, by: Option<&str>, filter: &str) -> String {
     let mut p = format!("/api/v1/runs/{run_id}/{kind}?stat={}", encode_component(stat));
     if let Some(by) = by {
@@ -303,5 +497,49 @@ pub fn query_path(run_id: &str, kind: &str, stat: &str, by: Option<&str>, filter
     if !filter.is_empty() {
         p.push_str(&format!("&where={}", encode_component(filter)));
     }
+    if kind == "heatmap" {
+        p.push_str("&encoding=packed");
+    }
     p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_is_kept_for_the_file_version_it_was_computed_for_and_no_longer() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = crate::tests::write_results(dir.path());
+        let api = Api::new(std::slice::from_ref(&path));
+        let first = api.get("/api/v1/runs/0/heatmap", "stat=latency");
+        assert_eq!(first.status, 200);
+        let run = &api.runs[0];
+        let request = "/api/v1/runs/0/heatmap?stat=latency".to_string();
+        // Mark the kept answer: while the file is unchanged, it is what is answered.
+        run.remember(stamp(&path), request.clone(), "kept");
+        assert!(
+            api.get_with("/api/v1/runs/0/heatmap", "stat=latency", true).gzipped.is_none(),
+            "small: not kept gzipped"
+        );
+        assert_eq!(api.get("/api/v1/runs/0/heatmap", "stat=latency").body, "kept");
+        // A large kept answer is gzipped once for clients that take gzip.
+        let large = format!("[{}0]", "1234567,".repeat(GZIP_KEPT_BYTES / 4));
+        run.remember(stamp(&path), request.clone(), &large);
+        let gz = api.get_with("/api/v1/runs/0/heatmap", "stat=latency", true).gzipped.expect("gzipped");
+        let mut back = String::new();
+        std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(gz.as_slice()), &mut back).unwrap();
+        assert_eq!(back, large);
+        assert!(gz.len() < large.len() / 10);
+        let again = api.get_with("/api/v1/runs/0/heatmap", "stat=latency", true).gzipped.unwrap();
+        assert!(Arc::ptr_eq(&gz, &again), "compressed once");
+        assert!(api.get("/api/v1/runs/0/heatmap", "stat=latency").gzipped.is_none());
+        // The file changes: the answer is computed again from it.
+        let later = std::time::SystemTime::now() + std::time::Duration::from_secs(5);
+        std::fs::File::options().write(true).open(&path).unwrap().set_modified(later).unwrap();
+        assert_eq!(api.get("/api/v1/runs/0/heatmap", "stat=latency").body, first.body);
+        // Errors are not kept.
+        assert_eq!(api.get("/api/v1/runs/0/heatmap", "stat=nope").status, 400);
+        assert!(run.cached(&stamp(&path), "/api/v1/runs/0/heatmap?stat=nope", false).is_none());
+    }
 }

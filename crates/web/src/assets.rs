@@ -13,21 +13,37 @@ pub fn get(name: &str) -> Option<(&'static str, &'static [u8])> {
     ASSETS.iter().find(|(n, _, _)| *n == name).map(|(_, mime, bytes)| (*mime, *bytes))
 }
 
-pub fn text(name: &str) -> Result<&'static str, String> {
-    let (_, bytes) = get(name).ok_or_else(|| format!("asset {name} is missing"))?;
-    std::str::from_utf8(bytes).map_err(|_| format!("asset {name} is not UTF-8"))
+/// What is wrong with the embedded UI files (a build that went wrong).
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum AssetError {
+    #[error("asset {0} is missing")]
+    Missing(String),
+    #[error("asset {0} is not UTF-8")]
+    NotUtf8(String),
+    #[error("{0}")]
+    Malformed(&'static str),
+    /// A module line the bundler cannot rewrite: `module:line: what is expected`.
+    #[error("{0}")]
+    Bundle(String),
+}
+
+pub fn text(name: &str) -> Result<&'static str, AssetError> {
+    let (_, bytes) = get(name).ok_or_else(|| AssetError::Missing(name.to_string()))?;
+    std::str::from_utf8(bytes).map_err(|_| AssetError::NotUtf8(name.to_string()))
 }
 
 /// The modules of the UI in dependency order, from app.js's `// modules:` line.
-pub fn module_order() -> Result<Vec<&'static str>, String> {
+pub fn module_order() -> Result<Vec<&'static str>, AssetError> {
     let app = text("app.js")?;
-    let line =
-        app.lines().find_map(|l| l.trim().strip_prefix("// modules:")).ok_or("app.js has no `// modules:` line")?;
+    let line = app
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("// modules:"))
+        .ok_or(AssetError::Malformed("app.js has no `// modules:` line"))?;
     Ok(line.split_whitespace().collect())
 }
 
 /// All modules rewritten into one classic script (no imports, no network, file:// safe).
-pub fn bundle() -> Result<String, String> {
+pub fn bundle() -> Result<String, AssetError> {
     let mut out = String::from("\"use strict\";\nconst __ioscope = {};\n");
     for name in module_order()? {
         let (body, exports) = rewrite_module(name, text(name)?)?;
@@ -41,7 +57,7 @@ pub fn bundle() -> Result<String, String> {
 
 /// One module's body with imports turned into reads of earlier modules and `export`
 /// dropped, and the names it exported.
-pub fn rewrite_module(name: &str, source: &str) -> Result<(String, Vec<String>), String> {
+pub fn rewrite_module(name: &str, source: &str) -> Result<(String, Vec<String>), AssetError> {
     let mut body = String::new();
     let mut exports = Vec::new();
     for (n, line) in source.lines().enumerate() {
@@ -50,14 +66,17 @@ pub fn rewrite_module(name: &str, source: &str) -> Result<(String, Vec<String>),
         if let Some(rest) = trimmed.strip_prefix("import ") {
             let (names, from) = rest
                 .split_once(" from ")
-                .ok_or_else(|| format!("{}: expected `import {{ a, b }} from './x.js';`", at()))?;
+                .ok_or_else(|| AssetError::Bundle(format!("{}: expected `import {{ a, b }} from './x.js';`", at())))?;
             let names = names.trim().strip_prefix('{').and_then(|s| s.strip_suffix('}')).ok_or_else(|| {
-                format!("{}: only named imports are bundled (`import {{ a, b }} from './x.js';`)", at())
+                AssetError::Bundle(format!(
+                    "{}: only named imports are bundled (`import {{ a, b }} from './x.js';`)",
+                    at()
+                ))
             })?;
             let from = from.trim().trim_end_matches(';').trim_matches(|c| c == '\'' || c == '"');
             let module = from
                 .strip_prefix("./")
-                .ok_or_else(|| format!("{}: only relative imports ('./x.js') are bundled", at()))?;
+                .ok_or_else(|| AssetError::Bundle(format!("{}: only relative imports ('./x.js') are bundled", at())))?;
             let names: Vec<String> = names
                 .split(',')
                 .map(|s| s.trim())
@@ -75,11 +94,16 @@ pub fn rewrite_module(name: &str, source: &str) -> Result<(String, Vec<String>),
             let name_part = ["async function ", "function ", "const ", "class "]
                 .iter()
                 .find_map(|k| decl.strip_prefix(k))
-                .ok_or_else(|| format!("{}: only `export function|async function|const|class` are bundled", at()))?;
+                .ok_or_else(|| {
+                    AssetError::Bundle(format!(
+                        "{}: only `export function|async function|const|class` are bundled",
+                        at()
+                    ))
+                })?;
             let ident: String =
                 name_part.trim_start().chars().take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '$').collect();
             if ident.is_empty() {
-                return Err(format!("{}: cannot read the exported name", at()));
+                return Err(AssetError::Bundle(format!("{}: cannot read the exported name", at())));
             }
             exports.push(ident);
             let indent = &line[..line.len() - trimmed.len()];
@@ -109,9 +133,9 @@ mod tests {
 
     #[test]
     fn unsupported_forms_name_module_and_line() {
-        let err = rewrite_module("z.js", "\nexport default 3;\n").unwrap_err();
+        let err = rewrite_module("z.js", "\nexport default 3;\n").unwrap_err().to_string();
         assert!(err.starts_with("z.js:2:"), "{err}");
-        let err = rewrite_module("z.js", "import * as m from './m.js';\n").unwrap_err();
+        let err = rewrite_module("z.js", "import * as m from './m.js';\n").unwrap_err().to_string();
         assert!(err.starts_with("z.js:1:"), "{err}");
     }
 

@@ -1,16 +1,21 @@
 //! Analytics: the versioned JSON API over results files ([`api`], aggregation in
-//! [`query`]), the HTTP server with the embedded UI ([`server`], [`request`], [`access`], [`assets`]), the
-//! self-contained HTML report ([`report`]) and PNG heat maps ([`plot`]).
+//! [`query`], the packed heat-map encoding in [`packed`]), the HTTP server with the
+//! embedded UI ([`server`] on axum/tokio, [`request`], [`access`], [`tls`], [`assets`]),
+//! the self-contained HTML report ([`report`]) and PNG heat maps ([`plot`]).
 
 pub mod access;
 pub mod api;
 pub mod assets;
 mod busy;
+mod events;
+pub mod packed;
 pub mod plot;
 pub mod query;
 pub mod report;
 pub mod request;
 pub mod server;
+mod stall;
+pub mod tls;
 
 pub use api::Api;
 pub use server::Server;
@@ -18,4 +23,8 @@ pub use server::Server;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_fixtures;
+#[cfg(test)]
 mod tests_hostile;
+#[cfg(test)]
+mod tests_http;

@@ -54,6 +54,8 @@ pub enum QueryError {
     ToBeforeRun { to: u32, first: u32, last: u32 },
     #[error("{} is not a distribution; heat maps are for {}", .0.name, distributions())]
     NotADistribution(&'static Stat),
+    #[error("encoding={}: expected json or packed", echo(.0))]
+    UnknownEncoding(String),
 }
 
 /// The callers that answer with text (the HTML report, plots, the API) keep the message.
@@ -678,6 +680,13 @@ pub fn stat_list(r: &Results) -> Value {
         })
         .collect();
     Value::Array(list)
+}
+
+/// The fields of a `/heatmap` answer before its series (shared by its encodings).
+pub fn heatmap_head(results: &Results, q: &Query) -> serde_json::Map<String, Value> {
+    let mut out = header(q, &Range::of(results, q));
+    out.insert("relative_error".into(), json!(RELATIVE_ERROR));
+    out
 }
 
 #[cfg(test)]

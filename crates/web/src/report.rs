@@ -3,16 +3,31 @@
 //! embedded: the run, its summary, steps and system configuration, and every statistic
 //! as a series and as heat maps, whole and broken down by each dimension.
 
-use crate::api::{query_path, run_detail, Api, API_VERSION};
-use crate::assets;
-use crate::query::{self, Kind, Query, STATS};
-use serde_json::{json, Value};
+use crate::api::{query_path, run_detail, Api, ListEntry, RunList, API_VERSION};
+use crate::assets::{self, AssetError};
+use crate::query::{self, Kind, Query, QueryError, STATS};
+use ioscope_store::StoreError;
+use serde_json::Value;
 use std::path::Path;
 
 /// Breakdowns embedded for heat maps (each one is a heat map per value).
 const HEATMAP_BREAKDOWNS: &[Option<&str>] = &[None, Some("op"), Some("workload"), Some("step")];
 
-pub fn render(results_path: &Path) -> Result<String, String> {
+/// Why a report could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A query the report makes was refused (a statistic the run cannot answer).
+    #[error(transparent)]
+    Query(#[from] QueryError),
+    #[error(transparent)]
+    Asset(#[from] AssetError),
+    #[error("cannot write the embedded data: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+pub fn render(results_path: &Path) -> Result<String, ReportError> {
     let api = Api::new(&[results_path.to_path_buf()]);
     let run = &api.runs[0];
     let results = run.results()?;
@@ -21,7 +36,8 @@ pub fn render(results_path: &Path) -> Result<String, String> {
     let multi = |d: &str| dims[d].as_array().is_some_and(|v| v.len() > 1);
 
     // (path, JSON text) of every answer embedded.
-    let mut responses: Vec<(String, String)> = vec![(format!("/api/v1/runs/{}", run.id), detail.to_string())];
+    let mut responses: Vec<(String, String)> =
+        vec![(format!("/api/v1/runs/{}", run.id), serde_json::to_string(&detail)?)];
     for stat in STATS {
         if stat.kind == Kind::Event && results.probes.is_empty() {
             continue;
@@ -35,31 +51,31 @@ pub fn render(results_path: &Path) -> Result<String, String> {
             }
             responses.push((query_path(&run.id, "series", stat.name, by, ""), query::series(&results, &q).to_string()));
             if stat.kind == Kind::Distribution && HEATMAP_BREAKDOWNS.contains(&by) {
-                responses.push((query_path(&run.id, "heatmap", stat.name, by, ""), query::heatmap_json(&results, &q)?));
+                let packed = crate::packed::heatmap_packed(&results, &q)?;
+                responses.push((query_path(&run.id, "heatmap", stat.name, by, ""), packed));
             }
         }
     }
-    let runs = json!({"api_version": API_VERSION, "runs": [{
-        "id": detail["id"], "name": detail["name"], "path": detail["path"], "status": detail["status"],
-        "live": false, "started_unix_ms": detail["started_unix_ms"],
-        "first_second": detail["first_second"], "last_second": detail["last_second"],
-    }]});
+    // The report's run is finished as far as the page is concerned: nothing to follow.
+    let entry = ListEntry::Run(crate::api::RunEntry { live: false, ..detail.entry.clone() });
     let answers: Vec<String> = responses.iter().map(|(k, v)| format!("{}:{v}", Value::String(k.clone()))).collect();
+    let runs = serde_json::to_string(&RunList { api_version: API_VERSION, runs: vec![entry] })?;
+    // Read by assets/api.js; the answers are already JSON text.
     let embedded =
         format!("{{\"runs\":{runs},\"responses\":{{{}}},\"worksheet\":\"\",\"report\":true}}", answers.join(","));
     page(&run.name(), &embedded)
 }
 
 /// index.html with its stylesheet and scripts inlined; `embedded` is JSON text.
-fn page(title: &str, embedded: &str) -> Result<String, String> {
+fn page(title: &str, embedded: &str) -> Result<String, ReportError> {
     let html = assets::text("index.html")?;
     let css = assets::text("app.css")?;
     let script = assets::bundle()?;
     let data = script_safe(embedded);
-    let (head, rest) = html.split_once("</head>").ok_or("index.html has no </head>")?;
+    let (head, rest) = html.split_once("</head>").ok_or(AssetError::Malformed("index.html has no </head>"))?;
     let head = strip_tags(head, &["<link rel=\"stylesheet\"", "<script"]);
     let body = strip_tags(rest, &["<script"]);
-    let (body, tail) = body.rsplit_once("</body>").ok_or("index.html has no </body>")?;
+    let (body, tail) = body.rsplit_once("</body>").ok_or(AssetError::Malformed("index.html has no </body>"))?;
     let title = html_escape(&format!("ioscope report: {title}"));
     let head = match head.split_once("<title>") {
         Some((a, b)) => format!("{a}<title>{title}</title>{}", b.split_once("</title>").map_or("", |x| x.1)),

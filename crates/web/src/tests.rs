@@ -254,7 +254,7 @@ fn the_api_routes_answers_and_refuses_with_reasons() {
 fn query_paths_match_the_uis_encoding() {
     assert_eq!(
         query_path("0", "heatmap", "latency", Some("op"), "op:write;host:my host"),
-        "/api/v1/runs/0/heatmap?stat=latency&by=op&where=op:write;host:my%20host"
+        "/api/v1/runs/0/heatmap?stat=latency&by=op&where=op:write;host:my%20host&encoding=packed"
     );
     let decoded = parse_query("where=op:write;host:my%20host&stat=ops");
     assert_eq!(decoded[0], ("where".to_string(), "op:write;host:my host".to_string()));
@@ -268,7 +268,7 @@ fn the_report_embeds_its_data_and_needs_no_server() {
     assert!(html.contains("window.IOSCOPE_EMBEDDED = {"));
     assert!(!html.contains("src=\"/assets/") && !html.contains("href=\"/assets/"), "no server paths left");
     assert!(!html.contains("type=\"module\""), "module scripts do not load from file://");
-    for key in ["/api/v1/runs/0/series?stat=ops&by=op", "/api/v1/runs/0/heatmap?stat=latency&by=op"] {
+    for key in ["/api/v1/runs/0/series?stat=ops&by=op", "/api/v1/runs/0/heatmap?stat=latency&by=op&encoding=packed"] {
         assert!(html.contains(&format!("\"{key}\"")), "{key} not embedded");
     }
 }
@@ -290,7 +290,7 @@ fn get(port: u16, target: &str, cookie: Option<&str>) -> (u16, String) {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     let cookie = cookie.map(|c| format!("Cookie: {c}\r\n")).unwrap_or_default();
-    write!(s, "GET {target} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{cookie}\r\n").unwrap();
+    write!(s, "GET {target} HTTP/1.1\r\nConnection: close\r\nHost: 127.0.0.1:{port}\r\n{cookie}\r\n").unwrap();
     let mut out = String::new();
     s.read_to_string(&mut out).unwrap();
     (out[9..12].parse().unwrap(), out)

@@ -31,7 +31,7 @@ fn exchange(addr: SocketAddr, raw: &[u8]) -> (u16, String) {
 }
 
 fn get(addr: SocketAddr, target: &str) -> (u16, String) {
-    exchange(addr, format!("GET {target} HTTP/1.1\r\nHost: {addr}\r\n\r\n").as_bytes())
+    exchange(addr, format!("GET {target} HTTP/1.1\r\nConnection: close\r\nHost: {addr}\r\n\r\n").as_bytes())
 }
 
 fn loopback(api: Api, limits: Limits) -> Server {
@@ -113,7 +113,8 @@ fn an_overlong_request_line_or_header_block_is_refused_with_414_or_431() {
     let long_target = format!("/api/v1/runs?x={}", "a".repeat(9 * 1024));
     let (status, text) = get(addr, &long_target);
     assert_eq!(status, 414, "{text}");
-    // A 100 MiB line is not read into memory: refused after the first 8 KiB.
+    // A 100 MiB line is not read into memory: refused once the head buffer is full (the
+    // line is then too long to tell from an overlong header block: 414 or 431).
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     let _ = s.write_all(b"GET /");
@@ -125,15 +126,19 @@ fn an_overlong_request_line_or_header_block_is_refused_with_414_or_431() {
         }
     }
     let _ = s.read_to_end(&mut answer);
-    assert!(answer.is_empty() || answer.starts_with(b"HTTP/1.1 414"), "{}", String::from_utf8_lossy(&answer));
+    assert!(
+        answer.is_empty() || answer.starts_with(b"HTTP/1.1 414") || answer.starts_with(b"HTTP/1.1 431"),
+        "{}",
+        String::from_utf8_lossy(&answer)
+    );
 
     let header = format!("X-Junk: {}\r\n", "b".repeat(1000));
-    let raw = format!("GET /api/v1/runs HTTP/1.1\r\nHost: {addr}\r\n{}\r\n", header.repeat(70));
+    let raw = format!("GET /api/v1/runs HTTP/1.1\r\nConnection: close\r\nHost: {addr}\r\n{}\r\n", header.repeat(70));
     let (status, text) = exchange(addr, raw.as_bytes());
     assert_eq!(status, 431, "{text}");
-    let raw = format!("GET /api/v1/runs HTTP/1.1\r\nHost: {addr}\r\n{}\r\n", header.repeat(10));
+    let raw = format!("GET /api/v1/runs HTTP/1.1\r\nConnection: close\r\nHost: {addr}\r\n{}\r\n", header.repeat(10));
     assert_eq!(exchange(addr, raw.as_bytes()).0, 200, "10 KB of headers is fine");
-    assert_eq!(exchange(addr, b"\r\n\r\n").0, 400, "no request line");
+    assert_eq!(exchange(addr, b"NOT A REQUEST\r\n\r\n").0, 400, "no request line");
     server.stop();
 }
 
@@ -154,7 +159,7 @@ fn an_idle_or_trickling_client_is_dropped_at_the_request_deadline() {
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     let mut writer = s.try_clone().unwrap();
     let sender = std::thread::spawn(move || {
-        let _ = writer.write_all(format!("GET / HTTP/1.1\r\nHost: {addr}\r\n").as_bytes());
+        let _ = writer.write_all(format!("GET / HTTP/1.1\r\nConnection: close\r\nHost: {addr}\r\n").as_bytes());
         for i in 0..400 {
             if writer.write_all(format!("X-{i}: y\r\n").as_bytes()).is_err() {
                 return i;
@@ -208,7 +213,7 @@ fn the_loopback_server_answers_only_requests_for_loopback_names() {
     let (addr, port) = (server.addr, server.addr.port());
     let with_host = |hosts: &[String]| {
         let lines: String = hosts.iter().map(|h| format!("Host: {h}\r\n")).collect();
-        exchange(addr, format!("GET /api/v1/runs HTTP/1.1\r\n{lines}\r\n").as_bytes())
+        exchange(addr, format!("GET /api/v1/runs HTTP/1.1\r\nConnection: close\r\n{lines}\r\n").as_bytes())
     };
     for ok in
         [format!("127.0.0.1:{port}"), format!("localhost:{port}"), format!("LocalHost:{port}"), format!("[::1]:{port}")]
@@ -229,7 +234,7 @@ fn the_loopback_server_answers_only_requests_for_loopback_names() {
         assert!(text.contains(&format!("localhost:{port}")), "the refusal names what is accepted: {text}");
     }
     for target in ["/", "/assets/app.js", "/api/v1/runs/0"] {
-        let raw = format!("GET {target} HTTP/1.1\r\nHost: evil.example:{port}\r\n\r\n");
+        let raw = format!("GET {target} HTTP/1.1\r\nConnection: close\r\nHost: evil.example:{port}\r\n\r\n");
         assert_eq!(exchange(addr, raw.as_bytes()).0, 421, "{target}");
     }
     server.stop();
