@@ -108,6 +108,9 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--label", default="nfs")
+    ap.add_argument("--baseline", default=None,
+                    help="an older ioscope binary: each ioscope case runs with it too, right after this one, "
+                         "and the table adds its rows and the ratio")
     a = ap.parse_args()
     binary = a.ioscope
     if binary is None:
@@ -128,22 +131,25 @@ def main():
         with open(local, "wb") as f:
             f.write(os.urandom(size))
         host = url.split("/")[2]
-        cases = {
-            "NULL call, QD1, minimal client (Python; the round-trip floor)": lambda: ping_case(host, a.seconds),
-            "4 KiB random read, QD1": lambda: ioscope_case(
-                binary, ws, ["--rw", "randread", "--bs", "4k", "--size", "256m", "--iodepth", "1"], a.seconds, "read"),
-            "4 KiB random read, QD32": lambda: ioscope_case(
-                binary, ws, ["--rw", "randread", "--bs", "4k", "--size", "256m", "--iodepth", "32"], a.seconds,
-                "read"),
-            "1 MiB sequential read, QD4 (ioscope)": lambda: ioscope_case(
-                binary, ws, ["--rw", "read", "--bs", "1m", "--size", "256m", "--iodepth", "4"], a.seconds, "read"),
-            "256 MiB sequential read (nfs-cat)": lambda: libnfs_case(
-                ["sh", "-c", f"nfs-cat '{ws}/ioscope.0.dat' > /dev/null"], size, 1 << 20),
-            "1 MiB sequential write, QD4 (ioscope)": lambda: ioscope_case(
-                binary, ws, ["--rw", "write", "--bs", "1m", "--size", "256m", "--iodepth", "4"], a.seconds, "write"),
-            "256 MiB sequential write (nfs-cp)": lambda: libnfs_case(
-                ["nfs-cp", local, f"{ws}/nfs-cp-{time.monotonic_ns()}.bin"], size, 1 << 20),
+        ioscope_cases = {
+            "4 KiB random read, QD1": (["--rw", "randread", "--bs", "4k", "--size", "256m", "--iodepth", "1"], "read"),
+            "4 KiB random read, QD32": (["--rw", "randread", "--bs", "4k", "--size", "256m", "--iodepth", "32"],
+                                        "read"),
+            "1 MiB sequential read, QD4 (ioscope)": (["--rw", "read", "--bs", "1m", "--size", "256m", "--iodepth",
+                                                      "4"], "read"),
+            "1 MiB sequential write, QD4 (ioscope)": (["--rw", "write", "--bs", "1m", "--size", "256m",
+                                                       "--iodepth", "4"], "write"),
         }
+        io = lambda b, name: (lambda: ioscope_case(b, ws, ioscope_cases[name][0], a.seconds, ioscope_cases[name][1]))
+        cases = {"NULL call, QD1, minimal client (Python; the round-trip floor)": lambda: ping_case(host, a.seconds)}
+        for name in ioscope_cases:
+            cases[name] = io(binary, name)
+            if a.baseline:
+                cases[f"{name} [baseline]"] = io(a.baseline, name)
+        cases["256 MiB sequential read (nfs-cat)"] = lambda: libnfs_case(
+            ["sh", "-c", f"nfs-cat '{ws}/ioscope.0.dat' > /dev/null"], size, 1 << 20)
+        cases["256 MiB sequential write (nfs-cp)"] = lambda: libnfs_case(
+            ["nfs-cp", local, f"{ws}/nfs-cp-{time.monotonic_ns()}.bin"], size, 1 << 20)
         results = {name: [] for name in cases}
         for _ in range(a.rounds):
             for name, run in cases.items():
@@ -171,7 +177,13 @@ def main():
         results["256 MiB sequential read (nfs-cat)"], "mbps")
     seq_w = med(results["1 MiB sequential write, QD4 (ioscope)"], "mbps") / med(
         results["256 MiB sequential write (nfs-cp)"], "mbps")
-    lines += ["", f"ioscope/libnfs MB/s: sequential read {seq_r:.2f}x, sequential write {seq_w:.2f}x.", "",
+    lines += ["", f"ioscope/libnfs MB/s: sequential read {seq_r:.2f}x, sequential write {seq_w:.2f}x."]
+    if a.baseline:
+        lines += ["", f"Baseline: {a.baseline} (rows marked [baseline], run right after this binary's row in "
+                  "every round). This binary / baseline, IOPS (medians): " + ", ".join(
+                      f"{name}: {med(results[name], 'iops') / med(results[name + ' [baseline]'], 'iops'):.2f}"
+                      for name in ioscope_cases)]
+    lines += ["",
               "Raw rounds:", "", "```", json.dumps(results, indent=1), "```"]
     text = "\n".join(lines) + "\n"
     print(text)
