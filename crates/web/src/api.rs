@@ -250,10 +250,10 @@ impl Api {
                         Err(e) => Answer::error(400, e),
                     },
                     ["heatmap"] => match checked(pairs, &results).and_then(|q| match encoding(&params)? {
-                        Encoding::Json => query::heatmap_json(&results, &q),
-                        Encoding::Packed => crate::packed::heatmap_packed(&results, &q),
+                        Encoding::Json => query::heatmap(&results, &q).map(|a| Answer::ok(&a)),
+                        Encoding::Packed => crate::packed::heatmap_packed(&results, &q).map(|a| Answer::ok(&a)),
                     }) {
-                        Ok(text) => Answer { status: 200, body: text, gzipped: None },
+                        Ok(answer) => answer,
                         Err(e) => Answer::error(400, e),
                     },
                     _ => Answer::error(404, format!("no such path {} (see docs/api.md)", query::echo(path))),

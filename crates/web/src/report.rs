@@ -49,9 +49,12 @@ pub fn render(results_path: &Path) -> Result<String, ReportError> {
             if let Some(b) = by {
                 q = q.by(b)?;
             }
-            responses.push((query_path(&run.id, "series", stat.name, by, ""), query::series(&results, &q).to_string()));
+            responses.push((
+                query_path(&run.id, "series", stat.name, by, ""),
+                serde_json::to_string(&query::series(&results, &q))?,
+            ));
             if stat.kind == Kind::Distribution && HEATMAP_BREAKDOWNS.contains(&by) {
-                let packed = crate::packed::heatmap_packed(&results, &q)?;
+                let packed = serde_json::to_string(&crate::packed::heatmap_packed(&results, &q)?)?;
                 responses.push((query_path(&run.id, "heatmap", stat.name, by, ""), packed));
             }
         }
