@@ -377,10 +377,10 @@ pub struct RunDetail<'a> {
     pub workload_toml: &'a str,
     pub steps: &'a [StepRow],
     pub probes: &'a [ProbeRow],
-    /// The statistics the run has, with units and dimensions (query.rs).
-    pub stats: Value,
-    /// Every value each dimension takes (query.rs).
-    pub dimensions: Value,
+    /// The statistics the run has, with units and dimensions.
+    pub stats: Vec<query::StatEntry>,
+    /// Every value each dimension takes.
+    pub dimensions: query::DimensionValues,
 }
 
 /// A host of the run and its system configuration.

@@ -9,7 +9,6 @@ use ioscope_metrics::histogram::bucket_range;
 use ioscope_metrics::{FileCounts, Histogram, OpSeries, Snapshot, WorkerCounts, RELATIVE_ERROR};
 use ioscope_store::Results;
 use serde::Serialize;
-use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The most `where` terms a query may have (each row is compared with each).
@@ -754,14 +753,40 @@ fn round3(v: f64) -> f64 {
     (v * 1000.0).round() / 1000.0
 }
 
-/// Every value each dimension takes in the run (for the UI's pickers).
-pub fn dimension_values(r: &Results) -> Value {
-    let mut ops = Vec::new();
-    let mut workloads = Vec::new();
-    let mut hosts = Vec::new();
+/// Every value each dimension takes in the run (the `dimensions` of a run's detail, for
+/// the UI's pickers). Alphabetical, the order the answer has always been written in.
+#[derive(Serialize, Debug, Default)]
+pub struct DimensionValues {
+    pub error: Vec<String>,
+    pub file: Vec<String>,
+    pub host: Vec<String>,
+    pub op: Vec<String>,
+    pub probe: Vec<String>,
+    pub step: Vec<String>,
+    pub worker: Vec<String>,
+    pub workload: Vec<String>,
+}
+
+impl DimensionValues {
+    /// The values of dimension `dim`.
+    pub fn of(&self, dim: Dim) -> &[String] {
+        match dim {
+            Dim::Error => &self.error,
+            Dim::File => &self.file,
+            Dim::Host => &self.host,
+            Dim::Op => &self.op,
+            Dim::Probe => &self.probe,
+            Dim::Step => &self.step,
+            Dim::Worker => &self.worker,
+            Dim::Workload => &self.workload,
+        }
+    }
+}
+
+/// Every value each dimension takes in the run.
+pub fn dimension_values(r: &Results) -> DimensionValues {
+    let mut d = DimensionValues::default();
     let mut workers = BTreeSet::new();
-    let mut files = Vec::new();
-    let mut errors = Vec::new();
     let mut steps: BTreeSet<u32> = r.steps.iter().map(|s| s.index).collect();
     let push = |v: &mut Vec<String>, s: &str| {
         if !v.iter().any(|x| x == s) {
@@ -769,31 +794,28 @@ pub fn dimension_values(r: &Results) -> Value {
         }
     };
     for s in &r.seconds {
-        push(&mut hosts, &s.host);
+        push(&mut d.host, &s.host);
         steps.insert(s.step);
         for o in &s.ops {
-            push(&mut ops, o.op.name());
-            push(&mut workloads, workload_name(&o.workload));
+            push(&mut d.op, o.op.name());
+            push(&mut d.workload, workload_name(&o.workload));
             for (kind, _) in &o.data.errors_by_kind {
-                push(&mut errors, kind);
+                push(&mut d.error, kind);
             }
         }
         workers.extend(s.workers.iter().map(|w| w.worker));
         for f in &s.files {
-            push(&mut files, &f.file);
+            push(&mut d.file, &f.file);
         }
     }
-    files.sort();
-    errors.sort();
-    let mut probes = Vec::new();
+    d.file.sort();
+    d.error.sort();
     for p in &r.probes {
-        push(&mut probes, &p.name);
+        push(&mut d.probe, &p.name);
     }
-    let strings = |v: BTreeSet<u32>| v.into_iter().map(|x| x.to_string()).collect::<Vec<_>>();
-    json!({
-        "op": ops, "workload": workloads, "host": hosts,
-        "step": strings(steps), "worker": strings(workers), "file": files, "error": errors, "probe": probes,
-    })
+    d.step = steps.into_iter().map(|x| x.to_string()).collect();
+    d.worker = workers.into_iter().map(|x| x.to_string()).collect();
+    d
 }
 
 /// Whether the run offers a statistic: some only ever have values in some runs.
@@ -805,18 +827,32 @@ pub fn offered(r: &Results, stat: &Stat) -> bool {
     }
 }
 
-/// The `stats` list of a run, from the registry: every statistic it offers with its
-/// label, the unit of answers, its kind and dimensions (the UI's statistic picker).
-pub fn stat_list(r: &Results) -> Value {
-    let list: Vec<Value> = STATS
+/// A statistic in a run's detail (`stats`, the UI's statistic picker), from the registry.
+/// Alphabetical, the order the answer has always been written in.
+#[derive(Serialize, Debug)]
+pub struct StatEntry {
+    pub dimensions: Vec<&'static str>,
+    /// `counter`, `distribution` or `event`.
+    pub kind: &'static str,
+    pub label: &'static str,
+    pub name: &'static str,
+    /// The unit of answers (`ops/s`, `ns`, ...).
+    pub unit: String,
+}
+
+/// Every statistic the run offers.
+pub fn stat_list(r: &Results) -> Vec<StatEntry> {
+    STATS
         .iter()
         .filter(|s| offered(r, s))
-        .map(|s| {
-            json!({"name": s.name, "label": s.label, "unit": s.answer_unit(), "kind": s.kind.name(),
-                   "dimensions": s.dims.iter().map(|d| d.name()).collect::<Vec<_>>()})
+        .map(|s| StatEntry {
+            dimensions: s.dims.iter().map(|d| d.name()).collect(),
+            kind: s.kind.name(),
+            label: s.label,
+            name: s.name,
+            unit: s.answer_unit(),
         })
-        .collect();
-    Value::Array(list)
+        .collect()
 }
 
 #[cfg(test)]
