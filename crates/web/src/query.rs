@@ -58,13 +58,6 @@ pub enum QueryError {
     UnknownEncoding(String),
 }
 
-/// The callers that answer with text (the HTML report, plots, the API) keep the message.
-impl From<QueryError> for String {
-    fn from(e: QueryError) -> String {
-        e.to_string()
-    }
-}
-
 fn names<'a>(list: impl Iterator<Item = &'a str>) -> String {
     list.collect::<Vec<_>>().join(", ")
 }

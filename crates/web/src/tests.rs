@@ -288,7 +288,33 @@ fn the_plot_is_a_png_of_the_asked_size() {
     let height = u32::from_be_bytes(png[20..24].try_into().unwrap());
     assert_eq!((width, height), (600, 2 * (200 + 30) + 26), "two panels, one per op");
     let err = crate::plot::render(&r, &q("latency", None, "op:fsync"), &opts).unwrap_err();
-    assert!(err.contains("no latency values"), "{err}");
+    assert_eq!(err.to_string(), format!("no latency values recorded in {}", r.path.display()));
+}
+
+/// Typed errors read as the messages users of `ioscope plot` and the API have seen.
+#[test]
+fn plot_and_run_errors_keep_their_messages() {
+    use crate::plot::{render, PlotOptions, MAX_PIXELS};
+    let (_d, r) = results();
+    let huge = PlotOptions { width: 8192, panel_height: 4096 };
+    assert_eq!(
+        render(&r, &q("latency", Some("host"), ""), &huge).unwrap_err().to_string(),
+        format!(
+            "2 panels of 4096 px at width 8192 make an image of 8192x8278 pixels; at most {MAX_PIXELS} (draw fewer \
+             panels with --where, or lower --height or --width)"
+        )
+    );
+    let opts = PlotOptions { width: 600, panel_height: 200 };
+    assert_eq!(
+        render(&r, &q("ops", None, ""), &opts).unwrap_err().to_string(),
+        "ops is not a distribution; heat maps are for latency, service_time, size and offset"
+    );
+    let api = Api::new(&[]);
+    assert_eq!(api.find("0").err().unwrap().to_string(), "no run \"0\" (no runs are served)");
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let api = Api::new(&[write_results(a.path()), write_results(b.path())]);
+    assert_eq!(api.find("x7").err().unwrap().to_string(), "no run \"x7\" (expected a run id from 0 to 1)");
+    assert_eq!(api.get("/api/v1/runs/9", "").json()["error"], "no run \"9\" (expected a run id from 0 to 1)");
 }
 
 fn get(port: u16, target: &str, cookie: Option<&str>) -> (u16, String) {
