@@ -74,7 +74,7 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> CmdResult {
         None
     };
 
-    ensure_open_files(plan).map_err(|e| Failure::invalid(anyhow::Error::msg(e)))?;
+    ensure_open_files(plan).map_err(Failure::invalid)?;
     // The directory is this run's alone, and usable, before anything in it is looked at.
     let lock = ioscope_exec::workdir::local_dir(plan)
         .map(|d| ioscope_exec::workdir::lock(&d, &out))
@@ -215,7 +215,7 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> CmdResult {
 /// open: raises the soft open-file limit towards the hard one if that is too few (with room
 /// for the results file, sockets and rings), and refuses, before anything is written, a run
 /// that even the hard limit cannot hold.
-fn ensure_open_files(plan: &Plan) -> Result<(), String> {
+fn ensure_open_files(plan: &Plan) -> anyhow::Result<()> {
     if plan.dataset.is_some() || !plan.engine.spec().caps.local_files() {
         return Ok(());
     }
@@ -235,11 +235,13 @@ fn ensure_open_files(plan: &Plan) -> Result<(), String> {
         }
     }
     if limit.rlim_cur < needed {
-        return Err(format!(
+        anyhow::bail!(
             "{threads} thread(s) × {} file(s) need {needed} open files, and this process may open at most {} \
              (ulimit -n; the hard limit is {}): use fewer --files or --threads, or raise the limit",
-            plan.files, limit.rlim_cur, limit.rlim_max
-        ));
+            plan.files,
+            limit.rlim_cur,
+            limit.rlim_max
+        );
     }
     Ok(())
 }

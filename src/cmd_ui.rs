@@ -74,11 +74,10 @@ pub fn plot(args: &PlotArgs) -> CmdResult {
             Some(w) => q.filter(w),
             None => Ok(q),
         });
-    let query = query.map_err(|e| Failure::invalid(anyhow::Error::msg(e)))?;
+    let query = query.map_err(Failure::invalid)?;
     outfile::check(&args.out, args.force)?;
     let results = ioscope_store::open(&args.file).map_err(Failure::invalid)?;
     let opts = ioscope_web::plot::PlotOptions { width: args.width, panel_height: args.height };
-    let png =
-        ioscope_web::plot::render(&results, &query, &opts).map_err(|e| Failure::invalid(anyhow::Error::msg(e)))?;
+    let png = ioscope_web::plot::render(&results, &query, &opts).map_err(Failure::invalid)?;
     outfile::write(&args.out, &png, args.force)
 }

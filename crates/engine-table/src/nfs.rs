@@ -70,17 +70,19 @@ pub fn clip(s: &str) -> String {
 
 /// `HOST`, `HOST:PORT`, `[IPV6]` or `[IPV6]:PORT` → (host, port). An IPv6 address must be
 /// in brackets and parse as one; a name has only letters, digits, `-`, `.` and `_`.
-fn split_authority(authority: &str) -> Result<(String, Option<u16>), String> {
+fn split_authority(authority: &str) -> Result<(String, Option<u16>), TargetError> {
     let (host, port) = if let Some(rest) = authority.strip_prefix('[') {
-        let (addr, after) = rest
-            .split_once(']')
-            .ok_or_else(|| format!("{:?}: an IPv6 address needs its closing ] ([::1]:2049)", clip(authority)))?;
+        let (addr, after) = rest.split_once(']').ok_or_else(|| {
+            TargetError(format!("{:?}: an IPv6 address needs its closing ] ([::1]:2049)", clip(authority)))
+        })?;
         if addr.parse::<std::net::Ipv6Addr>().is_err() {
-            return Err(format!("{:?} is not an IPv6 address", clip(addr)));
+            return Err(TargetError(format!("{:?} is not an IPv6 address", clip(addr))));
         }
         let port = match after {
             "" => None,
-            p => Some(p.strip_prefix(':').ok_or_else(|| format!("{:?}: expected :PORT after ]", clip(p)))?),
+            p => {
+                Some(p.strip_prefix(':').ok_or_else(|| TargetError(format!("{:?}: expected :PORT after ]", clip(p))))?)
+            }
         };
         (addr.to_string(), port)
     } else {
@@ -89,17 +91,17 @@ fn split_authority(authority: &str) -> Result<(String, Option<u16>), String> {
             None => (authority, None),
         };
         if port.is_some_and(|p| p.contains(':')) {
-            return Err(format!("{:?}: an IPv6 address goes in brackets, like [::1]", clip(authority)));
+            return Err(TargetError(format!("{:?}: an IPv6 address goes in brackets, like [::1]", clip(authority))));
         }
         if host.is_empty() {
-            return Err("the target names no host".to_string());
+            return Err(TargetError("the target names no host".to_string()));
         }
         if host.len() > 253 {
-            return Err(format!("host {:?} is longer than a host name can be (253)", clip(host)));
+            return Err(TargetError(format!("host {:?} is longer than a host name can be (253)", clip(host))));
         }
         let name_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_');
         if !host.chars().all(name_char) {
-            return Err(format!("host {:?} is not a host name or address", clip(host)));
+            return Err(TargetError(format!("host {:?} is not a host name or address", clip(host))));
         }
         (host.to_string(), port)
     };
@@ -109,7 +111,7 @@ fn split_authority(authority: &str) -> Result<(String, Option<u16>), String> {
             p.parse::<u16>()
                 .ok()
                 .filter(|p| *p > 0)
-                .ok_or_else(|| format!("port {:?} is not a number 1-65535", clip(p)))?,
+                .ok_or_else(|| TargetError(format!("port {:?} is not a number 1-65535", clip(p))))?,
         ),
     };
     Ok((host, port))
@@ -128,7 +130,7 @@ impl Target {
         if path.is_empty() {
             return Err(err(format!("{:?} names no export (nfs://HOST/ for an export of \"/\")", clip(url))));
         }
-        let (host, port) = split_authority(authority).map_err(err)?;
+        let (host, port) = split_authority(authority)?;
         if path.split('/').any(|c| c == "." || c == "..") {
             return Err(err(format!("path {:?} has a . or .. component (name the directory itself)", clip(path))));
         }

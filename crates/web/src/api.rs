@@ -227,7 +227,7 @@ impl Api {
             ["runs", id, rest @ ..] => {
                 let run = match self.find(id) {
                     Ok(run) => run,
-                    Err(e) => return Answer::error(404, e),
+                    Err(e) => return Answer::error(404, e.to_string()),
                 };
                 // Taken before the file is read: an answer is never kept under a newer stamp.
                 let now = stamp(&run.path);
@@ -247,14 +247,14 @@ impl Api {
                     [] => Answer::ok(&run_detail(run, &results)),
                     ["series"] => match checked(pairs, &results) {
                         Ok(q) => Answer::ok(&query::series(&results, &q)),
-                        Err(e) => Answer::error(400, e),
+                        Err(e) => Answer::error(400, e.to_string()),
                     },
                     ["heatmap"] => match checked(pairs, &results).and_then(|q| match encoding(&params)? {
-                        Encoding::Json => query::heatmap_json(&results, &q),
-                        Encoding::Packed => crate::packed::heatmap_packed(&results, &q),
+                        Encoding::Json => query::heatmap(&results, &q).map(|a| Answer::ok(&a)),
+                        Encoding::Packed => crate::packed::heatmap_packed(&results, &q).map(|a| Answer::ok(&a)),
                     }) {
-                        Ok(text) => Answer { status: 200, body: text, gzipped: None },
-                        Err(e) => Answer::error(400, e),
+                        Ok(answer) => answer,
+                        Err(e) => Answer::error(400, e.to_string()),
                     },
                     _ => Answer::error(404, format!("no such path {} (see docs/api.md)", query::echo(path))),
                 };
@@ -275,19 +275,29 @@ impl Api {
     }
 
     /// The run served as `id`, or why there is none.
-    pub fn find(&self, id: &str) -> Result<&RunSource, String> {
-        self.runs.iter().find(|r| r.id == id).ok_or_else(|| {
-            let ids = match self.runs.len() {
-                0 => "no runs are served".to_string(),
-                n => format!("expected a run id from 0 to {}", n - 1),
-            };
-            format!("no run {} ({ids})", query::echo(id))
-        })
+    pub fn find(&self, id: &str) -> Result<&RunSource, NoSuchRun> {
+        self.runs.iter().find(|r| r.id == id).ok_or_else(|| NoSuchRun { id: id.to_string(), served: self.runs.len() })
     }
 
     /// Run `id`'s entry in `GET /api/v1/runs`, None when there is no such run.
     pub fn entry(&self, id: &str) -> Option<ListEntry> {
         self.find(id).ok().map(list_entry)
+    }
+}
+
+/// A run id that names no served run (HTTP 404).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no run {} ({})", query::echo(.id), served_ids(*.served))]
+pub struct NoSuchRun {
+    pub id: String,
+    /// How many runs are served (ids 0 to served - 1).
+    pub served: usize,
+}
+
+fn served_ids(served: usize) -> String {
+    match served {
+        0 => "no runs are served".to_string(),
+        n => format!("expected a run id from 0 to {}", n - 1),
     }
 }
 
@@ -377,10 +387,10 @@ pub struct RunDetail<'a> {
     pub workload_toml: &'a str,
     pub steps: &'a [StepRow],
     pub probes: &'a [ProbeRow],
-    /// The statistics the run has, with units and dimensions (query.rs).
-    pub stats: Value,
-    /// Every value each dimension takes (query.rs).
-    pub dimensions: Value,
+    /// The statistics the run has, with units and dimensions.
+    pub stats: Vec<query::StatEntry>,
+    /// Every value each dimension takes.
+    pub dimensions: query::DimensionValues,
 }
 
 /// A host of the run and its system configuration.

@@ -25,7 +25,7 @@ struct Follow {
 
 pub(crate) async fn stream(State(shared): State<Arc<Shared>>, Path(id): Path<String>) -> Response {
     if let Err(e) = shared.api.find(&id) {
-        let body = serde_json::json!({ "error": e }).to_string();
+        let body = serde_json::json!({ "error": e.to_string() }).to_string();
         return (StatusCode::NOT_FOUND, [(header::CONTENT_TYPE, "application/json")], body).into_response();
     }
     let follow = Follow { shared, id, last: None, ended: false };

@@ -23,6 +23,8 @@ pub use server::Server;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_answers;
+#[cfg(test)]
 mod tests_fixtures;
 #[cfg(test)]
 mod tests_hostile;

@@ -22,15 +22,12 @@ pub struct PackedSeries {
     pub counts: String,
 }
 
-/// `GET /api/v1/runs/{id}/heatmap?encoding=packed`, as JSON text.
-pub fn heatmap_packed(results: &Results, q: &Query) -> Result<String, query::QueryError> {
+/// `GET /api/v1/runs/{id}/heatmap?encoding=packed`.
+pub fn heatmap_packed(results: &Results, q: &Query) -> Result<query::HeatmapAnswer<PackedSeries>, query::QueryError> {
     let map = query::heat_map(results, q)?;
-    let mut out = query::heatmap_head(results, q);
-    out.insert("encoding".into(), "packed".into());
-    out.insert("buckets".into(), serde_json::json!(map.buckets));
-    let series: Vec<PackedSeries> = map.series.iter().map(|s| pack(&s.key, s.total, &s.columns)).collect();
-    out.insert("series".into(), serde_json::to_value(series).unwrap_or_default());
-    Ok(serde_json::Value::Object(out).to_string())
+    Ok(query::heatmap_answer(results, q, map, Some("packed"), |series| {
+        series.iter().map(|s| pack(&s.key, s.total, &s.columns)).collect()
+    }))
 }
 
 /// Packs one series' columns: per second, (bucket index, count) pairs, ascending.

@@ -2,9 +2,10 @@
 //! colour = I/O count per cell on a log scale (one I/O is still visible). With a
 //! breakdown, one panel per value, stacked on the same time axis.
 
-use crate::query::{self, Query};
+use crate::query::{self, Query, QueryError};
 use ioscope_store::Results;
 use ioscope_workload::font;
+use std::path::PathBuf;
 
 /// Largest image drawn, in pixels (3 bytes each): 64 Mpx, 192 MB of RGB.
 pub const MAX_PIXELS: u64 = 64 << 20;
@@ -28,12 +29,30 @@ const PLOT_BACKGROUND: [u8; 3] = [6, 8, 12];
 const TEXT: [u8; 3] = [200, 206, 218];
 const GRID: [u8; 3] = [44, 50, 62];
 
+/// Why a heat map cannot be drawn.
+#[derive(Debug, thiserror::Error)]
+pub enum PlotError {
+    /// The query cannot be answered (not a distribution, say).
+    #[error(transparent)]
+    Query(#[from] QueryError),
+    #[error("no {stat} values recorded in {}", .file.display())]
+    NoValues { stat: &'static str, file: PathBuf },
+    #[error(
+        "{panels} panels of {panel_height} px at width {width} make an image of {width}x{height} pixels; at most \
+         {MAX_PIXELS} (draw fewer panels with --where, or lower --height or --width)"
+    )]
+    TooLarge { panels: usize, panel_height: u32, width: u32, height: u64 },
+    /// The PNG encoder failed (writing to memory: not expected).
+    #[error("{0}")]
+    Png(png::EncodingError),
+}
+
 /// Renders the heat map(s) of a distribution query as PNG bytes.
-pub fn render(results: &Results, q: &Query, opts: &PlotOptions) -> Result<Vec<u8>, String> {
+pub fn render(results: &Results, q: &Query, opts: &PlotOptions) -> Result<Vec<u8>, PlotError> {
     let map = query::heat_map(results, q)?;
     let buckets: Vec<(f64, f64)> = map.buckets.iter().map(|&(lo, hi)| (lo as f64, hi as f64 + 1.0)).collect();
     if map.series.is_empty() || buckets.is_empty() {
-        return Err(format!("no {} values recorded in {}", q.stat.name, results.path.display()));
+        return Err(PlotError::NoValues { stat: q.stat.name, file: results.path.clone() });
     }
     let seconds = map.seconds.max(1);
     let from = map.from as u64;
@@ -41,11 +60,7 @@ pub fn render(results: &Results, q: &Query, opts: &PlotOptions) -> Result<Vec<u8
     let ph = opts.panel_height.clamp(PANEL_HEIGHT_RANGE.0, PANEL_HEIGHT_RANGE.1);
     let height = (map.series.len() as u64).saturating_mul((ph + TITLE) as u64).saturating_add(BOTTOM as u64);
     if (width as u64).saturating_mul(height) > MAX_PIXELS {
-        return Err(format!(
-            "{} panels of {ph} px at width {width} make an image of {width}x{height} pixels; at most {MAX_PIXELS} \
-             (draw fewer panels with --where, or lower --height or --width)",
-            map.series.len()
-        ));
+        return Err(PlotError::TooLarge { panels: map.series.len(), panel_height: ph, width, height });
     }
     let height = height as u32; // at most MAX_PIXELS
     let mut img = Image::new(width, height);
@@ -116,7 +131,7 @@ pub fn render(results: &Results, q: &Query, opts: &PlotOptions) -> Result<Vec<u8
         img.text(x, y, &format!("{}S", from + s), TEXT);
         s += step;
     }
-    img.png()
+    img.png().map_err(PlotError::Png)
 }
 
 /// Seconds between x labels: 1, 2, 5, 10, 15, 30, 60, ... so that about `n` fit.
@@ -198,14 +213,14 @@ impl Image {
         }
     }
 
-    fn png(&self) -> Result<Vec<u8>, String> {
+    fn png(&self) -> Result<Vec<u8>, png::EncodingError> {
         let mut out = Vec::new();
         let mut enc = png::Encoder::new(&mut out, self.width, self.height);
         enc.set_color(png::ColorType::Rgb);
         enc.set_depth(png::BitDepth::Eight);
-        let mut w = enc.write_header().map_err(|e| e.to_string())?;
-        w.write_image_data(&self.rgb).map_err(|e| e.to_string())?;
-        w.finish().map_err(|e| e.to_string())?;
+        let mut w = enc.write_header()?;
+        w.write_image_data(&self.rgb)?;
+        w.finish()?;
         Ok(out)
     }
 }

@@ -8,7 +8,7 @@
 use ioscope_metrics::histogram::bucket_range;
 use ioscope_metrics::{FileCounts, Histogram, OpSeries, Snapshot, WorkerCounts, RELATIVE_ERROR};
 use ioscope_store::Results;
-use serde_json::{json, Value};
+use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The most `where` terms a query may have (each row is compared with each).
@@ -56,13 +56,6 @@ pub enum QueryError {
     NotADistribution(&'static Stat),
     #[error("encoding={}: expected json or packed", echo(.0))]
     UnknownEncoding(String),
-}
-
-/// The callers that answer with text (the HTML report, plots, the API) keep the message.
-impl From<QueryError> for String {
-    fn from(e: QueryError) -> String {
-        e.to_string()
-    }
 }
 
 fn names<'a>(list: impl Iterator<Item = &'a str>) -> String {
@@ -317,14 +310,14 @@ impl<'a> Range<'a> {
     }
 
     /// `seconds`, `step` and `warmup` arrays (step/warmup null for a second not stored).
-    fn axis(&self) -> (Vec<u32>, Vec<Value>, Vec<Value>) {
+    fn axis(&self) -> (Vec<u32>, Vec<Option<u32>>, Vec<Option<bool>>) {
         let n = self.len();
-        let mut step = vec![Value::Null; n];
-        let mut warmup = vec![Value::Null; n];
+        let mut step = vec![None; n];
+        let mut warmup = vec![None; n];
         for g in &self.by_second {
             let i = self.index(g[0].second);
-            step[i] = json!(g[0].step);
-            warmup[i] = json!(g.iter().any(|s| s.warmup));
+            step[i] = Some(g[0].step);
+            warmup[i] = Some(g.iter().any(|s| s.warmup));
         }
         ((self.from..=self.to).collect(), step, warmup)
     }
@@ -364,36 +357,108 @@ fn key_of(q: &Query, row: &Row) -> String {
     }
 }
 
-fn header(q: &Query, r: &Range) -> serde_json::Map<String, Value> {
+/// The fields every series and heat-map answer starts with: what was asked and the seconds.
+struct Head {
+    stat: &'static str,
+    unit: String,
+    kind: &'static str,
+    by: Option<&'static str>,
+    filter: String,
+    from: u32,
+    to: u32,
+    seconds: Vec<u32>,
+    step: Vec<Option<u32>>,
+    warmup: Vec<Option<bool>>,
+}
+
+fn head(q: &Query, r: &Range) -> Head {
     let (seconds, step, warmup) = r.axis();
-    let mut m = serde_json::Map::new();
-    m.insert("stat".into(), json!(q.stat.name));
-    m.insert("unit".into(), json!(q.stat.answer_unit()));
-    m.insert("kind".into(), json!(q.stat.kind.name()));
-    m.insert("by".into(), json!(q.by.map(Dim::name)));
-    m.insert("where".into(), json!(q.where_string()));
-    m.insert("from".into(), json!(r.from));
-    m.insert("to".into(), json!(r.to));
-    m.insert("seconds".into(), json!(seconds));
-    m.insert("step".into(), json!(step));
-    m.insert("warmup".into(), json!(warmup));
-    m
+    Head {
+        stat: q.stat.name,
+        unit: q.stat.answer_unit(),
+        kind: q.stat.kind.name(),
+        by: q.by.map(Dim::name),
+        filter: q.where_string(),
+        from: r.from,
+        to: r.to,
+        seconds,
+        step,
+        warmup,
+    }
+}
+
+/// `GET /api/v1/runs/{id}/series` (docs/api.md). The fields are in alphabetical order, the
+/// order the answer has always been written in.
+#[derive(Serialize, Debug)]
+pub struct SeriesAnswer {
+    /// The dimension broken down by (null: one series keyed `all`).
+    pub by: Option<&'static str>,
+    pub from: u32,
+    /// `counter`, `distribution` or `event`.
+    pub kind: &'static str,
+    /// Every second from `from` to `to`.
+    pub seconds: Vec<u32>,
+    /// One per breakdown value, in presentation order.
+    pub series: Vec<Series>,
+    pub stat: &'static str,
+    /// Per second, its step (null: nothing stored that second).
+    pub step: Vec<Option<u32>>,
+    pub to: u32,
+    pub unit: String,
+    /// Per second, whether it was warm-up (null: nothing stored that second).
+    pub warmup: Vec<Option<bool>>,
+    /// The filter as asked, `dim:value;dim:value`.
+    #[serde(rename = "where")]
+    pub filter: String,
+}
+
+/// One breakdown value's series, by the statistic's kind. Per-second arrays hold null for
+/// a second with no stored value.
+#[derive(Serialize, Debug)]
+#[serde(untagged)]
+pub enum Series {
+    /// A counter: per-second rates and the whole count.
+    Counter { key: String, total: u64, values: Vec<Option<f64>> },
+    /// A distribution: per-second counts, percentiles and maxima.
+    Distribution {
+        count: Vec<Option<u64>>,
+        key: String,
+        max: Vec<Option<u64>>,
+        p50: Vec<Option<u64>>,
+        p90: Vec<Option<u64>>,
+        p99: Vec<Option<u64>>,
+        p999: Vec<Option<u64>>,
+        total: u64,
+    },
+    /// Probes: per second, the longest run started in it (ns), and how many ran.
+    Event { key: String, total: u64, values: Vec<Option<u64>> },
 }
 
 /// `GET /api/v1/runs/{id}/series`.
-pub fn series(results: &Results, q: &Query) -> Value {
+pub fn series(results: &Results, q: &Query) -> SeriesAnswer {
     let range = Range::of(results, q);
-    let mut out = header(q, &range);
     let series = match q.stat.kind {
         Kind::Counter => counter_series(&range, q),
         Kind::Distribution => distribution_series(&range, q),
         Kind::Event => probe_series(results, &range, q),
     };
-    out.insert("series".into(), Value::Array(series));
-    Value::Object(out)
+    let h = head(q, &range);
+    SeriesAnswer {
+        by: h.by,
+        from: h.from,
+        kind: h.kind,
+        seconds: h.seconds,
+        series,
+        stat: h.stat,
+        step: h.step,
+        to: h.to,
+        unit: h.unit,
+        warmup: h.warmup,
+        filter: h.filter,
+    }
 }
 
-fn counter_series(range: &Range, q: &Query) -> Vec<Value> {
+fn counter_series(range: &Range, q: &Query) -> Vec<Series> {
     let n = range.len();
     let mut keys = Keys { names: Vec::new() };
     let mut values: Vec<Vec<f64>> = Vec::new();
@@ -416,10 +481,10 @@ fn counter_series(range: &Range, q: &Query) -> Vec<Value> {
     }
     keys.order()
         .into_iter()
-        .map(|k| {
-            let v: Vec<Value> =
-                values[k].iter().zip(&present).map(|(v, p)| if *p { json!(round3(*v)) } else { Value::Null }).collect();
-            json!({"key": keys.names[k], "total": totals[k], "values": v})
+        .map(|k| Series::Counter {
+            key: keys.names[k].clone(),
+            total: totals[k],
+            values: values[k].iter().zip(&present).map(|(v, p)| p.then(|| round3(*v))).collect(),
         })
         .collect()
 }
@@ -447,59 +512,57 @@ fn per_second_histograms(range: &Range, q: &Query, keys: &mut Keys, mut each: im
     }
 }
 
-fn distribution_series(range: &Range, q: &Query) -> Vec<Value> {
-    const QUANTILES: [(&str, f64); 4] = [("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p999", 0.999)];
+fn distribution_series(range: &Range, q: &Query) -> Vec<Series> {
     let n = range.len();
     let mut keys = Keys { names: Vec::new() };
+    /// One key's arrays: count, p50, p90, p99, p999, max.
     struct Acc {
-        count: Vec<Value>,
+        count: Vec<Option<u64>>,
         total: u64,
-        q: [Vec<Value>; 4],
-        max: Vec<Value>,
+        q: [Vec<Option<u64>>; 4],
+        max: Vec<Option<u64>>,
     }
-    let new_acc = || Acc {
-        count: vec![Value::Null; n],
-        total: 0,
-        q: std::array::from_fn(|_| vec![Value::Null; n]),
-        max: vec![Value::Null; n],
-    };
+    let new_acc =
+        || Acc { count: vec![None; n], total: 0, q: std::array::from_fn(|_| vec![None; n]), max: vec![None; n] };
     let mut accs: Vec<Acc> = Vec::new();
     per_second_histograms(range, q, &mut keys, |k, i, h| {
         while accs.len() <= k {
             accs.push(new_acc());
         }
         let a = &mut accs[k];
-        a.count[i] = json!(h.count());
+        a.count[i] = Some(h.count());
         a.total += h.count();
-        for (j, (_, p)) in QUANTILES.iter().enumerate() {
-            a.q[j][i] = json!(h.quantile(*p));
+        for (j, p) in [0.5, 0.9, 0.99, 0.999].into_iter().enumerate() {
+            a.q[j][i] = h.quantile(p);
         }
-        a.max[i] = json!(h.max());
+        a.max[i] = h.max();
     });
-    while accs.len() < keys.names.len() {
-        accs.push(new_acc());
-    }
+    // A key whose rows held no histogram has empty arrays.
+    accs.resize_with(keys.names.len(), new_acc);
+    let mut accs: Vec<Option<Acc>> = accs.into_iter().map(Some).collect();
     keys.order()
         .into_iter()
-        .map(|k| {
-            let a = &accs[k];
-            let mut m = serde_json::Map::new();
-            m.insert("key".into(), json!(keys.names[k]));
-            m.insert("total".into(), json!(a.total));
-            m.insert("count".into(), json!(a.count));
-            for (j, (name, _)) in QUANTILES.iter().enumerate() {
-                m.insert((*name).into(), json!(a.q[j]));
-            }
-            m.insert("max".into(), json!(a.max));
-            Value::Object(m)
+        .filter_map(|k| {
+            let a = accs[k].take()?;
+            let [p50, p90, p99, p999] = a.q;
+            Some(Series::Distribution {
+                count: a.count,
+                key: keys.names[k].clone(),
+                max: a.max,
+                p50,
+                p90,
+                p99,
+                p999,
+                total: a.total,
+            })
         })
         .collect()
 }
 
-fn probe_series(results: &Results, range: &Range, q: &Query) -> Vec<Value> {
+fn probe_series(results: &Results, range: &Range, q: &Query) -> Vec<Series> {
     let n = range.len();
     let mut keys = Keys { names: Vec::new() };
-    let mut values: Vec<Vec<Value>> = Vec::new();
+    let mut values: Vec<Vec<Option<u64>>> = Vec::new();
     let mut totals: Vec<u64> = Vec::new();
     for p in &results.probes {
         let second = (p.at_ns / 1_000_000_000) as u32;
@@ -512,15 +575,18 @@ fn probe_series(results: &Results, range: &Range, q: &Query) -> Vec<Value> {
         let key = if q.by.is_some() { p.name.clone() } else { "all".into() };
         let k = keys.index(key);
         if k == values.len() {
-            values.push(vec![Value::Null; n]);
+            values.push(vec![None; n]);
             totals.push(0);
         }
         let i = range.index(second);
-        let longest = values[k][i].as_u64().unwrap_or(0).max(p.duration_ns);
-        values[k][i] = json!(longest);
+        let longest = values[k][i].unwrap_or(0).max(p.duration_ns);
+        values[k][i] = Some(longest);
         totals[k] += 1;
     }
-    keys.order().into_iter().map(|k| json!({"key": keys.names[k], "total": totals[k], "values": values[k]})).collect()
+    keys.order()
+        .into_iter()
+        .map(|k| Series::Event { key: keys.names[k].clone(), total: totals[k], values: std::mem::take(&mut values[k]) })
+        .collect()
 }
 
 /// A distribution's heat map: per breakdown value and second, the non-empty buckets.
@@ -583,48 +649,137 @@ pub fn heat_map(results: &Results, q: &Query) -> Result<HeatMap, QueryError> {
     Ok(HeatMap { from: range.from, seconds: n, buckets: used.iter().map(|&b| bucket_range(b)).collect(), series })
 }
 
-/// `GET /api/v1/runs/{id}/heatmap`, written as JSON text directly: an hour of seconds is
-/// millions of numbers, too many to build as a JSON value tree.
-pub fn heatmap_json(results: &Results, q: &Query) -> Result<String, QueryError> {
-    use std::fmt::Write;
-    let map = heat_map(results, q)?;
-    let mut out = header(q, &Range::of(results, q));
-    out.insert("relative_error".into(), json!(RELATIVE_ERROR));
-    out.insert("buckets".into(), json!(map.buckets));
-    let mut text = Value::Object(out).to_string();
-    text.pop(); // the closing brace: the series follow
-    text.push_str(",\"series\":[");
-    for (n, s) in map.series.iter().enumerate() {
-        if n > 0 {
-            text.push(',');
-        }
-        let key = Value::String(s.key.clone()).to_string();
-        let _ = write!(text, "{{\"key\":{key},\"total\":{},\"columns\":[", s.total);
-        for (i, col) in s.columns.iter().enumerate() {
-            text.push_str(if i == 0 { "[" } else { ",[" });
-            for (j, &(b, count)) in col.iter().enumerate() {
-                let _ = write!(text, "{}{b},{count}", if j == 0 { "" } else { "," });
-            }
-            text.push(']');
-        }
-        text.push_str("]}");
+/// `GET /api/v1/runs/{id}/heatmap` (docs/api.md), in either encoding: `S` is a series in
+/// it. The fields are in alphabetical order with `series` last, the order the answer has
+/// always been written in.
+#[derive(Serialize, Debug)]
+pub struct HeatmapAnswer<S> {
+    /// Every bucket used by any series, ascending: inclusive value bounds.
+    pub buckets: Vec<(u64, u64)>,
+    pub by: Option<&'static str>,
+    /// `packed` for the compact encoding; absent for nested arrays.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub encoding: Option<&'static str>,
+    pub from: u32,
+    pub kind: &'static str,
+    pub relative_error: f64,
+    pub seconds: Vec<u32>,
+    pub stat: &'static str,
+    pub step: Vec<Option<u32>>,
+    pub to: u32,
+    pub unit: String,
+    pub warmup: Vec<Option<bool>>,
+    #[serde(rename = "where")]
+    pub filter: String,
+    pub series: Vec<S>,
+}
+
+/// A heat map's answer with its series written as `series` makes them (shared by the
+/// encodings).
+pub fn heatmap_answer<S>(
+    results: &Results,
+    q: &Query,
+    map: HeatMap,
+    encoding: Option<&'static str>,
+    series: impl FnOnce(Vec<HeatSeries>) -> Vec<S>,
+) -> HeatmapAnswer<S> {
+    let h = head(q, &Range::of(results, q));
+    HeatmapAnswer {
+        buckets: map.buckets,
+        by: h.by,
+        encoding,
+        from: h.from,
+        kind: h.kind,
+        relative_error: RELATIVE_ERROR,
+        seconds: h.seconds,
+        stat: h.stat,
+        step: h.step,
+        to: h.to,
+        unit: h.unit,
+        warmup: h.warmup,
+        filter: h.filter,
+        series: series(map.series),
     }
-    text.push_str("]}");
-    Ok(text)
+}
+
+/// A heat map's series in the JSON encoding: per second, the non-empty cells as one flat
+/// array `[bucket, count, bucket, count, ...]`.
+#[derive(Serialize, Debug)]
+pub struct HeatCells {
+    pub key: String,
+    pub total: u64,
+    #[serde(serialize_with = "flat_columns")]
+    pub columns: Vec<Vec<(u32, u64)>>,
+}
+
+/// Writes each column's (bucket, count) pairs as one flat array: an hour of seconds is
+/// millions of numbers, written straight to the text with no value tree.
+fn flat_columns<S: serde::Serializer>(columns: &[Vec<(u32, u64)>], s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeSeq;
+    struct Flat<'a>(&'a [(u32, u64)]);
+    impl Serialize for Flat<'_> {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            let mut seq = s.serialize_seq(Some(self.0.len() * 2))?;
+            for &(bucket, count) in self.0 {
+                seq.serialize_element(&bucket)?;
+                seq.serialize_element(&count)?;
+            }
+            seq.end()
+        }
+    }
+    let mut seq = s.serialize_seq(Some(columns.len()))?;
+    for col in columns {
+        seq.serialize_element(&Flat(col))?;
+    }
+    seq.end()
+}
+
+/// `GET /api/v1/runs/{id}/heatmap` in the JSON encoding.
+pub fn heatmap(results: &Results, q: &Query) -> Result<HeatmapAnswer<HeatCells>, QueryError> {
+    let map = heat_map(results, q)?;
+    Ok(heatmap_answer(results, q, map, None, |series| {
+        series.into_iter().map(|s| HeatCells { key: s.key, total: s.total, columns: s.columns }).collect()
+    }))
 }
 
 fn round3(v: f64) -> f64 {
     (v * 1000.0).round() / 1000.0
 }
 
-/// Every value each dimension takes in the run (for the UI's pickers).
-pub fn dimension_values(r: &Results) -> Value {
-    let mut ops = Vec::new();
-    let mut workloads = Vec::new();
-    let mut hosts = Vec::new();
+/// Every value each dimension takes in the run (the `dimensions` of a run's detail, for
+/// the UI's pickers). Alphabetical, the order the answer has always been written in.
+#[derive(Serialize, Debug, Default)]
+pub struct DimensionValues {
+    pub error: Vec<String>,
+    pub file: Vec<String>,
+    pub host: Vec<String>,
+    pub op: Vec<String>,
+    pub probe: Vec<String>,
+    pub step: Vec<String>,
+    pub worker: Vec<String>,
+    pub workload: Vec<String>,
+}
+
+impl DimensionValues {
+    /// The values of dimension `dim`.
+    pub fn of(&self, dim: Dim) -> &[String] {
+        match dim {
+            Dim::Error => &self.error,
+            Dim::File => &self.file,
+            Dim::Host => &self.host,
+            Dim::Op => &self.op,
+            Dim::Probe => &self.probe,
+            Dim::Step => &self.step,
+            Dim::Worker => &self.worker,
+            Dim::Workload => &self.workload,
+        }
+    }
+}
+
+/// Every value each dimension takes in the run.
+pub fn dimension_values(r: &Results) -> DimensionValues {
+    let mut d = DimensionValues::default();
     let mut workers = BTreeSet::new();
-    let mut files = Vec::new();
-    let mut errors = Vec::new();
     let mut steps: BTreeSet<u32> = r.steps.iter().map(|s| s.index).collect();
     let push = |v: &mut Vec<String>, s: &str| {
         if !v.iter().any(|x| x == s) {
@@ -632,31 +787,28 @@ pub fn dimension_values(r: &Results) -> Value {
         }
     };
     for s in &r.seconds {
-        push(&mut hosts, &s.host);
+        push(&mut d.host, &s.host);
         steps.insert(s.step);
         for o in &s.ops {
-            push(&mut ops, o.op.name());
-            push(&mut workloads, workload_name(&o.workload));
+            push(&mut d.op, o.op.name());
+            push(&mut d.workload, workload_name(&o.workload));
             for (kind, _) in &o.data.errors_by_kind {
-                push(&mut errors, kind);
+                push(&mut d.error, kind);
             }
         }
         workers.extend(s.workers.iter().map(|w| w.worker));
         for f in &s.files {
-            push(&mut files, &f.file);
+            push(&mut d.file, &f.file);
         }
     }
-    files.sort();
-    errors.sort();
-    let mut probes = Vec::new();
+    d.file.sort();
+    d.error.sort();
     for p in &r.probes {
-        push(&mut probes, &p.name);
+        push(&mut d.probe, &p.name);
     }
-    let strings = |v: BTreeSet<u32>| v.into_iter().map(|x| x.to_string()).collect::<Vec<_>>();
-    json!({
-        "op": ops, "workload": workloads, "host": hosts,
-        "step": strings(steps), "worker": strings(workers), "file": files, "error": errors, "probe": probes,
-    })
+    d.step = steps.into_iter().map(|x| x.to_string()).collect();
+    d.worker = workers.into_iter().map(|x| x.to_string()).collect();
+    d
 }
 
 /// Whether the run offers a statistic: some only ever have values in some runs.
@@ -668,25 +820,32 @@ pub fn offered(r: &Results, stat: &Stat) -> bool {
     }
 }
 
-/// The `stats` list of a run, from the registry: every statistic it offers with its
-/// label, the unit of answers, its kind and dimensions (the UI's statistic picker).
-pub fn stat_list(r: &Results) -> Value {
-    let list: Vec<Value> = STATS
-        .iter()
-        .filter(|s| offered(r, s))
-        .map(|s| {
-            json!({"name": s.name, "label": s.label, "unit": s.answer_unit(), "kind": s.kind.name(),
-                   "dimensions": s.dims.iter().map(|d| d.name()).collect::<Vec<_>>()})
-        })
-        .collect();
-    Value::Array(list)
+/// A statistic in a run's detail (`stats`, the UI's statistic picker), from the registry.
+/// Alphabetical, the order the answer has always been written in.
+#[derive(Serialize, Debug)]
+pub struct StatEntry {
+    pub dimensions: Vec<&'static str>,
+    /// `counter`, `distribution` or `event`.
+    pub kind: &'static str,
+    pub label: &'static str,
+    pub name: &'static str,
+    /// The unit of answers (`ops/s`, `ns`, ...).
+    pub unit: String,
 }
 
-/// The fields of a `/heatmap` answer before its series (shared by its encodings).
-pub fn heatmap_head(results: &Results, q: &Query) -> serde_json::Map<String, Value> {
-    let mut out = header(q, &Range::of(results, q));
-    out.insert("relative_error".into(), json!(RELATIVE_ERROR));
-    out
+/// Every statistic the run offers.
+pub fn stat_list(r: &Results) -> Vec<StatEntry> {
+    STATS
+        .iter()
+        .filter(|s| offered(r, s))
+        .map(|s| StatEntry {
+            dimensions: s.dims.iter().map(|d| d.name()).collect(),
+            kind: s.kind.name(),
+            label: s.label,
+            name: s.name,
+            unit: s.answer_unit(),
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -33,7 +33,7 @@ pub fn render(results_path: &Path) -> Result<String, ReportError> {
     let results = run.results()?;
     let detail = run_detail(run, &results);
     let dims = query::dimension_values(&results);
-    let multi = |d: &str| dims[d].as_array().is_some_and(|v| v.len() > 1);
+    let multi = |d: query::Dim| dims.of(d).len() > 1;
 
     // (path, JSON text) of every answer embedded.
     let mut responses: Vec<(String, String)> =
@@ -43,15 +43,18 @@ pub fn render(results_path: &Path) -> Result<String, ReportError> {
             continue;
         }
         let mut bys: Vec<Option<&str>> = vec![None];
-        bys.extend(stat.dims.iter().map(|d| d.name()).filter(|d| multi(d) || *d == "op").map(Some));
+        bys.extend(stat.dims.iter().filter(|&&d| multi(d) || d == query::Dim::Op).map(|d| Some(d.name())));
         for by in bys {
             let mut q = Query::new(stat.name)?;
             if let Some(b) = by {
                 q = q.by(b)?;
             }
-            responses.push((query_path(&run.id, "series", stat.name, by, ""), query::series(&results, &q).to_string()));
+            responses.push((
+                query_path(&run.id, "series", stat.name, by, ""),
+                serde_json::to_string(&query::series(&results, &q))?,
+            ));
             if stat.kind == Kind::Distribution && HEATMAP_BREAKDOWNS.contains(&by) {
-                let packed = crate::packed::heatmap_packed(&results, &q)?;
+                let packed = serde_json::to_string(&crate::packed::heatmap_packed(&results, &q)?)?;
                 responses.push((query_path(&run.id, "heatmap", stat.name, by, ""), packed));
             }
         }

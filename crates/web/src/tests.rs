@@ -103,8 +103,13 @@ fn q(stat: &str, by: Option<&str>, filter: &str) -> Query {
 }
 
 /// The /heatmap answer as a JSON value.
-fn heatmap(r: &ioscope_store::Results, q: &Query) -> Result<Value, String> {
-    Ok(serde_json::from_str(&query::heatmap_json(r, q)?).expect("valid JSON"))
+fn heatmap(r: &ioscope_store::Results, q: &Query) -> Result<Value, query::QueryError> {
+    Ok(serde_json::to_value(query::heatmap(r, q)?).expect("an answer is JSON"))
+}
+
+/// The /series answer as a JSON value.
+fn series(r: &ioscope_store::Results, q: &Query) -> Value {
+    serde_json::to_value(query::series(r, q)).expect("an answer is JSON")
 }
 
 fn series_values(v: &Value, key: &str) -> Vec<Option<f64>> {
@@ -115,8 +120,8 @@ fn series_values(v: &Value, key: &str) -> Vec<Option<f64>> {
 #[test]
 fn counter_breakdowns_sum_to_the_whole_and_rates_use_each_interval() {
     let (_d, r) = results();
-    let all = query::series(&r, &q("ops", None, ""));
-    let by_op = query::series(&r, &q("ops", Some("op"), ""));
+    let all = series(&r, &q("ops", None, ""));
+    let by_op = series(&r, &q("ops", Some("op"), ""));
     let total = series_values(&all, "all");
     let (reads, writes) = (series_values(&by_op, "read"), series_values(&by_op, "write"));
     for i in 0..total.len() {
@@ -133,7 +138,7 @@ fn counter_breakdowns_sum_to_the_whole_and_rates_use_each_interval() {
     assert_eq!(all["warmup"][0], true);
     assert_eq!(all["step"][4], 2);
     // Host b has no second 2: only host a's 102 reads.
-    let b = query::series(&r, &q("ops", Some("host"), "op:read"));
+    let b = series(&r, &q("ops", Some("host"), "op:read"));
     assert_eq!(series_values(&b, "a")[2], Some(102.0));
     assert_eq!(series_values(&b, "b")[2], Some(0.0));
 }
@@ -141,12 +146,12 @@ fn counter_breakdowns_sum_to_the_whole_and_rates_use_each_interval() {
 #[test]
 fn filters_narrow_and_repeat_as_alternatives() {
     let (_d, r) = results();
-    let writes = query::series(&r, &q("ops", None, "op:write"));
+    let writes = series(&r, &q("ops", None, "op:write"));
     assert_eq!(writes["series"][0]["total"], 7 * 50);
-    let both = query::series(&r, &q("ops", None, "op:write;op:read"));
-    let all = query::series(&r, &q("ops", None, ""));
+    let both = series(&r, &q("ops", None, "op:write;op:read"));
+    let all = series(&r, &q("ops", None, ""));
     assert_eq!(both["series"][0]["total"], all["series"][0]["total"]);
-    let one_host = query::series(&r, &q("ops", None, "op:write;host:b"));
+    let one_host = series(&r, &q("ops", None, "op:write;host:b"));
     assert_eq!(one_host["series"][0]["total"], 3 * 50);
     assert_eq!(one_host["where"], "op:write;host:b");
 }
@@ -154,7 +159,7 @@ fn filters_narrow_and_repeat_as_alternatives() {
 #[test]
 fn workers_come_from_per_worker_counts_and_cannot_be_split_by_workload() {
     let (_d, r) = results();
-    let v = query::series(&r, &q("ops", Some("worker"), "op:read"));
+    let v = series(&r, &q("ops", Some("worker"), "op:read"));
     let keys: Vec<&str> = v["series"].as_array().unwrap().iter().map(|s| s["key"].as_str().unwrap()).collect();
     assert_eq!(keys, ["0", "1"]);
     assert_eq!(v["series"][1]["total"], 7 * 40);
@@ -169,11 +174,11 @@ fn workers_come_from_per_worker_counts_and_cannot_be_split_by_workload() {
 #[test]
 fn files_come_from_per_file_counts() {
     let (_d, r) = results();
-    let v = query::series(&r, &q("ops", Some("file"), "op:write"));
+    let v = series(&r, &q("ops", Some("file"), "op:write"));
     let keys: Vec<&str> = v["series"].as_array().unwrap().iter().map(|s| s["key"].as_str().unwrap()).collect();
     assert_eq!(keys, ["f1"], "only f1 was written");
     assert_eq!(v["series"][0]["total"], 7 * 50);
-    let errors = query::series(&r, &q("errors", Some("file"), ""));
+    let errors = series(&r, &q("errors", Some("file"), ""));
     assert_eq!(series_values(&errors, "f1")[4], Some(4.0), "2 errors a second on each of two hosts");
     let err = Query::new("ops").unwrap().by("file").unwrap().filter("worker:1").unwrap_err().to_string();
     assert!(err.contains("worker and file cannot be combined"), "{err}");
@@ -183,7 +188,7 @@ fn files_come_from_per_file_counts() {
 #[test]
 fn percentiles_come_from_merged_histograms() {
     let (_d, r) = results();
-    let v = query::series(&r, &q("latency", Some("op"), "step:2"));
+    let v = series(&r, &q("latency", Some("op"), "step:2"));
     let read = v["series"].as_array().unwrap().iter().find(|s| s["key"] == "read").unwrap();
     // Second 4 on two hosts: 104 reads each at 10 us + i us, i < 104; p50 is ~61.5 us.
     let p50 = read["p50"][4].as_f64().unwrap();
@@ -215,13 +220,13 @@ fn heat_map_cells_add_up_and_name_their_bucket_bounds() {
     let lo = buckets[first[0].as_u64().unwrap() as usize][0].as_u64().unwrap();
     assert!((1_984_000..=2_000_000).contains(&lo), "the fastest write (2 ms) is in bucket from {lo}");
     assert_eq!(v["series"][0]["columns"][3], serde_json::json!([]), "no second 3");
-    assert!(heatmap(&r, &q("ops", None, "")).unwrap_err().contains("not a distribution"));
+    assert!(heatmap(&r, &q("ops", None, "")).unwrap_err().to_string().contains("not a distribution"));
 }
 
 #[test]
 fn probe_durations_sit_at_the_second_they_started() {
     let (_d, r) = results();
-    let v = query::series(&r, &q("probe", Some("probe"), ""));
+    let v = series(&r, &q("probe", Some("probe"), ""));
     assert_eq!(series_values(&v, "sync"), [None, Some(3e8), None, None, Some(7e8)]);
 }
 
@@ -283,7 +288,33 @@ fn the_plot_is_a_png_of_the_asked_size() {
     let height = u32::from_be_bytes(png[20..24].try_into().unwrap());
     assert_eq!((width, height), (600, 2 * (200 + 30) + 26), "two panels, one per op");
     let err = crate::plot::render(&r, &q("latency", None, "op:fsync"), &opts).unwrap_err();
-    assert!(err.contains("no latency values"), "{err}");
+    assert_eq!(err.to_string(), format!("no latency values recorded in {}", r.path.display()));
+}
+
+/// Typed errors read as the messages users of `ioscope plot` and the API have seen.
+#[test]
+fn plot_and_run_errors_keep_their_messages() {
+    use crate::plot::{render, PlotOptions, MAX_PIXELS};
+    let (_d, r) = results();
+    let huge = PlotOptions { width: 8192, panel_height: 4096 };
+    assert_eq!(
+        render(&r, &q("latency", Some("host"), ""), &huge).unwrap_err().to_string(),
+        format!(
+            "2 panels of 4096 px at width 8192 make an image of 8192x8278 pixels; at most {MAX_PIXELS} (draw fewer \
+             panels with --where, or lower --height or --width)"
+        )
+    );
+    let opts = PlotOptions { width: 600, panel_height: 200 };
+    assert_eq!(
+        render(&r, &q("ops", None, ""), &opts).unwrap_err().to_string(),
+        "ops is not a distribution; heat maps are for latency, service_time, size and offset"
+    );
+    let api = Api::new(&[]);
+    assert_eq!(api.find("0").err().unwrap().to_string(), "no run \"0\" (no runs are served)");
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let api = Api::new(&[write_results(a.path()), write_results(b.path())]);
+    assert_eq!(api.find("x7").err().unwrap().to_string(), "no run \"x7\" (expected a run id from 0 to 1)");
+    assert_eq!(api.get("/api/v1/runs/9", "").json()["error"], "no run \"9\" (expected a run id from 0 to 1)");
 }
 
 fn get(port: u16, target: &str, cookie: Option<&str>) -> (u16, String) {
@@ -327,7 +358,7 @@ fn errors_break_down_by_kind_and_the_kinds_sum_to_the_whole() {
         write.errors_by_kind = vec![("EROFS".into(), 3), ("short write".into(), 1)]; // 1 of no recorded kind
         s.ops[0].data.skipped = 7;
     }
-    let by_error = query::series(&r, &q("errors", Some("error"), ""));
+    let by_error = series(&r, &q("errors", Some("error"), ""));
     let totals: Vec<(String, u64)> = by_error["series"]
         .as_array()
         .unwrap()
@@ -336,24 +367,23 @@ fn errors_break_down_by_kind_and_the_kinds_sum_to_the_whole() {
         .collect();
     let n = r.seconds.len() as u64;
     assert_eq!(totals, [("EROFS".into(), 3 * n), ("short write".into(), n), ("unrecorded".into(), n)]);
-    let whole = query::series(&r, &q("errors", None, ""));
+    let whole = series(&r, &q("errors", None, ""));
     assert_eq!(whole["series"][0]["total"].as_u64(), Some(5 * n));
     // Filtered to one kind, by op.
-    let erofs = query::series(&r, &q("errors", Some("op"), "error:EROFS"));
+    let erofs = series(&r, &q("errors", Some("op"), "error:EROFS"));
     assert_eq!(erofs["series"][0]["key"], "write");
     assert_eq!(erofs["series"][0]["total"].as_u64(), Some(3 * n));
     // Skips are their own counter.
-    let skipped = query::series(&r, &q("skipped", Some("op"), ""));
+    let skipped = series(&r, &q("skipped", Some("op"), ""));
     assert_eq!(skipped["series"][0]["total"].as_u64(), Some(7 * n));
     // Kinds are per operation: not per worker or file; and only errors have them.
     assert!(Query::new("errors").unwrap().by("error").unwrap().filter("worker:1").is_err());
     assert!(Query::new("errors").unwrap().by("error").unwrap().filter("file:f1").is_err());
     assert!(Query::new("ops").unwrap().by("error").is_err());
     let dims = query::dimension_values(&r);
-    assert_eq!(dims["error"], serde_json::json!(["EROFS", "short write"]));
+    assert_eq!(dims.error, ["EROFS", "short write"]);
     // `skipped` is offered for file-tree runs only.
-    let listed =
-        |r: &ioscope_store::Results| query::stat_list(r).as_array().unwrap().iter().any(|s| s["name"] == "skipped");
+    let listed = |r: &ioscope_store::Results| query::stat_list(r).iter().any(|s| s.name == "skipped");
     assert!(!listed(&r), "reads and writes only");
     r.seconds[0].ops[0].op = Op::Delete;
     assert!(listed(&r));

@@ -11,10 +11,13 @@ use std::path::PathBuf;
 const FIXTURES: &[(&str, &str, &str)] = &[
     ("runs.json", "/api/v1/runs", ""),
     ("run-0.json", "/api/v1/runs/0", ""),
+    ("series-ops.json", "/api/v1/runs/0/series", "stat=ops"),
     ("series-ops-by-op.json", "/api/v1/runs/0/series", "stat=ops&by=op"),
     ("series-latency-by-op.json", "/api/v1/runs/0/series", "stat=latency&by=op"),
+    ("series-probe.json", "/api/v1/runs/0/series", "stat=probe"),
     ("heatmap-latency-by-op.json", "/api/v1/runs/0/heatmap", "stat=latency&by=op"),
     ("heatmap-latency-by-op.packed.json", "/api/v1/runs/0/heatmap", "stat=latency&by=op&encoding=packed"),
+    ("heatmap-offset.json", "/api/v1/runs/0/heatmap", "stat=offset"),
 ];
 
 #[test]

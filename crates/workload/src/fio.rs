@@ -55,12 +55,23 @@ impl fmt::Display for Finding {
 /// Why a job file was not converted.
 #[derive(Debug, thiserror::Error)]
 pub enum FioError {
-    /// The job file (or a file it includes) could not be read.
+    /// The job file could not be read.
     #[error("{0}")]
-    Read(String),
+    Read(ReadError),
     /// Options without an equivalent: every finding, warnings included, in file order.
     #[error("{} error(s); nothing was written", .0.iter().filter(|f| f.severity == Severity::Error).count())]
     Refused(Vec<Finding>),
+}
+
+/// Why a job file (or a file it includes) cannot be read; `file` is its path as shown.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("{file}: error: cannot read the file: {error}")]
+    Unreadable { file: String, error: std::io::Error },
+    #[error("{file}: error: the file is larger than {max}: expected a fio job file (text)")]
+    TooLarge { file: String, max: String },
+    #[error("{file}:{line}: error: this line is not UTF-8 text: expected a fio job file (text)")]
+    NotText { file: String, line: usize },
 }
 
 /// A converted job file.
@@ -92,20 +103,21 @@ pub fn import(path: &Path, group: Option<usize>) -> Result<Imported, FioError> {
 }
 
 /// A job file's text: at most [`crate::MAX_SOURCE_BYTES`] of UTF-8, else why not.
-fn read_text(path: &Path) -> Result<String, String> {
+fn read_text(path: &Path) -> Result<String, ReadError> {
     use std::io::Read;
-    let shown = clip(&path.display().to_string(), 200);
+    let file = clip(&path.display().to_string(), 200);
     let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(crate::MAX_SOURCE_BYTES + 1).read_to_end(&mut bytes))
-        .map_err(|e| format!("{shown}: error: cannot read the file: {e}"))?;
+    if let Err(error) =
+        std::fs::File::open(path).and_then(|f| f.take(crate::MAX_SOURCE_BYTES + 1).read_to_end(&mut bytes))
+    {
+        return Err(ReadError::Unreadable { file, error });
+    }
     if bytes.len() as u64 > crate::MAX_SOURCE_BYTES {
-        let max = crate::format_size(crate::MAX_SOURCE_BYTES);
-        return Err(format!("{shown}: error: the file is larger than {max}: expected a fio job file (text)"));
+        return Err(ReadError::TooLarge { file, max: crate::format_size(crate::MAX_SOURCE_BYTES) });
     }
     String::from_utf8(bytes).map_err(|e| {
         let line = e.as_bytes()[..e.utf8_error().valid_up_to()].iter().filter(|b| **b == b'\n').count() + 1;
-        format!("{shown}:{line}: error: this line is not UTF-8 text: expected a fio job file (text)")
+        ReadError::NotText { file, line }
     })
 }
 
@@ -114,7 +126,7 @@ pub fn convert(
     path: &Path,
     text: &str,
     group: Option<usize>,
-    read: &dyn Fn(&Path) -> Result<String, String>,
+    read: &dyn Fn(&Path) -> Result<String, ReadError>,
 ) -> Result<Imported, FioError> {
     let mut c =
         Converter { files: vec![path.to_path_buf()], findings: Vec::new(), chosen: None, dropped: 0, has_error: false };
@@ -484,7 +496,7 @@ impl Converter {
         &mut self,
         file: usize,
         text: &str,
-        read: &dyn Fn(&Path) -> Result<String, String>,
+        read: &dyn Fn(&Path) -> Result<String, ReadError>,
         depth: usize,
     ) -> Vec<Line> {
         let mut out = Vec::new();
@@ -575,7 +587,7 @@ impl Converter {
                         }
                     }
                     Err(e) => {
-                        self.error(&o, e, "${NAME} of a set environment variable, $ncpus or $pagesize");
+                        self.error(&o, e.to_string(), "${NAME} of a set environment variable, $ncpus or $pagesize");
                         continue;
                     }
                 }
@@ -1316,9 +1328,20 @@ fn strip_comment(s: &str) -> &str {
     s.find([';', '#']).map_or(s, |i| &s[..i])
 }
 
+/// A `$` expansion ioscope cannot make.
+#[derive(Debug, thiserror::Error)]
+enum ExpandError {
+    #[error("an unclosed ${{")]
+    Unclosed,
+    #[error("the environment variable {0} is not set (fio would put an empty value here)")]
+    NotSet(String),
+    #[error("fio's $mb_memory and math expressions $(...) are machine-dependent; ioscope needs a value")]
+    MachineDependent,
+}
+
 /// Expands `${VAR}` from the environment and fio's `$ncpus` and `$pagesize`; the note says
 /// what a machine-dependent value was taken as.
-fn expand(v: &str) -> Result<(String, Option<String>), String> {
+fn expand(v: &str) -> Result<(String, Option<String>), ExpandError> {
     let mut out = String::new();
     let mut note = None;
     let mut rest = v;
@@ -1326,11 +1349,9 @@ fn expand(v: &str) -> Result<(String, Option<String>), String> {
         out.push_str(&rest[..i]);
         rest = &rest[i..];
         if let Some(tail) = rest.strip_prefix("${") {
-            let end = tail.find('}').ok_or("an unclosed ${")?;
+            let end = tail.find('}').ok_or(ExpandError::Unclosed)?;
             let name = &tail[..end];
-            let value = std::env::var(name).map_err(|_| {
-                format!("the environment variable {name} is not set (fio would put an empty value here)")
-            })?;
+            let value = std::env::var(name).map_err(|_| ExpandError::NotSet(name.to_string()))?;
             out.push_str(&value);
             rest = &tail[end + 1..];
         } else if let Some(tail) = rest.strip_prefix("$ncpus") {
@@ -1343,9 +1364,7 @@ fn expand(v: &str) -> Result<(String, Option<String>), String> {
             note = Some("$pagesize is taken as 4096".to_string());
             rest = tail;
         } else if rest.starts_with("$mb_memory") || rest.starts_with("$(") {
-            return Err(
-                "fio's $mb_memory and math expressions $(...) are machine-dependent; ioscope needs a value".into()
-            );
+            return Err(ExpandError::MachineDependent);
         } else {
             // Other `$` (filename_format's $jobnum...) are not expansions.
             out.push('$');
@@ -1512,12 +1531,43 @@ mod tests {
     fn run(text: &str) -> Result<Imported, Vec<Finding>> {
         let read = |p: &Path| match p.to_str() {
             Some("inc.fio") => Ok("bs=8k ; from the include\n".to_string()),
-            _ => Err(format!("{}: no such file", p.display())),
+            _ => Err(ReadError::Unreadable {
+                file: p.display().to_string(),
+                error: std::io::Error::new(std::io::ErrorKind::NotFound, "no such file"),
+            }),
         };
         convert(Path::new("job.fio"), text, None, &read).map_err(|e| match e {
             FioError::Refused(f) => f,
             FioError::Read(r) => panic!("{r}"),
         })
+    }
+
+    /// Typed errors keep the messages users of `ioscope import fio` read.
+    #[test]
+    fn expansions_and_reads_that_fail_say_why() {
+        let e = |v: &str| expand(v).unwrap_err().to_string();
+        assert_eq!(e("${HOME"), "an unclosed ${");
+        assert_eq!(
+            e("${IOSCOPE_SURELY_UNSET_VARIABLE}"),
+            "the environment variable IOSCOPE_SURELY_UNSET_VARIABLE is not set (fio would put an empty value here)"
+        );
+        assert_eq!(
+            e("$mb_memory"),
+            "fio's $mb_memory and math expressions $(...) are machine-dependent; ioscope needs a value"
+        );
+        let bad = std::env::temp_dir().join(format!("ioscope-not-text-{}.fio", std::process::id()));
+        std::fs::write(&bad, b"[a]\nrw=read\nbs=\xff\n").unwrap();
+        let err = read_text(&bad).unwrap_err().to_string();
+        let _ = std::fs::remove_file(&bad);
+        assert_eq!(
+            err,
+            format!("{}:3: error: this line is not UTF-8 text: expected a fio job file (text)", bad.display())
+        );
+        let missing = std::env::temp_dir().join("ioscope-surely-missing/job.fio");
+        assert_eq!(
+            read_text(&missing).unwrap_err().to_string(),
+            format!("{}: error: cannot read the file: No such file or directory (os error 2)", missing.display())
+        );
     }
 
     #[test]
@@ -1584,7 +1634,7 @@ mod tests {
     #[test]
     fn with_group_only_that_groups_sections_and_global_count() {
         let text = "[global]\nsize=1g\nruntime=5\n[w]\nrw=write\n[r]\nstonewall\nrw=randread\nverify=md5\n";
-        let read = |_: &Path| Err(String::new());
+        let read = |_: &Path| Err(ReadError::NotText { file: String::new(), line: 1 });
         let g1 = convert(Path::new("job.fio"), text, Some(1), &read).unwrap();
         assert!(g1.toml.contains("rw = \"write\""), "{}", g1.toml);
         let Err(FioError::Refused(e)) = convert(Path::new("job.fio"), text, Some(2), &read) else { panic!() };
