@@ -142,9 +142,16 @@ export function timelineMarks(tl, from, to) {
   const warm = [];
   if (!tl || !tl.seconds) return { bounds, warm };
   let start = null;
+  // A second with nothing stored (step null) belongs to no step: a boundary is where a
+  // stored second's step differs from the last stored one's.
+  let lastStep = null;
   for (let i = 0; i < tl.seconds.length; i++) {
     const s = tl.seconds[i];
-    if (i > 0 && tl.step[i] !== tl.step[i - 1] && s >= from && s <= to) bounds.push({ second: s, step: tl.step[i] });
+    const st = tl.step[i];
+    if (st != null) {
+      if (lastStep != null && st !== lastStep && s >= from && s <= to) bounds.push({ second: s, step: st });
+      lastStep = st;
+    }
     const w = !!tl.warmup[i];
     if (w && start == null) start = s;
     if ((!w || i === tl.seconds.length - 1) && start != null) {
