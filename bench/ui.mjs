@@ -3,9 +3,11 @@
 //
 //  1. Heat map: serves a results file of (at least) an hour and, for each encoding of the
 //     /heatmap answer (JSON, packed), measures its size plain and gzip-compressed on the
-//     wire, its time, and the time from opening a worksheet with one latency heat map of
-//     the whole run to that heat map drawn; then the redraw time (binning 3,600 seconds of
-//     histograms into pixels and painting them).
+//     wire (one column per second, and as the UI asks for the whole run: columns of
+//     several seconds, column_seconds=N, as many as the plot has pixel columns), its
+//     time, and the time from opening a worksheet with one latency heat map of the whole
+//     run to that heat map drawn; then the redraw time (binning the columns into pixels
+//     and painting them).
 //  2. Live: starts `ioscope run --ui`, keeps the default worksheet open with follow on,
 //     and for every second of the run notes when a chart first shows it. The lag of
 //     second s is that moment minus the end of second s (run start + s + 1 s): the
@@ -64,10 +66,14 @@ const say = (s = '') => {
   lines.push(s);
 };
 
-// 1. Heat map of an hour, in both encodings of /heatmap: JSON (the API's default, what the
-//    UI read before) and packed (what the UI reads now). The page always asks for packed;
-//    for the JSON rounds the browser's request is rewritten to encoding=json, and the UI
-//    takes that answer as it is. Rounds alternate: json, packed, json, packed, ...
+// 1. Heat map of an hour, in both encodings of /heatmap: JSON (the API's default) and
+//    packed (what the UI reads), as the UI asks for them (a whole run longer than the plot
+//    is wide in columns of several seconds, column_seconds=N) and, for comparison, packed
+//    with one column per second (what the UI asked for before). The page always asks for
+//    packed columns; for the other variants the browser's request is rewritten, and the
+//    UI takes that answer as it is. A first page (not timed) finds what the UI asks for;
+//    every answer is then asked for once so the server keeps it, as it does for every
+//    viewer after the first. Rounds alternate between the variants.
 const wire = (url) =>
   new Promise((resolve, reject) => {
     const t = performance.now();
@@ -80,37 +86,61 @@ const wire = (url) =>
       .on('error', reject);
   });
 const plainBytes = async (url) => (await (await fetch(url, { headers: { 'Accept-Encoding': 'identity' } })).arrayBuffer()).byteLength;
+// A variant of what the UI asks for: the encoding, and columns or seconds.
+const VARIANTS = [
+  { name: 'json, columns', enc: 'json', cols: true },
+  { name: 'packed, per second (before)', enc: 'packed', cols: false },
+  { name: 'packed, columns (the UI)', enc: 'packed', cols: true },
+];
+const asVariant = (url, v) => {
+  const u = url.replace('encoding=packed', `encoding=${v.enc}`);
+  return v.cols ? u : u.replace(/&column_seconds=\d+/, '');
+};
 {
   const server = await serve(['ui', hourFile, '--listen', '127.0.0.1:0']);
   const runs = await (await fetch(`${server.url}api/v1/runs`)).json();
   const run = runs.runs[0];
   const seconds = run.last_second - run.first_second + 1;
-  const encodings = ['json', 'packed'];
-  const res = Object.fromEntries(encodings.map((e) => [e, { plain: 0, wire: 0, apiMs: [], paintMs: [], heatMs: [], afterMs: [], draws: [] }]));
+  const res = VARIANTS.map(() => ({ plain: 0, wire: 0, apiMs: [], paintMs: [], heatMs: [], afterMs: [], draws: [] }));
+  const openHeat = async (v) => {
+    const page = await browser.newPage({ viewport: { width: 1600, height: 900 }, deviceScaleFactor: 1 });
+    const asked = [];
+    await page.route('**/heatmap?*', (route) => {
+      asked.push(route.request().url());
+      return route.continue({ url: v ? asVariant(route.request().url(), v) : route.request().url() });
+    });
+    const t0 = performance.now();
+    await page.goto(`${server.url}#run=0&c=latency,kind=heatmap`);
+    await ready(page);
+    return { page, ms: performance.now() - t0, asked: asked[0] };
+  };
+  // What the UI asks for.
+  const probe = await openHeat(null);
+  const asked = probe.asked;
+  await probe.page.close();
+  for (const [k, v] of VARIANTS.entries()) {
+    res[k].plain = await plainBytes(asVariant(asked, v));
+    res[k].wire = (await wire(asVariant(asked, v))).bytes;
+  }
   let first = null;
-  for (const e of encodings) res[e].plain = await plainBytes(`${server.url}api/v1/runs/0/heatmap?stat=latency&encoding=${e}`);
   for (let round = 0; round < rounds; round++) {
-    for (const e of encodings) {
-      const w = await wire(`${server.url}api/v1/runs/0/heatmap?stat=latency&encoding=${e}`);
+    for (const [k, v] of VARIANTS.entries()) {
+      const w = await wire(asVariant(asked, v));
       if (!w.gzip) throw new Error('the answer was not gzip-compressed');
-      res[e].wire = w.bytes;
-      res[e].apiMs.push(w.ms);
-      const page = await browser.newPage({ viewport: { width: 1600, height: 900 }, deviceScaleFactor: 1 });
-      await page.route('**/heatmap?*', (route) => route.continue({ url: route.request().url().replace('encoding=packed', `encoding=${e}`) }));
-      const t0 = performance.now();
-      await page.goto(`${server.url}#run=0&c=latency,kind=heatmap`);
-      await ready(page);
-      res[e].paintMs.push(performance.now() - t0);
+      res[k].apiMs.push(w.ms);
+      const { page, ms } = await openHeat(v);
+      res[k].paintMs.push(ms);
       // In the page: the heat map's request, its answer's end, and every chart drawn.
       const [reqAt, respAt, drawnAt] = await page.evaluate(() => {
         const r = performance.getEntriesByType('resource').filter((x) => x.name.includes('/heatmap?')).pop();
         const m = performance.getEntriesByName('ioscope-ready').pop();
         return [r.startTime, r.responseEnd, m.startTime];
       });
-      res[e].heatMs.push(drawnAt - reqAt);
-      res[e].afterMs.push(drawnAt - respAt);
-      first = await page.$eval('section.chart', (el) => JSON.parse(el.dataset.drawn));
-      res[e].draws.push(first.ms);
+      res[k].heatMs.push(drawnAt - reqAt);
+      res[k].afterMs.push(drawnAt - respAt);
+      const drawn = await page.$eval('section.chart', (el) => JSON.parse(el.dataset.drawn));
+      if (v.cols && v.enc === 'packed') first = drawn;
+      res[k].draws.push(drawn.ms);
       await page.close();
     }
   }
@@ -131,19 +161,22 @@ const plainBytes = async (url) => (await (await fetch(url, { headers: { 'Accept-
   const mb = (b) => (b / 1e6).toFixed(2);
   say(`# Analytics UI in headless Chromium (${new Date().toISOString().slice(0, 10)}, ${os.hostname()}, ${os.cpus().length} x ${os.cpus()[0].model})`);
   say();
+  const cs = Number((/column_seconds=(\d+)/.exec(asked) || [0, 1])[1]);
   say(`## Latency heat map of ${seconds} seconds at 1 s (${path.basename(hourFile)}, ${first.cells.toLocaleString('en')} pixel cells)`);
   say();
-  say(`| encoding | answer, MB | on the wire (gzip), MB | /heatmap answer on the wire, ms | heat map requested to drawn, ms | answer received to drawn (decode, bin, paint), ms | page load to first heat map drawn, ms |`);
+  say(`The UI asked for \`${asked.replace(/^https?:\/\/[^/]+/, '')}\`: ${cs > 1 ? `columns of ${cs} s, each the exact sum of its seconds` : 'one column per second'}.`);
+  say();
+  say(`| answer | size, MB | on the wire (gzip), MB | answer on the wire, ms | heat map requested to drawn, ms | answer received to drawn (decode, bin, paint), ms | page load to first heat map drawn, ms |`);
   say(`|---|---|---|---|---|---|---|`);
   const mm = (xs) => `${f1(median(xs))} / ${f1(Math.max(...xs))}`;
-  for (const e of encodings) {
-    const r = res[e];
-    say(`| ${e} | ${mb(r.plain)} | ${mb(r.wire)} | ${mm(r.apiMs)} | ${mm(r.heatMs)} | ${mm(r.afterMs)} | ${mm(r.paintMs)} |`);
+  for (const [k, v] of VARIANTS.entries()) {
+    const r = res[k];
+    say(`| ${v.name} | ${mb(r.plain)} | ${mb(r.wire)} | ${mm(r.apiMs)} | ${mm(r.heatMs)} | ${mm(r.afterMs)} | ${mm(r.paintMs)} |`);
   }
   say();
   say('Times are median / max.');
   say();
-  say(`${rounds} alternating rounds, a fresh page each (page load = navigation to every chart drawn: page, scripts, run list, run detail, the heat map fetched, decoded, binned and painted).`);
+  say(`${rounds} rounds alternating between the answers, a fresh page each (page load = navigation to every chart drawn: page, scripts, run list, run detail, the heat map fetched, decoded, binned and painted).`);
   say(`Redraw without fetching (bin ${first.cells.toLocaleString('en')} cells into ${first.plot.width} x ${first.plot.height} px, paint): median ${f1(median(draws))} ms, p90 ${f1(pct(draws, 0.9))} ms, max ${f1(Math.max(...draws))} ms over ${draws.length} draws.`);
   server.close();
 }

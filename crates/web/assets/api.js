@@ -45,6 +45,8 @@ export function queryPath(runId, kind, opts) {
   if (o.from != null) p += `&from=${o.from}`;
   if (o.to != null) p += `&to=${o.to}`;
   if (kind === 'heatmap') p += '&encoding=packed';
+  // Columns of several seconds, each the exact sum of its seconds (docs/api.md).
+  if (kind === 'heatmap' && o.columnSeconds > 1) p += `&column_seconds=${o.columnSeconds}`;
   return p;
 }
 
@@ -76,7 +78,7 @@ function varints(bytes) {
 }
 
 // A /heatmap answer in the packed encoding (docs/api.md) turned into the JSON form: each
-// series gets `columns`, per second a flat [bucket, count, bucket, count, ...] (views of
+// series gets `columns`, per second (or column of `column_seconds`) a flat [bucket, count, bucket, count, ...] (views of
 // one Float64Array per series). Other answers are returned as they are.
 export function unpackHeatmap(resp) {
   if (!resp || resp.encoding !== 'packed') return resp;

@@ -22,6 +22,9 @@ export function prepareHeat(resp) {
     by: resp.by || '',
     where: resp.where || '',
     relErr: resp.relative_error,
+    // Seconds per column: 1, or N when the answer merged N seconds into each column
+    // (then `seconds` holds each column's first second).
+    columnSeconds: resp.column_seconds > 1 ? resp.column_seconds : 1,
     seconds: resp.seconds.slice(),
     buckets: resp.buckets,
     lo,
@@ -206,6 +209,26 @@ export function binSeconds(from, to, w, s) {
   if (n <= width) return [s, s];
   const bin = Math.floor(((s - from) * width) / n);
   return [from + Math.ceil((bin * n) / width), Math.min(to, from + Math.ceil(((bin + 1) * n) / width) - 1)];
+}
+
+// The seconds [first, last] that the columns starting within [a, b] cover (what a pixel
+// column of a heat map in columns of several seconds sums), or [a, b] when no column
+// starts there; with one column per second, [a, b] itself.
+export function coveredSeconds(heat, a, b) {
+  const cs = heat.columnSeconds || 1;
+  if (cs <= 1) return [a, b];
+  const [i0, i1] = indexRange(heat.seconds, a, b);
+  if (i0 >= i1) return [a, b];
+  return [heat.seconds[i0], heat.seconds[i1 - 1] + cs - 1];
+}
+
+// The columns of several seconds that a whole-run view of `nSeconds` seconds needs on a
+// plot `widthPx` pixels wide: as many seconds per column as every pixel column holds at
+// least (so each pixel column gets at least one column start), 1 when a pixel holds
+// fewer than two seconds.
+export function columnSecondsFor(nSeconds, widthPx) {
+  const cs = Math.floor(nSeconds / Math.max(1, Math.floor(widthPx)));
+  return cs >= 2 ? cs : 1;
 }
 
 // The y range of a heat map on a linear axis (offsets: a file is a line of blocks): from

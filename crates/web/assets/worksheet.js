@@ -6,10 +6,10 @@
 
 import { fmtValue, fmtNum, fmtInt, fmtRange, fmtElapsed, fmtClock, fmtBytes, fmtNs } from './format.js';
 import { keyColor, PERCENTILE_COLORS, HEAT_STOPS, hueLut } from './color.js';
-import { prepareHeat, indexRange, bucketCounts, heatRange, heatRangeLinear, keyTotals, valuesAt, mergeHeat, binSeconds, OUTLIER_CUTS } from './histo.js';
+import { prepareHeat, indexRange, bucketCounts, heatRange, heatRangeLinear, keyTotals, valuesAt, mergeHeat, binSeconds, coveredSeconds, columnSecondsFor, OUTLIER_CUTS } from './histo.js';
 import { prepareSeries, sideTotals, linearRange, percentileRange, probeRange, timelineMarks, timelineFromSteps, mergeSeries, PERCENTILES, PERCENTILE_LABELS } from './series.js';
 import { chartTitle, statNote, kindsFor, KIND_LABELS, drillDims, drillChart, endpointFor, whereString, makeChart, visibleRange } from './state.js';
-import { getData, queryPath } from './api.js';
+import { getData, queryPath, isEmbedded } from './api.js';
 import { drawChart, chartHeight, plotRect, xOf, secondAt } from './draw.js';
 
 // A tiny DOM builder: h('div', { class: 'x', onclick: f }, child, 'text').
@@ -54,17 +54,19 @@ export class DataStore {
     this.entries = new Map();
   }
 
-  key(runId, chart) {
-    return queryPath(runId, endpointFor(chart.kind), { stat: chart.stat, by: chart.by, where: whereString(chart.where) });
+  // `columnSeconds` > 1: a heat map in columns of that many seconds (a whole-run view of
+  // a long run; see ChartView.columnSeconds).
+  key(runId, chart, columnSeconds) {
+    return queryPath(runId, endpointFor(chart.kind), { stat: chart.stat, by: chart.by, where: whereString(chart.where), columnSeconds });
   }
 
   // The prepared data of a chart's query for a run (cached).
-  get(runId, chart) {
-    const key = this.key(runId, chart);
+  get(runId, chart, columnSeconds) {
+    const key = this.key(runId, chart, columnSeconds);
     let e = this.entries.get(key);
     if (!e) {
       const endpoint = endpointFor(chart.kind);
-      const opts = { stat: chart.stat, by: chart.by, where: whereString(chart.where) };
+      const opts = { stat: chart.stat, by: chart.by, where: whereString(chart.where), columnSeconds };
       e = { key, runId: String(runId), endpoint, opts, data: null, error: null, promise: null, version: 0 };
       this.entries.set(key, e);
     }
@@ -88,8 +90,8 @@ export class DataStore {
     return e.promise;
   }
 
-  peek(runId, chart) {
-    return this.entries.get(this.key(runId, chart)) || null;
+  peek(runId, chart, columnSeconds) {
+    return this.entries.get(this.key(runId, chart, columnSeconds)) || null;
   }
 
   // Fetch the seconds from the last one held onwards for every query of `runId`
@@ -102,7 +104,8 @@ export class DataStore {
         e.error = null;
         continue; // retried by the next get()
       }
-      if (!e.data) continue;
+      // Columns of several seconds are for finished runs only (live runs get seconds).
+      if (!e.data || e.data.columnSeconds > 1) continue;
       const secs = e.data.seconds;
       const from = secs.length ? secs[secs.length - 1] : undefined;
       const opts = from == null ? e.opts : { ...e.opts, from };
@@ -255,6 +258,10 @@ class ChartView {
       const bar = h('span', { class: 'lg-ramp' });
       bar.style.background = hlKey ? hueGradient(this.colors().get(hlKey)) : HEAT_GRADIENT;
       this.legendEl.append(h('span', { class: 'lg', title: 'Colour: I/O per cell (pixel column x row), log scale' }, h('span', { class: 'lg-n' }, '1'), bar, h('span', { class: 'lg-n' }, `${fmtInt(max)} I/O per cell`)));
+      const cs = Math.max(1, ...this.entries.filter((e) => e && e.data).map((e) => e.data.columnSeconds || 1));
+      if (cs > 1) {
+        this.legendEl.append(h('span', { class: 'lg lg-cols', title: 'The whole run is drawn in columns of several seconds, each the exact sum of its seconds (every I/O in its bucket); zoom in for single seconds' }, `${cs} s per column`));
+      }
       return;
     }
     if (c.kind !== 'percentiles') return;
@@ -272,11 +279,28 @@ class ChartView {
   // Both runs' data (compare mode: the same query for the compare run).
   async load() {
     const runs = this.ws.runIds();
-    const jobs = runs.map((r, i) => this.ws.store.get(r, this.spec).then((e) => {
+    const jobs = runs.map((r, i) => this.ws.store.get(r, this.spec, this.columnSeconds(r)).then((e) => {
       this.entries[i] = e;
     }));
     await Promise.all(jobs);
     this.renderLegend();
+  }
+
+  // Seconds per heat-map column to ask for: when the whole of a finished run is shown
+  // and it has more seconds than the plot has pixel columns, columns of several seconds
+  // (each the exact sum of its seconds), so the answer holds no more columns than can be
+  // drawn; zoomed in, live, or in a report: one column per second.
+  columnSeconds(runId) {
+    const ws = this.ws;
+    if (this.spec.kind !== 'heatmap' || isEmbedded()) return 1;
+    const meta = ws.runMeta(runId);
+    const vis = ws.visible;
+    const span = ws.span();
+    if (!meta || meta.live || meta.first_second == null || meta.last_second == null || !vis || !span) return 1;
+    if (vis[0] !== span[0] || vis[1] !== span[1]) return 1;
+    const dpr = window.devicePixelRatio || 1;
+    const px = Math.round(plotRect(ws.plotWidth(ws.runIds().length > 1), chartHeight('heatmap')).width * dpr);
+    return columnSecondsFor(meta.last_second - meta.first_second + 1, px);
   }
 
   keys() {
@@ -296,6 +320,15 @@ class ChartView {
   activeKeys(data) {
     const hl = this.spec.hl.filter((k) => data.series.some((s) => s.key === k));
     return hl.length ? new Set(hl) : null;
+  }
+
+  // Heat-map columns of several seconds narrower on screen than a pixel column holds
+  // would leave gaps: say the seconds are on their way instead (zooming in fetches them).
+  coarseMessage(data, from, to, cssW) {
+    if (!data || !(data.columnSeconds > 1) || from == null) return null;
+    const dpr = window.devicePixelRatio || 1;
+    const px = Math.max(1, Math.round(plotRect(cssW, chartHeight('heatmap')).width * dpr));
+    return (to + 1 - from) / px < data.columnSeconds ? 'loading every second of this time range…' : null;
   }
 
   // The y range for one run's data over the visible seconds.
@@ -318,7 +351,26 @@ class ChartView {
     return { ...linearRange(data, i0, i1, hl, c.kind === 'stacked'), scale: 'lin' };
   }
 
+  // What a drawing depends on; equal signatures draw equal pixels.
+  signature() {
+    const ws = this.ws;
+    const runs = ws.runIds();
+    const vis = ws.visible;
+    const from = vis ? vis[0] : null;
+    const to = vis ? vis[1] : null;
+    return JSON.stringify([this.spec, this.info || null, runs, vis, ws.plotWidth(runs.length > 1), window.devicePixelRatio || 1,
+      this.entries.map((e) => (e ? [e.key, e.version, e.error ? String(e.error.message) : null] : null)),
+      runs.map((r) => [ws.marks(r, from, to), ws.probeMarks(r), ws.runMeta(r)])]);
+  }
+
+  // Draw unless nothing it depends on changed since the last drawing (an hour-long heat
+  // map costs tens of milliseconds to draw).
+  drawIfChanged() {
+    if (this.drawnSignature !== this.signature()) this.draw();
+  }
+
   draw() {
+    this.drawnSignature = this.signature();
     const ws = this.ws;
     const c = this.spec;
     const runs = ws.runIds();
@@ -357,7 +409,7 @@ class ChartView {
       w.caption.hidden = !compare;
       const e = this.entries[i];
       const data = e && e.data ? e.data : null;
-      const msg = this.message(e, data, from, to) || (data && !y ? 'nothing to draw in this time range' : null);
+      const msg = this.message(e, data, from, to) || (data && !y ? 'nothing to draw in this time range' : null) || this.coarseMessage(data, from, to, cssW);
       const marks = ws.marks(runId, from, to);
       const model = {
         kind: c.kind, cssW, cssH, data: msg ? null : data, unit: (data && data.unit) || (this.info && this.info.unit),
@@ -365,6 +417,7 @@ class ChartView {
         stepLabel: (s) => ws.stepLabel(runId, s), probes: ws.probeMarks(runId),
       };
       const info = drawChart(w.canvas, model);
+      if (data && data.columnSeconds > 1) info.columnSeconds = data.columnSeconds;
       w.plot = info.plot;
       w.msg.hidden = !msg;
       w.msg.textContent = msg || '';
@@ -506,7 +559,11 @@ class ChartView {
         const list = valuesAt(data, keys, i0, i1);
         const total = list.reduce((a, v) => a + v.count, 0);
         const unit = data.unit;
-        const head = h('div', { class: 'hv-head' }, tag, h('span', {}, hoverRange[0] === hoverRange[1] ? fmtElapsed(hoverRange[0]) : `${fmtElapsed(hoverRange[0])}–${fmtElapsed(hoverRange[1])}`), h('span', { class: 'clock' }, clock), h('span', { class: 'tot' }, `${fmtInt(total)} I/O`));
+        // Columns of several seconds: the seconds their sum covers, and that they are columns.
+        const [a, b] = coveredSeconds(data, hoverRange[0], hoverRange[1]);
+        const cols = data.columnSeconds > 1 ? h('span', { class: 'cols', title: `${i1 - i0} column${i1 - i0 === 1 ? '' : 's'} of ${data.columnSeconds} s, each the exact sum of its seconds` }, `${i1 - i0} × ${data.columnSeconds} s`) : null;
+        const at = meta && meta.started_unix_ms != null ? fmtClock(meta.started_unix_ms + a * 1000) : '';
+        const head = h('div', { class: 'hv-head' }, tag, h('span', {}, a === b ? fmtElapsed(a) : `${fmtElapsed(a)}–${fmtElapsed(b)}`), h('span', { class: 'clock' }, at), cols, h('span', { class: 'tot' }, `${fmtInt(total)} I/O`));
         const max = runs.length > 1 ? 12 : 60;
         const rows = list.slice(0, max).map((v) => h('div', { class: 'hv-row' }, h('span', { class: 'r' }, fmtRange(v.lo, v.hi, unit)), h('span', { class: 'n' }, fmtInt(v.count))));
         const more = list.length > max ? h('div', { class: 'hv-more' }, `… ${list.length - max} more ranges`) : null;
@@ -543,7 +600,10 @@ class ChartView {
     const d = this.drawn[0];
     const dpr = window.devicePixelRatio || 1;
     const w = d ? Math.round(d.plot.width * dpr) : 1000;
-    return binSeconds(vis[0], vis[1], w, s);
+    const [a, b] = binSeconds(vis[0], vis[1], w, s);
+    // Columns of several seconds: the seconds of the columns drawn in that pixel column.
+    const data = this.entries[0] && this.entries[0].data;
+    return data && data.columnSeconds > 1 ? coveredSeconds(data, a, b) : [a, b];
   }
 
   toggleHighlight(k, add) {
@@ -782,9 +842,12 @@ export class Worksheet {
     this.drawAll();
     await Promise.all(this.views.map((v) => v.load().then(() => {
       this.updateVisible();
-      v.draw();
+      v.drawIfChanged();
     })));
-    this.drawAll();
+    // Again with every chart's data in (the time marks come from any of them), but only
+    // the charts whose drawing would change.
+    this.updateVisible();
+    for (const v of this.views) v.drawIfChanged();
   }
 
   updateVisible() {

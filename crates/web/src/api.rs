@@ -249,12 +249,9 @@ impl Api {
                         Ok(q) => Answer::ok(&query::series(&results, &q)),
                         Err(e) => Answer::error(400, e.to_string()),
                     },
-                    ["heatmap"] => match checked(pairs, &results).and_then(|q| match encoding(&params)? {
-                        Encoding::Json => query::heatmap(&results, &q).map(|a| Answer::ok(&a)),
-                        Encoding::Packed => crate::packed::heatmap_packed(&results, &q).map(|a| Answer::ok(&a)),
-                    }) {
+                    ["heatmap"] => match heatmap(pairs, &params, &results) {
                         Ok(answer) => answer,
-                        Err(e) => Answer::error(400, e.to_string()),
+                        Err(e) => Answer::error(400, e),
                     },
                     _ => Answer::error(404, format!("no such path {} (see docs/api.md)", query::echo(path))),
                 };
@@ -308,6 +305,25 @@ pub enum Encoding {
     Json,
     /// Base64 varint strings ([`crate::packed`]).
     Packed,
+}
+
+/// `GET /api/v1/runs/{id}/heatmap`: one column per second, or per `column_seconds`.
+fn heatmap<'a>(
+    pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
+    params: &[(String, String)],
+    results: &Results,
+) -> Result<Answer, String> {
+    let q = checked(pairs, results).map_err(|e| e.to_string())?;
+    let packed = encoding(params).map_err(|e| e.to_string())? == Encoding::Packed;
+    let width = params.iter().rev().find(|(k, _)| k == "column_seconds").map(|(_, v)| v.as_str());
+    let width = crate::columns::column_seconds(width).map_err(|e| e.to_string())?.filter(|&w| w > 1);
+    let answer = match (width, packed) {
+        (Some(w), true) => crate::columns::heatmap_packed(results, &q, w).map(|a| Answer::ok(&a)),
+        (Some(w), false) => crate::columns::heatmap(results, &q, w).map(|a| Answer::ok(&a)),
+        (None, true) => crate::packed::heatmap_packed(results, &q).map(|a| Answer::ok(&a)),
+        (None, false) => query::heatmap(results, &q).map(|a| Answer::ok(&a)),
+    };
+    answer.map_err(|e| e.to_string())
 }
 
 /// The `encoding` parameter of a heat-map query.

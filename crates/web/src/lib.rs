@@ -1,5 +1,6 @@
 //! Analytics: the versioned JSON API over results files ([`api`], aggregation in
-//! [`query`], the packed heat-map encoding in [`packed`]), the HTTP server with the
+//! [`query`], the packed heat-map encoding in [`packed`], heat-map columns of several seconds in
+//! [`columns`]), the HTTP server with the
 //! embedded UI ([`server`] on axum/tokio, [`request`], [`access`], [`tls`], [`assets`]),
 //! the self-contained HTML report ([`report`]) and PNG heat maps ([`plot`]).
 
@@ -7,6 +8,7 @@ pub mod access;
 pub mod api;
 pub mod assets;
 mod busy;
+pub mod columns;
 mod events;
 pub mod packed;
 pub mod plot;

@@ -657,6 +657,9 @@ pub struct HeatmapAnswer<S> {
     /// Every bucket used by any series, ascending: inclusive value bounds.
     pub buckets: Vec<(u64, u64)>,
     pub by: Option<&'static str>,
+    /// Seconds per column when more than one (`column_seconds`, [`crate::columns`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub column_seconds: Option<u32>,
     /// `packed` for the compact encoding; absent for nested arrays.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub encoding: Option<&'static str>,
@@ -687,6 +690,7 @@ pub fn heatmap_answer<S>(
     HeatmapAnswer {
         buckets: map.buckets,
         by: h.by,
+        column_seconds: None,
         encoding,
         from: h.from,
         kind: h.kind,
