@@ -579,9 +579,10 @@ def report(args, env, results, first_argv, prep_cmds, started, finished):
     out.append(f"# ioscope vs fio: {args.label}")
     out.append("")
     out.append(f"- date (UTC): {started.strftime('%Y-%m-%d %H:%M:%S')} to {finished.strftime('%H:%M:%S')}")
-    for k in ("hostname", "cpu", "cores", "kernel", "fio", "ioscope", "ioscope binary", "ioscope uring setup",
+    for k in ("hostname", "cpu", "cores", "kernel", "fio", "ioscope", "ioscope binary", "baseline", "ioscope uring setup",
               "bare loop", "source", "data file", "write files", "filesystem"):
-        out.append(f"- {k}: {env[k]}")
+        if k in env:
+            out.append(f"- {k}: {env[k]}")
     out.append(f"- rounds: {args.rounds}, {args.duration} s per measurement, order per case and round: fio, ioscope, "
                + ("the baseline ioscope, " if BASELINE else "") +
                "then the bare pread loop (page-cache psync read cases only); "
