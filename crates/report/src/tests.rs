@@ -481,3 +481,21 @@ fn a_rate_met_in_attempts_but_short_in_successes_is_named_as_errors_not_saturati
     let notes = summarize(&r, Path::new("r")).notes;
     assert!(notes.iter().any(|n| n.starts_with("the target rate of 1,000 IOPS was not reached")), "{notes:#?}");
 }
+
+#[test]
+fn planned_warm_up_is_not_a_shortfall_but_a_missing_second_is() {
+    let mut r = results(Status::Completed);
+    // 2 s of warm-up planned before the 3 s measured: the measured seconds are all there.
+    let mut p = plan();
+    p.warmup = Duration::from_secs(2);
+    r.run.info.plan_json = serde_json::to_string(&p).unwrap();
+    r.run.info.planned_duration_ns = 5_000_000_000;
+    let mut s = summarize(&r, Path::new("/tmp/r.ioscope"));
+    s.duration_s = 3.0;
+    let notes = crate::notes::notes(&s);
+    assert!(!notes.iter().any(|n| n.contains("of the planned")), "{notes:?}");
+    // One measured second missing is said, with the warm-up named as not counted.
+    s.duration_s = 2.0;
+    let notes = crate::notes::notes(&s);
+    assert!(notes.iter().any(|n| n == "measured 2 s of the planned 3 s (warm-up of 2 s not counted)"), "{notes:?}");
+}
