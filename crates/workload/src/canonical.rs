@@ -10,7 +10,7 @@ use crate::units::{duration_literal, format_size, size_literal};
 use sha2::{Digest, Sha256};
 
 /// A TOML basic string.
-fn toml_string(s: &str) -> String {
+pub(crate) fn toml_string(s: &str) -> String {
     let mut out = String::from("\"");
     for c in s.chars() {
         match c {

@@ -9,6 +9,7 @@
 //! its loss does not change what is measured (or ioscope says exactly what it does
 //! instead), an error otherwise, and then nothing is produced.
 
+use crate::canonical::toml_string;
 use std::collections::BTreeMap;
 use std::fmt::{self, Write};
 use std::path::{Path, PathBuf};
@@ -43,10 +44,16 @@ impl fmt::Display for Finding {
             Severity::Warning => "warning",
             Severity::Error => "error",
         };
-        let path = clip(&self.path.display().to_string(), 200);
-        write!(f, "{path}:{}: {kind}: {}: {}", self.line, clip(&self.option, 80), clip(&self.message, 400))?;
+        let path = crate::diagnostic::clip(&self.path.display().to_string(), 200);
+        write!(
+            f,
+            "{path}:{}: {kind}: {}: {}",
+            self.line,
+            crate::diagnostic::clip(&self.option, 80),
+            crate::diagnostic::clip(&self.message, 400)
+        )?;
         if !self.expected.is_empty() {
-            write!(f, "\n  = expected: {}", clip(&self.expected, 400))?;
+            write!(f, "\n  = expected: {}", crate::diagnostic::clip(&self.expected, 400))?;
         }
         Ok(())
     }
@@ -105,7 +112,7 @@ pub fn import(path: &Path, group: Option<usize>) -> Result<Imported, FioError> {
 /// A job file's text: at most [`crate::MAX_SOURCE_BYTES`] of UTF-8, else why not.
 fn read_text(path: &Path) -> Result<String, ReadError> {
     use std::io::Read;
-    let file = clip(&path.display().to_string(), 200);
+    let file = crate::diagnostic::clip(&path.display().to_string(), 200);
     let mut bytes = Vec::new();
     if let Err(error) =
         std::fs::File::open(path).and_then(|f| f.take(crate::MAX_SOURCE_BYTES + 1).read_to_end(&mut bytes))
@@ -832,12 +839,12 @@ impl Converter {
         // Settings ioscope has once per run: every job must agree.
         let engine = self.same(&all, "ioengine", Some("posix"), |j| j.engine.clone());
         let engine_v = engine.as_ref().map_or("posix", |e| e.v);
-        top.push(("engine".into(), quote(engine_v), from(&engine, "fio's default ioengine=psync", &self.files)));
+        top.push(("engine".into(), toml_string(engine_v), from(&engine, "fio's default ioengine=psync", &self.files)));
         let dir = self.working_dir(&all);
         let target = self.same(&all, "nfs_url", None, |j| j.target.clone());
         if engine_v == "nfs" {
             match &target {
-                Some(t) => top.push(("target".into(), quote(&t.v), from(&target, "", &self.files))),
+                Some(t) => top.push(("target".into(), toml_string(&t.v), from(&target, "", &self.files))),
                 None => {
                     let o = Opt { key: format!("[{}]", jobs[0].section), value: None, at: jobs[0].at };
                     self.error(&o, "ioengine=nfs needs the server", "nfs_url=nfs://HOST/EXPORT");
@@ -845,7 +852,7 @@ impl Converter {
             }
         } else if engine_v != "null" {
             let (d, src) = dir.clone().unwrap_or(((".").into(), "fio's default: the current directory".into()));
-            top.push(("dir".into(), quote(&d), src));
+            top.push(("dir".into(), toml_string(&d), src));
         }
         self.working_set(&groups, &mut top);
         if let Some(d) = self.same(&all, "iodepth", Some(1), |j| j.iodepth.clone()).filter(|d| d.v > 1) {
@@ -867,7 +874,7 @@ impl Converter {
                 let o = Opt { key: s.from.clone(), value: None, at: s.at };
                 self.warn(&o, "no job writes, so there is nothing to sync");
             } else {
-                top.push(("sync".into(), quote(s.v), from(&Some(s), "", &self.files)));
+                top.push(("sync".into(), toml_string(s.v), from(&Some(s), "", &self.files)));
             }
         }
         let runtime = self.same(&all, "runtime", None, |j| j.runtime_s.clone());
@@ -882,7 +889,7 @@ impl Converter {
                     let o = Opt { key: r.from.clone(), value: None, at: r.at };
                     self.warn(&o, "without time_based, fio ends a job after runtime or once it has done size of I/O, whichever comes first; ioscope runs for the whole runtime, going over its working set again");
                 }
-                top.push(("duration".into(), quote(&fmt_secs(r.v)), from(&runtime, "", &self.files)));
+                top.push(("duration".into(), toml_string(&fmt_secs(r.v)), from(&runtime, "", &self.files)));
             }
             None => {
                 let o = Opt { key: format!("[{}]", jobs[0].section), value: None, at: jobs[0].at };
@@ -900,7 +907,7 @@ impl Converter {
             }
         }
         if let Some(r) = self.same(&all, "ramp_time", Some(0), |j| j.ramp_s.clone()).filter(|r| r.v > 0) {
-            top.push(("warmup".into(), quote(&fmt_secs(r.v)), from(&Some(r), "", &self.files)));
+            top.push(("warmup".into(), toml_string(&fmt_secs(r.v)), from(&Some(r), "", &self.files)));
         }
         let rates = self.rates(&groups, &mut top);
         let description = all.iter().find_map(|j| j.description.clone());
@@ -908,7 +915,7 @@ impl Converter {
             Some(d) => d.v.clone(),
             None => format!("fio: {}", all.iter().map(|j| j.display_name()).collect::<Vec<_>>().join(", ")),
         };
-        top.insert(0, ("description".into(), quote(&desc), from(&description, "the job names", &self.files)));
+        top.insert(0, ("description".into(), toml_string(&desc), from(&description, "the job names", &self.files)));
         if let Some(u) = self.same(&all, "unlink", Some(false), |j| j.unlink.clone()).filter(|u| u.v) {
             top.push(("cleanup".into(), "true".into(), from(&Some(u), "", &self.files)));
         }
@@ -937,7 +944,7 @@ impl Converter {
             }
             names.push(name.clone());
             let _ = writeln!(out, "\n# [{}] at {}", comment_safe(&j.section), self.place(j.at));
-            let _ = writeln!(out, "[[workload]]\nname = {}", quote(&name));
+            let _ = writeln!(out, "[[workload]]\nname = {}", toml_string(&name));
             let pct = j.pct();
             let rw_src = j.read_pct.as_ref().map_or("fio's default rw=read".into(), |r| self.src(r));
             if stepped == Some("for_rwmix_read") || (pct != 0 && pct != 100) {
@@ -958,7 +965,7 @@ impl Converter {
                 let _ = writeln!(out, "rw = \"{rw}\"  # {rw_src}");
             }
             let bs_src = j.bssplit.as_ref().or(j.bs.as_ref()).map_or("fio's default bs=4k".into(), |b| self.src(b));
-            let _ = writeln!(out, "bs = {}  # {bs_src}", quote(&bs_list(&j.sizes())));
+            let _ = writeln!(out, "bs = {}  # {bs_src}", toml_string(&bs_list(&j.sizes())));
             let t_src = j.numjobs.as_ref().map_or("fio's default numjobs=1".into(), |n| self.src(n));
             let _ = writeln!(out, "threads = {}  # {t_src}", j.threads());
             if let Some(skew) = rates.as_ref().and_then(|r| r.get(i)) {
@@ -1120,7 +1127,7 @@ impl Converter {
         let files = files.max(1);
         let per_file = (bytes / files).max(1);
         let src = if files > 1 { format!("{files} files of {}: {src}", fmt_size(per_file)) } else { src };
-        top.push(("size".into(), quote(&fmt_size(per_file.saturating_mul(files))), src));
+        top.push(("size".into(), toml_string(&fmt_size(per_file.saturating_mul(files))), src));
         if files > 1 {
             top.push((
                 "files".into(),
@@ -1226,7 +1233,7 @@ impl Converter {
         type Dim = (&'static str, &'static str, fn(&Job) -> String);
         let dims: [Dim; 3] = [
             ("for_threads", "numjobs", |j| j.threads().to_string()),
-            ("for_bs", "bs", |j| quote(&bs_list(&j.sizes()))),
+            ("for_bs", "bs", |j| toml_string(&bs_list(&j.sizes()))),
             ("for_rwmix_read", "rw/rwmixread", |j| j.pct().to_string()),
         ];
         let g0 = &groups[0];
@@ -1496,32 +1503,6 @@ fn trim_float(f: f64) -> String {
 /// Text safe in a TOML comment: one line, no control characters.
 fn comment_safe(s: &str) -> String {
     s.chars().map(|c| if c.is_control() && c != '\t' { '?' } else { c }).collect()
-}
-
-/// `s` made safe for a terminal and cut to `max` chars, with "…" when it was longer.
-fn clip(s: &str, max: usize) -> String {
-    let mut out: String = comment_safe(s).chars().take(max).collect();
-    if s.chars().nth(max).is_some() {
-        out.push('…');
-    }
-    out
-}
-
-/// A TOML basic string.
-fn quote(s: &str) -> String {
-    let mut q = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' | '\\' => {
-                q.push('\\');
-                q.push(c);
-            }
-            c if c.is_control() => _ = write!(q, "\\u{:04x}", c as u32),
-            c => q.push(c),
-        }
-    }
-    q.push('"');
-    q
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! Every parameter ioscope cannot express is reported with its line and column, all at once,
 //! and nothing is produced unless the whole file converts.
 
+use crate::canonical::toml_string;
 use std::collections::HashMap;
 use std::fmt::Write;
 
@@ -72,7 +73,7 @@ impl Param {
     }
     fn size(&self) -> Result<String, ImportError> {
         match parse_num(&self.word()) {
-            Some(n) if n > 0 => Ok(quote(&fmt_size(n))),
+            Some(n) if n > 0 => Ok(toml_string(&fmt_size(n))),
             _ => Err(self.invalid("a size such as 512, 8k, 4m or 100g")),
         }
     }
@@ -101,7 +102,7 @@ impl Param {
                 "percentages adding up to 100",
             ));
         }
-        Ok(quote(&parts.join(",")))
+        Ok(toml_string(&parts.join(",")))
     }
     /// A vdbench for-list (values and `a-b,d` / `a-b,N` ranges) as a TOML array.
     fn for_list(&self, parse: fn(&str) -> Option<u64>, render: fn(u64) -> String) -> Result<String, ImportError> {
@@ -303,12 +304,12 @@ impl Converter {
                 for item in &p.items {
                     match item.to_ascii_lowercase().as_str() {
                         "o_direct" => self.global.set("direct", "true".into()),
-                        "o_sync" | "o_dsync" => self.global.set("sync", quote("dsync")),
+                        "o_sync" | "o_dsync" => self.global.set("sync", toml_string("dsync")),
                         _ => return Err(p.unsupported("openflags=o_direct, o_sync or o_dsync")),
                     }
                 }
             }
-            (Kind::Fsd, "anchor") if p.items.len() == 1 && !p.raw.is_empty() => def.set("dir", quote(&p.raw)),
+            (Kind::Fsd, "anchor") if p.items.len() == 1 && !p.raw.is_empty() => def.set("dir", toml_string(&p.raw)),
             (Kind::Fsd, "anchor") => return Err(p.invalid("anchor=/path/to/directory")),
             (Kind::Fsd, "depth" | "width" | "files") => def.set(name, p.count()?.to_string()),
             (Kind::Fsd, "sizes") => def.set("sizes", p.weighted()?),
@@ -322,7 +323,7 @@ impl Converter {
                 return Err(p.unsupported("distribution=bottom (files in the leaf directories)"));
             }
             (Kind::Fwd, "fsd") => _ = def.refs.insert("fsd", (p.items.clone(), p.pos)),
-            (Kind::Fwd, "operation") if OPERATIONS.contains(&word.as_str()) => def.set("operation", quote(&word)),
+            (Kind::Fwd, "operation") if OPERATIONS.contains(&word.as_str()) => def.set("operation", toml_string(&word)),
             (Kind::Fwd, "operation") => return Err(p.unsupported(&format!("operation={}", OPERATIONS.join("|")))),
             (Kind::Fwd, "rdpct") => {
                 def.set("rwmix_read", p.pct()?.to_string());
@@ -335,7 +336,7 @@ impl Converter {
                     "random" => "random",
                     _ => return Err(p.unsupported(&format!("{name}=sequential or {name}=random"))),
                 };
-                def.set(name, quote(value));
+                def.set(name, toml_string(value));
             }
             (Kind::Fwd, "skew") => def.set("skew", p.pct()?.to_string()),
             (Kind::Fwd, "threads") => match p.count()? {
@@ -353,8 +354,8 @@ impl Converter {
                 def.set("curve", p.for_list(parse_pct, |n| n.to_string())?);
                 def.refs.insert("curve", (p.items.clone(), p.pos));
             }
-            (Kind::Rd, "elapsed") => def.set("duration", quote(&fmt_secs(p.secs()?))),
-            (Kind::Rd, "warmup") => def.set("warmup", quote(&fmt_secs(p.secs()?))),
+            (Kind::Rd, "elapsed") => def.set("duration", toml_string(&fmt_secs(p.secs()?))),
+            (Kind::Rd, "warmup") => def.set("warmup", toml_string(&fmt_secs(p.secs()?))),
             // ioscope records every second; other reporting intervals have no equivalent.
             (Kind::Rd, "interval") if p.secs()? == 1 => {}
             (Kind::Rd, "interval") => return Err(p.unsupported("interval=1: ioscope records every second")),
@@ -365,13 +366,13 @@ impl Converter {
                     "restart" => "reuse",
                     _ => return Err(p.unsupported("format=no, format=yes or format=restart")),
                 };
-                def.set("format", quote(value));
+                def.set("format", toml_string(value));
             }
             (Kind::Rd, "threads") => {
                 def.set("for_threads", p.for_list(|s| parse_num(s).filter(|&n| n > 0), |n| n.to_string())?)
             }
             (Kind::Rd, "xfersize") => {
-                def.set("for_bs", p.for_list(|s| parse_num(s).filter(|&n| n > 0), |n| quote(&fmt_size(n)))?)
+                def.set("for_bs", p.for_list(|s| parse_num(s).filter(|&n| n > 0), |n| toml_string(&fmt_size(n)))?)
             }
             (Kind::Rd, "rdpct") => def.set("for_rwmix_read", p.for_list(parse_pct, |n| n.to_string())?),
             _ => {
@@ -456,13 +457,13 @@ impl Converter {
             rd.set("rate_iops", n.to_string());
         }
         // vdbench runs 30 s without `elapsed`, ioscope 60 s: say it.
-        rd.keys.entry("duration".into()).or_insert_with(|| quote("30s"));
+        rd.keys.entry("duration".into()).or_insert_with(|| toml_string("30s"));
         if !errors.is_empty() {
             return Err(dedup(errors));
         }
 
         let mut out = String::from("# Converted from vdbench parameter file by ioscope import vdbench.\n");
-        let _ = writeln!(out, "description = {}\nengine = \"posix\"", quote(&format!("vdbench: {}", rd.name)));
+        let _ = writeln!(out, "description = {}\nengine = \"posix\"", toml_string(&format!("vdbench: {}", rd.name)));
         let mut top = self.global.clone();
         let fsd = self.fsd.as_ref().expect("every fwd names the fsd and the rd names an fwd");
         top.keys.extend(fsd.keys.get("dir").map(|d| ("dir".to_string(), d.clone())));
@@ -473,7 +474,7 @@ impl Converter {
         emit(&mut out, &dataset, &[&DATASET_KEYS[..], &["format"]].concat(), Some("[dataset]"));
         for f in chosen {
             let mut f = f.clone();
-            f.set("name", quote(&f.name));
+            f.set("name", toml_string(&f.name));
             emit(&mut out, &f, &WORKLOAD_KEYS, Some("[[workload]]"));
         }
         Ok(out)
@@ -587,23 +588,6 @@ fn expand(items: &[String], parse: fn(&str) -> Option<u64>) -> Option<Vec<u64>> 
         }
     }
     (!out.is_empty()).then_some(out)
-}
-
-/// A TOML basic string.
-fn quote(s: &str) -> String {
-    let mut q = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' | '\\' => {
-                q.push('\\');
-                q.push(c);
-            }
-            c if c.is_control() => _ = write!(q, "\\u{:04x}", c as u32),
-            c => q.push(c),
-        }
-    }
-    q.push('"');
-    q
 }
 
 /// Converts a vdbench parameter file; every problem as a [`crate::Diagnostic`] pointing
