@@ -58,6 +58,9 @@ pub struct Key {
     pub default: &'static str,
     /// One line, for `--help`.
     pub help: &'static str,
+    /// Makes the help instead, for a key whose help lists another table's entries (`engine`:
+    /// the engine table), so it never goes stale.
+    pub help_from: Option<fn() -> String>,
     /// More for the reference in docs/workload.md ("" when the help says it all).
     pub doc: &'static str,
     /// fio's names for it with the same meaning (`numjobs`, and `bs` where fio's name is
@@ -70,14 +73,9 @@ pub struct Key {
 }
 
 impl Key {
-    /// The one-line help: the `help` field, except for `engine`, whose help lists the engine
-    /// table's entries with their descriptions.
+    /// The one-line help: made by `help_from` if the key has it, else `help`.
     pub fn help_text(&self) -> String {
-        if self.name == "engine" {
-            ioscope_engine_table::engine_help() + "."
-        } else {
-            self.help.to_string()
-        }
+        self.help_from.map_or_else(|| self.help.to_string(), |f| f())
     }
 
     /// Whether the key is valid in `section`.
@@ -126,6 +124,7 @@ const fn plain(name: &'static str, sections: &'static [Section], help: &'static 
         form: "",
         default: "",
         help,
+        help_from: None,
         doc: "",
         fio: &[],
         fio_values: &[],
@@ -144,8 +143,8 @@ pub const KEYS: &[Key] = &[
         short: None,
         form: "ENGINE",
         default: "posix",
-        // Made from the engine table (`Key::help_text`), so a new engine is listed without an edit here.
         help: "",
+        help_from: Some(engine_help),
         doc: "nfs needs no mount and has no client cache; `uring` is also spelled `io_uring`; fio's `psync`, `sync`, `pvsync` and `pvsync2` are `posix`; `libaio` is refused (use `uring` for queued asynchronous I/O)",
         fio: &["ioengine"],
         fio_values: &[("psync", "posix"), ("sync", "posix"), ("pvsync", "posix"), ("pvsync2", "posix")],
@@ -159,6 +158,7 @@ pub const KEYS: &[Key] = &[
         form: "PATTERN",
         default: "randread",
         help: "Access pattern: read, write, rw (sequential mixed), randread, randwrite or randrw.",
+        help_from: None,
         doc: "at the top level, the one workload of a file without `[[workload]]`; in a `[[workload]]`, instead of `operation` and `fileio`; fio's `readwrite` is `rw`",
         fio: &["rw", "readwrite"],
         fio_values: &[("readwrite", "rw")],
@@ -172,6 +172,7 @@ pub const KEYS: &[Key] = &[
         form: "PCT",
         default: "50",
         help: "Share of reads in percent, for --rw rw or randrw (in a [[workload]]: operation read or write).",
+        help_from: None,
         doc: "",
         fio: &["rwmixread"],
         fio_values: &[],
@@ -185,6 +186,7 @@ pub const KEYS: &[Key] = &[
         form: "SIZE",
         default: "4k",
         help: "Transfer size (4k), or a weighted list (4k:60,32k:25,512k:10,4m:5).",
+        help_from: None,
         doc: "sizes are binary (4k = 4096 bytes)",
         fio: &["bs", "blocksize"],
         fio_values: &[],
@@ -198,6 +200,7 @@ pub const KEYS: &[Key] = &[
         form: "SIZE",
         default: "1g",
         help: "Working-set size over all files (256m, 10g); without a [dataset].",
+        help_from: None,
         doc: "all threads share this one working set (fio's `size` is per job, each of its numjobs with its own files)",
         fio: &["size"],
         fio_values: &[],
@@ -211,6 +214,7 @@ pub const KEYS: &[Key] = &[
         form: "N",
         default: "1",
         help: "Number of files the working set is split into; without a [dataset].",
+        help_from: None,
         doc: "",
         fio: &["nrfiles"],
         fio_values: &[],
@@ -224,6 +228,7 @@ pub const KEYS: &[Key] = &[
         form: "N",
         default: "1",
         help: "Worker threads (of the one workload; in a [[workload]], of that workload).",
+        help_from: None,
         doc: "",
         fio: &["numjobs"],
         fio_values: &[],
@@ -237,6 +242,7 @@ pub const KEYS: &[Key] = &[
         form: "NAME",
         default: "its rw",
         help: "Name of the one workload of a run without [[workload]].",
+        help_from: None,
         doc: "",
         fio: &["name"],
         fio_values: &[],
@@ -250,6 +256,7 @@ pub const KEYS: &[Key] = &[
         form: "N",
         default: "1",
         help: "I/Os in flight per thread (engines uring, nfs and null; posix is synchronous: 1).",
+        help_from: None,
         doc: "each keeps a buffer of the largest bs, so iodepth × largest bs is at most 1 GiB per thread and threads × iodepth × largest bs at most 64 GiB",
         fio: &["iodepth"],
         fio_values: &[],
@@ -263,6 +270,7 @@ pub const KEYS: &[Key] = &[
         form: "",
         default: "false",
         help: "io_uring: let a kernel thread poll the submission queue (engine uring).",
+        help_from: None,
         doc: "",
         fio: &["sqthread_poll"],
         fio_values: &[],
@@ -276,6 +284,7 @@ pub const KEYS: &[Key] = &[
         form: "DUR",
         default: "60s",
         help: "How long each step measures (30s, 5m, 1h30m; a bare number is seconds).",
+        help_from: None,
         doc: "vdbench `elapsed`: whole seconds, at least `1s` (results are recorded once a second); all steps with their warm-ups at most 30 days",
         fio: &["runtime"],
         fio_values: &[],
@@ -289,6 +298,7 @@ pub const KEYS: &[Key] = &[
         form: "PATH",
         default: "",
         help: "Directory for the working set; ioscope creates and marks its own files there.",
+        help_from: None,
         doc: "also the default dataset anchor; one run at a time (a second run on it is refused, naming the first's pid and results file); its parent must exist: ioscope makes only the last part of the path, and `--cleanup` removes it again",
         fio: &["directory"],
         fio_values: &[],
@@ -302,6 +312,7 @@ pub const KEYS: &[Key] = &[
         form: "URL",
         default: "",
         help: "Engine nfs: the NFSv3 server, export and directory, nfs://HOST[:PORT]/EXPORT[/DIR][?nconnect=N&uid=U&gid=G].",
+        help_from: None,
         doc: "flat working sets and `[dataset]` file trees both live there (see docs/testing-nfs.md); options `version=3`, `nconnect=N` (connections per thread, 1 to 64), `uid=U`, `gid=G` (AUTH_SYS), `mountport=P` (else the portmapper on port 111 is asked), `timeout=S` (seconds before a call counts as timed out, 1 to 3600; default 10); an IPv6 address goes in brackets (`nfs://[::1]:2049/export`); a value out of range is refused, never clamped",
         fio: &[],
         fio_values: &[],
@@ -315,6 +326,7 @@ pub const KEYS: &[Key] = &[
         form: "",
         default: "false",
         help: "O_DIRECT: bypass the page cache (--direct, --direct=1; --direct=0 is off).",
+        help_from: None,
         doc: "",
         fio: &["direct"],
         fio_values: &[],
@@ -328,6 +340,7 @@ pub const KEYS: &[Key] = &[
         form: "MODE",
         default: "none",
         help: "After each write: none, fsync, fdatasync; or dsync (open with O_DSYNC).",
+        help_from: None,
         doc: "fsync and fdatasync are recorded as their own operations; fio's `--fsync=1` and `--fdatasync=1` are `fsync` and `fdatasync`",
         fio: &[],
         fio_values: &[],
@@ -341,6 +354,7 @@ pub const KEYS: &[Key] = &[
         form: "DUR",
         default: "0",
         help: "Unmeasured time before each step (excluded from the summary); 0 or whole seconds.",
+        help_from: None,
         doc: "",
         fio: &["ramp_time"],
         fio_values: &[],
@@ -354,6 +368,7 @@ pub const KEYS: &[Key] = &[
         form: "N",
         default: "max",
         help: "Open loop: issue this many I/Os per second over all threads; latency counts from the schedule.",
+        help_from: None,
         doc: "vdbench `fwdrate`/`iorate`; fio's `rate_iops` is per job, this is over all threads and workloads",
         fio: &["rate_iops"],
         fio_values: &[],
@@ -367,6 +382,7 @@ pub const KEYS: &[Key] = &[
         form: "",
         default: "",
         help: "Rate curve: a first step at max rate, then steps at these percentages of it.",
+        help_from: None,
         doc: "e.g. `[10, 50, 90, 100]`; `curve = true` means 10, 20 ... 100",
         fio: &[],
         fio_values: &[],
@@ -380,6 +396,7 @@ pub const KEYS: &[Key] = &[
         form: "",
         default: "",
         help: "Steps over thread counts, e.g. [1, 2, 4, 8] (vdbench forthreads).",
+        help_from: None,
         doc: "",
         fio: &[],
         fio_values: &[],
@@ -395,6 +412,7 @@ pub const KEYS: &[Key] = &[
         form: "RAMP",
         default: "",
         help: "Step threads up: START-MAX[+ADD]/EVERY, e.g. 1-8/5s (1 to 8 threads, one more every 5 s).",
+        help_from: None,
         doc: "or `\"2-16+2/10s\"`; the step length is whole seconds, at least `1s`",
         fio: &[],
         fio_values: &[],
@@ -408,6 +426,7 @@ pub const KEYS: &[Key] = &[
         form: "",
         default: "false",
         help: "Write into files ioscope did not create.",
+        help_from: None,
         doc: "",
         fio: &[],
         fio_values: &[],
@@ -421,6 +440,7 @@ pub const KEYS: &[Key] = &[
         form: "",
         default: "false",
         help: "Remove the files ioscope created after the run.",
+        help_from: None,
         doc: "",
         fio: &[],
         fio_values: &[],
@@ -434,6 +454,7 @@ pub const KEYS: &[Key] = &[
         form: "N|PCT%",
         default: "\"1%\"",
         help: "End the run as failed past N failed I/Os or PCT% of the I/Os (off: never).",
+        help_from: None,
         doc: "the run then ends with exit 1 and its results kept; a count (`1000`, `0` = any error), a share of the I/Os attempted (`\"0.1%\"`, judged once 1,000 I/Os were attempted), or `\"off\"`; with any limit but `\"off\"`, a run in which every I/O fails for 5 s in a row ends too (a dead device)",
         fio: &[],
         fio_values: &[],
@@ -678,4 +699,9 @@ pub fn fio_spellings(option: &FioOption) -> Vec<String> {
         out.push(dashed);
     }
     out
+}
+
+/// The engine key's help: every engine of the engine table, with its description.
+fn engine_help() -> String {
+    ioscope_engine_table::engine_help() + "."
 }
