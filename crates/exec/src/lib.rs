@@ -27,7 +27,7 @@ pub fn in_step(w: &Workload, step: &Step) -> Workload {
     Workload {
         read_pct: step.read_pct.filter(|_| w.operation.transfers()).unwrap_or(w.read_pct),
         block_sizes: step.block_sizes.clone().unwrap_or_else(|| w.block_sizes.clone()),
-        threads: step.threads.unwrap_or(w.threads),
+        threads: step.threads_of(w),
         ..w.clone()
     }
 }

@@ -674,8 +674,6 @@ fn progress(s: &Snapshot, elapsed_ns: u64, total_ns: u64, plan: &Plan, steps: &[
         steps: steps.len() as u32,
         step_label: steps.get(s.step as usize).map(Step::label).unwrap_or_default(),
         warmup: s.warmup,
-        threads: steps
-            .get(s.step as usize)
-            .map_or(0, |st| plan.workloads.iter().map(|w| crate::in_step(w, st).threads).sum()),
+        threads: steps.get(s.step as usize).map_or(0, |st| plan.workloads.iter().map(|w| st.threads_of(w)).sum()),
     }
 }

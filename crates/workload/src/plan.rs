@@ -294,6 +294,10 @@ pub struct Step {
 }
 
 impl Step {
+    /// How many threads workload `w` runs in this step.
+    pub fn threads_of(&self, w: &Workload) -> u32 {
+        self.threads.unwrap_or(w.threads)
+    }
     /// "threads=4 bs=8k rate=50%": what sets this step apart (empty for a single plain step).
     pub fn label(&self) -> String {
         let mut parts = Vec::new();
@@ -512,10 +516,7 @@ impl Plan {
     /// The largest thread count of each workload over all steps.
     pub fn max_threads(&self) -> Vec<u32> {
         let steps = self.steps();
-        self.workloads
-            .iter()
-            .map(|w| steps.iter().map(|s| s.threads.unwrap_or(w.threads)).max().unwrap_or(w.threads))
-            .collect()
+        self.workloads.iter().map(|w| steps.iter().map(|s| s.threads_of(w)).max().unwrap_or(w.threads)).collect()
     }
 }
 
