@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import {
   prepareSeries, sideTotals, stack, stackOrder, linearRange, percentileRange, timelineMarks,
-  timelineFromSteps, mergeSeries, probeRange,
+  timelineFromSteps, mergeSeries, probeRange, stepRuns, stepLine,
 } from '../../crates/web/assets/series.js';
 
 const fixture = (name) => JSON.parse(readFileSync(new URL(`../fixtures/${name}`, import.meta.url)));
@@ -58,7 +58,7 @@ test('steps and warm-up seconds are found for shading', () => {
   const m = timelineMarks(ops, 0, 5);
   assert.deepEqual(m.bounds, [{ second: 3, step: 1 }]);
   assert.deepEqual(m.warm, [[0, 0], [3, 3]]);
-  assert.deepEqual(timelineMarks(ops, 1, 2), { bounds: [], warm: [] });
+  assert.deepEqual(timelineMarks(ops, 1, 2), { start: { second: 1, step: 0 }, bounds: [], warm: [] });
   const run = fixture('run-0.json');
   const tl = timelineFromSteps(run.steps, 0, 5);
   assert.deepEqual(tl.step, ops.step);
@@ -81,4 +81,51 @@ test('live updates append seconds; an overlapping second is replaced', () => {
   const fsync = m.series.find((s) => s.key === 'fsync');
   assert.equal(fsync.values.length, 7);
   assert.equal(fsync.values[0], null);
+});
+
+test('step 0 is labelled at the left edge, and the knee step is marked', () => {
+  const ops = prepareSeries(fixture('series-ops-by-op.json'));
+  const m = timelineMarks(ops, 0, 5);
+  assert.deepEqual(m.start, { second: 0, step: 0 }, 'step 0 has no boundary but gets a label');
+  const zoomed = timelineMarks(ops, 4, 5);
+  assert.deepEqual(zoomed.start, { second: 4, step: 1 }, 'the step in force at the left edge');
+  assert.deepEqual(timelineMarks(ops, 3, 5).start, null, 'a boundary at the left edge labels itself');
+  const knee = timelineMarks(ops, 0, 5, 1);
+  assert.deepEqual(knee.bounds, [{ second: 3, step: 1, knee: true }]);
+  assert.equal(knee.start.knee, undefined);
+  assert.equal(timelineMarks(ops, 0, 5, 0).start.knee, true, 'a knee at step 0 marks its label');
+});
+
+test('the side panel averages a step over its own measured seconds, as the step table does', () => {
+  // Seconds 0-7: step 0 on 0-3 (0 warm-up), step 1 on 4-7 (4 warm-up); the answer holds 0
+  // for a step's value at the other step's seconds.
+  const ser = prepareSeries({
+    stat: 'ops', unit: 'ops/s', kind: 'counter', by: 'step', where: '',
+    seconds: [0, 1, 2, 3, 4, 5, 6, 7], step: [0, 0, 0, 0, 1, 1, 1, 1],
+    warmup: [true, false, false, false, true, false, false, false],
+    series: [
+      { key: '0', values: [100, 40000, 44000, 49581, 0, 0, 0, 0] },
+      { key: '1', values: [0, 0, 0, 0, 300, 50000, 60000, 70000] },
+    ],
+  });
+  const t = sideTotals(ser, 0, 8);
+  assert.equal(t[0].value, 44527, 'step 0: seconds 1-3, not the whole range');
+  assert.equal(t[1].value, 60000);
+  // Zoomed into step 1's warm-up second alone: that second is all the step has there.
+  assert.equal(sideTotals(ser, 4, 5)[1].value, 300);
+  assert.equal(sideTotals(ser, 4, 5)[0].value, null, 'step 0 has no second there');
+});
+
+test('per-second values are steps: flat across each second, edges at changes, gaps kept', () => {
+  const seconds = [10, 11, 12, 14, 15];
+  const ys = [5, 8, 8, 3, NaN];
+  const runs = stepRuns(seconds, ys, 0);
+  assert.deepEqual(runs, [[0, 3], [3, 4]], 'second 13 is missing: two runs; NaN ends the second');
+  assert.deepEqual(stepLine(seconds, ys, 0, 0, 3), [[10, 5], [11, 5], [11, 8], [12, 8], [12, 8], [13, 8]],
+    'the change at 11 is a vertical edge, not a ramp from 10.5 to 11.5');
+  const [first, last] = [stepLine(seconds, ys, 0, 0, 3)[0][0], stepLine(seconds, ys, 0, 0, 3).at(-1)[0]];
+  assert.deepEqual([first, last], [10, 13], 'the first and last seconds are covered whole, no blank half-seconds');
+  assert.deepEqual(stepRuns([3, 4, 5], [1, 2, 3], 0), [[0, 3]]);
+  assert.deepEqual(stepRuns([0, 1, 2, 3], [1, 2, 3], 1), [[0, 3]], 'ys start at seconds[i0]');
+  assert.deepEqual(stepRuns([0, 1, 5, 6], [1, 2, 3], 1), [[0, 1], [1, 3]], 'a gap after seconds[i0]');
 });

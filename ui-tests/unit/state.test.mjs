@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import {
   encodeState, decodeState, completeState, defaultState, makeChart, chartTitle, drillDims, drillChart,
-  visibleRange, zoomOut, pan, kindsFor,
+  visibleRange, zoomOut, pan, kindsFor, drillOptions, statTakes, selectionWhere,
 } from '../../crates/web/assets/state.js';
 
 const run = JSON.parse(readFileSync(new URL('../fixtures/run-0.json', import.meta.url)));
@@ -88,7 +88,7 @@ test('titles read as sentences', () => {
   assert.equal(chartTitle(makeChart('offset', {}), stat('offset')), 'Offset');
 });
 
-test('drill-down offers only the dimensions left, never worker for distributions', () => {
+test('drill-down offers only the dimensions left, as the statistic list gives them', () => {
   const lat = makeChart('latency', { by: 'op', kind: 'heatmap' });
   assert.deepEqual(drillDims(lat, stat('latency')), ['workload', 'host', 'step']);
   const ops = makeChart('ops', { by: 'op', where: [['host', 'h1']], kind: 'stacked' });
@@ -108,6 +108,9 @@ test('drill-down offers only the dimensions left, never worker for distributions
   assert.deepEqual(drillDims(makeChart('errors', { by: 'error' }), errors), ['op', 'workload', 'host', 'step'],
     'error kinds are per operation: not with worker or file');
   assert.deepEqual(drillDims(makeChart('errors', { by: 'workload' }), errors), ['op', 'host', 'step', 'error']);
+  // Distributions per worker and per file: offered as soon as the API lists them.
+  const lat2 = { ...stat('latency'), dimensions: ['op', 'workload', 'host', 'step', 'worker', 'file'] };
+  assert.deepEqual(drillDims(makeChart('latency', { by: 'op', where: [['op', 'write']] }), lat2), ['workload', 'host', 'step', 'worker', 'file']);
   const last = makeChart('latency', { by: 'step', where: [['op', 'read'], ['host', 'h1'], ['workload', 'main']] });
   assert.deepEqual(drillDims(last, stat('latency')), [], 'nothing left to drill into');
 });
@@ -122,4 +125,59 @@ test('time range: follow keeps the width at the end; zoom out and pan stay in th
   assert.deepEqual(pan([40, 59], -1, 0, 99), [30, 49]);
   assert.deepEqual(pan([90, 99], 1, 0, 99), [90, 99]);
   assert.deepEqual(pan([5, 24], -1, 0, 99), [0, 19]);
+});
+
+// What the drill menu offers, as [stat, [dims...], [kinds...]].
+const menu = (opts) => opts.map((o) => [o.stat, o.charts.map((x) => x.dim), o.charts.map((x) => x.chart.kind)]);
+
+test('the drill menu of a selected value offers every statistic of that selection', () => {
+  const ops = makeChart('ops', { by: 'op', kind: 'stacked', hl: ['write'] });
+  const opts = drillOptions(ops, ['write'], run.stats);
+  assert.deepEqual(menu(opts), [
+    ['ops', ['', 'workload', 'host', 'step', 'worker'], ['line', 'stacked', 'stacked', 'stacked', 'stacked']],
+    ['bytes', ['', 'workload', 'host', 'step', 'worker'], ['line', 'stacked', 'stacked', 'stacked', 'stacked']],
+    ['errors', ['', 'workload', 'host', 'step', 'worker'], ['line', 'stacked', 'stacked', 'stacked', 'stacked']],
+    ['latency', ['', 'workload', 'host', 'step'], ['heatmap', 'heatmap', 'heatmap', 'heatmap']],
+    ['service_time', ['', 'workload', 'host', 'step'], ['heatmap', 'heatmap', 'heatmap', 'heatmap']],
+    ['size', ['', 'workload', 'host', 'step'], ['heatmap', 'heatmap', 'heatmap', 'heatmap']],
+    ['offset', ['', 'workload', 'host', 'step'], ['heatmap', 'heatmap', 'heatmap', 'heatmap']],
+  ], 'ops where op = write -> the latency, service time, size and offset of just those I/Os; probes have no op');
+  const lat = opts.find((o) => o.stat === 'latency').charts[0].chart;
+  assert.deepEqual([lat.stat, lat.by, lat.where, lat.kind], ['latency', '', [['op', 'write']], 'heatmap']);
+  assert.equal(lat.ys, 'log');
+  assert.equal(opts.find((o) => o.stat === 'offset').charts[0].chart.ys, 'lin', 'offset keeps its linear axis');
+
+  // Deeper: the latency of writes, by file, once the API lists file for latency.
+  const stats = run.stats.map((s) => (s.kind === 'event' ? s : { ...s, dimensions: [...new Set([...s.dimensions, 'worker', 'file'])] }));
+  const deeper = drillOptions(lat, [], stats);
+  assert.deepEqual(deeper[0].charts.map((x) => x.dim), ['workload', 'host', 'step', 'worker', 'file'],
+    'the chart itself is not offered again; every dimension left is');
+  const byFile = deeper[0].charts.find((x) => x.dim === 'file').chart;
+  assert.deepEqual([byFile.stat, byFile.by, byFile.where, byFile.kind], ['latency', 'file', [['op', 'write']], 'heatmap']);
+  // And from latency by file, a file selected: its counters and distributions, no workload.
+  const oneFile = drillOptions(byFile, ['f0'], stats);
+  assert.deepEqual(oneFile.map((o) => o.stat), ['latency', 'ops', 'bytes', 'errors', 'service_time', 'size', 'offset'], 'own statistic first');
+  assert.deepEqual(oneFile[0].charts.map((x) => x.dim), ['', 'host', 'step'], 'file excludes workload and worker');
+});
+
+test('a statistic takes a filter only on its own dimensions, never two exclusive ones', () => {
+  assert.ok(statTakes(stat('latency'), [['op', 'write']]));
+  assert.ok(!statTakes(stat('latency'), [['worker', '0']]), 'the run lists no worker for latency');
+  assert.ok(!statTakes(stat('probe'), [['op', 'write']]));
+  assert.ok(!statTakes(stat('ops'), [['worker', '0'], ['workload', 'main']]), 'per-worker rows carry no workload');
+  assert.deepEqual(selectionWhere(makeChart('ops', { by: 'op', where: [['host', 'h1']] }), ['read', 'write']),
+    [['host', 'h1'], ['op', 'read'], ['op', 'write']]);
+  const errs = drillOptions(makeChart('errors', { by: 'error' }), ['EIO'], [{ ...stat('errors'), dimensions: ['op', 'error'] }, stat('latency')]);
+  assert.deepEqual(errs.map((o) => o.stat), ['errors'], 'only errors have kinds of failure');
+});
+
+test('a report offers only the drill-downs whose answers it embeds', () => {
+  const ops = makeChart('ops', { by: 'op', kind: 'stacked' });
+  // Embedded: series of every statistic where op = write, heat maps only unbroken.
+  const available = (c) => c.where.length === 1 && (c.kind !== 'heatmap' || c.by === '') && (c.by === '' || c.by === 'step');
+  const opts = drillOptions(ops, ['write'], run.stats, available);
+  assert.deepEqual(menu(opts).find((o) => o[0] === 'latency'), ['latency', ['', 'step'], ['heatmap', 'percentiles']],
+    'latency by step is there as percentiles only: offered as percentiles');
+  assert.deepEqual(menu(opts).find((o) => o[0] === 'ops'), ['ops', ['', 'step'], ['line', 'stacked']]);
+  assert.deepEqual(drillOptions(ops, ['write'], run.stats, () => false), [], 'nothing embedded: nothing offered');
 });

@@ -50,6 +50,14 @@ export function queryPath(runId, kind, opts) {
   return p;
 }
 
+// Whether the answer of a query is at hand: always from a server; in a report, only the
+// answers it embedded (the UI offers nothing else).
+export function isAnswered(runId, kind, opts) {
+  const e = embedded();
+  if (!e) return true;
+  return !!e.responses && e.responses[queryPath(runId, kind, opts)] !== undefined;
+}
+
 // Base64 text to bytes.
 function base64Bytes(text) {
   const bin = atob(text);

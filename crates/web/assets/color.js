@@ -45,13 +45,14 @@ export function keyColor(key, index, keys) {
   return list[(pos < 0 ? index : pos) % list.length];
 }
 
-// Percentile lines of a single distribution: cool to hot as the percentile rises.
+// Percentile lines of a single distribution: cool to hot as the percentile rises, max
+// near white (and dotted) so it never reads as p99.9.
 export const PERCENTILE_COLORS = {
   p50: '#4fd1a5',
   p90: '#5aa2ff',
   p99: '#f2a541',
   p999: '#ff7b63',
-  max: '#e9739a',
+  max: '#d8dee9',
 };
 
 export function hexToRgb(hex) {

@@ -6,7 +6,7 @@
 import { fmtTick, fmtElapsed, logTicks, linearTicks, binaryTicks, timeTicks } from './format.js';
 import { PLOT_BG, WARMUP_BG, HEAT_LUT, GREY_LUT, hueLut, rgba, PERCENTILE_COLORS } from './color.js';
 import { indexRange, logScale, linScale, bucketRows, columnBins, accumulate } from './histo.js';
-import { stack, stackOrder, PERCENTILES } from './series.js';
+import { stack, stackOrder, stepRuns, stepLine, PERCENTILES } from './series.js';
 
 export const MARGIN = { left: 64, right: 12, top: 14, bottom: 22 };
 
@@ -16,6 +16,8 @@ const AXIS_TEXT = 'rgba(180, 190, 205, 0.78)';
 const GRID = 'rgba(150, 165, 190, 0.10)';
 const STEP_LINE = 'rgba(200, 210, 230, 0.38)';
 const WARM_STRIP = 'rgba(214, 170, 90, 0.55)';
+const KNEE_LINE = 'rgba(255, 196, 92, 0.85)';
+const KNEE_TEXT = 'rgba(255, 196, 92, 0.95)';
 
 export function chartHeight(kind) {
   if (kind === 'heatmap') return 260;
@@ -122,33 +124,42 @@ function drawWarmStrip(ctx, plot, from, to, marks) {
   }
 }
 
+// Step boundaries as dashed lines, each labelled with its step above the plot, and the
+// step in force at the left edge labelled there (step 0 has no boundary of its own). The
+// knee step's boundary is a solid amber line and its label starts with "knee".
 function drawSteps(ctx, plot, from, to, marks, stepLabel) {
   const bounds = (marks && marks.bounds) || [];
+  const labels = [];
+  if (marks && marks.start) labels.push({ ...marks.start, x: plot.x, line: false });
+  for (const b of bounds) labels.push({ ...b, x: Math.round(xOf(plot, from, to, b.second)) + 0.5, line: true });
   ctx.save();
   ctx.beginPath();
   ctx.rect(plot.x, plot.y - 12, plot.width, plot.height + 12);
   ctx.clip();
-  for (let i = 0; i < bounds.length; i++) {
-    const x = Math.round(xOf(plot, from, to, bounds[i].second)) + 0.5;
-    ctx.strokeStyle = STEP_LINE;
-    ctx.setLineDash([3, 3]);
-    ctx.lineWidth = 1;
-    ctx.beginPath();
-    ctx.moveTo(x, plot.y);
-    ctx.lineTo(x, plot.y + plot.height);
-    ctx.stroke();
-    ctx.setLineDash([]);
-    const next = i + 1 < bounds.length ? xOf(plot, from, to, bounds[i + 1].second) : plot.x + plot.width;
-    const room = next - x - 6;
-    const full = stepLabel ? stepLabel(bounds[i].step) : `step ${bounds[i].step}`;
+  for (let i = 0; i < labels.length; i++) {
+    const l = labels[i];
+    if (l.line) {
+      ctx.strokeStyle = l.knee ? KNEE_LINE : STEP_LINE;
+      ctx.setLineDash(l.knee ? [] : [3, 3]);
+      ctx.lineWidth = l.knee ? 1.5 : 1;
+      ctx.beginPath();
+      ctx.moveTo(l.x, plot.y);
+      ctx.lineTo(l.x, plot.y + plot.height);
+      ctx.stroke();
+      ctx.setLineDash([]);
+    }
+    const next = i + 1 < labels.length ? labels[i + 1].x : plot.x + plot.width;
+    const room = next - l.x - 6;
+    const name = stepLabel ? stepLabel(l.step) : `step ${l.step}`;
+    const full = l.knee ? `knee · ${name}` : name;
     ctx.font = LABEL_FONT;
     let text = full;
-    if (ctx.measureText(text).width > room) text = `${bounds[i].step}`;
+    if (ctx.measureText(text).width > room) text = l.knee ? `knee ${l.step}` : `${l.step}`;
     if (ctx.measureText(text).width <= room) {
-      ctx.fillStyle = 'rgba(200, 210, 230, 0.75)';
+      ctx.fillStyle = l.knee ? KNEE_TEXT : 'rgba(200, 210, 230, 0.75)';
       ctx.textAlign = 'left';
       ctx.textBaseline = 'bottom';
-      ctx.fillText(text, x + 4, plot.y - 1);
+      ctx.fillText(text, l.x + 4, plot.y - 1);
     }
   }
   ctx.restore();
@@ -217,10 +228,14 @@ function drawFrame(ctx, plot) {
   ctx.strokeRect(plot.x - 0.5, plot.y - 0.5, plot.width + 1, plot.height + 1);
 }
 
+// Probe markers: a triangle on the time axis at the probe's start, named beside it when
+// there is room before the next one.
 function drawProbeMarks(ctx, plot, from, to, probes) {
-  for (const p of probes || []) {
-    if (p.second < from || p.second > to) continue;
-    const x = xOf(plot, from, to, p.second + 0.5);
+  const shown = (probes || []).filter((p) => p.second >= from && p.second <= to).sort((a, b) => a.second - b.second);
+  const xs = shown.map((p) => xOf(plot, from, to, p.second + 0.5));
+  ctx.font = LABEL_FONT;
+  for (let i = 0; i < shown.length; i++) {
+    const x = xs[i];
     const yb = plot.y + plot.height;
     ctx.fillStyle = 'rgba(111, 211, 232, 0.9)';
     ctx.beginPath();
@@ -229,6 +244,17 @@ function drawProbeMarks(ctx, plot, from, to, probes) {
     ctx.lineTo(x - 4, yb);
     ctx.closePath();
     ctx.fill();
+    const name = shown[i].name;
+    if (!name) continue;
+    const room = (i + 1 < xs.length ? xs[i + 1] : plot.x + plot.width) - x - 8;
+    if (ctx.measureText(name).width > room) continue;
+    ctx.textAlign = 'left';
+    ctx.textBaseline = 'bottom';
+    ctx.fillStyle = 'rgba(12, 15, 20, 0.75)';
+    const w = ctx.measureText(name).width;
+    ctx.fillRect(x + 5, yb - 14, w + 4, 13);
+    ctx.fillStyle = 'rgba(111, 211, 232, 0.95)';
+    ctx.fillText(name, x + 7, yb - 2);
   }
 }
 
@@ -316,15 +342,13 @@ function drawHeat(ctx, dpr, plot, m) {
 
 // --- lines, stacked areas ----------------------------------------------------------------
 
-function pathSegments(ctx, xs, ys, onSegment) {
-  let start = -1;
-  for (let i = 0; i <= xs.length; i++) {
-    const ok = i < xs.length && Number.isFinite(ys[i]);
-    if (ok && start < 0) start = i;
-    if (!ok && start >= 0) {
-      onSegment(start, i);
-      start = -1;
-    }
+// Each second is drawn flat across its own width: [time, value] points to canvas points.
+function tracePath(ctx, plot, m, pts, Y, first) {
+  for (let j = 0; j < pts.length; j++) {
+    const x = xOf(plot, m.from, m.to, pts[j][0]);
+    const y = Y(pts[j][1]);
+    if (j === 0 && first) ctx.moveTo(x, y);
+    else ctx.lineTo(x, y);
   }
 }
 
@@ -336,49 +360,39 @@ function drawLines(ctx, plot, m, stacked) {
   const keys = ser.series.map((s) => s.key);
   const order = stackOrder(keys, hl);
   const byKey = new Map(ser.series.map((s) => [s.key, s]));
-  const xs = [];
-  for (let i = i0; i < i1; i++) xs.push(xOf(plot, m.from, m.to, ser.seconds[i] + 0.5));
   const Y = (v) => plot.y + sc.toY(v);
+  const secs = ser.seconds;
   let drawn = 0;
   ctx.save();
   ctx.beginPath();
   ctx.rect(plot.x, plot.y, plot.width, plot.height);
   ctx.clip();
-  // A single second would be a dot: widen it to the width of its column.
-  const half = xs.length === 1 ? plot.width / (m.to + 1 - m.from) / 2 : 0;
   if (stacked) {
-    const tops = stack(order.map((k) => byKey.get(k).values || []), i0, i1);
-    for (let k = 0; k < order.length; k++) {
-      const key = order[k];
+    // With a highlight the y axis is scaled to the highlighted layers alone: the layers
+    // above them would only show as clipped shapes, so they are not drawn.
+    const layers = hl ? order.filter((k) => hl.has(k)) : order;
+    const tops = stack(layers.map((k) => byKey.get(k).values || []), i0, i1);
+    for (let k = 0; k < layers.length; k++) {
+      const key = layers[k];
       const color = m.colors.get(key);
-      const dim = hl && !hl.has(key);
       const top = tops[k];
       const below = k > 0 ? tops[k - 1] : null;
       if (top.some((v, i) => Number.isFinite(v) && v > (below ? below[i] : 0))) drawn++;
-      pathSegments(ctx, xs, top, (a, b) => {
+      for (const [a, b] of stepRuns(secs, top, i0)) {
+        const upper = stepLine(secs, top, i0, a, b);
+        const lower = below ? stepLine(secs, below, i0, a, b) : [[upper[0][0], 0], [upper[upper.length - 1][0], 0]];
         ctx.beginPath();
-        ctx.moveTo(xs[a] - half, Y(top[a]));
-        for (let i = a; i < b; i++) ctx.lineTo(xs[i], Y(top[i]));
-        ctx.lineTo(xs[b - 1] + half, Y(top[b - 1]));
-        if (below) {
-          ctx.lineTo(xs[b - 1] + half, Y(below[b - 1]));
-          for (let i = b - 1; i >= a; i--) ctx.lineTo(xs[i], Y(below[i]));
-          ctx.lineTo(xs[a] - half, Y(below[a]));
-        } else {
-          ctx.lineTo(xs[b - 1] + half, Y(0));
-          ctx.lineTo(xs[a] - half, Y(0));
-        }
+        tracePath(ctx, plot, m, upper, Y, true);
+        tracePath(ctx, plot, m, lower.reverse(), Y, false);
         ctx.closePath();
-        ctx.fillStyle = rgba(color, dim ? 0.1 : 0.62);
+        ctx.fillStyle = rgba(color, 0.62);
         ctx.fill();
         ctx.beginPath();
-        ctx.moveTo(xs[a] - half, Y(top[a]));
-        for (let i = a; i < b; i++) ctx.lineTo(xs[i], Y(top[i]));
-        ctx.lineTo(xs[b - 1] + half, Y(top[b - 1]));
-        ctx.strokeStyle = rgba(color, dim ? 0.25 : 1);
-        ctx.lineWidth = dim ? 1 : 1.4;
+        tracePath(ctx, plot, m, upper, Y, true);
+        ctx.strokeStyle = rgba(color, 1);
+        ctx.lineWidth = 1.4;
         ctx.stroke();
-      });
+      }
     }
   } else {
     // Dimmed lines first, highlighted on top.
@@ -391,14 +405,12 @@ function drawLines(ctx, plot, m, stacked) {
       const dim = hl && !hl.has(key);
       ctx.strokeStyle = rgba(m.colors.get(key), dim ? 0.22 : 1);
       ctx.lineWidth = dim ? 1 : hl ? 2 : 1.5;
-      ctx.lineJoin = 'round';
-      pathSegments(ctx, xs, vals, (a, b) => {
+      ctx.lineJoin = 'miter';
+      for (const [a, b] of stepRuns(secs, vals, i0)) {
         ctx.beginPath();
-        ctx.moveTo(xs[a] - half, Y(vals[a]));
-        for (let i = a; i < b; i++) ctx.lineTo(xs[i], Y(vals[i]));
-        ctx.lineTo(xs[b - 1] + half, Y(vals[b - 1]));
+        tracePath(ctx, plot, m, stepLine(secs, vals, i0, a, b), Y, true);
         ctx.stroke();
-      });
+      }
     }
   }
   ctx.restore();
@@ -418,9 +430,7 @@ function drawPercentiles(ctx, plot, m) {
   const hl = m.highlight && m.highlight.size ? m.highlight : null;
   const active = ser.series.filter((s) => !hl || hl.has(s.key));
   const single = active.length === 1;
-  const xs = [];
-  for (let i = i0; i < i1; i++) xs.push(xOf(plot, m.from, m.to, ser.seconds[i] + 0.5));
-  const half = xs.length === 1 ? plot.width / (m.to + 1 - m.from) / 2 : 0;
+  const Y = (v) => plot.y + sc.toY(v);
   let drawn = 0;
   ctx.save();
   ctx.beginPath();
@@ -437,14 +447,12 @@ function drawPercentiles(ctx, plot, m) {
       ctx.strokeStyle = rgba(color, single ? 1 : ALPHA[p]);
       ctx.lineWidth = WIDTH[p];
       ctx.setLineDash(single ? (p === 'max' ? [1.5, 2.5] : []) : DASH[p]);
-      ctx.lineJoin = 'round';
-      pathSegments(ctx, xs, vals, (a, b) => {
+      ctx.lineJoin = 'miter';
+      for (const [a, b] of stepRuns(ser.seconds, vals, i0)) {
         ctx.beginPath();
-        ctx.moveTo(xs[a] - half, plot.y + sc.toY(vals[a]));
-        for (let i = a; i < b; i++) ctx.lineTo(xs[i], plot.y + sc.toY(vals[i]));
-        ctx.lineTo(xs[b - 1] + half, plot.y + sc.toY(vals[b - 1]));
+        tracePath(ctx, plot, m, stepLine(ser.seconds, vals, i0, a, b), Y, true);
         ctx.stroke();
-      });
+      }
     }
     if (any) drawn++;
   }

@@ -25,21 +25,26 @@ export function prepareSeries(resp) {
 }
 
 // What the side panel shows per breakdown value over seconds [i0, i1):
-// counters: the average rate over seconds with a value; distributions: the count;
-// probes: how many ran and the longest.
+// counters: the average rate over the seconds the value has; distributions: the count;
+// probes: how many ran and the longest. A step has only its own seconds (the answer holds
+// 0 for the others) and, like the step table, its measured ones: its warm-up seconds
+// count only when the range holds no measured second of it.
 export function sideTotals(ser, i0, i1) {
+  const own = (s, i) => ser.by !== 'step' || String(ser.step[i]) === s.key;
   return ser.series.map((s) => {
     if (s.count) {
       let n = 0;
       for (let i = i0; i < i1; i++) n += s.count[i] || 0;
       return { key: s.key, count: n, value: n };
     }
+    let measured = false;
+    if (ser.by === 'step') for (let i = i0; i < i1 && !measured; i++) measured = own(s, i) && !ser.warmup[i] && s.values && s.values[i] != null;
     let sum = 0;
     let n = 0;
     let max = null;
     for (let i = i0; i < i1; i++) {
       const v = s.values ? s.values[i] : null;
-      if (v == null) continue;
+      if (v == null || !own(s, i) || (measured && ser.warmup[i])) continue;
       sum += v;
       n++;
       if (max == null || v > max) max = v;
@@ -47,6 +52,35 @@ export function sideTotals(ser, i0, i1) {
     if (ser.kind === 'event') return { key: s.key, count: n, value: max };
     return { key: s.key, count: n, value: n ? sum / n : null };
   });
+}
+
+// Per-second values drawn as steps: runs of consecutive stored seconds with a value,
+// as index ranges [a, b) into `ys` (ys[k] belongs to seconds[i0 + k]).
+export function stepRuns(seconds, ys, i0) {
+  const runs = [];
+  let a = -1;
+  for (let k = 0; k <= ys.length; k++) {
+    const finite = k < ys.length && Number.isFinite(ys[k]);
+    const joined = a >= 0 && finite && seconds[i0 + k] === seconds[i0 + k - 1] + 1;
+    if (a >= 0 && !joined) {
+      runs.push([a, k]);
+      a = -1;
+    }
+    if (finite && a < 0) a = k;
+  }
+  return runs;
+}
+
+// The outline of one run [a, b): each second flat across [s, s + 1) as [time, value]
+// points, so a step change stands as an edge and the run covers its first and last
+// seconds whole.
+export function stepLine(seconds, ys, i0, a, b) {
+  const pts = [];
+  for (let k = a; k < b; k++) {
+    const s = seconds[i0 + k];
+    pts.push([s, ys[k]], [s + 1, ys[k]]);
+  }
+  return pts;
 }
 
 // Stack order: highlighted values at the bottom (in their listed order), then the rest.
@@ -136,12 +170,15 @@ export function probeRange(ser, i0, i1) {
 }
 
 // Step boundaries and warm-up spans within [from, to] from per-second step/warmup
-// arrays: { bounds: [{ second, step }], warm: [[first, last], ...] }.
-export function timelineMarks(tl, from, to) {
+// arrays: { start, bounds: [{ second, step }], warm: [[first, last], ...] }. `start` is
+// the step in force at the first visible second when no boundary is there (it gets a label
+// too, step 0 included); `knee` (the summary's knee step) marks that step's entry.
+export function timelineMarks(tl, from, to, knee) {
   const bounds = [];
   const warm = [];
-  if (!tl || !tl.seconds) return { bounds, warm };
   let start = null;
+  if (!tl || !tl.seconds) return { start, bounds, warm };
+  let wstart = null;
   // A second with nothing stored (step null) belongs to no step: a boundary is where a
   // stored second's step differs from the last stored one's.
   let lastStep = null;
@@ -150,17 +187,23 @@ export function timelineMarks(tl, from, to) {
     const st = tl.step[i];
     if (st != null) {
       if (lastStep != null && st !== lastStep && s >= from && s <= to) bounds.push({ second: s, step: st });
+      if (s <= from || start == null) start = s <= to ? { second: from, step: st } : start;
       lastStep = st;
     }
     const w = !!tl.warmup[i];
-    if (w && start == null) start = s;
-    if ((!w || i === tl.seconds.length - 1) && start != null) {
+    if (w && wstart == null) wstart = s;
+    if ((!w || i === tl.seconds.length - 1) && wstart != null) {
       const end = w ? s : tl.seconds[i - 1];
-      if (end >= from && start <= to) warm.push([Math.max(start, from), Math.min(end, to)]);
-      start = null;
+      if (end >= from && wstart <= to) warm.push([Math.max(wstart, from), Math.min(end, to)]);
+      wstart = null;
     }
   }
-  return { bounds, warm };
+  if (start && bounds.length && bounds[0].second <= from) start = null;
+  if (knee != null) {
+    for (const b of bounds) if (b.step === knee) b.knee = true;
+    if (start && start.step === knee) start.knee = true;
+  }
+  return { start, bounds, warm };
 }
 
 // A timeline from the run's step list when no series response is at hand:

@@ -238,30 +238,102 @@ export function chartTitle(c, info) {
 }
 
 // Dimensions a drill-down from chart `c` can break down by next: the statistic's
-// dimensions minus the current breakdown, those already filtered on, (for distributions)
-// worker, which carries no histograms, and the dimensions exclusive with one in use.
-// The server keeps per-worker and per-file counts (no workload, not both) and error kinds
-// per operation (not per worker or file): once one of a pair is used, the other is not offered.
+// dimensions (as the API lists them) minus the current breakdown, those already filtered
+// on, and the dimensions exclusive with one in use. The server keeps per-worker and
+// per-file rows (no workload, not both) and error kinds per operation (not per worker or
+// file): once one of a pair is used, the other is not offered.
 const EXCLUSIVE = [['worker', 'workload'], ['file', 'workload'], ['worker', 'file'], ['error', 'worker'], ['error', 'file']];
+
+function exclusiveWith(d, used) {
+  return EXCLUSIVE.some(([a, b]) => (a === d && used.has(b)) || (b === d && used.has(a)));
+}
 
 export function drillDims(c, info) {
   if (!info) return [];
   const used = new Set((c.where || []).map((p) => p[0]));
   if (c.by) used.add(c.by);
-  const excluded = (d) => EXCLUSIVE.some(([a, b]) => (a === d && used.has(b)) || (b === d && used.has(a)));
-  return (info.dimensions || []).filter((d) => !used.has(d)
-    && !(info.kind === 'distribution' && d === 'worker')
-    && !excluded(d));
+  return (info.dimensions || []).filter((d) => !used.has(d) && !exclusiveWith(d, used));
 }
 
-// The chart a drill-down adds below `c`: filtered to the selected values of its
-// breakdown (several values of one dimension mean "any of") and broken down by `dim`.
-export function drillChart(c, values, dim, info) {
+// The filter of a selection: the chart's filter plus the selected values of its
+// breakdown (several values of one dimension mean "any of").
+export function selectionWhere(c, values) {
   const where = (c.where || []).map((p) => [p[0], p[1]]);
-  if (c.by) for (const v of values) where.push([c.by, v]);
-  const kinds = info ? kindsFor(info.kind) : [c.kind];
-  const kind = kinds.includes(c.kind) ? c.kind : defaultKind(info ? info.kind : '', dim);
-  return makeChart(c.stat, { by: dim, where, kind: kind === 'line' ? 'stacked' : kind, cut: c.cut, ys: c.ys });
+  if (c.by) for (const v of values || []) where.push([c.by, v]);
+  return where;
+}
+
+// Whether statistic `info` can be asked for with filter `where`: it has every filtered
+// dimension, and no two of them are exclusive.
+export function statTakes(info, where) {
+  if (!info) return false;
+  const dims = new Set((where || []).map((p) => p[0]));
+  const has = new Set(info.dimensions || []);
+  for (const d of dims) {
+    if (!has.has(d)) return false;
+    const others = new Set([...dims].filter((x) => x !== d));
+    if (exclusiveWith(d, others)) return false;
+  }
+  return true;
+}
+
+// The chart of statistic `stat` (its entry `info`) over a selection of chart `c`, broken
+// down by `dim` ('' for none). The chart's own statistic keeps its kind, outlier cut and
+// value axis; another statistic starts at its default kind.
+export function drillTo(c, values, stat, info, dim) {
+  const where = selectionWhere(c, values);
+  const statKind = info ? info.kind : '';
+  if (stat === c.stat) {
+    const kinds = info ? kindsFor(info.kind) : [c.kind];
+    let kind = kinds.includes(c.kind) ? c.kind : defaultKind(statKind, dim);
+    if (statKind === 'counter') kind = defaultKind(statKind, dim);
+    return makeChart(stat, { by: dim, where, kind, cut: c.cut, ys: c.ys });
+  }
+  return makeChart(stat, { by: dim, where, kind: defaultKind(statKind, dim) });
+}
+
+// The chart a drill-down adds below `c`: the same statistic over the selected values,
+// broken down by `dim`.
+export function drillChart(c, values, dim, info) {
+  return drillTo(c, values, c.stat, info, dim);
+}
+
+// Everything a selection of chart `c` can be drilled into: every statistic of the run
+// (`stats`, the API's list) that takes the selection's filter, the chart's own first,
+// each with its breakdowns left ('' = the statistic over the selection, no breakdown; not
+// offered when that is the chart itself). `available(chart)`, when given, drops the
+// charts whose data is not at hand (a report holds only the answers it embedded).
+// [{ stat, info, charts: [{ dim, chart }] }]; statistics with nothing left are dropped.
+export function drillOptions(c, values, stats, available) {
+  const where = selectionWhere(c, values);
+  const own = (stats || []).filter((s) => s.name === c.stat);
+  const rest = (stats || []).filter((s) => s.name !== c.stat);
+  const out = [];
+  for (const info of own.concat(rest)) {
+    if (!statTakes(info, where)) continue;
+    const base = { stat: info.name, by: '', where };
+    const dims = [''].concat(drillDims(base, info));
+    const charts = [];
+    for (const dim of dims) {
+      let chart = drillTo(c, values, info.name, info, dim);
+      if (sameChart(chart, c)) continue;
+      if (available && !available(chart)) {
+        // Another kind of the statistic may be at hand (a report embeds some breakdowns
+        // as percentiles only).
+        chart = kindsFor(info.kind).map((k) => ({ ...chart, kind: k })).find(available);
+        if (!chart) continue;
+      }
+      charts.push({ dim, chart });
+    }
+    if (charts.length) out.push({ stat: info.name, info, charts });
+  }
+  return out;
+}
+
+// Same statistic, breakdown and filter (the same data; kind and view options aside).
+export function sameChart(a, b) {
+  const w = (c) => (c.where || []).map((p) => `${p[0]}:${p[1]}`).sort().join(';');
+  return a.stat === b.stat && (a.by || '') === (b.by || '') && w(a) === w(b);
 }
 
 // The visible seconds for a run span [first, last] under `range`/`follow`: following

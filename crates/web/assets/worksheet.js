@@ -8,8 +8,8 @@ import { fmtValue, fmtNum, fmtInt, fmtRange, fmtElapsed, fmtClock, fmtBytes, fmt
 import { keyColor, PERCENTILE_COLORS, HEAT_STOPS, hueLut } from './color.js';
 import { prepareHeat, indexRange, bucketCounts, heatRange, heatRangeLinear, keyTotals, valuesAt, mergeHeat, binSeconds, coveredSeconds, columnSecondsFor, OUTLIER_CUTS } from './histo.js';
 import { prepareSeries, sideTotals, linearRange, percentileRange, probeRange, timelineMarks, timelineFromSteps, mergeSeries, PERCENTILES, PERCENTILE_LABELS } from './series.js';
-import { chartTitle, statNote, kindsFor, KIND_LABELS, drillDims, drillChart, endpointFor, whereString, makeChart, visibleRange } from './state.js';
-import { getData, queryPath, isEmbedded } from './api.js';
+import { chartTitle, statNote, statLabel, kindsFor, KIND_LABELS, drillOptions, endpointFor, whereString, makeChart, visibleRange } from './state.js';
+import { getData, queryPath, isEmbedded, isAnswered } from './api.js';
 import { drawChart, chartHeight, plotRect, xOf, secondAt } from './draw.js';
 
 // A tiny DOM builder: h('div', { class: 'x', onclick: f }, child, 'text').
@@ -614,22 +614,29 @@ class ChartView {
     this.ws.updateChart(this, { hl });
   }
 
+  // The drill menu of the selected values: every statistic of that selection (the
+  // chart's own first), each as a whole and broken down by every dimension left, as the
+  // API's statistic list says; in a report only what it embedded.
   openDrill(li) {
     this.ws.closeMenus();
-    const dims = drillDims(this.spec, this.info);
     const values = this.spec.by ? this.spec.hl.slice() : [];
     const what = values.length ? `${this.spec.by} = ${values.join(' or ')}` : 'all';
+    const options = drillOptions(this.spec, values, this.ws.stats(), (ch) => this.ws.answered(ch));
+    const button = (stat, dim, chart) => h('button', {
+      type: 'button', role: 'menuitem', 'data-action': 'drill-by', 'data-stat': stat, 'data-dim': dim, 'data-kind': chart.kind,
+      title: chartTitle(chart, this.ws.statInfo(stat)),
+      onclick: () => {
+        this.ws.closeMenus();
+        this.ws.insertChart(this, chart);
+      },
+    }, dim ? `by ${dim}` : (KIND_LABELS[chart.kind] || chart.kind).toLowerCase());
     const menu = h('div', { class: 'menu drill-menu', role: 'menu' },
-      h('div', { class: 'menu-head' }, `Drill down on ${what}, broken down by`),
-      dims.length
-        ? dims.map((d) => h('button', {
-          type: 'button', role: 'menuitem', 'data-action': 'drill-by', 'data-dim': d,
-          onclick: () => {
-            this.ws.closeMenus();
-            this.ws.insertChart(this, drillChart(this.spec, values, d, this.info));
-          },
-        }, `by ${d}`))
-        : h('div', { class: 'menu-empty' }, 'no dimension left to drill into'),
+      h('div', { class: 'menu-head' }, `Drill down on ${what}`),
+      options.length
+        ? options.map((o) => h('div', { class: `drill-stat${o.stat === this.spec.stat ? ' own' : ''}`, 'data-stat': o.stat },
+          h('span', { class: 'drill-label' }, statLabel(o.info, o.stat)),
+          h('span', { class: 'drill-dims' }, o.charts.map((x) => button(o.stat, x.dim, x.chart)))))
+        : h('div', { class: 'menu-empty' }, 'no statistic or dimension left to drill into'),
     );
     // In the side panel, not the (scrolling) list, so the list cannot clip it.
     const top = li.getBoundingClientRect().bottom - this.side.getBoundingClientRect().top + 2;
@@ -768,6 +775,17 @@ export class Worksheet {
     return this.host.runMeta(id);
   }
 
+  // The statistics the run offers (the API's list, with each one's dimensions).
+  stats() {
+    const d = this.host.runDetail(this.state().run);
+    return (d && d.stats) || [];
+  }
+
+  // Whether every shown run has the data of `chart` (a report: only what it embedded).
+  answered(chart) {
+    return this.runIds().every((r) => isAnswered(r, endpointFor(chart.kind), { stat: chart.stat, by: chart.by, where: whereString(chart.where) }));
+  }
+
   statInfo(name) {
     const d = this.host.runDetail(this.state().run);
     return d && d.stats ? d.stats.find((s) => s.name === name) : null;
@@ -785,14 +803,16 @@ export class Worksheet {
   }
 
   marks(runId, from, to) {
-    if (from == null) return { bounds: [], warm: [] };
+    if (from == null) return { start: null, bounds: [], warm: [] };
     let tl = this.store.timeline(runId);
     if (!tl) {
       const d = this.host.runDetail(runId);
       const meta = this.runMeta(runId);
       if (d && meta) tl = timelineFromSteps(d.steps, meta.first_second, meta.last_second);
     }
-    return timelineMarks(tl, from, to);
+    const d = this.host.runDetail(runId);
+    const knee = d && d.summary && d.summary.knee ? d.summary.knee.step : null;
+    return timelineMarks(tl, from, to, knee);
   }
 
   // Seconds spanned by the runs shown (compare: the longer one).
