@@ -5,7 +5,7 @@
 // Server-Sent Event (/api/v1/runs/{id}/events); polling every second is the fallback.
 
 import { fmtElapsed, fmtDateTime } from './format.js';
-import { decodeState, encodeState, completeState, defaultKind, kindsFor, KIND_LABELS, makeChart, visibleRange, zoomOut, pan } from './state.js';
+import { decodeState, encodeState, completeState, defaultKind, kindsFor, KIND_LABELS, makeChart, visibleRange, zoomOut, pan, drillDims, statTakes } from './state.js';
 import { getRuns, getRun, isEmbedded, embeddedWorksheet } from './api.js';
 import { Worksheet, h, fill } from './worksheet.js';
 import { renderPanels } from './panels.js';
@@ -237,31 +237,86 @@ function renderTopBar() {
 
 // --- add statistic -------------------------------------------------------------------------
 
+// Add statistic: a statistic, a filter (any number of dimension = value; values of one
+// dimension mean "any of"), a breakdown and a kind. Only what the statistic takes is
+// offered (its dimensions as the API lists them); in a report, only what it embedded.
 function openAddStat() {
   closeAddStat();
   const detail = runDetail(app.state.run);
   const stats = (detail && detail.stats) || [];
   if (!stats.length) return;
-  const statSel = h('select', { name: 'stat', 'aria-label': 'Statistic' }, stats.map((s) => h('option', { value: s.name }, `${s.label || s.name}  (${s.unit})`)));
+  const values = (d) => ((detail && detail.dimensions && detail.dimensions[d]) || []).map(String);
+  const info = () => stats.find((x) => x.name === statSel.value);
+  const anyKind = (stat, where, by) => kindsFor(stat.kind).some((k) => app.ws.answered(makeChart(stat.name, { by, where, kind: k })));
+  const shown = stats.filter((s) => anyKind(s, [], ''));
+  if (!shown.length) return;
+  const statSel = h('select', { name: 'stat', 'aria-label': 'Statistic' }, shown.map((s) => h('option', { value: s.name }, `${s.label || s.name}  (${s.unit})`)));
   const bySel = h('select', { name: 'by', 'aria-label': 'Breakdown' });
   const kindSel = h('select', { name: 'kind', 'aria-label': 'Show as' });
+  let where = [];
+  const filterBox = h('div', { class: 'filters' });
+  // The filters the statistic takes: each one's dimension and value pickers list the
+  // choices left with the others in place.
+  const renderFilters = () => {
+    const s = info();
+    where = where.filter((p, i) => statTakes(s, where.slice(0, i + 1)));
+    const rows = where.map(([d, v], i) => {
+      const others = where.filter((_, j) => j !== i);
+      const dims = (s.dimensions || []).filter((x) => x === d || (statTakes(s, others.concat([[x, values(x)[0]]])) && values(x).some((y) => anyKind(s, others.concat([[x, y]]), ''))));
+      const dimSel = h('select', { name: 'filter-dim', 'aria-label': 'Filter dimension', onchange: (ev) => {
+        const nd = ev.target.value;
+        const nv = values(nd).find((y) => anyKind(s, others.concat([[nd, y]]), ''));
+        where[i] = [nd, nv];
+        refill();
+      } }, dims.map((x) => h('option', { value: x, selected: x === d }, x)));
+      const valSel = h('select', { name: 'filter-value', 'aria-label': 'Filter value', onchange: (ev) => {
+        where[i] = [d, ev.target.value];
+        refill();
+      } }, values(d).filter((y) => y === v || anyKind(s, others.concat([[d, y]]), '')).map((y) => h('option', { value: y, selected: y === v }, y)));
+      return h('div', { class: 'filter-row' }, dimSel, h('span', { class: 'eq' }, '='), valSel,
+        h('button', { type: 'button', 'data-action': 'filter-remove', 'aria-label': 'Remove filter', title: 'Remove this filter', onclick: () => {
+          where.splice(i, 1);
+          refill();
+        } }, '×'));
+    });
+    // A new filter: the first dimension (and value) the statistic still takes.
+    let next = null;
+    for (const d of s.dimensions || []) {
+      const v = values(d).find((y) => !where.some((p) => p[0] === d && p[1] === y) && statTakes(s, where.concat([[d, y]])) && anyKind(s, where.concat([[d, y]]), ''));
+      if (v != null) {
+        next = [d, v];
+        break;
+      }
+    }
+    const add = next
+      ? h('button', { type: 'button', class: 'filter-add', 'data-action': 'filter-add', onclick: () => {
+        where.push(next);
+        refill();
+      } }, where.length ? '+ another filter' : '+ filter (e.g. op = write)')
+      : where.length ? null : h('span', { class: 'muted' }, 'none');
+    fill(filterBox, ...rows, add);
+  };
   const refill = () => {
-    const s = stats.find((x) => x.name === statSel.value);
-    const dims = (s.dimensions || []).filter((d) => !(s.kind === 'distribution' && d === 'worker'));
+    const s = info();
+    renderFilters();
+    const dims = drillDims({ stat: s.name, by: '', where }, s).filter((d) => anyKind(s, where, d));
     const prevBy = bySel.value;
-    fill(bySel, h('option', { value: '' }, 'none (raw statistic)'), ...dims.map((d) => h('option', { value: d, selected: d === prevBy }, `by ${d}`)));
-    const kinds = kindsFor(s.kind);
+    const whole = anyKind(s, where, '');
+    fill(bySel, whole ? h('option', { value: '' }, 'none (raw statistic)') : null, ...dims.map((d) => h('option', { value: d, selected: d === prevBy }, `by ${d}`)));
+    refillKinds();
+  };
+  const refillKinds = () => {
+    const s = info();
+    const kinds = kindsFor(s.kind).filter((k) => app.ws.answered(makeChart(s.name, { by: bySel.value, where, kind: k })));
     const def = defaultKind(s.kind, bySel.value);
     fill(kindSel, ...kinds.map((k) => h('option', { value: k, selected: k === def }, KIND_LABELS[k] || k)));
   };
   statSel.addEventListener('change', refill);
-  bySel.addEventListener('change', () => {
-    const s = stats.find((x) => x.name === statSel.value);
-    if (s.kind === 'counter') kindSel.value = defaultKind(s.kind, bySel.value);
-  });
+  bySel.addEventListener('change', refillKinds);
   refill();
   const add = () => {
-    const chart = makeChart(statSel.value, { by: bySel.value, kind: kindSel.value });
+    if (!kindSel.value) return;
+    const chart = makeChart(statSel.value, { by: bySel.value, where, kind: kindSel.value });
     closeAddStat();
     app.ws.addChart(chart);
     requestAnimationFrame(() => {
@@ -278,6 +333,7 @@ function openAddStat() {
   },
   h('div', { class: 'menu-head' }, 'Add statistic'),
   h('label', {}, h('span', {}, 'Statistic'), statSel),
+  h('div', { class: 'field' }, h('span', {}, 'Filter'), filterBox),
   h('label', {}, h('span', {}, 'Breakdown'), bySel),
   h('label', {}, h('span', {}, 'Show as'), kindSel),
   h('div', { class: 'row' },

@@ -47,6 +47,13 @@ function hueGradient(hex) {
 
 const CUT_LABELS = { 0: 'none', 5: '5%', 1: '1%', 0.1: '0.1%', 0.01: '0.01%' };
 
+// The menu entry of a statistic over a selection with no breakdown: a counter's total, a
+// distribution's heat map or percentiles.
+function wholeLabel(chart) {
+  if (chart.kind === 'line' || chart.kind === 'stacked') return 'total';
+  return (KIND_LABELS[chart.kind] || chart.kind).toLowerCase();
+}
+
 // --- data: one fetch per query for the whole run; live runs append newer seconds -------
 
 export class DataStore {
@@ -211,7 +218,8 @@ class ChartView {
     const note = statNote(info);
     if (info && info.unit) this.titleEl.append(h('span', { class: 'unit' }, note ? `${info.unit} · ${note}` : info.unit));
     const tools = [];
-    const kinds = info ? kindsFor(info.kind) : [c.kind];
+    // A report offers only the kinds whose answers it embeds.
+    const kinds = (info ? kindsFor(info.kind) : [c.kind]).filter((k) => k === c.kind || this.ws.answered({ ...c, kind: k }));
     if (kinds.length > 1) {
       tools.push(
         h('div', { class: 'seg', role: 'group', 'aria-label': 'Chart kind' },
@@ -629,14 +637,14 @@ class ChartView {
         this.ws.closeMenus();
         this.ws.insertChart(this, chart);
       },
-    }, dim ? `by ${dim}` : (KIND_LABELS[chart.kind] || chart.kind).toLowerCase());
+    }, dim ? `by ${dim}` : wholeLabel(chart));
     const menu = h('div', { class: 'menu drill-menu', role: 'menu' },
       h('div', { class: 'menu-head' }, `Drill down on ${what}`),
       options.length
         ? options.map((o) => h('div', { class: `drill-stat${o.stat === this.spec.stat ? ' own' : ''}`, 'data-stat': o.stat },
           h('span', { class: 'drill-label' }, statLabel(o.info, o.stat)),
           h('span', { class: 'drill-dims' }, o.charts.map((x) => button(o.stat, x.dim, x.chart)))))
-        : h('div', { class: 'menu-empty' }, 'no statistic or dimension left to drill into'),
+        : h('div', { class: 'menu-empty' }, isEmbedded() ? 'this report holds no drill-down of this selection' : 'no statistic or dimension left to drill into'),
     );
     // In the side panel, not the (scrolling) list, so the list cannot clip it.
     const top = li.getBoundingClientRect().bottom - this.side.getBoundingClientRect().top + 2;

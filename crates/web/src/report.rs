@@ -1,7 +1,8 @@
 //! `ioscope report`: one self-contained HTML file that opens with no server. It is the
 //! UI itself (bundled into one script, see assets.rs) with the API answers it needs
-//! embedded: the run, its summary, steps and system configuration, and every statistic
-//! as a series and as heat maps, whole and broken down by each dimension.
+//! embedded: the run, its summary, steps and system configuration, every statistic as a
+//! series and as heat maps, whole and broken down by each dimension, and the same for each
+//! operation's own I/O (one level of drill-down). The UI offers only what is embedded.
 
 use crate::api::{query_path, run_detail, Api, ListEntry, RunList, API_VERSION};
 use crate::assets::{self, AssetError};
@@ -38,6 +39,21 @@ pub fn render(results_path: &Path) -> Result<String, ReportError> {
     // (path, JSON text) of every answer embedded.
     let mut responses: Vec<(String, String)> =
         vec![(format!("/api/v1/runs/{}", run.id), serde_json::to_string(&detail)?)];
+    let mut embed = |stat: &'static query::Stat, by: Option<&str>, filter: &str| -> Result<(), ReportError> {
+        let mut q = Query::new(stat.name)?.filter(filter)?;
+        if let Some(b) = by {
+            q = q.by(b)?;
+        }
+        responses.push((
+            query_path(&run.id, "series", stat.name, by, filter),
+            serde_json::to_string(&query::series(&results, &q))?,
+        ));
+        if stat.kind == Kind::Distribution && HEATMAP_BREAKDOWNS.contains(&by) {
+            let packed = serde_json::to_string(&crate::packed::heatmap_packed(&results, &q)?)?;
+            responses.push((query_path(&run.id, "heatmap", stat.name, by, filter), packed));
+        }
+        Ok(())
+    };
     for stat in STATS {
         if stat.kind == Kind::Event && results.probes.is_empty() {
             continue;
@@ -45,17 +61,18 @@ pub fn render(results_path: &Path) -> Result<String, ReportError> {
         let mut bys: Vec<Option<&str>> = vec![None];
         bys.extend(stat.dims.iter().filter(|&&d| multi(d) || d == query::Dim::Op).map(|d| Some(d.name())));
         for by in bys {
-            let mut q = Query::new(stat.name)?;
-            if let Some(b) = by {
-                q = q.by(b)?;
-            }
-            responses.push((
-                query_path(&run.id, "series", stat.name, by, ""),
-                serde_json::to_string(&query::series(&results, &q))?,
-            ));
-            if stat.kind == Kind::Distribution && HEATMAP_BREAKDOWNS.contains(&by) {
-                let packed = serde_json::to_string(&crate::packed::heatmap_packed(&results, &q)?)?;
-                responses.push((query_path(&run.id, "heatmap", stat.name, by, ""), packed));
+            embed(stat, by, "")?;
+        }
+    }
+    // One level of drill-down: each operation's own I/O ("writes, by latency"), every
+    // statistic the run offers with an op, whole and by each other dimension with more
+    // than one value. The UI offers exactly the answers found here.
+    for op in dims.of(query::Dim::Op) {
+        let filter = format!("op:{op}");
+        for stat in STATS.iter().filter(|s| s.has(query::Dim::Op) && query::offered(&results, s)) {
+            embed(stat, None, &filter)?;
+            for d in stat.dims.iter().filter(|&&d| d != query::Dim::Op && multi(d)) {
+                embed(stat, Some(d.name()), &filter)?;
             }
         }
     }

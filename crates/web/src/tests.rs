@@ -278,6 +278,23 @@ fn the_report_embeds_its_data_and_needs_no_server() {
     }
 }
 
+/// The drill menu of a report offers what it embeds: each operation's own I/O, every
+/// statistic whole (heat maps too) and by the other dimensions.
+#[test]
+fn the_report_embeds_each_operations_own_io_for_the_drill_menu() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_results(dir.path());
+    let html = crate::report::render(&path).unwrap();
+    for key in [
+        "/api/v1/runs/0/heatmap?stat=latency&where=op:write&encoding=packed",
+        "/api/v1/runs/0/heatmap?stat=size&where=op:read&encoding=packed",
+        "/api/v1/runs/0/series?stat=offset&where=op:write",
+        "/api/v1/runs/0/series?stat=ops&by=host&where=op:write",
+    ] {
+        assert!(html.contains(&format!("\"{key}\"")), "{key} not embedded");
+    }
+}
+
 #[test]
 fn the_plot_is_a_png_of_the_asked_size() {
     let (_d, r) = results();
