@@ -129,3 +129,13 @@ test('per-second values are steps: flat across each second, edges at changes, ga
   assert.deepEqual(stepRuns([0, 1, 2, 3], [1, 2, 3], 1), [[0, 3]], 'ys start at seconds[i0]');
   assert.deepEqual(stepRuns([0, 1, 5, 6], [1, 2, 3], 1), [[0, 1], [1, 3]], 'a gap after seconds[i0]');
 });
+
+test('p99.9 and max lines are told apart by colour, not only by dash', async () => {
+  const { PERCENTILE_COLORS, hexToRgb } = await import('../../crates/web/assets/color.js');
+  const dist = (a, b) => Math.hypot(...hexToRgb(a).map((v, i) => v - hexToRgb(b)[i]));
+  assert.ok(dist(PERCENTILE_COLORS.p999, PERCENTILE_COLORS.max) > 120,
+    `p99.9 ${PERCENTILE_COLORS.p999} vs max ${PERCENTILE_COLORS.max}`);
+  for (const [a, b] of [['p50', 'p90'], ['p90', 'p99'], ['p99', 'p999']]) {
+    assert.ok(dist(PERCENTILE_COLORS[a], PERCENTILE_COLORS[b]) > 90, `${a} vs ${b}`);
+  }
+});

@@ -51,7 +51,7 @@ export const PERCENTILE_COLORS = {
   p50: '#4fd1a5',
   p90: '#5aa2ff',
   p99: '#f2a541',
-  p999: '#ff7b63',
+  p999: '#ff4a5a',
   max: '#d8dee9',
 };
 

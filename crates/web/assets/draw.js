@@ -130,6 +130,7 @@ function drawWarmStrip(ctx, plot, from, to, marks) {
 function drawSteps(ctx, plot, from, to, marks, stepLabel) {
   const bounds = (marks && marks.bounds) || [];
   const labels = [];
+  const drawn = [];
   if (marks && marks.start) labels.push({ ...marks.start, x: plot.x, line: false });
   for (const b of bounds) labels.push({ ...b, x: Math.round(xOf(plot, from, to, b.second)) + 0.5, line: true });
   ctx.save();
@@ -160,9 +161,11 @@ function drawSteps(ctx, plot, from, to, marks, stepLabel) {
       ctx.textAlign = 'left';
       ctx.textBaseline = 'bottom';
       ctx.fillText(text, l.x + 4, plot.y - 1);
+      drawn.push({ second: l.second, step: l.step, text, ...(l.knee ? { knee: true } : {}) });
     }
   }
   ctx.restore();
+  return drawn;
 }
 
 function drawTimeAxis(ctx, plot, from, to) {
@@ -229,8 +232,9 @@ function drawFrame(ctx, plot) {
 }
 
 // Probe markers: a triangle on the time axis at the probe's start, named beside it when
-// there is room before the next one.
+// there is room before the next one. Returns the names drawn.
 function drawProbeMarks(ctx, plot, from, to, probes) {
+  const named = [];
   const shown = (probes || []).filter((p) => p.second >= from && p.second <= to).sort((a, b) => a.second - b.second);
   const xs = shown.map((p) => xOf(plot, from, to, p.second + 0.5));
   ctx.font = LABEL_FONT;
@@ -255,7 +259,9 @@ function drawProbeMarks(ctx, plot, from, to, probes) {
     ctx.fillRect(x + 5, yb - 14, w + 4, 13);
     ctx.fillStyle = 'rgba(111, 211, 232, 0.95)';
     ctx.fillText(name, x + 7, yb - 2);
+    named.push({ second: shown[i].second, name });
   }
+  return named;
 }
 
 // --- heat map -------------------------------------------------------------------------
@@ -541,8 +547,11 @@ export function drawChart(canvas, m) {
   }
   if (hasRange) {
     drawWarmStrip(ctx, plot, m.from, m.to, m.marks);
-    drawSteps(ctx, plot, m.from, m.to, m.marks, m.stepLabel);
-    if (m.kind !== 'probe') drawProbeMarks(ctx, plot, m.from, m.to, m.probes);
+    // The labels drawn (for tests): steps (the knee marked) and probe names.
+    info.labels = {
+      steps: drawSteps(ctx, plot, m.from, m.to, m.marks, m.stepLabel),
+      probes: m.kind !== 'probe' ? drawProbeMarks(ctx, plot, m.from, m.to, m.probes) : [],
+    };
     drawTimeAxis(ctx, plot, m.from, m.to);
   }
   drawFrame(ctx, plot);

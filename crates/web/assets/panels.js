@@ -49,26 +49,43 @@ function summaryBlock(run, which) {
     figure('status', status, s.status_detail || null));
   const ops = Object.entries(s.ops || {});
   const lat = (d, k) => (d ? fmtNs(d[k]) : '—');
-  const table = h('table', { class: 'grid ops' },
+  const size = (o) => (o.size_bytes ? (o.size_bytes.min === o.size_bytes.max ? fmtBytes(o.size_bytes.min) : `${fmtBytes(o.size_bytes.min)}–${fmtBytes(o.size_bytes.max)}`) : '—');
+  // Columns: [group, heading, cell of an op, cell of the total row, class]. Side by side
+  // (compare) each summary has half the width: the columns marked `full` are left out
+  // there (the operation count is in the figures above; mean, p90, service p50 and size
+  // in each run's own view) so the rest fits without scrolling.
+  const cols = [
+    ['', 'IOPS', (o) => fmtInt(o.iops), (x) => fmtInt(x.iops)],
+    ['', 'MB/s', (o) => mbs(o.bytes_per_sec), (x) => mbs(x.bytes_per_sec)],
+    ['', 'ops', (o) => fmtInt(o.ops), (x) => fmtInt(x.ops), 'full'],
+    ['', 'errors', (o) => fmtInt(o.errors), (x) => fmtInt(x.errors)],
+    ['lat', 'mean', (o) => lat(o.latency_ns, 'mean'), null, 'full'],
+    ['lat', 'p50', (o) => lat(o.latency_ns, 'p50')],
+    ['lat', 'p90', (o) => lat(o.latency_ns, 'p90'), null, 'full'],
+    ['lat', 'p99', (o) => lat(o.latency_ns, 'p99'), null, 'em'],
+    ['lat', 'p99.9', (o) => lat(o.latency_ns, 'p999')],
+    ['lat', 'max', (o) => lat(o.latency_ns, 'max')],
+    ['svc', 'p50', (o) => lat(o.service_time_ns, 'p50'), null, 'full'],
+    ['svc', 'p99', (o) => lat(o.service_time_ns, 'p99')],
+    ['', 'size', size, null, 'full'],
+  ].filter((c) => which == null || c[4] !== 'full');
+  const span = (g) => cols.filter((c) => c[0] === g).length;
+  const first = (g) => cols.findIndex((c) => c[0] === g);
+  const groups = [];
+  for (let i = 0; i < cols.length; i++) {
+    const g = cols[i][0];
+    if (g && first(g) === i) groups.push(h('th', { colspan: span(g), class: 'grp' }, g === 'lat' ? (which == null ? 'latency (from intended start)' : 'latency') : 'service time'));
+    else if (!g) groups.push(h('th', {}));
+  }
+  const table = h('table', { class: `grid ops${which != null ? ' compact' : ''}` },
     h('thead', {},
-      h('tr', { class: 'group' }, h('th', { colspan: 5 }), h('th', { colspan: 6, class: 'grp' }, 'latency (from intended start)'), h('th', { colspan: 2, class: 'grp' }, 'service time'), h('th', {})),
-      h('tr', {}, ['op', 'IOPS', 'MB/s', 'ops', 'errors', 'mean', 'p50', 'p90', 'p99', 'p99.9', 'max', 'p50', 'p99', 'size'].map((c, i) => h('th', { class: i === 0 ? 'l' : '' }, c)))),
+      h('tr', { class: 'group' }, h('th', {}), groups),
+      h('tr', {}, h('th', { class: 'l' }, 'op'), cols.map((c) => h('th', {}, c[1])))),
     h('tbody', {}, ops.map(([op, o]) => h('tr', {},
       h('td', { class: 'l key' }, op),
-      h('td', {}, fmtInt(o.iops)),
-      h('td', {}, mbs(o.bytes_per_sec)),
-      h('td', {}, fmtInt(o.ops)),
-      h('td', { class: o.errors ? 'bad' : '', title: errorKinds(o) }, fmtInt(o.errors)),
-      h('td', {}, lat(o.latency_ns, 'mean')),
-      h('td', {}, lat(o.latency_ns, 'p50')),
-      h('td', {}, lat(o.latency_ns, 'p90')),
-      h('td', { class: 'em' }, lat(o.latency_ns, 'p99')),
-      h('td', {}, lat(o.latency_ns, 'p999')),
-      h('td', {}, lat(o.latency_ns, 'max')),
-      h('td', {}, lat(o.service_time_ns, 'p50')),
-      h('td', {}, lat(o.service_time_ns, 'p99')),
-      h('td', {}, o.size_bytes ? (o.size_bytes.min === o.size_bytes.max ? fmtBytes(o.size_bytes.min) : `${fmtBytes(o.size_bytes.min)}–${fmtBytes(o.size_bytes.max)}`) : '—'))),
-    h('tr', { class: 'total' }, h('td', { class: 'l key' }, 'total'), h('td', {}, fmtInt(t.iops)), h('td', {}, mbs(t.bytes_per_sec)), h('td', {}, fmtInt(t.ops)), h('td', { class: t.errors ? 'bad' : '' }, fmtInt(t.errors)), h('td', { colspan: 9 }))));
+      cols.map((c) => h('td', { class: c[1] === 'errors' ? (o.errors ? 'bad' : '') : c[4] === 'em' ? 'em' : '', title: c[1] === 'errors' ? errorKinds(o) : null }, c[2](o))))),
+    h('tr', { class: 'total' }, h('td', { class: 'l key' }, 'total'),
+      cols.map((c) => h('td', { class: c[1] === 'errors' && t.errors ? 'bad' : '' }, c[3] ? c[3](t) : '')))));
   const err = s.latency_relative_error;
   const foot = h('p', { class: 'foot' },
     'Latency counts from the moment each I/O was meant to start (queueing included); ',
