@@ -181,6 +181,16 @@ test('the HTML report offers only drill-downs and statistics it embeds, and each
       }
     }
   }
+  // Deeper than the report holds (one file of the writes): no drill button at all.
+  await page.evaluate(() => window.ioscope.setState('#run=0&c=ops,by=file,where=op:write,kind=stacked'));
+  await ready(page);
+  const [byFile] = await drawn(page);
+  assert.ok(byFile.drawn && !byFile.drawn.message, 'the writes by file are embedded');
+  const file = await page.$eval('section.chart li[data-key]', (e) => e.dataset.key);
+  await page.click(`section.chart li[data-key="${file}"]`);
+  await ready(page);
+  assert.equal(await page.$$eval('section.chart li.on', (els) => els.length), 1, 'the file is selected');
+  assert.equal(await page.$$eval('section.chart [data-action="drill"]', (els) => els.length), 0, 'nothing embedded to drill into');
   assert.ok(checked.length > 20, `${checked.length} views walked`);
   console.log(`${checked.length} views walked`);
   assert.ok(checked.includes('write -> latency by -'), checked.join('\n'));

@@ -507,6 +507,9 @@ class ChartView {
       h('span', { class: 'dim' }, dimLabel),
       h('span', { class: 'cap' }, runs.length > 1 ? h('span', {}, h('span', { class: 'run-tag a' }, 'A'), ' ', h('span', { class: 'run-tag b' }, 'B')) : null, `${cap}`, h('span', { class: 'when' }, when)),
     );
+    // The drill button only when the selection has something to drill into (a report:
+    // something it embeds).
+    const drillable = hl.size > 0 && drillOptions(c, c.by ? c.hl.slice() : [], ws.stats(), (ch) => ws.answered(ch)).length > 0;
     const items = keys.map((k) => {
       const on = hl.has(k);
       const vals = rows.map((m) => h('span', { class: 'v' }, this.fmtSide(m.get(k))));
@@ -521,7 +524,7 @@ class ChartView {
       h('span', { class: 'sw', style: { background: colors.get(k) } }),
       h('span', { class: 'k', title: this.keyLabel(k) }, this.keyLabel(k)),
       h('span', { class: 'vals' }, vals));
-      if (on) {
+      if (on && drillable) {
         li.append(h('button', {
           type: 'button', class: 'drill', 'data-action': 'drill', 'aria-label': `Drill down on ${k}`, title: 'Drill down: a new chart of this value, broken down by…',
           onclick: (ev) => {
