@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // screenshots.mjs: the README's pictures, from real runs made here (about 1 minute):
-// the default worksheet, a drill-down, two runs compared, and latency art.
+// the default worksheet, a drill-down by file, a drill into the heat maps of the writes,
+// two runs compared, and latency art.
 // Usage: node ui-tests/screenshots.mjs [OUT_DIR]   (default docs/images)
 
 import { spawn } from 'node:child_process';
@@ -18,13 +19,12 @@ const run = (args) => new Promise((resolve, reject) => {
   const p = spawn(BIN, ['run', ...args], { stdio: ['ignore', 'ignore', 'inherit'] });
   p.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`ioscope run ${args.join(' ')}: exit ${code}`))));
 });
-const data = path.join(dir, 'data');
-const common = ['--engine', 'posix', '--dir', data, '--size', '256m', '--files', '4', '--threads', '4', '--quiet'];
-await run([...common, '--rw', 'randread', '--duration', '5s', '--out', path.join(dir, 'prep.db')]);
+// A directory belongs to one run at a time: each run has its own.
+const common = (name) => ['--engine', 'posix', '--dir', path.join(dir, name), '--size', '256m', '--files', '4', '--threads', '4', '--quiet'];
 await Promise.all([
-  run([...common, '--rw', 'randrw', '--rwmix-read', '70', '--bs', '4k:70,64k:25,1m:5', '--rate-iops', '8000',
+  run([...common('mixed'), '--rw', 'randrw', '--rwmix-read', '70', '--bs', '4k:70,64k:25,1m:5', '--rate-iops', '8000',
     '--duration', '60s', '--out', path.join(dir, 'mixed-70-30.db')]),
-  run([...common, '--rw', 'randread', '--bs', '4k', '--rate-iops', '8000', '--duration', '45s',
+  run([...common('reads'), '--rw', 'randread', '--bs', '4k', '--rate-iops', '8000', '--duration', '45s',
     '--out', path.join(dir, 'randread-4k.db')]),
   run([path.join(root, 'examples/latency-art.toml'), '--set', 'engine=null', '--quiet',
     '--out', path.join(dir, 'latency-art.db')]),
@@ -36,6 +36,7 @@ const browser = await launch();
 const shots = [
   ['worksheet.png', ''],
   ['drill-down.png', '#run=0&c=latency,by=op,kind=heatmap&c=ops,by=op,kind=stacked,hl=write&c=ops,by=file,where=op:write,kind=stacked'],
+  ['drill-heatmap.png', '#run=0&c=ops,by=op,kind=stacked,hl=write&c=latency,where=op:write,kind=heatmap&c=offset,where=op:write,kind=heatmap'],
   ['compare.png', '#run=0&cmp=1&c=ops,by=op,kind=stacked&c=latency,kind=heatmap'],
   ['latency-art.png', '#run=2&c=offset,kind=heatmap&c=ops,kind=line'],
 ];
