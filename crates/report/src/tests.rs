@@ -499,3 +499,5 @@ fn planned_warm_up_is_not_a_shortfall_but_a_missing_second_is() {
     let notes = crate::notes::notes(&s);
     assert!(notes.iter().any(|n| n == "measured 2 s of the planned 3 s (warm-up of 2 s not counted)"), "{notes:?}");
 }
+
+mod notes;

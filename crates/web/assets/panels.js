@@ -68,7 +68,7 @@ function summaryBlock(run, which) {
       h('td', {}, lat(o.service_time_ns, 'p50')),
       h('td', {}, lat(o.service_time_ns, 'p99')),
       h('td', {}, o.size_bytes ? (o.size_bytes.min === o.size_bytes.max ? fmtBytes(o.size_bytes.min) : `${fmtBytes(o.size_bytes.min)}–${fmtBytes(o.size_bytes.max)}`) : '—'))),
-    h('tr', { class: 'total' }, h('td', { class: 'l key' }, 'total'), h('td', {}, fmtInt(t.iops)), h('td', {}, mbs(t.bytes_per_sec)), h('td', {}, fmtInt(t.ops)), h('td', { class: t.errors ? 'bad' : '' }, fmtInt(t.errors)), h('td', { colspan: 9 }))));
+    h('tr', { class: 'total' }, h('td', { class: 'l key' }, s.total_label || 'total'), h('td', {}, fmtInt(t.iops)), h('td', {}, mbs(t.bytes_per_sec)), h('td', {}, fmtInt(t.ops)), h('td', { class: t.errors ? 'bad' : '' }, fmtInt(t.errors)), h('td', { colspan: 9 }))));
   const err = s.latency_relative_error;
   const foot = h('p', { class: 'foot' },
     'Latency counts from the moment each I/O was meant to start (queueing included); ',
