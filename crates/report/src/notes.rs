@@ -68,8 +68,19 @@ pub(crate) fn notes(s: &Summary) -> Vec<String> {
         } else {
             String::new()
         };
+        // A completed run stores every second it collected except a last one in which no
+        // I/O completed (a pattern's blank column, workers that ended early): say so when
+        // the missing time is such a tail, so the shortfall reads as what it is.
+        let stored_to_s = s.samples.last().map_or(0, |x| u64::from(x.second) + 1);
+        let tail_s = (s.planned_duration_s.round() as u64).saturating_sub(stored_to_s);
+        let blank = if drawing(plan.as_ref()) { " (the pattern's blank columns)" } else { "" };
+        let why = match tail_s {
+            0 => String::new(),
+            1 => format!(": the last second completed no I/O{blank} and has no row"),
+            n => format!(": the last {n} s completed no I/O{blank} and have no row"),
+        };
         notes.push(format!(
-            "measured {} s of the planned {} s{warm}",
+            "measured {} s of the planned {} s{warm}{why}",
             format::num(s.duration_s),
             format::num(planned_measured_s)
         ));
@@ -108,7 +119,7 @@ pub(crate) fn notes(s: &Summary) -> Vec<String> {
     }
 
     // A pattern workload idles on purpose (its blank columns): neither a shortfall nor a stall.
-    let drawing = plan.as_ref().is_some_and(|p| p.workloads.iter().any(|w| w.pattern.is_some()));
+    let drawing = drawing(plan.as_ref());
     let mut saturated = false;
     if let Some(rate) = plan.as_ref().and_then(|p| p.rate_iops).filter(|_| !drawing) {
         // Failed I/Os were issued on schedule too: a shortfall they explain is no saturation.
@@ -219,6 +230,11 @@ fn fell_behind(s: &Summary) -> Option<String> {
         })
         .collect();
     (!late.is_empty()).then(|| late.join("; "))
+}
+
+/// Whether a workload draws a pattern (and so idles on purpose in its blank columns).
+fn drawing(plan: Option<&Plan>) -> bool {
+    plan.is_some_and(|p| p.workloads.iter().any(|w| w.pattern.is_some()))
 }
 
 /// What a skipped pick of a file-tree operation did not find.

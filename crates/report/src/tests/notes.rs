@@ -117,3 +117,34 @@ fn the_total_row_says_what_it_counts_when_sync_operations_are_left_out() {
     // Without such operations the row is plain "total".
     assert_eq!(summarize(&results(Status::Completed), Path::new("r")).total_label, "total");
 }
+
+#[test]
+fn a_shortfall_that_is_a_last_second_without_io_says_so() {
+    // A 30 s latency-art run: its last column is blank, so its last second completed no
+    // I/O and was not stored.
+    let mut art = plan();
+    art.duration = Duration::from_secs(30);
+    art.workloads[0].pattern = Some(ioscope_workload::Pattern {
+        text: "HELLO".into(),
+        map: ioscope_workload::PatternMap::Offset,
+        column: Duration::from_secs(1),
+    });
+    let mut r = results(Status::Completed);
+    r.run.info.planned_duration_ns = 30_000_000_000;
+    r.seconds = (0..29).map(|i| snap(i, 1_000_000_000, vec![("read", reads())])).collect();
+    let notes = notes_with(art.clone(), r.clone());
+    assert!(
+        notes.iter().any(|n| n
+            == "measured 29 s of the planned 30 s: the last second completed no I/O (the pattern's blank columns) \
+                and has no row"),
+        "{notes:#?}"
+    );
+    // Without a pattern the tail is said without the reason.
+    let plain = notes_with(Plan { duration: Duration::from_secs(30), ..plan() }, r.clone());
+    let want = "measured 29 s of the planned 30 s: the last second completed no I/O and has no row";
+    assert!(plain.iter().any(|n| n == want), "{plain:#?}");
+    // Every second stored but shorter ones: the shortfall alone, no made-up reason.
+    r.seconds = (0..30).map(|i| snap(i, 960_000_000, vec![("read", reads())])).collect();
+    let short = notes_with(art, r);
+    assert!(short.iter().any(|n| n == "measured 28.8 s of the planned 30 s"), "{short:#?}");
+}
