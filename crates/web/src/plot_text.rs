@@ -33,7 +33,7 @@ const EXTRA: &[(char, [u8; font::WIDTH])] = &[
     ('x', from_rows([".....", ".....", "#...#", ".#.#.", "..#..", ".#.#.", "#...#"])),
     ('y', from_rows([".....", ".....", "#...#", "#...#", ".####", "....#", ".###."])),
     ('z', from_rows([".....", ".....", "#####", "...#.", "..#..", ".#...", "#####"])),
-    ('µ', from_rows([".....", ".....", "#...#", "#...#", "#..##", "###.#", "#...."])),
+    ('µ', from_rows([".....", ".....", "#..#.", "#..#.", "#..#.", "###.#", "#...."])),
     ('%', from_rows(["##...", "##..#", "...#.", "..#..", ".#...", "#..##", "...##"])),
 ];
 
@@ -172,7 +172,8 @@ pub fn log_ticks(min: f64, max: f64, unit: &str, max_count: usize) -> Vec<f64> {
         let first = (min.log2() - 1e-9).ceil() as i32;
         let top = (max.log2() + 1e-9).floor() as i32;
         let mut every = 1;
-        while ((top - first + 1) as usize).div_ceil(every) > max_count {
+        let span = usize::try_from(top - first + 1).unwrap_or(0);
+        while span.div_ceil(every) > max_count {
             every += 1;
         }
         let every = every as i32;
