@@ -6,7 +6,7 @@
 //! text chunk (`ioscope:plot`, JSON) for programs and tests that read its pixels.
 
 use crate::plot_text::{self, elapsed, int, tick_label};
-use crate::query::{self, HeatSeries, Query, QueryError};
+use crate::query::{self, Query, QueryError};
 use ioscope_metrics::StatId;
 use ioscope_store::Results;
 use std::path::PathBuf;
@@ -98,9 +98,9 @@ impl Axis {
 /// spread over the rows it covers in proportion to the overlap, so a cell holds the I/Os
 /// whose values fall in its range (uniform within a bucket) and an even density looks
 /// even, whatever the bucket widths: no stripes where buckets and rows do not align.
-fn cells(s: &HeatSeries, spans: &[(f64, f64)], pw: u32, ph: u32, seconds: usize) -> Vec<f64> {
+fn cells(columns: &[Vec<(u32, u64)>], spans: &[(f64, f64)], pw: u32, ph: u32, seconds: usize) -> Vec<f64> {
     let mut cells = vec![0f64; (pw * ph) as usize];
-    for (i, col) in s.columns.iter().enumerate() {
+    for (i, col) in columns.iter().enumerate() {
         let (x0, x1) = second_columns(i, seconds, pw);
         for &(b, count) in col {
             let Some(&(top, bottom)) = spans.get(b as usize) else { continue };
@@ -169,7 +169,7 @@ pub fn render(results: &Results, q: &Query, opts: &PlotOptions) -> Result<Vec<u8
     let pw = width - LEFT - RIGHT;
     // One colour scale for every panel, so equal colours mean equal counts and one legend
     // is true for all: the densest cell of any panel is the top of the scale.
-    let max = map.series.iter().map(|s| cells(s, &spans, pw, ph, seconds).into_iter().fold(0.0, f64::max));
+    let max = map.series.iter().map(|s| cells(&s.columns, &spans, pw, ph, seconds).into_iter().fold(0.0, f64::max));
     let max = max.fold(1.0, f64::max);
 
     let mut panels = Vec::new();
@@ -184,7 +184,7 @@ pub fn render(results: &Results, q: &Query, opts: &PlotOptions) -> Result<Vec<u8
         img.text(LEFT, top - 22, &title.replace('_', " "), TEXT);
         img.fill(LEFT, top, pw, ph, PLOT_BACKGROUND);
 
-        let cells = cells(s, &spans, pw, ph, seconds);
+        let cells = cells(&s.columns, &spans, pw, ph, seconds);
         for y in 0..ph {
             for x in 0..pw {
                 let c = cells[(y * pw + x) as usize];
@@ -378,8 +378,7 @@ mod tests {
         let spans: Vec<(f64, f64)> =
             counts.keys().map(|&i| bucket_range(i)).map(|(lo, hi)| axis.span_of(lo as f64, hi as f64 + 1.0)).collect();
         let column: Vec<(u32, u64)> = counts.values().enumerate().map(|(k, &n)| (k as u32, n)).collect();
-        let series = HeatSeries { key: String::new(), total: 16384, columns: vec![column] };
-        let cells = cells(&series, &spans, 1, 300, 1);
+        let cells = cells(&[column], &spans, 1, 300, 1);
         let even = 16384.0 / 300.0;
         for (row, c) in cells.iter().enumerate() {
             assert!((c - even).abs() <= even * 0.05, "row {row}: {c:.1} I/Os where every row has {even:.1}");
