@@ -34,12 +34,8 @@ impl Png {
         let frame = reader.next_frame(&mut rgb).unwrap();
         assert_eq!(frame.color_type, png::ColorType::Rgb);
         let info = reader.info();
-        let text = info
-            .uncompressed_latin1_text
-            .iter()
-            .find(|t| t.keyword == "ioscope:plot")
-            .expect("the plot's geometry chunk");
-        Png { width: frame.width, rgb, geometry: serde_json::from_str(&text.text).unwrap() }
+        let text = info.utf8_text.iter().find(|t| t.keyword == "ioscope:plot").expect("the plot's geometry chunk");
+        Png { width: frame.width, rgb, geometry: serde_json::from_str(&text.get_text().unwrap()).unwrap() }
     }
 
     fn pixel(&self, x: f64, y: f64) -> [u8; 3] {

@@ -3,7 +3,7 @@
 //! log scale (one I/O is still visible), with a legend of that scale. With a breakdown, one
 //! panel per value, stacked on the same time axis and coloured on one scale. Axis labels
 //! are written as the UI writes them (`plot_text`). The image carries its geometry in a
-//! text chunk (`ioscope:plot`, JSON) for programs and tests that read its pixels.
+//! text chunk (iTXt `ioscope:plot`, JSON) for programs and tests that read its pixels.
 
 use crate::plot_text::{self, elapsed, int, tick_label};
 use crate::query::{self, Query, QueryError};
@@ -331,7 +331,8 @@ impl Image {
         let mut enc = png::Encoder::new(&mut out, self.width, self.height);
         enc.set_color(png::ColorType::Rgb);
         enc.set_depth(png::BitDepth::Eight);
-        enc.add_text_chunk(GEOMETRY_KEYWORD.to_string(), geometry.to_string())?;
+        // iTXt: UTF-8, as breakdown keys (file names) may be.
+        enc.add_itxt_chunk(GEOMETRY_KEYWORD.to_string(), geometry.to_string())?;
         let mut w = enc.write_header()?;
         w.write_image_data(&self.rgb)?;
         w.finish()?;
@@ -384,5 +385,13 @@ mod tests {
             assert!((c - even).abs() <= even * 0.05, "row {row}: {c:.1} I/Os where every row has {even:.1}");
         }
         assert!((cells.iter().sum::<f64>() - 16384.0).abs() < 1e-6, "every I/O is drawn once");
+    }
+
+    #[test]
+    fn geometry_with_any_breakdown_key_is_written() {
+        let png = Image::new(4, 4).png(r#"{"panels":[{"key":"/data/日本/ü"}]}"#).unwrap();
+        let reader = png::Decoder::new(std::io::Cursor::new(png)).read_info().unwrap();
+        let text = reader.info().utf8_text.iter().find(|t| t.keyword == GEOMETRY_KEYWORD).unwrap();
+        assert!(text.get_text().unwrap().contains("日本/ü"));
     }
 }
