@@ -1,6 +1,8 @@
 //! Per-second exports: one row per second (all hosts merged), totals first, then each
 //! operation present in the run (`workload.op` when the run had several workloads). CSV
-//! for spreadsheets, JSON for programs.
+//! for spreadsheets, JSON for programs. The totals count what the summary's total row
+//! counts ([`crate::Summary::total_label`]: not fsync, fdatasync, open or close, which have
+//! their own columns); their names stay the same in every run, for programs.
 
 use crate::{active_ops, active_workload_ops, per_second_by, several_workloads, SecondRow};
 use ioscope_metrics::OpInterval;

@@ -46,6 +46,12 @@ pub struct Summary {
     /// Number of seconds stored.
     pub seconds: u64,
     pub total: Totals,
+    /// What `total` counts, as its row is labelled: `total`, or `total (read+write)` when
+    /// the run had operations that serve others (fsync, fdatasync, open, close), which
+    /// have their own rows but are not in the total's ops, IOPS and bytes (their errors
+    /// are in its errors).
+    #[serde(default = "total_word")]
+    pub total_label: String,
     /// Per operation (only operations that completed or failed at least once).
     pub ops: BTreeMap<String, OpSummary>,
     /// Percentiles are within this fraction of the true value.
@@ -150,6 +156,37 @@ pub fn find_knee(steps: &[StepSummary]) -> Option<Knee> {
             a.measured.iops / peak.max(1e-9) * 100.0
         ),
     })
+}
+
+fn total_word() -> String {
+    "total".to_string()
+}
+
+/// The label of the total row (see [`Summary::total_label`]): the operations it counts,
+/// read and write first, when some that ran are left out of it.
+pub fn total_label<'a>(ops: impl IntoIterator<Item = &'a str>) -> String {
+    let mut counted = Vec::new();
+    let mut left_out = Vec::new();
+    for name in ops {
+        match Op::parse(name) {
+            Some(op) if op.serves_others() => left_out.push(name),
+            _ => counted.push(name),
+        }
+    }
+    if left_out.is_empty() {
+        return total_word();
+    }
+    let rank = |n: &&str| match *n {
+        "read" => 0,
+        "write" => 1,
+        _ => 2,
+    };
+    counted.sort_by(|a, b| rank(a).cmp(&rank(b)).then(a.cmp(b)));
+    if counted.is_empty() {
+        format!("total (without {})", left_out.join("+"))
+    } else {
+        format!("total ({})", counted.join("+"))
+    }
 }
 
 /// Counters and rates.
@@ -490,6 +527,7 @@ pub fn summarize(r: &Results, results_path: &Path) -> Summary {
         duration_s,
         seconds: r.seconds_kept() as u64,
         total: totals(total.counts.ops, total.counts.bytes, total.counts.errors, duration_s),
+        total_label: total_label(ops.keys().map(String::as_str)),
         ops,
         latency_relative_error: ioscope_metrics::RELATIVE_ERROR,
         samples,

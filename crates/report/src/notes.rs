@@ -3,6 +3,7 @@
 
 use crate::format;
 use crate::Summary;
+use ioscope_workload::layout::FileSizes;
 use ioscope_workload::plan::{Plan, SyncMode};
 
 /// Runs shorter than this many measured seconds get a "too short" note.
@@ -15,6 +16,12 @@ const LATE_TICK_S: f64 = 1.5;
 const SHORT_TICK_S: f64 = 0.5;
 /// An open-loop run that achieves less than this share of its target rate is saturated.
 const RATE_SHORTFALL: f64 = 0.95;
+/// An open-loop schedule fell behind when an operation's response-time p99 is at least
+/// this many times its service-time p99...
+const BEHIND_FACTOR: u64 = 2;
+/// ...and at least this much above it (microseconds of scheduling jitter are not falling
+/// behind).
+const BEHIND_MIN_NS: u64 = 1_000_000;
 
 pub(crate) fn notes(s: &Summary) -> Vec<String> {
     let mut notes = Vec::new();
@@ -61,8 +68,19 @@ pub(crate) fn notes(s: &Summary) -> Vec<String> {
         } else {
             String::new()
         };
+        // A completed run stores every second it collected except a last one in which no
+        // I/O completed (a pattern's blank column, workers that ended early): say so when
+        // the missing time is such a tail, so the shortfall reads as what it is.
+        let stored_to_s = s.samples.last().map_or(0, |x| u64::from(x.second) + 1);
+        let tail_s = (s.planned_duration_s.round() as u64).saturating_sub(stored_to_s);
+        let blank = if drawing(plan.as_ref()) { " (the pattern's blank columns)" } else { "" };
+        let why = match tail_s {
+            0 => String::new(),
+            1 => format!(": the last second completed no I/O{blank} and has no row"),
+            n => format!(": the last {n} s completed no I/O{blank} and have no row"),
+        };
         notes.push(format!(
-            "measured {} s of the planned {} s{warm}",
+            "measured {} s of the planned {} s{warm}{why}",
             format::num(s.duration_s),
             format::num(planned_measured_s)
         ));
@@ -101,16 +119,33 @@ pub(crate) fn notes(s: &Summary) -> Vec<String> {
     }
 
     // A pattern workload idles on purpose (its blank columns): neither a shortfall nor a stall.
-    let drawing = plan.as_ref().is_some_and(|p| p.workloads.iter().any(|w| w.pattern.is_some()));
+    let drawing = drawing(plan.as_ref());
+    let mut saturated = false;
     if let Some(rate) = plan.as_ref().and_then(|p| p.rate_iops).filter(|_| !drawing) {
         // Failed I/Os were issued on schedule too: a shortfall they explain is no saturation.
         let attempted_per_s = s.total.ops.saturating_add(s.total.errors) as f64 / s.duration_s.max(1e-9);
         if s.duration_s > 0.0 && attempted_per_s < RATE_SHORTFALL * rate as f64 {
+            saturated = true;
             notes.push(format!(
                 "the target rate of {} IOPS was not reached ({} IOPS): the storage or ioscope is saturated, \
                  and latency (measured from each I/O's intended start) includes the queueing",
                 format::int(rate),
                 format::iops(s.total.iops)
+            ));
+        }
+    }
+    // The rate may be met on average while I/Os wait behind slow ones (a sync call, a stall)
+    // and start late: response time then far exceeds service time. (A saturated run's
+    // note above already says its latency includes the queueing.)
+    let open_loop = plan.as_ref().is_some_and(|p| {
+        p.rate_iops.is_some() || p.steps().iter().any(|st| st.rate != ioscope_workload::plan::Rate::Max)
+    });
+    if open_loop && !saturated {
+        if let Some(behind) = fell_behind(s) {
+            notes.push(format!(
+                "the open-loop schedule fell behind ({behind}): I/Os started late, and their response time \
+                 (latency, from the intended start) includes the wait; service time (from issue) is the \
+                 storage's own"
             ));
         }
     }
@@ -172,6 +207,36 @@ pub(crate) fn notes(s: &Summary) -> Vec<String> {
     notes
 }
 
+/// The operations whose response-time p99 is at least [`BEHIND_FACTOR`] times and
+/// [`BEHIND_MIN_NS`] above their service-time p99, in words: "write p99 1.3 s from the
+/// intended start, 215 µs from issue".
+fn fell_behind(s: &Summary) -> Option<String> {
+    use ioscope_metrics::StatId;
+    let late: Vec<String> = s
+        .ops
+        .iter()
+        .filter_map(|(name, o)| {
+            let response = o.percentiles(StatId::Latency)?.p99;
+            let service = o.percentiles(StatId::ServiceTime)?.p99;
+            let behind =
+                response >= service.saturating_mul(BEHIND_FACTOR) && response >= service.saturating_add(BEHIND_MIN_NS);
+            behind.then(|| {
+                format!(
+                    "{name} p99 {} from the intended start, {} from issue",
+                    format::ns(response),
+                    format::ns(service)
+                )
+            })
+        })
+        .collect();
+    (!late.is_empty()).then(|| late.join("; "))
+}
+
+/// Whether a workload draws a pattern (and so idles on purpose in its blank columns).
+fn drawing(plan: Option<&Plan>) -> bool {
+    plan.is_some_and(|p| p.workloads.iter().any(|w| w.pattern.is_some()))
+}
+
 /// What a skipped pick of a file-tree operation did not find.
 fn wanted(op: &str) -> &'static str {
     match op {
@@ -198,14 +263,17 @@ fn cache_notes(s: &Summary, p: &Plan, notes: &mut Vec<String>) {
         (false, true) => "writes were likely absorbed by the page cache (no sync)",
         (false, false) => return,
     };
-    let working_set = match &p.dataset {
-        // The dataset's definition bounds it: files × the largest file size.
-        Some(d) => {
-            let files = (d.width as u64).saturating_pow(d.depth).saturating_mul(d.files as u64);
-            let largest = d.sizes.iter().map(|b| b.bytes).max().unwrap_or(0);
-            d.working_set_bytes.or(d.total_size_bytes).unwrap_or(files.saturating_mul(largest))
-        }
-        None => p.size_bytes,
+    let (working_set, of_files) = match &p.dataset {
+        // The tree follows from its definition: the exact sum of the sizes of the files the
+        // workloads use (a definition with more files than allowed is not walked).
+        Some(d) => match FileSizes::bounded(d) {
+            Some(tree) => {
+                let n = tree.working_files();
+                (tree.working_bytes(), format!(" ({} file{})", format::int(n), if n == 1 { "" } else { "s" }))
+            }
+            None => return,
+        },
+        None => (p.size_bytes, String::new()),
     };
     let several = s.system.len() > 1;
     let mut memory_known = false;
@@ -216,15 +284,15 @@ fn cache_notes(s: &Summary, p: &Plan, notes: &mut Vec<String>) {
         let ratio = working_set as f64 / ram as f64;
         if ratio <= 1.0 {
             notes.push(format!(
-                "working set {} is {} of {whose} {} RAM and I/O was buffered: {what}",
+                "working set {}{of_files} is {} of {whose} {} RAM and I/O was buffered: {what}",
                 format::bytes(working_set),
                 format::pct(ratio),
                 format::bytes(ram),
             ));
         } else if ratio < 4.0 {
             notes.push(format!(
-                "working set {} is only {:.1}x {whose} {} RAM and I/O was buffered: up to {} of the I/O may have \
-                 hit the page cache",
+                "working set {}{of_files} is only {:.1}x {whose} {} RAM and I/O was buffered: up to {} of the I/O \
+                 may have hit the page cache",
                 format::bytes(working_set),
                 ratio,
                 format::bytes(ram),

@@ -490,6 +490,8 @@ fn planned_warm_up_is_not_a_shortfall_but_a_missing_second_is() {
     p.warmup = Duration::from_secs(2);
     r.run.info.plan_json = serde_json::to_string(&p).unwrap();
     r.run.info.planned_duration_ns = 5_000_000_000;
+    // Seconds 0 and 1 are the warm-up, stored as such.
+    r.seconds = (0..5).map(|i| Snapshot { warmup: i < 2, ..snap(i, 1_000_000_000, vec![("read", reads())]) }).collect();
     let mut s = summarize(&r, Path::new("/tmp/r.ioscope"));
     s.duration_s = 3.0;
     let notes = crate::notes::notes(&s);
@@ -499,3 +501,5 @@ fn planned_warm_up_is_not_a_shortfall_but_a_missing_second_is() {
     let notes = crate::notes::notes(&s);
     assert!(notes.iter().any(|n| n == "measured 2 s of the planned 3 s (warm-up of 2 s not counted)"), "{notes:?}");
 }
+
+mod notes;

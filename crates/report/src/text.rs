@@ -123,7 +123,7 @@ pub fn render_text(s: &Summary) -> String {
         row.push(format::int(t.errors));
         row
     };
-    rows.push(total_row("total".into(), &s.total));
+    rows.push(total_row(s.total_label.clone(), &s.total));
     if s.by_host.len() > 1 {
         for (host, t) in &s.by_host {
             rows.push(total_row(format!("host {host}"), t));

@@ -84,7 +84,7 @@ function summaryBlock(run, which) {
     h('tbody', {}, ops.map(([op, o]) => h('tr', {},
       h('td', { class: 'l key' }, op),
       cols.map((c) => h('td', { class: c[1] === 'errors' ? (o.errors ? 'bad' : '') : c[4] === 'em' ? 'em' : '', title: c[1] === 'errors' ? errorKinds(o) : null }, c[2](o))))),
-    h('tr', { class: 'total' }, h('td', { class: 'l key' }, 'total'),
+    h('tr', { class: 'total' }, h('td', { class: 'l key' }, s.total_label || 'total'),
       cols.map((c) => h('td', { class: c[1] === 'errors' && t.errors ? 'bad' : '' }, c[3] ? c[3](t) : '')))));
   const err = s.latency_relative_error;
   const foot = h('p', { class: 'foot' },

@@ -12,6 +12,7 @@ pub mod columns;
 mod events;
 pub mod packed;
 pub mod plot;
+mod plot_text;
 pub mod query;
 pub mod report;
 pub mod request;

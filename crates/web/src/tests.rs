@@ -303,7 +303,7 @@ fn the_plot_is_a_png_of_the_asked_size() {
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
     let width = u32::from_be_bytes(png[16..20].try_into().unwrap());
     let height = u32::from_be_bytes(png[20..24].try_into().unwrap());
-    assert_eq!((width, height), (600, 2 * (200 + 30) + 26), "two panels, one per op");
+    assert_eq!((width, height), (600, 2 * (200 + 30) + 26 + 26), "two panels, one per op, a time axis and a legend");
     let err = crate::plot::render(&r, &q("latency", None, "op:fsync"), &opts).unwrap_err();
     assert_eq!(err.to_string(), format!("no latency values recorded in {}", r.path.display()));
 }
@@ -317,7 +317,7 @@ fn plot_and_run_errors_keep_their_messages() {
     assert_eq!(
         render(&r, &q("latency", Some("host"), ""), &huge).unwrap_err().to_string(),
         format!(
-            "2 panels of 4096 px at width 8192 make an image of 8192x8278 pixels; at most {MAX_PIXELS} (draw fewer \
+            "2 panels of 4096 px at width 8192 make an image of 8192x8304 pixels; at most {MAX_PIXELS} (draw fewer \
              panels with --where, or lower --height or --width)"
         )
     );

@@ -8,7 +8,15 @@ pub const ROWS: u32 = 7;
 pub const SUPPORTED: &str = "A-Z, 0-9, space and . , ! ? - : ' / + = ( ) _";
 
 /// Glyph width in columns (a blank column follows each glyph).
-const WIDTH: usize = 5;
+pub const WIDTH: usize = 5;
+
+/// A glyph of this font's shape made from 7 rows of '#' (lit) and '.' (blank), top row
+/// first, as 5 column bytes like [`render`]'s: for other pictures drawn in the same font
+/// (the plot's lower case). Evaluated at compile time in a `const`, a malformed row fails
+/// the build.
+pub const fn from_rows(rows: [&str; ROWS as usize]) -> [u8; WIDTH] {
+    g(rows)
+}
 
 /// Converts 7 row strings ('#' lit, '.' blank, top row first) into 5 column
 /// bytes (bit r = row r). Runs at compile time, so a malformed row fails the build.

@@ -171,7 +171,7 @@ const FORMATS: &[(&str, DatasetFormat)] =
 /// Most steps a run may have.
 const MAX_STEPS: u64 = 10_000;
 /// Most files a dataset may have.
-const MAX_DATASET_FILES: u128 = 100_000_000;
+const MAX_DATASET_FILES: u128 = crate::layout::MAX_DATASET_FILES as u128;
 const SYNCS: &[(&str, SyncMode)] = &[
     ("none", SyncMode::None),
     ("fsync", SyncMode::Fsync),

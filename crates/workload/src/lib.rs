@@ -9,6 +9,7 @@ pub mod fio;
 pub mod font;
 mod input;
 pub mod keys;
+pub mod layout;
 pub mod plan;
 pub mod reference;
 mod units;

@@ -14,6 +14,7 @@ use super::mix;
 use super::parallel::par_for;
 use ioscope_engine::buffers::fill_random;
 use ioscope_engine::fs::{FileSystem, FsConn};
+use ioscope_workload::layout::FileSizes;
 use ioscope_workload::{BlockSize, Dataset, DatasetFormat};
 use serde::{Deserialize, Serialize};
 use std::io::ErrorKind;
@@ -58,55 +59,27 @@ fn digits(max_index: u64) -> usize {
     max_index.checked_ilog10().unwrap_or(0) as usize + 1
 }
 
-/// The tree's shape, derived from the spec alone (deterministic; no I/O).
+/// The tree's shape, derived from the spec alone (deterministic; no I/O): its files and
+/// their sizes ([`FileSizes`]) and their paths.
 #[derive(Clone, Debug)]
 pub struct Layout {
     spec: Dataset,
-    /// (cumulative weight, size): a file's size is the first entry above its hash.
-    cum: Vec<(u64, u64)>,
+    sizes: FileSizes,
     leaf_dirs: u64,
-    files: u64,
-    working_files: u64,
-    total_bytes: u64,
     dir_digits: usize,
     file_digits: usize,
 }
 
 impl Layout {
     pub fn new(spec: &Dataset) -> Layout {
-        let mut acc = 0u64;
-        let cum = spec.sizes.iter().map(|b| {
-            acc = acc.saturating_add(u64::from(b.weight));
-            (acc, b.bytes)
-        });
-        let leaf_dirs = u64::from(spec.width).saturating_pow(spec.depth);
         let per_leaf = u64::from(spec.files);
-        let mut l = Layout {
+        Layout {
             spec: spec.clone(),
-            cum: cum.collect(),
-            leaf_dirs,
-            files: 0,
-            working_files: 0,
-            total_bytes: 0,
+            sizes: FileSizes::new(spec),
+            leaf_dirs: u64::from(spec.width).saturating_pow(spec.depth),
             dir_digits: digits(u64::from(spec.width.saturating_sub(1))).max(2),
             file_digits: digits(per_leaf.saturating_sub(1)).max(6),
-        };
-        // One pass over the files: the total_size cap and the working set are both
-        // "the longest prefix of files whose sizes fit".
-        let max = leaf_dirs.saturating_mul(per_leaf);
-        let mut working = None;
-        while l.files < max {
-            let next = l.total_bytes.saturating_add(l.file_size(l.files));
-            if spec.total_size_bytes.is_some_and(|t| next > t) {
-                break;
-            }
-            if working.is_none() && spec.working_set_bytes.is_some_and(|w| next > w) {
-                working = Some(l.files.max(1));
-            }
-            (l.total_bytes, l.files) = (next, l.files + 1);
         }
-        l.working_files = working.unwrap_or(l.files).min(l.files);
-        l
     }
 
     pub fn spec(&self) -> &Dataset {
@@ -121,25 +94,21 @@ impl Layout {
     }
     /// Files in the tree, after the total_size cap.
     pub fn files(&self) -> u64 {
-        self.files
+        self.sizes.files()
     }
     /// Files the workloads use: the first ones up to working_set bytes (at least one).
     pub fn working_files(&self) -> u64 {
-        self.working_files
+        self.sizes.working_files()
     }
     /// Sum of the sizes of all files.
     pub fn total_bytes(&self) -> u64 {
-        self.total_bytes
+        self.sizes.total_bytes()
     }
 
-    /// File i's size: a weighted pick by a hash of i, so it is never stored. Cheap: workers
-    /// call it per file they open.
+    /// File i's size: see [`FileSizes::file_size`].
     #[inline]
     pub fn file_size(&self, i: u64) -> u64 {
-        let total = self.cum.last().map_or(1, |c| c.0);
-        let r = ((u128::from(mix(i)) * u128::from(total)) >> 64) as u64;
-        let k = self.cum.partition_point(|&(c, _)| c <= r);
-        self.cum.get(k).map_or(0, |c| c.1)
+        self.sizes.file_size(i)
     }
 
     /// Files are numbered leaf by leaf.
@@ -171,8 +140,8 @@ impl Layout {
 
     pub fn files_in_leaf(&self, leaf: u64) -> std::ops::Range<u64> {
         let per_leaf = u64::from(self.spec.files);
-        let start = leaf.saturating_mul(per_leaf).min(self.files);
-        start..start.saturating_add(per_leaf).min(self.files)
+        let start = leaf.saturating_mul(per_leaf).min(self.files());
+        start..start.saturating_add(per_leaf).min(self.files())
     }
 
     /// Whether a name in one of our directories is ours: `dNN` (or `fNNNNNN` in a leaf).
@@ -189,9 +158,9 @@ impl Layout {
             c.stat(path).ok().flatten().is_some_and(|m| m.dir == dir && len.is_none_or(|l| m.len == l))
         };
         (0..self.leaf_dirs).all(|l| is(&self.leaf_path(l), true, None))
-            && (self.files == 0
+            && (self.files() == 0
                 || (0..=100)
-                    .map(|k| k * (self.files - 1) / 100)
+                    .map(|k| k * (self.files() - 1) / 100)
                     .all(|i| is(&self.file_path(i), false, Some(self.file_size(i)))))
     }
 }

@@ -14,13 +14,7 @@ pub(crate) mod marker;
 pub(crate) mod parallel;
 pub mod workset;
 
-/// splitmix64's finalizer: a cheap, well-mixed hash of an index (file sizes, data seeds).
-pub(crate) fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
+pub(crate) use ioscope_workload::layout::mix;
 
 #[cfg(test)]
 pub(crate) mod testfs;
