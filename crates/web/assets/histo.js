@@ -137,6 +137,9 @@ export function valueBounds(counts, lo, hi, unit, scale) {
 // slides down), and at least the smallest zoom span.
 export function clampRange(ymin, ymax, bounds, scale) {
   if (!bounds) return { ymin, ymax };
+  // Already inside and wide enough: as is (round values stay round on the axis).
+  const wide = scale === 'lin' ? ymax - ymin >= Math.max(8, (bounds.max - bounds.min) * MIN_LIN_SHARE) : ymax / ymin >= MIN_LOG_RATIO;
+  if (ymin >= bounds.min && ymax <= bounds.max && wide) return { ymin, ymax };
   if (scale === 'lin') {
     const full = bounds.max - bounds.min;
     const minSpan = Math.max(8, full * MIN_LIN_SHARE);
