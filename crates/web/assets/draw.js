@@ -304,6 +304,10 @@ function drawHeat(ctx, dpr, plot, m) {
   const warmBin = new Uint8Array(bins.nbins);
   if (warm.size) for (const s of warm) if (s >= m.from && s <= m.to) warmBin[bins.binOf(s)] = 1;
   const grids = acc.grids;
+  // Where the densest coloured cell is drawn (plot CSS pixels), for a reader to check its
+  // colour against the legend.
+  let top = 0;
+  let maxAt = null;
   for (let b = 0; b < bins.nbins; b++) {
     const bg = warmBin[b] ? WARM32 : BG32;
     const base = b * ph;
@@ -316,6 +320,10 @@ function drawHeat(ctx, dpr, plot, m) {
           best = v;
           c = luts[l][idx(v, kHl)];
         }
+      }
+      if (best > top) {
+        top = best;
+        maxAt = { x: (bins.x0[b] + bins.x0[b + 1]) / 2 / dpr, y: (r + 0.5) / dpr };
       }
       if (best === 0 && hl) {
         const v = grids[nl - 1][base + r];
@@ -347,7 +355,7 @@ function drawHeat(ctx, dpr, plot, m) {
     columns = columns.map((v) => Math.round(v * 1000) / 1000);
   }
   const maxCell = Math.max(hl ? hlMax : acc.maxes[0], sm.main || 0);
-  return { cells: acc.cells, series, maxCell, maxGrey: hl ? Math.max(greyMax, sm.grey || 0) : undefined, ownMax: hl ? hlMax : acc.maxes[0], ownGrey: hl ? greyMax : undefined, columns };
+  return { cells: acc.cells, series, maxCell, maxGrey: hl ? Math.max(greyMax, sm.grey || 0) : undefined, ownMax: hl ? hlMax : acc.maxes[0], ownGrey: hl ? greyMax : undefined, maxAt, columns };
 }
 
 // --- lines, stacked areas ----------------------------------------------------------------
@@ -571,12 +579,16 @@ export function drawChart(canvas, m) {
     if (r.maxGrey != null) info.maxGrey = r.maxGrey;
     if (r.ownGrey != null) info.ownGrey = r.ownGrey;
     if (r.columns) info.columns = r.columns;
+    if (r.maxAt) info.maxAt = r.maxAt;
   }
   if (hasRange) {
     drawWarmStrip(ctx, plot, m.from, m.to, m.marks);
     drawSteps(ctx, plot, m.from, m.to, m.marks, m.stepLabel);
     if (m.kind !== 'probe') drawProbeMarks(ctx, plot, m.from, m.to, m.probes);
-    if (m.pin) drawPin(ctx, plot, m.from, m.to, m.pin);
+    if (m.pin) {
+      drawPin(ctx, plot, m.from, m.to, m.pin);
+      info.pin = m.pin;
+    }
     drawTimeAxis(ctx, plot, m.from, m.to);
   }
   drawFrame(ctx, plot);
