@@ -4,14 +4,16 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { ioscope, serve, launch, open, ready, drawn, tmpdir, SHOTS } from './harness.mjs';
 import { HEAT_LUT, rampIndex } from '../../crates/web/assets/color.js';
 
+let dir;
 let server;
 let browser;
 before(async () => {
-  const dir = tmpdir();
+  dir = tmpdir();
   const run = (name, iops) => ioscope(['run', '--engine', 'null', '--size', '16m', '--rw', 'randrw', '--bs', '4k:80,64k:20',
     '--threads', '2', '--rate-iops', String(iops), '--duration', '6s', '--quiet', '--out', path.join(dir, `${name}.db`)]);
   run('busy', 2000);
@@ -22,6 +24,7 @@ before(async () => {
 after(async () => {
   await browser?.close();
   server?.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 // RGB at plot point [x, y] (CSS pixels) of pane `which` (0: canvas.plot, 1: the compare pane).
