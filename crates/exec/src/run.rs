@@ -650,7 +650,7 @@ impl Collect<'_> {
                 })
             })
             .collect();
-        Snapshot { second, interval_ns, step: 0, warmup: false, host: self.host.to_string(), ops, workers, files }
+        Snapshot { ops, workers, files, ..Snapshot::new(second, interval_ns, self.host) }
     }
 }
 
