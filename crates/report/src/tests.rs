@@ -40,6 +40,7 @@ fn plan() -> Plan {
         force: false,
         cleanup: true,
         max_errors: Default::default(),
+        breakdown_top: None,
     }
 }
 fn hist(values: &[(u64, u64)]) -> Histogram {
