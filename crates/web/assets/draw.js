@@ -585,13 +585,13 @@ export function drawChart(canvas, m) {
     drawWarmStrip(ctx, plot, m.from, m.to, m.marks);
     drawSteps(ctx, plot, m.from, m.to, m.marks, m.stepLabel);
     if (m.kind !== 'probe') drawProbeMarks(ctx, plot, m.from, m.to, m.probes);
-    if (m.pin) {
-      drawPin(ctx, plot, m.from, m.to, m.pin);
-      info.pin = m.pin;
-    }
     drawTimeAxis(ctx, plot, m.from, m.to);
   }
   drawFrame(ctx, plot);
+  if (hasRange && m.pin) {
+    drawPin(ctx, plot, m.from, m.to, m.pin);
+    info.pin = m.pin;
+  }
   info.ms = Math.round((performance.now() - t0) * 100) / 100;
   return info;
 }
