@@ -165,6 +165,22 @@ test('vertical zoom stays within the values the data holds, and a coarse range s
   assert.match(page.url(), /yr=\d+-\d+/);
   assert.ok(Math.abs(z.drawn.ymin - Math.max(1, lo)) < 1e-6 * hi && Math.abs(z.drawn.ymax - hi) < 1e-6 * hi, `y ${z.drawn.ymin}..${z.drawn.ymax} for ${lo}..${hi}`);
   await page.screenshot({ path: path.join(SHOTS, 'heatmap-zoomed.png') });
+  // A low and a high pick among the fine buckets: zoom to the fastest bucket, then
+  // shift-zoom to the slowest one; the axis spans from the one to the other.
+  const ranges = chart.locator('.hv-range');
+  await ranges.first().click();
+  await ranges.last().click();
+  const low = chart.locator('.hv-fine').first();
+  const lowLo = Number(await low.getAttribute('data-lo'));
+  await low.locator('[data-action="yzoom"]').click();
+  await ready(page);
+  const high = chart.locator('.hv-fine').last();
+  const highHi = Number(await high.getAttribute('data-hi'));
+  await high.locator('[data-action="yzoom"]').click({ modifiers: ['Shift'] });
+  await ready(page);
+  const [lh] = await drawn(page);
+  assert.ok(Math.abs(lh.drawn.ymin - Math.max(1, lowLo)) < 1e-6 * highHi && Math.abs(lh.drawn.ymax - (highHi + 1)) < 1e-6 * highHi,
+    `low/high pick: y ${lh.drawn.ymin}..${lh.drawn.ymax} for ${lowLo}..${highHi + 1}`);
   await chart.locator('[data-action="vzoom-reset"]').click();
   await ready(page);
   const [back] = await drawn(page);

@@ -686,6 +686,17 @@ class ChartView {
       const visLine = h('div', { class: 'hv-vis', 'data-total': String(visTotal) }, `visible ${fmtElapsed(vis[0])}–${fmtElapsed(vis[1])}: ${fmtInt(visTotal)} I/O`);
       const pct = (x) => (x >= 99.95 && x < 100 ? '>99.9' : x < 0.1 && x > 0 ? '<0.1' : x.toFixed(1));
       const label = (lo, hi) => coarseLabel(lo, hi, unit);
+      // Zoom the value axis to [lo, hi); with Shift, extend the zoom already set to it (a
+      // low and a high pick, as the seeds' panel does).
+      const zoomButton = (lo, hi, what) => h('button', {
+        type: 'button', class: 'yz', 'data-action': 'yzoom', title: `Zoom the value axis to ${what} (Shift: extend the zoom to it)`,
+        onclick: (ev) => {
+          ev.stopPropagation();
+          let yr = [Math.max(scale === 'log' ? 1 : 0, lo), hi];
+          if (ev.shiftKey && c.yr) yr = [Math.min(yr[0], c.yr[0]), Math.max(yr[1], c.yr[1])];
+          this.ws.updateChart(this, { yr, vz: 0 });
+        },
+      }, '⤢');
       const rows = [];
       for (const rg of ranges) {
         const id = `${rg.lo}`;
@@ -706,19 +717,12 @@ class ChartView {
         h('span', { class: 'n' }, fmtInt(rg.count)),
         h('span', { class: 'p' }, `${pct(rg.pct)}%`),
         h('span', { class: 'cum' }, `${pct(rg.cum)}%`),
-        h('button', {
-          type: 'button', class: 'yz', 'data-action': 'yzoom', title: 'Zoom the value axis to this range (Shift: extend the zoom to it)',
-          onclick: (ev) => {
-            const hi = rg.hi === Infinity ? rg.buckets[rg.buckets.length - 1].hi + 1 : rg.hi;
-            let yr = [Math.max(scale === 'log' ? 1 : 0, rg.lo), hi];
-            if (ev.shiftKey && c.yr) yr = [Math.min(yr[0], c.yr[0]), Math.max(yr[1], c.yr[1])];
-            this.ws.updateChart(this, { yr, vz: 0 });
-          },
-        }, '⤢')));
+        zoomButton(rg.lo, rg.hi === Infinity ? rg.buckets[rg.buckets.length - 1].hi + 1 : rg.hi, 'this range')));
         if (open) {
           for (const bk of rg.buckets) {
-            rows.push(h('div', { class: 'hv-row hv-fine', 'data-lo': String(bk.lo), 'data-count': String(bk.count) },
-              h('span', { class: 'r' }, fmtRange(bk.lo, bk.hi, unit)), h('span', { class: 'n' }, fmtInt(bk.count)), h('span', { class: 'p' }, `${pct(total ? (100 * bk.count) / total : 0)}%`)));
+            rows.push(h('div', { class: 'hv-fine', 'data-lo': String(bk.lo), 'data-hi': String(bk.hi), 'data-count': String(bk.count) },
+              h('span', { class: 'r' }, fmtRange(bk.lo, bk.hi, unit)), h('span', { class: 'n' }, fmtInt(bk.count)), h('span', { class: 'p' }, `${pct(total ? (100 * bk.count) / total : 0)}%`),
+              h('span', { class: 'cum' }), zoomButton(bk.lo, bk.hi + 1, 'this bucket')));
           }
         }
       }
