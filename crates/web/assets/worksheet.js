@@ -640,7 +640,7 @@ class ChartView {
     const c = this.spec;
     const runs = this.ws.runIds();
     const vis = this.ws.visible;
-    const sig = JSON.stringify([range, c.pin, c.hl, c.yr, c.vz, c.ys, vis, runs, [...(this.expanded || [])], this.entries.map((e) => (e ? [e.key, e.version] : null))]);
+    const sig = JSON.stringify([range, c.pin, c.hl, c.yr, c.vz, c.ys, c.cut, vis, runs, this.drawn.map((d) => (d ? [d.ymin, d.ymax] : null)), [...(this.expanded || [])], this.entries.map((e) => (e ? [e.key, e.version] : null))]);
     if (sig === this.panelSig) return;
     this.panelSig = sig;
     const scroll = this.hoverEl.scrollTop;
@@ -673,6 +673,7 @@ class ChartView {
         }
       }
       const { total, ranges } = coarseRanges(data, keys, i0, i1, coarseEdges(unit, scale, top));
+      const y = this.drawn[i] && this.drawn[i].ymax != null ? this.drawn[i] : null;
       const meta = this.ws.runMeta(r);
       const tag = runs.length > 1 ? h('span', { class: `run-tag ${i === 0 ? 'a' : 'b'}` }, i === 0 ? 'A' : 'B') : null;
       const [a, b] = coveredSeconds(data, range[0], range[1]);
@@ -701,9 +702,11 @@ class ChartView {
       for (const rg of ranges) {
         const id = `${rg.lo}`;
         const open = this.expanded.has(id);
+        // Outside the value axis (cut as an outlier, or zoomed away): listed, but dimmed.
+        const out = y && (rg.lo >= y.ymax || rg.buckets[rg.buckets.length - 1].hi + 1 <= y.ymin);
         rows.push(h('div', {
-          class: `hv-range${open ? ' open' : ''}`, 'data-lo': String(rg.lo), 'data-hi': String(rg.hi), 'data-count': String(rg.count),
-          title: `${fmtInt(rg.count)} I/O from ${label(rg.lo, rg.hi)}; ${pct(rg.cum)}% of this column are below ${rg.hi === Infinity ? 'the top' : fmtTick(rg.hi, unit)}. Click to list its buckets`,
+          class: `hv-range${open ? ' open' : ''}${out ? ' out' : ''}`, 'data-lo': String(rg.lo), 'data-hi': String(rg.hi), 'data-count': String(rg.count),
+          title: `${fmtInt(rg.count)} I/O from ${label(rg.lo, rg.hi)}; ${pct(rg.cum)}% of this column are below ${rg.hi === Infinity ? 'the top' : fmtTick(rg.hi, unit)}${out ? '; outside the value axis' : ''}. Click to list its buckets`,
           onclick: (ev) => {
             if (ev.target.closest('[data-action="yzoom"]')) return;
             if (open) this.expanded.delete(id);
