@@ -2149,3 +2149,181 @@ fn a_bad_tls_certificate_is_refused_with_exit_2_before_the_working_set_is_writte
     assert_eq!(only_cert.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&only_cert.stderr).contains("--tls-key"));
 }
+
+// --- Distributions per worker and per file; SQL views of the results file ------------
+
+/// What a histogram says: its buckets, count, sum and max (the recorder keeps a min per
+/// bucket, the per-file breakdown the exact one).
+fn cells(h: &ioscope_metrics::Histogram) -> (Vec<(usize, u64)>, u64, u128, Option<u64>) {
+    (h.nonzero().collect(), h.count(), h.sum(), h.max())
+}
+
+/// Every second's latency of `op` merged: per op, per worker and per file.
+#[allow(clippy::type_complexity)]
+fn merged_latency(r: &ioscope_store::Results, op: &str) -> [(Vec<(usize, u64)>, u64, u128, Option<u64>); 3] {
+    let mut out: [ioscope_metrics::Histogram; 3] = Default::default();
+    for s in &r.seconds {
+        s.ops.iter().filter(|o| o.op.name() == op).for_each(|o| out[0].merge(&o.data.latency_ns));
+        s.worker_dists.iter().filter(|w| w.op.name() == op).for_each(|w| out[1].merge(&w.data.latency_ns));
+        s.file_dists.iter().filter(|f| f.op.name() == op).for_each(|f| out[2].merge(&f.data.latency_ns));
+    }
+    out.map(|h| cells(&h))
+}
+
+#[test]
+fn latency_breaks_down_by_file_and_worker_in_a_run_and_the_parts_add_up_to_the_whole() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("r.db");
+    let args = ["run", "--rw", "randrw", "--files", "3", "--size", "6m", "--threads", "3", "--duration", "2s"];
+    let more = ["--sync", "fdatasync", "--breakdown-top", "2", "--quiet"];
+    run_ok(&[&args[..], &more[..], &["--dir", s(&tmp.path().join("d")), "--out", s(&out)]].concat());
+    let r = ioscope_store::open(&out).unwrap();
+    assert!(r.seconds.iter().all(|s| s.not_broken_down == 0), "the collector kept up");
+    for s in &r.seconds {
+        for op in ["read", "write", "fdatasync"] {
+            // The two busiest workers and files, and "(other)" for the third.
+            let workers: Vec<String> =
+                s.worker_dists.iter().filter(|w| w.op.name() == op).map(|w| format!("{:?}", w.worker)).collect();
+            assert!(workers.len() <= 3 && workers.iter().any(|w| w == "None"), "{op}: {workers:?}");
+            let files: Vec<&str> = s.file_dists.iter().filter(|f| f.op.name() == op).map(|f| f.file.as_str()).collect();
+            assert!(
+                files.len() <= 3 && files.iter().all(|f| f.starts_with("ioscope.") || *f == "(other)"),
+                "{files:?}"
+            );
+            // The workers add up to the whole in every second (one read of the recorders).
+            let mut whole = ioscope_metrics::Histogram::new();
+            s.ops.iter().filter(|o| o.op.name() == op).for_each(|o| whole.merge(&o.data.latency_ns));
+            let mut parts = ioscope_metrics::Histogram::new();
+            s.worker_dists.iter().filter(|w| w.op.name() == op).for_each(|w| parts.merge(&w.data.latency_ns));
+            assert_eq!(cells(&parts), cells(&whole), "second {} {op}: workers", s.second);
+        }
+        // Sync operations have no size or offset, in the per-file rows either.
+        assert!(s.file_dists.iter().filter(|f| f.op.name() == "fdatasync").all(|f| f.data.size_bytes.is_empty()));
+    }
+    // The files add up to the whole over the run (each I/O in the second it completed in).
+    for op in ["read", "write", "fdatasync"] {
+        let [whole, workers, files] = merged_latency(&r, op);
+        assert!(whole.1 > 0);
+        assert_eq!(workers, whole, "{op}: workers");
+        assert_eq!(files, whole, "{op}: files");
+    }
+    // The API answers by file like the store holds it, "(other)" included.
+    let api = ioscope_web::Api::new(std::slice::from_ref(&out));
+    let by_file = api.get("/api/v1/runs/0/heatmap", "stat=latency&by=file&where=op:write").json();
+    let total: u64 = by_file["series"].as_array().unwrap().iter().map(|s| s["total"].as_u64().unwrap()).sum();
+    assert_eq!(total, merged_latency(&r, "write")[0].1);
+    let meta: String = rusqlite::Connection::open(&out)
+        .unwrap()
+        .query_row("SELECT value FROM meta WHERE key = 'breakdown'", [], |r| r.get(0))
+        .unwrap();
+    assert!(meta.starts_with("breakdown_top = 2:"), "{meta}");
+}
+
+#[test]
+fn a_file_tree_run_has_per_file_counters_and_latency() {
+    // The rsync example, shortened: random reads and writes over a small tree.
+    let tmp = tempfile::tempdir().unwrap();
+    let toml = tmp.path().join("w.toml");
+    std::fs::write(
+        &toml,
+        format!(
+            "engine = \"posix\"\nduration = \"2s\"\nbreakdown_top = 4\n\n[dataset]\ndir = \"{}\"\ndepth = 1\nwidth = 2\n\
+             files = 10\nsizes = \"8k:60,32k:40\"\n\n[[workload]]\nname = \"readers\"\noperation = \"read\"\n\
+             rwmix_read = 50\nbs = \"8k\"\nfileio = \"random\"\nthreads = 2\n",
+            tmp.path().join("tree").display()
+        ),
+    )
+    .unwrap();
+    let out = tmp.path().join("r.db");
+    run_ok(&["run", s(&toml), "--out", s(&out), "--quiet"]);
+    let r = ioscope_store::open(&out).unwrap();
+    assert!(r.seconds.iter().all(|s| s.not_broken_down == 0), "the collector kept up");
+    let mut names = std::collections::BTreeSet::new();
+    let mut totals = std::collections::BTreeMap::<&str, (u64, u64)>::new();
+    for s in &r.seconds {
+        for op in ["open", "read", "write", "close"] {
+            // Counters: the 4 busiest files and "(other)"; as many I/O as the distributions.
+            let whole: u64 = s.ops.iter().filter(|o| o.op.name() == op).map(|o| o.data.counts.ops).sum();
+            let rows: Vec<_> = s.files.iter().filter(|f| f.op.name() == op).collect();
+            assert!(rows.iter().filter(|f| f.file != "(other)").count() <= 4, "{rows:?}");
+            let parts: u64 = rows.iter().map(|f| f.counts.ops).sum();
+            let dists: u64 = s.file_dists.iter().filter(|f| f.op.name() == op).map(|f| f.data.counts.ops).sum();
+            assert_eq!(dists, parts, "second {} {op}", s.second);
+            let t = totals.entry(op).or_default();
+            (t.0, t.1) = (t.0 + whole, t.1 + parts);
+            names.extend(rows.iter().map(|f| f.file.clone()));
+        }
+        // Open and close have a latency per file, and no size or offset.
+        for f in s.file_dists.iter().filter(|f| matches!(f.op.name(), "open" | "close")) {
+            assert!(f.data.latency_ns.count() > 0 && f.data.size_bytes.is_empty() && f.data.offset_bytes.is_empty());
+        }
+    }
+    assert!(names.iter().any(|n| n.starts_with("d00/f") || n.starts_with("d01/f")), "tree paths: {names:?}");
+    // Over the run, the files add up to the whole (each I/O in the second it completed in).
+    for (op, (whole, parts)) in totals {
+        assert_eq!(parts, whole, "{op}");
+        assert!(whole > 0 || op == "write", "{op}");
+    }
+    let [whole, _, files] = merged_latency(&r, "read");
+    assert_eq!(files, whole, "read latency by file adds up to the whole");
+    let api = ioscope_web::Api::new(std::slice::from_ref(&out));
+    let by_file = api.get("/api/v1/runs/0/series", "stat=ops&by=file&where=op:read").json();
+    assert!(by_file["series"].as_array().unwrap().len() >= 2, "{by_file}");
+}
+
+#[test]
+fn summing_the_op_seconds_view_gives_the_summary_totals() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("r.db");
+    let summary = json_of(&run_ok(&[
+        "run",
+        "--rw",
+        "randrw",
+        "--files",
+        "2",
+        "--size",
+        "4m",
+        "--threads",
+        "2",
+        "--duration",
+        "2s",
+        "--sync",
+        "fsync",
+        "--dir",
+        s(&tmp.path().join("d")),
+        "--out",
+        s(&out),
+        "--json",
+        "--quiet",
+    ]));
+    let db = rusqlite::Connection::open(&out).unwrap();
+    for op in ["read", "write", "fsync"] {
+        let (ops, bytes, errors): (u64, u64, u64) = db
+            .query_row(
+                "SELECT sum(ops), sum(bytes), sum(errors) FROM op_seconds WHERE op = ?1 AND warmup = 0",
+                [op],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .unwrap();
+        let o = &summary["ops"][op];
+        assert_eq!(
+            (ops, bytes, errors),
+            (o["ops"].as_u64().unwrap(), o["bytes"].as_u64().unwrap(), o["errors"].as_u64().unwrap()),
+            "{op}"
+        );
+        // The samples view holds the per-worker and per-file rows too: summing it counts twice or more.
+        let naive: u64 = db
+            .query_row("SELECT sum(value) FROM samples WHERE stat = 'io.ops' AND op = ?1", [op], |r| r.get(0))
+            .unwrap();
+        assert!(naive >= 2 * ops, "{op}: {naive} vs {ops}");
+    }
+    // Percentiles per second for SQL users: the API's, from the same histograms.
+    let api = ioscope_web::Api::new(std::slice::from_ref(&out));
+    let answer = api.get("/api/v1/runs/0/series", "stat=latency&where=op:write").json();
+    let p99: Vec<Option<u64>> = answer["series"][0]["p99"].as_array().unwrap().iter().map(|v| v.as_u64()).collect();
+    let mut stmt = db
+        .prepare("SELECT p99 FROM percentiles WHERE stat = 'io.latency' AND op = 'write' AND worker IS NULL AND file IS NULL ORDER BY second")
+        .unwrap();
+    let sql: Vec<Option<u64>> = stmt.query_map([], |r| r.get(0)).unwrap().collect::<Result<_, _>>().unwrap();
+    assert_eq!(sql, p99);
+}

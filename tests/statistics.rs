@@ -4,7 +4,9 @@
 //! A statistic added to the registry is held to all of this without touching this test.
 
 use ioscope_metrics::stat::{Dim, Kind, Reported, STATS};
-use ioscope_metrics::{Counts, FileCounts, Histogram, Op, OpInterval, OpSeries, Snapshot, WorkerCounts};
+use ioscope_metrics::{
+    Counts, FileCounts, FileDists, Histogram, Op, OpInterval, OpSeries, Snapshot, WorkerCounts, WorkerDists,
+};
 use ioscope_store::{ProbeRow, RunInfo, Status, Writer};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -16,7 +18,8 @@ fn hist(values: impl IntoIterator<Item = u64>) -> Histogram {
 }
 
 /// One second in which every statistic has a value: reads that complete and fail (two
-/// EIO), deletes that find nothing to delete, per worker and per file.
+/// EIO), deletes that find nothing to delete, per worker and per file (counters and
+/// distributions).
 fn second(n: u32) -> Snapshot {
     let read = OpInterval {
         counts: Counts { ops: 10, bytes: 10 * 4096, errors: 2 },
@@ -35,12 +38,15 @@ fn second(n: u32) -> Snapshot {
         step: 0,
         warmup: false,
         host: "h1".into(),
+        worker_dists: vec![WorkerDists { worker: Some(0), op: Op::Read, data: read.clone() }],
+        file_dists: vec![FileDists { file: "ioscope.0.dat".into(), op: Op::Read, data: read.clone() }],
         ops: vec![
             OpSeries { workload: String::new(), op: Op::Read, data: read },
             OpSeries { workload: String::new(), op: Op::Delete, data: delete },
         ],
         workers: vec![WorkerCounts { worker: 0, op: Op::Read, counts }],
         files: vec![FileCounts { file: "ioscope.0.dat".into(), op: Op::Read, counts }],
+        not_broken_down: 0,
     }
 }
 

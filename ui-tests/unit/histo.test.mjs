@@ -230,3 +230,102 @@ test('offset 0 is drawn (a log axis starts at 1, a linear one at 0)', async () =
   assert.equal(lin.ymax, 640 * 2 ** 20, 'the next 128 MiB step above the 516 MiB top');
   assert.equal(rowsLin.top[4], 19, 'the 512-516 MiB bucket a fifth of the way down');
 });
+
+// Rows of a one-column heat map: the count each pixel row got, for the range [ymin, ymax].
+async function rowCounts(heat, ymin, ymax, h) {
+  const rows = bucketRows(heat.lo, heat.hi, logScale(ymin, ymax, h), h);
+  const acc = accumulate(heat, [null], 0, heat.seconds.length, columnBins(0, heat.seconds.length - 1, 1), rows, h);
+  return { grid: acc.grids[0], rows };
+}
+
+test('a dense band fills every pixel row between its lowest and highest bucket, evenly', async () => {
+  // One I/O at every 8th ns from 20 µs to 40 µs: a band dense in every fine bucket.
+  const vs = [];
+  for (let v = 20_000; v < 40_000; v += 8) vs.push(v);
+  const heat = heatOf([vs]);
+  const h = 260;
+  // Zoomed out (buckets thinner than a row), zoomed in (each bucket several rows), and the
+  // zoom where buckets are about a row tall (where rows once got one or two buckets).
+  for (const [ymin, ymax] of [[1, 1e9], [1e4, 1e6], [19_000, 41_000], [15_000, 50_000]]) {
+    const { grid, rows } = await rowCounts(heat, ymin, ymax, h);
+    let rTop = h;
+    let rBot = -1;
+    for (let b = 0; b < heat.lo.length; b++) {
+      if (rows.top[b] < 0) continue;
+      rTop = Math.min(rTop, rows.top[b]);
+      rBot = Math.max(rBot, rows.bot[b]);
+    }
+    const empty = [];
+    for (let r = rTop; r <= rBot; r++) if (!(grid[r] > 0)) empty.push(r);
+    assert.deepEqual(empty, [], `range ${ymin}..${ymax}: rows ${rTop}..${rBot} without counts: ${empty}`);
+    // No invented structure: inside the band (its edge rows are partly covered), adjacent
+    // rows differ by no more than the band's own slope, not by a factor of two.
+    const inTop = rows.bot[heat.lo.length - 1] + 1;
+    const inBot = rows.top[0] - 1;
+    for (let r = inTop; r < inBot; r++) {
+      const q = grid[r] / grid[r + 1];
+      assert.ok(q > 0.8 && q < 1.25, `range ${ymin}..${ymax}: rows ${r} and ${r + 1} hold ${grid[r]} and ${grid[r + 1]}`);
+    }
+    // And nothing is lost or counted twice: the rows hold every I/O.
+    const sum = grid.reduce((a, b) => a + b, 0);
+    assert.ok(Math.abs(sum - vs.length) < 1e-6, `range ${ymin}..${ymax}: rows hold ${sum} of ${vs.length}`);
+  }
+});
+
+test('vertical zoom-out stops at 1 ns .. the largest latency rounded up', async () => {
+  const { valueBounds } = await import('../../crates/web/assets/histo.js');
+  const heat = heatOf([[1000, 2000, 900_000]]);
+  const counts = bucketCounts(heat, null, 0, 1);
+  const b = valueBounds(counts, heat.lo, heat.hi, 'ns', 'log');
+  assert.deepEqual(b, { min: 1, max: 1_000_000 });
+  for (const vz of [-1, -2, -6]) {
+    const r = heatRange(counts, heat.lo, heat.hi, 'ns', 0, vz);
+    assert.ok(r.ymin >= 1 && r.ymax <= 1_000_000 * (1 + 1e-9), `vz ${vz}: ${r.ymin}..${r.ymax}`);
+  }
+  const far = heatRange(counts, heat.lo, heat.hi, 'ns', 0, -6);
+  assert.ok(Math.abs(far.ymin - 1) < 1e-9 && Math.abs(far.ymax - 1e6) < 1e-3, 'fully out: the whole bounds');
+  // Zooming in stops at a span of 10%.
+  const deep = heatRange(counts, heat.lo, heat.hi, 'ns', 0, 12);
+  assert.ok(deep.ymax / deep.ymin >= 1.1 - 1e-9, `deepest zoom ${deep.ymin}..${deep.ymax}`);
+});
+
+test('vertical zoom of a linear offset axis stays within 0 .. the largest offset', async () => {
+  const { heatRangeLinear } = await import('../../crates/web/assets/histo.js');
+  const hi = Float64Array.from([7 * 2 ** 20 - 1]);
+  const counts = Float64Array.from([5]);
+  for (const vz of [-1, -3]) assert.deepEqual(heatRangeLinear(counts, hi, 'bytes', 0, vz), { ymin: 0, ymax: 7 * 2 ** 20 });
+  const r = heatRangeLinear(counts, hi, 'bytes', 0, 0, [2 ** 20, 3 * 2 ** 20]);
+  assert.deepEqual(r, { ymin: 2 ** 20, ymax: 3 * 2 ** 20 }, 'a low/high pick sets the range');
+  const past = heatRangeLinear(counts, hi, 'bytes', 0, 0, [6 * 2 ** 20, 40 * 2 ** 20]);
+  assert.ok(past.ymax <= 7 * 2 ** 20 && past.ymin >= 0, `a pick past the top is clamped: ${past.ymin}..${past.ymax}`);
+});
+
+test('a low/high pick sets a log y range, clamped to the bounds', () => {
+  const heat = heatOf([[1000, 2000, 900_000]]);
+  const counts = bucketCounts(heat, null, 0, 1);
+  const pick = heatRange(counts, heat.lo, heat.hi, 'ns', 0, 0, [1000, 5000]);
+  assert.ok(Math.abs(pick.ymin - 1000) < 1e-6 && Math.abs(pick.ymax - 5000) < 1e-6, `${pick.ymin}..${pick.ymax}`);
+  const r = heatRange(counts, heat.lo, heat.hi, 'ns', 0, 0, [0, 1e12]);
+  assert.ok(Math.abs(r.ymin - 1) < 1e-9 && Math.abs(r.ymax - 1e6) < 1e-3, `${r.ymin}..${r.ymax}`);
+});
+
+test('the side panel groups the I/O at the cursor into coarse ranges with cumulative shares', async () => {
+  const { coarseEdges, coarseRanges } = await import('../../crates/web/assets/histo.js');
+  assert.deepEqual(coarseEdges('ns', 'log', 300).slice(0, 8), [0, 1, 2, 5, 10, 20, 50, 100]);
+  assert.equal(coarseEdges('ns', 'log', 300).at(-1), 500);
+  assert.deepEqual(coarseEdges('bytes', 'log', 5000).slice(-3), [2048, 4096, 8192]);
+  assert.deepEqual(coarseEdges('bytes', 'lin', 8 * 2 ** 20).slice(0, 3), [0, 2 ** 20, 2 * 2 ** 20]);
+  // 90 I/O at 30-45 µs, 9 at 60 µs, 1 at 3 ms.
+  const vs = [];
+  for (let i = 0; i < 90; i++) vs.push(30_000 + i * 160);
+  for (let i = 0; i < 9; i++) vs.push(60_000);
+  vs.push(3_000_000);
+  const heat = heatOf([vs]);
+  const { total, ranges } = coarseRanges(heat, null, 0, 1, coarseEdges('ns', 'log', 3_000_000));
+  assert.equal(total, 100);
+  assert.deepEqual(ranges.map((r) => [r.lo, r.hi, r.count, Math.round(r.cum)]), [
+    [20_000, 50_000, 90, 90], [50_000, 100_000, 9, 99], [2_000_000, 5_000_000, 1, 100],
+  ]);
+  assert.equal(ranges[0].buckets.reduce((a, b) => a + b.count, 0), 90, 'expandable into its fine buckets');
+  assert.ok(ranges[0].buckets.every((b, i, a) => i === 0 || a[i - 1].lo < b.lo), 'fine buckets fastest first');
+});

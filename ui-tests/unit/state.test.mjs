@@ -47,7 +47,7 @@ test('a hand-written hash decodes to what it says', () => {
   assert.equal(st.follow, false, 'a fixed range does not follow');
   assert.equal(st.charts.length, 2);
   assert.deepEqual(st.charts[1], {
-    stat: 'latency', by: 'host', where: [['op', 'write']], kind: 'heatmap', cut: 1, hl: ['h2'], vz: 0, ys: 'log',
+    stat: 'latency', by: 'host', where: [['op', 'write']], kind: 'heatmap', cut: 1, hl: ['h2'], vz: 0, ys: 'log', yr: null, pin: null,
   });
 });
 

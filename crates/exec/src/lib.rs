@@ -19,6 +19,18 @@ pub use engines::{storage, StorageError};
 pub use prep::{dataset, workset};
 pub use run::{run, Outcome, Progress, RunConfig, RunError};
 
+/// The results file's meta `breakdown`: how distributions are broken down by worker and
+/// file in this run.
+pub fn breakdown_meta(top: u32) -> String {
+    match top {
+        0 => "off (breakdown_top = 0): distributions per operation only".to_string(),
+        n => format!(
+            "breakdown_top = {n}: each second, the {n} workers and the {n} files with the most I/O of each \
+             operation have their own distributions, the rest are merged into worker -1 / file '(other)'"
+        ),
+    }
+}
+
 use ioscope_workload::{Step, Workload};
 
 /// A workload as it runs in one step: the step's overrides (threads, block sizes, read

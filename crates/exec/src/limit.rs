@@ -113,6 +113,9 @@ mod tests {
             ops: vec![OpSeries { workload: String::new(), op: Op::Write, data }],
             workers: Vec::new(),
             files: Vec::new(),
+            worker_dists: Vec::new(),
+            file_dists: Vec::new(),
+            not_broken_down: 0,
         }
     }
 

@@ -8,6 +8,7 @@ use crate::iogen::IoGen;
 use crate::tree::{Tree, TreeTask};
 use crate::worker::{FirstErrors, Schedule, Worker};
 use ioscope_engine::{Engine, IoBuffers, Op, OpenSpec, OP_KINDS};
+use ioscope_metrics::breakdown::{ring_capacity, FileBreakdown, FileRing, WorkerTop};
 use ioscope_metrics::{Counts, FileCounts, OpInterval, OpSeries, Snapshot, WorkerCounts, WorkerReader, WorkerRecorder};
 use ioscope_store::{ProbeRow, RunInfo, Status, StepRow, Writer};
 use ioscope_workload::{Operation, Plan, Rate, Step, SyncMode, Workload};
@@ -211,6 +212,8 @@ fn run_measured(
         })
         .collect();
     writer.write_steps(&step_rows).map_err(store_err)?;
+    let top = plan.breakdown_top();
+    writer.set_meta("breakdown", &crate::breakdown_meta(top)).map_err(store_err)?;
 
     // Workers: for each workload, as many as its most threads in any step.
     let max_threads = plan.max_threads();
@@ -227,6 +230,9 @@ fn run_measured(
             WorkerRecorder::with_ops(OP_KINDS, &used).with_files(files.len())
         })
         .collect();
+    // Per-file breakdown: a ring per worker, drained by the collector (none when off).
+    let rings: Vec<FileRing> =
+        if top > 0 { (0..threads).map(|_| FileRing::new(ring_capacity(threads))).collect() } else { Vec::new() };
     let tree = cfg.dataset.map(Tree::new);
     let curve_base: Vec<AtomicU64> = steps.iter().map(|_| AtomicU64::new(UNKNOWN)).collect();
     let stop = AtomicBool::new(false);
@@ -267,6 +273,7 @@ fn run_measured(
                     tree: tree.as_ref(),
                     curve_base: &curve_base,
                     recorder: &recorders[id],
+                    ring: rings.get(id),
                     stop: &stop,
                     ready: &ready,
                     start_ns: &start_ns,
@@ -290,6 +297,7 @@ fn run_measured(
         // Published without waiting for the workers: they wait for it (a barrier would make
         // this thread wait until hundreds of starved workers got round to it, after t0).
         let t0 = now_ns() + 2_000_000;
+        rings.iter().for_each(|r| r.set_start(t0));
         start_ns.store(t0, Release);
         if let Some(setup) = engine_setup.lock().unwrap().take() {
             let mut config = config.clone();
@@ -320,6 +328,16 @@ fn run_measured(
             .map(|f| f.file_name().map_or_else(|| f.display().to_string(), |n| n.to_string_lossy().into_owned()))
             .collect();
         let c = Collect { host: &host, plan, workload_ops: &workload_ops, roles: &roles, file_names: &file_names };
+        let mut by_file = FileBreakdown::new(top as usize, tree.is_some(), OP_KINDS, rings.len());
+        let mut by_worker = WorkerTop::new(top as usize, OP_KINDS);
+        // A file's name in breakdowns: its name in the run's directory, or its path in the tree.
+        let file_name = |i: u32| match &tree {
+            Some(t) => {
+                let path = t.layout.file_path(i as u64);
+                path.strip_prefix(t.layout.anchor()).unwrap_or(&path).display().to_string()
+            }
+            None => file_names.get(i as usize).cloned().unwrap_or_else(|| i.to_string()),
+        };
         loop {
             let tick = t0 + (second as u64 + 1) * SECOND_NS;
             // Sleep to the tick; at the end of the run, wait for workers to finish their last I/O.
@@ -332,8 +350,11 @@ fn run_measured(
                 if all_done || (now >= tick && tick < deadline) || now >= tick + SECOND_NS {
                     break;
                 }
-                let wait = if now < tick { (tick - now).min(20_000_000) } else { 1_000_000 };
+                // Drained often: a ring holds a few ms of a fast worker's I/O.
+                let most = if rings.is_empty() { 20_000_000 } else { 5_000_000 };
+                let wait = if now < tick { (tick - now).min(most) } else { 1_000_000 };
                 std::thread::sleep(std::time::Duration::from_nanos(wait));
+                by_file.drain(&rings, second, u64::MAX, false);
             }
             let mut now = now_ns();
             // Woken far past the tick (the process was stopped, or starved of CPU): this tick
@@ -352,8 +373,19 @@ fn run_measured(
             }
             let all_done = finished.load(Relaxed) == threads;
             let (step, warmup) = times.at(second as u64 * SECOND_NS);
-            let mut snap = c.collect(second, now.saturating_sub(prev_tick).max(1), &recorders, &mut readers);
+            let mut snap =
+                c.collect(second, now.saturating_sub(prev_tick).max(1), &recorders, &mut readers, &mut by_worker);
             (snap.step, snap.warmup) = (step, warmup);
+            // What completed before the second's end on the run's clock is this second's;
+            // later records wait for the next (at the end, everything is the last second's).
+            let end = if all_done { u64::MAX } else { t0 + (second as u64 + 1) * SECOND_NS };
+            by_file.drain(&rings, second, end, true);
+            let per_file = by_file.close(file_name);
+            snap.file_dists = per_file.dists;
+            snap.not_broken_down = per_file.not_broken_down;
+            if tree.is_some() {
+                snap.files = per_file.counts;
+            }
             prev_tick = now;
             if let Some(why) = error_limit.add(&snap) {
                 too_many_errors.get_or_insert(why);
@@ -386,7 +418,8 @@ fn run_measured(
                     store_failure = Some(e);
                 }
             }
-            let empty_tail = all_done && snap.ops.iter().all(|o| o.data.is_empty()) && second > 0;
+            let empty_tail =
+                all_done && snap.ops.iter().all(|o| o.data.is_empty()) && snap.file_dists.is_empty() && second > 0;
             if !empty_tail {
                 if let Err(e) = writer.write_second(&snap) {
                     store_failure = Some(e);
@@ -462,6 +495,8 @@ struct Shared<'a> {
     /// Measured IOPS of each max step, once it has ended (for curve steps).
     curve_base: &'a [AtomicU64],
     recorder: &'a WorkerRecorder,
+    /// This worker's per-file ring (None: no per-file breakdown).
+    ring: Option<&'a FileRing>,
     stop: &'a AtomicBool,
     /// Every engine is open (or failed to open).
     ready: &'a Barrier,
@@ -541,6 +576,7 @@ fn worker_main<E: Engine>(mut engine: E, id: u32, sh: Shared<'_>) -> FirstErrors
         let first = crate::in_step(workload, &sh.steps[0]);
         let gen = IoGen::new(plan.files, plan.file_size_bytes(), &first, sh.local, seed(0), t0);
         let mut w = Worker::new(engine, buffers, gen, sh.recorder, sh.stop, plan.sync, plan.iodepth);
+        w.ring = sh.ring;
         for (k, step) in sh.steps.iter().enumerate() {
             if sh.stop.load(Relaxed) {
                 break;
@@ -614,6 +650,7 @@ impl Collect<'_> {
         interval_ns: u64,
         recorders: &[WorkerRecorder],
         readers: &mut [WorkerReader],
+        by_worker: &mut WorkerTop,
     ) -> Snapshot {
         let mut merged: Vec<Vec<OpInterval>> =
             self.workload_ops.iter().map(|ops| ops.iter().map(|_| OpInterval::empty()).collect()).collect();
@@ -624,12 +661,13 @@ impl Collect<'_> {
                 let e = per_file.entry((file, op)).or_default();
                 *e = Counts { ops: e.ops + c.ops, bytes: e.bytes + c.bytes, errors: e.errors + c.errors };
             }
-            let per_op = reader.take(rec);
+            let mut per_op = reader.take(rec);
             let wi = self.roles[w].0;
             for (m, op) in merged[wi].iter_mut().zip(&self.workload_ops[wi]) {
-                let d = &per_op[*op as usize];
+                let d = &mut per_op[*op as usize];
                 m.merge(d);
                 workers.push(WorkerCounts { worker: w as u32, op: *op, counts: d.counts });
+                by_worker.offer(w as u32, *op as usize, std::mem::replace(d, OpInterval::empty()));
             }
         }
         let mut ops = Vec::new();
@@ -650,7 +688,8 @@ impl Collect<'_> {
                 })
             })
             .collect();
-        Snapshot { second, interval_ns, step: 0, warmup: false, host: self.host.to_string(), ops, workers, files }
+        let worker_dists = by_worker.finish();
+        Snapshot { ops, workers, files, worker_dists, ..Snapshot::new(second, interval_ns, self.host) }
     }
 }
 

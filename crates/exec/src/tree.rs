@@ -13,6 +13,7 @@ use crate::dataset::Layout;
 use crate::worker::{Schedule, Worker};
 use ioscope_engine::buffers::wyrand;
 use ioscope_engine::{Engine, FileReq, Io, Op};
+use ioscope_metrics::breakdown::NO_FILE;
 use ioscope_workload::{FileIo, FileSelect, Operation, Workload};
 use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
 
@@ -160,18 +161,20 @@ impl<E: Engine> Worker<'_, E> {
             let Some(intended) = self.pace(s, &mut next_intended, &mut t) else { break };
             t = self.tree_op(tree, task, intended);
         }
-        if task.open.take().is_some() {
-            self.file_op(Op::Close, &FileReq { op: Op::Close, ..req(tree.layout.anchor()) }, now_ns());
+        if let Some((i, ..)) = task.open.take() {
+            self.file_op(Op::Close, &FileReq { op: Op::Close, ..req(tree.layout.anchor()) }, now_ns(), file_no(i));
         }
     }
 
-    /// Performs and records one path operation; returns its result and completion time.
-    fn file_op(&mut self, op: Op, r: &FileReq<'_>, intended: u64) -> (i64, u64) {
+    /// Performs and records one path operation on file `file` of the tree (its number, for
+    /// the per-file breakdown; [`NO_FILE`] for a directory); returns its result and
+    /// completion time.
+    fn file_op(&mut self, op: Op, r: &FileReq<'_>, intended: u64, file: u32) -> (i64, u64) {
         let issue = now_ns();
         let result = self.engine.file_op(r, &mut self.buffers);
         let done = now_ns();
-        let io = Io { op, file: 0, offset: 0, len: 0, slot: 0 };
-        self.record(&io, result, done - intended, done - issue);
+        let io = Io { op, file, offset: 0, len: 0, slot: 0 };
+        self.record(&io, result, done - intended, done - issue, done);
         (result, done)
     }
 
@@ -195,6 +198,7 @@ impl<E: Engine> Worker<'_, E> {
                     Op::Create,
                     &FileReq { op: Op::Create, size: layout.file_size(i), ..req(&path) },
                     intended,
+                    file_no(i),
                 );
                 tree.set(i, if r >= 0 { PRESENT } else { ABSENT });
                 t
@@ -202,7 +206,7 @@ impl<E: Engine> Worker<'_, E> {
             Operation::Delete => {
                 let Some(i) = task.pick(tree, PRESENT, true) else { return self.no_target(Op::Delete, task) };
                 let path = layout.file_path(i);
-                let (r, t) = self.file_op(Op::Delete, &FileReq { op: Op::Delete, ..req(&path) }, intended);
+                let (r, t) = self.file_op(Op::Delete, &FileReq { op: Op::Delete, ..req(&path) }, intended, file_no(i));
                 tree.set(i, if r >= 0 { ABSENT } else { PRESENT });
                 t
             }
@@ -213,24 +217,24 @@ impl<E: Engine> Worker<'_, E> {
                 };
                 let Some(d) = task.pick_dir(tree, want) else { return self.no_target(op, task) };
                 let path = layout.leaf_path(d);
-                let (r, t) = self.file_op(op, &FileReq { op, ..req(&path) }, intended);
+                let (r, t) = self.file_op(op, &FileReq { op, ..req(&path) }, intended, NO_FILE);
                 tree.dirs[d as usize].store(if r >= 0 { after } else { want }, Relaxed);
                 t
             }
             Operation::Open | Operation::Close => {
                 let Some(i) = task.pick(tree, PRESENT, false) else { return self.no_target(Op::Open, task) };
                 let path = layout.file_path(i);
-                let (r, t) = self.file_op(Op::Open, &FileReq { op: Op::Open, ..req(&path) }, intended);
+                let (r, t) = self.file_op(Op::Open, &FileReq { op: Op::Open, ..req(&path) }, intended, file_no(i));
                 if r < 0 {
                     return t;
                 }
-                self.file_op(Op::Close, &FileReq { op: Op::Close, ..req(&path) }, t).1
+                self.file_op(Op::Close, &FileReq { op: Op::Close, ..req(&path) }, t, file_no(i)).1
             }
             Operation::Getattr | Operation::Setattr => {
                 let op = if task.eff.operation == Operation::Getattr { Op::Getattr } else { Op::Setattr };
                 let Some(i) = task.pick(tree, PRESENT, false) else { return self.no_target(op, task) };
                 let path = layout.file_path(i);
-                self.file_op(op, &FileReq { op, ..req(&path) }, intended).1
+                self.file_op(op, &FileReq { op, ..req(&path) }, intended, file_no(i)).1
             }
             Operation::Copy | Operation::Move => {
                 let op = if task.eff.operation == Operation::Copy { Op::Copy } else { Op::Move };
@@ -240,7 +244,8 @@ impl<E: Engine> Worker<'_, E> {
                     return self.no_target(op, task);
                 };
                 let (from, to) = (layout.file_path(src), layout.file_path(dst));
-                let (r, t) = self.file_op(op, &FileReq { op, to: Some(&to), ..req(&from) }, intended);
+                // Counted on the source file.
+                let (r, t) = self.file_op(op, &FileReq { op, to: Some(&to), ..req(&from) }, intended, file_no(src));
                 let ok = r >= 0;
                 tree.set(src, if ok && op == Op::Move { ABSENT } else { PRESENT });
                 tree.set(dst, if ok { PRESENT } else { ABSENT });
@@ -255,7 +260,8 @@ impl<E: Engine> Worker<'_, E> {
         if task.open.is_none() {
             let Some(i) = task.pick(tree, PRESENT, false) else { return self.no_target(Op::Open, task) };
             let path = tree.layout.file_path(i);
-            let (r, done) = self.file_op(Op::Open, &FileReq { op: Op::Open, write, ..req(&path) }, intended);
+            let (r, done) =
+                self.file_op(Op::Open, &FileReq { op: Op::Open, write, ..req(&path) }, intended, file_no(i));
             if r < 0 {
                 return done;
             }
@@ -279,17 +285,26 @@ impl<E: Engine> Worker<'_, E> {
             FileIo::Sequential => offset,
             FileIo::Random => task.below(size.saturating_sub(len as u64) / len.max(1) as u64 + 1) * len as u64,
         };
+        // The engine's file is its one open file (0); the breakdown's is the tree's number.
+        self.tree_file = Some(file_no(i));
         let (result, done) = self.submit_sync(&Io { op, file: 0, offset: at, len, slot: 0 }, intended);
+        self.tree_file = None;
         let next = at + len as u64;
         let finished = left <= 1 || (task.eff.fileio == FileIo::Sequential && next >= size) || result < 0;
         if finished {
             task.open = None;
             let path = tree.layout.file_path(i);
-            return self.file_op(Op::Close, &FileReq { op: Op::Close, ..req(&path) }, done).1;
+            return self.file_op(Op::Close, &FileReq { op: Op::Close, ..req(&path) }, done, file_no(i)).1;
         }
         task.open = Some((i, size, next, left - 1));
         done
     }
+}
+
+/// A tree file's number for the per-file breakdown (trees beyond 2^32 - 1 files: the rest
+/// are not broken down).
+fn file_no(i: u64) -> u32 {
+    u32::try_from(i).unwrap_or(NO_FILE)
 }
 
 /// A request for `path` with every other field at its default.

@@ -11,6 +11,7 @@ use crate::clock::{now_ns, wait_until};
 use crate::errors;
 use crate::iogen::IoGen;
 use ioscope_engine::{Completion, Engine, Io, IoBuffers, Op, Submitted};
+use ioscope_metrics::breakdown::{FileRing, IoRecord};
 use ioscope_metrics::WorkerRecorder;
 use ioscope_workload::SyncMode;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -46,6 +47,10 @@ pub struct Worker<'a, E: Engine> {
     pub buffers: IoBuffers,
     pub gen: IoGen,
     pub recorder: &'a WorkerRecorder,
+    /// Where each finished I/O goes to be broken down by file (None: not broken down).
+    pub ring: Option<&'a FileRing>,
+    /// The tree file a dataset transfer is on (its `Io.file` is the engine's open file).
+    pub(crate) tree_file: Option<u32>,
     pub stop: &'a AtomicBool,
     pub sync: SyncMode,
     pub queue_depth: u32,
@@ -71,6 +76,8 @@ impl<'a, E: Engine> Worker<'a, E> {
             buffers,
             gen,
             recorder,
+            ring: None,
+            tree_file: None,
             stop,
             sync,
             queue_depth,
@@ -89,14 +96,20 @@ impl<'a, E: Engine> Worker<'a, E> {
         }
     }
 
-    /// Records one finished I/O: a success, or an error counted by its kind. A read or
-    /// write that moved fewer bytes than asked (past the end of a file another process
-    /// truncated, say) is an error of its own kind, "short read" or "short write", never
-    /// a success of fewer bytes.
+    /// Records one finished I/O (completed at `done_ns`): a success, or an error counted by
+    /// its kind. A read or write that moved fewer bytes than asked (past the end of a file
+    /// another process truncated, say) is an error of its own kind, "short read" or "short
+    /// write", never a success of fewer bytes.
     #[inline(always)]
-    pub(crate) fn record(&mut self, io: &Io, result: i64, latency_ns: u64, service_ns: u64) {
+    pub(crate) fn record(&mut self, io: &Io, result: i64, latency_ns: u64, service_ns: u64, done_ns: u64) {
         let rec = self.recorder.op(io.op as usize);
         let short = io.op.is_data() && result >= 0 && (result as u64) < io.len as u64;
+        if let Some(ring) = self.ring {
+            let ok = result >= 0 && !short;
+            let place = (ok && io.op.is_data()).then_some((result as u64, io.offset));
+            let file = self.tree_file.unwrap_or(io.file);
+            ring.push(&IoRecord { done_ns, file, op: io.op as u8, ok, latency_ns, service_ns, place });
+        }
         if result >= 0 && !short {
             self.recorder.record_file(io.op as usize, io.file, Some(result as u64));
             rec.record(latency_ns, service_ns, result as u64, io.offset);
@@ -161,7 +174,7 @@ impl<'a, E: Engine> Worker<'a, E> {
             Submitted::Busy => -(libc::EPROTO as i64),
         };
         let done = now_ns();
-        self.record(io, result, done - intended, done - issue);
+        self.record(io, result, done - intended, done - issue, done);
         (result, done)
     }
 
@@ -215,7 +228,7 @@ impl<'a, E: Engine> Worker<'a, E> {
                     _ => -(libc::EPROTO as i64),
                 };
                 t = now_ns();
-                self.record(&sync, r, t - issue, t - issue);
+                self.record(&sync, r, t - issue, t - issue, t);
             }
         }
     }
@@ -269,7 +282,7 @@ impl<'a, E: Engine> Worker<'a, E> {
                     }
                     Submitted::Done(r) => {
                         let now = now_ns();
-                        self.record(&io, r, now - intended, now - issue);
+                        self.record(&io, r, now - intended, now - issue, now);
                         t = now;
                         if t >= s.deadline_ns || self.stop.load(Relaxed) || self.engine.lost().is_some() {
                             break;
@@ -318,13 +331,13 @@ impl<'a, E: Engine> Worker<'a, E> {
             t = now_ns();
             for c in done.drain(..) {
                 let f = slots[c.slot as usize];
-                self.record(&f.io, c.result, t - f.intended, t - f.issue);
+                self.record(&f.io, c.result, t - f.intended, t - f.issue, t);
                 let follow = self.sync_after(&f.io, c.result);
                 match follow.map(|io| (io, self.engine.submit(&io, &mut self.buffers))) {
                     Some((io, Submitted::Queued)) => slots[c.slot as usize] = InFlight { io, intended: t, issue: t },
                     Some((io, Submitted::Done(r))) => {
                         let now = now_ns();
-                        self.record(&io, r, now - t, now - t);
+                        self.record(&io, r, now - t, now - t, now);
                         free.push(c.slot);
                     }
                     _ => free.push(c.slot),

@@ -2,6 +2,7 @@
 //! I/O path, the per-second snapshots the collector builds from them, and the registries
 //! of operations ([`Op`]) and statistics ([`stat::STATS`]) every other crate reads.
 
+pub mod breakdown;
 pub mod histogram;
 pub mod op;
 pub mod recorder;
@@ -11,5 +12,5 @@ pub mod stat;
 pub use histogram::{Histogram, RELATIVE_ERROR};
 pub use op::{Op, OP_KINDS};
 pub use recorder::{Counts, KindNamer, OpInterval, OpRecorder, WorkerReader, WorkerRecorder, ERROR_KINDS};
-pub use snapshot::{is_sync_op, FileCounts, OpSeries, Snapshot, WorkerCounts};
+pub use snapshot::{is_sync_op, FileCounts, FileDists, OpSeries, Snapshot, WorkerCounts, WorkerDists, OTHER};
 pub use stat::{Stat, StatId, STATS};

@@ -1,6 +1,7 @@
 //! One second of results from one host: per-operation counters and distributions
-//! merged across workers, plus per-worker counters. Snapshots of different hosts
-//! or seconds merge by adding buckets.
+//! merged across workers, per-worker and per-file counters, and the distributions of the
+//! busiest workers and files (the rest as "(other)", see [`crate::breakdown`]). Snapshots
+//! of different hosts or seconds merge by adding buckets.
 
 use crate::recorder::{Counts, OpInterval};
 use crate::Op;
@@ -31,6 +32,28 @@ pub struct FileCounts {
     pub counts: Counts,
 }
 
+/// The breakdown value that stands for every worker or file without a row of its own.
+pub const OTHER: &str = "(other)";
+
+/// Distributions (and their counts) of one operation for one of the second's busiest
+/// workers, or for all the others together.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkerDists {
+    /// None: every other worker ("(other)").
+    pub worker: Option<u32>,
+    pub op: Op,
+    pub data: OpInterval,
+}
+
+/// Distributions of one operation for one of the second's busiest files, or for all the
+/// others together ([`OTHER`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileDists {
+    pub file: String,
+    pub op: Op,
+    pub data: OpInterval,
+}
+
 /// One second of one host.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Snapshot {
@@ -45,8 +68,18 @@ pub struct Snapshot {
     pub host: String,
     pub ops: Vec<OpSeries>,
     pub workers: Vec<WorkerCounts>,
-    /// Per file and op (flat workloads; empty for file-tree datasets).
+    /// Per file and op: every file of a flat workload; a file tree's busiest files and
+    /// "(other)".
     pub files: Vec<FileCounts>,
+    /// Per op, the distributions of the busiest workers and "(other)": together the op's
+    /// distributions over every workload.
+    pub worker_dists: Vec<WorkerDists>,
+    /// Per op, the distributions of the busiest files and "(other)" (none in a second
+    /// whose `not_broken_down` is not 0).
+    pub file_dists: Vec<FileDists>,
+    /// I/O of this second not broken down by file (their records were dropped: the
+    /// collector fell behind); the second then has no per-file distributions.
+    pub not_broken_down: u64,
 }
 
 impl OpInterval {
@@ -105,6 +138,23 @@ impl Counts {
 }
 
 impl Snapshot {
+    /// A second with nothing recorded yet.
+    pub fn new(second: u32, interval_ns: u64, host: &str) -> Self {
+        Snapshot {
+            second,
+            interval_ns,
+            step: 0,
+            warmup: false,
+            host: host.to_string(),
+            ops: Vec::new(),
+            workers: Vec::new(),
+            files: Vec::new(),
+            worker_dists: Vec::new(),
+            file_dists: Vec::new(),
+            not_broken_down: 0,
+        }
+    }
+
     /// Totals over all operations (see [`is_sync_op`]).
     pub fn total(&self) -> Counts {
         let mut t = Counts::default();

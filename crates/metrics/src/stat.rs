@@ -52,9 +52,11 @@ pub enum Dim {
     Workload,
     Host,
     Step,
-    /// Per-worker series (counters only; they carry no workload).
+    /// Per-worker series (they carry no workload): counters of every worker, distributions
+    /// of the busiest workers of each second and "(other)".
     Worker,
-    /// Per-file series (counters only, flat workloads; no workload).
+    /// Per-file series (no workload): counters of every file of a flat workload (a file
+    /// tree's busiest and "(other)"), distributions of the busiest files and "(other)".
     File,
     /// The kind of failed I/O ("ENOSPC", "short read"): `series.error`.
     Error,
@@ -154,6 +156,9 @@ impl Stat {
 const COUNTER_DIMS: &[Dim] = &[Dim::Op, Dim::Workload, Dim::Host, Dim::Step, Dim::Worker, Dim::File];
 const ERROR_DIMS: &[Dim] = &[Dim::Op, Dim::Workload, Dim::Host, Dim::Step, Dim::Worker, Dim::File, Dim::Error];
 const OP_DIMS: &[Dim] = &[Dim::Op, Dim::Workload, Dim::Host, Dim::Step];
+/// Distributions: also per worker and per file, for the busiest of each second and
+/// "(other)" (see `crate::breakdown`).
+const DIST_DIMS: &[Dim] = &[Dim::Op, Dim::Workload, Dim::Host, Dim::Step, Dim::Worker, Dim::File];
 
 /// Every statistic, in the order the store writes them and the UI lists them.
 pub static STATS: &[Stat] = &[
@@ -211,7 +216,7 @@ pub static STATS: &[Stat] = &[
         stored: "io.latency",
         unit: "ns",
         kind: Kind::Distribution,
-        dims: OP_DIMS,
+        dims: DIST_DIMS,
         label: "Latency (from intended start)",
         reported: Reported::Percentiles("latency_ns"),
         sparse: false,
@@ -223,7 +228,7 @@ pub static STATS: &[Stat] = &[
         stored: "io.service_time",
         unit: "ns",
         kind: Kind::Distribution,
-        dims: OP_DIMS,
+        dims: DIST_DIMS,
         label: "Service time (from issue)",
         reported: Reported::Percentiles("service_time_ns"),
         sparse: false,
@@ -235,7 +240,7 @@ pub static STATS: &[Stat] = &[
         stored: "io.size",
         unit: "bytes",
         kind: Kind::Distribution,
-        dims: OP_DIMS,
+        dims: DIST_DIMS,
         label: "I/O size",
         reported: Reported::Range("size_bytes"),
         sparse: false,
@@ -247,7 +252,7 @@ pub static STATS: &[Stat] = &[
         stored: "io.offset",
         unit: "bytes",
         kind: Kind::Distribution,
-        dims: OP_DIMS,
+        dims: DIST_DIMS,
         label: "File offset",
         reported: Reported::PerSecondOnly,
         sparse: false,
@@ -360,7 +365,7 @@ mod tests {
                 Kind::Distribution => assert!(interval.histogram_mut(s.id).is_some(), "{}: a histogram", s.name),
                 Kind::Event => assert_eq!(s.dims, [Dim::Probe], "{}: events break down by probe only", s.name),
             }
-            if s.has(Dim::Worker) || s.has(Dim::File) {
+            if (s.has(Dim::Worker) || s.has(Dim::File)) && s.kind == Kind::Counter {
                 assert!(counts.get_mut(s.id).is_some(), "{}: kept per worker and per file", s.name);
             }
         }

@@ -40,6 +40,7 @@ fn plan() -> Plan {
         force: false,
         cleanup: true,
         max_errors: Default::default(),
+        breakdown_top: None,
     }
 }
 fn hist(values: &[(u64, u64)]) -> Histogram {
@@ -85,6 +86,9 @@ fn snap(second: u32, interval_ns: u64, ops: Vec<(&str, OpInterval)>) -> Snapshot
         host: "h1".into(),
         workers: ops.iter().map(|(op, d)| WorkerCounts { worker: 0, op: op_named(op), counts: d.counts }).collect(),
         files: Vec::new(),
+        worker_dists: Vec::new(),
+        file_dists: Vec::new(),
+        not_broken_down: 0,
         ops: ops.into_iter().map(|(op, data)| OpSeries { workload: "randrw".into(), op: op_named(op), data }).collect(),
     }
 }

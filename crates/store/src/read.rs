@@ -6,9 +6,12 @@
 
 use crate::check::{self, Cell};
 use crate::schema::{APPLICATION_ID, SCHEMA_VERSION};
+use crate::write::OTHER_WORKERS;
 use crate::{ProbeRow, Results, RunInfo, Status, StepRow, StoreError, StoredRun};
-use ioscope_metrics::stat::{self, Dim, Stat, StatId};
-use ioscope_metrics::{FileCounts, Histogram, Op, OpInterval, OpSeries, Snapshot, WorkerCounts, STATS};
+use ioscope_metrics::stat::{self, Dim, Kind, Stat, StatId};
+use ioscope_metrics::{
+    FileCounts, FileDists, Histogram, Op, OpInterval, OpSeries, Snapshot, WorkerCounts, WorkerDists, STATS,
+};
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -200,7 +203,7 @@ fn required(of: impl Fn(&Stat) -> bool) -> u32 {
 }
 
 /// (stat, host, workload, op, worker, file, error): what tells series apart.
-type SeriesKey = (String, String, String, Op, Option<u32>, Option<String>, Option<String>);
+type SeriesKey = (String, String, String, Op, Option<Option<u32>>, Option<String>, Option<String>);
 
 /// One row being read.
 struct RowView<'r> {
@@ -377,7 +380,8 @@ impl Reader<'_> {
             host: String,
             workload: String,
             op: Op,
-            worker: Option<u32>,
+            /// Some(None): the other workers (-1, distributions of version 5).
+            worker: Option<Option<u32>>,
             file: Option<String>,
             error: Option<String>,
         }
@@ -402,16 +406,31 @@ impl Reader<'_> {
                             format_args!("{op:?} is not an operation (expected one of {})", names.join(", ")),
                         ));
                     };
+                    let entry = stat::by_stored(&stat);
+                    let dist = entry.is_some_and(|e| e.kind == Kind::Distribution);
+                    let worker = match c.at(5, "worker")?.opt_i64(p)? {
+                        Some(OTHER_WORKERS) if dist && self.version >= 5 => Some(None),
+                        _ => c.at(5, "worker")?.opt_u32(p)?.map(Some),
+                    };
                     let s = SeriesRow {
-                        entry: stat::by_stored(&stat),
+                        entry,
                         stat,
                         host: c.at(2, "host")?.text(p)?,
                         workload: c.at(3, "workload")?.text(p)?,
                         op,
-                        worker: c.at(5, "worker")?.opt_u32(p)?,
+                        worker,
                         file: c.at(6, "file")?.opt_text(p)?,
                         error: c.at(7, "error")?.opt_text(p)?,
                     };
+                    let apart = s.worker.is_some() || s.file.is_some();
+                    if apart && dist && (self.version < 5 || !s.workload.is_empty()) {
+                        return Err(check::corrupt(
+                            p,
+                            "series",
+                            &row(),
+                            "a per-worker or per-file distribution with a workload or in a file before version 5",
+                        ));
+                    }
                     if s.worker.is_some() && s.file.is_some() {
                         return Err(check::corrupt(p, "series", &row(), "both a worker and a file"));
                     }
@@ -451,6 +470,8 @@ impl Reader<'_> {
             ops: HashMap<(String, Op), (usize, u32)>,
             workers: HashMap<(u32, Op), (usize, u32)>,
             files: HashMap<(String, Op), (usize, u32)>,
+            worker_dists: HashMap<(Option<u32>, Op), (usize, u32)>,
+            file_dists: HashMap<(String, Op), (usize, u32)>,
         }
         let step_ids: HashSet<u32> = steps.iter().map(|s| s.index).collect();
         let mut snaps: BTreeMap<(u32, String), Building> = BTreeMap::new();
@@ -458,7 +479,10 @@ impl Reader<'_> {
         // not a row to leave out.
         let newer = if self.from_second > 0 { "WHERE second >= ?1" } else { "WHERE ?1 = 0" };
         self.rows(
-            &format!("SELECT host, second, interval_ns, step, warmup FROM tick {newer}"),
+            &format!(
+                "SELECT host, second, interval_ns, step, warmup, {} FROM tick {newer}",
+                if self.version >= 5 { "not_broken_down" } else { "0" }
+            ),
             [self.from_second],
             "tick",
             &[0, 1],
@@ -474,6 +498,7 @@ impl Reader<'_> {
                     return Err(c.at(3, "step")?.err(p, format_args!("{step} is not in table step")));
                 }
                 let warmup = c.at(4, "warmup")?.bool(p)?;
+                let not_broken_down = c.at(5, "not_broken_down")?.uint(p, i64::MAX as u64)?;
                 let snap = Snapshot {
                     second,
                     interval_ns,
@@ -483,8 +508,18 @@ impl Reader<'_> {
                     ops: Vec::new(),
                     workers: Vec::new(),
                     files: Vec::new(),
+                    worker_dists: Vec::new(),
+                    file_dists: Vec::new(),
+                    not_broken_down,
                 };
-                let building = Building { snap, ops: HashMap::new(), workers: HashMap::new(), files: HashMap::new() };
+                let building = Building {
+                    snap,
+                    ops: HashMap::new(),
+                    workers: HashMap::new(),
+                    files: HashMap::new(),
+                    worker_dists: HashMap::new(),
+                    file_dists: HashMap::new(),
+                };
                 if snaps.insert((second, host), building).is_some() {
                     return Err(check::corrupt(p, "tick", &row(), "a second row for the same host and second"));
                 }
@@ -528,6 +563,52 @@ impl Reader<'_> {
                     *bits |= new;
                     Ok(())
                 };
+                let hist = |h: &mut Histogram| -> Result<(), StoreError> {
+                    match c.at(7, "hist")?.value {
+                        // An empty distribution: nothing but its zero count.
+                        ValueRef::Null if value == 0 => Ok(()),
+                        ValueRef::Null => Err(corrupt(format!("value {value} but no histogram"))),
+                        ValueRef::Blob(blob) => {
+                            let sum = c.at(4, "sum")?.opt_u128(p)?;
+                            let min = c.at(5, "min")?.opt_uint(p, u64::MAX)?;
+                            let max = c.at(6, "max")?.opt_uint(p, u64::MAX)?;
+                            *h = check::histogram(blob, value, sum, min, max).map_err(|e| corrupt(e.to_string()))?;
+                            Ok(())
+                        }
+                        other => {
+                            Err(c.at(7, "hist")?.err(p, format_args!("is {}, expected a blob", check::show(other))))
+                        }
+                    }
+                };
+                // A busiest worker's or file's distributions, or the rest's (version 5).
+                if entry.kind == Kind::Distribution && (s.file.is_some() || s.worker.is_some()) {
+                    let data = if let Some(file) = &s.file {
+                        let (i, bits) = b.file_dists.entry((file.clone(), s.op)).or_insert_with(|| {
+                            snap.file_dists.push(FileDists { file: file.clone(), op: s.op, data: OpInterval::empty() });
+                            (snap.file_dists.len() - 1, 0)
+                        });
+                        mark(bits)?;
+                        &mut snap.file_dists[*i].data
+                    } else {
+                        let worker = s.worker.flatten();
+                        let (i, bits) = b.worker_dists.entry((worker, s.op)).or_insert_with(|| {
+                            snap.worker_dists.push(WorkerDists { worker, op: s.op, data: OpInterval::empty() });
+                            (snap.worker_dists.len() - 1, 0)
+                        });
+                        mark(bits)?;
+                        &mut snap.worker_dists[*i].data
+                    };
+                    if let Some(h) = data.histogram_mut(entry.id) {
+                        hist(h)?;
+                    }
+                    if entry.id == StatId::Latency {
+                        data.counts.ops = value;
+                    }
+                    if entry.id == StatId::Size {
+                        data.counts.bytes = data.size_bytes.sum() as u64;
+                    }
+                    return Ok(());
+                }
                 if let Some(file) = &s.file {
                     let (i, bits) = b.files.entry((file.clone(), s.op)).or_insert_with(|| {
                         snap.files.push(FileCounts { file: file.clone(), op: s.op, counts: Default::default() });
@@ -539,7 +620,7 @@ impl Reader<'_> {
                     }
                     return Ok(());
                 }
-                if let Some(worker) = s.worker {
+                if let Some(Some(worker)) = s.worker {
                     let (i, bits) = b.workers.entry((worker, s.op)).or_insert_with(|| {
                         snap.workers.push(WorkerCounts { worker, op: s.op, counts: Default::default() });
                         (snap.workers.len() - 1, 0)
@@ -571,23 +652,6 @@ impl Reader<'_> {
                 }
                 mark(bits)?;
                 let d = &mut snap.ops[*i].data;
-                let hist = |h: &mut Histogram| -> Result<(), StoreError> {
-                    match c.at(7, "hist")?.value {
-                        // An empty distribution: nothing but its zero count.
-                        ValueRef::Null if value == 0 => Ok(()),
-                        ValueRef::Null => Err(corrupt(format!("value {value} but no histogram"))),
-                        ValueRef::Blob(blob) => {
-                            let sum = c.at(4, "sum")?.opt_u128(p)?;
-                            let min = c.at(5, "min")?.opt_uint(p, u64::MAX)?;
-                            let max = c.at(6, "max")?.opt_uint(p, u64::MAX)?;
-                            *h = check::histogram(blob, value, sum, min, max).map_err(|e| corrupt(e.to_string()))?;
-                            Ok(())
-                        }
-                        other => {
-                            Err(c.at(7, "hist")?.err(p, format_args!("is {}, expected a blob", check::show(other))))
-                        }
-                    }
-                };
                 if let Some(cell) = d.count_mut(entry.id) {
                     *cell = value;
                 } else if let Some(h) = d.histogram_mut(entry.id) {
@@ -608,11 +672,19 @@ impl Reader<'_> {
                 Some(stat) => Err(at(format!("no {} row for {what} (its other statistics have one)", stat.stored))),
                 None => Ok(()),
             };
-            let (of_op, of_worker, of_file) = (
+            let (of_op, of_worker, of_file, of_dists) = (
                 required(|s| s.is_series() && !s.sparse),
-                required(|s| s.has(Dim::Worker)),
-                required(|s| s.has(Dim::File)),
+                required(|s| s.has(Dim::Worker) && s.kind == Kind::Counter),
+                required(|s| s.has(Dim::File) && s.kind == Kind::Counter),
+                required(|s| s.kind == Kind::Distribution),
             );
+            for ((worker, op), (_, bits)) in &b.worker_dists {
+                let worker = worker.map_or_else(|| ioscope_metrics::OTHER.to_string(), |w| w.to_string());
+                full(*bits, of_dists, &format!("worker {worker} op {:?}", op.name()))?;
+            }
+            for ((file, op), (_, bits)) in &b.file_dists {
+                full(*bits, of_dists, &format!("file {file:?} op {:?}", op.name()))?;
+            }
             for ((workload, op), (i, bits)) in &b.ops {
                 let op = op.name();
                 full(*bits, of_op, &format!("workload {workload:?} op {op:?}"))?;

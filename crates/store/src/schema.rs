@@ -4,11 +4,16 @@
 //! as JSON, series (a statistic plus its dimensions) and one sample per series and
 //! second. Every value is in the unit named by its series (`series.unit`), and
 //! distributions carry their sparse histogram beside the exact count, sum, min and max.
+//!
+//! Version 5 adds distributions per worker and per file (the busiest of each second, the
+//! rest in one row: `worker` = -1, `file` = '(other)'), `tick.not_broken_down`, the
+//! `quantiles` table and the views `op_seconds` and `percentiles` for SQL users. Version
+//! 4 files are read as they are (they have no per-worker or per-file distributions).
 
 use ioscope_metrics::STATS;
 
 /// `PRAGMA user_version` of files this crate writes and reads.
-pub const SCHEMA_VERSION: i32 = 4;
+pub const SCHEMA_VERSION: i32 = 5;
 
 /// `PRAGMA application_id` of an ioscope results file: "IOSC" in ASCII.
 pub const APPLICATION_ID: i32 = 0x494F_5343;
@@ -49,13 +54,16 @@ CREATE TABLE host(
 
 -- One row per host and finished second: the second exists even when nothing completed.
 -- `step` is the step the second belongs to; `warmup` = 1 for the step's warm-up seconds,
--- which summaries leave out.
+-- which summaries leave out. `not_broken_down`: I/O of the second that could not be
+-- broken down by file (the collector fell behind the workers); when it is not 0 the
+-- second has no per-file distributions.
 CREATE TABLE tick(
-    host        TEXT    NOT NULL,
-    second      INTEGER NOT NULL,
-    interval_ns INTEGER NOT NULL,
-    step        INTEGER NOT NULL DEFAULT 0,
-    warmup      INTEGER NOT NULL DEFAULT 0,
+    host            TEXT    NOT NULL,
+    second          INTEGER NOT NULL,
+    interval_ns     INTEGER NOT NULL,
+    step            INTEGER NOT NULL DEFAULT 0,
+    warmup          INTEGER NOT NULL DEFAULT 0,
+    not_broken_down INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (host, second)
 ) WITHOUT ROWID;
 
@@ -84,9 +92,15 @@ CREATE TABLE probe(
 );
 
 -- A statistic with its dimensions. `worker`, `file` and `error` are NULL for the
--- per-host, per-workload, per-op series (all statistics); per-worker and per-file series
--- carry only the counters (per-file samples are stored for seconds in which the file saw
--- I/O). `error` names the kind of the failed I/Os an `io.errors` series counts ("ENOSPC",
+-- per-host, per-workload, per-op series (all statistics). Per-worker and per-file series
+-- carry no workload: the counters of every worker and of every file of a flat workload
+-- (a file tree: of its busiest files, the rest as file '(other)'), and the distributions
+-- (kind 'distribution') of the busiest workers and files of each operation and second
+-- (the workload key `breakdown_top`, also in meta 'breakdown'), the rest in one series:
+-- worker -1 for the other workers, file '(other)' for the other files. Their samples
+-- are stored for seconds in which they saw I/O; the busiest and '(other)' add up to the
+-- operation's whole. Sum only the rows with worker, file and error NULL for totals
+-- (the view `op_seconds` does). `error` names the kind of the failed I/Os an `io.errors` series counts ("ENOSPC",
 -- "NFS3ERR_STALE", "short read"; samples stored for seconds in which it is not zero);
 -- `io.skipped` counts operations that found no file in the state they need (file trees).
 CREATE TABLE series(
@@ -101,7 +115,7 @@ CREATE TABLE series(
     file     TEXT,
     error    TEXT
 );
-CREATE UNIQUE INDEX series_key ON series(stat, host, workload, op, ifnull(worker, -1), ifnull(file, ''), ifnull(error, ''));
+CREATE UNIQUE INDEX series_key ON series(stat, host, workload, op, ifnull(worker, 'none'), ifnull(file, ''), ifnull(error, ''));
 
 -- One value per series and second. Counter: value = count. Distribution: value = count,
 -- sum/min/max exact (NULL when empty; INTEGER, or decimal TEXT past 2^63-1), and hist =
@@ -118,12 +132,49 @@ CREATE TABLE sample(
     PRIMARY KEY (series_id, second)
 ) WITHOUT ROWID;
 
--- For reading by hand: samples with their series spelled out.
+-- Percentiles of every non-empty distribution sample, from the same histogram (bucket
+-- midpoints clamped to the exact min and max, within meta 'histogram's error).
+CREATE TABLE quantiles(
+    series_id INTEGER NOT NULL REFERENCES series(id),
+    second    INTEGER NOT NULL,
+    p50       INTEGER NOT NULL,
+    p90       INTEGER NOT NULL,
+    p99       INTEGER NOT NULL,
+    p999      INTEGER NOT NULL,
+    PRIMARY KEY (series_id, second)
+) WITHOUT ROWID;
+
+-- For reading by hand: samples with their series spelled out. Per-workload, per-worker,
+-- per-file and per-error-kind rows are all here: summing io.ops over this view counts
+-- the same I/O several times (use op_seconds for totals).
 CREATE VIEW samples AS
 SELECT x.second, t.step, t.warmup, s.host, s.workload, s.op, s.worker, s.file, s.error, s.stat, s.unit,
        x.interval_ns, x.value, x.sum, x.min, x.max, length(x.hist) AS hist_bytes
 FROM sample x JOIN series s ON s.id = x.series_id
 LEFT JOIN tick t ON t.host = s.host AND t.second = x.second;
+
+-- One row per second, host, workload and operation: each I/O counted once. Rates divide
+-- by the second's measured interval.
+CREATE VIEW op_seconds AS
+SELECT x.second, t.step, t.warmup, s.host, s.workload, s.op, x.interval_ns,
+       sum(CASE s.stat WHEN 'io.ops' THEN x.value END) AS ops,
+       sum(CASE s.stat WHEN 'io.bytes' THEN x.value END) AS bytes,
+       sum(CASE s.stat WHEN 'io.errors' THEN x.value END) AS errors,
+       sum(CASE s.stat WHEN 'io.ops' THEN x.value END) * 1e9 / x.interval_ns AS ops_per_s,
+       sum(CASE s.stat WHEN 'io.bytes' THEN x.value END) * 1e9 / x.interval_ns AS bytes_per_s
+FROM sample x JOIN series s ON s.id = x.series_id
+LEFT JOIN tick t ON t.host = s.host AND t.second = x.second
+WHERE s.worker IS NULL AND s.file IS NULL AND s.error IS NULL AND s.stat IN ('io.ops', 'io.bytes', 'io.errors')
+GROUP BY x.second, s.host, s.workload, s.op;
+
+-- Percentiles per second of every distribution series (stat io.latency, io.service_time,
+-- io.size, io.offset), per op, per worker and per file, in the series' unit.
+CREATE VIEW percentiles AS
+SELECT x.second, t.step, t.warmup, s.host, s.workload, s.op, s.worker, s.file, s.stat, s.unit,
+       x.value AS count, x.min, q.p50, q.p90, q.p99, q.p999, x.max
+FROM quantiles q JOIN sample x ON x.series_id = q.series_id AND x.second = q.second
+JOIN series s ON s.id = q.series_id
+LEFT JOIN tick t ON t.host = s.host AND t.second = q.second;
 "#;
 
 /// Rows of the `meta` table written at creation.

@@ -1,5 +1,7 @@
 use super::*;
-use ioscope_metrics::{Counts, FileCounts, Histogram, OpInterval, OpSeries, WorkerCounts};
+use ioscope_metrics::{
+    Counts, FileCounts, FileDists, Histogram, OpInterval, OpSeries, WorkerCounts, WorkerDists, OTHER,
+};
 use std::process::Command;
 
 fn run_info(pid: u32, host: &str) -> RunInfo {
@@ -47,6 +49,16 @@ fn op_interval(second: u64, n: u64) -> OpInterval {
     }
 }
 
+/// Distributions of `n` I/Os as a busiest worker or file (or the rest) has them: no errors.
+fn part(second: u64, n: u64) -> OpInterval {
+    OpInterval {
+        counts: Counts { ops: n, bytes: n * 4096, errors: 0 },
+        errors_by_kind: Vec::new(),
+        skipped: 0,
+        ..op_interval(second, n)
+    }
+}
+
 fn snapshot(second: u32, host: &str) -> Snapshot {
     let mut write = op_interval(second as u64, 10);
     // Values past i64::MAX and an empty distribution must round-trip too.
@@ -76,6 +88,19 @@ fn snapshot(second: u32, host: &str) -> Snapshot {
             FileCounts { file: "ioscope.0".into(), op: Op::Read, counts: Counts { ops: 7, bytes: 28672, errors: 0 } },
             FileCounts { file: "ioscope.1".into(), op: Op::Write, counts: Counts { ops: 3, bytes: 0, errors: 1 } },
         ],
+        worker_dists: vec![
+            WorkerDists { worker: Some(2), op: Op::Read, data: part(second as u64, 5) },
+            WorkerDists { worker: None, op: Op::Read, data: part(second as u64, 3) },
+        ],
+        file_dists: vec![
+            FileDists { file: "ioscope.0".into(), op: Op::Read, data: part(second as u64, 6) },
+            FileDists {
+                file: OTHER.into(),
+                op: Op::Write,
+                data: OpInterval { service_ns: Histogram::new(), ..part(second as u64, 2) },
+            },
+        ],
+        not_broken_down: second as u64 * 1000,
     }
 }
 
@@ -536,9 +561,12 @@ fn error_kinds_are_stored_as_a_dimension_and_version_3_files_still_read() {
     // The same file as version 3 wrote it: no error column.
     let conn = rusqlite::Connection::open(&path).unwrap();
     conn.execute_batch(
-        "DROP VIEW samples; DROP INDEX series_key; DELETE FROM sample WHERE series_id IN
-           (SELECT id FROM series WHERE error IS NOT NULL OR stat = 'io.skipped');
-         DELETE FROM series WHERE error IS NOT NULL OR stat = 'io.skipped';
+        "DROP VIEW samples; DROP VIEW op_seconds; DROP VIEW percentiles; DROP TABLE quantiles; DROP INDEX series_key;
+         DELETE FROM sample WHERE series_id IN
+           (SELECT id FROM series WHERE error IS NOT NULL OR stat = 'io.skipped'
+              OR (kind = 'distribution' AND (worker IS NOT NULL OR file IS NOT NULL)));
+         DELETE FROM series WHERE error IS NOT NULL OR stat = 'io.skipped'
+              OR (kind = 'distribution' AND (worker IS NOT NULL OR file IS NOT NULL));
          ALTER TABLE series DROP COLUMN error; PRAGMA user_version = 3;",
     )
     .unwrap();
@@ -622,4 +650,48 @@ fn a_live_or_killed_runs_file_copied_without_its_wal_says_to_copy_the_wal_too() 
     let err = open(&copy).unwrap_err().to_string();
     assert!(err.contains("copied without its -wal file"), "{err}");
     drop(w);
+}
+
+#[test]
+fn per_worker_and_per_file_distributions_round_trip_and_version_4_files_still_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.ioscope");
+    let mut w = Writer::create(&path, &run_info(std::process::id(), "h1"), &hosts()).unwrap();
+    let snaps: Vec<Snapshot> = (0..3).map(|s| snapshot(s, "h1")).collect();
+    for s in &snaps {
+        w.write_second(s).unwrap();
+    }
+    w.set_meta("breakdown", "N = 16").unwrap();
+    w.finish(Status::Completed, None, 1).unwrap();
+    let r = open(&path).unwrap();
+    for (read, written) in r.seconds.iter().zip(&snaps) {
+        assert_eq!(read.worker_dists, written.worker_dists, "second {}", written.second);
+        assert_eq!(read.file_dists, written.file_dists, "second {}", written.second);
+        assert_eq!(read.not_broken_down, written.not_broken_down);
+    }
+    // The other workers are worker -1 and the other files '(other)', for SQL users too.
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let rows: Vec<(Option<i64>, Option<String>)> = conn
+        .prepare("SELECT DISTINCT worker, file FROM series WHERE kind = 'distribution' AND (worker < 0 OR file = '(other)') ORDER BY worker")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(rows, [(None, Some(OTHER.to_string())), (Some(-1), None)]);
+
+    // The same file as version 4 wrote it: no per-worker or per-file distributions.
+    conn.execute_batch(
+        "DROP VIEW samples; DROP VIEW op_seconds; DROP VIEW percentiles; DROP TABLE quantiles;
+         DELETE FROM sample WHERE series_id IN
+           (SELECT id FROM series WHERE kind = 'distribution' AND (worker IS NOT NULL OR file IS NOT NULL));
+         DELETE FROM series WHERE kind = 'distribution' AND (worker IS NOT NULL OR file IS NOT NULL);
+         ALTER TABLE tick DROP COLUMN not_broken_down; PRAGMA user_version = 4;",
+    )
+    .unwrap();
+    drop(conn);
+    let old = open(&path).unwrap();
+    assert_eq!(old.schema_version, 4);
+    assert!(old.seconds.iter().all(|s| s.worker_dists.is_empty() && s.file_dists.is_empty() && s.not_broken_down == 0));
+    assert_eq!(old.seconds[2].ops, snaps[2].ops);
 }

@@ -13,8 +13,11 @@ use std::time::Duration;
 /// How long a statement waits for a lock held by a reader before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// (stat, host, workload, op, worker, file, error)
-type SeriesKey = (&'static str, String, String, Op, Option<u32>, Option<String>, Option<String>);
+/// (stat, host, workload, op, worker, file, error); worker -1: the other workers.
+type SeriesKey = (&'static str, String, String, Op, Option<i64>, Option<String>, Option<String>);
+
+/// `series.worker` of the row that stands for every worker without one of its own.
+pub(crate) const OTHER_WORKERS: i64 = -1;
 
 /// Checks, before any I/O, that `path` can become a new results file: nothing is in the
 /// way (see [`check_free_name`]), and its directory exists and takes a new file (not
@@ -190,7 +193,7 @@ impl Writer {
         let mut series_id = |stat: &'static Stat,
                              workload: &str,
                              op: Op,
-                             worker: Option<u32>,
+                             worker: Option<i64>,
                              file: Option<&str>,
                              error: Option<&str>| {
             let key: SeriesKey = (
@@ -222,8 +225,9 @@ impl Writer {
         let counters = || STATS.iter().filter(|st| st.kind == Kind::Counter);
         let result = (|| {
             tx.execute(
-                "INSERT INTO tick(host, second, interval_ns, step, warmup) VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![s.host, s.second, int(s.interval_ns), s.step, s.warmup],
+                "INSERT INTO tick(host, second, interval_ns, step, warmup, not_broken_down)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![s.host, s.second, int(s.interval_ns), s.step, s.warmup, int(s.not_broken_down)],
             )?;
             let interval = int(s.interval_ns);
             let mut insert = tx.prepare_cached(
@@ -259,7 +263,7 @@ impl Writer {
             for w in &s.workers {
                 for st in counters().filter(|st| st.has(Dim::Worker)) {
                     let Some(v) = w.counts.get(st.id) else { continue };
-                    counter(series_id(st, "", w.op, Some(w.worker), None, None)?, v)?;
+                    counter(series_id(st, "", w.op, Some(i64::from(w.worker)), None, None)?, v)?;
                 }
             }
             for f in &s.files {
@@ -268,33 +272,57 @@ impl Writer {
                     counter(series_id(st, "", f.op, None, Some(&f.file), None)?, v)?;
                 }
             }
+            let mut quantiles = tx.prepare_cached(
+                "INSERT INTO quantiles(series_id, second, p50, p90, p99, p999) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?;
+            // A distribution's sample, and its percentiles when it has values.
+            let mut dist = |id: i64, h: &ioscope_metrics::Histogram| {
+                if h.is_empty() {
+                    insert.execute(params![
+                        id,
+                        s.second,
+                        interval,
+                        0,
+                        None::<i64>,
+                        None::<i64>,
+                        None::<i64>,
+                        None::<Vec<u8>>
+                    ])?;
+                    return Ok(());
+                }
+                insert.execute(params![
+                    id,
+                    s.second,
+                    interval,
+                    int(h.count()),
+                    int128(h.sum()),
+                    h.min().map(int),
+                    h.max().map(int),
+                    h.encode_sparse(),
+                ])?;
+                let q = |p| int(h.quantile(p).unwrap_or(0));
+                quantiles.execute(params![id, s.second, q(0.5), q(0.9), q(0.99), q(0.999)])?;
+                Ok::<(), rusqlite::Error>(())
+            };
+            let dists = || STATS.iter().filter(|st| st.kind == Kind::Distribution);
             for o in &s.ops {
-                for st in STATS.iter().filter(|st| st.kind == Kind::Distribution) {
+                for st in dists() {
                     let Some(h) = o.data.histogram(st.id) else { continue };
-                    let id = series_id(st, &o.workload, o.op, None, None, None)?;
-                    if h.is_empty() {
-                        insert.execute(params![
-                            id,
-                            s.second,
-                            interval,
-                            0,
-                            None::<i64>,
-                            None::<i64>,
-                            None::<i64>,
-                            None::<Vec<u8>>
-                        ])?;
-                    } else {
-                        insert.execute(params![
-                            id,
-                            s.second,
-                            interval,
-                            int(h.count()),
-                            int128(h.sum()),
-                            h.min().map(int),
-                            h.max().map(int),
-                            h.encode_sparse(),
-                        ])?;
-                    }
+                    dist(series_id(st, &o.workload, o.op, None, None, None)?, h)?;
+                }
+            }
+            // The busiest workers and files, and the rest as one row.
+            for w in &s.worker_dists {
+                let worker = w.worker.map_or(OTHER_WORKERS, i64::from);
+                for st in dists().filter(|st| st.has(Dim::Worker)) {
+                    let Some(h) = w.data.histogram(st.id) else { continue };
+                    dist(series_id(st, "", w.op, Some(worker), None, None)?, h)?;
+                }
+            }
+            for f in &s.file_dists {
+                for st in dists().filter(|st| st.has(Dim::File)) {
+                    let Some(h) = f.data.histogram(st.id) else { continue };
+                    dist(series_id(st, "", f.op, None, Some(&f.file), None)?, h)?;
                 }
             }
             Ok::<(), rusqlite::Error>(())
@@ -302,6 +330,15 @@ impl Writer {
         result.map_err(StoreError::sqlite(path))?;
         tx.commit().map_err(StoreError::sqlite(path))?;
         self.series.extend(created);
+        Ok(())
+    }
+
+    /// Sets a row of the `meta` table (what the run was set up with, for people reading
+    /// the file: how distributions are broken down, say).
+    pub fn set_meta(&mut self, key: &str, value: &str) -> Result<(), StoreError> {
+        self.conn
+            .execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)", params![key, value])
+            .map_err(StoreError::sqlite(&self.path))?;
         Ok(())
     }
 

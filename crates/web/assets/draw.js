@@ -264,6 +264,27 @@ function drawProbeMarks(ctx, plot, from, to, probes) {
   return named;
 }
 
+// The seconds [a, b] the heat map's side panel is pinned at: a bracket over their columns.
+function drawPin(ctx, plot, from, to, pin) {
+  const [a, b] = pin;
+  if (b < from || a > to) return;
+  const x0 = Math.round(xOf(plot, from, to, Math.max(a, from)));
+  const x1 = Math.max(x0 + 1, Math.round(xOf(plot, from, to, Math.min(b, to) + 1)));
+  ctx.save();
+  ctx.strokeStyle = 'rgba(235, 240, 250, 0.9)';
+  ctx.lineWidth = 1;
+  ctx.strokeRect(x0 - 0.5, plot.y - 0.5, x1 - x0 + 1, plot.height + 1);
+  ctx.fillStyle = 'rgba(235, 240, 250, 0.9)';
+  ctx.beginPath();
+  const xm = (x0 + x1) / 2;
+  ctx.moveTo(xm - 5, plot.y - 7);
+  ctx.lineTo(xm + 5, plot.y - 7);
+  ctx.lineTo(xm, plot.y - 1);
+  ctx.closePath();
+  ctx.fill();
+  ctx.restore();
+}
+
 // --- heat map -------------------------------------------------------------------------
 
 function drawHeat(ctx, dpr, plot, m) {
@@ -301,14 +322,24 @@ function drawHeat(ctx, dpr, plot, m) {
   const nl = layers.length;
   const hlCount = hl ? nl - 1 : nl;
   // One scale for all coloured layers so equal counts look equal; grey has its own.
+  // `m.scaleMax` (compare: the larger of both panes) sets the scale so both panes and the
+  // legend read alike.
   let hlMax = 0;
   for (let l = 0; l < hlCount; l++) hlMax = Math.max(hlMax, acc.maxes[l]);
-  const kHl = 255 / Math.log(Math.max(hlMax, 4));
-  const kGrey = hl ? 255 / Math.log(Math.max(acc.maxes[nl - 1], 4)) : 0;
+  const greyMax = hl ? acc.maxes[nl - 1] : 0;
+  const sm = m.scaleMax || {};
+  const kHl = 255 / Math.log(Math.max(hlMax, sm.main || 0, 4));
+  const kGrey = hl ? 255 / Math.log(Math.max(greyMax, sm.grey || 0, 4)) : 0;
+  // A row's share of a bucket can be under one I/O: it still gets the first colour.
+  const idx = (v, k) => Math.max(0, Math.min(255, Math.round(Math.log(v) * k)));
   // Which bins hold a warm-up second (background shade).
   const warmBin = new Uint8Array(bins.nbins);
   if (warm.size) for (const s of warm) if (s >= m.from && s <= m.to) warmBin[bins.binOf(s)] = 1;
   const grids = acc.grids;
+  // Where the densest coloured cell is drawn (plot CSS pixels), for a reader to check its
+  // colour against the legend.
+  let top = 0;
+  let maxAt = null;
   for (let b = 0; b < bins.nbins; b++) {
     const bg = warmBin[b] ? WARM32 : BG32;
     const base = b * ph;
@@ -319,12 +350,16 @@ function drawHeat(ctx, dpr, plot, m) {
         const v = grids[l][base + r];
         if (v > best) {
           best = v;
-          c = luts[l][Math.min(255, Math.round(Math.log(v) * kHl))];
+          c = luts[l][idx(v, kHl)];
         }
+      }
+      if (best > top) {
+        top = best;
+        maxAt = { x: (bins.x0[b] + bins.x0[b + 1]) / 2 / dpr, y: (r + 0.5) / dpr };
       }
       if (best === 0 && hl) {
         const v = grids[nl - 1][base + r];
-        if (v > 0) c = GREY32[Math.min(255, Math.round(Math.log(v) * kGrey))];
+        if (v > 0) c = GREY32[idx(v, kGrey)];
       }
       col[r] = c;
     }
@@ -343,7 +378,16 @@ function drawHeat(ctx, dpr, plot, m) {
     for (let i = i0; i < i1 && !any; i++) any = s.columns[i] && s.columns[i].length > 0;
     if (any) series++;
   }
-  return { cells: acc.cells, series, maxCell: hl ? hlMax : acc.maxes[0] };
+  // The I/O drawn in each pixel column (every row, every layer): what a reader can check
+  // against the ops chart (kept for up to 2,000 columns).
+  let columns = null;
+  if (bins.nbins <= 2000) {
+    columns = new Array(bins.nbins).fill(0);
+    for (const g of grids) for (let b = 0; b < bins.nbins; b++) for (let r = 0; r < ph; r++) columns[b] += g[b * ph + r];
+    columns = columns.map((v) => Math.round(v * 1000) / 1000);
+  }
+  const maxCell = Math.max(hl ? hlMax : acc.maxes[0], sm.main || 0);
+  return { cells: acc.cells, series, maxCell, maxGrey: hl ? Math.max(greyMax, sm.grey || 0) : undefined, ownMax: hl ? hlMax : acc.maxes[0], ownGrey: hl ? greyMax : undefined, maxAt, columns };
 }
 
 // --- lines, stacked areas ----------------------------------------------------------------
@@ -505,7 +549,8 @@ function drawProbes(ctx, plot, m) {
 
 // Draw one chart. `m`: { kind, cssW, cssH, data, unit, from, to, y: { ymin, ymax, scale },
 // highlight: Set, colors: Map(key -> hex), marks: { bounds, warm }, stepLabel(step),
-// probes: [{ second }], message }. Returns the data-drawn record.
+// probes: [{ second }], message, scaleMax: { main, grey } (heat maps: the colour scale's
+// top when it is shared), pin: [a, b] (the pinned seconds) }. Returns the data-drawn record.
 export function drawChart(canvas, m) {
   const t0 = performance.now();
   const { ctx, dpr } = prepareCanvas(canvas, m.cssW, m.cssH);
@@ -544,6 +589,11 @@ export function drawChart(canvas, m) {
     info.series = r.series;
     info.cells = r.cells;
     if (r.maxCell != null) info.maxCell = r.maxCell;
+    if (r.ownMax != null) info.ownMax = r.ownMax;
+    if (r.maxGrey != null) info.maxGrey = r.maxGrey;
+    if (r.ownGrey != null) info.ownGrey = r.ownGrey;
+    if (r.columns) info.columns = r.columns;
+    if (r.maxAt) info.maxAt = r.maxAt;
   }
   if (hasRange) {
     drawWarmStrip(ctx, plot, m.from, m.to, m.marks);
@@ -555,6 +605,10 @@ export function drawChart(canvas, m) {
     drawTimeAxis(ctx, plot, m.from, m.to);
   }
   drawFrame(ctx, plot);
+  if (hasRange && m.pin) {
+    drawPin(ctx, plot, m.from, m.to, m.pin);
+    info.pin = m.pin;
+  }
   info.ms = Math.round((performance.now() - t0) * 100) / 100;
   return info;
 }

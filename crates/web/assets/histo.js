@@ -115,10 +115,54 @@ export function niceUp(v, unit) {
   return 10 * e;
 }
 
+// The smallest span a vertical zoom reaches: a log axis spans at least 10% (a dozen fine
+// buckets), a linear one at least 1/4096 of its bounds and 8 units.
+export const MIN_LOG_RATIO = 1.1;
+const MIN_LIN_SHARE = 1 / 4096;
+
+// The values a heat map's y axis may ever show for these counts: on a log axis from 1
+// (a log axis has no 0) to the largest value rounded up; on a linear one from 0 to the
+// largest value rounded up to the step the unzoomed axis ends on. Zooming out stops there.
+export function valueBounds(counts, lo, hi, unit, scale) {
+  if (scale === 'lin') {
+    const r = heatRangeLinear(counts, hi, unit, 0, 0);
+    return r ? { min: 0, max: r.ymax } : null;
+  }
+  const top = cutValue(counts, hi, 0);
+  if (top == null) return null;
+  return { min: 1, max: Math.max(4, niceUp(top, unit)) };
+}
+
+// Clamp a y range to `bounds`, keeping its span when it fits (a range pushed past the top
+// slides down), and at least the smallest zoom span.
+export function clampRange(ymin, ymax, bounds, scale) {
+  if (!bounds) return { ymin, ymax };
+  // Already inside and wide enough: as is (round values stay round on the axis).
+  const wide = scale === 'lin' ? ymax - ymin >= Math.max(8, (bounds.max - bounds.min) * MIN_LIN_SHARE) : ymax / ymin >= MIN_LOG_RATIO;
+  if (ymin >= bounds.min && ymax <= bounds.max && wide) return { ymin, ymax };
+  if (scale === 'lin') {
+    const full = bounds.max - bounds.min;
+    const minSpan = Math.max(8, full * MIN_LIN_SHARE);
+    let span = Math.min(full, Math.max(minSpan, ymax - ymin));
+    let a = Math.max(bounds.min, ymin);
+    if (a + span > bounds.max) a = bounds.max - span;
+    if (!(span > 0)) span = full;
+    return { ymin: Math.max(bounds.min, a), ymax: Math.max(bounds.min, a) + span };
+  }
+  const full = Math.log(bounds.max / bounds.min);
+  const span = Math.min(full, Math.max(Math.log(MIN_LOG_RATIO), Math.log(Math.max(ymax, 1) / Math.max(ymin, 1))));
+  let a = Math.log(Math.max(bounds.min, ymin));
+  if (a + span > Math.log(bounds.max)) a = Math.log(bounds.max) - span;
+  a = Math.max(Math.log(bounds.min), a);
+  return { ymin: Math.exp(a), ymax: Math.exp(a + span) };
+}
+
 // The y range [ymin, ymax] of a heat map for bucket counts `counts`, outlier cut `pct`
 // and vertical zoom `vz` (each step in halves the log span, keeping the bottom; negative
-// zooms out). A range spans at least a factor of 4 so a single bucket is a band, not a wall.
-export function heatRange(counts, lo, hi, unit, pct, vz) {
+// zooms out, up to the bounds of `valueBounds`). A range spans at least a factor of 4 so a
+// single bucket is a band, not a wall. `yr` ([low, high], from the side panel) sets the
+// range itself (clamped to the bounds); vz then applies around it.
+export function heatRange(counts, lo, hi, unit, pct, vz, yr) {
   const top = cutValue(counts, hi, pct);
   const bottom = floorValue(counts, lo);
   if (top == null || bottom == null) return null;
@@ -129,11 +173,17 @@ export function heatRange(counts, lo, hi, unit, pct, vz) {
     ymin = niceDown(Math.max(1, mid / 2), unit);
     ymax = niceUp(Math.max(ymin * 4, mid * 2), unit);
   }
+  const bounds = valueBounds(counts, lo, hi, unit, 'log');
+  bounds.max = Math.max(bounds.max, ymax);
+  if (yr && yr[1] > yr[0]) {
+    ymin = Math.max(1, yr[0]);
+    ymax = Math.max(ymin * MIN_LOG_RATIO, yr[1]);
+  }
   if (vz) {
     const span = Math.log(ymax / ymin) * 2 ** -vz;
     ymax = ymin * Math.exp(span);
   }
-  return { ymin, ymax };
+  return clampRange(ymin, ymax, bounds, 'log');
 }
 
 // Log-scale mapping of values to pixel offsets from the top of a plot of height h.
@@ -155,33 +205,32 @@ export function linScale(ymin, ymax, h) {
   };
 }
 
-// Pixel rows [top[b], bot[b]] (0 = top row, inclusive) that bucket b covers in a plot of
-// `h` rows; -1 when the bucket is entirely outside the y range. A bucket covers the
-// values [lo, hi + 1); a bucket thinner than a row takes the row its middle falls in.
+// Pixel rows [top[b], bot[b]] (0 = top row, inclusive) that bucket b touches in a plot of
+// `h` rows, -1 when the bucket is entirely outside the y range; and its exact extent
+// [y0[b], y1[b]) in fractional rows (top edge, bottom edge), which `accumulate` uses to
+// share the bucket's count among the rows it covers. A bucket covers the values [lo, hi + 1).
 export function bucketRows(lo, hi, scale, h) {
   const nb = lo.length;
   const top = new Int32Array(nb);
   const bot = new Int32Array(nb);
+  const y0 = new Float64Array(nb);
+  const y1 = new Float64Array(nb);
   for (let b = 0; b < nb; b++) {
     // Value 0 (offset 0) shares the row of value 1: a log axis has no 0.
     const low = Math.max(lo[b], 1);
     const yTop = scale.toY(Math.max(hi[b] + 1, low + 1));
     const yBot = scale.toY(low);
+    y0[b] = yTop;
+    y1[b] = yBot;
     if (yBot <= 0 || yTop >= h) {
       top[b] = -1;
       bot[b] = -1;
       continue;
     }
-    let r0 = Math.floor(yTop);
-    let r1 = Math.ceil(yBot) - 1;
-    if (r1 < r0) {
-      r0 = Math.floor((yTop + yBot) / 2);
-      r1 = r0;
-    }
-    top[b] = Math.max(0, Math.min(h - 1, r0));
-    bot[b] = Math.max(0, Math.min(h - 1, r1));
+    top[b] = Math.max(0, Math.min(h - 1, Math.floor(yTop)));
+    bot[b] = Math.max(0, Math.min(h - 1, Math.max(Math.floor(yTop), Math.ceil(yBot) - 1)));
   }
-  return { top, bot };
+  return { top, bot, y0, y1 };
 }
 
 // Pixel columns for seconds [from, to] over a plot `w` pixels wide. Each second covers
@@ -233,15 +282,26 @@ export function columnSecondsFor(nSeconds, widthPx) {
 
 // The y range of a heat map on a linear axis (offsets: a file is a line of blocks): from
 // 0 to the outlier cut rounded up to a round step (a power of two for bytes); each
-// vertical zoom step in halves the top.
-export function heatRangeLinear(counts, hi, unit, pct, vz) {
+// vertical zoom step in halves the span, keeping the bottom, never past 0 .. the largest
+// value (rounded up the same way). `yr` as for heatRange.
+export function heatRangeLinear(counts, hi, unit, pct, vz, yr) {
   const top = cutValue(counts, hi, pct);
   if (top == null) return null;
-  const t = Math.max(top, 2);
-  const step = unit === 'bytes' ? 2 ** Math.ceil(Math.log2(t / 8)) : niceUp(t / 8, unit);
-  let ymax = Math.ceil(t / step - 1e-9) * step;
-  if (vz) ymax *= 2 ** -vz;
-  return { ymin: 0, ymax };
+  const roundUp = (v) => {
+    const t = Math.max(v, 2);
+    const step = unit === 'bytes' ? 2 ** Math.ceil(Math.log2(t / 8)) : niceUp(t / 8, unit);
+    return Math.ceil(t / step - 1e-9) * step;
+  };
+  let ymin = 0;
+  let ymax = roundUp(top);
+  if (!vz && !yr) return { ymin, ymax };
+  const bounds = { min: 0, max: Math.max(ymax, roundUp(cutValue(counts, hi, 0))) };
+  if (yr && yr[1] > yr[0]) {
+    ymin = Math.max(0, yr[0]);
+    ymax = yr[1];
+  }
+  if (vz) ymax = ymin + (ymax - ymin) * 2 ** -vz;
+  return clampRange(ymin, ymax, bounds, 'lin');
 }
 
 // Sum the cells of a heat map. `layers` is a list of key sets (null = every series); each
@@ -250,7 +310,7 @@ export function heatRangeLinear(counts, hi, unit, pct, vz) {
 // (bin, bucket) pairs within the y range: what a reader sees as drawn cells.
 export function accumulate(heat, layers, i0, i1, bins, rows, h) {
   const { nbins, binOf } = bins;
-  const { top, bot } = rows;
+  const { top, bot, y0, y1 } = rows;
   const grids = layers.map(() => new Float64Array(nbins * h));
   const maxes = layers.map(() => 0);
   const seen = new Int32Array(heat.lo.length).fill(-1);
@@ -276,7 +336,22 @@ export function accumulate(heat, layers, i0, i1, bins, rows, h) {
           cells++;
         }
         const r1 = bot[b];
-        for (let r = r0; r <= r1; r++) grid[base + r] += c;
+        const span = y1[b] - y0[b];
+        if (r0 === r1 && y0[b] >= r0 && y1[b] <= r0 + 1) {
+          grid[base + r0] += c;
+          continue;
+        }
+        if (!(span > 0)) {
+          grid[base + r0] += c;
+          continue;
+        }
+        // The bucket's I/O are shared among its rows by how much of each row it covers:
+        // adjacent buckets fill adjacent rows with no gap, and a row two buckets share
+        // is not counted twice (no stripes the data does not have).
+        for (let r = r0; r <= r1; r++) {
+          const part = Math.min(r + 1, y1[b]) - Math.max(r, y0[b]);
+          if (part > 0) grid[base + r] += (c * part) / span;
+        }
       }
     }
   }
@@ -311,6 +386,61 @@ export function valuesAt(heat, keys, i0, i1) {
     if (counts[b] > 0) out.push({ lo: heat.lo[b], hi: heat.hi[b], count: counts[b] });
   }
   return out;
+}
+
+// The edges of the coarse value ranges of the side panel, what the eye groups a heat map
+// by: on a log axis 1-2-5 per decade (ns, counts) or powers of two (bytes), on a linear
+// axis the step of about eight bands up to `vmax`. Ascending, from 0, the last above vmax.
+export function coarseEdges(unit, scale, vmax) {
+  const top = Math.max(1, vmax);
+  const edges = [0];
+  if (scale === 'lin') {
+    const step = unit === 'bytes' ? 2 ** Math.ceil(Math.log2(Math.max(1, top / 8))) : niceUp(top / 8, unit);
+    for (let v = step; edges.length < 64; v += step) {
+      edges.push(v);
+      if (v > top) break;
+    }
+    return edges;
+  }
+  for (let e = 1; edges.length < 256; ) {
+    const next = unit === 'bytes' ? [e] : [e, 2 * e, 5 * e];
+    for (const v of next) edges.push(v);
+    if (edges[edges.length - 1] > top) break;
+    e *= unit === 'bytes' ? 2 : 10;
+  }
+  while (edges.length > 2 && edges[edges.length - 2] > top) edges.pop();
+  return edges;
+}
+
+// The I/O at the cursor grouped into coarse value ranges, fastest first, as the seeds'
+// panel reads ("most I/Os faster than 55 µs"): each range [lo, hi) with its count, its
+// share of the total and the cumulative share up to its top, and its fine buckets
+// (ascending). A bucket belongs to the range its lower bound falls in.
+export function coarseRanges(heat, keys, i0, i1, edges) {
+  const counts = bucketCounts(heat, keys, i0, i1);
+  let total = 0;
+  for (let b = 0; b < counts.length; b++) total += counts[b];
+  const ranges = [];
+  let k = 0;
+  let cum = 0;
+  for (let b = 0; b < counts.length; b++) {
+    if (!(counts[b] > 0)) continue;
+    const v = heat.lo[b];
+    while (k + 2 < edges.length && v >= edges[k + 1]) k++;
+    let r = ranges[ranges.length - 1];
+    if (!r || r.lo !== edges[k]) {
+      r = { lo: edges[k], hi: v >= edges[k + 1] ? Infinity : edges[k + 1], count: 0, pct: 0, cum: 0, buckets: [] };
+      ranges.push(r);
+    }
+    r.count += counts[b];
+    r.buckets.push({ lo: heat.lo[b], hi: heat.hi[b], count: counts[b] });
+  }
+  for (const r of ranges) {
+    cum += r.count;
+    r.pct = total ? (100 * r.count) / total : 0;
+    r.cum = total ? (100 * cum) / total : 0;
+  }
+  return { total, ranges };
 }
 
 // Append newer seconds (a response for from = some second) to a prepared heat map: the

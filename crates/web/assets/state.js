@@ -6,10 +6,12 @@
 // never occur inside one):
 //   run=0&cmp=1&t=10-50&follow=1&c=<chart>&c=<chart>...
 //   <chart> = STAT[,by=DIM][,where=DIM:VALUE;DIM:VALUE][,kind=K][,cut=PCT][,hl=KEY;KEY][,vz=N][,ys=lin|log]
+//             [,yr=LOW-HIGH][,pin=SECOND]
 // e.g.  #run=0&c=ops,by=op,kind=stacked&c=latency,by=host,where=op:write,kind=heatmap,cut=1,hl=h2
 // t absent = the whole run; follow defaults to on without t and off with it. ys (the heat
 // map's value axis) is written only when it differs from the default: linear for offset,
-// log for the rest.
+// log for the rest. yr (a heat map's y range picked in its side panel, whole values of its
+// unit) and pin (the second its side panel is pinned at) are written when set.
 // `c=-` stands for an empty worksheet (no c at all means the default charts).
 
 export const KINDS = {
@@ -60,6 +62,8 @@ export function makeChart(stat, opts) {
     hl: (o.hl || []).slice(),
     vz: Number.isInteger(o.vz) ? o.vz : 0,
     ys: o.ys === 'lin' || o.ys === 'log' ? o.ys : defaultYScale(stat),
+    yr: Array.isArray(o.yr) && o.yr.length === 2 && o.yr.every((v) => Number.isFinite(v) && v >= 0) && o.yr[1] > o.yr[0] ? [o.yr[0], o.yr[1]] : null,
+    pin: Number.isInteger(o.pin) && o.pin >= 0 ? o.pin : null,
   };
 }
 
@@ -114,6 +118,8 @@ export function encodeChart(c) {
   if (c.hl && c.hl.length) parts.push(`hl=${c.hl.map(enc).join(';')}`);
   if (c.vz) parts.push(`vz=${c.vz}`);
   if (c.ys && c.ys !== defaultYScale(c.stat)) parts.push(`ys=${c.ys}`);
+  if (c.yr) parts.push(`yr=${Math.round(c.yr[0])}-${Math.round(c.yr[1])}`);
+  if (c.pin != null) parts.push(`pin=${c.pin}`);
   return parts.join(',');
 }
 
@@ -134,6 +140,10 @@ export function decodeChart(s) {
     else if (k === 'hl') o.hl = v.split(';').filter(Boolean).map(dec);
     else if (k === 'vz') o.vz = Math.max(-6, Math.min(12, parseInt(v, 10) || 0));
     else if (k === 'ys') o.ys = v;
+    else if (k === 'yr') {
+      const m = /^(\d+)-(\d+)$/.exec(v);
+      if (m) o.yr = [Number(m[1]), Number(m[2])];
+    } else if (k === 'pin' && /^\d+$/.test(v)) o.pin = Number(v);
   }
   return makeChart(stat, o);
 }

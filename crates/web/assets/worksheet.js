@@ -4,9 +4,9 @@
 // Fetches each query once for the whole run (live runs: only the newer seconds), zooms
 // and pans in the client, and broadcasts the hovered second to every chart.
 
-import { fmtValue, fmtNum, fmtInt, fmtRange, fmtElapsed, fmtClock, fmtBytes, fmtNs } from './format.js';
+import { fmtValue, fmtNum, fmtInt, fmtRange, fmtElapsed, fmtClock, fmtBytes, fmtNs, fmtTick } from './format.js';
 import { keyColor, PERCENTILE_COLORS, HEAT_STOPS, hueLut } from './color.js';
-import { prepareHeat, indexRange, bucketCounts, heatRange, heatRangeLinear, keyTotals, valuesAt, mergeHeat, binSeconds, coveredSeconds, columnSecondsFor, OUTLIER_CUTS } from './histo.js';
+import { prepareHeat, indexRange, bucketCounts, heatRange, heatRangeLinear, keyTotals, mergeHeat, binSeconds, coveredSeconds, columnSecondsFor, valueBounds, coarseEdges, coarseRanges, OUTLIER_CUTS } from './histo.js';
 import { prepareSeries, sideTotals, linearRange, percentileRange, probeRange, timelineMarks, timelineFromSteps, mergeSeries, PERCENTILES, PERCENTILE_LABELS } from './series.js';
 import { chartTitle, statNote, statLabel, kindsFor, KIND_LABELS, drillOptions, endpointFor, whereString, makeChart, visibleRange } from './state.js';
 import { getData, queryPath, isEmbedded, isAnswered } from './api.js';
@@ -43,6 +43,17 @@ function hueGradient(hex) {
   const lut = hueLut(hex);
   const at = (i) => `rgb(${lut[i * 4]},${lut[i * 4 + 1]},${lut[i * 4 + 2]})`;
   return `linear-gradient(90deg, ${at(0)}, ${at(153)}, ${at(255)})`;
+}
+
+// A coarse range of the heat-map panel in few characters: "10–20 µs", "512 KiB–1 MiB", "≥ 5 s".
+export function coarseLabel(lo, hi, unit) {
+  if (hi === Infinity) return `≥ ${fmtTick(lo, unit)}`;
+  const a = fmtTick(lo, unit);
+  const b = fmtTick(hi, unit);
+  const ma = /^([\d.]+)\s*(.*)$/.exec(a);
+  const mb = /^([\d.]+)\s*(.*)$/.exec(b);
+  if (ma && mb && (ma[2] === mb[2] || a === '0')) return `${ma[1]}–${b}`;
+  return `${a}–${b}`;
 }
 
 const CUT_LABELS = { 0: 'none', 5: '5%', 1: '1%', 0.1: '0.1%', 0.01: '0.01%' };
@@ -237,11 +248,12 @@ class ChartView {
       tools.push(h('label', { class: 'tool-select' }, sel));
       tools.push(
         h('div', { class: 'seg', role: 'group', 'aria-label': 'Vertical zoom' },
-          h('button', { type: 'button', 'data-action': 'vzoom-out', 'aria-label': 'Zoom out vertically', title: 'Zoom out vertically', onclick: () => this.ws.updateChart(this, { vz: c.vz - 1 }) }, '−'),
-          h('button', { type: 'button', 'data-action': 'vzoom-in', 'aria-label': 'Zoom in vertically', title: 'Zoom in vertically (keeps the bottom)', onclick: () => this.ws.updateChart(this, { vz: c.vz + 1 }) }, '+'),
+          h('button', { type: 'button', 'data-action': 'vzoom-out', 'aria-label': 'Zoom out vertically', title: 'Zoom out vertically (up to the values the data holds)', disabled: this.yLimits ? this.yLimits.full : false, onclick: () => this.ws.updateChart(this, { vz: c.vz - 1 }) }, '−'),
+          h('button', { type: 'button', 'data-action': 'vzoom-in', 'aria-label': 'Zoom in vertically', title: 'Zoom in vertically (keeps the bottom)', disabled: this.yLimits ? this.yLimits.deepest : false, onclick: () => this.ws.updateChart(this, { vz: c.vz + 1 }) }, '+'),
+          c.yr || c.vz ? h('button', { type: 'button', 'data-action': 'vzoom-reset', 'aria-label': 'Reset the vertical zoom', title: 'Back to the whole value range', onclick: () => this.ws.updateChart(this, { vz: 0, yr: null }) }, '↺') : null,
           h('button', {
             type: 'button', 'data-action': 'yscale', 'aria-label': 'Y axis scale', title: 'Log or linear value axis',
-            onclick: () => this.ws.updateChart(this, { ys: c.ys === 'lin' ? 'log' : 'lin', vz: 0 }),
+            onclick: () => this.ws.updateChart(this, { ys: c.ys === 'lin' ? 'log' : 'lin', vz: 0, yr: null }),
           }, c.ys === 'lin' ? 'lin' : 'log')),
       );
     }
@@ -348,8 +360,9 @@ class ChartView {
     const hl = this.activeKeys(data);
     if (c.kind === 'heatmap') {
       const counts = bucketCounts(data, hl, i0, i1);
-      const r = c.ys === 'lin' ? heatRangeLinear(counts, data.hi, unit, c.cut, c.vz) : heatRange(counts, data.lo, data.hi, unit, c.cut, c.vz);
-      return r ? { ...r, scale: c.ys === 'lin' ? 'lin' : 'log' } : null;
+      const scale = c.ys === 'lin' ? 'lin' : 'log';
+      const r = scale === 'lin' ? heatRangeLinear(counts, data.hi, unit, c.cut, c.vz, c.yr) : heatRange(counts, data.lo, data.hi, unit, c.cut, c.vz, c.yr);
+      return r ? { ...r, scale, bounds: valueBounds(counts, data.lo, data.hi, unit, scale) } : null;
     }
     if (c.kind === 'percentiles') {
       const r = percentileRange(data, i0, i1, hl, unit);
@@ -402,8 +415,12 @@ class ChartView {
       else {
         y.ymin = Math.min(y.ymin, r.ymin);
         y.ymax = Math.max(y.ymax, r.ymax);
+        if (y.bounds && r.bounds) y.bounds = { min: Math.min(y.bounds.min, r.bounds.min), max: Math.max(y.bounds.max, r.bounds.max) };
       }
     }
+    this.updateZoomLimits(y);
+    const pinned = c.kind === 'heatmap' && c.pin != null ? this.hoverSeconds(c.pin) : null;
+    const models = [];
     const colors = this.colors();
     const cssW = ws.plotWidth(compare);
     const cssH = chartHeight(c.kind);
@@ -422,9 +439,25 @@ class ChartView {
       const model = {
         kind: c.kind, cssW, cssH, data: msg ? null : data, unit: (data && data.unit) || (this.info && this.info.unit),
         from, to, y, highlight: data ? this.activeKeys(data) : null, colors, marks,
-        stepLabel: (s) => ws.stepLabel(runId, s), probes: ws.probeMarks(runId),
+        stepLabel: (s) => ws.stepLabel(runId, s), probes: ws.probeMarks(runId), pin: pinned,
       };
-      const info = drawChart(w.canvas, model);
+      models.push(model);
+      let info = drawChart(w.canvas, model);
+      // Compare: both panes on the colour scale of the denser one (the legend's), so a
+      // colour means the same count in each pane.
+      if (compare && c.kind === 'heatmap' && i === this.wraps.length - 1) {
+        const drawnAll = this.drawn.slice(0, i).concat([info]);
+        const main = Math.max(0, ...drawnAll.map((d) => (d && d.ownMax) || 0));
+        const grey = Math.max(0, ...drawnAll.map((d) => (d && d.ownGrey) || 0));
+        info = drawChart(w.canvas, { ...model, scaleMax: { main, grey } });
+        for (let j = 0; j < i; j++) {
+          if (!this.drawn[j] || !models[j].data) continue;
+          const again = drawChart(this.wraps[j].canvas, { ...models[j], scaleMax: { main, grey } });
+          this.drawn[j] = { ...this.drawn[j], ...again };
+          if (j === 0) this.section.dataset.drawn = JSON.stringify(this.drawn[j]);
+          else this.section.dataset.drawnCompare = JSON.stringify(this.drawn[j]);
+        }
+      }
       if (data && data.columnSeconds > 1) info.columnSeconds = data.columnSeconds;
       w.plot = info.plot;
       w.msg.hidden = !msg;
@@ -438,6 +471,22 @@ class ChartView {
     this.renderLegend();
     this.renderSide();
     this.positionCrosshair();
+  }
+
+  // Whether the vertical zoom can go further out (the data's bounds reached) or in.
+  updateZoomLimits(y) {
+    if (this.spec.kind !== 'heatmap' || !y || !y.bounds) {
+      this.yLimits = null;
+    } else {
+      const b = y.bounds;
+      const full = y.ymin <= b.min * (1 + 1e-9) + 1e-9 && y.ymax >= b.max * (1 - 1e-9);
+      const deepest = y.scale === 'lin' ? y.ymax - y.ymin <= Math.max(8, (b.max - b.min) / 4096) * (1 + 1e-6) : y.ymax / y.ymin <= 1.1 * (1 + 1e-6);
+      this.yLimits = { full, deepest };
+    }
+    const out = this.toolsEl.querySelector('[data-action="vzoom-out"]');
+    const inn = this.toolsEl.querySelector('[data-action="vzoom-in"]');
+    if (out) out.disabled = !!(this.yLimits && this.yLimits.full);
+    if (inn) inn.disabled = !!(this.yLimits && this.yLimits.deepest);
   }
 
   message(e, data, from, to) {
@@ -550,6 +599,10 @@ class ChartView {
 
   renderHover(hoverRange) {
     const c = this.spec;
+    if (c.kind === 'heatmap') {
+      this.renderHeatPanel(c.pin != null ? this.hoverSeconds(c.pin) : hoverRange);
+      return;
+    }
     fill(this.hoverEl);
     if (!hoverRange) {
       this.hoverEl.hidden = true;
@@ -565,21 +618,7 @@ class ChartView {
       const meta = this.ws.runMeta(r);
       const clock = meta && meta.started_unix_ms != null ? fmtClock(meta.started_unix_ms + hoverRange[0] * 1000) : '';
       const tag = runs.length > 1 ? h('span', { class: `run-tag ${i === 0 ? 'a' : 'b'}` }, i === 0 ? 'A' : 'B') : null;
-      if (c.kind === 'heatmap') {
-        const keys = this.activeKeys(data);
-        const list = valuesAt(data, keys, i0, i1);
-        const total = list.reduce((a, v) => a + v.count, 0);
-        const unit = data.unit;
-        // Columns of several seconds: the seconds their sum covers, and that they are columns.
-        const [a, b] = coveredSeconds(data, hoverRange[0], hoverRange[1]);
-        const cols = data.columnSeconds > 1 ? h('span', { class: 'cols', title: `${i1 - i0} column${i1 - i0 === 1 ? '' : 's'} of ${data.columnSeconds} s, each the exact sum of its seconds` }, `${i1 - i0} × ${data.columnSeconds} s`) : null;
-        const at = meta && meta.started_unix_ms != null ? fmtClock(meta.started_unix_ms + a * 1000) : '';
-        const head = h('div', { class: 'hv-head' }, tag, h('span', {}, a === b ? fmtElapsed(a) : `${fmtElapsed(a)}–${fmtElapsed(b)}`), h('span', { class: 'clock' }, at), cols, h('span', { class: 'tot' }, `${fmtInt(total)} I/O`));
-        const max = runs.length > 1 ? 12 : 60;
-        const rows = list.slice(0, max).map((v) => h('div', { class: 'hv-row' }, h('span', { class: 'r' }, fmtRange(v.lo, v.hi, unit)), h('span', { class: 'n' }, fmtInt(v.count))));
-        const more = list.length > max ? h('div', { class: 'hv-more' }, `… ${list.length - max} more ranges`) : null;
-        this.hoverEl.append(h('div', { class: 'hv' }, head, h('div', { class: 'hv-rows' }, rows), more));
-      } else if (c.kind === 'percentiles') {
+      if (c.kind === 'percentiles') {
         const keys = this.activeKeys(data);
         const blocks = data.series.filter((s) => !keys || keys.has(s.key)).map((s) => {
           const idx = i0;
@@ -601,6 +640,120 @@ class ChartView {
           total != null && data.series.length > 1 ? h('span', { class: 'tot' }, `total ${this.fmtSide(total)}`) : null)));
       }
     });
+  }
+
+  // The heat map's side panel, as the seeds' reads: at the cursor's column (or the pinned
+  // one), the I/O in coarse value ranges, fastest first, with count, share and cumulative
+  // share, each expandable into its fine buckets and a zoom to its values; totals for the
+  // column and for the visible range. Re-drawn only when what it shows changes, so a
+  // pinned panel keeps its scroll position while the cursor moves elsewhere.
+  renderHeatPanel(range) {
+    const c = this.spec;
+    const runs = this.ws.runIds();
+    const vis = this.ws.visible;
+    const sig = JSON.stringify([range, c.pin, c.hl, c.yr, c.vz, c.ys, c.cut, vis, runs, this.drawn.map((d) => (d ? [d.ymin, d.ymax] : null)), [...(this.expanded || [])], this.entries.map((e) => (e ? [e.key, e.version] : null))]);
+    if (sig === this.panelSig) return;
+    this.panelSig = sig;
+    const scroll = this.hoverEl.scrollTop;
+    fill(this.hoverEl);
+    this.hoverEl.classList.toggle('pinned', c.pin != null);
+    if (c.pin != null) this.hoverEl.dataset.pinned = String(c.pin);
+    else delete this.hoverEl.dataset.pinned;
+    if (!range || !vis) {
+      this.hoverEl.hidden = true;
+      return;
+    }
+    this.hoverEl.hidden = false;
+    if (!this.expanded) this.expanded = new Set();
+    runs.forEach((r, i) => {
+      const e = this.entries[i];
+      const data = e && e.data;
+      if (!data) return;
+      const keys = this.activeKeys(data);
+      const unit = data.unit;
+      const [i0, i1] = indexRange(data.seconds, range[0], range[1]);
+      const [v0, v1] = indexRange(data.seconds, vis[0], vis[1]);
+      const scale = c.ys === 'lin' ? 'lin' : 'log';
+      const visCounts = bucketCounts(data, keys, v0, v1);
+      let visTotal = 0;
+      let top = 0;
+      for (let b = 0; b < visCounts.length; b++) {
+        if (visCounts[b] > 0) {
+          visTotal += visCounts[b];
+          top = data.hi[b] + 1;
+        }
+      }
+      const { total, ranges } = coarseRanges(data, keys, i0, i1, coarseEdges(unit, scale, top));
+      const y = this.drawn[i] && this.drawn[i].ymax != null ? this.drawn[i] : null;
+      const meta = this.ws.runMeta(r);
+      const tag = runs.length > 1 ? h('span', { class: `run-tag ${i === 0 ? 'a' : 'b'}` }, i === 0 ? 'A' : 'B') : null;
+      const [a, b] = coveredSeconds(data, range[0], range[1]);
+      const cols = data.columnSeconds > 1 ? h('span', { class: 'cols', title: `${i1 - i0} column${i1 - i0 === 1 ? '' : 's'} of ${data.columnSeconds} s, each the exact sum of its seconds` }, `${i1 - i0} × ${data.columnSeconds} s`) : null;
+      const at = meta && meta.started_unix_ms != null ? fmtClock(meta.started_unix_ms + a * 1000) : '';
+      const pin = c.pin != null
+        ? h('button', { type: 'button', class: 'hv-pin on', 'data-action': 'unpin', title: 'Pinned (click the heat map again or press Esc to unpin)', onclick: () => this.ws.updateChart(this, { pin: null }) }, 'pinned ×')
+        : h('span', { class: 'hv-pin', title: 'Click the heat map to pin this panel at a second' }, 'click to pin');
+      const head = h('div', { class: 'hv-head' }, tag, h('span', {}, a === b ? fmtElapsed(a) : `${fmtElapsed(a)}–${fmtElapsed(b)}`), h('span', { class: 'clock' }, at), cols,
+        h('span', { class: 'tot', 'data-total': String(total) }, `${fmtInt(total)} I/O`), i === 0 ? pin : null);
+      const visLine = h('div', { class: 'hv-vis', 'data-total': String(visTotal) }, `visible ${fmtElapsed(vis[0])}–${fmtElapsed(vis[1])}: ${fmtInt(visTotal)} I/O`);
+      const pct = (x) => (x >= 99.95 && x < 100 ? '>99.9' : x < 0.1 && x > 0 ? '<0.1' : x.toFixed(1));
+      const label = (lo, hi) => coarseLabel(lo, hi, unit);
+      // Zoom the value axis to [lo, hi); with Shift, extend the zoom already set to it (a
+      // low and a high pick, as the seeds' panel does).
+      const zoomButton = (lo, hi, what) => h('button', {
+        type: 'button', class: 'yz', 'data-action': 'yzoom', title: `Zoom the value axis to ${what} (Shift: extend the zoom to it)`,
+        onclick: (ev) => {
+          ev.stopPropagation();
+          let yr = [Math.max(scale === 'log' ? 1 : 0, lo), hi];
+          if (ev.shiftKey && c.yr) yr = [Math.min(yr[0], c.yr[0]), Math.max(yr[1], c.yr[1])];
+          this.ws.updateChart(this, { yr, vz: 0 });
+        },
+      }, '⤢');
+      const rows = [];
+      for (const rg of ranges) {
+        const id = `${rg.lo}`;
+        const open = this.expanded.has(id);
+        // Outside the value axis (cut as an outlier, or zoomed away): listed, but dimmed.
+        const out = y && (rg.lo >= y.ymax || rg.buckets[rg.buckets.length - 1].hi + 1 <= y.ymin);
+        rows.push(h('div', {
+          class: `hv-range${open ? ' open' : ''}${out ? ' out' : ''}`, 'data-lo': String(rg.lo), 'data-hi': String(rg.hi), 'data-count': String(rg.count),
+          title: `${fmtInt(rg.count)} I/O from ${label(rg.lo, rg.hi)}; ${pct(rg.cum)}% of this column are below ${rg.hi === Infinity ? 'the top' : fmtTick(rg.hi, unit)}${out ? '; outside the value axis' : ''}. Click to list its buckets`,
+          onclick: (ev) => {
+            if (ev.target.closest('[data-action="yzoom"]')) return;
+            if (open) this.expanded.delete(id);
+            else this.expanded.add(id);
+            this.panelSig = null;
+            this.renderHeatPanel(range);
+          },
+        },
+        h('span', { class: 'tw' }, open ? '▾' : '▸'),
+        h('span', { class: 'r' }, label(rg.lo, rg.hi)),
+        h('span', { class: 'n' }, fmtInt(rg.count)),
+        h('span', { class: 'p' }, `${pct(rg.pct)}%`),
+        h('span', { class: 'cum' }, `${pct(rg.cum)}%`),
+        zoomButton(rg.lo, rg.hi === Infinity ? rg.buckets[rg.buckets.length - 1].hi + 1 : rg.hi, 'this range')));
+        if (open) {
+          for (const bk of rg.buckets) {
+            rows.push(h('div', { class: 'hv-fine', 'data-lo': String(bk.lo), 'data-hi': String(bk.hi), 'data-count': String(bk.count) },
+              h('span', { class: 'r' }, fmtRange(bk.lo, bk.hi, unit)), h('span', { class: 'n' }, fmtInt(bk.count)), h('span', { class: 'p' }, `${pct(total ? (100 * bk.count) / total : 0)}%`),
+              h('span', { class: 'cum' }), zoomButton(bk.lo, bk.hi + 1, 'this bucket')));
+          }
+        }
+      }
+      const colHead = ranges.length ? h('div', { class: 'hv-cols' }, h('span', { class: 'r' }, data.stat === 'offset' ? 'offset' : 'value'), h('span', { class: 'n' }, 'I/O'), h('span', { class: 'p' }, '%'), h('span', { class: 'cum' }, 'cum.')) : null;
+      this.hoverEl.append(h('div', { class: 'hv hv-heat', 'data-run': String(r) }, head, visLine, colHead, h('div', { class: 'hv-rows' }, rows.length ? rows : h('div', { class: 'hv-more' }, 'no I/O in this column'))));
+    });
+    this.hoverEl.scrollTop = scroll;
+  }
+
+  // Pin the side panel at second s (a click on the heat map), or unpin when it is pinned there.
+  togglePin(s) {
+    const cur = this.spec.pin;
+    const same = cur != null && (() => {
+      const a = this.hoverSeconds(cur);
+      return a && s >= a[0] && s <= a[1];
+    })();
+    this.ws.updateChart(this, { pin: same ? null : s });
   }
 
   // Seconds summed under the cursor: the pixel column of the hovered second.
@@ -693,7 +846,15 @@ class ChartView {
         const d = this.drag;
         this.drag = null;
         w.sel.hidden = true;
-        if (!d || Math.abs(d.x1 - d.x0) < 4) return;
+        if (!d) return;
+        if (Math.abs(d.x1 - d.x0) < 4) {
+          // A click (no drag) on a heat map pins its side panel at that second.
+          if (this.spec.kind === 'heatmap') {
+            const [from, to] = this.ws.visible;
+            this.togglePin(secondAt(w.plot, from, to, d.x0));
+          }
+          return;
+        }
         const [from, to] = this.ws.visible;
         const a = secondAt(w.plot, from, to, Math.min(d.x0, d.x1));
         const b = secondAt(w.plot, from, to, Math.max(d.x0, d.x1) - 0.01);
@@ -750,7 +911,9 @@ export class Worksheet {
       if (this.openMenu && !ev.target.closest('.menu') && !ev.target.closest('[data-action="drill"]')) this.closeMenus();
     });
     document.addEventListener('keydown', (ev) => {
-      if (ev.key === 'Escape') this.closeMenus();
+      if (ev.key !== 'Escape') return;
+      if (this.openMenu) this.closeMenus();
+      else this.unpinAll();
     });
     let pending = false;
     this.resizeObserver = new ResizeObserver(() => {
@@ -766,6 +929,13 @@ export class Worksheet {
       });
     });
     this.resizeObserver.observe(this.root);
+  }
+
+  // Esc: every pinned heat-map panel follows the cursor again (one history entry).
+  unpinAll() {
+    const st = this.state();
+    if (!st.charts.some((c) => c.pin != null)) return;
+    this.host.change({ charts: st.charts.map((c) => (c.pin != null ? makeChart(c.stat, { ...c, pin: null }) : c)) }, true);
   }
 
   closeMenus() {

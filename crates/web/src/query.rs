@@ -6,7 +6,9 @@
 //! by bucket addition, so a breakdown's parts always sum to its whole.
 
 use ioscope_metrics::histogram::bucket_range;
-use ioscope_metrics::{FileCounts, Histogram, OpSeries, Snapshot, WorkerCounts, RELATIVE_ERROR};
+use ioscope_metrics::{
+    FileCounts, FileDists, Histogram, OpSeries, Snapshot, WorkerCounts, WorkerDists, OTHER, RELATIVE_ERROR,
+};
 use ioscope_store::Results;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -153,9 +155,9 @@ impl Query {
     /// workload, and they cannot be split by each other.
     fn check_sources(&self) -> Result<(), QueryError> {
         for (a, b, why) in [
-            (Dim::Worker, Dim::Workload, "per-worker counts carry no workload"),
-            (Dim::File, Dim::Workload, "per-file counts carry no workload"),
-            (Dim::Worker, Dim::File, "counts are kept per worker and per file, not per both"),
+            (Dim::Worker, Dim::Workload, "per-worker series carry no workload"),
+            (Dim::File, Dim::Workload, "per-file series carry no workload"),
+            (Dim::Worker, Dim::File, "series are kept per worker and per file, not per both"),
             (Dim::Error, Dim::Worker, "error kinds are kept per operation, not per worker"),
             (Dim::Error, Dim::File, "error kinds are kept per operation, not per file"),
         ] {
@@ -178,19 +180,27 @@ impl Query {
 }
 
 /// One stored row of one second: a per-op series, a per-worker or per-file counter set,
+/// the distributions of one of the busiest workers or files (or of the rest, "(other)"),
 /// or one kind of an op's failed I/Os (None: those of no recorded kind, in files written
 /// before kinds were stored).
 enum Row<'a> {
     Op(&'a Snapshot, &'a OpSeries),
     Worker(&'a Snapshot, &'a WorkerCounts),
     File(&'a Snapshot, &'a FileCounts),
+    WorkerDists(&'a Snapshot, &'a WorkerDists),
+    FileDists(&'a Snapshot, &'a FileDists),
     Error(&'a Snapshot, &'a OpSeries, Option<&'a (String, u64)>),
 }
 
 impl<'a> Row<'a> {
     fn snapshot(&self) -> &'a Snapshot {
         match *self {
-            Row::Op(s, _) | Row::Worker(s, _) | Row::File(s, _) | Row::Error(s, _, _) => s,
+            Row::Op(s, _)
+            | Row::Worker(s, _)
+            | Row::File(s, _)
+            | Row::WorkerDists(s, _)
+            | Row::FileDists(s, _)
+            | Row::Error(s, _, _) => s,
         }
     }
 
@@ -200,7 +210,13 @@ impl<'a> Row<'a> {
             (Dim::Op, Row::Op(_, o) | Row::Error(_, o, _)) => Some(o.op.to_string()),
             (Dim::Op, Row::Worker(_, w)) => Some(w.op.to_string()),
             (Dim::Op, Row::File(_, f)) => Some(f.op.to_string()),
+            (Dim::Op, Row::WorkerDists(_, w)) => Some(w.op.to_string()),
+            (Dim::Op, Row::FileDists(_, f)) => Some(f.op.to_string()),
             (Dim::File, Row::File(_, f)) => Some(f.file.clone()),
+            (Dim::File, Row::FileDists(_, f)) => Some(f.file.clone()),
+            (Dim::Worker, Row::WorkerDists(_, w)) => {
+                Some(w.worker.map_or_else(|| OTHER.to_string(), |n| n.to_string()))
+            }
             (Dim::Workload, Row::Op(_, o) | Row::Error(_, o, _)) => Some(workload_name(&o.workload).to_string()),
             (Dim::Error, Row::Error(_, _, kind)) => Some(kind.map_or("unrecorded", |k| k.0.as_str()).to_string()),
             (Dim::Host, _) => Some(s.host.clone()),
@@ -220,14 +236,18 @@ impl<'a> Row<'a> {
                 let named: u64 = o.data.errors_by_kind.iter().map(|k| k.1).sum();
                 Some(kind.map_or(o.data.counts.errors.saturating_sub(named), |k| k.1))
             }
-            Row::Error(..) => None,
+            Row::Error(..) | Row::WorkerDists(..) | Row::FileDists(..) => None,
         }
         .unwrap_or(0)
     }
 
     fn histogram(&self, stat: &Stat) -> Option<&'a Histogram> {
-        let Row::Op(_, o) = *self else { return None };
-        o.data.histogram(stat.id)
+        match *self {
+            Row::Op(_, o) => o.data.histogram(stat.id),
+            Row::WorkerDists(_, w) => w.data.histogram(stat.id),
+            Row::FileDists(_, f) => f.data.histogram(stat.id),
+            Row::Worker(..) | Row::File(..) | Row::Error(..) => None,
+        }
     }
 }
 
@@ -287,9 +307,14 @@ impl<'a> Range<'a> {
 
     fn rows(&self, q: &Query, group: &'a [Snapshot]) -> Vec<Row<'a>> {
         let (workers, files, errors) = (q.uses(Dim::Worker), q.uses(Dim::File), q.uses(Dim::Error));
+        let dists = q.stat.kind == Kind::Distribution;
         let mut rows = Vec::new();
         for s in group {
-            if errors {
+            if dists && workers {
+                rows.extend(s.worker_dists.iter().map(|w| Row::WorkerDists(s, w)));
+            } else if dists && files {
+                rows.extend(s.file_dists.iter().map(|f| Row::FileDists(s, f)));
+            } else if errors {
                 for o in &s.ops {
                     rows.extend(o.data.errors_by_kind.iter().map(|k| Row::Error(s, o, Some(k))));
                     let named: u64 = o.data.errors_by_kind.iter().map(|k| k.1).sum();
@@ -324,7 +349,8 @@ impl<'a> Range<'a> {
 }
 
 /// Breakdown keys in a stable order: numeric when every key is a number, otherwise in
-/// order of first appearance.
+/// order of first appearance; "(other)" (the workers or files without a row of their own)
+/// last either way.
 struct Keys {
     names: Vec<String>,
 }
@@ -342,10 +368,11 @@ impl Keys {
 
     /// The order to present keys in (indices into `names`).
     fn order(&self) -> Vec<usize> {
-        let mut idx: Vec<usize> = (0..self.names.len()).collect();
-        if self.names.iter().all(|n| n.parse::<u64>().is_ok()) {
+        let mut idx: Vec<usize> = (0..self.names.len()).filter(|&i| self.names[i] != OTHER).collect();
+        if idx.iter().all(|&i| self.names[i].parse::<u64>().is_ok()) {
             idx.sort_by_key(|&i| self.names[i].parse::<u64>().unwrap_or(0));
         }
+        idx.extend(self.names.iter().position(|n| n == OTHER));
         idx
     }
 }
@@ -784,6 +811,7 @@ impl DimensionValues {
 pub fn dimension_values(r: &Results) -> DimensionValues {
     let mut d = DimensionValues::default();
     let mut workers = BTreeSet::new();
+    let mut other_worker = false;
     let mut steps: BTreeSet<u32> = r.steps.iter().map(|s| s.index).collect();
     let push = |v: &mut Vec<String>, s: &str| {
         if !v.iter().any(|x| x == s) {
@@ -804,14 +832,26 @@ pub fn dimension_values(r: &Results) -> DimensionValues {
         for f in &s.files {
             push(&mut d.file, &f.file);
         }
+        for f in &s.file_dists {
+            push(&mut d.file, &f.file);
+        }
+        other_worker |= s.worker_dists.iter().any(|w| w.worker.is_none());
     }
     d.file.sort();
+    // "(other)" last, like in breakdowns.
+    if let Some(i) = d.file.iter().position(|f| f == OTHER) {
+        let other = d.file.remove(i);
+        d.file.push(other);
+    }
     d.error.sort();
     for p in &r.probes {
         push(&mut d.probe, &p.name);
     }
     d.step = steps.into_iter().map(|x| x.to_string()).collect();
     d.worker = workers.into_iter().map(|x| x.to_string()).collect();
+    if other_worker {
+        d.worker.push(OTHER.to_string());
+    }
     d
 }
 
@@ -871,8 +911,8 @@ mod tests {
             "from=\"x\": expected a second of the run, a whole number (0, 1, ...)"
         );
         assert_eq!(
-            err(Query::new("latency").and_then(|q| q.by("worker"))),
-            "latency cannot be broken down by worker (it has: op, workload, host, step)"
+            err(Query::new("probe").and_then(|q| q.by("worker"))),
+            "probe cannot be broken down by worker (it has: probe)"
         );
         assert_eq!(err(Query::new("ops").and_then(|q| q.filter("op"))), "where \"op\": expected DIMENSION:VALUE");
         assert_eq!(

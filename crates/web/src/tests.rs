@@ -2,7 +2,9 @@
 
 use crate::api::{parse_query, query_path, Api};
 use crate::query::{self, Query};
-use ioscope_metrics::{Counts, FileCounts, Histogram, Op, OpInterval, OpSeries, Snapshot, WorkerCounts};
+use ioscope_metrics::{
+    Counts, FileCounts, FileDists, Histogram, Op, OpInterval, OpSeries, Snapshot, WorkerCounts, WorkerDists, OTHER,
+};
 use ioscope_store::{ProbeRow, RunInfo, Status, Writer};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -15,14 +17,20 @@ fn hist(values: impl IntoIterator<Item = u64>) -> Histogram {
 
 /// `n` operations with latencies base, base+1000, ...
 fn interval(n: u64, base_ns: u64, size: u64) -> OpInterval {
+    part(0..n, base_ns, size)
+}
+
+/// Operations `range` of [`interval`]: the parts of a breakdown add up to the whole.
+fn part(range: std::ops::Range<u64>, base_ns: u64, size: u64) -> OpInterval {
+    let n = range.end - range.start;
     OpInterval {
         counts: Counts { ops: n, bytes: n * size, errors: 0 },
         errors_by_kind: Vec::new(),
         skipped: 0,
-        latency_ns: hist((0..n).map(|i| base_ns + i * 1000)),
-        service_ns: hist((0..n).map(|i| base_ns / 2 + i * 1000)),
-        size_bytes: hist((0..n).map(|_| size)),
-        offset_bytes: hist((0..n).map(|i| i * size)),
+        latency_ns: hist(range.clone().map(|i| base_ns + i * 1000)),
+        service_ns: hist(range.clone().map(|i| base_ns / 2 + i * 1000)),
+        size_bytes: hist(range.clone().map(|_| size)),
+        offset_bytes: hist(range.map(|i| i * size)),
     }
 }
 
@@ -41,13 +49,32 @@ fn snapshot(second: u32, host: &str) -> Snapshot {
         workers: vec![
             WorkerCounts { worker: 0, op: Op::Read, counts: Counts { ops: reads - 40, bytes: 0, errors: 0 } },
             WorkerCounts { worker: 1, op: Op::Read, counts: Counts { ops: 40, bytes: 0, errors: 0 } },
-            WorkerCounts { worker: 1, op: Op::Write, counts: Counts { ops: 50, bytes: 0, errors: 0 } },
+            WorkerCounts { worker: 1, op: Op::Write, counts: Counts { ops: 30, bytes: 0, errors: 0 } },
+            WorkerCounts { worker: 2, op: Op::Write, counts: Counts { ops: 20, bytes: 0, errors: 0 } },
         ],
         files: vec![
             FileCounts { file: "f0".into(), op: Op::Read, counts: Counts { ops: reads - 10, bytes: 0, errors: 0 } },
             FileCounts { file: "f1".into(), op: Op::Read, counts: Counts { ops: 10, bytes: 0, errors: 0 } },
-            FileCounts { file: "f1".into(), op: Op::Write, counts: Counts { ops: 50, bytes: 0, errors: 2 } },
+            FileCounts { file: "f1".into(), op: Op::Write, counts: Counts { ops: 30, bytes: 0, errors: 2 } },
+            FileCounts { file: "f2".into(), op: Op::Write, counts: Counts { ops: 15, bytes: 0, errors: 0 } },
+            FileCounts { file: "f3".into(), op: Op::Write, counts: Counts { ops: 5, bytes: 0, errors: 0 } },
         ],
+        // The two busiest workers and files of each op (breakdown_top = 2), the rest as
+        // "(other)": writes go to f1, f2 and f3, which is "(other)".
+        worker_dists: vec![
+            WorkerDists { worker: Some(0), op: Op::Read, data: part(0..reads - 40, 10_000, 4096) },
+            WorkerDists { worker: Some(1), op: Op::Read, data: part(reads - 40..reads, 10_000, 4096) },
+            WorkerDists { worker: Some(1), op: Op::Write, data: part(0..30, 2_000_000, 65536) },
+            WorkerDists { worker: Some(2), op: Op::Write, data: part(30..50, 2_000_000, 65536) },
+        ],
+        file_dists: vec![
+            FileDists { file: "f0".into(), op: Op::Read, data: part(0..reads - 10, 10_000, 4096) },
+            FileDists { file: "f1".into(), op: Op::Read, data: part(reads - 10..reads, 10_000, 4096) },
+            FileDists { file: "f1".into(), op: Op::Write, data: part(0..30, 2_000_000, 65536) },
+            FileDists { file: "f2".into(), op: Op::Write, data: part(30..45, 2_000_000, 65536) },
+            FileDists { file: OTHER.into(), op: Op::Write, data: part(45..50, 2_000_000, 65536) },
+        ],
+        not_broken_down: 0,
     }
 }
 
@@ -165,8 +192,8 @@ fn workers_come_from_per_worker_counts_and_cannot_be_split_by_workload() {
     assert_eq!(v["series"][1]["total"], 7 * 40);
     let err = Query::new("ops").unwrap().by("worker").unwrap().filter("workload:w").unwrap_err().to_string();
     assert!(err.contains("worker and workload"), "{err}");
-    let err = Query::new("latency").unwrap().by("worker").unwrap_err().to_string();
-    assert!(err.contains("latency cannot be broken down by worker"), "{err}");
+    let err = Query::new("latency").unwrap().by("worker").unwrap().filter("workload:w").unwrap_err().to_string();
+    assert!(err.contains("worker and workload"), "{err}");
     let err = Query::new("iops").unwrap_err().to_string();
     assert!(err.contains("unknown statistic \"iops\"") && err.contains("latency"), "{err}");
 }
@@ -176,13 +203,63 @@ fn files_come_from_per_file_counts() {
     let (_d, r) = results();
     let v = series(&r, &q("ops", Some("file"), "op:write"));
     let keys: Vec<&str> = v["series"].as_array().unwrap().iter().map(|s| s["key"].as_str().unwrap()).collect();
-    assert_eq!(keys, ["f1"], "only f1 was written");
-    assert_eq!(v["series"][0]["total"], 7 * 50);
+    assert_eq!(keys, ["f1", "f2", "f3"], "three files were written");
+    assert_eq!(v["series"][0]["total"], 7 * 30);
     let errors = series(&r, &q("errors", Some("file"), ""));
     assert_eq!(series_values(&errors, "f1")[4], Some(4.0), "2 errors a second on each of two hosts");
     let err = Query::new("ops").unwrap().by("file").unwrap().filter("worker:1").unwrap_err().to_string();
     assert!(err.contains("worker and file cannot be combined"), "{err}");
-    assert!(Query::new("latency").unwrap().by("file").is_err(), "files carry counters only");
+    assert!(Query::new("latency").unwrap().by("file").unwrap().filter("worker:1").is_err());
+}
+
+#[test]
+fn latency_size_and_offset_break_down_by_file_and_worker_and_the_parts_add_up_to_the_whole() {
+    let (_d, r) = results();
+    let keys = |v: &Value| -> Vec<String> {
+        v["series"].as_array().unwrap().iter().map(|s| s["key"].as_str().unwrap().to_string()).collect()
+    };
+    let totals =
+        |v: &Value| -> u64 { v["series"].as_array().unwrap().iter().map(|s| s["total"].as_u64().unwrap()).sum() };
+    for stat in ["latency", "service_time", "size", "offset"] {
+        let whole = series(&r, &q(stat, None, "op:write"));
+        let by_file = series(&r, &q(stat, Some("file"), "op:write"));
+        assert_eq!(keys(&by_file), ["f1", "f2", OTHER], "{stat}: the busiest files, then the rest");
+        assert_eq!(totals(&by_file), totals(&whole), "{stat} by file adds up to the whole");
+        let by_worker = series(&r, &q(stat, Some("worker"), ""));
+        assert_eq!(keys(&by_worker), ["0", "1", "2"], "{stat}");
+        assert_eq!(totals(&by_worker), totals(&series(&r, &q(stat, None, ""))), "{stat} by worker adds up");
+    }
+    // "(other)" is a value like any other; one file's latency is its own.
+    let other = series(&r, &q("latency", None, "op:write;file:(other)"));
+    assert_eq!(other["series"][0]["total"], 7 * 5);
+    let f1 = series(&r, &q("latency", None, "file:f1;op:write"));
+    assert_eq!(f1["series"][0]["max"][0], 2_000_000 + 29 * 1000, "the slowest of writes 0..30, f1's");
+    // Heat maps too: every second's cells of the files add up to the op's.
+    let map = |by: Option<&str>, width: Option<u32>| -> Value {
+        let query = q("latency", by, "op:write");
+        match width {
+            Some(w) => serde_json::to_value(crate::columns::heatmap(&r, &query, w).unwrap()).unwrap(),
+            None => heatmap(&r, &query).unwrap(),
+        }
+    };
+    let column_sums = |v: &Value| -> Vec<u64> {
+        let series = v["series"].as_array().unwrap();
+        let n = series[0]["columns"].as_array().unwrap().len();
+        let cells = |s: &Value, i: usize| -> u64 {
+            s["columns"][i].as_array().unwrap().chunks(2).map(|c| c[1].as_u64().unwrap()).sum()
+        };
+        (0..n).map(|i| series.iter().map(|s| cells(s, i)).sum()).collect()
+    };
+    for width in [None, Some(2)] {
+        let (whole, parts) = (map(None, width), map(Some("file"), width));
+        assert_eq!(keys(&parts), ["f1", "f2", OTHER]);
+        assert_eq!(column_sums(&parts), column_sums(&whole), "column_seconds {width:?}");
+    }
+    // The statistic list says which dimensions each statistic has, for the UI to offer.
+    let stats = query::stat_list(&r);
+    let latency = stats.iter().find(|s| s.name == "latency").unwrap();
+    assert_eq!(latency.dimensions, ["op", "workload", "host", "step", "worker", "file"]);
+    assert_eq!(query::dimension_values(&r).file, ["f0", "f1", "f2", "f3", OTHER]);
 }
 
 #[test]
@@ -246,9 +323,9 @@ fn the_api_routes_answers_and_refuses_with_reasons() {
     let ok = api.get("/api/v1/runs/0/heatmap", "stat=size&by=op&where=host%3Ab");
     assert_eq!(ok.status, 200, "{}", ok.body);
     assert_eq!(ok.json()["where"], "host:b");
-    let bad = api.get("/api/v1/runs/0/series", "stat=latency&by=file");
+    let bad = api.get("/api/v1/runs/0/series", "stat=latency&by=error");
     assert_eq!(bad.status, 400);
-    assert!(bad.json()["error"].as_str().unwrap().contains("latency cannot be broken down by file"));
+    assert!(bad.json()["error"].as_str().unwrap().contains("latency cannot be broken down by error"));
     assert_eq!(api.get("/api/v1/runs/0/series", "stat=ops&by=disk").status, 400);
     assert_eq!(api.get("/api/v1/runs/7", "").status, 404);
     assert_eq!(api.get("/api/v1/nothing", "").status, 404);

@@ -20,6 +20,12 @@ const ANSWERS: &[(&str, &str, &str)] = &[
     ("series-bytes-by-step.json", "/api/v1/runs/0/series", "stat=bytes&by=step"),
     ("series-latency-by-op.json", "/api/v1/runs/0/series", "stat=latency&by=op"),
     ("series-size-write.json", "/api/v1/runs/0/series", "stat=size&where=op:write&from=2"),
+    ("series-latency-by-file-write.json", "/api/v1/runs/0/series", "stat=latency&by=file&where=op:write"),
+    (
+        "series-offset-by-worker-other.json",
+        "/api/v1/runs/0/series",
+        "stat=offset&by=worker&where=worker:(other);worker:2",
+    ),
     ("series-probe.json", "/api/v1/runs/0/series", "stat=probe"),
     ("series-probe-by-probe.json", "/api/v1/runs/0/series", "stat=probe&by=probe&to=2"),
     ("series-empty.json", "/api/v1/runs/0/series", "stat=ops&where=op:fsync"),
@@ -27,6 +33,7 @@ const ANSWERS: &[(&str, &str, &str)] = &[
     ("heatmap-offset.json", "/api/v1/runs/0/heatmap", "stat=offset&from=1&to=3"),
     ("heatmap-service-time-by-host.json", "/api/v1/runs/0/heatmap", "stat=service_time&by=host&where=op:write"),
     ("heatmap-empty.json", "/api/v1/runs/0/heatmap", "stat=latency&by=op&where=op:fsync"),
+    ("heatmap-latency-by-worker.json", "/api/v1/runs/0/heatmap", "stat=latency&by=worker&from=1&to=2"),
 ];
 
 /// Packed heat maps: the same fields and values (compared as JSON values, not texts).

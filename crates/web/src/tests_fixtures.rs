@@ -18,6 +18,8 @@ const FIXTURES: &[(&str, &str, &str)] = &[
     ("heatmap-latency-by-op.json", "/api/v1/runs/0/heatmap", "stat=latency&by=op"),
     ("heatmap-latency-by-op.packed.json", "/api/v1/runs/0/heatmap", "stat=latency&by=op&encoding=packed"),
     ("heatmap-offset.json", "/api/v1/runs/0/heatmap", "stat=offset"),
+    ("series-latency-by-file-write.json", "/api/v1/runs/0/series", "stat=latency&by=file&where=op:write"),
+    ("heatmap-latency-by-file-write.json", "/api/v1/runs/0/heatmap", "stat=latency&by=file&where=op:write"),
 ];
 
 #[test]

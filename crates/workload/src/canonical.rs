@@ -136,6 +136,9 @@ pub fn to_toml(plan: &Plan) -> String {
         m => toml_string(&m.to_string()),
     };
     top.kv("max_errors", max_errors, "past this many failed I/Os the run ends as failed");
+    if let Some(n) = plan.breakdown_top {
+        top.kv("breakdown_top", n.to_string(), "busiest workers and files with distributions of their own");
+    }
 
     let mut out = String::from("# ioscope workload (canonical form)\n");
     top.write(&mut out);

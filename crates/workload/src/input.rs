@@ -1419,6 +1419,7 @@ impl<'a> Ctx<'a> {
         let force_g = self.boolean("force");
         let cleanup_g = self.boolean("cleanup");
         let max_errors_g = self.max_errors();
+        let breakdown_top_g = self.int("breakdown_top", 0, 10_000);
         if let Some((raw, loc)) = self.raw("description") {
             self.string("description", raw, &loc, "a string of free text");
         }
@@ -1788,6 +1789,11 @@ impl<'a> Ctx<'a> {
             force: force_g.or(false)?,
             cleanup: cleanup_g.or(false)?,
             max_errors: max_errors_g.or(MaxErrors::default())?,
+            breakdown_top: match breakdown_top_g {
+                Got::Ok(n, _) => Some(n as u32),
+                Got::Absent => None,
+                Got::Bad => return None,
+            },
         };
         // Counted, not built: a few long lists multiply into more steps than memory holds.
         let steps = plan.step_count();

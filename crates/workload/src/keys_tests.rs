@@ -61,6 +61,7 @@ fn every_key_specs() -> Vec<Spec> {
                 ("force", "true"),
                 ("cleanup", "true"),
                 ("max_errors", "\"off\""),
+                ("breakdown_top", "32"),
             ],
             tables: vec![],
         },

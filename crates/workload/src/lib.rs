@@ -20,7 +20,7 @@ pub use diagnostic::{render_diagnostics, Diagnostic, Origin};
 pub use input::{build_plan, validate_file, Flags, ReadError, SourceFile, MAX_SOURCE_BYTES};
 pub use plan::{
     BlockSize, Dataset, DatasetFormat, EngineKind, FileIo, FileSelect, MaxErrors, Operation, Pattern, PatternMap, Plan,
-    Probe, Rate, Rw, Staircase, Step, Steps, SyncMode, Target, TargetKind, Workload,
+    Probe, Rate, Rw, Staircase, Step, Steps, SyncMode, Target, TargetKind, Workload, DEFAULT_BREAKDOWN_TOP,
 };
 pub use units::{format_size, parse_duration, parse_size, UnitError};
 

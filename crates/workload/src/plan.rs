@@ -369,6 +369,21 @@ pub struct Plan {
     /// When failed I/Os end the run as failed.
     #[serde(default)]
     pub max_errors: MaxErrors,
+    /// How many of the busiest workers and files get distributions of their own each
+    /// second (`breakdown_top`); None: the default, [`DEFAULT_BREAKDOWN_TOP`].
+    #[serde(default)]
+    pub breakdown_top: Option<u32>,
+}
+
+/// The busiest workers and files of each second with distributions of their own when
+/// `breakdown_top` is not set.
+pub const DEFAULT_BREAKDOWN_TOP: u32 = 16;
+
+impl Plan {
+    /// `breakdown_top`, or its default.
+    pub fn breakdown_top(&self) -> u32 {
+        self.breakdown_top.unwrap_or(DEFAULT_BREAKDOWN_TOP)
+    }
 }
 
 /// When failed I/Os end a run as failed (`max_errors`, `--max-errors`). With any limit
