@@ -503,3 +503,13 @@ fn planned_warm_up_is_not_a_shortfall_but_a_missing_second_is() {
     let notes = crate::notes::notes(&s);
     assert!(notes.iter().any(|n| n == "measured 2 s of the planned 3 s (warm-up of 2 s not counted)"), "{notes:?}");
 }
+
+#[test]
+fn io_not_broken_down_by_file_is_said_in_a_note() {
+    let mut r = results(Status::Completed);
+    let note = |r: &Results| summarize(r, Path::new("r")).notes.into_iter().find(|n| n.contains("per-file data"));
+    assert_eq!(note(&r), None);
+    r.seconds[1].not_broken_down = 12_345;
+    let said = note(&r).expect("a note");
+    assert!(said.contains("12,345 I/O not broken down by file") && said.contains("1 s of the run"), "{said}");
+}
