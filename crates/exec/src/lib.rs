@@ -21,12 +21,16 @@ pub use run::{run, Outcome, Progress, RunConfig, RunError};
 
 /// The results file's meta `breakdown`: how distributions are broken down by worker and
 /// file in this run.
-pub fn breakdown_meta(top: u32) -> String {
-    match top {
-        0 => "off (breakdown_top = 0): distributions per operation only".to_string(),
-        n => format!(
+pub fn breakdown_meta(top: u32, by_files: bool) -> String {
+    match (top, by_files) {
+        (0, _) => "off (breakdown_top = 0): distributions per operation only".to_string(),
+        (n, true) => format!(
             "breakdown_top = {n}: each second, the {n} workers and the {n} files with the most I/O of each \
              operation have their own distributions, the rest are merged into worker -1 / file '(other)'"
+        ),
+        (n, false) => format!(
+            "breakdown_top = {n}: each second, the {n} workers with the most I/O of each operation have their \
+             own distributions, the rest are merged into worker -1; not per file (the engine does no I/O)"
         ),
     }
 }

@@ -213,7 +213,10 @@ fn run_measured(
         .collect();
     writer.write_steps(&step_rows).map_err(store_err)?;
     let top = plan.breakdown_top();
-    writer.set_meta("breakdown", &crate::breakdown_meta(top)).map_err(store_err)?;
+    // An engine that does no I/O has no files to tell apart (and its millions of I/O per
+    // second per worker would only overflow the rings).
+    let by_files = top > 0 && plan.engine.spec().caps.does_io;
+    writer.set_meta("breakdown", &crate::breakdown_meta(top, by_files)).map_err(store_err)?;
 
     // Workers: for each workload, as many as its most threads in any step.
     let max_threads = plan.max_threads();
@@ -232,7 +235,7 @@ fn run_measured(
         .collect();
     // Per-file breakdown: a ring per worker, drained by the collector (none when off).
     let rings: Vec<FileRing> =
-        if top > 0 { (0..threads).map(|_| FileRing::new(ring_capacity(threads))).collect() } else { Vec::new() };
+        if by_files { (0..threads).map(|_| FileRing::new(ring_capacity(threads))).collect() } else { Vec::new() };
     let tree = cfg.dataset.map(Tree::new);
     let curve_base: Vec<AtomicU64> = steps.iter().map(|_| AtomicU64::new(UNKNOWN)).collect();
     let stop = AtomicBool::new(false);
