@@ -2,6 +2,7 @@
 //! per-second collector that writes results as the run goes, working-set preparation,
 //! and the host description stored with every run.
 
+pub mod breakdown;
 pub mod clock;
 mod engines;
 pub mod errors;
@@ -18,22 +19,6 @@ pub mod worker;
 pub use engines::{storage, StorageError};
 pub use prep::{dataset, workset};
 pub use run::{run, Outcome, Progress, RunConfig, RunError};
-
-/// The results file's meta `breakdown`: how distributions are broken down by worker and
-/// file in this run.
-pub fn breakdown_meta(top: u32, by_files: bool) -> String {
-    match (top, by_files) {
-        (0, _) => "off (breakdown_top = 0): distributions per operation only".to_string(),
-        (n, true) => format!(
-            "breakdown_top = {n}: each second, the {n} workers and the {n} files with the most I/O of each \
-             operation have their own distributions, the rest are merged into worker -1 / file '(other)'"
-        ),
-        (n, false) => format!(
-            "breakdown_top = {n}: each second, the {n} workers with the most I/O of each operation have their \
-             own distributions, the rest are merged into worker -1; not per file (the engine does no I/O)"
-        ),
-    }
-}
 
 use ioscope_workload::{Step, Workload};
 
