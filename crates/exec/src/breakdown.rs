@@ -79,11 +79,12 @@ impl<'a> Collector<'a> {
         self.by_file.drain(self.rings, second, u64::MAX, false);
     }
 
-    /// Fills `snap` with its per-file distributions (and a file tree's per-file counters):
-    /// the I/O that completed before `end_ns` and was not in an earlier second (u64::MAX
-    /// at the end of the run). Its per-worker distributions come with the read of the
-    /// recorders ([`WorkerTop`]).
+    /// Fills `snap` with its per-worker distributions (what the reads of the recorders
+    /// since the last call offered to `by_worker`) and per-file distributions (and a file
+    /// tree's per-file counters): the I/O that completed before `end_ns` and was not in an
+    /// earlier second (u64::MAX at the end of the run).
     pub(crate) fn fill(&mut self, snap: &mut Snapshot, end_ns: u64) {
+        snap.worker_dists = self.by_worker.finish();
         self.by_file.drain(self.rings, snap.second, end_ns, true);
         let (tree, names) = (self.tree, self.file_names);
         let per_file = self.by_file.close(|i| match tree {

@@ -673,8 +673,7 @@ impl Collect<'_> {
                 })
             })
             .collect();
-        let worker_dists = by_worker.finish();
-        Snapshot { ops, workers, files, worker_dists, ..Snapshot::new(second, interval_ns, self.host) }
+        Snapshot { ops, workers, files, ..Snapshot::new(second, interval_ns, self.host) }
     }
 }
 

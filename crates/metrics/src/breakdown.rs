@@ -204,6 +204,11 @@ impl WorkerTop {
             return;
         }
         let kept = &mut self.kept[op];
+        // The same worker again (a second read in one tick after a gap): one row.
+        if let Some((_, d)) = kept.iter_mut().find(|(w, _)| *w == worker) {
+            d.merge(&data);
+            return;
+        }
         let evicted = if kept.len() < self.top {
             kept.push((worker, data));
             return;

@@ -167,6 +167,12 @@ fn the_busiest_workers_keep_their_distributions_and_the_rest_is_other() {
     rows.iter().for_each(|r| merged.merge(&r.data.latency_ns));
     assert_eq!(merged, whole.latency_ns, "the workers add up to the whole");
     assert!(top.finish().is_empty(), "each second starts over");
+    // A worker read twice in one tick (after a gap) is one row.
+    let mut again = WorkerTop::new(2, Op::ALL.len());
+    again.offer(7, Op::Read as usize, whole.clone());
+    again.offer(7, Op::Read as usize, whole.clone());
+    let rows = again.finish();
+    assert_eq!((rows.len(), rows[0].data.counts.ops), (1, 2 * whole.counts.ops));
     let mut off = WorkerTop::new(0, Op::ALL.len());
     off.offer(0, Op::Read as usize, whole);
     assert!(off.finish().is_empty(), "breakdown_top = 0: no per-worker rows");
