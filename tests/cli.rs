@@ -2327,3 +2327,35 @@ fn summing_the_op_seconds_view_gives_the_summary_totals() {
     let sql: Vec<Option<u64>> = stmt.query_map([], |r| r.get(0)).unwrap().collect::<Result<_, _>>().unwrap();
     assert_eq!(sql, p99);
 }
+
+#[test]
+fn breakdown_top_sets_how_many_workers_and_files_get_distributions_and_0_turns_it_off() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = |top: &str| {
+        let out = tmp.path().join(format!("r{top}.db"));
+        let args = ["run", "--engine", "null", "--threads", "3", "--duration", "1s", "--breakdown-top", top];
+        run_ok(&[&args[..], &["--out", s(&out), "--quiet"]].concat());
+        let meta: String = rusqlite::Connection::open(&out)
+            .unwrap()
+            .query_row("SELECT value FROM meta WHERE key = 'breakdown'", [], |r| r.get(0))
+            .unwrap();
+        (ioscope_store::open(&out).unwrap(), meta)
+    };
+    let (off, meta) = run("0");
+    assert!(meta.starts_with("off"), "{meta}");
+    assert!(off.seconds.iter().all(|s| s.worker_dists.is_empty() && s.file_dists.is_empty()));
+    // The null engine does no I/O: broken down by worker (the busiest one and the rest), not by file.
+    let (one, meta) = run("1");
+    assert!(meta.contains("not per file"), "{meta}");
+    for s in &one.seconds {
+        let workers: Vec<Option<u32>> = s.worker_dists.iter().map(|w| w.worker).collect();
+        assert!(workers.len() == 2 && workers.contains(&None), "{workers:?}");
+        assert!(s.file_dists.is_empty() && s.not_broken_down == 0);
+    }
+    let out = tmp.path().join("bad.db");
+    for bad in ["lots", "10001"] {
+        let err = invalid_input(&["run", "--engine", "null", "--breakdown-top", bad, "--out", s(&out)]);
+        assert!(err.contains("--breakdown-top") && err.contains(bad) && err.contains("0 to 10000"), "{err}");
+    }
+    assert!(!out.exists());
+}

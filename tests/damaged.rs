@@ -90,7 +90,7 @@ fn tables(conn: &Connection) -> Vec<(String, Vec<String>)> {
 /// Rebuilds a table without its constraints (NOT NULL, CHECK, keys), so any value fits.
 fn unconstrain(conn: &Connection, table: &str) {
     conn.execute_batch(&format!(
-        "DROP VIEW IF EXISTS samples;
+        "DROP VIEW IF EXISTS samples; DROP VIEW IF EXISTS op_seconds; DROP VIEW IF EXISTS percentiles;
          CREATE TABLE damaged_copy AS SELECT * FROM {table};
          DROP TABLE {table};
          ALTER TABLE damaged_copy RENAME TO {table};"
@@ -108,7 +108,7 @@ fn damage(conn: &Connection, rng: &mut fastrand::Rng) -> Vec<String> {
         let rows: i64 = conn.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0)).unwrap();
         let what = rng.usize(0..100);
         if what < 3 {
-            conn.execute_batch(&format!("DROP VIEW IF EXISTS samples; DROP TABLE {table}")).unwrap();
+            conn.execute_batch(&format!("DROP VIEW IF EXISTS samples; DROP VIEW IF EXISTS op_seconds; DROP VIEW IF EXISTS percentiles; DROP TABLE {table}")).unwrap();
             done.push(format!("dropped table {table}"));
             continue;
         }

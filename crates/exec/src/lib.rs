@@ -2,6 +2,7 @@
 //! per-second collector that writes results as the run goes, working-set preparation,
 //! and the host description stored with every run.
 
+pub mod breakdown;
 pub mod clock;
 mod engines;
 pub mod errors;
@@ -18,18 +19,6 @@ pub mod worker;
 pub use engines::{storage, StorageError};
 pub use prep::{dataset, workset};
 pub use run::{run, Outcome, Progress, RunConfig, RunError};
-
-/// The results file's meta `breakdown`: how distributions are broken down by worker and
-/// file in this run.
-pub fn breakdown_meta(top: u32) -> String {
-    match top {
-        0 => "off (breakdown_top = 0): distributions per operation only".to_string(),
-        n => format!(
-            "breakdown_top = {n}: each second, the {n} workers and the {n} files with the most I/O of each \
-             operation have their own distributions, the rest are merged into worker -1 / file '(other)'"
-        ),
-    }
-}
 
 use ioscope_workload::{Step, Workload};
 

@@ -8,7 +8,7 @@ use crate::iogen::IoGen;
 use crate::tree::{Tree, TreeTask};
 use crate::worker::{FirstErrors, Schedule, Worker};
 use ioscope_engine::{Engine, IoBuffers, Op, OpenSpec, OP_KINDS};
-use ioscope_metrics::breakdown::{ring_capacity, FileBreakdown, FileRing, WorkerTop};
+use ioscope_metrics::breakdown::{FileRing, WorkerTop};
 use ioscope_metrics::{Counts, FileCounts, OpInterval, OpSeries, Snapshot, WorkerCounts, WorkerReader, WorkerRecorder};
 use ioscope_store::{ProbeRow, RunInfo, Status, StepRow, Writer};
 use ioscope_workload::{Operation, Plan, Rate, Step, SyncMode, Workload};
@@ -212,8 +212,7 @@ fn run_measured(
         })
         .collect();
     writer.write_steps(&step_rows).map_err(store_err)?;
-    let top = plan.breakdown_top();
-    writer.set_meta("breakdown", &crate::breakdown_meta(top)).map_err(store_err)?;
+    writer.set_meta("breakdown", &crate::breakdown::meta(plan)).map_err(store_err)?;
 
     // Workers: for each workload, as many as its most threads in any step.
     let max_threads = plan.max_threads();
@@ -231,8 +230,7 @@ fn run_measured(
         })
         .collect();
     // Per-file breakdown: a ring per worker, drained by the collector (none when off).
-    let rings: Vec<FileRing> =
-        if top > 0 { (0..threads).map(|_| FileRing::new(ring_capacity(threads))).collect() } else { Vec::new() };
+    let rings = crate::breakdown::rings(plan, threads);
     let tree = cfg.dataset.map(Tree::new);
     let curve_base: Vec<AtomicU64> = steps.iter().map(|_| AtomicU64::new(UNKNOWN)).collect();
     let stop = AtomicBool::new(false);
@@ -328,16 +326,7 @@ fn run_measured(
             .map(|f| f.file_name().map_or_else(|| f.display().to_string(), |n| n.to_string_lossy().into_owned()))
             .collect();
         let c = Collect { host: &host, plan, workload_ops: &workload_ops, roles: &roles, file_names: &file_names };
-        let mut by_file = FileBreakdown::new(top as usize, tree.is_some(), OP_KINDS, rings.len());
-        let mut by_worker = WorkerTop::new(top as usize, OP_KINDS);
-        // A file's name in breakdowns: its name in the run's directory, or its path in the tree.
-        let file_name = |i: u32| match &tree {
-            Some(t) => {
-                let path = t.layout.file_path(i as u64);
-                path.strip_prefix(t.layout.anchor()).unwrap_or(&path).display().to_string()
-            }
-            None => file_names.get(i as usize).cloned().unwrap_or_else(|| i.to_string()),
-        };
+        let mut breakdown = crate::breakdown::Collector::new(plan, &rings, tree.as_ref(), &file_names);
         loop {
             let tick = t0 + (second as u64 + 1) * SECOND_NS;
             // Sleep to the tick; at the end of the run, wait for workers to finish their last I/O.
@@ -350,11 +339,9 @@ fn run_measured(
                 if all_done || (now >= tick && tick < deadline) || now >= tick + SECOND_NS {
                     break;
                 }
-                // Drained often: a ring holds a few ms of a fast worker's I/O.
-                let most = if rings.is_empty() { 20_000_000 } else { 5_000_000 };
-                let wait = if now < tick { (tick - now).min(most) } else { 1_000_000 };
+                let wait = if now < tick { (tick - now).min(breakdown.drain_every_ns(20_000_000)) } else { 1_000_000 };
                 std::thread::sleep(std::time::Duration::from_nanos(wait));
-                by_file.drain(&rings, second, u64::MAX, false);
+                breakdown.drain(second);
             }
             let mut now = now_ns();
             // Woken far past the tick (the process was stopped, or starved of CPU): this tick
@@ -373,19 +360,17 @@ fn run_measured(
             }
             let all_done = finished.load(Relaxed) == threads;
             let (step, warmup) = times.at(second as u64 * SECOND_NS);
-            let mut snap =
-                c.collect(second, now.saturating_sub(prev_tick).max(1), &recorders, &mut readers, &mut by_worker);
+            let mut snap = c.collect(
+                second,
+                now.saturating_sub(prev_tick).max(1),
+                &recorders,
+                &mut readers,
+                &mut breakdown.by_worker,
+            );
             (snap.step, snap.warmup) = (step, warmup);
             // What completed before the second's end on the run's clock is this second's;
             // later records wait for the next (at the end, everything is the last second's).
-            let end = if all_done { u64::MAX } else { t0 + (second as u64 + 1) * SECOND_NS };
-            by_file.drain(&rings, second, end, true);
-            let per_file = by_file.close(file_name);
-            snap.file_dists = per_file.dists;
-            snap.not_broken_down = per_file.not_broken_down;
-            if tree.is_some() {
-                snap.files = per_file.counts;
-            }
+            breakdown.fill(&mut snap, if all_done { u64::MAX } else { t0 + (second as u64 + 1) * SECOND_NS });
             prev_tick = now;
             if let Some(why) = error_limit.add(&snap) {
                 too_many_errors.get_or_insert(why);
@@ -688,8 +673,7 @@ impl Collect<'_> {
                 })
             })
             .collect();
-        let worker_dists = by_worker.finish();
-        Snapshot { ops, workers, files, worker_dists, ..Snapshot::new(second, interval_ns, self.host) }
+        Snapshot { ops, workers, files, ..Snapshot::new(second, interval_ns, self.host) }
     }
 }
 

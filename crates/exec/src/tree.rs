@@ -174,7 +174,7 @@ impl<E: Engine> Worker<'_, E> {
         let result = self.engine.file_op(r, &mut self.buffers);
         let done = now_ns();
         let io = Io { op, file, offset: 0, len: 0, slot: 0 };
-        self.record(&io, result, done - intended, done - issue, done);
+        self.record(&io, result, done, done - intended, done - issue);
         (result, done)
     }
 

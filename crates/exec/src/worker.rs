@@ -101,7 +101,7 @@ impl<'a, E: Engine> Worker<'a, E> {
     /// another process truncated, say) is an error of its own kind, "short read" or "short
     /// write", never a success of fewer bytes.
     #[inline(always)]
-    pub(crate) fn record(&mut self, io: &Io, result: i64, latency_ns: u64, service_ns: u64, done_ns: u64) {
+    pub(crate) fn record(&mut self, io: &Io, result: i64, done_ns: u64, latency_ns: u64, service_ns: u64) {
         let rec = self.recorder.op(io.op as usize);
         let short = io.op.is_data() && result >= 0 && (result as u64) < io.len as u64;
         if let Some(ring) = self.ring {
@@ -174,7 +174,7 @@ impl<'a, E: Engine> Worker<'a, E> {
             Submitted::Busy => -(libc::EPROTO as i64),
         };
         let done = now_ns();
-        self.record(io, result, done - intended, done - issue, done);
+        self.record(io, result, done, done - intended, done - issue);
         (result, done)
     }
 
@@ -228,7 +228,7 @@ impl<'a, E: Engine> Worker<'a, E> {
                     _ => -(libc::EPROTO as i64),
                 };
                 t = now_ns();
-                self.record(&sync, r, t - issue, t - issue, t);
+                self.record(&sync, r, t, t - issue, t - issue);
             }
         }
     }
@@ -282,7 +282,7 @@ impl<'a, E: Engine> Worker<'a, E> {
                     }
                     Submitted::Done(r) => {
                         let now = now_ns();
-                        self.record(&io, r, now - intended, now - issue, now);
+                        self.record(&io, r, now, now - intended, now - issue);
                         t = now;
                         if t >= s.deadline_ns || self.stop.load(Relaxed) || self.engine.lost().is_some() {
                             break;
@@ -331,13 +331,13 @@ impl<'a, E: Engine> Worker<'a, E> {
             t = now_ns();
             for c in done.drain(..) {
                 let f = slots[c.slot as usize];
-                self.record(&f.io, c.result, t - f.intended, t - f.issue, t);
+                self.record(&f.io, c.result, t, t - f.intended, t - f.issue);
                 let follow = self.sync_after(&f.io, c.result);
                 match follow.map(|io| (io, self.engine.submit(&io, &mut self.buffers))) {
                     Some((io, Submitted::Queued)) => slots[c.slot as usize] = InFlight { io, intended: t, issue: t },
                     Some((io, Submitted::Done(r))) => {
                         let now = now_ns();
-                        self.record(&io, r, now - t, now - t, now);
+                        self.record(&io, r, now, now - t, now - t);
                         free.push(c.slot);
                     }
                     _ => free.push(c.slot),

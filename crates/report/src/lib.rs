@@ -564,6 +564,16 @@ pub fn summarize(r: &Results, results_path: &Path) -> Summary {
     };
     s.knee = find_knee(&s.steps);
     s.notes = notes::notes(&s);
+    // Per-file records a full ring dropped (the collector fell behind): said, never hidden.
+    let lost = r.seconds.iter().filter(|x| x.not_broken_down > 0);
+    let (seconds, ios) = lost.fold((0u64, 0u64), |(n, t), x| (n + 1, t.saturating_add(x.not_broken_down)));
+    if ios > 0 {
+        s.notes.push(format!(
+            "per-file data incomplete: {} I/O not broken down by file (the collector fell behind the workers); \
+             {seconds} s of the run have no per-file distributions (per-op numbers are whole)",
+            format::int(ios)
+        ));
+    }
     s
 }
 

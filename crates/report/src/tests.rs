@@ -150,6 +150,16 @@ fn step(index: u32, iops: f64, p99_ns: u64) -> StepSummary {
 }
 
 #[test]
+fn io_not_broken_down_by_file_is_said_in_a_note() {
+    let mut r = results(Status::Completed);
+    let note = |r: &Results| summarize(r, Path::new("r")).notes.into_iter().find(|n| n.contains("per-file data"));
+    assert_eq!(note(&r), None);
+    r.seconds[1].not_broken_down = 12_345;
+    let said = note(&r).expect("a note");
+    assert!(said.contains("12,345 I/O not broken down by file") && said.contains("1 s of the run"), "{said}");
+}
+
+#[test]
 fn knee_is_the_first_step_near_peak_throughput_with_latency_climbing_after_it() {
     // A device that saturates at ~110K IOPS: step 2 reaches 90% of the peak, then p99 climbs.
     let steps = [

@@ -351,19 +351,21 @@ impl<'a> Range<'a> {
 /// Breakdown keys in a stable order: numeric when every key is a number, otherwise in
 /// order of first appearance; "(other)" (the workers or files without a row of their own)
 /// last either way.
+#[derive(Default)]
 struct Keys {
     names: Vec<String>,
+    /// Where each name is in `names` (a file tree's run can have many files).
+    at: std::collections::HashMap<String, usize>,
 }
 
 impl Keys {
     fn index(&mut self, name: String) -> usize {
-        match self.names.iter().position(|n| *n == name) {
-            Some(i) => i,
-            None => {
-                self.names.push(name);
-                self.names.len() - 1
-            }
+        if let Some(&i) = self.at.get(&name) {
+            return i;
         }
+        self.names.push(name.clone());
+        self.at.insert(name, self.names.len() - 1);
+        self.names.len() - 1
     }
 
     /// The order to present keys in (indices into `names`).
@@ -487,7 +489,7 @@ pub fn series(results: &Results, q: &Query) -> SeriesAnswer {
 
 fn counter_series(range: &Range, q: &Query) -> Vec<Series> {
     let n = range.len();
-    let mut keys = Keys { names: Vec::new() };
+    let mut keys = Keys::default();
     let mut values: Vec<Vec<f64>> = Vec::new();
     let mut totals: Vec<u64> = Vec::new();
     let mut present = vec![false; n];
@@ -541,7 +543,7 @@ fn per_second_histograms(range: &Range, q: &Query, keys: &mut Keys, mut each: im
 
 fn distribution_series(range: &Range, q: &Query) -> Vec<Series> {
     let n = range.len();
-    let mut keys = Keys { names: Vec::new() };
+    let mut keys = Keys::default();
     /// One key's arrays: count, p50, p90, p99, p999, max.
     struct Acc {
         count: Vec<Option<u64>>,
@@ -588,7 +590,7 @@ fn distribution_series(range: &Range, q: &Query) -> Vec<Series> {
 
 fn probe_series(results: &Results, range: &Range, q: &Query) -> Vec<Series> {
     let n = range.len();
-    let mut keys = Keys { names: Vec::new() };
+    let mut keys = Keys::default();
     let mut values: Vec<Vec<Option<u64>>> = Vec::new();
     let mut totals: Vec<u64> = Vec::new();
     for p in &results.probes {
@@ -640,7 +642,7 @@ pub fn heat_map(results: &Results, q: &Query) -> Result<HeatMap, QueryError> {
     }
     let range = Range::of(results, q);
     let n = range.len();
-    let mut keys = Keys { names: Vec::new() };
+    let mut keys = Keys::default();
     // Per key: per second, (bucket index, count) pairs in ascending bucket order.
     let mut cols: Vec<Vec<Vec<(usize, u64)>>> = Vec::new();
     let mut totals: Vec<u64> = Vec::new();

@@ -129,6 +129,13 @@ fn a_full_ring_is_counted_and_its_second_has_no_per_file_distributions() {
         rings[0].push(&rec(k, 0, Op::Write, 100));
     }
     assert_eq!(rings[0].dropped(), [6, 0]);
+    // Drops are counted by the parity of their second.
+    let other = FileRing::new(2);
+    other.set_start(100);
+    for done in [100, 101, 102, 100 + SECOND_NS, 100 + SECOND_NS + 5, 100 + 2 * SECOND_NS, 99] {
+        other.push(&rec(done, 0, Op::Read, 1));
+    }
+    assert_eq!(other.dropped(), [3, 2], "seconds 0, 0 | 1, 1 | 2 and 0 (before the start)");
     b.drain(&rings, 0, SECOND_NS, true);
     let got = b.close(name);
     assert_eq!(got.not_broken_down, 6);
@@ -160,4 +167,13 @@ fn the_busiest_workers_keep_their_distributions_and_the_rest_is_other() {
     rows.iter().for_each(|r| merged.merge(&r.data.latency_ns));
     assert_eq!(merged, whole.latency_ns, "the workers add up to the whole");
     assert!(top.finish().is_empty(), "each second starts over");
+    // A worker read twice in one tick (after a gap) is one row.
+    let mut again = WorkerTop::new(2, Op::ALL.len());
+    again.offer(7, Op::Read as usize, whole.clone());
+    again.offer(7, Op::Read as usize, whole.clone());
+    let rows = again.finish();
+    assert_eq!((rows.len(), rows[0].data.counts.ops), (1, 2 * whole.counts.ops));
+    let mut off = WorkerTop::new(0, Op::ALL.len());
+    off.offer(0, Op::Read as usize, whole);
+    assert!(off.finish().is_empty(), "breakdown_top = 0: no per-worker rows");
 }
