@@ -93,15 +93,20 @@ impl<'a, E: Engine> Worker<'a, E> {
     /// write that moved fewer bytes than asked (past the end of a file another process
     /// truncated, say) is an error of its own kind, "short read" or "short write", never
     /// a success of fewer bytes.
+    ///
+    /// It counts in the second its completion time `done_ns` falls in. An operation without
+    /// a size (sync, open, close, metadata) moves 0 bytes whatever the engine returned.
     #[inline(always)]
-    pub(crate) fn record(&mut self, io: &Io, result: i64, latency_ns: u64, service_ns: u64) {
-        let rec = self.recorder.op(io.op as usize);
+    pub(crate) fn record(&mut self, io: &Io, result: i64, done_ns: u64, latency_ns: u64, service_ns: u64) {
+        let slot = self.recorder.at(done_ns);
+        let rec = slot.op(io.op as usize);
         let short = io.op.is_data() && result >= 0 && (result as u64) < io.len as u64;
         if result >= 0 && !short {
-            self.recorder.record_file(io.op as usize, io.file, Some(result as u64));
-            rec.record(latency_ns, service_ns, result as u64, io.offset);
+            let bytes = if io.op.has_size() { result as u64 } else { 0 };
+            slot.record_file(io.op as usize, io.file, Some(bytes));
+            rec.record(latency_ns, service_ns, bytes, io.offset);
         } else {
-            self.recorder.record_file(io.op as usize, io.file, None);
+            slot.record_file(io.op as usize, io.file, None);
             rec.record_error(if short { errors::SHORT } else { errors::kind_of(result) });
             let engine = &self.engine;
             self.errors.note(io.op, || match short {
@@ -161,7 +166,7 @@ impl<'a, E: Engine> Worker<'a, E> {
             Submitted::Busy => -(libc::EPROTO as i64),
         };
         let done = now_ns();
-        self.record(io, result, done - intended, done - issue);
+        self.record(io, result, done, done - intended, done - issue);
         (result, done)
     }
 
@@ -215,7 +220,7 @@ impl<'a, E: Engine> Worker<'a, E> {
                     _ => -(libc::EPROTO as i64),
                 };
                 t = now_ns();
-                self.record(&sync, r, t - issue, t - issue);
+                self.record(&sync, r, t, t - issue, t - issue);
             }
         }
     }
@@ -269,7 +274,7 @@ impl<'a, E: Engine> Worker<'a, E> {
                     }
                     Submitted::Done(r) => {
                         let now = now_ns();
-                        self.record(&io, r, now - intended, now - issue);
+                        self.record(&io, r, now, now - intended, now - issue);
                         t = now;
                         if t >= s.deadline_ns || self.stop.load(Relaxed) || self.engine.lost().is_some() {
                             break;
@@ -318,13 +323,13 @@ impl<'a, E: Engine> Worker<'a, E> {
             t = now_ns();
             for c in done.drain(..) {
                 let f = slots[c.slot as usize];
-                self.record(&f.io, c.result, t - f.intended, t - f.issue);
+                self.record(&f.io, c.result, t, t - f.intended, t - f.issue);
                 let follow = self.sync_after(&f.io, c.result);
                 match follow.map(|io| (io, self.engine.submit(&io, &mut self.buffers))) {
                     Some((io, Submitted::Queued)) => slots[c.slot as usize] = InFlight { io, intended: t, issue: t },
                     Some((io, Submitted::Done(r))) => {
                         let now = now_ns();
-                        self.record(&io, r, now - t, now - t);
+                        self.record(&io, r, now, now - t, now - t);
                         free.push(c.slot);
                     }
                     _ => free.push(c.slot),
