@@ -387,7 +387,7 @@ fn run_measured(
                     break;
                 }
                 seconds_written += 1;
-                (cfg.on_second)(&progress(&snap, now - t0, total_ns, plan, &steps));
+                (cfg.on_second)(&progress(&snap, now.saturating_sub(t0), total_ns, plan, &steps));
             }
             if all_done {
                 break;
