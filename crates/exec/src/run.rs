@@ -673,7 +673,7 @@ fn absorb(into: &mut Snapshot, more: Snapshot) {
 /// Grace after a second's end before its slot is read: a worker that stamped a completion
 /// just before the boundary has recorded it by then (one that has not is counted two seconds
 /// later, in the slot's next read).
-const GRACE_NS: u64 = 10_000_000;
+const GRACE_NS: u64 = 50_000_000;
 
 /// The collector's side of the one definition of a second: which slot to read when, and
 /// which seconds a read completes.
