@@ -2192,6 +2192,7 @@ fn every_stored_second_is_one_second_and_its_ops_latencies_and_offsets_count_the
         "--quiet",
     ]);
     let summary = json_of(&out);
+    schema_check(&summary);
     let r = ioscope_store::open(&results).unwrap();
     let intervals: Vec<(u32, u64)> = r.seconds.iter().map(|x| (x.second, x.interval_ns)).collect();
     assert_eq!(
