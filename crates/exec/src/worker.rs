@@ -95,16 +95,17 @@ impl<'a, E: Engine> Worker<'a, E> {
     /// a success of fewer bytes.
     ///
     /// It counts in the second its completion time `done_ns` falls in. An operation without
-    /// a size (sync, open, close, metadata) moves 0 bytes whatever the engine returned.
+    /// a size (sync, open, close, metadata) has no size histogram, so it moves 0 bytes and
+    /// records no size sample whatever the engine returned (per file, it counts what the
+    /// engine returned: 0 for them).
     #[inline(always)]
     pub(crate) fn record(&mut self, io: &Io, result: i64, done_ns: u64, latency_ns: u64, service_ns: u64) {
         let slot = self.recorder.at(done_ns);
         let rec = slot.op(io.op as usize);
         let short = io.op.is_data() && result >= 0 && (result as u64) < io.len as u64;
         if result >= 0 && !short {
-            let bytes = if io.op.has_size() { result as u64 } else { 0 };
-            slot.record_file(io.op as usize, io.file, Some(bytes));
-            rec.record(latency_ns, service_ns, bytes, io.offset);
+            slot.record_file(io.op as usize, io.file, Some(result as u64));
+            rec.record(latency_ns, service_ns, result as u64, io.offset);
         } else {
             slot.record_file(io.op as usize, io.file, None);
             rec.record_error(if short { errors::SHORT } else { errors::kind_of(result) });
