@@ -2230,3 +2230,18 @@ fn a_file_tree_run_records_sizes_and_offsets_of_its_transfers_only() {
         assert!(done(op) > 0, "{op} ran");
     }
 }
+
+#[test]
+fn an_open_loop_run_stores_whole_seconds_of_about_its_rate_each() {
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().join("r.db");
+    let args = ["run", "--engine", "null", "--rate-iops", "500", "--threads", "2", "--duration", "3s"];
+    run_ok(&[&args[..], &["--out", s(&results), "--quiet"]].concat());
+    let r = ioscope_store::open(&results).unwrap();
+    assert_each_second_counts_each_io_once_in_each_view(&r);
+    let seconds: Vec<(u64, u64)> = r.seconds.iter().map(|x| (x.interval_ns, x.total().ops)).collect();
+    // Workers asleep between their I/Os still count each in the second it completed in:
+    // 500 a second, not 500 spread over a jittered interval.
+    assert_eq!(seconds.len(), 3, "{seconds:?}");
+    assert!(seconds.iter().all(|(i, ops)| *i == 1_000_000_000 && (450..=550).contains(ops)), "{seconds:?}");
+}
