@@ -1673,13 +1673,13 @@ fn seconds_stay_seconds_with_many_more_threads_than_cpus() {
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let ticks = tick_intervals(&results);
-    // Whole seconds. Only the first may come late while hundreds of threads start (it is
-    // then one tick of its real length, and named): never a run collapsed into a tick or
-    // two, and no burst of short ticks after a late one.
+    // Exact seconds on the run's clock: a collector late for one (hundreds of threads
+    // starting) stores the seconds it missed as one tick of their whole length, named;
+    // never a run collapsed into a tick or two, never a second of 1.13 s.
     assert!(ticks.len() >= 3, "a tick per second of 5 s: {ticks:?}");
+    assert!(ticks.iter().all(|(_, i)| i.fract() == 0.0 && *i >= 1.0), "whole seconds: {ticks:?}");
     assert!(ticks[0].1 <= 3.0, "the first second at most a little late: {ticks:?}");
-    let rest = &ticks[1..ticks.len() - 1];
-    assert!(rest.iter().all(|(_, i)| (0.5..1.5).contains(i)), "whole seconds after the first: {ticks:?}");
+    assert_eq!(ticks.iter().map(|t| t.1).sum::<f64>(), 5.0, "the run's 5 s, each once: {ticks:?}");
 }
 
 /// A tmpfs mounted at `dir` with `options` (unmounted on drop), or None with the reason
@@ -2358,4 +2358,100 @@ fn breakdown_top_sets_how_many_workers_and_files_get_distributions_and_0_turns_i
         assert!(err.contains("--breakdown-top") && err.contains(bad) && err.contains("0 to 10000"), "{err}");
     }
     assert!(!out.exists());
+}
+
+// ---- One definition of a second; only the I/O that has a quantity records it ----
+
+/// Every op of every stored second: its counter, latency and service time count the same
+/// I/Os; reads and writes (and creates) have a size each, reads and writes an offset each,
+/// and no other op has either.
+fn assert_each_second_counts_each_io_once_in_each_view(r: &ioscope_store::Results) {
+    for snap in &r.seconds {
+        for o in &snap.ops {
+            let (d, at) = (&o.data, format!("second {} {} {}", snap.second, o.workload, o.op));
+            assert_eq!(d.latency_ns.count(), d.counts.ops, "{at}: latency count = ops");
+            assert_eq!(d.service_ns.count(), d.counts.ops, "{at}: service time count = ops");
+            let sized = matches!(o.op.name(), "read" | "write" | "create" | "copy");
+            assert_eq!(d.size_bytes.count(), if sized { d.counts.ops } else { 0 }, "{at}: size samples");
+            assert_eq!(d.size_bytes.sum() as u64, d.counts.bytes, "{at}: bytes = the sizes' sum");
+            let placed = matches!(o.op.name(), "read" | "write");
+            assert_eq!(d.offset_bytes.count(), if placed { d.counts.ops } else { 0 }, "{at}: offset samples");
+        }
+    }
+}
+
+#[test]
+fn every_stored_second_is_one_second_and_its_ops_latencies_and_offsets_count_the_same_ios() {
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().join("r.db");
+    let out = run_ok(&[
+        "run",
+        "--engine",
+        "null",
+        "--rw",
+        "randrw",
+        "--sync",
+        "fdatasync",
+        "--threads",
+        "3",
+        "--duration",
+        "3s",
+        "--out",
+        s(&results),
+        "--json",
+        "--quiet",
+    ]);
+    let summary = json_of(&out);
+    schema_check(&summary);
+    let r = ioscope_store::open(&results).unwrap();
+    let intervals: Vec<(u32, u64)> = r.seconds.iter().map(|x| (x.second, x.interval_ns)).collect();
+    assert_eq!(
+        intervals,
+        [(0, 1_000_000_000), (1, 1_000_000_000), (2, 1_000_000_000)],
+        "exact seconds (durations are whole seconds; a stopped run's last is its real length)"
+    );
+    assert_each_second_counts_each_io_once_in_each_view(&r);
+    let sync = r.seconds.iter().flat_map(|x| &x.ops).filter(|o| o.op.name() == "fdatasync");
+    assert!(sync.map(|o| o.data.counts.ops).sum::<u64>() > 0, "the run synced");
+    // The summary's rate is the stored seconds' ops over their length, as the UI averages it.
+    let ops: u64 = r.seconds.iter().map(|x| x.total().ops).sum();
+    let seconds: u64 = r.seconds.iter().map(|x| x.interval_ns).sum();
+    let iops = summary["total"]["iops"].as_f64().unwrap();
+    let want = ops as f64 * 1e9 / seconds as f64;
+    assert!((iops - want).abs() <= want * 1e-9, "summary {iops} IOPS, stored seconds {want}");
+    assert_eq!(summary["duration_s"].as_f64().unwrap(), 3.0);
+}
+
+#[test]
+fn a_file_tree_run_records_sizes_and_offsets_of_its_transfers_only() {
+    let tmp = tempfile::tempdir().unwrap();
+    let toml = tmp.path().join("w.toml");
+    let ops = ["read", "write", "create", "getattr", "delete"];
+    std::fs::write(&toml, tree_workload(&tmp.path().join("tree"), 16, "8k", &ops, "2s")).unwrap();
+    let results = tmp.path().join("r.db");
+    run_ok(&["run", s(&toml), "--out", s(&results), "--quiet"]);
+    let r = ioscope_store::open(&results).unwrap();
+    assert!(r.seconds.iter().all(|x| x.interval_ns == 1_000_000_000), "two whole seconds");
+    assert_each_second_counts_each_io_once_in_each_view(&r);
+    let done = |op: &str| {
+        r.seconds.iter().flat_map(|x| &x.ops).filter(|o| o.op.name() == op).map(|o| o.data.counts.ops).sum::<u64>()
+    };
+    for op in ["open", "close", "read", "write", "getattr"] {
+        assert!(done(op) > 0, "{op} ran");
+    }
+}
+
+#[test]
+fn an_open_loop_run_stores_whole_seconds_of_about_its_rate_each() {
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().join("r.db");
+    let args = ["run", "--engine", "null", "--rate-iops", "500", "--threads", "2", "--duration", "3s"];
+    run_ok(&[&args[..], &["--out", s(&results), "--quiet"]].concat());
+    let r = ioscope_store::open(&results).unwrap();
+    assert_each_second_counts_each_io_once_in_each_view(&r);
+    let seconds: Vec<(u64, u64)> = r.seconds.iter().map(|x| (x.interval_ns, x.total().ops)).collect();
+    // Workers asleep between their I/Os still count each in the second it completed in:
+    // 500 a second, not 500 spread over a jittered interval.
+    assert_eq!(seconds.len(), 3, "{seconds:?}");
+    assert!(seconds.iter().all(|(i, ops)| *i == 1_000_000_000 && (450..=550).contains(ops)), "{seconds:?}");
 }

@@ -315,8 +315,6 @@ fn run_measured(
         let mut readers: Vec<WorkerReader> =
             (0..threads).map(|_| WorkerReader::new(OP_KINDS).naming(crate::errors::kind_name)).collect();
         let mut error_limit = crate::limit::ErrorLimit::new(plan.max_errors);
-        let mut prev_tick = t0;
-        let mut second = 0u32;
         // Measured transfers and time of each step so far (for curves).
         let mut step_ops = vec![0u64; steps.len()];
         let mut step_ns = vec![0u64; steps.len()];
@@ -327,51 +325,41 @@ fn run_measured(
             .collect();
         let c = Collect { host: &host, plan, workload_ops: &workload_ops, roles: &roles, file_names: &file_names };
         let mut breakdown = crate::breakdown::Collector::new(plan, &rings, tree.as_ref(), &file_names);
+        let mut seconds = Seconds::new(t0, total_ns);
         loop {
-            let tick = t0 + (second as u64 + 1) * SECOND_NS;
-            // Sleep to the tick; at the end of the run, wait for workers to finish their last I/O.
+            // Sleep to the read of the next second (a grace after its end); at the end of the
+            // run, until every worker has finished its last I/O.
+            let wake = seconds.wake_ns();
             loop {
                 if cfg.interrupt.load(Relaxed) {
                     stop.store(true, Relaxed);
                 }
                 let now = now_ns();
-                let all_done = finished.load(Relaxed) == threads;
-                if all_done || (now >= tick && tick < deadline) || now >= tick + SECOND_NS {
+                if finished.load(Relaxed) == threads || now >= wake {
                     break;
                 }
-                let wait = if now < tick { (tick - now).min(breakdown.drain_every_ns(20_000_000)) } else { 1_000_000 };
+                let wait = wake.saturating_sub(now).clamp(1_000_000, breakdown.drain_every_ns(20_000_000));
                 std::thread::sleep(std::time::Duration::from_nanos(wait));
-                breakdown.drain(second);
-            }
-            let mut now = now_ns();
-            // Woken far past the tick (the process was stopped, or starved of CPU): this tick
-            // covers the whole gap with its real interval and takes the number of the grid
-            // second nearest its end (waiting for that grid point if it is just ahead), so the
-            // ticks after it are whole seconds again, not a burst of ticks of a few ms. The
-            // seconds inside the gap have no tick: a gap, not short seconds.
-            if tick < deadline && now > tick + SECOND_NS / 2 {
-                let nearest = (now - t0 + SECOND_NS / 2) / SECOND_NS;
-                let grid = t0 + nearest * SECOND_NS;
-                if grid > now {
-                    std::thread::sleep(std::time::Duration::from_nanos(grid - now));
-                    now = now_ns();
-                }
-                second = u32::try_from(nearest - 1).unwrap_or(u32::MAX);
+                breakdown.drain(seconds.next as u32);
             }
             let all_done = finished.load(Relaxed) == threads;
-            let (step, warmup) = times.at(second as u64 * SECOND_NS);
-            let mut snap = c.collect(
-                second,
-                now.saturating_sub(prev_tick).max(1),
-                &recorders,
-                &mut readers,
-                &mut breakdown.by_worker,
-            );
+            let now = now_ns();
+            let ready = if all_done {
+                // No worker records any more: both slots hold the rest of the run.
+                let rest = c.collect(&[0, 1], &recorders, &mut readers, &mut breakdown.by_worker);
+                Some(seconds.last(rest, now.min(deadline)))
+            } else {
+                let (second, slot) = seconds.to_read(now);
+                let read = c.collect(&[slot], &recorders, &mut readers, &mut breakdown.by_worker);
+                seconds.read(second, read, now_ns())
+            };
+            let Some(mut snap) = ready else { continue };
+            let (step, warmup) = times.at(snap.second as u64 * SECOND_NS);
             (snap.step, snap.warmup) = (step, warmup);
             // What completed before the second's end on the run's clock is this second's;
             // later records wait for the next (at the end, everything is the last second's).
-            breakdown.fill(&mut snap, if all_done { u64::MAX } else { t0 + (second as u64 + 1) * SECOND_NS });
-            prev_tick = now;
+            let end = if all_done { u64::MAX } else { t0 + (snap.second as u64 + 1) * SECOND_NS };
+            breakdown.fill(&mut snap, end);
             if let Some(why) = error_limit.add(&snap) {
                 too_many_errors.get_or_insert(why);
                 stop.store(true, Relaxed);
@@ -403,8 +391,10 @@ fn run_measured(
                     store_failure = Some(e);
                 }
             }
-            let empty_tail =
-                all_done && snap.ops.iter().all(|o| o.data.is_empty()) && snap.file_dists.is_empty() && second > 0;
+            let empty_tail = all_done
+                && snap.ops.iter().all(|o| o.data.is_empty())
+                && snap.file_dists.is_empty()
+                && seconds_written > 0;
             if !empty_tail {
                 if let Err(e) = writer.write_second(&snap) {
                     store_failure = Some(e);
@@ -412,12 +402,11 @@ fn run_measured(
                     break;
                 }
                 seconds_written += 1;
-                (cfg.on_second)(&progress(&snap, now - t0, total_ns, plan, &steps));
+                (cfg.on_second)(&progress(&snap, now.saturating_sub(t0), total_ns, plan, &steps));
             }
             if all_done {
                 break;
             }
-            second += 1;
         }
         stop.store(true, Relaxed);
         let errors = handles.into_iter().map(|h| h.join().unwrap_or_default()).collect();
@@ -556,6 +545,7 @@ fn worker_main<E: Engine>(mut engine: E, id: u32, sh: Shared<'_>) -> FirstErrors
     let mut errors = FirstErrors::default();
     if !open_failed && !sh.stop.load(Relaxed) {
         let t0 = sh.start_ns.load(Acquire);
+        sh.recorder.start(t0, t0 + sh.times.end_ns.last().copied().unwrap_or(0));
         let workload = &plan.workloads[sh.workload];
         let seed = |k: usize| 0x5851_f42d_4c95_7f2d ^ ((id as u64 + 1) << 32) ^ k as u64;
         let first = crate::in_step(workload, &sh.steps[0]);
@@ -629,10 +619,11 @@ struct Collect<'a> {
 impl Collect<'_> {
     /// Reads every worker and builds the snapshot of one second: per workload and op,
     /// merged over the workload's workers.
+    /// `slots` are the recorder slots to read (see [`Seconds`]); the caller sets the second,
+    /// its interval and its step.
     fn collect(
         &self,
-        second: u32,
-        interval_ns: u64,
+        slots: &[usize],
         recorders: &[WorkerRecorder],
         readers: &mut [WorkerReader],
         by_worker: &mut WorkerTop,
@@ -642,11 +633,17 @@ impl Collect<'_> {
         let mut workers = Vec::new();
         let mut per_file: std::collections::BTreeMap<(u32, usize), Counts> = Default::default();
         for (w, (rec, reader)) in recorders.iter().zip(readers.iter_mut()).enumerate() {
-            for (op, file, c) in reader.take_files(rec) {
-                let e = per_file.entry((file, op)).or_default();
-                *e = Counts { ops: e.ops + c.ops, bytes: e.bytes + c.bytes, errors: e.errors + c.errors };
+            let mut per_op: Vec<OpInterval> = Vec::new();
+            for slot in slots {
+                for (op, file, c) in reader.take_files_slot(rec, *slot) {
+                    add_counts(per_file.entry((file, op)).or_default(), &c);
+                }
+                let read = reader.take_slot(rec, *slot);
+                match per_op.is_empty() {
+                    true => per_op = read,
+                    false => per_op.iter_mut().zip(&read).for_each(|(a, b)| a.merge(b)),
+                }
             }
-            let mut per_op = reader.take(rec);
             let wi = self.roles[w].0;
             for (m, op) in merged[wi].iter_mut().zip(&self.workload_ops[wi]) {
                 let d = &mut per_op[*op as usize];
@@ -673,7 +670,129 @@ impl Collect<'_> {
                 })
             })
             .collect();
-        Snapshot { ops, workers, files, ..Snapshot::new(second, interval_ns, self.host) }
+        Snapshot { ops, workers, files, ..Snapshot::new(0, 0, self.host) }
+    }
+}
+
+fn add_counts(into: &mut Counts, c: &Counts) {
+    *into = Counts { ops: into.ops + c.ops, bytes: into.bytes + c.bytes, errors: into.errors + c.errors };
+}
+
+/// Adds a later read of the same workers into `into` (the same workloads, ops and workers
+/// in the same order: [`Collect::collect`] builds them so).
+fn absorb(into: &mut Snapshot, more: Snapshot) {
+    for (a, b) in into.ops.iter_mut().zip(&more.ops) {
+        a.data.merge(&b.data);
+    }
+    for (a, b) in into.workers.iter_mut().zip(&more.workers) {
+        add_counts(&mut a.counts, &b.counts);
+    }
+    let mut files: std::collections::BTreeMap<(String, Op), Counts> =
+        into.files.drain(..).map(|f| ((f.file, f.op), f.counts)).collect();
+    for f in more.files {
+        add_counts(files.entry((f.file, f.op)).or_default(), &f.counts);
+    }
+    into.files = files.into_iter().map(|((file, op), counts)| FileCounts { file, op, counts }).collect();
+}
+
+/// Grace after a second's end before its slot is read: a worker that stamped a completion
+/// just before the boundary has recorded it by then (one that has not is counted two seconds
+/// later, in the slot's next read).
+const GRACE_NS: u64 = 50_000_000;
+
+/// The collector's side of the one definition of a second: which slot to read when, and
+/// which seconds a read completes.
+///
+/// Second N is read from slot N % 2 once it has ended. A collector starved past the end of
+/// the next second (the process stopped, or no CPU for it) cannot tell the seconds of one
+/// slot apart: it then reads the seconds it missed as they become clean and writes them as
+/// one tick of their real length, numbered by its last second (a gap, never a second
+/// counted twice or made up); the ticks after it are whole seconds again.
+struct Seconds {
+    t0: u64,
+    /// The run's last planned second: later completions count in it; it is read at the end.
+    last: u64,
+    /// The planned end (the last second ends there).
+    end_ns: u64,
+    /// The next second to read.
+    next: u64,
+    /// The first second not written yet, and what was read of it and later ones so far.
+    from: u64,
+    pending: Option<Snapshot>,
+    /// Per slot, the last second its read was taken after (-1 before any: second -2 and -1).
+    clean: [i64; 2],
+    /// The highest second a pending read may hold.
+    high: i64,
+}
+
+impl Seconds {
+    fn new(t0: u64, total_ns: u64) -> Self {
+        let last = total_ns.saturating_sub(1) / SECOND_NS;
+        Self { t0, last, end_ns: t0 + total_ns, next: 0, from: 0, pending: None, clean: [-2, -1], high: -1 }
+    }
+
+    /// When to read the next second; far away for the last one, which is read when every
+    /// worker has finished.
+    fn wake_ns(&self) -> u64 {
+        match self.next >= self.last {
+            true => u64::MAX,
+            false => self.t0 + (self.next + 1) * SECOND_NS + GRACE_NS,
+        }
+    }
+
+    /// The second of time `t`.
+    fn second_at(&self, t: u64) -> u64 {
+        t.saturating_sub(self.t0) / SECOND_NS
+    }
+
+    /// The second to read now (the last one that has ended, before the run's last) and its slot.
+    fn to_read(&self, now: u64) -> (u64, usize) {
+        let second = self.second_at(now).saturating_sub(1).min(self.last.saturating_sub(1)).max(self.next);
+        (second, (second & 1) as usize)
+    }
+
+    fn absorb(&mut self, read: Snapshot) {
+        match &mut self.pending {
+            Some(p) => absorb(p, read),
+            None => self.pending = Some(read),
+        }
+    }
+
+    /// Takes the read of `second`'s slot, finished at `read_end`; returns the tick it
+    /// completes, if it completes one.
+    fn read(&mut self, second: u64, read: Snapshot, read_end: u64) -> Option<Snapshot> {
+        self.absorb(read);
+        let slot = (second & 1) as usize;
+        self.clean[slot] = second as i64;
+        // A read that ended seconds later (the collector lost its CPU in the middle of it)
+        // may hold completions up to the last second of this parity before its end.
+        let at_end = self.second_at(read_end);
+        let high = if at_end & 1 == second & 1 { at_end } else { at_end.saturating_sub(1) };
+        self.high = self.high.max(second as i64).max(high as i64);
+        self.next = second + 1;
+        let h = self.high;
+        if self.clean[(h & 1) as usize] < h || self.clean[((h + 1) & 1) as usize] < h - 1 {
+            return None;
+        }
+        let upto = h as u64;
+        let mut snap = self.pending.take()?;
+        snap.second = u32::try_from(upto).unwrap_or(u32::MAX);
+        snap.interval_ns = (upto + 1 - self.from.min(upto)) * SECOND_NS;
+        self.from = upto + 1;
+        self.next = self.next.max(self.from);
+        Some(snap)
+    }
+
+    /// The final tick: what is pending and `rest` (both slots after every worker finished),
+    /// up to `end` (the planned end, or sooner if the run stopped early).
+    fn last(&mut self, rest: Snapshot, end: u64) -> Snapshot {
+        self.absorb(rest);
+        let mut snap = self.pending.take().expect("just absorbed");
+        let start = self.t0 + self.from * SECOND_NS;
+        let upto = self.second_at(end.saturating_sub(1)).clamp(self.from, self.last.max(self.from));
+        snap.second = u32::try_from(upto).unwrap_or(u32::MAX);
+        snap.interval_ns = end.min(self.end_ns).saturating_sub(start).max(1);
+        snap
     }
 }
 
@@ -698,5 +817,82 @@ fn progress(s: &Snapshot, elapsed_ns: u64, total_ns: u64, plan: &Plan, steps: &[
         step_label: steps.get(s.step as usize).map(Step::label).unwrap_or_default(),
         warmup: s.warmup,
         threads: steps.get(s.step as usize).map_or(0, |st| plan.workloads.iter().map(|w| st.threads_of(w)).sum()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(ops: u64) -> Snapshot {
+        let mut data = OpInterval::empty();
+        data.counts.ops = ops;
+        let ops = vec![OpSeries { workload: String::new(), op: Op::Read, data }];
+        Snapshot { ops, ..Snapshot::new(0, 0, "") }
+    }
+
+    fn at(t0: u64, s: f64) -> u64 {
+        t0 + (s * SECOND_NS as f64) as u64
+    }
+
+    #[test]
+    fn seconds_on_time_are_whole_and_a_starved_collector_writes_one_tick_of_the_real_gap() {
+        let t0 = 7 * SECOND_NS;
+        let mut s = Seconds::new(t0, 10 * SECOND_NS);
+        // On time: each read of the second that just ended is that second, 1 s long.
+        for n in 0..3u64 {
+            assert_eq!(s.wake_ns(), t0 + (n + 1) * SECOND_NS + GRACE_NS);
+            let (second, slot) = s.to_read(at(t0, n as f64 + 1.01));
+            assert_eq!((second, slot), (n, (n % 2) as usize));
+            let tick = s.read(second, read(100), at(t0, n as f64 + 1.02)).expect("a whole second");
+            assert_eq!((tick.second, tick.interval_ns, tick.ops[0].data.counts.ops), (n as u32, SECOND_NS, 100));
+        }
+        // Woken at 7.5 s instead of 4.01 s: the slot of second 6 is clean, the other one is
+        // being written (second 7): nothing is written until it is read after second 7.
+        let (second, slot) = s.to_read(at(t0, 7.5));
+        assert_eq!((second, slot), (6, 0));
+        assert!(s.read(second, read(300), at(t0, 7.5)).is_none());
+        assert_eq!(s.wake_ns(), t0 + 8 * SECOND_NS + GRACE_NS);
+        let (second, slot) = s.to_read(at(t0, 8.01));
+        assert_eq!((second, slot), (7, 1));
+        let gap = s.read(second, read(200), at(t0, 8.01)).expect("the gap");
+        assert_eq!((gap.second, gap.interval_ns, gap.ops[0].data.counts.ops), (7, 5 * SECOND_NS, 500));
+        // Then whole seconds again, and the last one ends at the planned end.
+        let tick = s.read(8, read(100), at(t0, 9.01)).unwrap();
+        assert_eq!((tick.second, tick.interval_ns), (8, SECOND_NS));
+        assert_eq!(s.wake_ns(), u64::MAX, "the last second is read when every worker has finished");
+        let last = s.last(read(50), at(t0, 10.0003));
+        assert_eq!((last.second, last.interval_ns, last.ops[0].data.counts.ops), (9, SECOND_NS, 50));
+    }
+
+    #[test]
+    fn a_read_that_ends_seconds_later_waits_for_the_seconds_it_may_hold() {
+        let t0 = 0;
+        let mut s = Seconds::new(t0, 20 * SECOND_NS);
+        s.read(0, read(1), at(t0, 1.01)).unwrap();
+        // The read of second 1 started on time but ended in second 3: it may hold some of
+        // second 3, so seconds 1..=3 are written together once second 3's slot is read.
+        assert!(s.read(1, read(10), at(t0, 3.2)).is_none());
+        let (second, slot) = s.to_read(at(t0, 3.21));
+        assert_eq!((second, slot), (2, 0));
+        assert!(s.read(second, read(10), at(t0, 3.22)).is_none());
+        let gap = s.read(3, read(10), at(t0, 4.01)).unwrap();
+        assert_eq!((gap.second, gap.interval_ns, gap.ops[0].data.counts.ops), (3, 3 * SECOND_NS, 30));
+    }
+
+    #[test]
+    fn a_run_stopped_early_ends_with_its_real_last_interval() {
+        let t0 = 0;
+        let mut s = Seconds::new(t0, 2_500_000_000);
+        s.read(0, read(1), at(t0, 1.01)).unwrap();
+        let last = s.last(read(2), at(t0, 1.25));
+        assert_eq!((last.second, last.interval_ns), (1, 250_000_000));
+        // A planned 2.5 s run: its last second is half a second long however late the
+        // workers finish.
+        let mut s = Seconds::new(t0, 2_500_000_000);
+        s.read(0, read(1), at(t0, 1.01)).unwrap();
+        s.read(1, read(1), at(t0, 2.01)).unwrap();
+        let last = s.last(read(2), at(t0, 2.7));
+        assert_eq!((last.second, last.interval_ns), (2, SECOND_NS / 2));
     }
 }

@@ -182,7 +182,7 @@ impl<E: Engine> Worker<'_, E> {
     /// and no error, so it is counted apart as a skip; then the worker backs off (longer
     /// each time in a row) rather than spin on a tree that has nothing for it.
     fn no_target(&mut self, op: Op, task: &mut TreeTask) -> u64 {
-        self.recorder.op(op as usize).record_skip();
+        self.recorder.at(now_ns()).op(op as usize).record_skip();
         task.backoff_ns = (task.backoff_ns * 2).clamp(MIN_BACKOFF_NS, MAX_BACKOFF_NS);
         wait_until(now_ns().saturating_add(task.backoff_ns).min(task.deadline_ns), self.stop)
     }

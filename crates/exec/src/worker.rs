@@ -96,13 +96,19 @@ impl<'a, E: Engine> Worker<'a, E> {
         }
     }
 
-    /// Records one finished I/O (completed at `done_ns`): a success, or an error counted by
-    /// its kind. A read or write that moved fewer bytes than asked (past the end of a file
-    /// another process truncated, say) is an error of its own kind, "short read" or "short
-    /// write", never a success of fewer bytes.
+    /// Records one finished I/O: a success, or an error counted by its kind. A read or
+    /// write that moved fewer bytes than asked (past the end of a file another process
+    /// truncated, say) is an error of its own kind, "short read" or "short write", never
+    /// a success of fewer bytes.
+    ///
+    /// It counts in the second its completion time `done_ns` falls in. An operation without
+    /// a size (sync, open, close, metadata) has no size histogram, so it moves 0 bytes and
+    /// records no size sample whatever the engine returned (per file, it counts what the
+    /// engine returned: 0 for them).
     #[inline(always)]
     pub(crate) fn record(&mut self, io: &Io, result: i64, done_ns: u64, latency_ns: u64, service_ns: u64) {
-        let rec = self.recorder.op(io.op as usize);
+        let slot = self.recorder.at(done_ns);
+        let rec = slot.op(io.op as usize);
         let short = io.op.is_data() && result >= 0 && (result as u64) < io.len as u64;
         if let Some(ring) = self.ring {
             let ok = result >= 0 && !short;
@@ -111,10 +117,10 @@ impl<'a, E: Engine> Worker<'a, E> {
             ring.push(&IoRecord { done_ns, file, op: io.op as u8, ok, latency_ns, service_ns, place });
         }
         if result >= 0 && !short {
-            self.recorder.record_file(io.op as usize, io.file, Some(result as u64));
+            slot.record_file(io.op as usize, io.file, Some(result as u64));
             rec.record(latency_ns, service_ns, result as u64, io.offset);
         } else {
-            self.recorder.record_file(io.op as usize, io.file, None);
+            slot.record_file(io.op as usize, io.file, None);
             rec.record_error(if short { errors::SHORT } else { errors::kind_of(result) });
             let engine = &self.engine;
             self.errors.note(io.op, || match short {

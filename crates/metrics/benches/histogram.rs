@@ -110,7 +110,7 @@ fn collector(c: &mut Criterion) {
             for i in 0..iters as usize {
                 for op in 0..4 {
                     let at = (i * 256 + op * 64) % (N - 256);
-                    (at..at + 256).for_each(|j| w.op(op).record(lat[j], lat[j], SIZE, off[j]));
+                    (at..at + 256).for_each(|j| w.at(0).op(op).record(lat[j], lat[j], SIZE, off[j]));
                 }
                 let t = Instant::now();
                 let out = reader.take(&w);

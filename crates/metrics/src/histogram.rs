@@ -107,7 +107,7 @@ impl Histogram {
         Self::from_cells(cells, sum, min, max)
     }
 
-    fn from_cells(cells: Vec<(u32, u64)>, sum: u128, min: u64, max: u64) -> Self {
+    pub(crate) fn from_cells(cells: Vec<(u32, u64)>, sum: u128, min: u64, max: u64) -> Self {
         let count = cells.iter().map(|c| c.1).sum();
         Self { cells, count, sum, min: if count == 0 { u64::MAX } else { min }, max }
     }

@@ -11,6 +11,8 @@ pub mod stat;
 
 pub use histogram::{Histogram, RELATIVE_ERROR};
 pub use op::{Op, OP_KINDS};
-pub use recorder::{Counts, KindNamer, OpInterval, OpRecorder, WorkerReader, WorkerRecorder, ERROR_KINDS};
+pub use recorder::{
+    Counts, KindNamer, OpInterval, OpRecorder, Slot, WorkerReader, WorkerRecorder, ERROR_KINDS, SECOND_NS,
+};
 pub use snapshot::{is_sync_op, FileCounts, FileDists, OpSeries, Snapshot, WorkerCounts, WorkerDists, OTHER};
 pub use stat::{Stat, StatId, STATS};

@@ -72,6 +72,18 @@ impl Op {
         matches!(self, Op::Read | Op::Write)
     }
 
+    /// Has a size: moves data (a read or write, or a file tree's create and copy, whose
+    /// size is the bytes written). Only these record a size sample; the others (sync, open,
+    /// close, metadata) record none and move 0 bytes.
+    pub fn has_size(self) -> bool {
+        matches!(self, Op::Read | Op::Write | Op::Create | Op::Copy)
+    }
+
+    /// Has an offset in a file: reads and writes only.
+    pub fn has_offset(self) -> bool {
+        self.is_data()
+    }
+
     /// Serves other operations: `fsync`/`fdatasync` after writes, and the `open`/`close`
     /// around a dataset workload's transfers. They are reported in their own rows but, as
     /// in fio and vdbench, not counted in total IOPS; their errors count in the total like

@@ -4,13 +4,25 @@
 //! Each cell is an atomic updated with a relaxed load and store (single writer), which
 //! compiles to a plain add: no lock, no locked instruction, no allocation per I/O. The
 //! collector reads the cumulative values and subtracts the previous read, so a late or
-//! missed tick loses nothing (the rezolus model).
+//! missed read loses nothing (the rezolus model).
+//!
+//! One definition of a second: an I/O counts in the second its completion time falls in
+//! (second N = completions in [t0 + N s, t0 + (N+1) s) of the run's clock). Each recorder
+//! has two [`Slot`]s, chosen by the parity of the completion second: the worker compares
+//! its completion time with its next boundary (one compare per I/O) and moves to the other
+//! slot when it passes it. The collector reads slot N % 2 a short grace after boundary
+//! N + 1, while the worker writes second N + 1 into the other slot. A record that races the
+//! read (an I/O stamped in second N, recorded after the read) is in that slot's next read,
+//! two seconds later: never lost, never counted twice. Completions at or after the run's
+//! planned end (the I/O still in flight at the deadline) count in its last second.
 //!
 //! Bucket counters are 32 bits and wrap: a delta is exact as long as a bucket gets fewer
-//! than 2^32 increments between two reads (one second apart), and the smaller cells keep
-//! more of the histograms in cache next to the kernel's own work. Operation and byte
-//! counts are not kept separately: they are the latency histogram's count and the size
-//! histogram's sum.
+//! than 2^32 increments between two reads of its slot (two seconds apart), and the smaller
+//! cells keep more of the histograms in cache next to the kernel's own work. Operation and
+//! byte counts are not kept separately: they are the latency histogram's count and the
+//! size histogram's sum. Only operations that have a size ([`Op::has_size`]) or an offset
+//! ([`Op::has_offset`]) have those histograms: a sync, open, close or metadata operation
+//! records no size or offset sample (and moves 0 bytes).
 //!
 //! Failed I/Os are counted by kind, in a fixed table of [`ERROR_KINDS`] small cells per
 //! operation (the caller maps an errno or protocol status to a cell; see
@@ -18,8 +30,12 @@
 //! error count is the sum of the kinds (so the two always agree), and the reader names the
 //! kinds once a second with the naming function it was given.
 
-use crate::histogram::{bucket_index, Histogram, BUCKETS};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use crate::histogram::{bucket_index, bucket_range, Histogram, BUCKETS};
+use crate::Op;
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
+
+/// One second of the run's clock, in ns.
+pub const SECOND_NS: u64 = 1_000_000_000;
 
 #[inline(always)]
 fn bump(cell: &AtomicU64, n: u64) {
@@ -54,15 +70,6 @@ impl AtomicHistogram {
             self.max.store(value, Relaxed);
         }
     }
-
-    /// Reads the cumulative state into `into` (reusing its allocation).
-    fn read(&self, into: &mut Cumulative) {
-        for (dst, src) in into.buckets.iter_mut().zip(self.buckets.iter()) {
-            *dst = src.load(Relaxed);
-        }
-        into.sum = self.sum.load(Relaxed);
-        into.max = self.max.swap(0, Relaxed);
-    }
 }
 
 /// Number of error kinds counted apart per operation; kind 0 is "other" and takes every
@@ -76,7 +83,7 @@ fn kind_number(_op: usize, kind: u16) -> String {
     format!("kind {kind}")
 }
 
-/// What one worker records for one operation.
+/// What one worker records for one operation in one slot.
 pub struct OpRecorder {
     /// Failed I/Os per kind (32-bit cells that wrap, read as deltas like the buckets).
     error_kinds: Box<[AtomicU32]>,
@@ -87,31 +94,48 @@ pub struct OpRecorder {
     pub latency_ns: AtomicHistogram,
     /// Service time: from issue to completion.
     pub service_ns: AtomicHistogram,
-    pub size_bytes: AtomicHistogram,
-    pub offset_bytes: AtomicHistogram,
+    /// Bytes moved, for operations that have a size; None for the others.
+    pub size_bytes: Option<AtomicHistogram>,
+    /// Offset in the file, for reads and writes; None for the others.
+    pub offset_bytes: Option<AtomicHistogram>,
 }
 
 impl Default for OpRecorder {
+    /// A recorder with every quantity (as for a read or write).
     fn default() -> Self {
+        Self::with_quantities(true, true)
+    }
+}
+
+impl OpRecorder {
+    /// A recorder with the quantities `op` has.
+    pub fn for_op(op: Op) -> Self {
+        Self::with_quantities(op.has_size(), op.has_offset())
+    }
+
+    fn with_quantities(size: bool, offset: bool) -> Self {
         Self {
             error_kinds: (0..ERROR_KINDS).map(|_| AtomicU32::new(0)).collect(),
             skipped: AtomicU64::new(0),
             latency_ns: Default::default(),
             service_ns: Default::default(),
-            size_bytes: Default::default(),
-            offset_bytes: Default::default(),
+            size_bytes: size.then(AtomicHistogram::default),
+            offset_bytes: offset.then(AtomicHistogram::default),
         }
     }
-}
 
-impl OpRecorder {
-    /// Records one completed I/O. `latency_ns` is measured from the intended start.
+    /// Records one completed I/O. `latency_ns` is measured from the intended start; `size`
+    /// and `offset` are dropped for an operation without them.
     #[inline(always)]
     pub fn record(&self, latency_ns: u64, service_ns: u64, size: u64, offset: u64) {
         self.latency_ns.record(latency_ns);
         self.service_ns.record(service_ns);
-        self.size_bytes.record(size);
-        self.offset_bytes.record(offset);
+        if let Some(h) = &self.size_bytes {
+            h.record(size);
+        }
+        if let Some(h) = &self.offset_bytes {
+            h.record(offset);
+        }
     }
 
     /// Records a failed I/O of `kind`: counted as an error, not as an operation.
@@ -128,9 +152,9 @@ impl OpRecorder {
     }
 }
 
-/// One worker's recorders, one per operation kind it performs (indexed by the caller's op
-/// number); kinds it never performs take no memory.
-pub struct WorkerRecorder {
+/// What one worker records in the seconds of one parity: one recorder per operation kind
+/// it performs (indexed by the op number); kinds it never performs take no memory.
+pub struct Slot {
     ops: Vec<Option<OpRecorder>>,
     /// Per op kind (where recorded), per file: completed ops, bytes, errors.
     files: Vec<Option<Box<[FileCell]>>>,
@@ -144,29 +168,20 @@ pub struct FileCell {
     errors: AtomicU64,
 }
 
-impl WorkerRecorder {
-    /// Recorders for every kind.
-    pub fn new(op_kinds: usize) -> Self {
-        Self { ops: (0..op_kinds).map(|_| Some(OpRecorder::default())).collect(), files: Vec::new() }
+impl Slot {
+    fn with_ops(op_kinds: usize, used: &[usize]) -> Self {
+        let ops = (0..op_kinds)
+            .map(|i| {
+                used.contains(&i).then(|| Op::ALL.get(i).map_or_else(OpRecorder::default, |op| OpRecorder::for_op(*op)))
+            })
+            .collect();
+        Self { ops, files: Vec::new() }
     }
-    /// Recorders for the kinds in `used` only.
-    pub fn with_ops(op_kinds: usize, used: &[usize]) -> Self {
-        Self { ops: (0..op_kinds).map(|i| used.contains(&i).then(OpRecorder::default)).collect(), files: Vec::new() }
-    }
+
     /// The recorder of `op`. Panics for a kind the recorder was not made for (a bug).
     #[inline(always)]
     pub fn op(&self, op: usize) -> &OpRecorder {
         self.ops[op].as_ref().expect("operation kind without a recorder")
-    }
-    pub fn op_kinds(&self) -> usize {
-        self.ops.len()
-    }
-
-    /// Also counts each recorded op per file, for files `0..files`.
-    pub fn with_files(mut self, files: usize) -> Self {
-        self.files =
-            self.ops.iter().map(|o| o.as_ref().map(|_| (0..files).map(|_| FileCell::default()).collect())).collect();
-        self
     }
 
     /// Counts one completed op (`bytes` transferred) or one error on `file`, when
@@ -185,42 +200,131 @@ impl WorkerRecorder {
     }
 }
 
-/// Cumulative values of one histogram at the previous read.
-#[derive(Clone)]
-struct Cumulative {
-    buckets: Vec<u32>,
-    sum: u64,
-    max: u64,
+/// The worker's own place on the run's clock (written by the worker alone).
+struct SecondClock {
+    t0_ns: AtomicU64,
+    /// The first completion time that belongs to a later second (u64::MAX: none).
+    next_ns: AtomicU64,
+    /// The slot of the current second.
+    slot: AtomicUsize,
+    /// The run's last planned second: later completions count in it.
+    last: AtomicU64,
 }
 
-impl Default for Cumulative {
-    fn default() -> Self {
-        Self { buckets: vec![0; BUCKETS], sum: 0, max: 0 }
+/// One worker's recorders: two [`Slot`]s, for the even and the odd seconds of the run.
+pub struct WorkerRecorder {
+    slots: [Slot; 2],
+    clock: SecondClock,
+}
+
+impl WorkerRecorder {
+    /// Recorders for every kind.
+    pub fn new(op_kinds: usize) -> Self {
+        Self::with_ops(op_kinds, &(0..op_kinds).collect::<Vec<_>>())
+    }
+    /// Recorders for the kinds in `used` only.
+    pub fn with_ops(op_kinds: usize, used: &[usize]) -> Self {
+        Self {
+            slots: [Slot::with_ops(op_kinds, used), Slot::with_ops(op_kinds, used)],
+            // Until started, every record goes to slot 0.
+            clock: SecondClock {
+                t0_ns: AtomicU64::new(0),
+                next_ns: AtomicU64::new(u64::MAX),
+                slot: AtomicUsize::new(0),
+                last: AtomicU64::new(u64::MAX),
+            },
+        }
+    }
+    pub fn op_kinds(&self) -> usize {
+        self.slots[0].ops.len()
+    }
+
+    /// Also counts each recorded op per file, for files `0..files`.
+    pub fn with_files(mut self, files: usize) -> Self {
+        for slot in &mut self.slots {
+            slot.files = slot
+                .ops
+                .iter()
+                .map(|o| o.as_ref().map(|_| (0..files).map(|_| FileCell::default()).collect()))
+                .collect();
+        }
+        self
+    }
+
+    /// Puts the recorder on the run's clock: second 0 starts at `t0_ns`, the run is planned
+    /// to end at `end_ns`. Called by the worker before its first record.
+    pub fn start(&self, t0_ns: u64, end_ns: u64) {
+        let c = &self.clock;
+        c.t0_ns.store(t0_ns, Relaxed);
+        c.last.store(end_ns.saturating_sub(t0_ns).saturating_sub(1) / SECOND_NS, Relaxed);
+        c.slot.store(0, Relaxed);
+        c.next_ns.store(0, Relaxed);
+        self.turn(t0_ns);
+    }
+
+    /// The slot of an I/O completed (or failed, or skipped) at `done_ns` on the run's clock.
+    #[inline(always)]
+    pub fn at(&self, done_ns: u64) -> &Slot {
+        if done_ns >= self.clock.next_ns.load(Relaxed) {
+            self.turn(done_ns);
+        }
+        &self.slots[self.clock.slot.load(Relaxed) & 1]
+    }
+
+    /// Moves to the second of `done_ns` (past the current second's end).
+    #[cold]
+    fn turn(&self, done_ns: u64) {
+        let c = &self.clock;
+        let t0 = c.t0_ns.load(Relaxed);
+        let last = c.last.load(Relaxed);
+        let second = (done_ns.saturating_sub(t0) / SECOND_NS).min(last);
+        c.slot.store((second & 1) as usize, Relaxed);
+        let next = if second >= last { u64::MAX } else { t0.saturating_add((second + 1).saturating_mul(SECOND_NS)) };
+        c.next_ns.store(next, Relaxed);
+    }
+
+    /// Slot 0 or 1 (for readers and tests).
+    pub fn slot(&self, slot: usize) -> &Slot {
+        &self.slots[slot & 1]
     }
 }
 
-/// Turns successive cumulative reads of one [`AtomicHistogram`] into per-interval histograms.
+/// Turns successive cumulative reads of one [`AtomicHistogram`] into per-interval
+/// histograms. The previous read is allocated on the first read (so histograms never
+/// read cost nothing).
 #[derive(Default)]
-pub struct HistogramDelta {
-    prev: Cumulative,
-    cur: Cumulative,
+struct HistogramDelta {
+    prev: Vec<u32>,
+    sum: u64,
 }
 
 impl HistogramDelta {
     /// Reads `h` and returns what was recorded since the previous call.
-    pub fn take(&mut self, h: &AtomicHistogram) -> Histogram {
-        h.read(&mut self.cur);
-        let buckets: Vec<u64> =
-            self.cur.buckets.iter().zip(&self.prev.buckets).map(|(c, p)| c.wrapping_sub(*p) as u64).collect();
-        let sum = self.cur.sum.wrapping_sub(self.prev.sum) as u128;
-        let count: u64 = buckets.iter().sum();
-        let min = buckets.iter().position(|c| *c > 0).map_or(0, |i| crate::histogram::bucket_range(i).0);
+    fn take(&mut self, h: &AtomicHistogram) -> Histogram {
+        if self.prev.is_empty() {
+            self.prev = vec![0; BUCKETS];
+        }
+        let mut cells = Vec::new();
+        for (i, (p, src)) in self.prev.iter_mut().zip(h.buckets.iter()).enumerate() {
+            let now = src.load(Relaxed);
+            let d = now.wrapping_sub(*p);
+            *p = now;
+            if d > 0 {
+                cells.push((i as u32, d as u64));
+            }
+        }
+        let sum_now = h.sum.load(Relaxed);
+        let sum = sum_now.wrapping_sub(self.sum) as u128;
+        self.sum = sum_now;
+        let max_now = h.max.swap(0, Relaxed);
+        let (Some(first), Some(top)) = (cells.first(), cells.last()) else {
+            return Histogram::new();
+        };
+        let min = bucket_range(first.0 as usize).0;
         // The exact max was reset by the read; if a value raced in after the bucket read it
         // shows up next interval, so clamp to the highest bucket seen here.
-        let top = buckets.iter().rposition(|c| *c > 0).map_or(0, |i| crate::histogram::bucket_range(i).1);
-        let max = if count == 0 { 0 } else { self.cur.max.min(top).max(min) };
-        std::mem::swap(&mut self.prev, &mut self.cur);
-        Histogram::from_parts(buckets, sum, min, max)
+        let max = max_now.min(bucket_range(top.0 as usize).1).max(min);
+        Histogram::from_cells(cells, sum, min, max)
     }
 }
 
@@ -243,30 +347,43 @@ pub struct OpInterval {
     pub skipped: u64,
     pub latency_ns: Histogram,
     pub service_ns: Histogram,
+    /// Empty for an operation without a size.
     pub size_bytes: Histogram,
+    /// Empty for an operation without an offset.
     pub offset_bytes: Histogram,
+}
+
+/// The previous read of one slot.
+#[derive(Default)]
+struct SlotRead {
+    skipped: Vec<u64>,
+    /// Per op kind: error kind cells (allocated on first read).
+    kinds: Vec<Vec<u32>>,
+    hists: Vec<[HistogramDelta; 4]>,
+    /// Per (op kind, file): counters.
+    files: Vec<Vec<Counts>>,
+}
+
+impl SlotRead {
+    fn new(op_kinds: usize) -> Self {
+        Self {
+            skipped: vec![0; op_kinds],
+            kinds: vec![Vec::new(); op_kinds],
+            hists: (0..op_kinds).map(|_| Default::default()).collect(),
+            files: vec![Vec::new(); op_kinds],
+        }
+    }
 }
 
 /// Reads one worker's recorders each interval and yields deltas.
 pub struct WorkerReader {
-    prev_skipped: Vec<u64>,
-    /// Per op kind: error kind cells at the previous read.
-    prev_kinds: Vec<Vec<u32>>,
     namer: KindNamer,
-    hists: Vec<[HistogramDelta; 4]>,
-    /// Per (op kind, file): counters at the previous read.
-    prev_files: Vec<Vec<Counts>>,
+    reads: [SlotRead; 2],
 }
 
 impl WorkerReader {
     pub fn new(op_kinds: usize) -> Self {
-        Self {
-            prev_skipped: vec![0; op_kinds],
-            prev_kinds: vec![vec![0; ERROR_KINDS]; op_kinds],
-            namer: kind_number,
-            hists: (0..op_kinds).map(|_| Default::default()).collect(),
-            prev_files: vec![Vec::new(); op_kinds],
-        }
+        Self { namer: kind_number, reads: [SlotRead::new(op_kinds), SlotRead::new(op_kinds)] }
     }
 
     /// Names error kinds with `namer` (by default "kind N").
@@ -275,12 +392,30 @@ impl WorkerReader {
         self
     }
 
-    /// Per-file counts since the previous call: (op kind, file, counts), non-zero only.
+    /// Per-file counts of both slots since the previous reads: (op kind, file, counts),
+    /// non-zero only.
     pub fn take_files(&mut self, w: &WorkerRecorder) -> Vec<(usize, u32, Counts)> {
+        let mut out = self.take_files_slot(w, 0);
+        for (op, f, c) in self.take_files_slot(w, 1) {
+            match out.iter_mut().find(|(o, g, _)| (*o, *g) == (op, f)) {
+                Some((_, _, d)) => {
+                    *d = Counts { ops: d.ops + c.ops, bytes: d.bytes + c.bytes, errors: d.errors + c.errors }
+                }
+                None => out.push((op, f, c)),
+            }
+        }
+        out.sort_by_key(|(op, f, _)| (*op, *f));
+        out
+    }
+
+    /// Per-file counts of one slot since its previous read: (op kind, file, counts),
+    /// non-zero only.
+    pub fn take_files_slot(&mut self, w: &WorkerRecorder, slot: usize) -> Vec<(usize, u32, Counts)> {
         let mut out = Vec::new();
-        for (op, cells) in w.files.iter().enumerate() {
+        let read = &mut self.reads[slot & 1];
+        for (op, cells) in w.slot(slot).files.iter().enumerate() {
             let Some(cells) = cells else { continue };
-            let prev = &mut self.prev_files[op];
+            let prev = &mut read.files[op];
             prev.resize(cells.len(), Counts::default());
             for (f, (cell, p)) in cells.iter().zip(prev.iter_mut()).enumerate() {
                 let now = Counts {
@@ -302,18 +437,30 @@ impl WorkerReader {
         out
     }
 
-    /// What `w` recorded since the previous call, per op.
+    /// What `w` recorded in both slots since the previous reads, per op.
     pub fn take(&mut self, w: &WorkerRecorder) -> Vec<OpInterval> {
+        let mut out = self.take_slot(w, 0);
+        for (o, d) in out.iter_mut().zip(self.take_slot(w, 1)) {
+            o.merge(&d);
+        }
+        out
+    }
+
+    /// What `w` recorded in one slot since its previous read, per op.
+    pub fn take_slot(&mut self, w: &WorkerRecorder, slot: usize) -> Vec<OpInterval> {
         let mut out = Vec::with_capacity(w.op_kinds());
-        for (i, rec) in w.ops.iter().enumerate() {
+        let read = &mut self.reads[slot & 1];
+        for (i, rec) in w.slot(slot).ops.iter().enumerate() {
             let Some(rec) = rec else {
                 out.push(OpInterval::empty());
                 continue;
             };
             let skipped = rec.skipped.load(Relaxed);
-            let prev_skipped = std::mem::replace(&mut self.prev_skipped[i], skipped);
+            let prev_skipped = std::mem::replace(&mut read.skipped[i], skipped);
             let (mut errors_by_kind, mut errors) = (Vec::new(), 0);
-            for (kind, (cell, prev)) in rec.error_kinds.iter().zip(self.prev_kinds[i].iter_mut()).enumerate() {
+            let prev_kinds = &mut read.kinds[i];
+            prev_kinds.resize(ERROR_KINDS, 0);
+            for (kind, (cell, prev)) in rec.error_kinds.iter().zip(prev_kinds.iter_mut()).enumerate() {
                 let now = cell.load(Relaxed);
                 let d = now.wrapping_sub(*prev);
                 *prev = now;
@@ -322,9 +469,9 @@ impl WorkerReader {
                     errors_by_kind.push(((self.namer)(i, kind as u16), d as u64));
                 }
             }
-            let [lat, svc, size, off] = &mut self.hists[i];
+            let [lat, svc, size, off] = &mut read.hists[i];
             let latency_ns = lat.take(&rec.latency_ns);
-            let size_bytes = size.take(&rec.size_bytes);
+            let size_bytes = rec.size_bytes.as_ref().map_or_else(Histogram::new, |h| size.take(h));
             out.push(OpInterval {
                 counts: Counts { ops: latency_ns.count(), bytes: size_bytes.sum() as u64, errors },
                 errors_by_kind,
@@ -332,7 +479,7 @@ impl WorkerReader {
                 latency_ns,
                 service_ns: svc.take(&rec.service_ns),
                 size_bytes,
-                offset_bytes: off.take(&rec.offset_bytes),
+                offset_bytes: rec.offset_bytes.as_ref().map_or_else(Histogram::new, |h| off.take(h)),
             });
         }
         out
@@ -348,15 +495,15 @@ mod tests {
         let w = WorkerRecorder::new(2);
         let mut r = WorkerReader::new(2);
         for v in 1..=1000u64 {
-            w.op(0).record(v * 1000, v * 900, 4096, v * 4096);
+            w.at(0).op(0).record(v * 1000, v * 900, 4096, v * 4096);
         }
-        w.op(1).record_error(0);
+        w.at(0).op(1).record_error(0);
         let first = r.take(&w);
         assert_eq!(first[0].counts, Counts { ops: 1000, bytes: 4_096_000, errors: 0 });
         assert_eq!(first[0].latency_ns.max(), Some(1_000_000));
         assert_eq!(first[1].counts.errors, 1);
         for v in 1..=10u64 {
-            w.op(0).record(v, v, 512, 0);
+            w.at(0).op(0).record(v, v, 512, 0);
         }
         let second = r.take(&w);
         assert_eq!(second[0].counts, Counts { ops: 10, bytes: 5120, errors: 0 });
@@ -372,16 +519,16 @@ mod tests {
         let w = WorkerRecorder::new(2);
         let mut r = WorkerReader::new(2).naming(|op, kind| format!("{op}:{kind}"));
         for _ in 0..3 {
-            w.op(1).record_error(28);
+            w.at(0).op(1).record_error(28);
         }
-        w.op(1).record_error(5);
-        w.op(1).record_error(u16::MAX); // out of the table: "other"
-        w.op(0).record_skip();
+        w.at(0).op(1).record_error(5);
+        w.at(0).op(1).record_error(u16::MAX); // out of the table: "other"
+        w.at(0).op(0).record_skip();
         let first = r.take(&w);
         assert_eq!(first[1].counts.errors, 5);
         assert_eq!(first[1].errors_by_kind, [("1:0".to_string(), 1), ("1:5".to_string(), 1), ("1:28".to_string(), 3)]);
         assert_eq!((first[0].skipped, first[0].counts), (1, Counts::default()));
-        w.op(1).record_error(28);
+        w.at(0).op(1).record_error(28);
         let second = r.take(&w);
         assert_eq!(second[1].errors_by_kind, [("1:28".to_string(), 1)]);
         assert_eq!(second[0].skipped, 0);
@@ -391,18 +538,90 @@ mod tests {
     fn per_file_counts_are_deltas_and_skip_files_out_of_range() {
         let w = WorkerRecorder::with_ops(3, &[0, 2]).with_files(2);
         let mut r = WorkerReader::new(3);
-        w.record_file(0, 1, Some(4096));
-        w.record_file(0, 1, Some(4096));
-        w.record_file(2, 0, None);
-        w.record_file(0, 7, Some(1)); // no such file: ignored
-        w.record_file(1, 0, Some(1)); // op without a recorder: ignored
+        w.at(0).record_file(0, 1, Some(4096));
+        w.at(0).record_file(0, 1, Some(4096));
+        w.at(0).record_file(2, 0, None);
+        w.at(0).record_file(0, 7, Some(1)); // no such file: ignored
+        w.at(0).record_file(1, 0, Some(1)); // op without a recorder: ignored
         let first = r.take_files(&w);
         assert_eq!(
             first,
             [(0, 1, Counts { ops: 2, bytes: 8192, errors: 0 }), (2, 0, Counts { ops: 0, bytes: 0, errors: 1 })]
         );
-        w.record_file(0, 0, Some(512));
+        w.at(0).record_file(0, 0, Some(512));
         assert_eq!(r.take_files(&w), [(0, 0, Counts { ops: 1, bytes: 512, errors: 0 })]);
         assert!(r.take_files(&w).is_empty());
+    }
+
+    #[test]
+    fn an_io_counts_in_the_second_its_completion_time_falls_in() {
+        let t0 = 5 * SECOND_NS;
+        let w = WorkerRecorder::new(1);
+        let mut r = WorkerReader::new(1);
+        w.start(t0, t0 + 10 * SECOND_NS);
+        let io = |done: u64, latency: u64| w.at(done).op(0).record(latency, latency, 4096, 0);
+        // Second 0: the first and the last nanosecond; second 1 starts exactly on its boundary.
+        io(t0, 100);
+        io(t0 + SECOND_NS - 1, 200);
+        io(t0 + SECOND_NS, 300);
+        io(t0 + SECOND_NS + 400_000_000, 400);
+        // Second 0 is read while second 1 is written: only its own two I/Os.
+        let s0 = r.take_slot(&w, 0).remove(0);
+        assert_eq!((s0.counts.ops, s0.latency_ns.sum(), s0.size_bytes.count()), (2, 300, 2));
+        // Second 2 goes to slot 0 again, after a worker blocked in one I/O over second 3
+        // completes in second 4 (slot 0) without visiting slot 1.
+        io(t0 + 2 * SECOND_NS + 1, 500);
+        let s1 = r.take_slot(&w, 1).remove(0);
+        assert_eq!((s1.counts.ops, s1.latency_ns.sum()), (2, 700));
+        let s2 = r.take_slot(&w, 0).remove(0);
+        assert_eq!((s2.counts.ops, s2.latency_ns.sum()), (1, 500));
+        io(t0 + 4 * SECOND_NS + 7, 2 * SECOND_NS);
+        assert!(r.take_slot(&w, 1)[0].is_empty(), "second 3 has nothing");
+        assert_eq!(r.take_slot(&w, 0)[0].latency_ns.max(), Some(2 * SECOND_NS));
+        // A record that raced the read of its slot is in the next read, once.
+        io(t0 + 6 * SECOND_NS, 600);
+        let s6 = r.take_slot(&w, 0).remove(0);
+        io(t0 + 6 * SECOND_NS + 1, 700); // stamped in second 6, recorded after its read
+        io(t0 + 7 * SECOND_NS, 800);
+        assert_eq!(r.take_slot(&w, 1)[0].latency_ns.sum(), 800);
+        io(t0 + 8 * SECOND_NS, 900);
+        assert_eq!((s6.counts.ops, r.take_slot(&w, 0)[0].latency_ns.sum()), (1, 1600));
+    }
+
+    #[test]
+    fn completions_after_the_planned_end_count_in_the_last_second() {
+        let w = WorkerRecorder::new(1);
+        let mut r = WorkerReader::new(1);
+        // 2.5 s: the last second is second 2 (slot 0), half a second long.
+        w.start(0, 2 * SECOND_NS + SECOND_NS / 2);
+        w.at(SECOND_NS).op(0).record(1, 1, 1, 0);
+        w.at(2 * SECOND_NS).op(0).record(2, 2, 1, 0);
+        w.at(9 * SECOND_NS).op(0).record(3, 3, 1, 0);
+        assert_eq!(r.take_slot(&w, 1)[0].latency_ns.sum(), 1);
+        assert_eq!(r.take_slot(&w, 0)[0].latency_ns.sum(), 5);
+    }
+
+    #[test]
+    fn an_operation_without_a_size_records_no_size_or_offset_sample() {
+        use crate::Op;
+        let used = [Op::Read, Op::Fsync, Op::Open, Op::Create, Op::Getattr].map(|o| o as usize);
+        let w = WorkerRecorder::with_ops(crate::OP_KINDS, &used);
+        let mut r = WorkerReader::new(crate::OP_KINDS);
+        for op in used {
+            w.at(0).op(op).record(1000, 900, if op == Op::Create as usize { 65_536 } else { 0 }, 0);
+        }
+        w.at(0).op(Op::Read as usize).record(1000, 900, 4096, 8192);
+        let got = r.take(&w);
+        for op in [Op::Fsync, Op::Open, Op::Getattr] {
+            let d = &got[op as usize];
+            assert_eq!((d.counts.ops, d.latency_ns.count(), d.service_ns.count()), (1, 1, 1), "{op}");
+            assert!(d.size_bytes.is_empty() && d.offset_bytes.is_empty(), "{op}: no size or offset sample");
+            assert_eq!(d.counts.bytes, 0, "{op}");
+        }
+        let create = &got[Op::Create as usize];
+        assert_eq!((create.size_bytes.count(), create.counts.bytes), (1, 65_536), "create moves its file's bytes");
+        assert!(create.offset_bytes.is_empty());
+        let read = &got[Op::Read as usize];
+        assert_eq!((read.size_bytes.count(), read.offset_bytes.count(), read.counts.bytes), (2, 2, 4096));
     }
 }

@@ -59,7 +59,7 @@ pub struct FileDists {
 pub struct Snapshot {
     /// Second since the start of the run (0 is the first second).
     pub second: u32,
-    /// Wall-clock duration this snapshot covers, in ns (about 1e9; the last one may be shorter).
+    /// Duration this snapshot covers, in ns: exactly 1e9 (see docs/analytics.md "What a second is"), except a stopped run's last second and a collector's gap.
     pub interval_ns: u64,
     /// The step this second belongs to (0 for a run of one step).
     pub step: u32,
