@@ -36,7 +36,7 @@ const browser = await launch();
 const shots = [
   ['worksheet.png', ''],
   ['drill-down.png', '#run=0&c=latency,by=op,kind=heatmap&c=ops,by=op,kind=stacked,hl=write&c=ops,by=file,where=op:write,kind=stacked'],
-  ['drill-heatmap.png', '#run=0&c=ops,by=op,kind=stacked,hl=write&c=latency,where=op:write,kind=heatmap&c=offset,where=op:write,kind=heatmap'],
+  ['drill-heatmap.png', '#run=0&c=ops,by=op,kind=stacked,hl=write&c=latency,by=file,where=op:write,kind=heatmap,pin=30&c=offset,where=op:write,kind=heatmap'],
   ['compare.png', '#run=0&cmp=1&c=ops,by=op,kind=stacked&c=latency,kind=heatmap'],
   ['latency-art.png', '#run=2&c=offset,kind=heatmap&c=ops,kind=line'],
 ];
