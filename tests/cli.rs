@@ -2455,3 +2455,62 @@ fn an_open_loop_run_stores_whole_seconds_of_about_its_rate_each() {
     assert_eq!(seconds.len(), 3, "{seconds:?}");
     assert!(seconds.iter().all(|(i, ops)| *i == 1_000_000_000 && (450..=550).contains(ops)), "{seconds:?}");
 }
+
+// ---- The seeds' file-tree run, as a user drills it ------------------------------------
+
+#[test]
+fn the_rsync_example_shortened_shows_per_file_counters_and_latency_and_no_size_row_for_metadata() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("r.db");
+    let dir = format!("dataset.dir={}", tmp.path().join("tree").display());
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/rsync-under-load.toml");
+    run_ok(&[
+        "run",
+        example,
+        "--set",
+        "duration=3s",
+        "--set",
+        "warmup=1s",
+        "--set",
+        &dir,
+        "--set",
+        "probe.at=[\"2s\"]",
+        "--set",
+        "probe.command=\"true\"",
+        "--out",
+        s(&out),
+        "--quiet",
+    ]);
+    let api = ioscope_web::Api::new(std::slice::from_ref(&out));
+    let keys_and_totals = |path: &str, query: &str| -> Vec<(String, f64)> {
+        let a = api.get(path, query).json();
+        a["series"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{query}: {a}"))
+            .iter()
+            .map(|s| {
+                let total = s["total"]
+                    .as_f64()
+                    .unwrap_or_else(|| s["values"].as_array().unwrap().iter().filter_map(|v| v.as_f64()).sum::<f64>());
+                (s["key"].as_str().unwrap().to_string(), total)
+            })
+            .collect()
+    };
+    // Per-file counters and latency, named by the file's path in the tree.
+    let ops_by_file = keys_and_totals("/api/v1/runs/0/series", "stat=ops&by=file&where=op:read");
+    assert!(ops_by_file.iter().any(|(k, n)| k.starts_with("d0") && k.contains("/f") && *n > 0.0), "{ops_by_file:?}");
+    let latency_by_file = keys_and_totals("/api/v1/runs/0/heatmap", "stat=latency&by=file&where=op:read");
+    assert!(
+        latency_by_file.iter().filter(|(k, n)| k.starts_with("d0") && *n > 0.0).count() >= 2,
+        "{latency_by_file:?}"
+    );
+    let whole = keys_and_totals("/api/v1/runs/0/heatmap", "stat=latency&where=op:read");
+    let parts: f64 = latency_by_file.iter().map(|(_, n)| n).sum();
+    assert_eq!(parts, whole[0].1, "the files and (other) add up to every read");
+    // The size heat map has rows for the transfers only: no open or close series, no 1 B row.
+    let size = api.get("/api/v1/runs/0/heatmap", "stat=size&by=op").json();
+    let ops: Vec<&str> = size["series"].as_array().unwrap().iter().map(|s| s["key"].as_str().unwrap()).collect();
+    assert_eq!(ops, ["read", "write"], "{size}");
+    let lowest = size["buckets"].as_array().unwrap().iter().map(|b| b[0].as_u64().unwrap()).min().unwrap();
+    assert_eq!(lowest, 8192, "every transfer is 8 KiB: {}", size["buckets"]);
+}

@@ -7,7 +7,7 @@
 
 use ioscope_metrics::histogram::bucket_range;
 use ioscope_metrics::{
-    FileCounts, FileDists, Histogram, OpSeries, Snapshot, WorkerCounts, WorkerDists, OTHER, RELATIVE_ERROR,
+    FileCounts, FileDists, Histogram, OpSeries, Snapshot, StatId, WorkerCounts, WorkerDists, OTHER, RELATIVE_ERROR,
 };
 use ioscope_store::Results;
 use serde::Serialize;
@@ -239,6 +239,24 @@ impl<'a> Row<'a> {
             Row::Error(..) | Row::WorkerDists(..) | Row::FileDists(..) => None,
         }
         .unwrap_or(0)
+    }
+
+    /// Whether the row's operation has the statistic's quantity: sync, open, close and
+    /// metadata operations have no size and no offset, so they are no series of those
+    /// (not an empty one, nor a row of zeros in files written before they stopped recording
+    /// them).
+    fn has_quantity(&self, stat: &Stat) -> bool {
+        let op = match *self {
+            Row::Op(_, o) => o.op,
+            Row::WorkerDists(_, w) => w.op,
+            Row::FileDists(_, f) => f.op,
+            Row::Worker(..) | Row::File(..) | Row::Error(..) => return true,
+        };
+        match stat.id {
+            StatId::Size => op.has_size(),
+            StatId::Offset => op.has_offset(),
+            _ => true,
+        }
     }
 
     fn histogram(&self, stat: &Stat) -> Option<&'a Histogram> {
@@ -523,7 +541,7 @@ fn per_second_histograms(range: &Range, q: &Query, keys: &mut Keys, mut each: im
     for group in &range.by_second {
         let i = range.index(group[0].second);
         let mut parts: BTreeMap<usize, Vec<&Histogram>> = BTreeMap::new();
-        for row in range.rows(q, group) {
+        for row in range.rows(q, group).into_iter().filter(|r| r.has_quantity(q.stat)) {
             let k = keys.index(key_of(q, &row));
             if let Some(h) = row.histogram(q.stat) {
                 parts.entry(k).or_default().push(h);
