@@ -112,7 +112,7 @@ impl<'a, E: Engine> Worker<'a, E> {
         let short = io.op.is_data() && result >= 0 && (result as u64) < io.len as u64;
         if let Some(ring) = self.ring {
             let ok = result >= 0 && !short;
-            let place = (ok && io.op.is_data()).then_some((result as u64, io.offset));
+            let place = (ok && io.op.has_size()).then_some((result as u64, io.offset));
             let file = self.tree_file.unwrap_or(io.file);
             ring.push(&IoRecord { done_ns, file, op: io.op as u8, ok, latency_ns, service_ns, place });
         }

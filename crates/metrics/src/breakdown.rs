@@ -39,8 +39,9 @@ pub struct IoRecord {
     pub ok: bool,
     pub latency_ns: u64,
     pub service_ns: u64,
-    /// Bytes moved and where: only for transfers ([`Op::is_data`]); sync and metadata
-    /// operations have no size or offset.
+    /// Bytes moved and where: only for operations with a size ([`Op::has_size`]: transfers,
+    /// a file tree's creates and copies); the offset counts for those with one
+    /// ([`Op::has_offset`]). Sync and metadata operations have neither.
     pub place: Option<(u64, u64)>,
 }
 
@@ -366,7 +367,9 @@ impl FileBreakdown {
             data.service_ns.record(r.service_ns);
             if let Some((size, offset)) = r.place {
                 data.size_bytes.record(size);
-                data.offset_bytes.record(offset);
+                if Op::ALL.get(r.op as usize).is_some_and(|o| o.has_offset()) {
+                    data.offset_bytes.record(offset);
+                }
             }
         } else {
             cell.counts.errors += 1;

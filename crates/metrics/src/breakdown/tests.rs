@@ -9,7 +9,7 @@ fn rec(done_ns: u64, file: u32, op: Op, latency_ns: u64) -> IoRecord {
         ok: true,
         latency_ns,
         service_ns: latency_ns / 2,
-        place: op.is_data().then_some((4096, file as u64 * 4096)),
+        place: op.has_size().then_some((4096, file as u64 * 4096)),
     }
 }
 
@@ -118,6 +118,23 @@ fn a_file_tree_keeps_counters_of_its_busiest_files_and_the_rest_as_other() {
         got.counts.iter().map(|c| (c.file.as_str(), c.counts.ops, c.counts.bytes, c.counts.errors)).collect();
     assert_eq!(counts, [("f6", 10, 40960, 0), ("f5", 3, 12288, 0), (OTHER, 3, 12288, 1)]);
     assert!(got.dists.iter().all(|d| d.op == Op::Read));
+}
+
+#[test]
+fn a_files_creates_have_a_size_and_no_offset_as_in_the_whole() {
+    // A file tree's create writes the file (a size, the bytes it wrote) at no offset.
+    let rings = [FileRing::new(1024)];
+    let mut b = FileBreakdown::new(4, true, Op::ALL.len(), 1);
+    rings[0].push(&IoRecord { place: Some((8192, 0)), ..rec(1, 3, Op::Create, 100) });
+    rings[0].push(&rec(1, 3, Op::Read, 100));
+    b.drain(&rings, 0, SECOND_NS, true);
+    let got = b.close(name);
+    let create = got.dists.iter().find(|d| d.op == Op::Create && d.file == "f3").expect("create of f3");
+    assert_eq!((create.data.size_bytes.count(), create.data.size_bytes.sum()), (1, 8192));
+    assert!(create.data.offset_bytes.is_empty(), "a create has no offset");
+    assert_eq!(create.data.counts.bytes, 8192);
+    let read = got.dists.iter().find(|d| d.op == Op::Read).expect("read");
+    assert_eq!((read.data.size_bytes.count(), read.data.offset_bytes.count()), (1, 1));
 }
 
 #[test]
