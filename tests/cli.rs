@@ -2514,3 +2514,43 @@ fn the_rsync_example_shortened_shows_per_file_counters_and_latency_and_no_size_r
     let lowest = size["buckets"].as_array().unwrap().iter().map(|b| b[0].as_u64().unwrap()).min().unwrap();
     assert_eq!(lowest, 8192, "every transfer is 8 KiB: {}", size["buckets"]);
 }
+
+#[test]
+fn a_run_offers_by_file_and_by_worker_only_for_the_distributions_it_broke_down() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dims_of = |top: &str| -> Vec<String> {
+        let out = tmp.path().join(format!("top-{top}.db"));
+        let dir = tmp.path().join(format!("d{top}"));
+        run_ok(&[
+            "run",
+            "--engine",
+            "posix",
+            "--dir",
+            s(&dir),
+            "--size",
+            "4m",
+            "--files",
+            "2",
+            "--threads",
+            "2",
+            "--rw",
+            "randrw",
+            "--duration",
+            "1s",
+            "--breakdown-top",
+            top,
+            "--out",
+            s(&out),
+            "--quiet",
+        ]);
+        let run = ioscope_web::Api::new(std::slice::from_ref(&out)).get("/api/v1/runs/0", "").json();
+        let latency = run["stats"].as_array().unwrap().iter().find(|s| s["name"] == "latency").unwrap().clone();
+        latency["dimensions"].as_array().unwrap().iter().map(|d| d.as_str().unwrap().to_string()).collect()
+    };
+    let on = dims_of("16");
+    assert!(on.contains(&"file".to_string()) && on.contains(&"worker".to_string()), "{on:?}");
+    // Off: "latency by file" is not offered (it would draw nothing), the rest still is.
+    let off = dims_of("0");
+    assert!(!off.contains(&"file".to_string()) && !off.contains(&"worker".to_string()), "{off:?}");
+    assert!(off.contains(&"op".to_string()), "{off:?}");
+}

@@ -876,6 +876,24 @@ pub fn dimension_values(r: &Results) -> DimensionValues {
 }
 
 /// Whether the run offers a statistic: some only ever have values in some runs.
+/// Whether the run holds `stat` broken down by `dim`: per-worker and per-file
+/// distributions exist only in runs that broke them down (not with `breakdown_top = 0`,
+/// not per file on engine null, not in files written before schema 5), and per-file
+/// counters only where files were counted. A run still being written offers every
+/// dimension its statistic has (its first seconds may not show them yet).
+fn has_dimension(r: &Results, stat: &Stat, dim: Dim) -> bool {
+    if r.run.status == ioscope_store::Status::Running {
+        return true;
+    }
+    let distribution = stat.kind == ioscope_metrics::stat::Kind::Distribution;
+    match dim {
+        Dim::Worker if distribution => r.seconds.iter().any(|s| !s.worker_dists.is_empty()),
+        Dim::File if distribution => r.seconds.iter().any(|s| !s.file_dists.is_empty()),
+        Dim::File => r.seconds.iter().any(|s| !s.files.is_empty()),
+        _ => true,
+    }
+}
+
 pub fn offered(r: &Results, stat: &Stat) -> bool {
     match stat.offered {
         Offered::Always => true,
@@ -903,7 +921,7 @@ pub fn stat_list(r: &Results) -> Vec<StatEntry> {
         .iter()
         .filter(|s| offered(r, s))
         .map(|s| StatEntry {
-            dimensions: s.dims.iter().map(|d| d.name()).collect(),
+            dimensions: s.dims.iter().filter(|d| has_dimension(r, s, **d)).map(|d| d.name()).collect(),
             kind: s.kind.name(),
             label: s.label,
             name: s.name,
