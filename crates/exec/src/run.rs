@@ -636,7 +636,7 @@ impl Collect<'_> {
             let mut per_op: Vec<OpInterval> = Vec::new();
             for slot in slots {
                 for (op, file, c) in reader.take_files_slot(rec, *slot) {
-                    add_counts(per_file.entry((file, op)).or_default(), &c);
+                    per_file.entry((file, op)).or_default().add(&c);
                 }
                 let read = reader.take_slot(rec, *slot);
                 match per_op.is_empty() {
@@ -674,10 +674,6 @@ impl Collect<'_> {
     }
 }
 
-fn add_counts(into: &mut Counts, c: &Counts) {
-    *into = Counts { ops: into.ops + c.ops, bytes: into.bytes + c.bytes, errors: into.errors + c.errors };
-}
-
 /// Adds a later read of the same workers into `into` (the same workloads, ops and workers
 /// in the same order: [`Collect::collect`] builds them so).
 fn absorb(into: &mut Snapshot, more: Snapshot) {
@@ -685,12 +681,12 @@ fn absorb(into: &mut Snapshot, more: Snapshot) {
         a.data.merge(&b.data);
     }
     for (a, b) in into.workers.iter_mut().zip(&more.workers) {
-        add_counts(&mut a.counts, &b.counts);
+        a.counts.add(&b.counts);
     }
     let mut files: std::collections::BTreeMap<(String, Op), Counts> =
         into.files.drain(..).map(|f| ((f.file, f.op), f.counts)).collect();
     for f in more.files {
-        add_counts(files.entry((f.file, f.op)).or_default(), &f.counts);
+        files.entry((f.file, f.op)).or_default().add(&f.counts);
     }
     into.files = files.into_iter().map(|((file, op), counts)| FileCounts { file, op, counts }).collect();
 }

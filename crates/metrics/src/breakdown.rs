@@ -419,8 +419,7 @@ impl FileBreakdown {
                     head.iter().filter(|(_, c)| *c != Counts::default()).take(top).collect();
                 let mut rest = Counts::default();
                 for (_, c) in ranked.iter().filter(|(f, _)| !busiest.iter().any(|(b, _)| b == f)) {
-                    rest =
-                        Counts { ops: rest.ops + c.ops, bytes: rest.bytes + c.bytes, errors: rest.errors + c.errors };
+                    rest.add(c);
                 }
                 out.counts.extend(busiest.iter().map(|(f, c)| FileCounts { file: name(*f), op, counts: *c }));
                 if rest != Counts::default() {

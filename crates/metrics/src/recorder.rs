@@ -336,6 +336,15 @@ pub struct Counts {
     pub errors: u64,
 }
 
+impl Counts {
+    /// Adds `other` (another worker, file, slot or second) into these counts.
+    pub fn add(&mut self, other: &Counts) {
+        self.ops += other.ops;
+        self.bytes += other.bytes;
+        self.errors += other.errors;
+    }
+}
+
 /// Per-interval results of one operation of one worker.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OpInterval {
@@ -398,9 +407,7 @@ impl WorkerReader {
         let mut out = self.take_files_slot(w, 0);
         for (op, f, c) in self.take_files_slot(w, 1) {
             match out.iter_mut().find(|(o, g, _)| (*o, *g) == (op, f)) {
-                Some((_, _, d)) => {
-                    *d = Counts { ops: d.ops + c.ops, bytes: d.bytes + c.bytes, errors: d.errors + c.errors }
-                }
+                Some((_, _, d)) => d.add(&c),
                 None => out.push((op, f, c)),
             }
         }

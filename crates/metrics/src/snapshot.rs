@@ -98,9 +98,7 @@ impl OpInterval {
 
     /// Adds another interval (another worker, host or second) into this one.
     pub fn merge(&mut self, other: &OpInterval) {
-        self.counts.ops += other.counts.ops;
-        self.counts.bytes += other.counts.bytes;
-        self.counts.errors += other.counts.errors;
+        self.counts.add(&other.counts);
         for (kind, n) in &other.errors_by_kind {
             match self.errors_by_kind.iter_mut().find(|(k, _)| k == kind) {
                 Some((_, m)) => *m += n,

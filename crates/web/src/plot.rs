@@ -5,9 +5,10 @@
 //! are written as the UI writes them (`plot_text`). The image carries its geometry in a
 //! text chunk (iTXt `ioscope:plot`, JSON) for programs and tests that read its pixels.
 
-use crate::plot_text::{self, elapsed, int, tick_label};
+use crate::plot_text::{self, elapsed, tick_label};
 use crate::query::{self, Query, QueryError};
 use ioscope_metrics::StatId;
+use ioscope_report::format::int;
 use ioscope_store::Results;
 use std::path::PathBuf;
 

@@ -137,19 +137,6 @@ pub fn tick_label(v: f64, unit: &str) -> String {
     }
 }
 
-/// A count with thousands separators: 7497 -> "7,497".
-pub fn int(v: u64) -> String {
-    let digits = v.to_string();
-    let mut out = String::new();
-    for (i, ch) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
-}
-
 /// Elapsed seconds as m:ss or h:mm:ss, as the UI's time axis: 83 -> "1:23".
 pub fn elapsed(sec: u64) -> String {
     let (h, m, s) = (sec / 3600, sec / 60 % 60, sec % 60);
@@ -269,6 +256,6 @@ mod tests {
         );
         assert_eq!(linear_top(67104768.0, "bytes"), 64.0 * 1048576.0);
         assert_eq!(elapsed(83), "1:23");
-        assert_eq!(int(7497), "7,497");
+        assert_eq!(ioscope_report::format::int(7497), "7,497");
     }
 }
