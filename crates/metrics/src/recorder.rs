@@ -336,15 +336,6 @@ pub struct Counts {
     pub errors: u64,
 }
 
-impl Counts {
-    /// Adds `other` (another worker, file, slot or second) into these counts.
-    pub fn add(&mut self, other: &Counts) {
-        self.ops += other.ops;
-        self.bytes += other.bytes;
-        self.errors += other.errors;
-    }
-}
-
 /// Per-interval results of one operation of one worker.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OpInterval {

@@ -125,6 +125,13 @@ pub fn is_sync_op(op: Op) -> bool {
 }
 
 impl Counts {
+    /// Adds `other` (another worker, file, slot or second) into these counts.
+    pub fn add(&mut self, other: &Counts) {
+        self.ops += other.ops;
+        self.bytes += other.bytes;
+        self.errors += other.errors;
+    }
+
     /// Adds `other` as part of a total: see [`is_sync_op`].
     pub fn add_to_total(&mut self, op: Op, other: &Counts) {
         if !is_sync_op(op) {
