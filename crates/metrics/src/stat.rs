@@ -34,6 +34,18 @@ pub enum Kind {
     Event,
 }
 
+impl StatId {
+    /// Whether `op` has this quantity: sync, open, close and metadata operations have no
+    /// size, and only reads and writes have an offset ([`Op::has_size`], [`Op::has_offset`]).
+    pub fn applies_to(self, op: crate::Op) -> bool {
+        match self {
+            StatId::Size => op.has_size(),
+            StatId::Offset => op.has_offset(),
+            _ => true,
+        }
+    }
+}
+
 impl Kind {
     /// The name in `series.kind` and in the API.
     pub fn name(self) -> &'static str {

@@ -668,7 +668,11 @@ impl Reader<'_> {
         for ((second, host), b) in snaps {
             let at =
                 |what: String| check::corrupt(p, "sample", "", format_args!("host {host:?} second {second}: {what}"));
-            let full = |bits: u32, need: u32, what: &str| match STATS.iter().find(|s| need & bit(s) & !bits != 0) {
+            // Every statistic the operation has (no size or offset row for a sync or an open).
+            let full = |bits: u32, need: u32, op: Op, what: &str| match STATS
+                .iter()
+                .find(|s| need & bit(s) & !bits != 0 && s.id.applies_to(op))
+            {
                 Some(stat) => Err(at(format!("no {} row for {what} (its other statistics have one)", stat.stored))),
                 None => Ok(()),
             };
@@ -680,14 +684,14 @@ impl Reader<'_> {
             );
             for ((worker, op), (_, bits)) in &b.worker_dists {
                 let worker = worker.map_or_else(|| ioscope_metrics::OTHER.to_string(), |w| w.to_string());
-                full(*bits, of_dists, &format!("worker {worker} op {:?}", op.name()))?;
+                full(*bits, of_dists, *op, &format!("worker {worker} op {:?}", op.name()))?;
             }
             for ((file, op), (_, bits)) in &b.file_dists {
-                full(*bits, of_dists, &format!("file {file:?} op {:?}", op.name()))?;
+                full(*bits, of_dists, *op, &format!("file {file:?} op {:?}", op.name()))?;
             }
             for ((workload, op), (i, bits)) in &b.ops {
+                full(*bits, of_op, *op, &format!("workload {workload:?} op {:?}", op.name()))?;
                 let op = op.name();
-                full(*bits, of_op, &format!("workload {workload:?} op {op:?}"))?;
                 let d = &b.snap.ops[*i].data;
                 // (The recorder derives the counts so: see ioscope_metrics::recorder.)
                 let name = |id| stat::stat(id).stored;
@@ -711,10 +715,10 @@ impl Reader<'_> {
                 }
             }
             for ((worker, op), (_, bits)) in &b.workers {
-                full(*bits, of_worker, &format!("worker {worker} op {:?}", op.name()))?;
+                full(*bits, of_worker, *op, &format!("worker {worker} op {:?}", op.name()))?;
             }
             for ((file, op), (_, bits)) in &b.files {
-                full(*bits, of_file, &format!("file {file:?} op {:?}", op.name()))?;
+                full(*bits, of_file, *op, &format!("file {file:?} op {:?}", op.name()))?;
             }
             out.push(b.snap);
         }

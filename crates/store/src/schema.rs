@@ -92,7 +92,8 @@ CREATE TABLE probe(
 );
 
 -- A statistic with its dimensions. `worker`, `file` and `error` are NULL for the
--- per-host, per-workload, per-op series (all statistics). Per-worker and per-file series
+-- per-host, per-workload, per-op series (all statistics; io.size only for operations that
+-- move bytes, io.offset only for reads and writes: none for a sync, an open or a close). Per-worker and per-file series
 -- carry no workload: the counters of every worker and of every file of a flat workload
 -- (a file tree: of its busiest files, the rest as file '(other)'), and the distributions
 -- (kind 'distribution') of the busiest workers and files of each operation and second

@@ -304,9 +304,10 @@ impl Writer {
                 quantiles.execute(params![id, s.second, q(0.5), q(0.9), q(0.99), q(0.999)])?;
                 Ok::<(), rusqlite::Error>(())
             };
-            let dists = || STATS.iter().filter(|st| st.kind == Kind::Distribution);
+            // Only the quantities an operation has (no size or offset for a sync or an open).
+            let dists = |op: Op| STATS.iter().filter(move |st| st.kind == Kind::Distribution && st.id.applies_to(op));
             for o in &s.ops {
-                for st in dists() {
+                for st in dists(o.op) {
                     let Some(h) = o.data.histogram(st.id) else { continue };
                     dist(series_id(st, &o.workload, o.op, None, None, None)?, h)?;
                 }
@@ -314,13 +315,13 @@ impl Writer {
             // The busiest workers and files, and the rest as one row.
             for w in &s.worker_dists {
                 let worker = w.worker.map_or(OTHER_WORKERS, i64::from);
-                for st in dists().filter(|st| st.has(Dim::Worker)) {
+                for st in dists(w.op).filter(|st| st.has(Dim::Worker)) {
                     let Some(h) = w.data.histogram(st.id) else { continue };
                     dist(series_id(st, "", w.op, Some(worker), None, None)?, h)?;
                 }
             }
             for f in &s.file_dists {
-                for st in dists().filter(|st| st.has(Dim::File)) {
+                for st in dists(f.op).filter(|st| st.has(Dim::File)) {
                     let Some(h) = f.data.histogram(st.id) else { continue };
                     dist(series_id(st, "", f.op, None, Some(&f.file), None)?, h)?;
                 }

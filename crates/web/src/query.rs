@@ -7,7 +7,7 @@
 
 use ioscope_metrics::histogram::bucket_range;
 use ioscope_metrics::{
-    FileCounts, FileDists, Histogram, OpSeries, Snapshot, StatId, WorkerCounts, WorkerDists, OTHER, RELATIVE_ERROR,
+    FileCounts, FileDists, Histogram, OpSeries, Snapshot, WorkerCounts, WorkerDists, OTHER, RELATIVE_ERROR,
 };
 use ioscope_store::Results;
 use serde::Serialize;
@@ -241,21 +241,15 @@ impl<'a> Row<'a> {
         .unwrap_or(0)
     }
 
-    /// Whether the row's operation has the statistic's quantity: sync, open, close and
-    /// metadata operations have no size and no offset, so they are no series of those
-    /// (not an empty one, nor a row of zeros in files written before they stopped recording
-    /// them).
+    /// Whether the row's operation has the statistic's quantity ([`ioscope_metrics::stat::StatId::applies_to`]): an
+    /// operation without a size or offset is no series of those (not an empty one, nor a row
+    /// of zeros in files written before they stopped recording them).
     fn has_quantity(&self, stat: &Stat) -> bool {
-        let op = match *self {
-            Row::Op(_, o) => o.op,
-            Row::WorkerDists(_, w) => w.op,
-            Row::FileDists(_, f) => f.op,
-            Row::Worker(..) | Row::File(..) | Row::Error(..) => return true,
-        };
-        match stat.id {
-            StatId::Size => op.has_size(),
-            StatId::Offset => op.has_offset(),
-            _ => true,
+        match *self {
+            Row::Op(_, o) => stat.id.applies_to(o.op),
+            Row::WorkerDists(_, w) => stat.id.applies_to(w.op),
+            Row::FileDists(_, f) => stat.id.applies_to(f.op),
+            Row::Worker(..) | Row::File(..) | Row::Error(..) => true,
         }
     }
 
