@@ -18,7 +18,7 @@ pub mod worker;
 
 pub use engines::{storage, StorageError};
 pub use prep::{dataset, workset};
-pub use run::{run, Outcome, Progress, RunConfig, RunError};
+pub use run::{measure, run, step_rows, Measure, Measured, Outcome, Progress, RunConfig, RunError, Sink};
 
 use ioscope_workload::{Step, Workload};
 

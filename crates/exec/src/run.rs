@@ -74,6 +74,49 @@ pub struct Outcome {
     pub wal_kept: Option<String>,
 }
 
+/// Where a run's seconds go: the results file (a local run, [`run`]) or the coordinator
+/// (an agent's run, through [`measure`]).
+pub trait Sink {
+    type Error: std::fmt::Display;
+    /// The run's time zero (on [`crate::clock::now_ns`]'s time line) is set, and how
+    /// worker 0's engine was set up (None if no engine opened).
+    fn started(&mut self, t0_ns: u64, engine_setup: Option<&str>) -> Result<(), Self::Error>;
+    /// A curve step's rate, once the max step it depends on has been measured.
+    fn step_rate(&mut self, step: u32, rate_iops: u64) -> Result<(), Self::Error>;
+    fn probe(&mut self, row: &ProbeRow) -> Result<(), Self::Error>;
+    /// A finished second (or a gap's tick, see [`Seconds`]).
+    fn second(&mut self, snap: &Snapshot) -> Result<(), Self::Error>;
+}
+
+/// What a measured run needs besides the plan and its sink.
+pub struct Measure<'a> {
+    /// This host's name, written into every snapshot.
+    pub host: String,
+    /// Set from outside (Ctrl-C, SIGTERM, the coordinator) to stop the run early.
+    pub interrupt: &'a AtomicBool,
+    /// Called after every second is handed to the sink.
+    pub on_second: &'a mut dyn FnMut(&Progress),
+    /// The prepared dataset, for a plan with one.
+    pub dataset: Option<crate::dataset::Layout>,
+    /// When to start, on [`crate::clock::now_ns`]'s time line (None: as soon as every engine
+    /// is open). A start already past when the engines are open starts at once.
+    pub start_at_ns: Option<u64>,
+}
+
+/// How a measured run ended.
+#[derive(Debug)]
+pub struct Measured<E> {
+    pub status: Status,
+    pub detail: Option<String>,
+    /// First error of each op kind, as "op: message".
+    pub first_errors: Vec<String>,
+    pub seconds_written: u32,
+    /// The run's time zero (0 if it never started).
+    pub t0_ns: u64,
+    /// The sink failed (the run stopped there).
+    pub sink_error: Option<E>,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     #[error("results file {source}")] // the store's errors start with the path
@@ -130,6 +173,9 @@ struct StepTimes {
 }
 
 impl StepTimes {
+    fn total_ns(&self) -> u64 {
+        self.end_ns.last().copied().unwrap_or(0)
+    }
     fn new(steps: &[Step]) -> Self {
         let (mut start_ns, mut warmup_ns, mut end_ns) = (Vec::new(), Vec::new(), Vec::new());
         let mut at = 0u64;
@@ -176,22 +222,55 @@ fn run_measured(
     config: serde_json::Value,
 ) -> Result<Outcome, RunError> {
     let steps = plan.steps();
-    let times = StepTimes::new(&steps);
-    let total_ns = *times.end_ns.last().expect("a plan has a step");
     let info = RunInfo {
         ioscope_version: env!("CARGO_PKG_VERSION").to_string(),
         host: host.clone(),
         pid: std::process::id(),
         command_line: cfg.command_line.clone(),
         started_unix_ms: unix_ms(),
-        planned_duration_ns: total_ns,
+        planned_duration_ns: StepTimes::new(&steps).total_ns(),
         plan_json: serde_json::to_string(plan).expect("plan serializes"),
         workload_toml: cfg.workload_toml.clone(),
         workload_hash: cfg.workload_hash.clone(),
     };
     let store_err = |source| RunError::Store { path: cfg.out.clone(), source };
     let mut writer = Writer::create(&cfg.out, &info, &[(host.clone(), config.clone())]).map_err(store_err)?;
-    let step_rows: Vec<StepRow> = steps
+    writer.write_steps(&step_rows(&steps)).map_err(store_err)?;
+    writer.set_meta("breakdown", &crate::breakdown::meta(plan)).map_err(store_err)?;
+    let mut sink = StoreSink { writer: &mut writer, host: &host, config };
+    let m = measure(
+        plan,
+        files,
+        &mut sink,
+        Measure {
+            host: host.clone(),
+            interrupt: cfg.interrupt,
+            on_second: cfg.on_second,
+            dataset: cfg.dataset,
+            start_at_ns: None,
+        },
+    );
+    if let Some(e) = m.sink_error {
+        let _ = writer.finish(Status::Failed, Some(&e.to_string()), unix_ms());
+        return Err(store_err(e));
+    }
+    let wal_kept = match writer.finish(m.status, m.detail.as_deref(), unix_ms()).map_err(store_err)? {
+        ioscope_store::Finished::OneFile => None,
+        ioscope_store::Finished::WithWal(why) => Some(why),
+    };
+    Ok(Outcome {
+        status: m.status,
+        detail: m.detail,
+        first_errors: m.first_errors,
+        seconds_written: m.seconds_written,
+        wal_kept,
+    })
+}
+
+/// The steps as the results file's step table has them.
+pub fn step_rows(steps: &[Step]) -> Vec<StepRow> {
+    let times = StepTimes::new(steps);
+    steps
         .iter()
         .zip(&times.start_ns)
         .map(|(s, start)| StepRow {
@@ -210,10 +289,42 @@ fn run_measured(
             warmup_ns: s.warmup.as_nanos() as u64,
             duration_ns: s.duration.as_nanos() as u64,
         })
-        .collect();
-    writer.write_steps(&step_rows).map_err(store_err)?;
-    writer.set_meta("breakdown", &crate::breakdown::meta(plan)).map_err(store_err)?;
+        .collect()
+}
 
+/// A local run's sink: the results file.
+struct StoreSink<'a> {
+    writer: &'a mut Writer,
+    host: &'a str,
+    config: serde_json::Value,
+}
+
+impl Sink for StoreSink<'_> {
+    type Error = ioscope_store::StoreError;
+    fn started(&mut self, _t0_ns: u64, engine_setup: Option<&str>) -> Result<(), Self::Error> {
+        let Some(setup) = engine_setup else { return Ok(()) };
+        let mut config = self.config.clone();
+        config["engine"] = serde_json::json!(setup);
+        self.writer.update_host(self.host, &config)
+    }
+    fn step_rate(&mut self, step: u32, rate_iops: u64) -> Result<(), Self::Error> {
+        self.writer.set_step_rate(step, rate_iops)
+    }
+    fn probe(&mut self, row: &ProbeRow) -> Result<(), Self::Error> {
+        self.writer.write_probe(row)
+    }
+    fn second(&mut self, snap: &Snapshot) -> Result<(), Self::Error> {
+        self.writer.write_second(snap)
+    }
+}
+
+/// Runs the plan against `files` (already prepared; or the dataset in `m.dataset`) and
+/// hands every finished second to `sink`.
+pub fn measure<S: Sink>(plan: &Plan, files: &[PathBuf], sink: &mut S, m: Measure<'_>) -> Measured<S::Error> {
+    let steps = plan.steps();
+    let times = StepTimes::new(&steps);
+    let total_ns = times.total_ns();
+    let host = m.host;
     // Workers: for each workload, as many as its most threads in any step.
     let max_threads = plan.max_threads();
     let mut roles: Vec<(usize, u32)> = Vec::new();
@@ -231,7 +342,7 @@ fn run_measured(
         .collect();
     // Per-file breakdown: a ring per worker, drained by the collector (none when off).
     let rings = crate::breakdown::rings(plan, threads);
-    let tree = cfg.dataset.map(Tree::new);
+    let tree = m.dataset.map(Tree::new);
     let curve_base: Vec<AtomicU64> = steps.iter().map(|_| AtomicU64::new(UNKNOWN)).collect();
     let stop = AtomicBool::new(false);
     let ready = Barrier::new(threads + 1);
@@ -253,7 +364,7 @@ fn run_measured(
     let (probe_tx, probe_rx) = std::sync::mpsc::channel::<ProbeRow>();
 
     let mut seconds_written = 0u32;
-    let mut store_failure = None;
+    let mut sink_error = None;
     // Why failed I/Os ended the run (max_errors), if they did.
     let mut too_many_errors: Option<String> = None;
     let first_errors: Vec<FirstErrors> = std::thread::scope(|s| {
@@ -294,16 +405,12 @@ fn run_measured(
         }
         // Published without waiting for the workers: they wait for it (a barrier would make
         // this thread wait until hundreds of starved workers got round to it, after t0).
-        let t0 = now_ns() + 2_000_000;
+        let t0 = (now_ns() + 2_000_000).max(m.start_at_ns.unwrap_or(0));
         rings.iter().for_each(|r| r.set_start(t0));
         start_ns.store(t0, Release);
-        if let Some(setup) = engine_setup.lock().unwrap().take() {
-            let mut config = config.clone();
-            config["engine"] = serde_json::json!(setup);
-            if let Err(e) = writer.update_host(&host, &config) {
-                store_failure = Some(e);
-                stop.store(true, Relaxed);
-            }
+        if let Err(e) = sink.started(t0, engine_setup.lock().unwrap().take().as_deref()) {
+            sink_error = Some(e);
+            stop.store(true, Relaxed);
         }
         let probes = (!plan.probes.is_empty()).then(|| {
             let tx = probe_tx.clone();
@@ -331,7 +438,7 @@ fn run_measured(
             // run, until every worker has finished its last I/O.
             let wake = seconds.wake_ns();
             loop {
-                if cfg.interrupt.load(Relaxed) {
+                if m.interrupt.load(Relaxed) {
                     stop.store(true, Relaxed);
                 }
                 let now = now_ns();
@@ -379,16 +486,16 @@ fn run_measured(
                 for later in steps.iter().skip(k + 1) {
                     if let Rate::Curve { pct, of_step } = later.rate {
                         if of_step == st.index {
-                            if let Err(e) = writer.set_step_rate(later.index, (base * pct as u64 / 100).max(1)) {
-                                store_failure = Some(e);
+                            if let Err(e) = sink.step_rate(later.index, (base * pct as u64 / 100).max(1)) {
+                                sink_error = Some(e);
                             }
                         }
                     }
                 }
             }
             for p in probe_rx.try_iter() {
-                if let Err(e) = writer.write_probe(&p) {
-                    store_failure = Some(e);
+                if let Err(e) = sink.probe(&p) {
+                    sink_error = Some(e);
                 }
             }
             let empty_tail = all_done
@@ -396,13 +503,13 @@ fn run_measured(
                 && snap.file_dists.is_empty()
                 && seconds_written > 0;
             if !empty_tail {
-                if let Err(e) = writer.write_second(&snap) {
-                    store_failure = Some(e);
+                if let Err(e) = sink.second(&snap) {
+                    sink_error = Some(e);
                     stop.store(true, Relaxed);
                     break;
                 }
                 seconds_written += 1;
-                (cfg.on_second)(&progress(&snap, now.saturating_sub(t0), total_ns, plan, &steps));
+                (m.on_second)(&progress(&snap, now.saturating_sub(t0), total_ns, plan, &steps));
             }
             if all_done {
                 break;
@@ -414,17 +521,13 @@ fn run_measured(
             let _ = p.join();
         }
         for p in probe_rx.try_iter() {
-            if let Err(e) = writer.write_probe(&p) {
-                store_failure = Some(e);
+            if let Err(e) = sink.probe(&p) {
+                sink_error = Some(e);
             }
         }
         errors
     });
 
-    if let Some(e) = store_failure {
-        let _ = writer.finish(Status::Failed, Some(&e.to_string()), unix_ms());
-        return Err(store_err(e));
-    }
     let first_errors: Vec<String> = first_errors
         .iter()
         .flat_map(|f| f.0.iter())
@@ -443,16 +546,12 @@ fn run_measured(
         (Status::Failed, Some(format!("the target went out of reach: {why}")))
     } else if let Some(why) = too_many_errors {
         (Status::Failed, Some(why))
-    } else if cfg.interrupt.load(Relaxed) {
+    } else if m.interrupt.load(Relaxed) {
         (Status::Interrupted, Some("interrupted by signal".to_string()))
     } else {
         (Status::Completed, None)
     };
-    let wal_kept = match writer.finish(status, detail.as_deref(), unix_ms()).map_err(store_err)? {
-        ioscope_store::Finished::OneFile => None,
-        ioscope_store::Finished::WithWal(why) => Some(why),
-    };
-    Ok(Outcome { status, detail, first_errors, seconds_written, wal_kept })
+    Measured { status, detail, first_errors, seconds_written, t0_ns: start_ns.load(Relaxed), sink_error }
 }
 
 /// What every worker thread shares with the run.
@@ -792,7 +891,8 @@ impl Seconds {
     }
 }
 
-fn progress(s: &Snapshot, elapsed_ns: u64, total_ns: u64, plan: &Plan, steps: &[Step]) -> Progress {
+/// One line of progress for the second `s` (`elapsed_ns` into a run of `total_ns`).
+pub fn progress(s: &Snapshot, elapsed_ns: u64, total_ns: u64, plan: &Plan, steps: &[Step]) -> Progress {
     let secs = s.interval_ns as f64 / 1e9;
     let total = s.total();
     let mut lat = ioscope_metrics::Histogram::new();

@@ -52,6 +52,7 @@ pub fn bucket_value(index: usize) -> u64 {
 /// buckets are kept (ascending by index), so a second of I/O costs a few KiB, not the
 /// 58 KiB of all 7,424 buckets, and merging costs the buckets used, not all of them.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "Wire", try_from = "Wire")]
 pub struct Histogram {
     /// (bucket index, count > 0), ascending by index.
     cells: Vec<(u32, u64)>,
@@ -234,6 +235,42 @@ impl Histogram {
             return Err(DecodeError);
         }
         Ok(Self::from_cells(cells, sum, min, max))
+    }
+}
+
+/// How a histogram travels (the agent protocol): its non-empty buckets, sum, min and max.
+/// Read back through the same checks as a stored blob: a peer's histogram is never trusted.
+#[derive(Serialize, Deserialize)]
+struct Wire {
+    /// (bucket index, count), ascending by index.
+    cells: Vec<(u32, u64)>,
+    sum: u128,
+    min: u64,
+    max: u64,
+}
+
+impl From<Histogram> for Wire {
+    fn from(h: Histogram) -> Self {
+        Wire { cells: h.cells, sum: h.sum, min: h.min, max: h.max }
+    }
+}
+
+impl TryFrom<Wire> for Histogram {
+    type Error = DecodeError;
+    fn try_from(w: Wire) -> Result<Self, DecodeError> {
+        let mut count = 0u64;
+        let mut last: Option<u32> = None;
+        for &(i, n) in &w.cells {
+            if i as usize >= BUCKETS || n == 0 || last.is_some_and(|l| l >= i) {
+                return Err(DecodeError);
+            }
+            count = count.checked_add(n).ok_or(DecodeError)?;
+            last = Some(i);
+        }
+        if count > 0 && w.min > w.max {
+            return Err(DecodeError);
+        }
+        Ok(Self::from_cells(w.cells, w.sum, w.min, w.max))
     }
 }
 

@@ -2,7 +2,8 @@
 //! per-op recorder) through the snapshot to the results file (`series.op`) and back.
 
 /// Operation kinds. The numeric value indexes per-op recorders.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 #[repr(u8)]
 pub enum Op {
     Read = 0,

@@ -329,7 +329,7 @@ impl HistogramDelta {
 }
 
 /// Per-interval counters of one operation.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Counts {
     pub ops: u64,
     pub bytes: u64,
@@ -337,7 +337,7 @@ pub struct Counts {
 }
 
 /// Per-interval results of one operation of one worker.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct OpInterval {
     pub counts: Counts,
     /// Failed I/Os by kind ("ENOSPC", "short read", ...), non-zero only; they add up to

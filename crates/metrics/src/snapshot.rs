@@ -7,7 +7,7 @@ use crate::recorder::{Counts, OpInterval};
 use crate::Op;
 
 /// Per-operation results for one second (or any interval), merged over workers.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct OpSeries {
     /// The workload that did it (its name); empty for a run of one unnamed workload.
     pub workload: String,
@@ -16,7 +16,7 @@ pub struct OpSeries {
 }
 
 /// Per-worker counters of one operation for one second.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct WorkerCounts {
     pub worker: u32,
     pub op: Op,
@@ -24,7 +24,7 @@ pub struct WorkerCounts {
 }
 
 /// Per-file counters of one operation for one second, merged over workers.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct FileCounts {
     /// The file's name within the run's directory.
     pub file: String,
@@ -37,7 +37,7 @@ pub const OTHER: &str = "(other)";
 
 /// Distributions (and their counts) of one operation for one of the second's busiest
 /// workers, or for all the others together.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct WorkerDists {
     /// None: every other worker ("(other)").
     pub worker: Option<u32>,
@@ -47,7 +47,7 @@ pub struct WorkerDists {
 
 /// Distributions of one operation for one of the second's busiest files, or for all the
 /// others together ([`OTHER`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct FileDists {
     pub file: String,
     pub op: Op,
@@ -55,7 +55,7 @@ pub struct FileDists {
 }
 
 /// One second of one host.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Snapshot {
     /// Second since the start of the run (0 is the first second).
     pub second: u32,
