@@ -311,6 +311,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_histogram_from_a_peer_is_checked_like_a_stored_one() {
+        let mut h = Histogram::new();
+        h.record_n(1500, 3);
+        h.record(9);
+        let text = serde_json::to_string(&h).unwrap();
+        assert_eq!(serde_json::from_str::<Histogram>(&text).unwrap(), h);
+        for bad in [
+            r#"{"cells":[[5,1],[5,1]],"sum":10,"min":1,"max":9}"#, // not ascending
+            r#"{"cells":[[99999999,1]],"sum":10,"min":1,"max":9}"#, // no such bucket
+            r#"{"cells":[[5,0]],"sum":10,"min":1,"max":9}"#,       // an empty cell
+            r#"{"cells":[[5,18446744073709551615],[6,1]],"sum":1,"min":1,"max":9}"#, // overflow
+            r#"{"cells":[[5,1]],"sum":10,"min":9,"max":1}"#,       // min above max
+        ] {
+            assert!(serde_json::from_str::<Histogram>(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
     fn buckets_are_contiguous_and_cover_u64() {
         let mut next = 0u64;
         for i in 0..BUCKETS {
