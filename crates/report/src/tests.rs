@@ -41,6 +41,10 @@ fn plan() -> Plan {
         cleanup: true,
         max_errors: Default::default(),
         breakdown_top: None,
+        hosts: Vec::new(),
+        on_host_loss: Default::default(),
+        host_timeout: ioscope_workload::host::DEFAULT_HOST_TIMEOUT,
+        host_share: None,
     }
 }
 fn hist(values: &[(u64, u64)]) -> Histogram {

@@ -5,7 +5,7 @@
 //! workload hash stored with results, so two runs of the same workload share a hash however the
 //! workload was written (flags, file, sizes as "4k" or 4096).
 
-use crate::plan::{BlockSize, DatasetFormat, FileIo, FileSelect, MaxErrors, PatternMap, Plan, SyncMode};
+use crate::plan::{BlockSize, DatasetFormat, FileIo, FileSelect, MaxErrors, PatternMap, Plan, StaircaseOf, SyncMode};
 use crate::units::{duration_literal, format_size, size_literal};
 use sha2::{Digest, Sha256};
 
@@ -96,11 +96,14 @@ pub fn to_toml(plan: &Plan) -> String {
     top.kv("sync", toml_string(sync), "after each write: none | fsync | fdatasync | dsync");
     let st = &plan.steps;
     match &st.staircase {
-        Some(s) => top.kv(
-            "staircase",
-            toml_string(&format!("{}-{}+{}/{}", s.start, s.max, s.add, duration_literal(s.every))),
-            "threads START-MAX+ADD/EVERY step",
-        ),
+        Some(s) => {
+            let (prefix, what) = match s.of {
+                StaircaseOf::Threads => ("", "threads START-MAX+ADD/EVERY step"),
+                StaircaseOf::Hosts => ("hosts:", "hosts START-MAX+ADD/EVERY step"),
+            };
+            let text = format!("{prefix}{}-{}+{}/{}", s.start, s.max, s.add, duration_literal(s.every));
+            top.kv("staircase", toml_string(&text), what)
+        }
         None => {
             let secs = format!("{:.3}", plan.duration.as_secs_f64());
             let secs = format!("each step measures {} s", secs.trim_end_matches('0').trim_end_matches('.'));
@@ -138,6 +141,14 @@ pub fn to_toml(plan: &Plan) -> String {
     top.kv("max_errors", max_errors, "past this many failed I/Os the run ends as failed");
     if let Some(n) = plan.breakdown_top {
         top.kv("breakdown_top", n.to_string(), "busiest workers and files with distributions of their own");
+    }
+    if !plan.hosts.is_empty() {
+        top.kv("on_host_loss", toml_string(plan.on_host_loss.name()), "a lost host: stop | continue the run");
+        top.kv(
+            "host_timeout",
+            toml_string(&duration_literal(plan.host_timeout)),
+            "without a finished second, a host is lost",
+        );
     }
 
     let mut out = String::from("# ioscope workload (canonical form)\n");
@@ -213,6 +224,28 @@ pub fn to_toml(plan: &Plan) -> String {
             l.kv("timeout", toml_string(&duration_literal(t)), "");
         }
         out.push_str("\n[[probe]]\n");
+        l.write(&mut out);
+    }
+    for h in &plan.hosts {
+        let mut l = Lines::default();
+        l.kv("name", toml_string(&h.name), "");
+        l.kv("address", toml_string(&h.kind.address()), "");
+        let paths = [
+            ("identity", &h.identity, "ssh private key"),
+            ("dir", &h.dir, "this host's own dir"),
+            ("bin", &h.bin, "ioscope on the host"),
+            ("token_file", &h.token_file, "the agent's bearer token"),
+            ("ca", &h.ca, "PEM to trust for the agent's TLS"),
+        ];
+        for (key, path, comment) in paths {
+            if let Some(p) = path {
+                l.kv(key, toml_string(&p.to_string_lossy()), comment);
+            }
+        }
+        if let Some(t) = &h.target {
+            l.kv("target", toml_string(&t.url), "this host's own target");
+        }
+        out.push_str("\n[[host]]\n");
         l.write(&mut out);
     }
     out

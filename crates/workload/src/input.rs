@@ -5,10 +5,11 @@
 //! [`Diagnostic`] pointing at the value (or flag) responsible; nothing stops at the first one.
 
 use crate::diagnostic::{closest, Diagnostic, MAX_DIAGNOSTICS};
+use crate::host::{OnHostLoss, MAX_HOSTS};
 use crate::keys::{self, FioMeaning, Section, PATTERN_KEYS};
 use crate::plan::{
     BlockSize, Dataset, DatasetFormat, EngineKind, FileIo, FileSelect, MaxErrors, Operation, Pattern, PatternMap, Plan,
-    Probe, Rw, Staircase, Steps, SyncMode, Workload,
+    Probe, Rw, Staircase, StaircaseOf, Steps, SyncMode, Workload,
 };
 use crate::units::{duration_literal, format_size, parse_duration, parse_size, UnitError};
 use ioscope_engine_table::{Capability, Target, TargetRule, ENGINES};
@@ -17,6 +18,8 @@ use std::ops::Range;
 use std::path::PathBuf;
 use std::time::Duration;
 use toml_edit::{Document, Item, TableLike, Value};
+
+mod hosts;
 
 /// Raw workload flags from the command line, as typed (strings), so that they are validated
 /// together with the file and every error is reported at once.
@@ -165,6 +168,9 @@ const OPERATIONS: &[(&str, Operation)] = &[
     ("copy", Operation::Copy),
     ("move", Operation::Move),
 ];
+const ON_HOST_LOSS: &[(&str, OnHostLoss)] = &[("stop", OnHostLoss::Stop), ("continue", OnHostLoss::Continue)];
+/// Shortest and longest `host_timeout`.
+const HOST_TIMEOUT_RANGE: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs(3600));
 const FILEIOS: &[(&str, FileIo)] = &[("sequential", FileIo::Sequential), ("random", FileIo::Random)];
 const FORMATS: &[(&str, DatasetFormat)] =
     &[("reuse", DatasetFormat::Reuse), ("always", DatasetFormat::Always), ("never", DatasetFormat::Never)];
@@ -553,7 +559,7 @@ impl<'a> Ctx<'a> {
             let mut notes = Vec::new();
             if item.is_table_like() {
                 notes.push(format!(
-                    "[{name}] is not a section of a workload file: the sections are [dataset], [[workload]] and [[probe]]"
+                    "[{name}] is not a section of a workload file: the sections are [dataset], [[workload]], [[probe]] and [[host]]"
                 ));
             }
             let names = top_names();
@@ -1005,18 +1011,27 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// `staircase = "1-8/5s"` or `"2-16+2/10s"`.
+    /// `staircase = "1-8/5s"` or `"2-16+2/10s"` (threads), or `"hosts:1-4/60s"` (hosts).
     fn staircase(&mut self) -> Got<Staircase> {
         let Some((raw, loc)) = self.raw("staircase") else {
             return Got::Absent;
         };
-        let expected = "START-MAX/EVERY or START-MAX+ADD/EVERY, like \"1-8/5s\" (1 to 8 threads, one more every 5 s)";
+        let expected = "START-MAX/EVERY or START-MAX+ADD/EVERY, like \"1-8/5s\" (1 to 8 threads, one more every 5 s), \
+                        or hosts:START-MAX[+ADD]/EVERY, like \"hosts:1-4/60s\" (one more host every 60 s)";
         let Some(text) = self.string("staircase", raw, &loc, expected) else {
             return Got::Bad;
         };
+        let t = text.trim();
+        let (of, t, most) = match t.split_once(':') {
+            Some((unit, rest)) if unit.trim().eq_ignore_ascii_case("hosts") => {
+                (StaircaseOf::Hosts, rest, MAX_HOSTS as u32)
+            }
+            Some((unit, rest)) if unit.trim().eq_ignore_ascii_case("threads") => (StaircaseOf::Threads, rest, 4096),
+            _ => (StaircaseOf::Threads, t, 4096),
+        };
         let parsed =
             (|| {
-                let (range, every) = text.split_once('/')?;
+                let (range, every) = t.split_once('/')?;
                 let (range, add) = match range.split_once('+') {
                     Some((r, a)) => (r, a.trim().parse::<u32>().ok()?),
                     None => (range, 1),
@@ -1026,14 +1041,17 @@ impl<'a> Ctx<'a> {
                 let every = parse_duration(every).ok()?;
                 // Each step fills whole seconds: results are recorded once a second.
                 let every_ok = every.as_secs() >= 1 && every.subsec_nanos() == 0 && every <= MAX_DURATION;
-                (start >= 1 && max >= start && max <= 4096 && (1..=4096).contains(&add) && every_ok)
-                    .then_some(Staircase { start, add, max, every })
+                (start >= 1 && max >= start && max <= most && (1..=most).contains(&add) && every_ok)
+                    .then_some(Staircase { start, add, max, every, of })
             })();
         match parsed {
             Some(s) => Got::Ok(s, loc),
             None => {
-                let note = "threads from 1 to 4096, START at most MAX, ADD from 1 to 4096; \
-                            EVERY a whole number of seconds from 1s to 30d";
+                let what = if of == StaircaseOf::Hosts { "hosts" } else { "threads" };
+                let note = format!(
+                    "{what} from 1 to {most}, START at most MAX, ADD from 1 to {most}; \
+                     EVERY a whole number of seconds from 1s to 30d"
+                );
                 self.err(&loc, "staircase", expected, note);
                 Got::Bad
             }
@@ -1420,6 +1438,14 @@ impl<'a> Ctx<'a> {
         let cleanup_g = self.boolean("cleanup");
         let max_errors_g = self.max_errors();
         let breakdown_top_g = self.int("breakdown_top", 0, 10_000);
+        let on_host_loss_g = self.choice("on_host_loss", ON_HOST_LOSS);
+        let host_timeout_g = match self.duration("host_timeout") {
+            Got::Ok(d, loc) if d < HOST_TIMEOUT_RANGE.0 || d > HOST_TIMEOUT_RANGE.1 => {
+                self.err(&loc, "host_timeout", "a duration from 1s to 1h, like 10s", "");
+                Got::Bad
+            }
+            g => g,
+        };
         if let Some((raw, loc)) = self.raw("description") {
             self.string("description", raw, &loc, "a string of free text");
         }
@@ -1431,6 +1457,20 @@ impl<'a> Ctx<'a> {
             (Got::Ok(url, _), Some(rule)) => Some((rule.parse)(url)),
             _ => None,
         };
+        let hosts = self.hosts(engine, target_rule);
+        let hosts_given = hosts.as_ref().map_or(0, Vec::len);
+        // Each host may have its own dir and target, in place of the top-level ones.
+        let every_host_has =
+            |f: fn(&crate::host::HostSpec) -> bool| hosts.as_ref().is_some_and(|h| !h.is_empty() && h.iter().all(f));
+        let (hosts_dirs, hosts_targets) = (every_host_has(|h| h.dir.is_some()), every_host_has(|h| h.target.is_some()));
+        if hosts.as_ref().is_some_and(Vec::is_empty) {
+            for (g, key) in [(on_host_loss_g.loc(), "on_host_loss"), (host_timeout_g.loc(), "host_timeout")] {
+                if !matches!(g, Loc::Default) {
+                    let note = format!("`{key}` is about the client hosts of a many-host run, and this run has none");
+                    self.err(&g, key, format!("{key} only with hosts ([[host]] tables or --hosts)"), note);
+                }
+            }
+        }
 
         // Data: a dataset tree, or the flat working set.
         let has_dataset = self.entries.keys().any(|k| k.starts_with("dataset."))
@@ -1490,8 +1530,32 @@ impl<'a> Ctx<'a> {
             let note = "a curve runs at max rate first, then at percentages of it: it sets the rate itself";
             self.err(loc, "curve", "either curve or rate_iops, not both", note);
         }
-        if let (Got::Ok(_, loc), Got::Ok(..)) = (&staircase_g, &for_threads_g) {
-            self.err(loc, "staircase", "either staircase or for_threads, not both", "both step the thread count");
+        if let (Got::Ok(st, loc), Got::Ok(..)) = (&staircase_g, &for_threads_g) {
+            let note = match st.of {
+                StaircaseOf::Threads => "both step the thread count",
+                // Steps of hosts × threads would no longer be a staircase.
+                StaircaseOf::Hosts => "a run steps one count: a hosts staircase runs each workload's own threads on every host (set them with threads)",
+            };
+            self.err(loc, "staircase", "either staircase or for_threads, not both", note);
+        }
+        if let (Got::Ok(st, loc), Some(hosts)) = (&staircase_g, &hosts) {
+            let n = hosts.len();
+            let top = st.counts().last().copied().unwrap_or(0) as usize;
+            if st.of == StaircaseOf::Hosts && n == 0 {
+                let note = "a hosts staircase steps the number of client hosts, and this run has none";
+                self.err(loc, "staircase", "a hosts staircase with hosts ([[host]] tables or --hosts)", note);
+            } else if st.of == StaircaseOf::Hosts && st.max as usize > n {
+                let note = format!("the staircase goes up to {} hosts, and the run has {n}", st.max);
+                self.err(loc, "staircase", format!("at most {n} hosts (the run's hosts)"), note);
+            } else if st.of == StaircaseOf::Hosts && top < n {
+                let idle: Vec<&str> = hosts[top..].iter().map(|h| h.name.as_str()).collect();
+                let note = format!("its last step uses {top} of the {n} hosts, so {} would never run", idle.join(", "));
+                let expected = format!(
+                    "a staircase whose last step uses all {n} hosts, like \"hosts:1-{n}/{}\"",
+                    duration_literal(st.every)
+                );
+                self.err(loc, "staircase", expected, note);
+            }
         }
         if let (Got::Ok(_, loc), Got::Ok(..)) = (&staircase_g, &duration_g) {
             let note = format!(
@@ -1561,6 +1625,8 @@ impl<'a> Ctx<'a> {
                 let note = format!("a target is where engine {with} works, and the engine is {}", e.name());
                 self.err(loc, "target", format!("a target only with engine = \"{with}\""), note);
             }
+            // Every host may bring its own (a dataset is anchored under the top-level one).
+            (Got::Absent, _, Some(_), _) if hosts_targets && !has_dataset => {}
             (Got::Absent, _, Some(rule), _) => self.err(&engine_g.loc(), "target", rule.expected, rule.missing),
             _ => {}
         }
@@ -1662,12 +1728,19 @@ impl<'a> Ctx<'a> {
             self.err(&loc, key, "threads × iodepth × largest bs at most 64 GiB", note);
         }
         if let Got::Ok(rate, loc) = &rate_g {
-            if *rate < max_threads {
+            // The rate is over all hosts, each running its own threads.
+            let all_threads = max_threads.saturating_mul(hosts_given.max(1) as u64);
+            if *rate < all_threads {
+                let on_hosts = if hosts_given > 0 {
+                    format!(" ({max_threads} on each of {hosts_given} hosts)")
+                } else {
+                    String::new()
+                };
                 self.err(
                     loc,
                     "rate_iops",
-                    format!("at least {max_threads} (1 IOPS per thread)"),
-                    format!("each of the {max_threads} threads needs at least 1 IOPS"),
+                    format!("at least {all_threads} (1 IOPS per thread)"),
+                    format!("each of the {all_threads} threads{on_hosts} needs at least 1 IOPS"),
                 );
             }
         }
@@ -1715,7 +1788,7 @@ impl<'a> Ctx<'a> {
         }
         // The files need a home, unless the engine does no I/O.
         let no_local_files = engine.is_some_and(|e| !e.spec().caps.local_files());
-        if matches!(dir_g, Got::Absent) && !has_dataset && !no_local_files && !self.syntax_failed {
+        if matches!(dir_g, Got::Absent) && !has_dataset && !no_local_files && !self.syntax_failed && !hosts_dirs {
             let mut note =
                 format!("engine {} reads and writes files in this directory", engine.map_or("posix", |e| e.name()));
             if let Some(f) = self.file {
@@ -1794,6 +1867,10 @@ impl<'a> Ctx<'a> {
                 Got::Absent => None,
                 Got::Bad => return None,
             },
+            hosts: hosts?,
+            on_host_loss: on_host_loss_g.or(OnHostLoss::Stop)?,
+            host_timeout: host_timeout_g.or(crate::host::DEFAULT_HOST_TIMEOUT)?,
+            host_share: None,
         };
         // Counted, not built: a few long lists multiply into more steps than memory holds.
         let steps = plan.step_count();
@@ -1839,6 +1916,7 @@ impl<'a> Ctx<'a> {
     /// the file; with none there, they would change nothing, which is refused, not ignored.
     fn sets_need_their_sections(&mut self, workloads: usize) {
         let probes = self.arrays.get("probe").map_or(0, Vec::len);
+        let hosts = self.arrays.get("host").map_or(0, Vec::len);
         let sets: Vec<(&str, &str)> = self.sets.iter().map(|(k, _, t)| (*k, *t)).collect();
         for (key, text) in sets {
             let Some((section, inner)) = key.split_once('.') else { continue };
@@ -1852,6 +1930,10 @@ impl<'a> Ctx<'a> {
                         ));
                     }
                     note
+                }
+                "host" if hosts == 0 => {
+                    let file = if self.file.is_some() { "the workload file has" } else { "there is" };
+                    format!("{file} no [[host]] section, so `{key}` would change nothing (a host is a [[host]] table with its address, or --hosts)")
                 }
                 "probe" if probes == 0 => {
                     let file = if self.file.is_some() { "the workload file has" } else { "there is" };

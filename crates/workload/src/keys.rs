@@ -16,6 +16,8 @@ pub enum Section {
     Workload,
     /// Each `[[probe]]`.
     Probe,
+    /// Each `[[host]]`.
+    Host,
 }
 
 impl Section {
@@ -26,16 +28,17 @@ impl Section {
             Section::Dataset => "dataset",
             Section::Workload => "workload",
             Section::Probe => "probe",
+            Section::Host => "host",
         }
     }
     /// Whether the file holds several of it (`[[workload]]`).
     pub fn is_array(self) -> bool {
-        matches!(self, Section::Workload | Section::Probe)
+        matches!(self, Section::Workload | Section::Probe | Section::Host)
     }
     /// The sections, in file order.
-    pub const ALL: [Section; 4] = [Section::Top, Section::Dataset, Section::Workload, Section::Probe];
+    pub const ALL: [Section; 5] = [Section::Top, Section::Dataset, Section::Workload, Section::Probe, Section::Host];
     /// The sub-tables: every section but the top level.
-    pub const TABLES: [Section; 3] = [Section::Dataset, Section::Workload, Section::Probe];
+    pub const TABLES: [Section; 4] = [Section::Dataset, Section::Workload, Section::Probe, Section::Host];
 }
 
 /// One workload key.
@@ -113,6 +116,7 @@ const TOP_AND_WORKLOAD: &[Section] = &[Section::Top, Section::Workload];
 const DATASET: &[Section] = &[Section::Dataset];
 const WORKLOAD: &[Section] = &[Section::Workload];
 const PROBE: &[Section] = &[Section::Probe];
+const HOST: &[Section] = &[Section::Host];
 
 /// A key with no flag, no fio name and no default: most section keys.
 const fn plain(name: &'static str, sections: &'static [Section], help: &'static str, example: &'static str) -> Key {
@@ -411,9 +415,9 @@ pub const KEYS: &[Key] = &[
         short: None,
         form: "RAMP",
         default: "",
-        help: "Step threads up: START-MAX[+ADD]/EVERY, e.g. 1-8/5s (1 to 8 threads, one more every 5 s).",
+        help: "Step threads up: START-MAX[+ADD]/EVERY, e.g. 1-8/5s (1 to 8 threads, one more every 5 s); hosts:1-4/60s steps hosts up.",
         help_from: None,
-        doc: "or `\"2-16+2/10s\"`; the step length is whole seconds, at least `1s`",
+        doc: "or `\"2-16+2/10s\"`; the step length is whole seconds, at least `1s`; `\"hosts:1-4/60s\"` (with hosts) runs the first host alone, then one more host every 60 s, the others idling until their step; its last step must use every host, and it takes the place of `for_threads`",
         fio: &[],
         fio_values: &[],
         example: "\"1-2/1s\"",
@@ -474,6 +478,76 @@ pub const KEYS: &[Key] = &[
         fio_values: &[],
         example: "32",
     },
+    Key {
+        name: "hosts",
+        sections: TOP,
+        flag: Some("hosts"),
+        short: None,
+        form: "LIST",
+        default: "",
+        help: "Run from these client hosts at once, comma-separated: [user@]host[:port], ssh://[user@]host[:port], agent://host:port.",
+        help_from: None,
+        doc: "in a file, a list of addresses like `[\"h1\", \"ssh://bench@h2:2222\"]`; replaces the file's `[[host]]` tables (see Hosts above); without hosts, the run is local",
+        fio: &[],
+        fio_values: &[],
+        example: "[\"client1\", \"bench@client2:2222\"]",
+    },
+    Key {
+        name: "token_file",
+        sections: TOP,
+        flag: Some("token-file"),
+        short: None,
+        form: "FILE",
+        default: "",
+        help: "The bearer token of the agent:// hosts that name none of their own (a file).",
+        help_from: None,
+        doc: "only with agent:// hosts",
+        fio: &[],
+        fio_values: &[],
+        example: "\"/etc/ioscope/token\"",
+    },
+    Key {
+        name: "tls_ca",
+        sections: TOP,
+        flag: Some("tls-ca"),
+        short: None,
+        form: "FILE",
+        default: "",
+        help: "PEM certificate(s) to trust for the TLS of the agent:// hosts that name none of their own.",
+        help_from: None,
+        doc: "only with agent:// hosts",
+        fio: &[],
+        fio_values: &[],
+        example: "\"/etc/ioscope/ca.pem\"",
+    },
+    Key {
+        name: "on_host_loss",
+        sections: TOP,
+        flag: Some("on-host-loss"),
+        short: None,
+        form: "stop|continue",
+        default: "stop",
+        help: "When a host is lost: stop the run (failed, every second received kept), or continue with the others.",
+        help_from: None,
+        doc: "only with hosts; with `continue` the lost host's gap is marked in the results",
+        fio: &[],
+        fio_values: &[],
+        example: "\"continue\"",
+    },
+    Key {
+        name: "host_timeout",
+        sections: TOP,
+        flag: Some("host-timeout"),
+        short: None,
+        form: "DUR",
+        default: "10s",
+        help: "A host that delivers no finished second for this long is lost; an agent that hears nothing from the coordinator for this long ends its load.",
+        help_from: None,
+        doc: "only with hosts; from `1s` to `1h`",
+        fio: &[],
+        fio_values: &[],
+        example: "\"30s\"",
+    },
     // [dataset]
     plain("dir", DATASET, "The dataset's anchor directory (default: the top-level dir).", "\"/mnt/test/tree\""),
     Key { default: "1", ..plain("depth", DATASET, "Directory levels below the anchor (0 to 8).", "2") },
@@ -526,6 +600,39 @@ pub const KEYS: &[Key] = &[
     plain("command", PROBE, "The command, run with sh -c.", "\"true\""),
     plain("at", PROBE, "When to start it, from the start of the run, before its end.", "[\"1s\"]"),
     plain("timeout", PROBE, "Kill it after this long.", "\"20m\""),
+    // [[host]]
+    plain(
+        "address",
+        HOST,
+        "Required: [user@]host[:port] or ssh://[user@]host[:port] (ssh), or agent://host:port (an agent started with --listen).",
+        "\"ssh://bench@client1:22\"",
+    ),
+    Key {
+        default: "the address's host",
+        ..plain("name", HOST, "How the host is shown (unique among the hosts).", "\"client1\"")
+    },
+    plain("user", HOST, "ssh: the login name (or user@ in the address).", "\"bench\""),
+    plain("port", HOST, "The ssh port, or the agent's port (or :PORT in the address).", "2222"),
+    plain("identity", HOST, "ssh: the private key file (ssh -i).", "\"~/.ssh/id_ed25519\""),
+    plain("dir", HOST, "This host's own working directory, in place of the top-level dir.", "\"/mnt/test\""),
+    plain(
+        "target",
+        HOST,
+        "This host's own target, in place of the top-level target (engine nfs).",
+        "\"nfs://server/export/client1\"",
+    ),
+    Key {
+        default: "a copy of this ioscope",
+        ..plain("bin", HOST, "ssh: the path of ioscope on the host.", "\"/usr/local/bin/ioscope\"")
+    },
+    Key {
+        default: "token_file",
+        ..plain("token_file", HOST, "agent://: the file holding the agent's bearer token.", "\"/etc/ioscope/token\"")
+    },
+    Key {
+        default: "tls_ca",
+        ..plain("ca", HOST, "agent://: PEM certificate(s) to trust for the agent's TLS.", "\"/etc/ioscope/ca.pem\"")
+    },
 ];
 
 /// The keys of a workload's `pattern` table.

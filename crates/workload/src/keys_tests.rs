@@ -62,6 +62,39 @@ fn every_key_specs() -> Vec<Spec> {
                 ("cleanup", "true"),
                 ("max_errors", "\"off\""),
                 ("breakdown_top", "32"),
+                ("on_host_loss", "\"continue\""),
+                ("host_timeout", "\"30s\""),
+            ],
+            tables: vec![
+                (
+                    Section::Host,
+                    vec![
+                        ("address", "\"ssh://bench@client1\""),
+                        ("name", "\"first\""),
+                        ("user", "\"bench\""),
+                        ("port", "2222"),
+                        ("identity", "\"/root/.ssh/id_ed25519\""),
+                        ("dir", "\"/mnt/first\""),
+                        ("bin", "\"/usr/local/bin/ioscope\""),
+                    ],
+                ),
+                (
+                    Section::Host,
+                    vec![
+                        ("address", "\"agent://client2\""),
+                        ("port", "7070"),
+                        ("token_file", "\"/etc/ioscope/token\""),
+                        ("ca", "\"/etc/ioscope/ca.pem\""),
+                    ],
+                ),
+            ],
+        },
+        Spec {
+            top: vec![
+                ("engine", "\"null\""),
+                ("hosts", "[\"client1\", \"agent://client2:7070\", \"[fd00::3]:22\"]"),
+                ("token_file", "\"/etc/ioscope/token\""),
+                ("tls_ca", "\"/etc/ioscope/ca.pem\""),
             ],
             tables: vec![],
         },
@@ -111,6 +144,7 @@ fn every_key_specs() -> Vec<Spec> {
                     ],
                 ),
                 (Section::Workload, vec![("operation", "\"create\""), ("fileio", "\"sequential\"")]),
+                (Section::Host, vec![("address", "\"client1\""), ("target", "\"nfs://server/export/client1\"")]),
             ],
         },
     ]

@@ -7,6 +7,7 @@ mod canonical;
 mod diagnostic;
 pub mod fio;
 pub mod font;
+pub mod host;
 mod input;
 pub mod keys;
 pub mod layout;
@@ -17,10 +18,12 @@ pub mod vdbench;
 
 pub use canonical::{plan_hash, to_toml};
 pub use diagnostic::{render_diagnostics, Diagnostic, Origin};
+pub use host::{HostKind, HostShare, HostSpec, OnHostLoss};
 pub use input::{build_plan, validate_file, Flags, ReadError, SourceFile, MAX_SOURCE_BYTES};
 pub use plan::{
     BlockSize, Dataset, DatasetFormat, EngineKind, FileIo, FileSelect, MaxErrors, Operation, Pattern, PatternMap, Plan,
-    Probe, Rate, Rw, Staircase, Step, Steps, SyncMode, Target, TargetKind, Workload, DEFAULT_BREAKDOWN_TOP,
+    Probe, Rate, Rw, Staircase, StaircaseOf, Step, Steps, SyncMode, Target, TargetKind, Workload,
+    DEFAULT_BREAKDOWN_TOP,
 };
 pub use units::{format_size, parse_duration, parse_size, UnitError};
 

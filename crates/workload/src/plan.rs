@@ -1,6 +1,7 @@
 //! The Plan: a validated, normalized workload that the executor runs as is.
 //! Every field has a unit in its name or type; nothing here needs checking again.
 
+pub use crate::host::{HostKind, HostShare, HostSpec, OnHostLoss};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -248,7 +249,24 @@ pub struct Probe {
     pub timeout: Option<Duration>,
 }
 
-/// A ramp of threads: `start`, `start + add`, ... up to `max`, each for `every`.
+/// What a staircase steps up.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StaircaseOf {
+    /// Threads of every workload (on every host).
+    #[default]
+    Threads,
+    /// Hosts: the first N hosts run, the others idle (`staircase = "hosts:1-4/60s"`).
+    Hosts,
+}
+
+impl StaircaseOf {
+    fn is_threads(&self) -> bool {
+        *self == StaircaseOf::Threads
+    }
+}
+
+/// A ramp of threads (or hosts): `start`, `start + add`, ... up to `max`, each for `every`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Staircase {
     pub start: u32,
@@ -256,10 +274,14 @@ pub struct Staircase {
     pub max: u32,
     #[serde(with = "duration_ns", rename = "every_ns")]
     pub every: Duration,
+    /// What it steps up; threads unless written `hosts:...`.
+    #[serde(default, skip_serializing_if = "StaircaseOf::is_threads")]
+    pub of: StaircaseOf,
 }
 
 impl Staircase {
-    pub fn threads(&self) -> Vec<u32> {
+    /// The counts of its steps: `start`, `start + add`, ... up to `max`.
+    pub fn counts(&self) -> Vec<u32> {
         // A plan read back from a results file was not validated: never loop forever or wrap.
         let add = self.add.max(1);
         std::iter::successors(Some(self.start), |t| t.checked_add(add)).take_while(|t| *t <= self.max).collect()
@@ -284,6 +306,9 @@ pub struct Step {
     pub index: u32,
     /// Threads of every workload.
     pub threads: Option<u32>,
+    /// How many hosts run in it (the first N, in the order given); None = every host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hosts: Option<u32>,
     pub block_sizes: Option<Vec<BlockSize>>,
     pub read_pct: Option<u8>,
     pub rate: Rate,
@@ -301,6 +326,9 @@ impl Step {
     /// "threads=4 bs=8k rate=50%": what sets this step apart (empty for a single plain step).
     pub fn label(&self) -> String {
         let mut parts = Vec::new();
+        if let Some(h) = self.hosts {
+            parts.push(format!("hosts={h}"));
+        }
         if let Some(t) = self.threads {
             parts.push(format!("threads={t}"));
         }
@@ -373,6 +401,20 @@ pub struct Plan {
     /// second (`breakdown_top`); None: the default, [`DEFAULT_BREAKDOWN_TOP`].
     #[serde(default)]
     pub breakdown_top: Option<u32>,
+    /// The client hosts, in the order given (`[[host]]`, `--hosts`); empty = a local run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<HostSpec>,
+    /// What a lost host does to the run (only with hosts).
+    #[serde(default, skip_serializing_if = "OnHostLoss::is_stop")]
+    pub on_host_loss: OnHostLoss,
+    /// How long a host may deliver no finished second before it is lost, and how long an
+    /// agent keeps its load going without hearing from the coordinator (only with hosts).
+    #[serde(default = "crate::host::default_host_timeout", with = "duration_ns", rename = "host_timeout_ns")]
+    pub host_timeout: Duration,
+    /// Set by [`Plan::for_host`]: this plan is one host's part of a many-host plan, and
+    /// its steps give that host's threads and rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_share: Option<HostShare>,
 }
 
 /// The busiest workers and files of each second with distributions of their own when
@@ -467,43 +509,63 @@ impl Plan {
         self.workloads.iter().map(Workload::max_block_bytes).chain(steps).max().unwrap_or(1)
     }
 
-    /// The steps in run order: threads, then bs, then rwmix_read, then rate (innermost).
+    /// The steps in run order: hosts or threads (the staircase or for_threads), then bs,
+    /// then rwmix_read, then rate (innermost). In one host's part ([`Plan::for_host`]), a
+    /// step the host sits out has 0 threads, and a fixed rate is the host's part of it.
     pub fn steps(&self) -> Vec<Step> {
         let s = &self.steps;
-        let (threads, duration): (Vec<Option<u32>>, Duration) = match (&s.staircase, s.for_threads.is_empty()) {
-            (Some(st), _) => (st.threads().into_iter().map(Some).collect(), st.every),
-            (None, false) => (s.for_threads.iter().copied().map(Some).collect(), self.duration),
-            (None, true) => (vec![None], self.duration),
-        };
+        let (threads, hosts, duration): (Vec<Option<u32>>, Vec<Option<u32>>, Duration) =
+            match (&s.staircase, s.for_threads.is_empty()) {
+                (Some(st), _) if st.of == StaircaseOf::Hosts => {
+                    (vec![None], st.counts().into_iter().map(Some).collect(), st.every)
+                }
+                (Some(st), _) => (st.counts().into_iter().map(Some).collect(), vec![None], st.every),
+                (None, false) => (s.for_threads.iter().copied().map(Some).collect(), vec![None], self.duration),
+                (None, true) => (vec![None], vec![None], self.duration),
+            };
         let bss: Vec<Option<Vec<BlockSize>>> =
             if s.for_bs.is_empty() { vec![None] } else { s.for_bs.iter().cloned().map(Some).collect() };
         let pcts: Vec<Option<u8>> =
             if s.for_read_pct.is_empty() { vec![None] } else { s.for_read_pct.iter().copied().map(Some).collect() };
         let mut out: Vec<Step> = Vec::new();
-        for t in &threads {
-            for bs in &bss {
-                for pct in &pcts {
-                    let push = |out: &mut Vec<Step>, rate| {
-                        let index = out.len() as u32;
-                        out.push(Step {
-                            index,
-                            threads: *t,
-                            block_sizes: bs.clone(),
-                            read_pct: *pct,
-                            rate,
-                            warmup: self.warmup,
-                            duration,
-                        })
-                    };
-                    if s.curve.is_empty() {
-                        push(&mut out, self.rate_iops.map_or(Rate::Max, Rate::Fixed));
-                    } else {
-                        let of_step = out.len() as u32;
-                        push(&mut out, Rate::Max);
-                        for pct in &s.curve {
-                            push(&mut out, Rate::Curve { pct: *pct, of_step });
+        for h in &hosts {
+            for t in &threads {
+                for bs in &bss {
+                    for pct in &pcts {
+                        let push = |out: &mut Vec<Step>, rate| {
+                            let index = out.len() as u32;
+                            out.push(Step {
+                                index,
+                                threads: *t,
+                                hosts: *h,
+                                block_sizes: bs.clone(),
+                                read_pct: *pct,
+                                rate,
+                                warmup: self.warmup,
+                                duration,
+                            })
+                        };
+                        if s.curve.is_empty() {
+                            push(&mut out, self.rate_iops.map_or(Rate::Max, Rate::Fixed));
+                        } else {
+                            let of_step = out.len() as u32;
+                            push(&mut out, Rate::Max);
+                            for pct in &s.curve {
+                                push(&mut out, Rate::Curve { pct: *pct, of_step });
+                            }
                         }
                     }
+                }
+            }
+        }
+        if let Some(share) = self.host_share {
+            for step in &mut out {
+                if !share.is_active(step.hosts) {
+                    // Idle through the step, so that this host's seconds stay aligned.
+                    step.threads = Some(0);
+                }
+                if let Rate::Fixed(r) = step.rate {
+                    step.rate = Rate::Fixed(share.rate_part(r, step.hosts));
                 }
             }
         }
@@ -514,7 +576,7 @@ impl Plan {
     pub fn step_count(&self) -> u64 {
         let s = &self.steps;
         let threads = match &s.staircase {
-            Some(st) => st.threads().len(),
+            Some(st) => st.counts().len(),
             None => s.for_threads.len().max(1),
         };
         let rates = if s.curve.is_empty() { 1 } else { 1 + s.curve.len() };
@@ -532,6 +594,39 @@ impl Plan {
     pub fn max_threads(&self) -> Vec<u32> {
         let steps = self.steps();
         self.workloads.iter().map(|w| steps.iter().map(|s| s.threads_of(w)).max().unwrap_or(w.threads)).collect()
+    }
+
+    /// The plan host `index` (0-based, in the order given) runs: its own `dir` and `target`
+    /// in place of the plan's (a dataset anchored under them moves with them), no hosts of
+    /// its own, and steps ([`Plan::steps`]) in which it idles while a hosts staircase has
+    /// not reached it and runs its part of a fixed rate. Every step is kept, so each host's
+    /// seconds line up with the others'. A curve step stays a percentage of this host's
+    /// own max step. An index past the hosts (or a plan without hosts) is the plan itself,
+    /// run as the only host.
+    pub fn for_host(&self, index: usize) -> Plan {
+        let mut p = self.clone();
+        p.hosts.clear();
+        let Some(host) = self.hosts.get(index) else {
+            return p;
+        };
+        p.host_share = Some(HostShare { index: index as u32, hosts: self.hosts.len() as u32 });
+        if let Some(dir) = &host.dir {
+            if let Some(d) = p.dataset.as_mut().filter(|_| !self.dir.as_os_str().is_empty()) {
+                if let Ok(rest) = d.dir.strip_prefix(&self.dir) {
+                    d.dir = dir.join(rest);
+                }
+            }
+            p.dir = dir.clone();
+        }
+        if let Some(target) = &host.target {
+            if let (Some(d), Some(old)) = (p.dataset.as_mut(), &self.target) {
+                if let Ok(rest) = d.dir.strip_prefix(&old.root) {
+                    d.dir = PathBuf::from(&target.root).join(rest);
+                }
+            }
+            p.target = Some(target.clone());
+        }
+        p
     }
 }
 
@@ -582,7 +677,7 @@ impl FileIo {
 }
 
 /// A plan's target in JSON: the URL as written (parsed again when read back).
-mod target_url {
+pub(crate) mod target_url {
     use super::Target;
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
 

@@ -397,7 +397,7 @@ fn only_known_sections() {
     let d = one_error(&format!("{DIR}[job]\nthreads = 4\n"));
     assert_eq!(d.key, "job");
     assert_eq!(pos(&d), (2, 2));
-    assert!(d.message.contains("the sections are [dataset], [[workload]] and [[probe]]"), "{d}");
+    assert!(d.message.contains("the sections are [dataset], [[workload]], [[probe]] and [[host]]"), "{d}");
     let d = one_error(&format!("{DIR}job.threads = 4\n"));
     assert_eq!(d.key, "job");
     assert!(d.message.contains("not a section"), "{d}");
