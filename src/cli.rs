@@ -73,6 +73,37 @@ pub enum Command {
     },
     /// Render a heat map (time x value, colour = count) of a results file as a PNG image.
     Plot(PlotArgs),
+    /// Run load for a coordinator on another host (`ioscope run --hosts ...`); see docs/hosts.md.
+    Agent(AgentArgs),
+}
+
+/// `ioscope agent`: over an ssh session (started by the coordinator) or listening.
+#[derive(Args)]
+#[command(group(clap::ArgGroup::new("transport").required(true).args(["stdio", "listen"])))]
+pub struct AgentArgs {
+    /// Speak the protocol over stdin and stdout (the coordinator starts the agent this way
+    /// over ssh and sends the call token as the first line).
+    #[arg(long)]
+    pub stdio: bool,
+    /// Listen on this address for a coordinator (needs --token-file and --root; and
+    /// --tls-cert/--tls-key unless the address is loopback).
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub listen: Option<SocketAddr>,
+    /// The file holding the token every call must carry (at least 16 characters).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// The only directory the agent creates, reads or writes files under.
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    /// Stop a running load after this long without a call from the coordinator (e.g. 10s).
+    #[arg(long, value_name = "DURATION", default_value = "10s")]
+    pub coordinator_timeout: String,
+    /// Serve the protocol over TLS with this certificate chain (PEM, server certificate first).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
 }
 
 /// Where the UI listens unless told otherwise.

@@ -53,6 +53,9 @@ fn default_out() -> PathBuf {
 
 /// Runs a valid plan: everything after input validation. Shared with `demo`.
 pub fn execute(plan: &Plan, output: &OutputFlags) -> CmdResult {
+    if !plan.hosts.is_empty() {
+        return execute_on_hosts(plan, output);
+    }
     let out = output.out.clone().unwrap_or_else(default_out);
     ioscope_store::check_new_path(&out).map_err(Failure::invalid)?;
     let shown = Shown::of(output.progress, output.quiet, terminal::stderr_is_tty());
@@ -204,6 +207,81 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> CmdResult {
         server.stop();
     }
     // The summary above said how the run ended.
+    match outcome.status {
+        Status::Completed => Ok(()),
+        Status::Interrupted => Err(Failure::printed(Kind::Interrupted)),
+        Status::Failed | Status::Running => Err(Failure::printed(Kind::RunFailed)),
+    }
+}
+
+/// Runs a valid plan on its hosts (agents over ssh or listening, see docs/hosts.md): this
+/// process coordinates and writes the one results file.
+fn execute_on_hosts(plan: &Plan, output: &OutputFlags) -> CmdResult {
+    let out = output.out.clone().unwrap_or_else(default_out);
+    ioscope_store::check_new_path(&out).map_err(Failure::invalid)?;
+    let shown = Shown::of(output.progress, output.quiet, terminal::stderr_is_tty());
+    let show_progress = shown.bar();
+    let interrupt = Arc::new(AtomicBool::new(false));
+    // Ctrl-C stops every host (the run ends interrupted, results kept), also while preparing.
+    let preparing = Arc::new(AtomicBool::new(false));
+    watch_signals(&interrupt, &preparing, show_progress)
+        .map_err(|e| Failure::failed(anyhow::Error::new(e).context("cannot handle signals")))?;
+    let server = if output.ui {
+        Some(
+            crate::cmd_ui::start_for_run(&out, output.listen, output.tls.files())
+                .map_err(|f| Failure { kind: Kind::InvalidInput, ..f })?,
+        )
+    } else {
+        None
+    };
+    let mut reporter = Reporter::new(shown);
+    let mut on_second = |p: &ioscope_exec::Progress| reporter.second(p);
+    let quiet = output.quiet;
+    let say = |line: &str| {
+        if !quiet {
+            terminal::clear_line(show_progress);
+            eprintln!("{line}");
+        }
+    };
+    let outcome = ioscope_hosts::coordinate(
+        plan,
+        ioscope_hosts::Coordinate {
+            out: out.clone(),
+            command_line: std::env::args().collect::<Vec<_>>().join(" "),
+            workload_toml: ioscope_workload::to_toml(plan),
+            workload_hash: ioscope_workload::plan_hash(plan),
+            interrupt: &interrupt,
+            on_second: &mut on_second,
+            say: &say,
+        },
+    );
+    terminal::clear_line(show_progress);
+    let outcome = match outcome {
+        Ok(o) => o,
+        Err(ioscope_hosts::CoordError::Interrupted) => {
+            return Err(Failure::said(Kind::Interrupted, ioscope_hosts::CoordError::Interrupted.to_string()))
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            if let ioscope_hosts::CoordError::Store { .. } = e {
+                crate::cmd_show::after_store_failure(&out, &e.to_string(), output.json);
+            }
+            return Err(Failure::printed(Kind::RunFailed));
+        }
+    };
+    for e in &outcome.first_errors {
+        eprintln!("I/O errors were counted; first {e}");
+    }
+    crate::cmd_show::print_summary(&out, output.json)?;
+    if let Some(server) = server {
+        if outcome.status != Status::Interrupted {
+            eprintln!("the run is over; the UI stays at {} until Ctrl-C", server.url());
+            while !interrupt.load(Ordering::Relaxed) {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+        }
+        server.stop();
+    }
     match outcome.status {
         Status::Completed => Ok(()),
         Status::Interrupted => Err(Failure::printed(Kind::Interrupted)),

@@ -20,6 +20,7 @@ macro_rules! eprint {
 }
 
 mod cli;
+mod cmd_agent;
 mod cmd_demo;
 mod cmd_import;
 mod cmd_import_fio;
@@ -180,6 +181,7 @@ fn main() -> ExitCode {
         cli::Command::Ui { files, listen, tls } => cmd_ui::ui(&files, listen, tls.files()),
         cli::Command::Report { file, out, force } => cmd_ui::report(&file, &out, force),
         cli::Command::Plot(args) => cmd_ui::plot(&args),
+        cli::Command::Agent(args) => cmd_agent::agent(&args),
     };
     ExitCode::from(exit_code(outcome))
 }

@@ -1,0 +1,353 @@
+//! `ioscope agent`: the process on a client host. It validates the workload it is sent,
+//! prepares its own working set, starts the same executor as a local run at the instant
+//! the coordinator names, and hands out each finished second until the coordinator has
+//! it. It never summarizes. Without word from the coordinator for its timeout it ends
+//! its load.
+
+use crate::messages::*;
+use crate::plan::{check_root, host_plan, under_root};
+use axum::extract::State;
+use axum::routing::post;
+use axum::{Json, Router};
+use ioscope_exec::{dataset, workset, Measure, Sink};
+use ioscope_metrics::Snapshot;
+use ioscope_proto::ApiError;
+use ioscope_store::{ProbeRow, Status};
+use ioscope_workload::{build_plan, plan_hash, render_diagnostics, Flags, Plan, SourceFile};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::Notify;
+
+/// How an agent was started.
+#[derive(Clone, Debug)]
+pub struct AgentConfig {
+    /// Every local path a plan names must lie under this directory (None: anywhere the
+    /// agent's user may write, for an agent started over ssh by that user).
+    pub root: Option<PathBuf>,
+    /// Without a call from the coordinator for this long, a running load is stopped.
+    pub coordinator_timeout: Duration,
+}
+
+/// A run prepared on this host, waiting for its start.
+struct Prepared {
+    plan: Plan,
+    name: String,
+    files: Vec<PathBuf>,
+    dataset: Option<dataset::Layout>,
+    lock: Option<ioscope_exec::workdir::DirLock>,
+}
+
+#[derive(Default)]
+struct Run {
+    /// Finished seconds the coordinator has not acknowledged yet.
+    seconds: Vec<Snapshot>,
+    started_unix_ns: Option<i64>,
+    engine: Option<String>,
+    done: Option<Done>,
+}
+
+#[derive(Default)]
+struct Inner {
+    prepared: Option<Prepared>,
+    running: bool,
+    run: Run,
+}
+
+/// The agent's state, shared by the calls, the run thread and the watchdog.
+#[derive(Clone)]
+pub struct Agent {
+    config: AgentConfig,
+    inner: Arc<Mutex<Inner>>,
+    /// Woken when a second is added or the run ends.
+    changed: Arc<Notify>,
+    interrupt: Arc<AtomicBool>,
+    /// Why the run was stopped from here (the coordinator's word, or its silence).
+    stop_reason: Arc<Mutex<Option<String>>>,
+    last_heard: Arc<Mutex<Instant>>,
+}
+
+impl Agent {
+    pub fn new(config: AgentConfig) -> Self {
+        Agent {
+            config,
+            inner: Default::default(),
+            changed: Default::default(),
+            interrupt: Default::default(),
+            stop_reason: Default::default(),
+            last_heard: Arc::new(Mutex::new(Instant::now())),
+        }
+    }
+
+    /// The calls (to be wrapped by [`ioscope_proto::authorized`]).
+    pub fn router(&self) -> Router {
+        Router::new()
+            .route(HELLO, post(hello))
+            .route(CLOCK, post(clock))
+            .route(PREPARE, post(prepare))
+            .route(START, post(start))
+            .route(SECONDS, post(seconds))
+            .route(STOP, post(stop))
+            .with_state(self.clone())
+    }
+
+    fn heard(&self) {
+        *self.last_heard.lock().unwrap() = Instant::now();
+    }
+
+    /// Stops a running load (the coordinator is gone): `why` becomes the run's detail.
+    pub fn stop_load(&self, why: &str) {
+        self.stop_reason.lock().unwrap().get_or_insert_with(|| why.to_string());
+        self.interrupt.store(true, Relaxed);
+    }
+
+    /// Whether a run is in progress.
+    pub fn running(&self) -> bool {
+        self.inner.lock().unwrap().running
+    }
+
+    /// Watches for the coordinator's silence while a run goes on; runs until the process ends.
+    pub async fn watchdog(self) {
+        loop {
+            tokio::time::sleep(Duration::from_millis(250)).await;
+            let quiet = self.last_heard.lock().unwrap().elapsed();
+            if self.running() && quiet > self.config.coordinator_timeout {
+                self.stop_load(&format!(
+                    "no word from the coordinator for {} s: the load was stopped",
+                    self.config.coordinator_timeout.as_secs()
+                ));
+            }
+        }
+    }
+
+    /// Waits for a running load to end (the process is about to exit).
+    pub async fn wait_idle(&self) {
+        while self.running() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+async fn hello(State(a): State<Agent>, Json(_): Json<Hello>) -> Json<HelloAnswer> {
+    a.heard();
+    Json(HelloAnswer {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        hostname: ioscope_exec::host::hostname(),
+        pid: std::process::id(),
+    })
+}
+
+async fn clock(State(a): State<Agent>, Json(_): Json<Empty>) -> Json<ClockAnswer> {
+    a.heard();
+    Json(ClockAnswer { unix_ns: crate::clock::unix_ns() })
+}
+
+async fn prepare(State(a): State<Agent>, Json(req): Json<Prepare>) -> Result<Json<PrepareAnswer>, ApiError> {
+    a.heard();
+    {
+        let mut inner = a.inner.lock().unwrap();
+        if inner.running {
+            return Err(ApiError::conflict("this agent is running another load".to_string()));
+        }
+        // A new run replaces one prepared and never started (its lock is released).
+        inner.prepared = None;
+    }
+    let source = SourceFile { path: PathBuf::from("(workload from the coordinator)"), text: req.workload_toml };
+    let plan = build_plan(Some(&source), &Flags::default())
+        .map_err(|d| ApiError::bad_request(format!("the workload is not valid here:\n{}", render_diagnostics(&d))))?;
+    if plan_hash(&plan) != req.workload_hash {
+        return Err(ApiError::conflict(format!(
+            "this agent (ioscope {}) reads the workload differently from the coordinator: use the same version on both",
+            env!("CARGO_PKG_VERSION")
+        )));
+    }
+    let mut plan = host_plan(&plan, req.index, &req.name).map_err(ApiError::bad_request)?;
+    if let Some(root) = &a.config.root {
+        under_root(&mut plan, root);
+        check_root(&plan, root).map_err(ApiError::forbidden)?;
+    }
+    let name = req.name.clone();
+    let prepared = tokio::task::spawn_blocking(move || prepare_files(plan, name))
+        .await
+        .map_err(|e| ApiError::internal(format!("preparing stopped: {e}")))??;
+    let answer = PrepareAnswer {
+        plan_json: serde_json::to_string(&prepared.0.plan).unwrap_or_default(),
+        config: prepared.1,
+        prepared: prepared.2,
+    };
+    a.inner.lock().unwrap().prepared = Some(prepared.0);
+    a.heard();
+    Ok(Json(answer))
+}
+
+/// Checks and prepares the working set or dataset as a local run does (files ioscope did
+/// not create are refused unless the plan says force).
+fn prepare_files(plan: Plan, name: String) -> Result<(Prepared, serde_json::Value, String), ApiError> {
+    let target = plan.dataset.as_ref().map_or(plan.dir.as_path(), |d| d.dir.as_path());
+    let config = ioscope_exec::host::describe((!target.as_os_str().is_empty()).then_some(target));
+    let lock = ioscope_exec::workdir::local_dir(&plan)
+        .map(|d| ioscope_exec::workdir::lock(&d, std::path::Path::new("(agent)")))
+        .transpose()
+        .map_err(|e| ApiError::conflict(e.to_string()))?;
+    let created_dir = lock.as_ref().is_some_and(|l| l.created_dir());
+    let threads: u32 = plan.max_threads().iter().sum();
+    let (files, dataset, said) = if let Some(d) = &plan.dataset {
+        let (fs, _) = ioscope_exec::storage(&plan).map_err(|e| ApiError::internal(e.to_string()))?;
+        dataset::check(&*fs, d, plan.force).map_err(|e| ApiError::conflict(e.to_string()))?;
+        let p = dataset::prepare(&*fs, d, plan.force, created_dir, 16, &|_, _, _| {})
+            .map_err(|e| ApiError::internal(format!("preparing the dataset: {e}")))?;
+        let what = if p.reused { "reused" } else { "created" };
+        let said = format!("{what} a dataset of {} files", p.layout.files());
+        (Vec::new(), Some(p.layout), said)
+    } else if !plan.engine.spec().caps.does_io {
+        (Vec::new(), None, "no files (the engine does no I/O)".to_string())
+    } else {
+        let (fs, dir) = ioscope_exec::storage(&plan).map_err(|e| ApiError::internal(e.to_string()))?;
+        let mut layout = workset::check(&*fs, &dir, &plan).map_err(|e| ApiError::conflict(e.to_string()))?;
+        if created_dir {
+            layout.set_created_dir();
+        }
+        let filled = layout.to_fill.len();
+        workset::prepare(&*fs, &mut layout, threads.clamp(1, 8) as usize, &|_, _| {})
+            .map_err(|e| ApiError::internal(format!("preparing the working set: {e}")))?;
+        let said = format!("{} file(s) in {}, {filled} filled", layout.files.len(), dir.display());
+        (layout.files, None, said)
+    };
+    Ok((Prepared { plan, name, files, dataset, lock }, config, said))
+}
+
+async fn start(State(a): State<Agent>, Json(req): Json<Start>) -> Result<Json<Empty>, ApiError> {
+    a.heard();
+    let prepared = {
+        let mut inner = a.inner.lock().unwrap();
+        if inner.running {
+            return Err(ApiError::conflict("this agent is running a load already".to_string()));
+        }
+        let p = inner.prepared.take().ok_or_else(|| ApiError::conflict("nothing prepared to start".to_string()))?;
+        inner.running = true;
+        inner.run = Run::default();
+        p
+    };
+    a.interrupt.store(false, Relaxed);
+    *a.stop_reason.lock().unwrap() = None;
+    let start_at = crate::clock::unix_to_monotonic(req.at_unix_ns);
+    let agent = a.clone();
+    std::thread::Builder::new()
+        .name("run".into())
+        .spawn(move || run_load(agent, prepared, start_at))
+        .map_err(|e| ApiError::internal(format!("cannot start the run: {e}")))?;
+    Ok(Json(Empty {}))
+}
+
+/// The run thread: the executor, its seconds into the agent's buffer.
+fn run_load(a: Agent, p: Prepared, start_at_ns: u64) {
+    let mut sink = Buffer { agent: &a };
+    let mut on_second = |_: &ioscope_exec::Progress| {};
+    let m = ioscope_exec::measure(
+        &p.plan,
+        &p.files,
+        &mut sink,
+        Measure {
+            host: p.name.clone(),
+            interrupt: &a.interrupt,
+            on_second: &mut on_second,
+            dataset: p.dataset,
+            start_at_ns: Some(start_at_ns),
+        },
+    );
+    let detail = match (m.status, a.stop_reason.lock().unwrap().clone()) {
+        (Status::Interrupted, Some(why)) => Some(why),
+        _ => m.detail,
+    };
+    if p.plan.cleanup && p.plan.engine.spec().caps.does_io {
+        if let Ok((fs, dir)) = ioscope_exec::storage(&p.plan) {
+            let _ = match &p.plan.dataset {
+                Some(d) => dataset::cleanup(&*fs, &d.dir).map(|_| ()).map_err(|e| e.to_string()),
+                None => workset::cleanup(&*fs, &dir).map(|_| ()).map_err(|e| e.to_string()),
+            };
+        }
+    }
+    drop(p.lock);
+    let mut inner = a.inner.lock().unwrap();
+    let status = match m.sink_error {
+        Some(never) => match never {},
+        None => m.status,
+    };
+    inner.run.done = Some(Done {
+        status: status.as_str().to_string(),
+        detail,
+        first_errors: m.first_errors,
+        engine: inner.run.engine.clone(),
+    });
+    inner.running = false;
+    drop(inner);
+    a.changed.notify_waiters();
+}
+
+/// The agent's sink: finished seconds wait in memory until the coordinator has them.
+struct Buffer<'a> {
+    agent: &'a Agent,
+}
+
+impl Sink for Buffer<'_> {
+    type Error = std::convert::Infallible;
+    fn started(&mut self, t0_ns: u64, engine_setup: Option<&str>) -> Result<(), Self::Error> {
+        let now_mono = ioscope_exec::clock::now_ns();
+        let started = crate::clock::unix_ns().saturating_sub(now_mono.saturating_sub(t0_ns) as i64);
+        let mut inner = self.agent.inner.lock().unwrap();
+        inner.run.started_unix_ns = Some(started);
+        inner.run.engine = engine_setup.map(str::to_string);
+        Ok(())
+    }
+    fn step_rate(&mut self, _step: u32, _rate_iops: u64) -> Result<(), Self::Error> {
+        Ok(())
+    }
+    fn probe(&mut self, _row: &ProbeRow) -> Result<(), Self::Error> {
+        Ok(())
+    }
+    fn second(&mut self, snap: &Snapshot) -> Result<(), Self::Error> {
+        self.agent.inner.lock().unwrap().run.seconds.push(snap.clone());
+        self.agent.changed.notify_waiters();
+        Ok(())
+    }
+}
+
+/// Most seconds in one answer (a coordinator that fell behind catches up over a few calls).
+const MAX_SECONDS_PER_ANSWER: usize = 32;
+
+async fn seconds(State(a): State<Agent>, Json(req): Json<Seconds>) -> Json<SecondsAnswer> {
+    a.heard();
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(req.wait_ms.min(10_000));
+    loop {
+        let notified = a.changed.notified();
+        {
+            let mut inner = a.inner.lock().unwrap();
+            // Seconds up to `after` have arrived: they are not needed again.
+            if let Some(after) = req.after {
+                inner.run.seconds.retain(|s| s.second > after);
+            }
+            let fresh: Vec<Snapshot> = inner
+                .run
+                .seconds
+                .iter()
+                .filter(|s| req.after.is_none_or(|after| s.second > after))
+                .take(MAX_SECONDS_PER_ANSWER)
+                .cloned()
+                .collect();
+            let all_sent = fresh.len() == inner.run.seconds.len();
+            let done = inner.run.done.clone().filter(|_| all_sent);
+            if !fresh.is_empty() || done.is_some() || tokio::time::Instant::now() >= deadline {
+                a.heard();
+                return Json(SecondsAnswer { seconds: fresh, started_unix_ns: inner.run.started_unix_ns, done });
+            }
+        }
+        let _ = tokio::time::timeout_at(deadline, notified).await;
+    }
+}
+
+async fn stop(State(a): State<Agent>, Json(_): Json<Empty>) -> Json<Empty> {
+    a.heard();
+    a.stop_load("stopped by the coordinator");
+    Json(Empty {})
+}

@@ -1,0 +1,590 @@
+//! The coordinator: `ioscope run` with hosts. It reaches every host (ssh or a listening
+//! agent), has each validate and prepare its part of the plan, measures each clock's
+//! offset, starts every host at one instant, and writes each host's finished seconds into
+//! one results file as they arrive. A host that stops answering is lost: by default the
+//! run then ends (failed, every second received kept); with `on_host_loss = "continue"`
+//! the others go on and the lost host's series end where it was lost.
+
+use crate::clock::{estimate, unix_ns, Exchange, Offset, MAX_UNCERTAINTY_NS};
+use crate::messages::*;
+use crate::ssh::{self, Login};
+use ioscope_exec::Progress;
+use ioscope_metrics::Snapshot;
+use ioscope_proto::{CallError, Client, ClientTls, Token};
+use ioscope_store::{RunInfo, Status, Writer};
+use ioscope_workload::{HostKind, HostSpec, OnHostLoss, Plan};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::time::Duration;
+use tokio::process::Child;
+use tokio::sync::mpsc;
+
+const SECOND_NS: u64 = 1_000_000_000;
+/// Exchanges per host for the clock offset (the shortest round trip is kept).
+const CLOCK_EXCHANGES: usize = 16;
+/// Time between the start call and the common start instant, beyond the round trips.
+const START_LEAD_NS: i64 = 300_000_000;
+/// How long one long poll for seconds waits on the agent's side.
+const POLL_WAIT_MS: u64 = 1000;
+
+/// What the caller tells a run over hosts besides the plan.
+pub struct Coordinate<'a> {
+    pub out: PathBuf,
+    pub command_line: String,
+    pub workload_toml: String,
+    pub workload_hash: String,
+    /// Set from outside (Ctrl-C, SIGTERM): every host is stopped and the run ends interrupted.
+    pub interrupt: &'a AtomicBool,
+    /// Called after each second that every live host has delivered (merged over hosts).
+    pub on_second: &'a mut dyn FnMut(&Progress),
+    /// Progress messages ("host h1: copying ioscope ..."), one line each.
+    pub say: &'a dyn Fn(&str),
+}
+
+/// How a run over hosts ended.
+#[derive(Debug)]
+pub struct Outcome {
+    pub status: Status,
+    pub detail: Option<String>,
+    pub first_errors: Vec<String>,
+    pub seconds_written: u32,
+}
+
+/// Why a run over hosts could not start or be recorded (nothing was measured, or the
+/// results file failed).
+#[derive(Debug, thiserror::Error)]
+pub enum CoordError {
+    #[error("host {name} ({address}): {why}")]
+    Host { name: String, address: String, why: String },
+    #[error("results file {path}: {source}")]
+    Store { path: PathBuf, source: ioscope_store::StoreError },
+    #[error("{0}")]
+    Setup(String),
+    #[error("interrupted before the run started; nothing was measured")]
+    Interrupted,
+}
+
+/// One host as the run knows it.
+struct Host {
+    index: usize,
+    name: String,
+    address: String,
+    transport: &'static str,
+    client: Client,
+    /// The ssh session the agent runs in (None for a listening agent).
+    child: Option<Child>,
+    config: serde_json::Value,
+    plan_json: String,
+    offset: Offset,
+    /// The host's time zero on the coordinator's clock.
+    started_unix_ns: Option<i64>,
+    last_second: Option<u32>,
+    done: Option<Done>,
+    lost: Option<(u32, String)>,
+    /// From each second's end (on the coordinator's clock) to its storage: sum, count, max.
+    store_delay_ns: (u64, u64, u64),
+}
+
+impl Host {
+    fn fail(&self, why: impl std::fmt::Display) -> CoordError {
+        CoordError::Host { name: self.name.clone(), address: self.address.clone(), why: why.to_string() }
+    }
+}
+
+/// Runs `plan` on its hosts and writes the results file.
+pub fn coordinate(plan: &Plan, c: Coordinate<'_>) -> Result<Outcome, CoordError> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| CoordError::Setup(format!("cannot start the coordinator's runtime: {e}")))?;
+    let interrupt = c.interrupt;
+    let started = AtomicBool::new(false);
+    // Before the start, Ctrl-C ends everything at once (the ssh sessions end, and with them
+    // the agents); after it, the run stops every host and keeps what was measured.
+    let before_start = async {
+        while !interrupt.load(Relaxed) || started.load(Relaxed) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    rt.block_on(async {
+        tokio::select! {
+            r = run(plan, c, &started) => r,
+            _ = before_start => Err(CoordError::Interrupted),
+        }
+    })
+}
+
+async fn run(plan: &Plan, c: Coordinate<'_>, started: &AtomicBool) -> Result<Outcome, CoordError> {
+    let began_unix_ns = unix_ns();
+    let timeout = plan.host_timeout;
+    // Reach every host at once; the first failure ends the run before anything started.
+    let mut hosts = Vec::new();
+    let mut reaching = tokio::task::JoinSet::new();
+    for (index, spec) in plan.hosts.iter().enumerate() {
+        let (spec, timeout) = (spec.clone(), timeout);
+        reaching.spawn(async move { (index, reach(index, &spec, timeout).await) });
+    }
+    let mut reached: Vec<Option<Host>> = (0..plan.hosts.len()).map(|_| None).collect();
+    let mut first_failure = None;
+    while let Some(r) = reaching.join_next().await {
+        match r {
+            Ok((i, Ok((host, said)))) => {
+                (c.say)(&format!("host {}: {said}", host.name));
+                reached[i] = Some(host);
+            }
+            Ok((_, Err(e))) => {
+                first_failure.get_or_insert(e);
+            }
+            Err(e) => {
+                first_failure.get_or_insert(CoordError::Setup(e.to_string()));
+            }
+        }
+    }
+    if let Some(e) = first_failure {
+        return Err(e);
+    }
+    hosts.extend(reached.into_iter().flatten());
+
+    // Each host validates the workload and prepares its working set.
+    let mut preparing = tokio::task::JoinSet::new();
+    for (index, h) in hosts.iter().enumerate() {
+        let req = Prepare {
+            workload_toml: c.workload_toml.clone(),
+            workload_hash: c.workload_hash.clone(),
+            index,
+            name: h.name.clone(),
+        };
+        let client = h.client.clone();
+        preparing.spawn(async move {
+            (index, client.call::<_, PrepareAnswer>(PREPARE, &req, Duration::from_secs(24 * 3600)).await)
+        });
+    }
+    while let Some(r) = preparing.join_next().await {
+        let (i, answer) = r.map_err(|e| CoordError::Setup(e.to_string()))?;
+        let h = &mut hosts[i];
+        let a = answer.map_err(|e| h.fail(format!("preparing: {e}")))?;
+        (c.say)(&format!("host {}: {}", h.name, a.prepared));
+        h.config = a.config;
+        h.plan_json = a.plan_json;
+    }
+
+    // Clocks: offsets and their uncertainty, then one start instant for every host.
+    for h in hosts.iter_mut() {
+        h.offset = measure_clock(&h.client).await.map_err(|e| h.fail(e))?;
+        if h.offset.uncertainty_ns > MAX_UNCERTAINTY_NS {
+            return Err(h.fail(format!(
+                "its clock offset is known only to ±{:.1} ms (round trip {:.1} ms): seconds cannot be aligned",
+                h.offset.uncertainty_ns as f64 / 1e6,
+                h.offset.rtt_ns as f64 / 1e6
+            )));
+        }
+    }
+    let steps = plan.steps();
+    let planned_ns: u64 = steps.iter().map(|s| (s.warmup + s.duration).as_nanos() as u64).sum();
+    let info = RunInfo {
+        ioscope_version: env!("CARGO_PKG_VERSION").to_string(),
+        host: ioscope_exec::host::hostname(),
+        pid: std::process::id(),
+        command_line: c.command_line.clone(),
+        started_unix_ms: began_unix_ns / 1_000_000,
+        planned_duration_ns: planned_ns,
+        plan_json: serde_json::to_string(plan).unwrap_or_default(),
+        workload_toml: c.workload_toml.clone(),
+        workload_hash: c.workload_hash.clone(),
+    };
+    let store_err = |source| CoordError::Store { path: c.out.clone(), source };
+    // From here on the results file exists: Ctrl-C stops the hosts and the file is closed.
+    started.store(true, Relaxed);
+    let configs: Vec<(String, serde_json::Value)> = hosts.iter().map(|h| (h.name.clone(), host_config(h))).collect();
+    let mut writer = Writer::create(&c.out, &info, &configs).map_err(store_err)?;
+    writer.write_steps(&ioscope_exec::step_rows(&steps)).map_err(store_err)?;
+    writer.set_meta("breakdown", &ioscope_exec::breakdown::meta(plan)).map_err(store_err)?;
+
+    let rtt_max = hosts.iter().map(|h| h.offset.rtt_ns).max().unwrap_or(0) as i64;
+    let at = unix_ns() + START_LEAD_NS + 4 * rtt_max;
+    for h in hosts.iter() {
+        let start = Start { at_unix_ns: at + h.offset.offset_ns };
+        h.client.call::<_, Empty>(START, &start, timeout).await.map_err(|e| h.fail(format!("starting: {e}")))?;
+    }
+
+    // Seconds as they come, from one poller per host.
+    let (tx, mut rx) = mpsc::channel::<(usize, Result<SecondsAnswer, String>)>(256);
+    for (i, h) in hosts.iter().enumerate() {
+        tokio::spawn(poll(i, h.client.clone(), timeout, tx.clone()));
+    }
+    drop(tx);
+    let last_planned = (planned_ns.saturating_sub(1) / SECOND_NS) as u32;
+    let mut seconds_written = 0u32;
+    let mut pending: std::collections::BTreeMap<u32, Vec<Option<Snapshot>>> = Default::default();
+    let mut stopping: Option<String> = None;
+    let mut interrupted = false;
+    let mut store_failure = None;
+    let mut ticker = tokio::time::interval(Duration::from_millis(100));
+    loop {
+        if hosts.iter().all(|h| h.done.is_some() || h.lost.is_some()) {
+            break;
+        }
+        let event = tokio::select! {
+            e = rx.recv() => e,
+            _ = ticker.tick() => {
+                if c.interrupt.load(Relaxed) && !interrupted {
+                    interrupted = true;
+                    stop_all(&hosts).await;
+                }
+                continue;
+            }
+        };
+        let Some((i, answer)) = event else { break };
+        let h = &mut hosts[i];
+        if h.done.is_some() || h.lost.is_some() {
+            continue;
+        }
+        let answer = match answer.and_then(|a| check_answer(a, h.last_second, last_planned)) {
+            Ok(a) => a,
+            Err(why) => {
+                let at = h.last_second.map_or(0, |s| s + 1);
+                (c.say)(&format!("host {} ({}) lost at second {at}: {why}", h.name, h.address));
+                h.lost = Some((at, why.clone()));
+                if plan.on_host_loss == OnHostLoss::Stop && stopping.is_none() {
+                    stopping = Some(format!(
+                        "host {} ({}) was lost at second {at}: {why}; the other hosts were stopped and every second \
+                         received is kept",
+                        h.name, h.address
+                    ));
+                    stop_all(&hosts).await;
+                }
+                continue;
+            }
+        };
+        if let (None, Some(s)) = (h.started_unix_ns, answer.started_unix_ns) {
+            h.started_unix_ns = Some(s - h.offset.offset_ns);
+        }
+        for mut snap in answer.seconds {
+            snap.host = h.name.clone();
+            h.last_second = Some(snap.second);
+            if let Err(e) = writer.write_second(&snap) {
+                store_failure.get_or_insert(e);
+                continue;
+            }
+            seconds_written += 1;
+            if let Some(t0) = h.started_unix_ns {
+                let end = t0 + (snap.second as i64 + 1) * SECOND_NS as i64;
+                let delay = unix_ns().saturating_sub(end).max(0) as u64;
+                let d = &mut h.store_delay_ns;
+                *d = (d.0 + delay, d.1 + 1, d.2.max(delay));
+            }
+            let slot = pending.entry(snap.second).or_insert_with(|| vec![None; hosts_len(plan)]);
+            if let Some(s) = slot.get_mut(i) {
+                *s = Some(snap);
+            }
+        }
+        if let Some(d) = answer.done {
+            h.done = Some(d);
+        }
+        if store_failure.is_some() && stopping.is_none() {
+            stopping = Some("the results file could not be written".to_string());
+            stop_all(&hosts).await;
+        }
+        // Progress: each second once every host still running has delivered it.
+        while let Some((&second, slot)) = pending.iter().next() {
+            let complete = slot.iter().zip(&hosts).all(|(s, h)| {
+                s.is_some() || h.lost.is_some() || (h.done.is_some() && h.last_second.is_none_or(|l| l < second))
+            });
+            if !complete {
+                break;
+            }
+            let merged = merge(slot.iter().flatten());
+            if let Some(m) = merged {
+                let elapsed = (second as u64 + 1) * SECOND_NS;
+                (c.on_second)(&ioscope_exec::run::progress(&m, elapsed, planned_ns, plan, &steps));
+            }
+            pending.remove(&second);
+        }
+    }
+
+    // The end: every host's record, then the run's status.
+    for h in hosts.iter_mut() {
+        if let Some(child) = h.child.as_mut() {
+            drop(child.stdin.take()); // the agent's stdin ends: it exits
+        }
+    }
+    let mut first_errors = Vec::new();
+    let mut failed = None;
+    for h in &hosts {
+        if let Err(e) = writer.update_host(&h.name, &host_config(h)) {
+            store_failure.get_or_insert(e);
+        }
+        if let Some(d) = &h.done {
+            first_errors.extend(d.first_errors.iter().map(|e| format!("host {}: {e}", h.name)));
+            if d.status == "failed" && failed.is_none() {
+                failed = Some(format!("host {}: {}", h.name, d.detail.clone().unwrap_or_else(|| "failed".into())));
+            }
+        }
+    }
+    for h in hosts.iter_mut() {
+        if let Some(mut child) = h.child.take() {
+            if tokio::time::timeout(Duration::from_secs(5), child.wait()).await.is_err() {
+                let _ = child.kill().await;
+            }
+        }
+    }
+    let lost: Vec<String> = hosts
+        .iter()
+        .filter_map(|h| h.lost.as_ref().map(|(at, why)| format!("host {} was lost at second {at}: {why}", h.name)))
+        .collect();
+    let (status, detail) = if let Some(why) = stopping {
+        (Status::Failed, Some(why))
+    } else if let Some(why) = failed {
+        (Status::Failed, Some(why))
+    } else if interrupted {
+        (Status::Interrupted, Some("interrupted by signal".to_string()))
+    } else if !lost.is_empty() {
+        // on_host_loss = "continue": the run completed on the other hosts.
+        (Status::Completed, Some(lost.join("; ")))
+    } else {
+        (Status::Completed, None)
+    };
+    if let Some(e) = store_failure {
+        let _ = writer.finish(Status::Failed, Some(&e.to_string()), unix_ns() / 1_000_000);
+        return Err(store_err(e));
+    }
+    writer.finish(status, detail.as_deref(), unix_ns() / 1_000_000).map_err(store_err)?;
+    Ok(Outcome { status, detail, first_errors, seconds_written })
+}
+
+fn hosts_len(plan: &Plan) -> usize {
+    plan.hosts.len()
+}
+
+/// Reaches one host: over ssh (copying this binary when needed, then starting the agent)
+/// or to its listening agent; says hello and checks the version.
+async fn reach(index: usize, spec: &HostSpec, timeout: Duration) -> Result<(Host, String), CoordError> {
+    let name = spec.name.clone();
+    let address = spec.kind.address();
+    let fail = |why: String| CoordError::Host { name: name.clone(), address: address.clone(), why };
+    let tail: Tail = Default::default();
+    let (client, mut child, transport, mut said) = match &spec.kind {
+        HostKind::Ssh { user, host, port } => {
+            let bin_path = spec.bin.as_ref().map(|b| b.to_string_lossy().into_owned());
+            let login = Login { user: user.clone(), host: host.clone(), port: *port, identity: spec.identity.clone() };
+            let (bin, copied) =
+                ssh::install(&login, bin_path.as_deref(), timeout).await.map_err(|e| fail(e.to_string()))?;
+            let token = Token::generate();
+            let mut child = ssh::start_agent(&login, &bin, &token, timeout).await.map_err(|e| fail(e.to_string()))?;
+            if let Some(err) = child.stderr.take() {
+                tokio::spawn(keep_tail(err, tail.clone()));
+            }
+            let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+                return Err(fail("the ssh session has no stdin or stdout".into()));
+            };
+            let client = Client::over_stream(tokio::io::join(stdout, stdin), &token)
+                .await
+                .map_err(|e| fail(format!("the agent did not answer over ssh: {e}")))?;
+            let said = if copied { format!("copied ioscope to {bin}") } else { format!("using {bin}") };
+            (client, Some(child), "ssh", said)
+        }
+        HostKind::Agent { host, port } => {
+            let token_file =
+                spec.token_file.as_ref().ok_or_else(|| fail("an agent:// host needs a token file".into()))?;
+            let token = Token::from_file(token_file).map_err(|e| fail(e.to_string()))?;
+            let tls = match &spec.ca {
+                Some(ca) => ClientTls::Ca(ca.clone()),
+                None => ClientTls::None,
+            };
+            let addr = format!("{host}:{port}");
+            let client = Client::connect(&addr, &tls, &token, timeout).await.map_err(|e| fail(e.to_string()))?;
+            (client, None, "listen", format!("agent at {addr}"))
+        }
+    };
+    let hello = Hello { version: env!("CARGO_PKG_VERSION").to_string() };
+    let answer = match client.call::<_, HelloAnswer>(HELLO, &hello, timeout).await {
+        Ok(a) => a,
+        Err(e) => return Err(fail(agent_failure(e, child.as_mut(), &tail).await)),
+    };
+    if answer.version != env!("CARGO_PKG_VERSION") {
+        return Err(fail(format!(
+            "the agent is ioscope {}, this coordinator is {}: use the same version",
+            answer.version,
+            env!("CARGO_PKG_VERSION")
+        )));
+    }
+    said.push_str(&format!(", agent pid {} on {}", answer.pid, answer.hostname));
+    let host = Host {
+        index,
+        name: spec.name.clone(),
+        address: spec.kind.address(),
+        transport,
+        client,
+        child,
+        config: serde_json::Value::Null,
+        plan_json: String::new(),
+        offset: Offset { offset_ns: 0, uncertainty_ns: 0, rtt_ns: 0 },
+        started_unix_ns: None,
+        last_second: None,
+        done: None,
+        lost: None,
+        store_delay_ns: (0, 0, 0),
+    };
+    Ok((host, said))
+}
+
+/// The last lines an agent wrote to its stderr (the ssh session's), for messages.
+type Tail = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
+
+/// Reads the session's stderr to its end (a full pipe would stall the agent), keeping the
+/// last few lines.
+async fn keep_tail(stderr: tokio::process::ChildStderr, tail: Tail) {
+    use tokio::io::AsyncBufReadExt;
+    let mut lines = tokio::io::BufReader::new(stderr).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        let mut t = tail.lock().unwrap();
+        if t.len() == 8 {
+            t.remove(0);
+        }
+        t.push(line.chars().take(500).collect());
+    }
+}
+
+/// A call that failed on a fresh agent: with what the agent said on stderr, if anything.
+async fn agent_failure(e: CallError, child: Option<&mut Child>, tail: &Tail) -> String {
+    if let Some(child) = child {
+        let _ = tokio::time::timeout(Duration::from_secs(2), child.wait()).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let said = tail.lock().unwrap().join(" / ");
+    match said.trim() {
+        "" => e.to_string(),
+        said => format!("{e}; the agent said: {said}"),
+    }
+}
+
+async fn measure_clock(client: &Client) -> Result<Offset, String> {
+    let mut exchanges = Vec::new();
+    for _ in 0..CLOCK_EXCHANGES {
+        let sent = unix_ns();
+        let a: ClockAnswer = client.call(CLOCK, &Empty {}, Duration::from_secs(5)).await.map_err(|e| e.to_string())?;
+        let received = unix_ns();
+        exchanges.push(Exchange { sent_unix_ns: sent, agent_unix_ns: a.unix_ns, received_unix_ns: received });
+    }
+    estimate(&exchanges).ok_or_else(|| "the clock went backwards during every exchange".to_string())
+}
+
+/// Asks one agent for its seconds until its run is done; a host that does not answer for
+/// `timeout` (or whose connection is gone) is reported lost.
+async fn poll(i: usize, client: Client, timeout: Duration, tx: mpsc::Sender<(usize, Result<SecondsAnswer, String>)>) {
+    let mut after = None;
+    let mut last_answer = tokio::time::Instant::now();
+    loop {
+        let req = Seconds { after, wait_ms: POLL_WAIT_MS };
+        let call_timeout = Duration::from_millis(POLL_WAIT_MS) + timeout;
+        match client.call::<_, SecondsAnswer>(SECONDS, &req, call_timeout).await {
+            Ok(a) => {
+                last_answer = tokio::time::Instant::now();
+                if let Some(last) = a.seconds.last() {
+                    after = Some(last.second);
+                }
+                let done = a.done.is_some();
+                if tx.send((i, Ok(a))).await.is_err() || done {
+                    return;
+                }
+            }
+            Err(e) => {
+                let closed = client.is_closed() || matches!(e, CallError::Closed(_));
+                if closed || last_answer.elapsed() >= timeout {
+                    let why = if closed {
+                        format!("its connection ended ({e})")
+                    } else {
+                        format!("no answer for {} s ({e})", timeout.as_secs())
+                    };
+                    let _ = tx.send((i, Err(why))).await;
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    }
+}
+
+/// Refuses what a well-behaved agent never sends: seconds out of order or past the plan,
+/// and numbers too large to add up without overflow.
+fn check_answer(a: SecondsAnswer, last: Option<u32>, last_planned: u32) -> Result<SecondsAnswer, String> {
+    const MAX: u64 = 1 << 52;
+    let mut prev = last;
+    for s in &a.seconds {
+        if prev.is_some_and(|p| s.second <= p) || s.second > last_planned {
+            return Err(format!("it sent second {} out of order or past the plan's end", s.second));
+        }
+        prev = Some(s.second);
+        let big = |c: &ioscope_metrics::Counts| c.ops > MAX || c.bytes > MAX || c.errors > MAX;
+        let too_big = s.ops.iter().any(|o| big(&o.data.counts) || o.data.latency_ns.count() > MAX)
+            || s.workers.iter().any(|w| big(&w.counts))
+            || s.files.iter().any(|f| big(&f.counts))
+            || s.interval_ns > (last_planned as u64 + 2) * SECOND_NS;
+        if too_big {
+            return Err(format!("it sent impossible numbers in second {}", s.second));
+        }
+    }
+    Ok(a)
+}
+
+/// One second merged over hosts (for the progress line): ops of the same workload add up.
+fn merge<'a>(snaps: impl Iterator<Item = &'a Snapshot>) -> Option<Snapshot> {
+    let mut out: Option<Snapshot> = None;
+    for s in snaps {
+        match &mut out {
+            None => out = Some(Snapshot { ops: s.ops.clone(), ..Snapshot::new(s.second, s.interval_ns, "") }),
+            Some(m) => {
+                m.interval_ns = m.interval_ns.max(s.interval_ns);
+                for o in &s.ops {
+                    match m.ops.iter_mut().find(|x| x.workload == o.workload && x.op == o.op) {
+                        Some(x) => x.data.merge(&o.data),
+                        None => m.ops.push(o.clone()),
+                    }
+                }
+            }
+        }
+        if let Some(m) = &mut out {
+            (m.step, m.warmup) = (s.step, s.warmup);
+        }
+    }
+    out
+}
+
+async fn stop_all(hosts: &[Host]) {
+    for h in hosts.iter().filter(|h| h.done.is_none() && h.lost.is_none()) {
+        let _ = h.client.call::<_, Empty>(STOP, &Empty {}, Duration::from_secs(2)).await;
+    }
+}
+
+/// The host's configuration with how it took part ("agent", see docs/hosts.md).
+fn host_config(h: &Host) -> serde_json::Value {
+    let mut config = match &h.config {
+        serde_json::Value::Object(_) => h.config.clone(),
+        _ => serde_json::json!({}),
+    };
+    if let Some(engine) = h.done.as_ref().and_then(|d| d.engine.clone()) {
+        config["engine"] = serde_json::json!(engine);
+    }
+    let status = match (&h.lost, &h.done) {
+        (Some(_), _) => "lost".to_string(),
+        (None, Some(d)) => d.status.clone(),
+        (None, None) => "running".to_string(),
+    };
+    let detail = h.lost.as_ref().map(|l| l.1.clone()).or_else(|| h.done.as_ref().and_then(|d| d.detail.clone()));
+    config["agent"] = serde_json::json!({
+        "index": h.index,
+        "address": h.address,
+        "transport": h.transport,
+        "status": status,
+        "detail": detail,
+        "clock_offset_ns": h.offset.offset_ns,
+        "clock_uncertainty_ns": h.offset.uncertainty_ns,
+        "rtt_ns": h.offset.rtt_ns,
+        "started_unix_ns": h.started_unix_ns,
+        "lost_at_second": h.lost.as_ref().map(|l| l.0),
+        "store_delay_ns": {"mean": h.store_delay_ns.0.checked_div(h.store_delay_ns.1), "max": h.store_delay_ns.2},
+        "plan_json": h.plan_json,
+    });
+    config
+}

@@ -1,0 +1,93 @@
+//! The calls between the coordinator and an agent (all `POST`, JSON both ways, over
+//! [`ioscope_proto`]): what each carries. See docs/agent-protocol.md.
+
+use ioscope_metrics::Snapshot;
+use serde::{Deserialize, Serialize};
+
+pub const HELLO: &str = "/v1/hello";
+pub const CLOCK: &str = "/v1/clock";
+pub const PREPARE: &str = "/v1/prepare";
+pub const START: &str = "/v1/start";
+pub const SECONDS: &str = "/v1/seconds";
+pub const STOP: &str = "/v1/stop";
+
+/// The coordinator introduces itself; the agent answers with what it is.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Hello {
+    pub version: String,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct HelloAnswer {
+    /// `CARGO_PKG_VERSION` of the agent's binary.
+    pub version: String,
+    /// The agent host's kernel node name.
+    pub hostname: String,
+    pub pid: u32,
+}
+
+/// The agent's wall clock (CLOCK_REALTIME, ns since the Unix epoch) when it answered.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ClockAnswer {
+    pub unix_ns: i64,
+}
+
+/// The run an agent is to take part in: the canonical workload text (the agent validates
+/// it itself) and which host it is.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Prepare {
+    pub workload_toml: String,
+    /// The coordinator's hash of the canonical text: the agent's must be the same.
+    pub workload_hash: String,
+    /// This host's place in the run's host list (0-based) and its name in the results.
+    pub index: usize,
+    pub name: String,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct PrepareAnswer {
+    /// The plan this host runs ([`crate::host_plan`]), as JSON.
+    pub plan_json: String,
+    /// The host's system configuration (as a local run records it).
+    pub config: serde_json::Value,
+    /// What preparing the working set did ("reusing 4 files, 1 GiB", ...).
+    pub prepared: String,
+}
+
+/// Start the measured run at this instant of the agent's own wall clock.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Start {
+    pub at_unix_ns: i64,
+}
+
+/// Finished seconds after `after` (None: from the first), waiting up to `wait_ms` for one.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Seconds {
+    pub after: Option<u32>,
+    pub wait_ms: u64,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct SecondsAnswer {
+    /// Ascending by second.
+    pub seconds: Vec<Snapshot>,
+    /// The run's time zero on the agent's wall clock, once it started.
+    pub started_unix_ns: Option<i64>,
+    /// Set once the run has ended and every second was sent.
+    pub done: Option<Done>,
+}
+
+/// How an agent's run ended.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Done {
+    /// "completed", "failed" or "interrupted" (as the results file spells a status).
+    pub status: String,
+    pub detail: Option<String>,
+    pub first_errors: Vec<String>,
+    /// The engine set-up of worker 0 (a local run's host config "engine").
+    pub engine: Option<String>,
+}
+
+/// An empty request or answer.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct Empty {}
