@@ -17,6 +17,7 @@
 # /tmp/ioscope-hosts-lab; it holds the keys, sshd configs, logs and pids, and the NFS
 # server's state (STATE_DIR/nfs). `start` prints, as its last lines on stdout:
 #   hosts=10.99.0.11,10.99.0.12,10.99.0.13,10.99.0.14
+#   bridge=10.99.0.1              (the root namespace's address on the hosts' network)
 #   ssh_config=STATE_DIR/ssh_config
 #   nfs=nfs://10.77.0.2/export
 #   nfs_export_dir=STATE_DIR/nfs/export
@@ -292,8 +293,8 @@ EOF
   log "lab up in $(awk "BEGIN { printf \"%.1f\", $EPOCHREALTIME - $t0 }")s:" \
     "$NHOSTS hosts on $BRIDGE ($SUBNET), NFS at $url"
   local IFS=,
-  printf 'hosts=%s\nssh_config=%s\nnfs=%s\nnfs_export_dir=%s\n' "${hosts[*]}" \
-    "$STATE_DIR/ssh_config" "$url" "$STATE_DIR/nfs/export"
+  printf 'hosts=%s\nbridge=%s\nssh_config=%s\nnfs=%s\nnfs_export_dir=%s\n' "${hosts[*]}" \
+    "$BRIDGE_ADDR" "$STATE_DIR/ssh_config" "$url" "$STATE_DIR/nfs/export"
 }
 
 do_shape() {

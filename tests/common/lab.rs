@@ -33,6 +33,7 @@ const TOOLS: [&str; 10] =
 /// The lab as `hosts-lab.sh start` described it; lives as long as the test process.
 struct Shared {
     hosts: Vec<String>,
+    bridge: String,
     ssh_config: PathBuf,
     nfs_url: String,
     nfs_export_dir: PathBuf,
@@ -130,6 +131,7 @@ fn start_shared() -> Result<Shared, Unavailable> {
     };
     Ok(Shared {
         hosts: value("hosts")?.split(',').map(str::to_owned).collect(),
+        bridge: value("bridge")?,
         ssh_config: value("ssh_config")?.into(),
         nfs_url: value("nfs")?,
         nfs_export_dir: value("nfs_export_dir")?.into(),
@@ -166,6 +168,12 @@ impl Lab {
     /// The hosts' addresses, h1 first (10.99.0.11, …).
     pub fn hosts(&self) -> &[String] {
         &self.shared.hosts
+    }
+
+    /// The root namespace's address on the hosts' network (10.99.0.1): what the hosts
+    /// reach the test (and a coordinator) at.
+    pub fn bridge(&self) -> &str {
+        &self.shared.bridge
     }
 
     /// The ssh client configuration that logs in to every host as root without a prompt.
