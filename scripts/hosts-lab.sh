@@ -13,6 +13,7 @@
 #        scripts/hosts-lab.sh unshape HOST
 #        scripts/hosts-lab.sh link    HOST down|up   (partition a host, or bring it back)
 #        scripts/hosts-lab.sh exec    HOST CMD...    (run CMD inside the host's namespace)
+#        scripts/hosts-lab.sh pids    HOST           (the processes in it: "PID NAME" lines)
 # HOST is h1..h4, 1..4 or the host's address (10.99.0.11..14). STATE_DIR defaults to
 # /tmp/ioscope-hosts-lab; it holds the keys, sshd configs, logs and pids, and the NFS
 # server's state (STATE_DIR/nfs). `start` prints, as its last lines on stdout:
@@ -366,6 +367,14 @@ case "$cmd" in
     shift 2
     has_netns "$(netns "$n")" || die "h$n is not running (scripts/hosts-lab.sh start)"
     exec "${SUDO[@]}" ip netns exec "$(netns "$n")" "$@"
+    ;;
+  pids)
+    [ $# -eq 2 ] || usage
+    n="$(host_index "$2")"
+    has_netns "$(netns "$n")" || die "h$n is not running (scripts/hosts-lab.sh start)"
+    for pid in $(as_root ip netns pids "$(netns "$n")"); do
+      name="$(cat "/proc/$pid/comm" 2>/dev/null)" && echo "$pid $name"
+    done
     ;;
   *) usage ;;
 esac

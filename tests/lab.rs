@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 use std::io::Read;
 use std::net::TcpListener;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::Instant;
 
 fn ok(what: &str, out: Output) -> String {
@@ -133,20 +133,15 @@ fn a_finished_test_leaves_the_lab_unshaped_linked_up_and_without_its_processes()
         lab.shape(host, "10mbit");
         // A process left behind by a test (as an agent might be), detached from ssh.
         ok("a left-behind process", lab.ssh(host, "setsid sleep 600 </dev/null >/dev/null 2>&1 &"));
+        let names: Vec<String> = lab.processes(host).into_iter().map(|(_, name)| name).collect();
+        assert!(names.iter().any(|n| n == "sleep"), "the process runs in {host}'s namespace: {names:?}");
         lab.link(&lab.hosts()[1], false);
     }
     let Some(lab) = Lab::start_or_skip() else { return };
     let host = &lab.hosts()[3];
     let qdisc = ok("tc in the namespace", lab.exec(host, &["tc", "qdisc", "show", "dev", "eth0"]));
     assert!(!qdisc.contains("tbf"), "no shaping left on {host}: {qdisc}");
-    let netns = ok("ip netns identify", lab.exec(host, &["sh", "-c", "ip netns identify $$"])).trim().to_owned();
-    let pids =
-        ok(&format!("ip netns pids {netns}"), Command::new("ip").args(["netns", "pids", &netns]).output().unwrap());
-    let names: Vec<String> = pids
-        .split_whitespace()
-        .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/comm")).ok())
-        .map(|name| name.trim().to_owned())
-        .collect();
-    assert_eq!(names, ["sshd"], "only sshd's listener is left in {netns}");
+    let names: Vec<String> = lab.processes(host).into_iter().map(|(_, name)| name).collect();
+    assert_eq!(names, ["sshd"], "only sshd's listener is left in {host}");
     assert_eq!(ok("ssh to the host whose link was down", lab.ssh(&lab.hosts()[1], "echo up")), "up\n");
 }

@@ -220,6 +220,21 @@ impl Lab {
             .unwrap_or_else(|e| panic!("cannot run hosts-lab.sh exec: {e}"))
     }
 
+    /// The processes running in HOST's namespace (pid, name): sshd's, and whatever was
+    /// started through it, such as agents.
+    pub fn processes(&self, host: &str) -> Vec<(u32, String)> {
+        let out = Command::new(script()).args(["pids", host]).stdin(Stdio::null()).output();
+        let out = match out {
+            Ok(out) if out.status.success() => text(&out.stdout),
+            Ok(out) => panic!("hosts-lab.sh pids {host} failed ({}): {}", out.status, text(&out.stderr)),
+            Err(e) => panic!("cannot run hosts-lab.sh: {e}"),
+        };
+        out.lines()
+            .filter_map(|l| l.split_once(' '))
+            .filter_map(|(pid, name)| Some((pid.parse().ok()?, name.to_owned())))
+            .collect()
+    }
+
     fn script_ok(&self, args: &[&str]) {
         let out = Command::new(script()).args(args).stdin(Stdio::null()).output();
         match out {
