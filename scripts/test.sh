@@ -2,7 +2,8 @@
 # Installs what the tests need and runs them all: formatting, lints, unit and
 # integration tests (the real binary in temporary directories), the UI's data-shaping
 # modules under node:test, browser tests driving Debian Chromium with playwright-core, and
-# the NFSv3 client against a real nfs-ganesha in a network namespace (needs root).
+# the NFSv3 client against a real nfs-ganesha in a network namespace, and the many-host
+# lab: four ssh hosts and nfs-ganesha in network namespaces (needs root).
 # Usage: scripts/test.sh        (from anywhere inside the repository)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +20,14 @@ command -v losetup >/dev/null || need_apt+=(mount)
 command -v node >/dev/null || need_apt+=(nodejs)
 command -v npm >/dev/null || need_apt+=(npm)
 command -v "${CHROMIUM:-/usr/bin/chromium}" >/dev/null || need_apt+=(chromium)
+# The many-host lab (scripts/hosts-lab.sh): hosts are network namespaces with their own sshd.
+command -v ip >/dev/null && command -v tc >/dev/null || need_apt+=(iproute2)
+[ -x /usr/sbin/sshd ] || need_apt+=(openssh-server)
+command -v ssh >/dev/null || need_apt+=(openssh-client)
+command -v flock >/dev/null || need_apt+=(util-linux)
+# deploy/ is checked by scripts/check-deploy.sh: systemd-analyze verify and a YAML parser.
+command -v systemd-analyze >/dev/null || need_apt+=(systemd)
+python3 -c 'import yaml' 2>/dev/null || need_apt+=(python3-yaml)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "== installing: ${need_apt[*]}"
   if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq "${need_apt[@]}" >/dev/null
@@ -45,6 +54,11 @@ cargo test --workspace --locked
 echo "== overload: 256 threads on this machine's 2 CPUs, alone (other runs would starve it), release build"
 cargo build --release --locked
 IOSCOPE_RELEASE_BIN="$CARGO_TARGET_DIR/release/ioscope" cargo test --test cli --locked -- --ignored seconds_stay_seconds
+echo "== deploy/: the systemd unit and the Kubernetes manifest (scripts/check-deploy.sh)"
+scripts/check-deploy.sh
+# A test process that used the many-host lab stops it (and its NFS server) when it ends,
+# holding this lock until done: wait for that before starting an NFS server of our own.
+flock -w 120 /tmp/ioscope-hosts-lab.owner.lock true
 echo "== NFSv3 client against a real nfs-ganesha (scripts/nfs-ganesha.sh)"
 nfs_url=$(scripts/nfs-ganesha.sh start | tail -n1)
 trap 'scripts/nfs-ganesha.sh stop >/dev/null 2>&1 || true' EXIT
@@ -54,6 +68,13 @@ cargo test --test cli --locked -- --ignored nfs_engine_
 cargo test --test cli --locked -- --ignored nfs_server_stopped  # alone: it pauses the server
 cargo test --test cli --locked -- --ignored nfs_server_killed   # last: it kills the server
 scripts/nfs-ganesha.sh stop
+trap - EXIT
+echo "== many-host lab: four ssh hosts and nfs-ganesha in network namespaces (scripts/hosts-lab.sh)"
+# Each test process starts the lab once and stops it when it ends; the trap also stops
+# it if this script is interrupted.
+trap 'scripts/hosts-lab.sh stop >/dev/null 2>&1 || true' EXIT
+cargo test --test lab --locked -- --ignored
+flock -w 120 /tmp/ioscope-hosts-lab.owner.lock scripts/hosts-lab.sh stop
 trap - EXIT
 echo "== UI unit tests (node:test)"
 node --test ui-tests/unit/
