@@ -71,34 +71,6 @@ host_index() {
   echo "$n"
 }
 
-# True while PID runs and is the program NAME (a zombie counts as gone; the name check
-# keeps a recycled pid from being killed as ours).
-alive() {
-  local pid="$1" name="$2" stat
-  [ -n "$pid" ] && [ -r "/proc/$pid/stat" ] || return 1
-  stat="$(cat "/proc/$pid/stat" 2>/dev/null)" || return 1
-  [[ "$stat" == *"(${name:0:15}) "* ]] || return 1
-  [[ "$stat" != *") Z "* ]]
-}
-
-# SIGTERM, then SIGKILL after WAIT seconds; returns once PID is gone.
-stop_pid() {
-  local pid="$1" name="$2" wait="$3" i
-  alive "$pid" "$name" || return 0
-  as_root kill -TERM "$pid" 2>/dev/null || true
-  for ((i = 0; i < wait * 10; i++)); do
-    alive "$pid" "$name" || return 0
-    sleep 0.1
-  done
-  log "$name ($pid) still running after ${wait}s, sending SIGKILL"
-  as_root kill -KILL "$pid" 2>/dev/null || true
-  for ((i = 0; i < 50; i++)); do
-    alive "$pid" "$name" || return 0
-    sleep 0.1
-  done
-  log "$name ($pid) does not die"
-}
-
 install_missing() {
   local pkg missing=()
   for pkg in openssh-server openssh-client iproute2 util-linux; do
@@ -111,16 +83,40 @@ install_missing() {
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 }
 
-# Ends every process in namespace NS except the pids given after it (sshd's listener).
-end_processes_in() {
-  local ns="$1" pid keep name
+# The pids in namespace NS, but for those given after it.
+pids_in() {
+  local ns="$1" pid keep
   shift
-  has_netns "$ns" || return 0
   for pid in $(as_root ip netns pids "$ns" 2>/dev/null); do
     for keep in "$@"; do [ "$pid" = "$keep" ] && continue 2; done
-    name="$(cat "/proc/$pid/comm" 2>/dev/null)" || continue
-    stop_pid "$pid" "$name" 5
+    echo "$pid"
   done
+}
+
+# Ends every process in namespace NS except the pids given after it (sshd's listener):
+# SIGTERM (agents end their load on it), SIGKILL to whatever is left after 5 s. Each
+# signal goes to the pids the namespace holds at that moment (a listed pid is in it).
+end_processes_in() {
+  local ns="$1" i pids
+  shift
+  has_netns "$ns" || return 0
+  pids="$(pids_in "$ns" "$@")"
+  [ -n "$pids" ] || return 0
+  # shellcheck disable=SC2086  # one pid per word
+  as_root kill -TERM $pids 2>/dev/null || true
+  for ((i = 0; i < 50; i++)); do
+    [ -n "$(pids_in "$ns" "$@")" ] || return 0
+    sleep 0.1
+  done
+  pids="$(pids_in "$ns" "$@")"
+  log "still running in $ns after 5s, sending SIGKILL:" $pids
+  # shellcheck disable=SC2086
+  as_root kill -KILL $pids 2>/dev/null || true
+  for ((i = 0; i < 50; i++)); do
+    [ -n "$(pids_in "$ns" "$@")" ] || return 0
+    sleep 0.1
+  done
+  log "processes in $ns do not die: $(pids_in "$ns" "$@" | tr '\n' ' ')"
 }
 
 unshape_host() {

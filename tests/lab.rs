@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 use std::io::Read;
 use std::net::TcpListener;
 use std::path::Path;
-use std::process::Output;
+use std::process::{Command, Output};
 use std::time::Instant;
 
 fn ok(what: &str, out: Output) -> String {
@@ -58,6 +58,10 @@ fn the_lab_has_four_ssh_hosts_that_reach_the_nfs_server() {
     let marker = std::env::temp_dir().join(format!("ioscope-lab-marker-{}", std::process::id()));
     std::fs::write(&marker, "seen").unwrap();
     let seen = ok("cat over ssh", lab.ssh(&lab.hosts()[3], &format!("cat {}", marker.display())));
+    // The command line a coordinator is given logs in as well.
+    let words: Vec<String> = lab.ssh_command_line().split(' ').map(str::to_owned).collect();
+    let out = Command::new(&words[0]).args(&words[1..]).args([lab.hosts()[0].as_str(), "echo in"]).output().unwrap();
+    assert_eq!(ok("the coordinator's ssh command line", out), "in\n");
     std::fs::remove_file(&marker).unwrap();
     assert_eq!(seen, "seen");
 }

@@ -197,6 +197,12 @@ impl Lab {
         rest.split('/').next().unwrap_or(rest)
     }
 
+    /// The ssh command line that logs in to the hosts without a prompt
+    /// (`ssh -F <ssh_config>`), as a coordinator takes it in `IOSCOPE_SSH_COMMAND`.
+    pub fn ssh_command_line(&self) -> String {
+        format!("ssh -F {}", self.ssh_config().display())
+    }
+
     /// `ssh -F <ssh_config> root@HOST`, to add a command to.
     pub fn ssh_command(&self, host: &str) -> Command {
         let mut ssh = Command::new("ssh");
