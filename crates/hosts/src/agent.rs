@@ -162,13 +162,15 @@ async fn prepare(State(a): State<Agent>, Json(req): Json<Prepare>) -> Result<Jso
             env!("CARGO_PKG_VERSION")
         )));
     }
+    // Whether this host's files go into a directory of its own under the run's.
+    let own_subdir = plan.hosts.get(req.index).is_some_and(|h| h.dir.is_none() && h.target.is_none());
     let mut plan = host_plan(&plan, req.index, &req.name).map_err(ApiError::bad_request)?;
     if let Some(root) = &a.config.root {
         under_root(&mut plan, root);
         check_root(&plan, root).map_err(ApiError::forbidden)?;
     }
     let name = req.name.clone();
-    let prepared = tokio::task::spawn_blocking(move || prepare_files(plan, name))
+    let prepared = tokio::task::spawn_blocking(move || prepare_files(plan, name, own_subdir))
         .await
         .map_err(|e| ApiError::internal(format!("preparing stopped: {e}")))??;
     let answer = PrepareAnswer {
@@ -183,7 +185,10 @@ async fn prepare(State(a): State<Agent>, Json(req): Json<Prepare>) -> Result<Jso
 
 /// Checks and prepares the working set or dataset as a local run does (files ioscope did
 /// not create are refused unless the plan says force).
-fn prepare_files(plan: Plan, name: String) -> Result<(Prepared, serde_json::Value, String), ApiError> {
+fn prepare_files(plan: Plan, name: String, own_subdir: bool) -> Result<(Prepared, serde_json::Value, String), ApiError> {
+    if own_subdir && plan.engine.spec().caps.does_io {
+        make_run_dir(&plan).map_err(|e| ApiError::internal(format!("creating the run's directory: {e}")))?;
+    }
     let target = plan.dataset.as_ref().map_or(plan.dir.as_path(), |d| d.dir.as_path());
     let config = ioscope_exec::host::describe((!target.as_os_str().is_empty()).then_some(target));
     let lock = ioscope_exec::workdir::local_dir(&plan)
@@ -215,6 +220,23 @@ fn prepare_files(plan: Plan, name: String) -> Result<(Prepared, serde_json::Valu
         (layout.files, None, said)
     };
     Ok((Prepared { plan, name, files, dataset, lock }, config, said))
+}
+
+/// Creates the run's directory that holds every host's own (`<dir>` of `<dir>/<host>`)
+/// when it is missing and its parent exists: each host creates only what is its run's,
+/// and a mistyped parent still fails.
+fn make_run_dir(plan: &Plan) -> std::io::Result<()> {
+    let (fs, dir) = ioscope_exec::storage(plan).map_err(|e| std::io::Error::other(e.to_string()))?;
+    let dir = plan.dataset.as_ref().map_or(dir, |d| d.dir.clone());
+    let Some(run_dir) = dir.parent() else { return Ok(()) };
+    let mut c = fs.connect()?;
+    if c.stat(run_dir)?.is_some() {
+        return Ok(());
+    }
+    match run_dir.parent() {
+        Some(parent) if c.stat(parent)?.is_some() => c.create_dir_all(run_dir),
+        _ => Ok(()),
+    }
 }
 
 async fn start(State(a): State<Agent>, Json(req): Json<Start>) -> Result<Json<Empty>, ApiError> {

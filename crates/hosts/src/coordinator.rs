@@ -297,18 +297,17 @@ async fn run(plan: &Plan, c: Coordinate<'_>, started: &AtomicBool) -> Result<Out
             let merged = merge(slot.iter().flatten());
             if let Some(m) = merged {
                 let elapsed = (second as u64 + 1) * SECOND_NS;
-                (c.on_second)(&ioscope_exec::run::progress(&m, elapsed, planned_ns, plan, &steps));
+                let mut p = ioscope_exec::run::progress(&m, elapsed, planned_ns, plan, &steps);
+                // Threads over every host running the step.
+                let active = steps.get(p.step as usize).and_then(|st| st.hosts).map_or(hosts.len(), |n| n as usize);
+                p.threads *= active.min(hosts.len()) as u32;
+                (c.on_second)(&p);
             }
             pending.remove(&second);
         }
     }
 
     // The end: every host's record, then the run's status.
-    for h in hosts.iter_mut() {
-        if let Some(child) = h.child.as_mut() {
-            drop(child.stdin.take()); // the agent's stdin ends: it exits
-        }
-    }
     let mut first_errors = Vec::new();
     let mut failed = None;
     for h in &hosts {
@@ -322,17 +321,11 @@ async fn run(plan: &Plan, c: Coordinate<'_>, started: &AtomicBool) -> Result<Out
             }
         }
     }
-    for h in hosts.iter_mut() {
-        if let Some(mut child) = h.child.take() {
-            if tokio::time::timeout(Duration::from_secs(5), child.wait()).await.is_err() {
-                let _ = child.kill().await;
-            }
-        }
-    }
     let lost: Vec<String> = hosts
         .iter()
         .filter_map(|h| h.lost.as_ref().map(|(at, why)| format!("host {} was lost at second {at}: {why}", h.name)))
         .collect();
+    end_sessions(&mut hosts).await;
     let (status, detail) = if let Some(why) = stopping {
         (Status::Failed, Some(why))
     } else if let Some(why) = failed {
@@ -351,6 +344,22 @@ async fn run(plan: &Plan, c: Coordinate<'_>, started: &AtomicBool) -> Result<Out
     }
     writer.finish(status, detail.as_deref(), unix_ns() / 1_000_000).map_err(store_err)?;
     Ok(Outcome { status, detail, first_errors, seconds_written })
+}
+
+/// Closes every connection; an ssh session's agent then sees its stdin end and exits
+/// (one that has not within 5 s is ended with its session).
+async fn end_sessions(hosts: &mut Vec<Host>) {
+    let children: Vec<Child> = hosts.iter_mut().filter_map(|h| h.child.take()).collect();
+    hosts.clear(); // the clients: the connections close
+    let mut waiting = tokio::task::JoinSet::new();
+    for mut child in children {
+        waiting.spawn(async move {
+            if tokio::time::timeout(Duration::from_secs(5), child.wait()).await.is_err() {
+                let _ = child.kill().await;
+            }
+        });
+    }
+    while waiting.join_next().await.is_some() {}
 }
 
 fn hosts_len(plan: &Plan) -> usize {

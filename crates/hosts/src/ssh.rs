@@ -104,6 +104,11 @@ fn classify(stderr: &str) -> SshError {
 /// This binary's identity: its version, and a digest of its bytes (a copy is reused only
 /// if it is this very build).
 pub fn own_build() -> Result<(PathBuf, String), String> {
+    static BUILD: std::sync::OnceLock<Result<(PathBuf, String), String>> = std::sync::OnceLock::new();
+    BUILD.get_or_init(digest_own_build).clone()
+}
+
+fn digest_own_build() -> Result<(PathBuf, String), String> {
     use sha2::Digest;
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
     let bytes = std::fs::read(&exe).map_err(|e| format!("cannot read {}: {e}", exe.display()))?;
