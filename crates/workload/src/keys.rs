@@ -487,7 +487,7 @@ pub const KEYS: &[Key] = &[
         default: "",
         help: "Run from these client hosts at once, comma-separated: [user@]host[:port], ssh://[user@]host[:port], agent://host:port.",
         help_from: None,
-        doc: "in a file, a list of addresses like `[\"h1\", \"ssh://bench@h2:2222\"]`; replaces the file's `[[host]]` tables (see Hosts above); without hosts, the run is local",
+        doc: "in a file, a list of addresses like `[\"h1\", \"ssh://bench@h2:2222\"]`; replaces the file's `[[host]]` tables (see [Hosts](#hosts)); without hosts, the run is local",
         fio: &[],
         fio_values: &[],
         example: "[\"client1\", \"bench@client2:2222\"]",
