@@ -243,6 +243,9 @@ fn for_host_splits_a_fixed_rate_so_the_parts_add_up_exactly() {
     let (d, _) = one_error(&format!("{NULL}threads = 2\nrate_iops = 7\n{}", four_hosts()));
     assert_eq!(d.expected, "at least 8 (1 IOPS per thread)");
     assert!(d.message.contains("(2 on each of 4 hosts)"), "{d}");
+    // A hosts staircase steps hosts, not threads: 1 thread on each of 4 hosts needs 4.
+    let p = plan(&format!("{NULL}rate_iops = 4\nstaircase = \"hosts:1-4/1s\"\n{}", four_hosts()));
+    assert_eq!(p.for_host(3).steps()[3].rate, Rate::Fixed(1));
 }
 
 #[test]
@@ -259,6 +262,7 @@ fn for_host_applies_the_hosts_own_dir_and_target() {
     // Every host with its own dir: no top-level dir is needed.
     let p = plan("[[host]]\naddress = \"c1\"\ndir = \"/a\"\n[[host]]\naddress = \"c2\"\ndir = \"/b\"\n");
     assert_eq!(p.for_host(1).dir, PathBuf::from("/b"));
+    assert_eq!(plan(&to_toml(&p)), p);
     // NFS: each host's own target (a dataset under the top-level target moves with it).
     let p = plan(
         "engine = \"nfs\"\ntarget = \"nfs://srv/export/all\"\n[dataset]\ndir = \"tree\"\n[[workload]]\noperation = \"create\"\n\
@@ -267,6 +271,11 @@ fn for_host_applies_the_hosts_own_dir_and_target() {
     let h = p.for_host(0);
     assert_eq!(h.target.as_ref().map(|t| t.url.as_str()), Some("nfs://srv/export/c1"));
     assert_eq!(h.dataset.as_ref().unwrap().dir, PathBuf::from("nfs://srv/export/c1/tree"));
+    // Every host with its own target and no dataset: no top-level target is needed.
+    let p = plan("engine = \"nfs\"\n[[host]]\naddress = \"c1\"\ntarget = \"nfs://srv/e/1\"\n");
+    assert!(p.target.is_none());
+    assert_eq!(p.for_host(0).target.map(|t| t.url), Some("nfs://srv/e/1".to_string()));
+    assert_eq!(plan(&to_toml(&p)), p);
     // A target of its own only where the engine has targets.
     let (d, _) = one_error("dir = \"/x\"\n[[host]]\naddress = \"c1\"\ntarget = \"nfs://srv/e\"\n");
     assert_eq!(d.key, "host.target");

@@ -1704,7 +1704,7 @@ impl<'a> Ctx<'a> {
             .map(|w| {
                 let stepped = match (&for_threads_g, &staircase_g) {
                     (Got::Ok(l, _), _) => l.iter().copied().max(),
-                    (_, Got::Ok(s, _)) => Some(u64::from(s.max)),
+                    (_, Got::Ok(s, _)) if s.of == StaircaseOf::Threads => Some(u64::from(s.max)),
                     _ => None,
                 };
                 stepped.unwrap_or(u64::from(w.workload.threads))
