@@ -614,23 +614,29 @@ pub const KEYS: &[Key] = &[
     plain("user", HOST, "ssh: the login name (or user@ in the address).", "\"bench\""),
     plain("port", HOST, "The ssh port, or the agent's port (or :PORT in the address).", "2222"),
     plain("identity", HOST, "ssh: the private key file (ssh -i).", "\"~/.ssh/id_ed25519\""),
-    plain("dir", HOST, "This host's own working directory, in place of the top-level dir.", "\"/mnt/test\""),
-    plain(
-        "target",
-        HOST,
-        "This host's own target, in place of the top-level target (engine nfs).",
-        "\"nfs://server/export/client1\"",
-    ),
+    Key {
+        default: "the top-level dir",
+        ..plain("dir", HOST, "This host's own working directory, in place of the top-level dir.", "\"/mnt/test\"")
+    },
+    Key {
+        default: "the top-level target",
+        ..plain(
+            "target",
+            HOST,
+            "This host's own target, in place of the top-level target (engine nfs).",
+            "\"nfs://server/export/client1\"",
+        )
+    },
     Key {
         default: "a copy of this ioscope",
         ..plain("bin", HOST, "ssh: the path of ioscope on the host.", "\"/usr/local/bin/ioscope\"")
     },
     Key {
-        default: "token_file",
+        default: "the top-level token_file",
         ..plain("token_file", HOST, "agent://: the file holding the agent's bearer token.", "\"/etc/ioscope/token\"")
     },
     Key {
-        default: "tls_ca",
+        default: "the top-level tls_ca",
         ..plain("ca", HOST, "agent://: PEM certificate(s) to trust for the agent's TLS.", "\"/etc/ioscope/ca.pem\"")
     },
 ];
