@@ -130,13 +130,29 @@ fn addresses_that_ssh_could_take_for_an_option_are_refused() {
 
 #[test]
 fn duplicate_host_names_are_refused_naming_the_first() {
-    let text = format!("{NULL}[[host]]\naddress = \"c1\"\n[[host]]\naddress = \"c1:2222\"\n");
+    let text = format!("{NULL}[[host]]\naddress = \"c1\"\n[[host]]\naddress = \"bench@c1\"\n");
     let (d, pos) = one_error(&text);
     assert_eq!((d.key.as_str(), pos), ("host.name", (5, 11)));
     assert!(d.message.contains("host 1 (ssh://c1) is also named `c1`"), "{d}");
     // A name of its own tells them apart.
-    let p = plan(&format!("{text}name = \"c1-alt\"\n"));
-    assert_eq!(p.hosts[1].name, "c1-alt");
+    let p = plan(&format!("{text}name = \"c1-bench\"\n"));
+    assert_eq!(p.hosts[1].name, "c1-bench");
+    // Names given twice point at the second.
+    let (d, pos) =
+        one_error(&format!("{NULL}[[host]]\naddress = \"a\"\nname = \"x\"\n[[host]]\naddress = \"b\"\nname = \"x\"\n"));
+    assert_eq!((d.key.as_str(), pos), ("host.name", (7, 8)));
+    // Default names that clash (agents on one machine, ssh on other ports) take their port.
+    let p = plan_with(
+        NULL,
+        &Flags::default().with("hosts", "agent://c1:7000,agent://c1:7001,c2,c2:2222").with("token-file", "/t"),
+    );
+    let names: Vec<&str> = p.hosts.iter().map(|h| h.name.as_str()).collect();
+    assert_eq!(names, ["c1:7000", "c1:7001", "c2", "c2:2222"]);
+    // A name is also a directory name.
+    for bad in ["a/b", "..", "x\\u0007"] {
+        let (d, pos) = one_error(&format!("{NULL}[[host]]\naddress = \"a\"\nname = \"{bad}\"\n"));
+        assert_eq!((d.key.as_str(), pos), ("host.name", (4, 8)), "{bad}");
+    }
 }
 
 #[test]

@@ -608,8 +608,8 @@ pub const KEYS: &[Key] = &[
         "\"ssh://bench@client1:22\"",
     ),
     Key {
-        default: "the address's host",
-        ..plain("name", HOST, "How the host is shown (unique among the hosts).", "\"client1\"")
+        default: "the address's host (:PORT added when two share it)",
+        ..plain("name", HOST, "How the host is shown, and its own directory under a shared dir (unique; no `/`).", "\"client1\"")
     },
     plain("user", HOST, "ssh: the login name (or user@ in the address).", "\"bench\""),
     plain("port", HOST, "The ssh port, or the agent's port (or :PORT in the address).", "2222"),

@@ -13,6 +13,8 @@ struct Read {
     spec: HostSpec,
     address_loc: Loc,
     name_loc: Loc,
+    /// The name was given (not the address's host part).
+    named: bool,
 }
 
 const PATH_EXPECTED: &str = "a file path, like \"/etc/ioscope/token\"";
@@ -83,6 +85,18 @@ impl<'a> Ctx<'a> {
                 }
             }
         }
+        // Default names that clash (agents on one machine) take their port.
+        let clashes: Vec<bool> =
+            hosts.iter().map(|h| !h.named && hosts.iter().filter(|o| o.spec.name == h.spec.name).count() > 1).collect();
+        for (h, clash) in hosts.iter_mut().zip(clashes) {
+            let port = match &h.spec.kind {
+                HostKind::Agent { port, .. } => Some(*port),
+                HostKind::Ssh { port, .. } => *port,
+            };
+            if let (true, Some(port)) = (clash, port) {
+                h.spec.name = format!("{}:{port}", h.spec.name);
+            }
+        }
         // Names tell the hosts apart everywhere in the results.
         for i in 0..hosts.len() {
             if let Some(j) = hosts[..i].iter().position(|o| o.spec.name == hosts[i].spec.name) {
@@ -147,6 +161,7 @@ impl<'a> Ctx<'a> {
                     },
                     address_loc: iloc.clone(),
                     name_loc: iloc,
+                    named: false,
                 }),
                 Err(note) => {
                     self.err(&iloc, "hosts", ADDRESS_EXPECTED, note);
@@ -161,7 +176,7 @@ impl<'a> Ctx<'a> {
     /// One `[[host]]` table (keys "host.*" of entry `i`).
     fn host_table(&mut self, i: usize, engine: Option<EngineKind>, rule: Option<TargetRule>) -> Option<Read> {
         let address_g = self.text_value("host.address", ADDRESS_EXPECTED);
-        let name_g = self.text_value("host.name", "a name like \"client1\" (at most 64 characters)");
+        let name_g = self.text_value("host.name", "a name like \"client1\" (at most 64 characters, no `/`)");
         let user_g = self.text_value("host.user", "a login name like \"bench\"");
         let port_g = self.int("host.port", 1, 65535);
         let identity_g = self.path_value("host.identity");
@@ -278,12 +293,22 @@ impl<'a> Ctx<'a> {
             }
         }
         let name = match &name_g {
-            Got::Ok(n, loc) if n.chars().count() > 64 || n.chars().any(char::is_control) => {
-                self.err(loc, "host.name", "a name of at most 64 characters, without control characters", "");
+            // The name is also the host's own directory under a shared dir or target.
+            Got::Ok(n, loc)
+                if n.chars().count() > 64 || n.chars().any(|c| c.is_control() || c == '/') || n == "." || n == ".." =>
+            {
+                let note = "the name is also the host's own directory under a dir or target the hosts share";
+                self.err(
+                    loc,
+                    "host.name",
+                    "a name of at most 64 characters, without `/` or control characters, other than . and ..",
+                    note,
+                );
                 None
             }
             _ => name_g.or(kind.host().to_string()),
         };
+        let named = !matches!(name_g.loc(), Loc::Default);
         let name_loc = match name_g.loc() {
             Loc::Default => address_loc.clone(),
             l => l,
@@ -302,6 +327,7 @@ impl<'a> Ctx<'a> {
             spec,
             address_loc,
             name_loc,
+            named,
         })
     }
 
