@@ -29,6 +29,11 @@ pub fn validate(file: &Path, flags: &Flags) -> CmdResult {
     let plan = plan_from(Some(file), flags)?;
     let threads: u32 = plan.max_threads().iter().sum();
     let threads = if threads == 1 { "1 thread".to_string() } else { format!("{threads} threads") };
+    let threads = match plan.hosts.len() {
+        0 => threads,
+        1 => format!("{threads} on 1 host"),
+        n => format!("{threads} per host, {n} hosts"),
+    };
     let names: Vec<&str> = plan.workloads.iter().map(|w| w.name.as_str()).collect();
     let steps = plan.steps().len();
     let steps = if steps == 1 { String::new() } else { format!(", {steps} steps") };

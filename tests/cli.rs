@@ -2554,3 +2554,36 @@ fn a_run_offers_by_file_and_by_worker_only_for_the_distributions_it_broke_down()
     assert!(!off.contains(&"file".to_string()) && !off.contains(&"worker".to_string()), "{off:?}");
     assert!(off.contains(&"op".to_string()), "{off:?}");
 }
+
+// ---- Many hosts: the workload input ([[host]], --hosts) ----
+
+#[test]
+fn validate_names_the_hosts_of_a_many_host_file() {
+    let out = run_ok(&["validate", "examples/hosts-staircase.toml"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains(": ok (posix randrw, 4 threads per host, 4 hosts, 4 steps, 4m)"), "{text}");
+}
+
+#[test]
+fn a_bad_hosts_flag_exits_2_naming_the_flag_and_the_address_before_any_connection() {
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().join("r.db");
+    let err = invalid_input(&[
+        "run",
+        "--engine",
+        "null",
+        "--hosts",
+        "c1,-oProxyCommand=x",
+        "--staircase",
+        "hosts:1-3/1s",
+        "--quiet",
+        "--out",
+        s(&results),
+    ]);
+    assert!(err.contains("--hosts c1,-oProxyCommand=x: error: expected [user@]host[:port]"), "{err}");
+    assert!(err.contains("the host `-oProxyCommand=x` starts with `-`"), "{err}");
+    assert!(!results.exists(), "nothing was run");
+    let err = invalid_input(&["validate", "examples/hosts-staircase.toml", "--hosts", "a,b"]);
+    assert!(err.contains("--staircase") || err.contains("staircase"), "{err}");
+    assert!(err.contains("at most 2 hosts"), "{err}");
+}

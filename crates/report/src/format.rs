@@ -168,6 +168,14 @@ fn one_workload(p: &Plan, w: &ioscope_workload::Workload) -> String {
         parts.push(format!("bs {}", block_sizes(&w.block_sizes)));
     }
     match (&p.steps.staircase, p.steps.for_threads.as_slice()) {
+        (Some(st), _) if st.of == ioscope_workload::StaircaseOf::Hosts => parts.push(format!(
+            "threads {} on hosts {}-{} (+{} every {} s)",
+            w.threads,
+            st.start,
+            st.max,
+            st.add,
+            num(st.every.as_secs_f64())
+        )),
         (Some(st), _) => {
             parts.push(format!("threads {}-{} (+{} every {} s)", st.start, st.max, st.add, num(st.every.as_secs_f64())))
         }

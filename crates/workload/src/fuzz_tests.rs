@@ -75,6 +75,18 @@ const VALUES: &[&str] = &[
     "{ text = \"\", column = \"1ns\" }",
     "[{size = \"4k\", weight = 0}]",
     "1979-05-27T07:32:00Z",
+    "\"agent://h:0\"",
+    "\"agent://h\"",
+    "\"-oProxyCommand=x\"",
+    "\"u@[::1]:65536\"",
+    "\"ssh://u@@h\"",
+    "\"h1,h1,agent://[fd00::1]:7\"",
+    "[\"h1\", \"\", 7]",
+    "\"hosts:1-1024/1s\"",
+    "\"hosts:0-2/1s\"",
+    "\"hosts:1-4+3/1s\"",
+    "\"stop\"",
+    "\"continue\"",
 ];
 const KEYS: &[&str] = &[
     "engine",
@@ -116,11 +128,25 @@ const KEYS: &[&str] = &[
     "command",
     "at",
     "timeout",
+    "hosts",
+    "token_file",
+    "tls_ca",
+    "on_host_loss",
+    "host_timeout",
+    "address",
+    "user",
+    "port",
+    "identity",
+    "bin",
+    "ca",
 ];
 const LINES: &[&str] = &[
     "[dataset]",
     "[[workload]]",
     "[[probe]]",
+    "[[host]]",
+    "address = \"h9\"",
+    "address = \"agent://h9:7070\"",
     "[workload]",
     "[[dataset]]",
     "[a.b.c]",
@@ -193,6 +219,27 @@ fn check(text: &str, flags: &Flags) {
     match build_plan(Some(&file), flags) {
         Ok(plan) => {
             assert!(plan.steps().len() <= 10_000);
+            // Each host's part: its steps line up with the plan's, a fixed rate's parts add up.
+            let parts: Vec<Plan> = (0..plan.hosts.len().min(8)).map(|i| plan.for_host(i)).collect();
+            for part in &parts {
+                assert_eq!(part.steps().len(), plan.steps().len());
+                let json = serde_json::to_string(part).expect("a host's plan serializes");
+                assert_eq!(&serde_json::from_str::<Plan>(&json).expect("and reads back"), part);
+            }
+            if plan.hosts.len() <= 8 && !parts.is_empty() {
+                for (k, step) in plan.steps().iter().enumerate() {
+                    if let Rate::Fixed(total) = step.rate {
+                        let sum: u64 = parts
+                            .iter()
+                            .map(|p| match p.steps()[k].rate {
+                                Rate::Fixed(r) => r,
+                                _ => 0,
+                            })
+                            .sum();
+                        assert_eq!(sum, total, "step {k}");
+                    }
+                }
+            }
             let canon = to_toml(&plan);
             let _ = plan_hash(&plan);
             let back = SourceFile { path: PathBuf::from("canon.toml"), text: canon.clone() };
@@ -239,10 +286,13 @@ fn boundary_values_in_every_key_and_flag_never_panic() {
         let dataset = ["depth", "width", "sizes", "total_size", "working_set", "format"];
         let workload = ["name", "operation", "fileio", "fileselect", "skew", "pattern"];
         let probe = ["command", "at", "timeout"];
+        let host = ["address", "user", "port", "identity", "bin", "ca"];
         if dataset.contains(&key) {
             ("dir = \"/tmp/x\"\n[dataset]\n", "dataset.")
         } else if workload.contains(&key) {
             ("engine = \"null\"\n[[workload]]\n", "workload.")
+        } else if host.contains(&key) {
+            ("engine = \"null\"\n[[host]]\naddress = \"c1\"\n", "host.")
         } else if probe.contains(&key) {
             ("engine = \"null\"\n[[probe]]\ncommand = \"true\"\nat = \"1s\"\n", "probe.")
         } else {

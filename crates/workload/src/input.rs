@@ -1545,8 +1545,8 @@ impl<'a> Ctx<'a> {
                 let note = "a hosts staircase steps the number of client hosts, and this run has none";
                 self.err(loc, "staircase", "a hosts staircase with hosts ([[host]] tables or --hosts)", note);
             } else if st.of == StaircaseOf::Hosts && st.max as usize > n {
-                let note = format!("the staircase goes up to {} hosts, and the run has {n}", st.max);
-                self.err(loc, "staircase", format!("at most {n} hosts (the run's hosts)"), note);
+                let note = format!("the staircase goes up to {} hosts, and the run has {}", st.max, hosts_n(n));
+                self.err(loc, "staircase", format!("at most {} (the run's hosts)", hosts_n(n)), note);
             } else if st.of == StaircaseOf::Hosts && top < n {
                 let idle: Vec<&str> = hosts[top..].iter().map(|h| h.name.as_str()).collect();
                 let note = format!("its last step uses {top} of the {n} hosts, so {} would never run", idle.join(", "));
@@ -1704,7 +1704,7 @@ impl<'a> Ctx<'a> {
             .map(|w| {
                 let stepped = match (&for_threads_g, &staircase_g) {
                     (Got::Ok(l, _), _) => l.iter().copied().max(),
-                    (_, Got::Ok(s, _)) => Some(u64::from(s.max)),
+                    (_, Got::Ok(s, _)) if s.of == StaircaseOf::Threads => Some(u64::from(s.max)),
                     _ => None,
                 };
                 stepped.unwrap_or(u64::from(w.workload.threads))
@@ -1731,10 +1731,10 @@ impl<'a> Ctx<'a> {
             // The rate is over all hosts, each running its own threads.
             let all_threads = max_threads.saturating_mul(hosts_given.max(1) as u64);
             if *rate < all_threads {
-                let on_hosts = if hosts_given > 0 {
-                    format!(" ({max_threads} on each of {hosts_given} hosts)")
-                } else {
-                    String::new()
+                let on_hosts = match hosts_given {
+                    0 => String::new(),
+                    1 => " on the 1 host".to_string(),
+                    n => format!(" ({max_threads} on each of {n} hosts)"),
                 };
                 self.err(
                     loc,
@@ -2206,6 +2206,15 @@ struct ParsedWorkload {
 enum ListItem<'a> {
     Text(&'a str),
     Toml(&'a Value),
+}
+
+/// "1 host", "4 hosts".
+fn hosts_n(n: usize) -> String {
+    if n == 1 {
+        "1 host".to_string()
+    } else {
+        format!("{n} hosts")
+    }
 }
 
 /// A duration from a TOML value: a string like "90s", or a number of seconds.

@@ -487,7 +487,7 @@ pub const KEYS: &[Key] = &[
         default: "",
         help: "Run from these client hosts at once, comma-separated: [user@]host[:port], ssh://[user@]host[:port], agent://host:port.",
         help_from: None,
-        doc: "in a file, a list of addresses like `[\"h1\", \"ssh://bench@h2:2222\"]`; replaces the file's `[[host]]` tables (see Hosts above); without hosts, the run is local",
+        doc: "in a file, a list of addresses like `[\"h1\", \"ssh://bench@h2:2222\"]`; replaces the file's `[[host]]` tables (see [Hosts](#hosts)); without hosts, the run is local",
         fio: &[],
         fio_values: &[],
         example: "[\"client1\", \"bench@client2:2222\"]",
@@ -608,29 +608,35 @@ pub const KEYS: &[Key] = &[
         "\"ssh://bench@client1:22\"",
     ),
     Key {
-        default: "the address's host",
-        ..plain("name", HOST, "How the host is shown (unique among the hosts).", "\"client1\"")
+        default: "the address's host (:PORT added when two share it)",
+        ..plain("name", HOST, "How the host is shown, and its own directory under a shared dir (unique; no `/`).", "\"client1\"")
     },
     plain("user", HOST, "ssh: the login name (or user@ in the address).", "\"bench\""),
     plain("port", HOST, "The ssh port, or the agent's port (or :PORT in the address).", "2222"),
     plain("identity", HOST, "ssh: the private key file (ssh -i).", "\"~/.ssh/id_ed25519\""),
-    plain("dir", HOST, "This host's own working directory, in place of the top-level dir.", "\"/mnt/test\""),
-    plain(
-        "target",
-        HOST,
-        "This host's own target, in place of the top-level target (engine nfs).",
-        "\"nfs://server/export/client1\"",
-    ),
+    Key {
+        default: "the top-level dir",
+        ..plain("dir", HOST, "This host's own working directory, in place of the top-level dir.", "\"/mnt/test\"")
+    },
+    Key {
+        default: "the top-level target",
+        ..plain(
+            "target",
+            HOST,
+            "This host's own target, in place of the top-level target (engine nfs).",
+            "\"nfs://server/export/client1\"",
+        )
+    },
     Key {
         default: "a copy of this ioscope",
         ..plain("bin", HOST, "ssh: the path of ioscope on the host.", "\"/usr/local/bin/ioscope\"")
     },
     Key {
-        default: "token_file",
+        default: "the top-level token_file",
         ..plain("token_file", HOST, "agent://: the file holding the agent's bearer token.", "\"/etc/ioscope/token\"")
     },
     Key {
-        default: "tls_ca",
+        default: "the top-level tls_ca",
         ..plain("ca", HOST, "agent://: PEM certificate(s) to trust for the agent's TLS.", "\"/etc/ioscope/ca.pem\"")
     },
 ];

@@ -30,6 +30,8 @@ pub use units::{format_size, parse_duration, parse_size, UnitError};
 #[cfg(test)]
 mod fuzz_tests;
 #[cfg(test)]
+mod host_tests;
+#[cfg(test)]
 mod keys_tests;
 #[cfg(test)]
 mod tests;

@@ -118,6 +118,8 @@ enum Kind {
     Fsd,
     Fwd,
     Rd,
+    /// A host definition: a client host the run also runs on (`[[host]]`).
+    Hd,
 }
 
 /// One fsd, fwd or rd with its defaults (from `fsd=default` etc.) applied.
@@ -144,6 +146,7 @@ const OPERATIONS: [&str; 12] =
 const TOP_KEYS: [&str; 3] = ["dir", "direct", "sync"];
 const RD_KEYS: [&str; 7] = ["duration", "warmup", "rate_iops", "curve", "for_threads", "for_bs", "for_rwmix_read"];
 const DATASET_KEYS: [&str; 7] = ["dir", "depth", "width", "files", "sizes", "total_size", "working_set"];
+const HOST_KEYS: [&str; 3] = ["name", "address", "user"];
 const WORKLOAD_KEYS: [&str; 8] = ["name", "operation", "rwmix_read", "bs", "fileio", "fileselect", "threads", "skew"];
 
 #[derive(Default)]
@@ -155,6 +158,7 @@ struct Converter {
     fsd: Option<Def>,
     fwds: Vec<Def>,
     rd: Option<Def>,
+    hds: Vec<Def>,
 }
 
 /// Converts a vdbench parameter file into an ioscope workload file, or reports every problem.
@@ -169,9 +173,9 @@ pub fn convert(text: &str) -> Result<String, Vec<ImportError>> {
             "fsd" => c.definition(Kind::Fsd, &head, &rest, src),
             "fwd" => c.definition(Kind::Fwd, &head, &rest, src),
             "rd" => c.definition(Kind::Rd, &head, &rest, src),
-            "hd" | "sd" | "wd" => {
+            "hd" => c.definition(Kind::Hd, &head, &rest, src),
+            "sd" | "wd" => {
                 let what = match head.name.as_str() {
-                    "hd" => "host definitions (hd)",
                     "sd" => "raw storage definitions (sd)",
                     _ => "raw workload definitions (wd)",
                 };
@@ -282,6 +286,12 @@ impl Converter {
                     .push(head.err(format!("fwd {} is defined twice", def.name), "a unique name for each fwd"));
             }
             Kind::Fwd => return self.fwds.push(def),
+            Kind::Hd if self.hds.iter().any(|h| h.name == def.name) => {
+                return self
+                    .errors
+                    .push(head.err(format!("hd {} is defined twice", def.name), "a unique name for each hd"));
+            }
+            Kind::Hd => return self.hds.push(def),
         };
         if slot.is_some() {
             let why = if kind == Kind::Fsd { "has one dataset" } else { "is one run" };
@@ -315,9 +325,11 @@ impl Converter {
             (Kind::Fsd, "sizes") => def.set("sizes", p.weighted()?),
             (Kind::Fsd, "totalsize") => def.set("total_size", p.size()?),
             (Kind::Fsd, "workingsetsize") => def.set("working_set", p.size()?),
-            // ioscope runs on one host and puts files only in the leaf directories.
+            // Each ioscope host works in a directory of its own; files only in the leaf directories.
             (Kind::Fsd, "shared") if word == "no" => {}
-            (Kind::Fsd, "shared") => return Err(p.unsupported("shared=no: ioscope runs on one host")),
+            (Kind::Fsd, "shared") => {
+                return Err(p.unsupported("shared=no: each ioscope host works in a directory of its own"));
+            }
             (Kind::Fsd, "distribution") if word == "bottom" => {}
             (Kind::Fsd, "distribution") => {
                 return Err(p.unsupported("distribution=bottom (files in the leaf directories)"));
@@ -375,6 +387,26 @@ impl Converter {
                 def.set("for_bs", p.for_list(|s| parse_num(s).filter(|&n| n > 0), |n| toml_string(&fmt_size(n)))?)
             }
             (Kind::Rd, "rdpct") => def.set("for_rwmix_read", p.for_list(parse_pct, |n| n.to_string())?),
+            (Kind::Hd, "system") => {
+                // Noted, so that a bad one is not also reported as missing.
+                def.refs.insert("system", (p.items.clone(), p.pos));
+                match crate::host::parse_address(&p.raw) {
+                    Ok((crate::host::HostKind::Ssh { .. }, _)) if p.items.len() == 1 => {
+                        def.set("address", toml_string(&p.raw))
+                    }
+                    _ => return Err(p.invalid("system=hostname (or an IP address), reached over ssh")),
+                }
+            }
+            (Kind::Hd, "user") => match crate::host::check_user(&p.raw) {
+                Ok(()) if p.items.len() == 1 => def.set("user", toml_string(&p.raw)),
+                _ => return Err(p.invalid("user=login name")),
+            },
+            (Kind::Hd, "shell") if word == "ssh" => {}
+            (Kind::Hd, "shell") => {
+                return Err(p.unsupported("shell=ssh: ioscope starts its agents with the system's ssh"));
+            }
+            // The path of vdbench on the host: ioscope copies itself there instead.
+            (Kind::Hd, "vdbench") => {}
             _ => {
                 let supported = match kind {
                     Kind::Fsd => "anchor, depth, width, files, sizes, totalsize, workingsetsize, openflags",
@@ -382,6 +414,7 @@ impl Converter {
                     Kind::Rd => {
                         "fwd, fwdrate, curve, elapsed, warmup, interval, format, forthreads, forxfersize, forrdpct"
                     }
+                    Kind::Hd => "system, user, shell=ssh, vdbench (ignored: ioscope copies itself to the host)",
                 };
                 let msg = format!("{} is not a parameter ioscope supports here", p.name);
                 return Err(p.err(msg, format!("one of: {supported}")));
@@ -416,6 +449,9 @@ impl Converter {
                 let msg = format!("rdpct applies only to read and write, not operation={}", op.trim_matches('"'));
                 errors.push(error_at(*pos, "rdpct", msg, "operation=read or operation=write"));
             }
+        }
+        for h in self.hds.iter().filter(|h| !h.refs.contains_key("system")) {
+            errors.push(error_at(h.pos, "hd", format!("hd {} has no system", h.name), "system=hostname"));
         }
         let Some(mut rd) = self.rd.take() else {
             let msg = "the file has no run definition (rd=)";
@@ -476,6 +512,11 @@ impl Converter {
             let mut f = f.clone();
             f.set("name", toml_string(&f.name));
             emit(&mut out, &f, &WORKLOAD_KEYS, Some("[[workload]]"));
+        }
+        for h in &self.hds {
+            let mut h = h.clone();
+            h.set("name", toml_string(&h.name));
+            emit(&mut out, &h, &HOST_KEYS, Some("[[host]]"));
         }
         Ok(out)
     }
@@ -810,5 +851,26 @@ rd=run,fwd=*,fwdrate=curve,elapsed=90,warmup=30m,forthreads=(1-8,d),forxfersize=
         assert_eq!((t["dir"].as_str(), t["sync"].as_str()), (Some("/a \"q\""), Some("dsync")));
         assert_eq!((t["duration"].as_str(), t.get("rate_iops")), (Some("30s"), None));
         assert_eq!(t["dataset"]["total_size"].as_str(), Some("1g"));
+    }
+
+    #[test]
+    fn host_definitions_become_host_tables_that_validate() {
+        let text = format!(
+            "hd=default,vdbench=/opt/vdbench,user=bench,shell=ssh\nhd=hd1,system=client1\nhd=hd2,system=10.0.0.2\n\
+             {HEAD}fwd=fwd1,fsd=fsd1\nrd=rd1,fwd=fwd1\n"
+        );
+        let out = convert(&text).unwrap_or_else(|e| panic!("{e:#?}"));
+        assert!(out.contains("\n# hd=default,vdbench=/opt/vdbench,user=bench,shell=ssh\n# hd=hd1,system=client1\n[[host]]\nname = \"hd1\"\naddress = \"client1\"\nuser = \"bench\"\n"), "{out}");
+        let plan = crate::validate_file(&crate::SourceFile { path: "out.toml".into(), text: out.clone() })
+            .unwrap_or_else(|d| panic!("{out}\n{}", crate::render_diagnostics(&d)));
+        let hosts: Vec<String> = plan.hosts.iter().map(|h| format!("{} {}", h.name, h.kind.address())).collect();
+        assert_eq!(hosts, ["hd1 ssh://bench@client1", "hd2 ssh://bench@10.0.0.2"]);
+        // What ioscope cannot do with a host is refused where it is written.
+        let e = errors(&format!(
+            "hd=hd1,system=c1,shell=rsh,jvms=2\nhd=hd2\nhd=hd3,system=-oX\n{HEAD}fwd=f,fsd=fsd1\nrd=r,fwd=f\n"
+        ));
+        let got: Vec<(usize, usize, &str)> = e.iter().map(|e| (e.line, e.col, e.parameter.as_str())).collect();
+        assert_eq!(got, [(1, 18, "shell"), (1, 28, "jvms"), (2, 1, "hd"), (3, 8, "system")], "{e:#?}");
+        assert!(e[0].expected.contains("shell=ssh"), "{}", e[0].expected);
     }
 }

@@ -176,7 +176,7 @@ impl<'a> Ctx<'a> {
     /// One `[[host]]` table (keys "host.*" of entry `i`).
     fn host_table(&mut self, i: usize, engine: Option<EngineKind>, rule: Option<TargetRule>) -> Option<Read> {
         let address_g = self.text_value("host.address", ADDRESS_EXPECTED);
-        let name_g = self.text_value("host.name", "a name like \"client1\" (at most 64 characters)");
+        let name_g = self.text_value("host.name", "a name like \"client1\" (at most 64 characters, no `/`)");
         let user_g = self.text_value("host.user", "a login name like \"bench\"");
         let port_g = self.int("host.port", 1, 65535);
         let identity_g = self.path_value("host.identity");
@@ -293,8 +293,17 @@ impl<'a> Ctx<'a> {
             }
         }
         let name = match &name_g {
-            Got::Ok(n, loc) if n.chars().count() > 64 || n.chars().any(char::is_control) => {
-                self.err(loc, "host.name", "a name of at most 64 characters, without control characters", "");
+            // The name is also the host's own directory under a shared dir or target.
+            Got::Ok(n, loc)
+                if n.chars().count() > 64 || n.chars().any(|c| c.is_control() || c == '/') || n == "." || n == ".." =>
+            {
+                let note = "the name is also the host's own directory under a dir or target the hosts share";
+                self.err(
+                    loc,
+                    "host.name",
+                    "a name of at most 64 characters, without `/` or control characters, other than . and ..",
+                    note,
+                );
                 None
             }
             _ => name_g.or(kind.host().to_string()),
