@@ -111,9 +111,16 @@ pub(crate) fn host_rows(r: &Results) -> BTreeMap<String, HostSummary> {
 /// late, or was lost, is compared over the same load), and its transfer latency then.
 pub(crate) struct HostSeconds {
     pub host: String,
-    /// Per second: bytes per second per thread (ops per second when the run moved no bytes).
+    /// Per second: bytes per second per thread (ops per second when the run moved no
+    /// bytes); per host when the threads are not known (see [`threads_known`]).
     pub per_thread: Vec<f64>,
     pub latency: Histogram,
+}
+
+/// Whether every host's plan (its own, else the run's) says how many threads it ran.
+pub(crate) fn threads_known(r: &Results) -> bool {
+    let plans = host_threads(r);
+    r.seconds.iter().all(|s| plans.get(s.host.as_str()).is_some_and(|p| threads_in_step(p, s.step).is_some()))
 }
 
 /// The seconds every host ran, per host; `bytes` picks bytes (else ops) per second.

@@ -584,7 +584,8 @@ pub fn summarize(r: &Results, results_path: &Path) -> Summary {
     }
     s.notes = notes::notes(&s);
     if s.hosts.len() > 1 {
-        s.notes.extend(notes::host_outliers(&hosts::common_seconds(r, s.total.bytes > 0), s.total.bytes > 0));
+        let bytes = s.total.bytes > 0;
+        s.notes.extend(notes::host_outliers(&hosts::common_seconds(r, bytes), bytes, hosts::threads_known(r)));
     }
     // Per-file records a full ring dropped (the collector fell behind): said, never hidden.
     let lost = r.seconds.iter().filter(|x| x.not_broken_down > 0);

@@ -373,7 +373,8 @@ fn mean_se(v: &[f64]) -> (f64, f64) {
 /// A host that differs from the others beyond noise, in throughput per thread or in
 /// latency (the seeds' one client behind a bad cable), over the seconds all hosts ran.
 /// Needs three hosts: with two there is no majority to tell which one is odd.
-pub(crate) fn host_outliers(hosts: &[crate::hosts::HostSeconds], bytes: bool) -> Vec<String> {
+/// `per_thread`: the rates are per thread (else per host: the plans were not readable).
+pub(crate) fn host_outliers(hosts: &[crate::hosts::HostSeconds], bytes: bool, per_thread: bool) -> Vec<String> {
     let n_seconds = hosts.iter().map(|h| h.per_thread.len()).min().unwrap_or(0);
     if hosts.len() < 3 || n_seconds < HOST_MIN_SECONDS {
         return Vec::new();
@@ -405,8 +406,9 @@ pub(crate) fn host_outliers(hosts: &[crate::hosts::HostSeconds], bytes: bool) ->
         let diff = mean - median_rate;
         if median_rate > 0.0 && diff.abs() > HOST_THROUGHPUT_SHARE * median_rate && diff.abs() > HOST_NOISE_SE * se {
             why.push(format!(
-                "{} per thread against the median host's {} ({:+.0}%; the standard error of its seconds is ±{})",
+                "{}{} against the median host's {} ({:+.0}%; the standard error of its seconds is ±{})",
                 unit(mean),
+                if per_thread { " per thread" } else { "" },
                 unit(median_rate),
                 diff / median_rate * 100.0,
                 unit(se)

@@ -50,7 +50,7 @@ fn interval(n: u64, base_ns: u64, size: u64, offset_base: u64) -> OpInterval {
 pub fn second_of(h: usize, second: u32) -> Snapshot {
     let slow = HOSTS[h] == SLOW;
     // A deterministic wobble of up to ±6% per second and host.
-    let wobble = (u64::from(second) * 7 + h as u64 * 13) % 13;
+    let wobble = (u64::from(second) * 7 + h as u64 * 5) % 13;
     let reads_per_file = if slow { 40 } else { 200 } + wobble * if slow { 1 } else { 2 };
     let writes_per_file = reads_per_file / 4;
     let (read_ns, write_ns) = if slow { (1_000_000, 2_500_000) } else { (200_000, 500_000) };

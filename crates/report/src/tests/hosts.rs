@@ -145,13 +145,20 @@ fn a_damaged_agent_object_still_summarizes() {
 }
 
 /// Four hosts, 10 s: per second, host `h` does `ops(h, s)` reads with latencies `lat(h)`.
-fn four(ops: impl Fn(usize, u32) -> u64, lat: impl Fn(usize) -> (u64, u64, u64)) -> Vec<String> {
-    let r = run_of(4, 10, |h, s| {
+fn four_hosts(ops: impl Fn(usize, u32) -> u64, lat: impl Fn(usize) -> (u64, u64, u64)) -> Results {
+    run_of(4, 10, |h, s| {
         let (fast, slow, slow_ns) = lat(h);
         let n = ops(h, s);
         host_second(&format!("h{}", h + 1), s, n, fast, slow.min(n), slow_ns)
-    });
-    summarize(&r, Path::new("r")).notes.into_iter().filter(|n| n.contains("differs from the other hosts")).collect()
+    })
+}
+
+fn host_notes(r: &Results) -> Vec<String> {
+    summarize(r, Path::new("r")).notes.into_iter().filter(|n| n.contains("differs from the other hosts")).collect()
+}
+
+fn four(ops: impl Fn(usize, u32) -> u64, lat: impl Fn(usize) -> (u64, u64, u64)) -> Vec<String> {
+    host_notes(&four_hosts(ops, lat))
 }
 
 #[test]
@@ -165,6 +172,11 @@ fn a_host_with_a_fifth_of_the_throughput_per_thread_is_named_with_its_numbers() 
     // Bytes per second per thread (2 threads): 105 x 4096 / 2 against 1025 x 4096 / 2.
     assert!(n.contains("0.21 MB/s per thread against the median host's 2.10 MB/s (-90%"), "{n}");
     assert!(!n.contains("latency"), "{n}");
+    // Without a readable plan the threads are unknown: per host, and said so.
+    let mut r = four_hosts(|h, _| if h == 3 { 100 } else { 1000 }, |_| (100_000, 0, 0));
+    r.run.info.plan_json = "{}".into();
+    let notes = host_notes(&r);
+    assert!(notes[0].contains(": 0.41 MB/s against the median host's 4.10 MB/s (-90%"), "{notes:#?}");
 }
 
 #[test]
