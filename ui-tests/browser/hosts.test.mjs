@@ -9,15 +9,16 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { BIN, serve, launch, open, ready, drawn, tmpdir, SHOTS } from './harness.mjs';
+import { BIN, ioscope, serve, launch, open, ready, drawn, tmpdir, SHOTS } from './harness.mjs';
 
 const HOSTS = ['h1', 'h2', 'h3', 'h4'];
 const SLOW = 'h3';
 
 let server;
 let browser;
+let results;
 before(async () => {
-  const results = path.join(tmpdir(), 'hosts.db');
+  results = path.join(tmpdir(), 'hosts.db');
   // `cargo test` builds the example beside the binary; build it if it is not there.
   const example = path.join(path.dirname(BIN), 'examples', 'hosts_run');
   if (existsSync(example)) execFileSync(example, [results]);
@@ -177,5 +178,19 @@ test('the notes name the slow host; the summary and the top bar show each host, 
   assert.equal(chip[0], '4 hosts');
   assert.match(chip[1], /^h1: completed, clock −2.47 ms ± 40.0 µs\nh2: completed, clock −1.23 ms ± 2.50 ms\n/);
   await page.locator('details[data-panel="summary"]').screenshot({ path: path.join(SHOTS, 'hosts-summary.png') });
+  assert.deepEqual(errors, []);
+});
+
+test('the HTML report of the four hosts has their rows, their agents, the host breakdown and the note', async () => {
+  const report = path.join(path.dirname(results), 'hosts.html');
+  ioscope(['report', results, '-o', report, '--force']);
+  const { page, errors } = await open(browser, `file://${report}#run=0&c=ops,by=host,kind=stacked`);
+  const [c] = await drawn(page);
+  assert.deepEqual([c.by, c.drawn.series, c.drawn.message], ['host', 4, undefined]);
+  assert.deepEqual(await page.$$eval('table.ops tr.host', (els) => els.map((e) => e.dataset.host)), HOSTS);
+  assert.deepEqual(await page.$$eval('table.agents tbody tr', (els) => els.map((e) => e.dataset.host)), HOSTS);
+  assert.equal(await page.$eval('.hosts-chip', (e) => e.textContent), '4 hosts');
+  const notes = await page.$$eval('ul.notes li', (els) => els.map((e) => e.textContent));
+  assert.ok(notes.some((n) => n.includes(`host ${SLOW} differs`)), notes.join('\n'));
   assert.deepEqual(errors, []);
 });
