@@ -178,6 +178,14 @@ test('the notes name the slow host; the summary and the top bar show each host, 
   assert.equal(chip[0], '4 hosts');
   assert.match(chip[1], /^h1: completed, clock −2.47 ms ± 40.0 µs\nh2: completed, clock −1.23 ms ± 2.50 ms\n/);
   await page.locator('details[data-panel="summary"]').screenshot({ path: path.join(SHOTS, 'hosts-summary.png') });
+  // The system configuration: each host's agent object, the plan it ran apart.
+  await page.click('details[data-panel="config"] > summary');
+  const card = page.locator('.host-card[data-host="h2"]');
+  const tree = await card.locator('.kv-tree').textContent();
+  assert.ok(tree.includes('clock_uncertainty_ns') && !tree.includes('plan_json'), tree);
+  assert.equal(await card.locator('details.host-plan pre').textContent(), '{}');
+  await card.locator('details.host-plan > summary').click();
+  await page.locator('details[data-panel="config"]').screenshot({ path: path.join(SHOTS, 'hosts-config.png') });
   assert.deepEqual(errors, []);
 });
 

@@ -120,7 +120,8 @@ pub(crate) struct HostSeconds {
 /// Whether every host's plan (its own, else the run's) says how many threads it ran.
 pub(crate) fn threads_known(r: &Results) -> bool {
     let plans = host_threads(r);
-    r.seconds.iter().all(|s| plans.get(s.host.as_str()).is_some_and(|p| threads_in_step(p, s.step).is_some()))
+    let pairs: std::collections::BTreeSet<(&str, u32)> = r.seconds.iter().map(|s| (s.host.as_str(), s.step)).collect();
+    pairs.into_iter().all(|(h, step)| plans.get(h).is_some_and(|p| threads_in_step(p, step).is_some()))
 }
 
 /// The seconds every host ran, per host; `bytes` picks bytes (else ops) per second.
@@ -133,7 +134,9 @@ pub(crate) fn common_seconds(r: &Results, bytes: bool) -> Vec<HostSeconds> {
     for s in &measured {
         per_second.entry(s.second).or_default().push(s);
     }
-    let threads = host_threads(r);
+    let plans = host_threads(r);
+    // Threads per host and step, worked out once (a plan's steps are built on demand).
+    let mut threads: BTreeMap<(&str, u32), Option<u64>> = BTreeMap::new();
     let mut out: Vec<HostSeconds> = hosts
         .iter()
         .map(|h| HostSeconds { host: h.to_string(), per_thread: Vec::new(), latency: Histogram::new() })
@@ -148,7 +151,10 @@ pub(crate) fn common_seconds(r: &Results, bytes: bool) -> Vec<HostSeconds> {
             let Some(row) = out.iter_mut().find(|x| x.host == s.host) else { continue };
             let t = s.total();
             let amount = if bytes { t.bytes } else { t.ops };
-            let n = threads.get(s.host.as_str()).and_then(|p| threads_in_step(p, s.step)).unwrap_or(1).max(1);
+            let n = *threads
+                .entry((s.host.as_str(), s.step))
+                .or_insert_with(|| plans.get(s.host.as_str()).and_then(|p| threads_in_step(p, s.step)));
+            let n = n.unwrap_or(1).max(1);
             row.per_thread.push(rate(amount, s.interval_ns as f64 / 1e9) / n as f64);
             transfer_latency(s, &mut row.latency);
         }

@@ -237,12 +237,31 @@ export function configTree(obj, depth) {
   return rows;
 }
 
+// A host's configuration without the plan its agent ran (a long JSON text), and that plan
+// pretty-printed (null for a local run).
+export function splitPlan(config) {
+  const agent = config && config.agent;
+  if (!agent || typeof agent !== 'object' || agent.plan_json == null) return [config, null];
+  const { plan_json: planJson, ...rest } = agent;
+  let plan = String(planJson);
+  try {
+    plan = JSON.stringify(JSON.parse(plan), null, 2);
+  } catch {
+    // Shown as stored.
+  }
+  return [{ ...config, agent: rest }, plan];
+}
+
 function configBlock(run, which) {
   const hosts = run.hosts || [];
   if (!hosts.length) return null;
-  return h('div', { class: 'hosts' }, hosts.map((ho) => h('div', { class: 'host-card' },
-    h('div', { class: 'host-name' }, tag(which), ho.name),
-    h('div', { class: 'kv-tree' }, configTree(ho.config, 0)))));
+  return h('div', { class: 'hosts' }, hosts.map((ho) => {
+    const [config, plan] = splitPlan(ho.config);
+    return h('div', { class: 'host-card', 'data-host': ho.name },
+      h('div', { class: 'host-name' }, tag(which), ho.name),
+      h('div', { class: 'kv-tree' }, configTree(config, 0)),
+      plan ? h('details', { class: 'host-plan' }, h('summary', {}, 'the plan this host ran'), h('pre', { class: 'toml' }, plan)) : null);
+  }));
 }
 
 function workloadBlock(run, which) {
