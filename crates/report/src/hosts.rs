@@ -13,12 +13,13 @@ use std::collections::BTreeMap;
 /// One host of the run: see `hosts` in `schema/summary.schema.json`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct HostSummary {
-    /// Counters and rates over this host's own measured time.
+    /// Counters and rates over the seconds this host ran.
     #[serde(flatten)]
     pub totals: Totals,
-    /// This host's measured time (warm-up excluded).
+    /// The time this host ran: its measured seconds (warm-up excluded) but those of the
+    /// steps it sat out (a hosts staircase it had not joined yet).
     pub duration_s: f64,
-    /// Seconds this host stored (warm-up excluded).
+    /// Seconds this host ran (as for `duration_s`).
     pub seconds: u64,
     /// Latency of its transfers (operations counted in the total), from its merged
     /// histograms; null when none completed.
@@ -82,7 +83,14 @@ pub(crate) fn host_rows(r: &Results) -> BTreeMap<String, HostSummary> {
     for (h, _) in &r.hosts {
         rows.entry(h.clone()).or_insert_with(|| (Totals::default(), 0, 0, Histogram::new()));
     }
+    let threads = Threads::of(r);
     for s in r.seconds.iter().filter(|s| !s.warmup) {
+        // Seconds a host sat out (a step of a hosts staircase it has not joined yet) are
+        // not its measured time: its rates are of the seconds it ran.
+        if threads.get(&s.host, s.step) == Some(0) {
+            rows.entry(s.host.clone()).or_insert_with(|| (Totals::default(), 0, 0, Histogram::new()));
+            continue;
+        }
         let e = rows.entry(s.host.clone()).or_insert_with(|| (Totals::default(), 0, 0, Histogram::new()));
         let t = s.total();
         e.0.ops = e.0.ops.saturating_add(t.ops);
@@ -117,11 +125,36 @@ pub(crate) struct HostSeconds {
     pub latency: Histogram,
 }
 
-/// Whether every host's plan (its own, else the run's) says how many threads it ran.
-pub(crate) fn threads_known(r: &Results) -> bool {
-    let plans = host_threads(r);
-    let pairs: std::collections::BTreeSet<(&str, u32)> = r.seconds.iter().map(|s| (s.host.as_str(), s.step)).collect();
-    pairs.into_iter().all(|(h, step)| plans.get(h).is_some_and(|p| threads_in_step(p, step).is_some()))
+/// Worker threads per host and step, from each host's plan (its own, else the run's);
+/// None where no plan says. A host's own plan has 0 threads in the steps it sits out.
+pub(crate) struct Threads(BTreeMap<String, BTreeMap<u32, Option<u64>>>);
+
+impl Threads {
+    pub fn of(r: &Results) -> Threads {
+        let plans = host_threads(r);
+        let mut out: BTreeMap<String, BTreeMap<u32, Option<u64>>> = BTreeMap::new();
+        for s in &r.seconds {
+            if !out.contains_key(s.host.as_str()) {
+                out.insert(s.host.clone(), BTreeMap::new());
+            }
+            if let Some(steps) = out.get_mut(s.host.as_str()) {
+                // Worked out once per host and step (a plan's steps are built on demand).
+                steps
+                    .entry(s.step)
+                    .or_insert_with(|| plans.get(s.host.as_str()).and_then(|p| threads_in_step(p, s.step)));
+            }
+        }
+        Threads(out)
+    }
+
+    pub fn get(&self, host: &str, step: u32) -> Option<u64> {
+        self.0.get(host)?.get(&step).copied().flatten()
+    }
+
+    /// Whether every host's every step has a known thread count.
+    pub fn known(&self) -> bool {
+        self.0.values().flat_map(BTreeMap::values).all(Option::is_some)
+    }
 }
 
 /// The seconds every host ran, per host; `bytes` picks bytes (else ops) per second.
@@ -134,27 +167,23 @@ pub(crate) fn common_seconds(r: &Results, bytes: bool) -> Vec<HostSeconds> {
     for s in &measured {
         per_second.entry(s.second).or_default().push(s);
     }
-    let plans = host_threads(r);
-    // Threads per host and step, worked out once (a plan's steps are built on demand).
-    let mut threads: BTreeMap<(&str, u32), Option<u64>> = BTreeMap::new();
+    let threads = Threads::of(r);
     let mut out: Vec<HostSeconds> = hosts
         .iter()
         .map(|h| HostSeconds { host: h.to_string(), per_thread: Vec::new(), latency: Histogram::new() })
         .collect();
     for snaps in per_second.values() {
-        // A second counts only when every host delivered it (exactly once).
+        // A second counts only when every host delivered it (exactly once) and none sat
+        // it out.
         let complete = hosts.iter().all(|h| snaps.iter().filter(|s| s.host == *h).count() == 1);
-        if !complete {
+        if !complete || snaps.iter().any(|s| threads.get(&s.host, s.step) == Some(0)) {
             continue;
         }
         for s in snaps {
             let Some(row) = out.iter_mut().find(|x| x.host == s.host) else { continue };
             let t = s.total();
             let amount = if bytes { t.bytes } else { t.ops };
-            let n = *threads
-                .entry((s.host.as_str(), s.step))
-                .or_insert_with(|| plans.get(s.host.as_str()).and_then(|p| threads_in_step(p, s.step)));
-            let n = n.unwrap_or(1).max(1);
+            let n = threads.get(&s.host, s.step).unwrap_or(1).max(1);
             row.per_thread.push(rate(amount, s.interval_ns as f64 / 1e9) / n as f64);
             transfer_latency(s, &mut row.latency);
         }

@@ -60,7 +60,8 @@ pub struct Summary {
     pub latency_relative_error: f64,
     /// One entry per second, all hosts and operations together.
     pub samples: Vec<Sample>,
-    /// Totals per host, each over its own measured duration.
+    /// Totals per host, each over its own measured duration (with host rows: the seconds
+    /// it ran, as in `hosts`).
     pub by_host: BTreeMap<String, Totals>,
     /// Per host, for runs of several hosts or with agents (absent for a local run of one
     /// host): counters, rates and transfer latency from each host's own histograms, and
@@ -581,11 +582,14 @@ pub fn summarize(r: &Results, results_path: &Path) -> Summary {
     s.knee = find_knee(&s.steps);
     if !s.hosts.is_empty() {
         s.total_latency_ns = Distribution::of(&total.latency_ns);
+        // The same counters and rates as the host rows (over the seconds each host ran).
+        s.by_host = s.hosts.iter().filter(|(_, h)| h.seconds > 0).map(|(n, h)| (n.clone(), h.totals.clone())).collect();
     }
     s.notes = notes::notes(&s);
     if s.hosts.len() > 1 {
         let bytes = s.total.bytes > 0;
-        s.notes.extend(notes::host_outliers(&hosts::common_seconds(r, bytes), bytes, hosts::threads_known(r)));
+        let per_thread = hosts::Threads::of(r).known();
+        s.notes.extend(notes::host_outliers(&hosts::common_seconds(r, bytes), bytes, per_thread));
     }
     // Per-file records a full ring dropped (the collector fell behind): said, never hidden.
     let lost = r.seconds.iter().filter(|x| x.not_broken_down > 0);

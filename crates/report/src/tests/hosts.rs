@@ -208,3 +208,34 @@ fn differences_within_noise_name_no_host() {
         run_of(2, 10, |h, s| host_second(&format!("h{}", h + 1), s, if h == 0 { 100 } else { 1000 }, 100_000, 0, 0));
     assert!(!summarize(&r, Path::new("r")).notes.iter().any(|n| n.contains("differs")));
 }
+
+#[test]
+fn a_host_that_sat_out_the_first_step_of_a_hosts_staircase_is_rated_over_the_seconds_it_ran_and_not_named() {
+    // h4 joins at step 1: its own plan has 0 threads in step 0, where it delivers empty
+    // seconds to keep the timeline aligned.
+    let mut r = run_of(4, 20, |h, s| {
+        let idle = h == 3 && s < 10;
+        Snapshot { step: s / 10, ..host_second(&format!("h{}", h + 1), s, if idle { 0 } else { 1000 }, 100_000, 0, 0) }
+    });
+    let step = |first: u32| Plan {
+        steps: ioscope_workload::plan::Steps { for_threads: vec![first, 2], ..Default::default() },
+        ..plan()
+    };
+    for (i, (host, config)) in r.hosts.iter_mut().enumerate() {
+        config["agent"] = agent(i as u32, "completed");
+        let own = if host == "h4" { step(0) } else { step(2) };
+        config["agent"]["plan_json"] = serde_json::to_string(&own).unwrap().into();
+    }
+    let s = summarize(&r, Path::new("r"));
+    let h4 = &s.hosts["h4"];
+    assert_eq!((h4.seconds, h4.duration_s, h4.totals.iops), (10, 10.0, 1000.0), "its 10 s, not the 20 s of the run");
+    assert_eq!(s.by_host["h4"], h4.totals);
+    assert_eq!(s.hosts["h1"].totals.iops, 1000.0);
+    assert!(!s.notes.iter().any(|n| n.contains("differs")), "{:#?}", s.notes);
+    // Without its plan saying it sat out, the empty seconds would be slow ones: the check
+    // above is what keeps h4 from being named.
+    r.hosts[3].1["agent"]["plan_json"] = serde_json::to_string(&step(2)).unwrap().into();
+    let s = summarize(&r, Path::new("r"));
+    assert_eq!(s.hosts["h4"].seconds, 20);
+    assert!(s.notes.iter().any(|n| n.starts_with("host h4 differs")), "{:#?}", s.notes);
+}
