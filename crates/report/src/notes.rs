@@ -381,7 +381,9 @@ pub(crate) fn host_outliers(hosts: &[crate::hosts::HostSeconds], bytes: bool, pe
     }
     let unit = |v: f64| {
         if bytes {
-            format!("{} MB/s", format::float(v / 1e6, 2))
+            // Two decimals, more below 0.1 MB/s (a standard error is often that small).
+            let mb = v / 1e6;
+            format!("{} MB/s", format::float(mb, if mb.abs() >= 0.1 { 2 } else { 4 }))
         } else {
             format!("{} IOPS", format::iops(v))
         }
