@@ -8,10 +8,12 @@
 
 mod export;
 pub mod format;
+mod hosts;
 mod notes;
 mod text;
 
 pub use export::{export_csv, export_json};
+pub use hosts::{AgentSummary, HostSummary};
 pub use text::render_text;
 
 use ioscope_metrics::stat::{self, Reported, StatId};
@@ -58,8 +60,18 @@ pub struct Summary {
     pub latency_relative_error: f64,
     /// One entry per second, all hosts and operations together.
     pub samples: Vec<Sample>,
-    /// Totals per host, each over its own measured duration.
+    /// Totals per host, each over its own measured duration (with host rows: the seconds
+    /// it ran, as in `hosts`).
     pub by_host: BTreeMap<String, Totals>,
+    /// Per host, for runs of several hosts or with agents (absent for a local run of one
+    /// host): counters, rates and transfer latency from each host's own histograms, and
+    /// its agent's status and clock.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub hosts: BTreeMap<String, HostSummary>,
+    /// Latency of the total's operations, merged over every host's histograms (never an
+    /// average of the hosts' percentiles); present with `hosts`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_latency_ns: Option<Distribution>,
     /// Each host's configuration as stored.
     pub system: BTreeMap<String, serde_json::Value>,
     pub workload: Workload,
@@ -470,6 +482,9 @@ pub fn summarize(r: &Results, results_path: &Path) -> Summary {
     for (op, d) in names.iter().zip(&merged) {
         let c = d.counts;
         total.counts.add_to_total(*op, &c);
+        if !ioscope_metrics::is_sync_op(*op) {
+            total.latency_ns.merge(&d.latency_ns);
+        }
         ops.insert(
             op.to_string(),
             OpSummary {
@@ -538,6 +553,8 @@ pub fn summarize(r: &Results, results_path: &Path) -> Summary {
                 (h, totals(o, b, e, d))
             })
             .collect(),
+        hosts: hosts::host_rows(r),
+        total_latency_ns: None,
         system: r.hosts.iter().cloned().collect(),
         workload: Workload {
             hash: info.workload_hash.clone(),
@@ -563,7 +580,17 @@ pub fn summarize(r: &Results, results_path: &Path) -> Summary {
         notes: Vec::new(),
     };
     s.knee = find_knee(&s.steps);
+    if !s.hosts.is_empty() {
+        s.total_latency_ns = Distribution::of(&total.latency_ns);
+        // The same counters and rates as the host rows (over the seconds each host ran).
+        s.by_host = s.hosts.iter().filter(|(_, h)| h.seconds > 0).map(|(n, h)| (n.clone(), h.totals.clone())).collect();
+    }
     s.notes = notes::notes(&s);
+    if s.hosts.len() > 1 {
+        let bytes = s.total.bytes > 0;
+        let per_thread = hosts::Threads::of(r).known();
+        s.notes.extend(notes::host_outliers(&hosts::common_seconds(r, bytes), bytes, per_thread));
+    }
     // Per-file records a full ring dropped (the collector fell behind): said, never hidden.
     let lost = r.seconds.iter().filter(|x| x.not_broken_down > 0);
     let (seconds, ios) = lost.fold((0u64, 0u64), |(n, t), x| (n + 1, t.saturating_add(x.not_broken_down)));

@@ -22,6 +22,20 @@ const BEHIND_FACTOR: u64 = 2;
 /// ...and at least this much above it (microseconds of scheduling jitter are not falling
 /// behind).
 const BEHIND_MIN_NS: u64 = 1_000_000;
+/// A host's clock offset known less well than this (half its best round trip) is said.
+const CLOCK_UNCERTAIN_NS: u64 = 1_000_000;
+/// A host's throughput per thread is named when it differs from the median host's by more
+/// than this share...
+const HOST_THROUGHPUT_SHARE: f64 = 0.2;
+/// ...and by more than this many standard errors of its own per-second values.
+const HOST_NOISE_SE: f64 = 3.0;
+/// A host's latency p50 or p99 is named at this many times the median host's...
+const HOST_LATENCY_FACTOR: f64 = 1.5;
+/// ...when at least this many of its transfers (and of the median host's) lie beyond the
+/// percentile: fewer, and a percentile is one unlucky I/O.
+const HOST_LATENCY_TAIL: u64 = 20;
+/// Hosts are compared over at least this many seconds that all of them ran.
+const HOST_MIN_SECONDS: usize = 3;
 
 pub(crate) fn notes(s: &Summary) -> Vec<String> {
     let mut notes = Vec::new();
@@ -46,6 +60,8 @@ pub(crate) fn notes(s: &Summary) -> Vec<String> {
         ),
         _ => {}
     }
+
+    host_status_notes(s, &mut notes);
 
     // Measured time, not rows: a late tick (a stopped process) is one row of several seconds.
     let measured_s = s.seconds.max(s.duration_s.round() as u64);
@@ -303,4 +319,128 @@ fn cache_notes(s: &Summary, p: &Plan, notes: &mut Vec<String>) {
     if !memory_known {
         notes.push(format!("I/O was buffered and the host's memory size is not recorded: {what}, possibly"));
     }
+}
+
+/// Hosts whose agent was lost or failed, and clocks whose offset is known only roughly.
+fn host_status_notes(s: &Summary, notes: &mut Vec<String>) {
+    for (host, h) in &s.hosts {
+        let Some(a) = &h.agent else { continue };
+        let detail = a.detail.as_deref().unwrap_or("no detail recorded");
+        match a.status.as_deref() {
+            Some("lost") => {
+                let at = a.lost_at_second.map_or(String::new(), |n| format!(" at second {n}"));
+                let after =
+                    a.lost_at_second.map_or("after it was lost".to_string(), |_| "after that second".to_string());
+                notes.push(format!(
+                    "host {host} was lost{at}: {detail}; its series end there and the totals {after} are of the other hosts"
+                ));
+            }
+            Some("failed") => notes.push(format!(
+                "host {host} failed: {detail}; its numbers cover only the {} s it measured",
+                format::num(h.duration_s)
+            )),
+            _ => {}
+        }
+        if let Some(u) = a.clock_uncertainty_ns.filter(|u| *u > CLOCK_UNCERTAIN_NS) {
+            notes.push(format!(
+                "host {host}'s clock offset is known to ±{}: its seconds may be shifted by that much",
+                format::ns(u)
+            ));
+        }
+    }
+}
+
+/// The median of `v` (the mean of the middle two for an even count); None if empty.
+fn median(v: &[f64]) -> Option<f64> {
+    let mut v: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(v[n / 2]),
+        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
+    }
+}
+
+/// Mean and standard error of the mean.
+fn mean_se(v: &[f64]) -> (f64, f64) {
+    let n = v.len() as f64;
+    let mean = v.iter().sum::<f64>() / n.max(1.0);
+    let var = if v.len() > 1 { v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0) } else { 0.0 };
+    (mean, (var / n.max(1.0)).sqrt())
+}
+
+/// A host that differs from the others beyond noise, in throughput per thread or in
+/// latency (the seeds' one client behind a bad cable), over the seconds all hosts ran.
+/// Needs three hosts: with two there is no majority to tell which one is odd.
+/// `per_thread`: the rates are per thread (else per host: the plans were not readable).
+pub(crate) fn host_outliers(hosts: &[crate::hosts::HostSeconds], bytes: bool, per_thread: bool) -> Vec<String> {
+    let n_seconds = hosts.iter().map(|h| h.per_thread.len()).min().unwrap_or(0);
+    if hosts.len() < 3 || n_seconds < HOST_MIN_SECONDS {
+        return Vec::new();
+    }
+    let unit = |v: f64| {
+        if bytes {
+            // Two decimals, more below 0.1 MB/s (a standard error is often that small).
+            let mb = v / 1e6;
+            format!("{} MB/s", format::float(mb, if mb.abs() >= 0.1 { 2 } else { 4 }))
+        } else {
+            format!("{} IOPS", format::iops(v))
+        }
+    };
+    let means: Vec<f64> = hosts.iter().map(|h| mean_se(&h.per_thread).0).collect();
+    let median_rate = median(&means).unwrap_or(0.0);
+    let pct = |h: &crate::hosts::HostSeconds, q: f64| h.latency.quantile(q).map(|v| v as f64);
+    let median_of = |q: f64| median(&hosts.iter().filter_map(|h| pct(h, q)).collect::<Vec<_>>());
+    let (median_p50, median_p99) = (median_of(0.5), median_of(0.99));
+    // Enough transfers beyond a percentile to trust it (the median host's count too).
+    let counts: Vec<f64> = hosts.iter().map(|h| h.latency.count() as f64).collect();
+    let median_count = median(&counts).unwrap_or(0.0);
+    let trusted = |count: u64, q: f64| {
+        let tail = |c: f64| c * (1.0 - q);
+        tail(count as f64) >= HOST_LATENCY_TAIL as f64 && tail(median_count) >= HOST_LATENCY_TAIL as f64
+    };
+
+    let mut out = Vec::new();
+    for h in hosts {
+        let mut why = Vec::new();
+        let (mean, se) = mean_se(&h.per_thread);
+        let diff = mean - median_rate;
+        if median_rate > 0.0 && diff.abs() > HOST_THROUGHPUT_SHARE * median_rate && diff.abs() > HOST_NOISE_SE * se {
+            why.push(format!(
+                "{}{} against the median host's {} ({:+.0}%; the standard error of its seconds is ±{})",
+                unit(mean),
+                if per_thread { " per thread" } else { "" },
+                unit(median_rate),
+                diff / median_rate * 100.0,
+                unit(se)
+            ));
+        }
+        let count = h.latency.count();
+        let mut lat = Vec::new();
+        for (name, q, m) in [("p50", 0.5, median_p50), ("p99", 0.99, median_p99)] {
+            let (Some(v), Some(m)) = (pct(h, q), m) else { continue };
+            if m > 0.0 && v > HOST_LATENCY_FACTOR * m && trusted(count, q) {
+                lat.push(format!(
+                    "{name} {} against the median host's {} ({:.1}x)",
+                    format::ns(v as u64),
+                    format::ns(m as u64),
+                    v / m
+                ));
+            }
+        }
+        if !lat.is_empty() {
+            why.push(format!("latency {}", lat.join(", ")));
+        }
+        if !why.is_empty() {
+            out.push(format!(
+                "host {} differs from the other hosts beyond noise over the {n_seconds} s they all ran: {}; \
+                 a slower link, mount or CPU on one client looks like this: compare its system configuration \
+                 with the others'",
+                h.host,
+                why.join("; ")
+            ));
+        }
+    }
+    out
 }

@@ -521,3 +521,5 @@ fn planned_warm_up_is_not_a_shortfall_but_a_missing_second_is() {
 }
 
 mod notes;
+
+mod hosts;

@@ -81,6 +81,46 @@ fn error_lines(s: &Summary) -> String {
     out
 }
 
+/// A signed duration: "-1.2 ms", "+40.0 µs".
+fn signed_ns(v: i64) -> String {
+    let sign = if v < 0 { "-" } else { "+" };
+    format!("{sign}{}", format::ns(v.unsigned_abs()))
+}
+
+/// How each host's agent fared, for runs with agents: status, clock offset ± its
+/// uncertainty, round trip, and the second a lost host stopped at (details in the notes).
+fn agent_table(s: &Summary) -> String {
+    if s.hosts.values().all(|h| h.agent.is_none()) {
+        return String::new();
+    }
+    let mut rows =
+        vec![["host", "status", "address", "clock offset", "round trip", "lost at"].map(String::from).to_vec()];
+    for (host, h) in &s.hosts {
+        let Some(a) = &h.agent else {
+            rows.push(vec![host.clone(), "local".into()]);
+            continue;
+        };
+        let offset = match (a.clock_offset_ns, a.clock_uncertainty_ns) {
+            (Some(o), Some(u)) => format!("{} ± {}", signed_ns(o), format::ns(u)),
+            (Some(o), None) => signed_ns(o),
+            _ => "-".into(),
+        };
+        rows.push(vec![
+            host.clone(),
+            a.status.clone().unwrap_or_else(|| "-".into()),
+            match (&a.address, &a.transport) {
+                (Some(ad), Some(t)) => format!("{ad} ({t})"),
+                (Some(ad), None) => ad.clone(),
+                _ => "-".into(),
+            },
+            offset,
+            a.rtt_ns.map_or("-".into(), format::ns),
+            a.lost_at_second.map_or(String::new(), |n| format!("second {n}")),
+        ]);
+    }
+    format!("\n{}", table(&rows))
+}
+
 /// The end-of-run (and `ioscope show`) summary.
 pub fn render_text(s: &Summary) -> String {
     let mut out =
@@ -123,14 +163,27 @@ pub fn render_text(s: &Summary) -> String {
         row.push(format::int(t.errors));
         row
     };
-    rows.push(total_row(s.total_label.clone(), &s.total));
-    if s.by_host.len() > 1 {
+    // With hosts, the total and each host carry their transfer latency (each merged from
+    // histograms: the total's from every host's, never an average of theirs).
+    let with_latency = |mut row: Vec<String>, l: Option<&crate::Distribution>| {
+        if let Some(l) = l {
+            row.splice(3..9, [l.mean, l.p50, l.p90, l.p99, l.p999, l.max].map(format::ns));
+        }
+        row
+    };
+    rows.push(with_latency(total_row(s.total_label.clone(), &s.total), s.total_latency_ns.as_ref()));
+    if !s.hosts.is_empty() {
+        for (host, h) in &s.hosts {
+            rows.push(with_latency(total_row(format!("host {host}"), &h.totals), h.latency_ns.as_ref()));
+        }
+    } else if s.by_host.len() > 1 {
         for (host, t) in &s.by_host {
             rows.push(total_row(format!("host {host}"), t));
         }
     }
     out.push_str(&table(&rows));
     out.push_str(&error_lines(s));
+    out.push_str(&agent_table(s));
 
     if !s.workloads.is_empty() {
         let mut rows = vec![["workload", "IOPS", "MB/s", "p50", "p99", "errors"].map(String::from).to_vec()];

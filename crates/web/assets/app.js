@@ -8,7 +8,7 @@ import { fmtElapsed, fmtDateTime } from './format.js';
 import { decodeState, encodeState, completeState, defaultKind, kindsFor, KIND_LABELS, makeChart, visibleRange, zoomOut, pan, drillDims, statTakes } from './state.js';
 import { getRuns, getRun, isEmbedded, embeddedWorksheet } from './api.js';
 import { Worksheet, h, fill } from './worksheet.js';
-import { renderPanels } from './panels.js';
+import { renderPanels, hostEntries, fmtOffset } from './panels.js';
 
 const app = {
   runs: [],
@@ -170,6 +170,21 @@ function statusBadge(meta) {
   return h('span', { class: `badge status-${st}` }, st);
 }
 
+// The run's hosts in the top bar: "4 hosts", "4 hosts · 1 lost"; each host's status and
+// clock offset in its title. Nothing for a local run of one host.
+function hostsChip(detail) {
+  const hosts = hostEntries(detail && detail.summary);
+  if (!hosts.length) return null;
+  const bad = hosts.filter(([, x]) => x.agent && x.agent.status && x.agent.status !== 'completed');
+  const counts = {};
+  for (const [, x] of bad) counts[x.agent.status] = (counts[x.agent.status] || 0) + 1;
+  const text = [`${hosts.length} host${hosts.length === 1 ? '' : 's'}`, ...Object.entries(counts).map(([k, n]) => `${n} ${k}`)].join(' · ');
+  const title = hosts.map(([name, x]) => (x.agent
+    ? `${name}: ${x.agent.status || '—'}, clock ${fmtOffset(x.agent)}${x.agent.lost_at_second != null ? `, lost at second ${x.agent.lost_at_second}` : ''}`
+    : `${name}: local`)).join('\n');
+  return h('span', { class: `badge hosts-chip ${bad.length ? 'status-failed' : 'status-completed'}`, 'data-hosts': String(hosts.length), title }, text);
+}
+
 function renderTopBar() {
   const st = app.state;
   const meta = runMeta(st.run);
@@ -185,7 +200,8 @@ function renderTopBar() {
   const runInfo = h('div', { class: 'run' },
     runCtl,
     statusBadge(meta),
-    meta ? h('span', { class: 'run-meta' }, [fmtDateTime(meta.started_unix_ms), meta.last_second != null ? `${fmtElapsed(secs)} (${secs} s)` : 'no seconds yet'].filter(Boolean).join(' · ')) : null);
+    meta ? h('span', { class: 'run-meta' }, [fmtDateTime(meta.started_unix_ms), meta.last_second != null ? `${fmtElapsed(secs)} (${secs} s)` : 'no seconds yet'].filter(Boolean).join(' · ')) : null,
+    hostsChip(runDetail(st.run)));
   const compare = runs.length > 1
     ? h('label', { class: 'compare' }, h('span', { class: 'lbl' }, 'compare with'),
       h('select', {

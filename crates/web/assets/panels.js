@@ -33,6 +33,45 @@ function errorKinds(o) {
   return kinds.length ? kinds.map(([k, n]) => `${k} ${fmtInt(n)}`).join(', ') : null;
 }
 
+// The summary's host rows, by name: present for runs of several hosts or with agents.
+export function hostEntries(s) {
+  return Object.entries((s && s.hosts) || {});
+}
+
+// A signed duration: "+1.2 ms", "−40.0 µs".
+export function fmtSignedNs(v) {
+  if (v == null) return '—';
+  return `${v < 0 ? '−' : '+'}${fmtNs(Math.abs(v))}`;
+}
+
+// "+1.2 ms ± 40.0 µs": an agent's clock offset (its clock minus the coordinator's) and how
+// far it may be off.
+export function fmtOffset(a) {
+  if (!a || a.clock_offset_ns == null) return '—';
+  return a.clock_uncertainty_ns == null ? fmtSignedNs(a.clock_offset_ns) : `${fmtSignedNs(a.clock_offset_ns)} ± ${fmtNs(a.clock_uncertainty_ns)}`;
+}
+
+// How each host's agent fared: status, address, clock offset ± uncertainty, round trip,
+// the second a lost host stopped at. Nothing for a local run.
+function agentsTable(s) {
+  const rows = hostEntries(s).filter(([, x]) => x.agent);
+  if (!rows.length) return null;
+  return h('div', { class: 'table-scroll' }, h('table', { class: 'grid agents' },
+    h('thead', {}, h('tr', {}, ['host', 'status', 'address', 'clock offset', 'round trip', 'lost at', 'detail'].map((c, i) => h('th', { class: i < 3 || i === 6 ? 'l' : '' }, c)))),
+    h('tbody', {}, rows.map(([name, x]) => {
+      const a = x.agent;
+      const st = a.status || '—';
+      return h('tr', { 'data-host': name },
+        h('td', { class: 'l key' }, name),
+        h('td', { class: 'l' }, h('span', { class: `badge status-${st === 'lost' ? 'failed' : st}` }, st)),
+        h('td', { class: 'l mono' }, a.address ? `${a.address}${a.transport ? ` (${a.transport})` : ''}` : '—'),
+        h('td', { class: a.clock_uncertainty_ns > 1e6 ? 'em' : '' }, fmtOffset(a)),
+        h('td', {}, a.rtt_ns == null ? '—' : fmtNs(a.rtt_ns)),
+        h('td', { class: a.lost_at_second != null ? 'bad' : '' }, a.lost_at_second == null ? '' : `second ${a.lost_at_second}`),
+        h('td', { class: 'l muted' }, a.detail || ''));
+    }))));
+}
+
 function summaryBlock(run, which) {
   const s = run.summary;
   if (!s) return h('p', { class: 'muted' }, 'No summary stored for this run.');
@@ -85,7 +124,12 @@ function summaryBlock(run, which) {
       h('td', { class: 'l key' }, op),
       cols.map((c) => h('td', { class: c[1] === 'errors' ? (o.errors ? 'bad' : '') : c[4] === 'em' ? 'em' : '', title: c[1] === 'errors' ? errorKinds(o) : null }, c[2](o))))),
     h('tr', { class: 'total' }, h('td', { class: 'l key' }, s.total_label || 'total'),
-      cols.map((c) => h('td', { class: c[1] === 'errors' && t.errors ? 'bad' : '' }, c[3] ? c[3](t) : '')))));
+      cols.map((c) => h('td', { class: c[1] === 'errors' && t.errors ? 'bad' : '' }, c[3] ? c[3](t) : (s.total_latency_ns && c[0] === 'lat' ? c[2]({ latency_ns: s.total_latency_ns }) : '')))),
+    // Each host under the total: its own counters and the latency of its transfers, from
+    // its own histograms (the total's latency merges all of them).
+    hostEntries(s).map(([name, x]) => h('tr', { class: 'host', 'data-host': name },
+      h('td', { class: 'l key' }, `host ${name}`),
+      cols.map((c) => h('td', { class: c[1] === 'errors' && x.errors ? 'bad' : '' }, c[3] ? c[3](x) : (c[0] === 'lat' ? c[2](x) : '')))))));
   const err = s.latency_relative_error;
   const foot = h('p', { class: 'foot' },
     'Latency counts from the moment each I/O was meant to start (queueing included); ',
@@ -99,7 +143,7 @@ function summaryBlock(run, which) {
     s.host ? h('span', {}, `host ${s.host}`) : null,
     s.started_unix_ms ? h('span', {}, `started ${fmtDateTime(s.started_unix_ms)}`) : null,
     s.ioscope_version ? h('span', {}, `ioscope ${s.ioscope_version}`) : null);
-  return h('div', { class: 'summary-block' }, figs, knee, h('div', { class: 'table-scroll' }, table), foot, notes, meta);
+  return h('div', { class: 'summary-block' }, figs, knee, h('div', { class: 'table-scroll' }, table), foot, agentsTable(s), notes, meta);
 }
 
 function stepsBlock(run, which, onZoom) {
@@ -193,12 +237,31 @@ export function configTree(obj, depth) {
   return rows;
 }
 
+// A host's configuration without the plan its agent ran (a long JSON text), and that plan
+// pretty-printed (null for a local run).
+export function splitPlan(config) {
+  const agent = config && config.agent;
+  if (!agent || typeof agent !== 'object' || agent.plan_json == null) return [config, null];
+  const { plan_json: planJson, ...rest } = agent;
+  let plan = String(planJson);
+  try {
+    plan = JSON.stringify(JSON.parse(plan), null, 2);
+  } catch {
+    // Shown as stored.
+  }
+  return [{ ...config, agent: rest }, plan];
+}
+
 function configBlock(run, which) {
   const hosts = run.hosts || [];
   if (!hosts.length) return null;
-  return h('div', { class: 'hosts' }, hosts.map((ho) => h('div', { class: 'host-card' },
-    h('div', { class: 'host-name' }, tag(which), ho.name),
-    h('div', { class: 'kv-tree' }, configTree(ho.config, 0)))));
+  return h('div', { class: 'hosts' }, hosts.map((ho) => {
+    const [config, plan] = splitPlan(ho.config);
+    return h('div', { class: 'host-card', 'data-host': ho.name },
+      h('div', { class: 'host-name' }, tag(which), ho.name),
+      h('div', { class: 'kv-tree' }, configTree(config, 0)),
+      plan ? h('details', { class: 'host-plan' }, h('summary', {}, 'the plan this host ran'), h('pre', { class: 'toml' }, plan)) : null);
+  }));
 }
 
 function workloadBlock(run, which) {

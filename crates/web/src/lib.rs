@@ -24,6 +24,8 @@ pub use api::Api;
 pub use server::Server;
 
 #[cfg(test)]
+mod hosts_fixture;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tests_answers;
@@ -31,5 +33,7 @@ mod tests_answers;
 mod tests_fixtures;
 #[cfg(test)]
 mod tests_hostile;
+#[cfg(test)]
+mod tests_hosts;
 #[cfg(test)]
 mod tests_http;
