@@ -369,7 +369,7 @@ case "$cmd" in
     n="$(host_index "$2")"
     has_netns "$(netns "$n")" || die "h$n is not running (scripts/hosts-lab.sh start)"
     for pid in $(as_root ip netns pids "$(netns "$n")"); do
-      name="$(cat "/proc/$pid/comm" 2>/dev/null)" && echo "$pid $name"
+      name="$(cat "/proc/$pid/comm" 2>/dev/null)" && echo "$pid $name" || true  # it may have ended
     done
     ;;
   *) usage ;;

@@ -181,11 +181,10 @@ fn a_host_behind_a_slow_link_stands_out_in_the_by_host_breakdown() {
     assert!(notes.contains(hosts[1]), "the notes name the slow host: {notes}");
 }
 
-/// The pid of the agent running in the lab host `host`'s namespace.
+/// The pid of the agent running in the lab host `host`'s network namespace (the process
+/// table is the machine's: only the namespace tells the hosts' agents apart).
 fn agent_pid(lab: &Lab, host: &str) -> Option<String> {
-    let out = lab.exec(host, &["sh", "-c", "pgrep -f 'agent --stdio' | head -n1"]);
-    let pid = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    (!pid.is_empty()).then_some(pid)
+    lab.processes(host).into_iter().find(|(_, name)| name.starts_with("ioscope")).map(|(pid, _)| pid.to_string())
 }
 
 /// Starts a run and waits until every host runs its load (its agent exists and 2 s passed).
@@ -282,7 +281,7 @@ fn hosts_that_cannot_take_part_are_named_and_nothing_runs() {
     let Some(lab) = Lab::start_or_skip() else { return };
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("x.db");
-    for (host, expected) in [("10.99.0.99", "unreachable"), ("nobody@10.99.0.12", "ssh login failed")] {
+    for (host, expected) in [("10.99.0.99", "unreachable"), ("nosuchuser@10.99.0.12", "ssh login failed")] {
         let out = ioscope()
             .env("IOSCOPE_SSH_COMMAND", format!("ssh -F {} -o ConnectTimeout=2", lab.ssh_config().display()))
             .args(["run", "--engine", "null", "--duration", "2s", "--hosts", host, "--out", db.to_str().unwrap()])
