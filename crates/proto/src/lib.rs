@@ -1,0 +1,34 @@
+//! The agent protocol's transport: JSON calls over HTTP/2, each with a bearer token.
+//!
+//! The coordinator (a [`Client`]) POSTs a JSON body to a path and reads a JSON answer; the
+//! agent serves an axum [`axum::Router`] wrapped by [`authorized`]. Two ways to carry the
+//! HTTP/2 connection:
+//! - one byte stream, such as an ssh session's stdin and stdout ([`serve_stream`],
+//!   [`Client::over_stream`]);
+//! - TCP ([`serve_tcp`], [`Client::connect`]): TLS (rustls, ALPN `h2`) whenever the address is
+//!   not loopback ([`needs_tls`]), prior-knowledge h2c on loopback.
+//!
+//! Limits: request bodies up to [`MAX_REQUEST_BYTES`], answers up to [`MAX_ANSWER_BYTES`].
+//! Nothing a peer sends panics either side: bad JSON, oversized bodies and bytes that are not
+//! HTTP/2 all end as errors. This crate knows nothing of plans or snapshots; the calls
+//! themselves are described in docs/agent-protocol.md.
+
+mod client;
+mod error;
+mod server;
+mod tls;
+mod token;
+
+pub use client::{Client, ClientTls};
+pub use error::{ApiError, CallError, ProtoError};
+pub use server::{authorized, needs_tls, serve_stream, serve_tcp};
+pub use tls::tls_server_config;
+pub use token::{Token, TokenError};
+
+/// The rustls version the TLS configurations are made with.
+pub use rustls;
+
+/// The largest request body an agent reads (64 MiB); larger ones are refused with 413.
+pub const MAX_REQUEST_BYTES: usize = 64 << 20;
+/// The largest answer a client reads (256 MiB); a larger one is a `CallError::BadAnswer`.
+pub const MAX_ANSWER_BYTES: usize = 256 << 20;
