@@ -104,13 +104,13 @@ impl Client {
             .adaptive_window(true)
             .handshake::<_, Full<Bytes>>(TokioIo::new(io))
             .await
-            .map_err(|e| CallError::Connect(format!("no HTTP/2 connection: {e}")))?;
+            .map_err(|e| CallError::Connect(format!("no HTTP/2 connection: {}", crate::error::chain(&e))))?;
         let ended = Arc::new(Mutex::new(None));
         let ended_by_task = Arc::clone(&ended);
         tokio::spawn(async move {
             let why = match conn.await {
                 Ok(()) => "the agent closed it".to_string(),
-                Err(e) => e.to_string(),
+                Err(e) => crate::error::chain(&e),
             };
             if let Ok(mut ended) = ended_by_task.lock() {
                 *ended = Some(why);
@@ -168,9 +168,9 @@ impl Client {
     fn failed(&self, e: &hyper::Error) -> CallError {
         if self.is_closed() || e.is_closed() || e.is_canceled() {
             let why = self.ended.lock().ok().and_then(|e| e.clone());
-            return CallError::Closed(why.unwrap_or_else(|| e.to_string()));
+            return CallError::Closed(why.unwrap_or_else(|| crate::error::chain(e)));
         }
-        CallError::BadAnswer(e.to_string())
+        CallError::BadAnswer(crate::error::chain(e))
     }
 
     fn answer_broken(&self, path: &str, e: &(dyn std::error::Error + Send + Sync + 'static)) -> CallError {
@@ -179,9 +179,9 @@ impl Client {
         }
         if self.is_closed() {
             let why = self.ended.lock().ok().and_then(|e| e.clone());
-            return CallError::Closed(why.unwrap_or_else(|| e.to_string()));
+            return CallError::Closed(why.unwrap_or_else(|| crate::error::chain(e)));
         }
-        CallError::BadAnswer(format!("the answer to {path} broke off: {e}"))
+        CallError::BadAnswer(format!("the answer to {path} broke off: {}", crate::error::chain(e)))
     }
 }
 

@@ -89,3 +89,18 @@ pub enum ProtoError {
     #[error("the HTTP/2 connection failed: {0}")]
     Connection(String),
 }
+
+/// An error with its causes, as one line ("connection error: broken pipe").
+pub(crate) fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        // Some errors repeat their cause in their own text.
+        if !text.ends_with(&cause_text) {
+            text = format!("{text}: {cause_text}");
+        }
+        source = cause.source();
+    }
+    text
+}

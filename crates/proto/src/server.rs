@@ -82,8 +82,8 @@ fn http2() -> hyper::server::conn::http2::Builder<TokioExecutor> {
 }
 
 /// Serves one HTTP/2 connection over a byte stream (an ssh session's stdin and stdout joined
-/// with `tokio::io::join`); returns when the peer closes it, or with an error when the peer
-/// breaks the protocol.
+/// with `tokio::io::join`); returns Ok when the peer closes it (also abruptly: a broken
+/// pipe), or an error when the peer breaks the protocol.
 ///
 /// With `tokio::io::stdin()` a read may still wait on a blocking thread after this returns:
 /// end the process, or shut the runtime down with `shutdown_timeout`, rather than dropping it.
@@ -92,7 +92,24 @@ where
     IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let service = TowerToHyperService::new(app);
-    http2().serve_connection(TokioIo::new(io), service).await.map_err(|e| ProtoError::Connection(e.to_string()))
+    match http2().serve_connection(TokioIo::new(io), service).await {
+        Ok(()) => Ok(()),
+        // The peer went away without a goodbye (its end of the pipe closed as we wrote).
+        Err(e) if peer_gone(&e) => Ok(()),
+        Err(e) => Err(ProtoError::Connection(crate::error::chain(&e))),
+    }
+}
+
+fn peer_gone(e: &(dyn std::error::Error + 'static)) -> bool {
+    use std::io::ErrorKind::{BrokenPipe, ConnectionReset, UnexpectedEof};
+    let mut source = Some(e);
+    while let Some(cause) = source {
+        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            return matches!(io.kind(), BrokenPipe | ConnectionReset | UnexpectedEof);
+        }
+        source = cause.source();
+    }
+    false
 }
 
 /// Serves HTTP/2 only on a TCP listener: TLS (ALPN h2) when `tls` is Some, prior-knowledge
