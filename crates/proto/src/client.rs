@@ -42,6 +42,7 @@ pub struct Client {
     authorization: HeaderValue,
     /// Why the connection ended, once it has.
     ended: Arc<Mutex<Option<String>>>,
+    answer_limit_bytes: usize,
 }
 
 impl std::fmt::Debug for Client {
@@ -61,10 +62,28 @@ impl Client {
     }
 
     /// Connects to an agent's `host:port` over TCP, with TLS as `tls` says; `timeout`
-    /// bounds the TCP and TLS handshakes.
+    /// bounds the name lookup and the TCP and TLS handshakes. Without TLS only loopback
+    /// addresses are reached: the token never crosses a network in clear text.
     pub async fn connect(addr: &str, tls: &ClientTls, token: &Token, timeout: Duration) -> Result<Client, CallError> {
+        let deadline = tokio::time::Instant::now() + timeout;
         let within = |what: &str| CallError::Connect(format!("{what} {addr}: no answer within {} s", seconds(timeout)));
-        let tcp = tokio::time::timeout(timeout, tokio::net::TcpStream::connect(addr))
+        let resolved: Vec<std::net::SocketAddr> = tokio::time::timeout_at(deadline, tokio::net::lookup_host(addr))
+            .await
+            .map_err(|_| within("cannot look up"))?
+            .map_err(|e| CallError::Connect(format!("cannot look up {addr} (expected host:port): {e}")))?
+            .collect();
+        if resolved.is_empty() {
+            return Err(CallError::Connect(format!("cannot look up {addr}: no address found")));
+        }
+        if *tls == ClientTls::None {
+            if let Some(far) = resolved.iter().find(|a| crate::needs_tls(a)) {
+                return Err(CallError::Connect(format!(
+                    "{addr} ({}) is not a loopback address: the agent is reached over TLS only (give its certificate or CA)",
+                    far.ip()
+                )));
+            }
+        }
+        let tcp = tokio::time::timeout_at(deadline, tokio::net::TcpStream::connect(&resolved[..]))
             .await
             .map_err(|_| within("cannot connect to"))?
             .map_err(|e| CallError::Connect(format!("cannot connect to {addr}: {e}")))?;
@@ -79,7 +98,7 @@ impl Client {
             CallError::Connect(format!("{name:?} is not a server name to check {addr}'s certificate against"))
         })?;
         let connector = tokio_rustls::TlsConnector::from(config);
-        let stream = tokio::time::timeout(timeout, connector.connect(server_name, tcp))
+        let stream = tokio::time::timeout_at(deadline, connector.connect(server_name, tcp))
             .await
             .map_err(|_| within("no TLS handshake with"))?
             .map_err(|e| {
@@ -116,18 +135,28 @@ impl Client {
                 *ended = Some(why);
             }
         });
-        Ok(Client { sender, base: base.into(), authorization, ended })
+        Ok(Client { sender, base: base.into(), authorization, ended, answer_limit_bytes: MAX_ANSWER_BYTES })
+    }
+
+    /// The same client with a lower limit on answers (at most [`MAX_ANSWER_BYTES`]): for
+    /// calls whose answers are known to be small.
+    pub fn answer_limit(mut self, bytes: usize) -> Client {
+        self.answer_limit_bytes = bytes.min(MAX_ANSWER_BYTES);
+        self
     }
 
     /// POSTs `body` as JSON to `path` (e.g. "/v1/start") and decodes the JSON answer. The
     /// whole call, answer included, must end within `timeout`. Answers are read up to
-    /// [`MAX_ANSWER_BYTES`].
+    /// [`MAX_ANSWER_BYTES`] (or [`Client::answer_limit`]).
     pub async fn call<Q: Serialize, A: DeserializeOwned>(
         &self,
         path: &str,
         body: &Q,
         timeout: Duration,
     ) -> Result<A, CallError> {
+        if !path.starts_with('/') {
+            return Err(CallError::BadAnswer(format!("{path:?} is not a path to call (expected /...)")));
+        }
         let body = serde_json::to_vec(body)
             .map_err(|e| CallError::BadAnswer(format!("the request to {path} cannot be encoded as JSON: {e}")))?;
         let request = Request::builder()
@@ -141,7 +170,7 @@ impl Client {
         let exchange = async {
             let answer = self.sender.clone().send_request(request).await.map_err(|e| self.failed(&e))?;
             let status = answer.status();
-            let bytes = Limited::new(answer.into_body(), MAX_ANSWER_BYTES)
+            let bytes = Limited::new(answer.into_body(), self.answer_limit_bytes)
                 .collect()
                 .await
                 .map_err(|e| self.answer_broken(path, e.as_ref()))?
@@ -175,7 +204,8 @@ impl Client {
 
     fn answer_broken(&self, path: &str, e: &(dyn std::error::Error + Send + Sync + 'static)) -> CallError {
         if e.is::<http_body_util::LengthLimitError>() {
-            return CallError::BadAnswer(format!("the answer to {path} is larger than {} MiB", MAX_ANSWER_BYTES >> 20));
+            let limit = self.answer_limit_bytes;
+            return CallError::BadAnswer(format!("the answer to {path} is larger than the limit of {limit} bytes"));
         }
         if self.is_closed() {
             let why = self.ended.lock().ok().and_then(|e| e.clone());

@@ -21,7 +21,7 @@ mod token;
 
 pub use client::{Client, ClientTls};
 pub use error::{ApiError, CallError, ProtoError};
-pub use server::{authorized, needs_tls, serve_stream, serve_tcp};
+pub use server::{authorized, needs_tls, serve_stream, serve_tcp, MAX_TCP_CONNECTIONS};
 pub use tls::tls_server_config;
 pub use token::{Token, TokenError};
 

@@ -21,6 +21,9 @@ const PING_INTERVAL: Duration = Duration::from_secs(10);
 const PING_TIMEOUT: Duration = Duration::from_secs(20);
 const MAX_HEADER_LIST_BYTES: u32 = 64 << 10;
 const MAX_CONCURRENT_STREAMS: u32 = 256;
+/// Connections served at once on a TCP listener; more are closed at once. An agent serves one
+/// coordinator: this only bounds what strangers can hold open.
+pub const MAX_TCP_CONNECTIONS: usize = 256;
 
 /// Wraps an axum Router so that every route (and the fallback) needs
 /// `Authorization: Bearer <token>`, compared in constant time; other requests get
@@ -113,7 +116,8 @@ fn peer_gone(e: &(dyn std::error::Error + 'static)) -> bool {
 }
 
 /// Serves HTTP/2 only on a TCP listener: TLS (ALPN h2) when `tls` is Some, prior-knowledge
-/// h2c without it. Each connection runs in its own task. Returns when `shutdown` resolves;
+/// h2c without it. Each connection runs in its own task; at most [`MAX_TCP_CONNECTIONS`] at
+/// once. Returns when `shutdown` resolves;
 /// the open connections are then told to close (GOAWAY) once their calls are answered.
 pub async fn serve_tcp(
     listener: tokio::net::TcpListener,
@@ -123,6 +127,7 @@ pub async fn serve_tcp(
 ) -> std::io::Result<()> {
     let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_TCP_CONNECTIONS));
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
         let accepted = tokio::select! {
@@ -137,9 +142,14 @@ pub async fn serve_tcp(
                 continue;
             }
         };
+        let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
+            drop(conn);
+            continue;
+        };
         let _ = conn.set_nodelay(true);
         let (app, acceptor, stop) = (app.clone(), acceptor.clone(), stop_rx.clone());
         tokio::spawn(async move {
+            let _slot = slot;
             match acceptor {
                 None => serve_until_stopped(conn, app, stop).await,
                 Some(acceptor) => {

@@ -374,3 +374,57 @@ fn tls_files_that_cannot_be_used_are_named_in_the_error() {
     let err = tls_server_config(&key, &key).unwrap_err().to_string();
     assert!(err.starts_with("TLS certificate ") && err.contains("agent.key"), "{err}");
 }
+
+#[tokio::test]
+async fn a_client_never_sends_the_token_in_clear_text_beyond_loopback() {
+    // TEST-NET-1: refused before any packet leaves.
+    let err = Client::connect("192.0.2.1:7070", &ClientTls::None, &token(), GUARD).await.unwrap_err();
+    assert!(matches!(err, CallError::Connect(_)), "{err:?}");
+    assert!(err.to_string().contains("192.0.2.1:7070 (192.0.2.1) is not a loopback address"), "{err}");
+    let err = Client::connect("no-port-here", &ClientTls::None, &token(), GUARD).await.unwrap_err();
+    assert!(err.to_string().starts_with("cannot look up no-port-here (expected host:port)"), "{err}");
+}
+
+#[tokio::test]
+async fn an_answer_over_the_clients_limit_is_a_bad_answer() {
+    let (client, _, _agent) = pair(&token(), token()).await;
+    let client = client.answer_limit(100);
+    let answer: String = client.call("/v1/echo", &"x".repeat(50), GUARD).await.unwrap();
+    assert_eq!(answer.len(), 50);
+    let err = client.call::<_, String>("/v1/echo", &"x".repeat(200), GUARD).await.unwrap_err();
+    assert!(matches!(&err, CallError::BadAnswer(m) if m.contains("larger than the limit of 100 bytes")), "{err:?}");
+    let err = client.call::<_, Value>("v1/echo", &1, GUARD).await.unwrap_err();
+    assert!(err.to_string().contains("\"v1/echo\" is not a path to call"), "{err}");
+}
+
+#[tokio::test]
+async fn connections_beyond_the_cap_are_closed_and_a_slot_frees_when_one_ends() {
+    use ioscope_proto::MAX_TCP_CONNECTIONS;
+    let (addr, _stop, _server) = tcp_agent(None).await;
+    let mut held = Vec::new();
+    for _ in 0..MAX_TCP_CONNECTIONS {
+        held.push(tokio::net::TcpStream::connect(&addr).await.unwrap());
+    }
+    // Served connections answer the preface with SETTINGS; one over the cap reads EOF.
+    let mut first = [0u8; 9];
+    held[0].write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n").await.unwrap();
+    tokio::time::timeout(GUARD, held[0].read_exact(&mut first)).await.unwrap().unwrap();
+    let mut extra = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let mut byte = [0u8; 1];
+    let read = tokio::time::timeout(GUARD, extra.read(&mut byte)).await.unwrap();
+    assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
+    held.clear();
+    tokio::time::timeout(GUARD, async {
+        loop {
+            if let Ok(client) = Client::connect(&addr, &ClientTls::None, &token(), GUARD).await {
+                if let Ok(answer) = client.call::<_, u32>("/v1/echo", &3, GUARD).await {
+                    assert_eq!(answer, 3);
+                    break;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .unwrap();
+}
