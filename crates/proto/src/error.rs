@@ -39,6 +39,13 @@ impl ApiError {
     }
 }
 
+/// A body axum's `Json` extractor could not read: its status (400, 413, 415, 422) and reason.
+impl From<axum::extract::rejection::JsonRejection> for ApiError {
+    fn from(rejection: axum::extract::rejection::JsonRejection) -> ApiError {
+        ApiError::new(rejection.status().as_u16(), rejection.body_text())
+    }
+}
+
 impl std::fmt::Display for ApiError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} ({})", self.message, self.status)

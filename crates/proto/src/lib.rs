@@ -12,6 +12,33 @@
 //! Nothing a peer sends panics either side: bad JSON, oversized bodies and bytes that are not
 //! HTTP/2 all end as errors. This crate knows nothing of plans or snapshots; the calls
 //! themselves are described in docs/agent-protocol.md.
+//!
+//! ```
+//! use axum::{routing::post, Json, Router};
+//! use ioscope_proto::{authorized, serve_stream, ApiError, Client, Token};
+//! use std::time::Duration;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! let token = Token::generate();
+//! // The agent: handlers answer JSON, or an ApiError ({"error": ...} with its status).
+//! let app = Router::new().route(
+//!     "/v1/hello",
+//!     post(|Json(n): Json<u32>| async move {
+//!         if n > 9 { Err(ApiError::bad_request("at most 9")) } else { Ok(Json(n + 1)) }
+//!     }),
+//! );
+//! // Over ssh the stream is the session's stdio; here an in-memory pair.
+//! let (coordinator_end, agent_end) = tokio::io::duplex(64 << 10);
+//! tokio::spawn(serve_stream(agent_end, authorized(app, token.clone())));
+//! // The coordinator.
+//! let client = Client::over_stream(coordinator_end, &token).await.unwrap();
+//! let answer: u32 = client.call("/v1/hello", &1, Duration::from_secs(5)).await.unwrap();
+//! assert_eq!(answer, 2);
+//! let refused = client.call::<_, u32>("/v1/hello", &10, Duration::from_secs(5)).await.unwrap_err();
+//! assert_eq!(refused.to_string(), "the agent refused the call (400): at most 9");
+//! # }
+//! ```
 
 mod client;
 mod error;
