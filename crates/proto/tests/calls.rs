@@ -433,12 +433,8 @@ async fn connections_beyond_the_cap_are_closed_and_a_slot_frees_when_one_ends() 
 #[tokio::test]
 async fn a_handler_can_answer_a_bad_body_as_an_api_error() {
     use axum::extract::rejection::JsonRejection;
-    let app = Router::new().route(
-        "/v1/typed",
-        post(
-            |body: Result<Json<u32>, JsonRejection>| async move { body.map(|Json(n)| Json(n)).map_err(ApiError::from) },
-        ),
-    );
+    let app = Router::new()
+        .route("/v1/typed", post(|body: Result<Json<u32>, JsonRejection>| async move { body.map_err(ApiError::from) }));
     let (near, far) = tokio::io::duplex(1 << 16);
     tokio::spawn(serve_stream(far, authorized(app, token())));
     let client = Client::over_stream(near, &token()).await.unwrap();
