@@ -41,10 +41,8 @@ fn main() {
         return;
     }
     if let Some(tls) = mode {
-        let dir = std::env::var("RTT_DIR").unwrap();
-        let tls = (tls == "tls").then(|| {
-            tls_server_config(&format!("{dir}/cert.pem").as_ref(), &format!("{dir}/key.pem").as_ref()).unwrap()
-        });
+        let dir = std::path::PathBuf::from(std::env::var("RTT_DIR").unwrap());
+        let tls = (tls == "tls").then(|| tls_server_config(&dir.join("cert.pem"), &dir.join("key.pem")).unwrap());
         runtime.block_on(async {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             println!("{}", listener.local_addr().unwrap());
