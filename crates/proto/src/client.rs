@@ -113,8 +113,10 @@ impl Client {
     where
         IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
-        let authorization = HeaderValue::from_str(&format!("Bearer {}", token.as_str()))
+        let mut authorization = HeaderValue::from_str(&format!("Bearer {}", token.as_str()))
             .map_err(|_| CallError::Connect("the token cannot be sent in an HTTP header".into()))?;
+        // Never in HPACK's table, never in a debug print.
+        authorization.set_sensitive(true);
         let (sender, conn) = hyper::client::conn::http2::Builder::new(TokioExecutor::new())
             .timer(TokioTimer::new())
             .keep_alive_interval(PING_INTERVAL)
