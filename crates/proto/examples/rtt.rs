@@ -1,6 +1,7 @@
 //! Round trip and CPU cost of calls over each transport: `cargo run --release -p
 //! ioscope-proto --example rtt [CALLS]`. Runs an agent as a child process on its stdio (as
-//! under ssh) and on loopback TCP with and without TLS, makes CALLS sequential calls each,
+//! under ssh: through `ioscope_proto::stdio`, and through tokio's blocking-thread stdin and
+//! stdout for comparison) and on loopback TCP with and without TLS, makes CALLS sequential calls each,
 //! and prints the round trip (min, median, p99) and the agent's CPU time per call, for an
 //! empty call and for a 16 KiB answer (about one second of 64 series).
 
@@ -35,6 +36,11 @@ fn main() {
     let mode = std::env::var(AGENT).ok();
     let token = Token::from_line("0123456789abcdef0123456789abcdef").unwrap();
     if mode.as_deref() == Some("stdio") {
+        let _ =
+            runtime.block_on(async { serve_stream(ioscope_proto::stdio().unwrap(), authorized(app(), token)).await });
+        return;
+    }
+    if mode.as_deref() == Some("tokio-std") {
         let io = tokio::io::join(tokio::io::stdin(), tokio::io::stdout());
         let _ = runtime.block_on(serve_stream(io, authorized(app(), token)));
         runtime.shutdown_timeout(Duration::from_millis(100));
@@ -64,7 +70,7 @@ async fn measure(calls: usize, token: Token) {
         "{:<10} {:<8} {:>9} {:>9} {:>9} {:>16}",
         "transport", "call", "min µs", "p50 µs", "p99 µs", "agent CPU µs/call"
     );
-    for transport in ["stdio", "h2c", "tls"] {
+    for transport in ["stdio", "tokio-std", "h2c", "tls"] {
         let mut child = tokio::process::Command::new(std::env::current_exe().unwrap())
             .env(AGENT, transport)
             .env("RTT_DIR", dir.path())
@@ -74,7 +80,7 @@ async fn measure(calls: usize, token: Token) {
             .spawn()
             .unwrap();
         let (stdout, stdin) = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
-        let client = if transport == "stdio" {
+        let client = if transport.contains("std") {
             Client::over_stream(tokio::io::join(stdout, stdin), &token).await.unwrap()
         } else {
             use tokio::io::AsyncBufReadExt;

@@ -3,8 +3,8 @@
 //! The coordinator (a [`Client`]) POSTs a JSON body to a path and reads a JSON answer; the
 //! agent serves an axum [`axum::Router`] wrapped by [`authorized`]. Two ways to carry the
 //! HTTP/2 connection:
-//! - one byte stream, such as an ssh session's stdin and stdout ([`serve_stream`],
-//!   [`Client::over_stream`]);
+//! - one byte stream, such as an ssh session's stdin and stdout ([`serve_stream`] on
+//!   [`stdio`], [`Client::over_stream`]);
 //! - TCP ([`serve_tcp`], [`Client::connect`]): TLS (rustls, ALPN `h2`) whenever the address is
 //!   not loopback ([`needs_tls`]), prior-knowledge h2c on loopback.
 //!
@@ -43,12 +43,14 @@
 mod client;
 mod error;
 mod server;
+mod stdio;
 mod tls;
 mod token;
 
 pub use client::{Client, ClientTls};
 pub use error::{ApiError, CallError, ProtoError};
 pub use server::{authorized, needs_tls, serve_stream, serve_tcp, MAX_TCP_CONNECTIONS};
+pub use stdio::{stdio, StdinHalf, StdoutHalf};
 pub use tls::tls_server_config;
 pub use token::{Token, TokenError};
 

@@ -88,8 +88,9 @@ fn http2() -> hyper::server::conn::http2::Builder<TokioExecutor> {
 /// with `tokio::io::join`); returns Ok when the peer closes it (also abruptly: a broken
 /// pipe), or an error when the peer breaks the protocol.
 ///
-/// With `tokio::io::stdin()` a read may still wait on a blocking thread after this returns:
-/// end the process, or shut the runtime down with `shutdown_timeout`, rather than dropping it.
+/// For an agent under ssh, give it [`crate::stdio`]. With `tokio::io::stdin()` instead, a
+/// read may still wait on a blocking thread after this returns: end the process, or shut the
+/// runtime down with `shutdown_timeout`, rather than dropping it.
 pub async fn serve_stream<IO>(io: IO, app: axum::Router) -> Result<(), ProtoError>
 where
     IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
