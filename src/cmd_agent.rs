@@ -39,9 +39,13 @@ pub fn agent(args: &AgentArgs) -> CmdResult {
             let app = ioscope_proto::authorized(agent.router(), token);
             rt.block_on(async {
                 tokio::spawn(agent.clone().watchdog());
-                let io = tokio::io::join(tokio::io::stdin(), tokio::io::stdout());
-                if let Err(e) = ioscope_proto::serve_stream(io, app).await {
-                    eprintln!("agent: the coordinator's session failed: {e}");
+                match ioscope_proto::stdio() {
+                    Ok(io) => {
+                        if let Err(e) = ioscope_proto::serve_stream(io, app).await {
+                            eprintln!("agent: the coordinator's session failed: {e}");
+                        }
+                    }
+                    Err(e) => eprintln!("agent: no stdin or stdout to serve on: {e}"),
                 }
                 // The session is over (the run ended, or the coordinator is gone).
                 agent.stop_load("the coordinator's ssh session ended: the load was stopped");

@@ -185,7 +185,11 @@ async fn prepare(State(a): State<Agent>, Json(req): Json<Prepare>) -> Result<Jso
 
 /// Checks and prepares the working set or dataset as a local run does (files ioscope did
 /// not create are refused unless the plan says force).
-fn prepare_files(plan: Plan, name: String, own_subdir: bool) -> Result<(Prepared, serde_json::Value, String), ApiError> {
+fn prepare_files(
+    plan: Plan,
+    name: String,
+    own_subdir: bool,
+) -> Result<(Prepared, serde_json::Value, String), ApiError> {
     if own_subdir && plan.engine.spec().caps.does_io {
         make_run_dir(&plan).map_err(|e| ApiError::internal(format!("creating the run's directory: {e}")))?;
     }
