@@ -71,7 +71,8 @@ fn assert_hosts_add_up(db: &Path, hosts: usize) {
     let sum: u64 = by_host.values().map(|h| h["ops"].as_u64().unwrap()).sum();
     assert_eq!(sum, total_ops, "per-host ops add up to the total");
     assert!(total_ops > 0);
-    let stored: u64 = sql(db, "SELECT sum(ops) FROM op_seconds WHERE warmup = 0 AND op IN ('read','write')").parse().unwrap();
+    let stored: u64 =
+        sql(db, "SELECT sum(ops) FROM op_seconds WHERE warmup = 0 AND op IN ('read','write')").parse().unwrap();
     assert_eq!(stored, total_ops, "the per-second rows of every host add up to the summary's total");
 }
 
@@ -87,8 +88,20 @@ fn posix_and_nfs_engines_run_from_four_ssh_hosts_and_the_hosts_add_up_to_the_tot
         &lab,
         &hosts,
         &[
-            "--rw", "randrw", "--bs", "4k", "--size", "4m", "--threads", "2", "--duration", "3s", "--dir",
-            dir.to_str().unwrap(), "--out", db.to_str().unwrap(),
+            "--rw",
+            "randrw",
+            "--bs",
+            "4k",
+            "--size",
+            "4m",
+            "--threads",
+            "2",
+            "--duration",
+            "3s",
+            "--dir",
+            dir.to_str().unwrap(),
+            "--out",
+            db.to_str().unwrap(),
         ],
     );
     assert!(out.status.success(), "{}", text(&out));
@@ -111,13 +124,25 @@ fn posix_and_nfs_engines_run_from_four_ssh_hosts_and_the_hosts_add_up_to_the_tot
         &lab,
         &hosts,
         &[
-            "--engine", "nfs", "--target", &target, "--rw", "randread", "--bs", "4k", "--size", "2m", "--duration",
-            "3s", "--out", db.to_str().unwrap(),
+            "--engine",
+            "nfs",
+            "--target",
+            &target,
+            "--rw",
+            "randread",
+            "--bs",
+            "4k",
+            "--size",
+            "2m",
+            "--duration",
+            "3s",
+            "--out",
+            db.to_str().unwrap(),
         ],
     );
     assert!(out.status.success(), "{}", text(&out));
     assert_hosts_add_up(&db, 4);
-    assert!(lab.nfs_export_dir().join("hosts-test").join(&hosts[0]).exists(), "per-host directories on the server");
+    assert!(lab.nfs_export_dir().join("hosts-test").join(hosts[0]).exists(), "per-host directories on the server");
 }
 
 #[test]
@@ -131,7 +156,15 @@ fn a_hosts_staircase_adds_one_host_every_step() {
         &lab,
         &hosts,
         &[
-            "--engine", "null", "--threads", "1", "--rate-iops", "4000", "--staircase", "hosts:1-4/2s", "--out",
+            "--engine",
+            "null",
+            "--threads",
+            "1",
+            "--rate-iops",
+            "4000",
+            "--staircase",
+            "hosts:1-4/2s",
+            "--out",
             db.to_str().unwrap(),
         ],
     );
@@ -165,8 +198,22 @@ fn a_host_behind_a_slow_link_stands_out_in_the_by_host_breakdown() {
         &lab,
         &hosts,
         &[
-            "--engine", "nfs", "--target", &target, "--rw", "read", "--bs", "64k", "--size", "8m", "--threads", "2",
-            "--duration", "4s", "--out", db.to_str().unwrap(),
+            "--engine",
+            "nfs",
+            "--target",
+            &target,
+            "--rw",
+            "read",
+            "--bs",
+            "64k",
+            "--size",
+            "8m",
+            "--threads",
+            "2",
+            "--duration",
+            "4s",
+            "--out",
+            db.to_str().unwrap(),
         ],
     );
     assert!(out.status.success(), "{}", text(&out));
@@ -230,11 +277,13 @@ fn a_killed_agent_ends_the_run_failed_or_with_continue_leaves_a_marked_gap() {
         assert_eq!(a["status"], "lost", "{name}: {a}");
         let lost_at = a["lost_at_second"].as_u64().unwrap();
         assert!(lost_at >= 1, "{a}");
-        let h3_seconds: u64 = sql(&db, &format!("SELECT count(*) FROM tick WHERE host = '{}'", hosts[2])).parse().unwrap();
+        let h3_seconds: u64 =
+            sql(&db, &format!("SELECT count(*) FROM tick WHERE host = '{}'", hosts[2])).parse().unwrap();
         assert_eq!(h3_seconds, lost_at, "every second received from the lost host is kept, none after");
         if continue_ {
             assert!(out.status.success(), "{said}");
-            let others: u64 = sql(&db, &format!("SELECT count(*) FROM tick WHERE host = '{}'", hosts[0])).parse().unwrap();
+            let others: u64 =
+                sql(&db, &format!("SELECT count(*) FROM tick WHERE host = '{}'", hosts[0])).parse().unwrap();
             assert_eq!(others, 8, "the other hosts ran the whole run");
             assert!(summary(&db)["notes"].to_string().contains(&format!("host {} was lost", hosts[2])));
         } else {
@@ -254,7 +303,8 @@ fn a_partitioned_host_is_lost_after_the_timeout_and_a_short_partition_counts_not
     let tmp = tempfile::tempdir().unwrap();
     // A short partition (1.5 s, under the 4 s timeout): the host catches up, once.
     let db = tmp.path().join("short.db");
-    let args = ["--engine", "null", "--threads", "1", "--rate-iops", "2000", "--duration", "7s", "--set", "host_timeout=4s"];
+    let args =
+        ["--engine", "null", "--threads", "1", "--rate-iops", "2000", "--duration", "7s", "--set", "host_timeout=4s"];
     let child = start_on(&lab, &hosts, &[&args[..], &["--out", db.to_str().unwrap()]].concat());
     lab.link(hosts[3], false);
     std::thread::sleep(Duration::from_millis(1500));
