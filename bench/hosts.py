@@ -67,55 +67,82 @@ def agents_of(db):
     return [(n, json.loads(cfg).get("agent", {}), series.get(n, 0), seconds.get(n, 0)) for n, cfg in rows]
 
 
+def run_measuring_agents(ioscope, cmd, env, duration):
+    """Runs `cmd` (an ioscope run over the lab's hosts); returns (began_ns, agent CPU % of a
+    core by namespace over the middle of the run)."""
+    began = time.time_ns()
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    pids = {}
+    for _ in range(300):
+        time.sleep(0.1)
+        pids = agent_pids()
+        if len(pids) == 4:
+            break
+    time.sleep(4)  # past preparation and the start
+    cpu = {}
+    try:
+        cpu0 = {ns: cpu_s(pid) for ns, pid in pids.items()}
+        t0 = time.monotonic()
+        time.sleep(max(duration - 8, 1))
+        window = time.monotonic() - t0
+        cpu = {ns: (cpu_s(pid) - cpu0[ns]) / window * 100 for ns, pid in pids.items()}
+    except OSError:
+        pass
+    _, err = p.communicate()
+    if p.returncode != 0:
+        sys.exit(f"ioscope run failed ({p.returncode}): {err}")
+    return began, cpu
+
+
 def ssh_part(ioscope, args, lines):
     out = subprocess.run([LAB, "start"], capture_output=True, text=True, check=True).stdout
     kv = dict(l.split("=", 1) for l in out.splitlines() if "=" in l)
     hosts = kv["hosts"].split(",")
     env = dict(os.environ, IOSCOPE_SSH_COMMAND=f"ssh -F {kv['ssh_config']}")
+    hosts_arg = ",".join("root@" + h for h in hosts)
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            # First run copies the binary; the measured runs reuse the copy.
+            # Round 0 copies the binary to the hosts; the measured rounds reuse the copy.
             for rnd in range(args.rounds + 1):
                 db = os.path.join(tmp, f"r{rnd}.db")
-                cmd = [ioscope, "run", "--engine", "nfs", "--target", kv["nfs"] + f"/bench{rnd}",
-                       "--hosts", ",".join("root@" + h for h in hosts), "--rw", "randread", "--bs", "4k",
-                       "--size", "16m", "--files", "16", "--threads", "2", "--duration", f"{args.duration}s",
-                       "--out", db, "--quiet"]
-                began = time.time_ns()
-                p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-                # The agents' CPU over the measured part (after their start).
-                cpu0, pids = None, {}
-                for _ in range(200):
-                    time.sleep(0.1)
-                    pids = agent_pids()
-                    if len(pids) == 4:
-                        break
-                time.sleep(3)  # past preparation and start
-                try:
-                    cpu0 = {ns: cpu_s(pid) for ns, pid in pids.items()}
-                    t0 = time.monotonic()
-                    time.sleep(max(args.duration - 6, 1))
-                    cpu1 = {ns: cpu_s(pid) for ns, pid in pids.items()}
-                    window = time.monotonic() - t0
-                except OSError:
-                    cpu0, cpu1, window = {}, {}, 1
-                _, err = p.communicate()
-                if p.returncode != 0:
-                    sys.exit(f"ioscope run failed ({p.returncode}): {err}")
+                cmd = [ioscope, "run", "--engine", "nfs", "--target", kv["nfs"] + "/bench", "--hosts", hosts_arg,
+                       "--rw", "randread", "--bs", "4k", "--size", "16m", "--files", "16", "--threads", "2",
+                       "--duration", f"{args.duration}s", "--out", db, "--quiet"]
+                began, cpu = run_measuring_agents(ioscope, cmd, env, args.duration)
                 if rnd == 0:
                     continue
                 agents = agents_of(db)
-                starts = [a["started_unix_ns"] for _, a, _, _ in agents]
-                lines.append(f"\n### ssh round {rnd}: 4 hosts, nfs engine against ganesha, {args.duration} s\n")
-                lines.append(f"- from `ioscope run` to the first I/O: "
-                             f"{(min(starts) - began) / 1e6:.0f} ms (first host) to {(max(starts) - began) / 1e6:.0f} ms (last)")
-                lines.append(f"- spread of the start instants: {(max(starts) - min(starts)) / 1e3:.0f} µs")
-                lines.append("\n| host | clock offset | uncertainty | series | agent CPU (% of a core) |")
-                lines.append("|---|---|---|---|---|")
-                for (name, a, series, secs), ns in zip(agents, sorted(pids)):
-                    cpu = (cpu1.get(ns, 0) - cpu0.get(ns, 0)) / window * 100 if cpu0 else float("nan")
+                starts = [a["first_io_unix_ns"] for _, a, _, _ in agents]
+                planned = agents[0][1]["planned_start_unix_ns"]
+                lines.append(f"\n### ssh round {rnd}: 4 hosts, nfs engine against ganesha (2 threads, 16 files each), "
+                             f"{args.duration} s\n")
+                lines.append(f"- from `ioscope run` to the first I/O: {(min(starts) - began) / 1e6:.0f} ms (first host) "
+                             f"to {(max(starts) - began) / 1e6:.0f} ms (last)")
+                lines.append(f"- spread of the first I/Os (measured on each host, on the coordinator's clock through "
+                             f"the offsets): {(max(starts) - min(starts)) / 1e3:.0f} µs; the latest "
+                             f"{(max(starts) - planned) / 1e3:.0f} µs after the planned instant")
+                lines.append("\n| host | clock offset | uncertainty | first I/O − planned | series | agent CPU incl. load |")
+                lines.append("|---|---|---|---|---|---|")
+                for (name, a, series, secs), ns in zip(agents, sorted(cpu)):
                     lines.append(f"| {name} | {a['clock_offset_ns'] / 1e3:+.1f} µs | ±{a['clock_uncertainty_ns'] / 1e3:.1f} µs "
-                                 f"| {series} | {cpu:.2f} |")
+                                 f"| {(a['first_io_unix_ns'] - planned) / 1e3:+.0f} µs | {series} | {cpu.get(ns, float('nan')):.1f}% |")
+            # The cost of streaming: runs at 100 IOPS per host, so that the agent's own load is
+            # next to nothing, with few series (null engine: per worker only) and with many
+            # (posix, 32 files, each broken down). The CPU includes the load and the collector.
+            lines.append("\n### streaming: agent CPU at 100 IOPS per host, 1 s snapshots (load and collector included)\n")
+            lines.append("| run | series per host | h1 | h2 | h3 | h4 |")
+            lines.append("|---|---|---|---|---|---|")
+            for label, extra in [
+                ("null engine, 1 file", ["--engine", "null"]),
+                ("posix, 32 files", ["--dir", os.path.join(tmp, "stream"), "--size", "32m", "--files", "32",
+                                     "--set", "breakdown_top=32"]),
+            ]:
+                db = os.path.join(tmp, f"stream-{len(extra)}.db")
+                cmd = [ioscope, "run", "--hosts", hosts_arg, *extra, "--threads", "2", "--rw", "randrw",
+                       "--rate-iops", "400", "--duration", f"{args.duration}s", "--out", db, "--quiet"]
+                _, cpu = run_measuring_agents(ioscope, cmd, env, args.duration)
+                series = agents_of(db)[0][2]
+                lines.append(f"| {label} | {series} | " + " | ".join(f"{cpu[ns]:.2f}%" for ns in sorted(cpu)) + " |")
     finally:
         subprocess.run([LAB, "stop"], capture_output=True)
 

@@ -234,24 +234,34 @@ fn agent_pid(lab: &Lab, host: &str) -> Option<String> {
     lab.processes(host).into_iter().find(|(_, name)| name.starts_with("ioscope")).map(|(pid, _)| pid.to_string())
 }
 
-/// Starts a run and waits until every host runs its load (its agent exists and 2 s passed).
-fn start_on(lab: &Lab, hosts: &[&str], args: &[&str]) -> std::process::Child {
+/// Starts a run writing `db` and waits until every host has delivered two seconds.
+fn start_on(lab: &Lab, hosts: &[&str], args: &[&str], db: &Path) -> std::process::Child {
     let list: Vec<String> = hosts.iter().map(|h| format!("root@{h}")).collect();
     let child = ioscope()
         .env("IOSCOPE_SSH_COMMAND", format!("ssh -F {}", lab.ssh_config().display()))
         .args(["run", "--hosts", &list.join(",")])
         .args(args)
+        .arg("--out")
+        .arg(db)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let began = Instant::now();
-    while hosts.iter().any(|h| agent_pid(lab, h).is_none()) {
-        assert!(began.elapsed() < Duration::from_secs(30), "agents did not start");
+    let running = "SELECT count(*) FROM (SELECT host FROM tick GROUP BY host HAVING count(*) >= 2)";
+    loop {
+        let ready = db.exists()
+            && Command::new("sqlite3")
+                .arg(db)
+                .arg(running)
+                .output()
+                .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == hosts.len().to_string());
+        if ready {
+            return child;
+        }
+        assert!(began.elapsed() < Duration::from_secs(60), "the hosts did not deliver two seconds");
         std::thread::sleep(Duration::from_millis(100));
     }
-    std::thread::sleep(Duration::from_secs(2));
-    child
 }
 
 #[test]
@@ -263,11 +273,10 @@ fn a_killed_agent_ends_the_run_failed_or_with_continue_leaves_a_marked_gap() {
     for continue_ in [false, true] {
         let db = tmp.path().join(format!("killed-{continue_}.db"));
         let mut args = vec!["--engine", "null", "--threads", "1", "--rate-iops", "2000", "--duration", "8s"];
-        args.extend(["--out", db.to_str().unwrap()]);
         if continue_ {
             args.extend(["--on-host-loss", "continue"]);
         }
-        let child = start_on(&lab, &hosts, &args);
+        let child = start_on(&lab, &hosts, &args, &db);
         let pid = agent_pid(&lab, hosts[2]).unwrap();
         let killed = Instant::now();
         lab.exec(hosts[2], &["kill", "-9", &pid]);
@@ -305,7 +314,7 @@ fn a_partitioned_host_is_lost_after_the_timeout_and_a_short_partition_counts_not
     let db = tmp.path().join("short.db");
     let args =
         ["--engine", "null", "--threads", "1", "--rate-iops", "2000", "--duration", "7s", "--set", "host_timeout=4s"];
-    let child = start_on(&lab, &hosts, &[&args[..], &["--out", db.to_str().unwrap()]].concat());
+    let child = start_on(&lab, &hosts, &args, &db);
     lab.link(hosts[3], false);
     std::thread::sleep(Duration::from_millis(1500));
     lab.link(hosts[3], true);
@@ -316,7 +325,7 @@ fn a_partitioned_host_is_lost_after_the_timeout_and_a_short_partition_counts_not
     assert_hosts_add_up(&db, 4);
     // A long one: lost after the timeout, the run fails naming it.
     let db = tmp.path().join("long.db");
-    let child = start_on(&lab, &hosts, &[&args[..], &["--out", db.to_str().unwrap()]].concat());
+    let child = start_on(&lab, &hosts, &args, &db);
     lab.link(hosts[3], false);
     let out = child.wait_with_output().unwrap();
     lab.link(hosts[3], true);
@@ -384,12 +393,17 @@ impl Drop for Listening {
 }
 
 fn listen(token: &Path, root: &Path) -> Listening {
+    listen_with(token, root, &[])
+}
+
+fn listen_with(token: &Path, root: &Path, extra: &[&Path]) -> Listening {
     use std::io::{BufRead, BufReader};
     let mut child = ioscope()
         .args(["agent", "--listen", "127.0.0.1:0", "--token-file"])
         .arg(token)
         .arg("--root")
         .arg(root)
+        .args(extra)
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -462,4 +476,92 @@ fn listening_agents_on_loopback_run_one_timeline_and_refuse_a_wrong_token() {
         assert_eq!(a["transport"], "listen");
         assert_eq!(a["status"], "completed");
     }
+}
+
+/// A self-signed certificate for 127.0.0.1 and its key, as PEM files.
+fn certificate(dir: &Path, name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let c = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
+    let (cert, key) = (dir.join(format!("{name}.pem")), dir.join(format!("{name}.key")));
+    std::fs::write(&cert, c.cert.pem()).unwrap();
+    std::fs::write(&key, c.key_pair.serialize_pem()).unwrap();
+    (cert, key)
+}
+
+#[test]
+fn a_listening_agent_speaks_tls_only_to_a_coordinator_that_trusts_its_certificate() {
+    let tmp = tempfile::tempdir().unwrap();
+    let token = token_file(tmp.path(), "token", "a-token-of-the-fleet-0123456789");
+    let (cert, key) = certificate(tmp.path(), "agent");
+    let (other, _) = certificate(tmp.path(), "other");
+    // Reachable from other hosts without TLS: refused, exit 2.
+    let out = ioscope()
+        .args(["agent", "--listen", "0.0.0.0:0", "--token-file"])
+        .arg(&token)
+        .arg("--root")
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("--tls-cert"), "{}", text(&out));
+
+    let agent = listen_with(&token, tmp.path(), &[Path::new("--tls-cert"), &cert, Path::new("--tls-key"), &key]);
+    let host = format!("agent://{}", agent.addr);
+    let run = |ca: &Path, db: &Path| {
+        ioscope()
+            .args(["run", "--engine", "null", "--duration", "2s", "--hosts", &host, "--token-file"])
+            .arg(&token)
+            .arg("--tls-ca")
+            .arg(ca)
+            .arg("--out")
+            .arg(db)
+            .output()
+            .unwrap()
+    };
+    let db = tmp.path().join("untrusted.db");
+    let out = run(&other, &db);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains(&agent.addr) && text(&out).to_lowercase().contains("certificate"), "{}", text(&out));
+    assert!(!db.exists());
+    let db = tmp.path().join("tls.db");
+    let out = run(&cert, &db);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(summary(&db)["by_host"].as_object().map(|h| h.len()), Some(1));
+}
+
+/// Waits until no host of the lab runs an agent; false after 10 s.
+fn agents_gone(lab: &Lab, hosts: &[&str]) -> bool {
+    let began = Instant::now();
+    while began.elapsed() < Duration::from_secs(10) {
+        if hosts.iter().all(|h| agent_pid(lab, h).is_none()) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    false
+}
+
+#[test]
+#[ignore = "needs root; starts the many-host lab (scripts/test.sh runs it)"]
+fn ctrl_c_or_a_killed_coordinator_leaves_no_agent_running() {
+    let Some(lab) = Lab::start_or_skip() else { return };
+    let hosts: Vec<&str> = lab.hosts().iter().map(String::as_str).collect();
+    let tmp = tempfile::tempdir().unwrap();
+    // Ctrl-C: every host stops, the results are kept (interrupted), exit 130.
+    let db = tmp.path().join("interrupted.db");
+    let args = ["--engine", "null", "--threads", "1", "--rate-iops", "2000", "--duration", "30s"];
+    let child = start_on(&lab, &hosts, &args, &db);
+    // SAFETY: signalling a child process of this test.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    assert_eq!(sql(&db, "SELECT status FROM run"), "interrupted");
+    let seconds: u64 = sql(&db, "SELECT count(DISTINCT second) FROM tick").parse().unwrap();
+    assert!((1..30).contains(&seconds), "the seconds measured are kept: {seconds}");
+    assert!(agents_gone(&lab, &hosts), "an agent outlived the interrupted run");
+    // kill -9: the ssh sessions end with the coordinator, and the agents with them.
+    let db = tmp.path().join("killed.db");
+    let mut child = start_on(&lab, &hosts, &args, &db);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(agents_gone(&lab, &hosts), "an agent outlived its killed coordinator");
 }

@@ -113,6 +113,8 @@ pub struct Measured<E> {
     pub seconds_written: u32,
     /// The run's time zero (0 if it never started).
     pub t0_ns: u64,
+    /// When the first I/O was issued, measured (None if none was).
+    pub first_io_ns: Option<u64>,
     /// The sink failed (the run stopped there).
     pub sink_error: Option<E>,
 }
@@ -347,6 +349,8 @@ pub fn measure<S: Sink>(plan: &Plan, files: &[PathBuf], sink: &mut S, m: Measure
     let stop = AtomicBool::new(false);
     let ready = Barrier::new(threads + 1);
     let start_ns = AtomicU64::new(0);
+    // When the first I/O was really issued (after its worker woke for it).
+    let first_io_ns = AtomicU64::new(u64::MAX);
     let finished = AtomicUsize::new(0);
     let open_error: Mutex<Option<String>> = Mutex::new(None);
     // Read by every worker and the collector right after the start barrier: a flag, not the
@@ -391,6 +395,7 @@ pub fn measure<S: Sink>(plan: &Plan, files: &[PathBuf], sink: &mut S, m: Measure
                     open_failed: &open_failed,
                     lost: &lost,
                     engine_setup: &engine_setup,
+                    first_io_ns: &first_io_ns,
                 };
                 s.spawn(move || with_engine(plan, WorkerStart { id: id as u32, shared }))
             })
@@ -551,7 +556,8 @@ pub fn measure<S: Sink>(plan: &Plan, files: &[PathBuf], sink: &mut S, m: Measure
     } else {
         (Status::Completed, None)
     };
-    Measured { status, detail, first_errors, seconds_written, t0_ns: start_ns.load(Relaxed), sink_error }
+    let first_io_ns = Some(first_io_ns.load(Relaxed)).filter(|t| *t != u64::MAX);
+    Measured { status, detail, first_errors, seconds_written, t0_ns: start_ns.load(Relaxed), first_io_ns, sink_error }
 }
 
 /// What every worker thread shares with the run.
@@ -581,6 +587,8 @@ struct Shared<'a> {
     lost: &'a Mutex<Option<String>>,
     /// How worker 0's engine was set up, once open.
     engine_setup: &'a Mutex<Option<String>>,
+    /// The earliest instant any worker woke to issue its first I/O.
+    first_io_ns: &'a AtomicU64,
 }
 
 impl Shared<'_> {
@@ -683,6 +691,7 @@ fn worker_main<E: Engine>(mut engine: E, id: u32, sh: Shared<'_>) -> FirstErrors
                 phase_ns: interval_ns.map_or(0, |iv| iv * sh.local as u64 / eff.threads as u64),
             };
             crate::clock::wait_until(begin, sh.stop);
+            sh.first_io_ns.fetch_min(now_ns(), Relaxed);
             match sh.tree {
                 Some(tree) => {
                     let mut task = TreeTask::new(tree, eff, sh.local, seed(k));

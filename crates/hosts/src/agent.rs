@@ -305,6 +305,7 @@ fn run_load(a: Agent, p: Prepared, start_at_ns: u64) {
         detail,
         first_errors: m.first_errors,
         engine: inner.run.engine.clone(),
+        first_io_unix_ns: m.first_io_ns.map(mono_to_unix),
     });
     inner.running = false;
     drop(inner);
@@ -319,8 +320,7 @@ struct Buffer<'a> {
 impl Sink for Buffer<'_> {
     type Error = std::convert::Infallible;
     fn started(&mut self, t0_ns: u64, engine_setup: Option<&str>) -> Result<(), Self::Error> {
-        let now_mono = ioscope_exec::clock::now_ns();
-        let started = crate::clock::unix_ns().saturating_sub(now_mono.saturating_sub(t0_ns) as i64);
+        let started = mono_to_unix(t0_ns);
         let mut inner = self.agent.inner.lock().unwrap();
         inner.run.started_unix_ns = Some(started);
         inner.run.engine = engine_setup.map(str::to_string);
@@ -337,6 +337,13 @@ impl Sink for Buffer<'_> {
         self.agent.changed.notify_waiters();
         Ok(())
     }
+}
+
+/// An instant of [`ioscope_exec::clock::now_ns`]'s time line on the wall clock (it may lie
+/// ahead: the difference is signed).
+fn mono_to_unix(t: u64) -> i64 {
+    let ahead = t as i64 - ioscope_exec::clock::now_ns() as i64;
+    crate::clock::unix_ns().saturating_add(ahead)
 }
 
 /// Most seconds in one answer (a coordinator that fell behind catches up over a few calls).

@@ -67,6 +67,22 @@ pub fn estimate(exchanges: &[Exchange]) -> Option<Offset> {
 /// interval (a twentieth of a second): the host is refused.
 pub const MAX_UNCERTAINTY_NS: u64 = 50_000_000;
 
+/// Whether a host's seconds can be aligned with the others' (the offset itself can be any
+/// size: it is corrected; what cannot be corrected is not knowing it).
+pub fn alignable(o: &Offset) -> Result<(), String> {
+    if o.uncertainty_ns <= MAX_UNCERTAINTY_NS {
+        return Ok(());
+    }
+    Err(format!(
+        "its clock offset ({:+.1} ms) is known only to ±{:.1} ms (best round trip {:.1} ms of 16): seconds cannot be \
+         aligned to within {} ms; use a faster or less loaded link to it",
+        o.offset_ns as f64 / 1e6,
+        o.uncertainty_ns as f64 / 1e6,
+        o.rtt_ns as f64 / 1e6,
+        MAX_UNCERTAINTY_NS / 1_000_000
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -81,6 +97,15 @@ mod tests {
         ];
         let o = estimate(&ex).unwrap();
         assert_eq!(o, Offset { offset_ns: 5_000_000, uncertainty_ns: 40_000, rtt_ns: 80_000 });
+    }
+
+    #[test]
+    fn any_offset_is_corrected_but_an_uncertain_one_is_refused_naming_it() {
+        let hour_ahead = Offset { offset_ns: 3_600_000_000_000, uncertainty_ns: 200_000, rtt_ns: 400_000 };
+        assert!(alignable(&hour_ahead).is_ok(), "a large offset is measured and corrected");
+        let slow_link = Offset { offset_ns: -2_000_000, uncertainty_ns: 120_000_000, rtt_ns: 240_000_000 };
+        let why = alignable(&slow_link).unwrap_err();
+        assert!(why.contains("±120.0 ms") && why.contains("-2.0 ms"), "{why}");
     }
 
     #[test]

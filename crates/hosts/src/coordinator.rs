@@ -5,7 +5,7 @@
 //! run then ends (failed, every second received kept); with `on_host_loss = "continue"`
 //! the others go on and the lost host's series end where it was lost.
 
-use crate::clock::{estimate, unix_ns, Exchange, Offset, MAX_UNCERTAINTY_NS};
+use crate::clock::{estimate, unix_ns, Exchange, Offset};
 use crate::messages::*;
 use crate::ssh::{self, Login};
 use ioscope_exec::Progress;
@@ -22,8 +22,9 @@ use tokio::sync::mpsc;
 const SECOND_NS: u64 = 1_000_000_000;
 /// Exchanges per host for the clock offset (the shortest round trip is kept).
 const CLOCK_EXCHANGES: usize = 16;
-/// Time between the start call and the common start instant, beyond the round trips.
-const START_LEAD_NS: i64 = 300_000_000;
+/// Time between the start call and the common start instant, beyond the round trips:
+/// room for every host to open its engines (an NFS mount per worker) before it.
+const START_LEAD_NS: i64 = 1_000_000_000;
 /// How long one long poll for seconds waits on the agent's side.
 const POLL_WAIT_MS: u64 = 1000;
 
@@ -76,8 +77,9 @@ struct Host {
     config: serde_json::Value,
     plan_json: String,
     offset: Offset,
-    /// The host's time zero on the coordinator's clock.
+    /// The host's time zero on the coordinator's clock, and the instant it was asked for.
     started_unix_ns: Option<i64>,
+    planned_start_unix_ns: Option<i64>,
     last_second: Option<u32>,
     done: Option<Done>,
     lost: Option<(u32, String)>,
@@ -172,13 +174,7 @@ async fn run(plan: &Plan, c: Coordinate<'_>, started: &AtomicBool) -> Result<Out
     // Clocks: offsets and their uncertainty, then one start instant for every host.
     for h in hosts.iter_mut() {
         h.offset = measure_clock(&h.client).await.map_err(|e| h.fail(e))?;
-        if h.offset.uncertainty_ns > MAX_UNCERTAINTY_NS {
-            return Err(h.fail(format!(
-                "its clock offset is known only to ±{:.1} ms (round trip {:.1} ms): seconds cannot be aligned",
-                h.offset.uncertainty_ns as f64 / 1e6,
-                h.offset.rtt_ns as f64 / 1e6
-            )));
-        }
+        crate::clock::alignable(&h.offset).map_err(|why| h.fail(why))?;
     }
     let steps = plan.steps();
     let planned_ns: u64 = steps.iter().map(|s| (s.warmup + s.duration).as_nanos() as u64).sum();
@@ -203,9 +199,31 @@ async fn run(plan: &Plan, c: Coordinate<'_>, started: &AtomicBool) -> Result<Out
 
     let rtt_max = hosts.iter().map(|h| h.offset.rtt_ns).max().unwrap_or(0) as i64;
     let at = unix_ns() + START_LEAD_NS + 4 * rtt_max;
-    for h in hosts.iter() {
-        let start = Start { at_unix_ns: at + h.offset.offset_ns };
-        h.client.call::<_, Empty>(START, &start, timeout).await.map_err(|e| h.fail(format!("starting: {e}")))?;
+    hosts.iter_mut().for_each(|h| h.planned_start_unix_ns = Some(at));
+    // All at once: a slow answer from one host must not make the others' start late.
+    let mut starting = tokio::task::JoinSet::new();
+    for (i, h) in hosts.iter().enumerate() {
+        let (client, start) = (h.client.clone(), Start { at_unix_ns: at + h.offset.offset_ns });
+        starting.spawn(async move { (i, client.call::<_, Empty>(START, &start, timeout).await) });
+    }
+    let mut not_started = None;
+    while let Some(r) = starting.join_next().await {
+        match r {
+            Ok((_, Ok(_))) => {}
+            Ok((i, Err(e))) => {
+                not_started.get_or_insert(hosts[i].fail(format!("starting: {e}")));
+            }
+            Err(e) => {
+                not_started.get_or_insert(CoordError::Setup(e.to_string()));
+            }
+        }
+    }
+    if let Some(e) = not_started {
+        // The hosts that did start stop with their session; the file says why.
+        let _ = writer.finish(Status::Failed, Some(&e.to_string()), unix_ns() / 1_000_000);
+        stop_all(&hosts).await;
+        end_sessions(&mut hosts).await;
+        return Err(e);
     }
 
     // Seconds as they come, from one poller per host.
@@ -430,6 +448,7 @@ async fn reach(index: usize, spec: &HostSpec, timeout: Duration) -> Result<(Host
         plan_json: String::new(),
         offset: Offset { offset_ns: 0, uncertainty_ns: 0, rtt_ns: 0 },
         started_unix_ns: None,
+        planned_start_unix_ns: None,
         last_second: None,
         done: None,
         lost: None,
@@ -591,6 +610,8 @@ fn host_config(h: &Host) -> serde_json::Value {
         "clock_uncertainty_ns": h.offset.uncertainty_ns,
         "rtt_ns": h.offset.rtt_ns,
         "started_unix_ns": h.started_unix_ns,
+        "planned_start_unix_ns": h.planned_start_unix_ns,
+        "first_io_unix_ns": h.done.as_ref().and_then(|d| d.first_io_unix_ns).map(|t| t - h.offset.offset_ns),
         "lost_at_second": h.lost.as_ref().map(|l| l.0),
         "store_delay_ns": {"mean": h.store_delay_ns.0.checked_div(h.store_delay_ns.1), "max": h.store_delay_ns.2},
         "plan_json": h.plan_json,

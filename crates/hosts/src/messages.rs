@@ -86,6 +86,8 @@ pub struct Done {
     pub first_errors: Vec<String>,
     /// The engine set-up of worker 0 (a local run's host config "engine").
     pub engine: Option<String>,
+    /// When the first I/O was issued, measured, on the agent's wall clock.
+    pub first_io_unix_ns: Option<i64>,
 }
 
 /// An empty request or answer.

@@ -28,6 +28,10 @@ pub struct HostSummary {
     pub agent: Option<AgentSummary>,
 }
 
+/// A start later than this after the common instant is noted (the clocks' own error is
+/// far smaller).
+pub const START_LATE_NS: u64 = 1_000_000;
+
 /// The `agent` object the coordinator stores with each host's configuration. Every field
 /// is optional here: a damaged or older file must still summarize.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -52,8 +56,10 @@ pub struct AgentSummary {
     pub clock_uncertainty_ns: Option<u64>,
     #[serde(default)]
     pub rtt_ns: Option<u64>,
+    /// How long after the common start instant the host's time zero came (its engines
+    /// took longer to open than the coordinator allowed); None: on time or not recorded.
     #[serde(default)]
-    pub start_spread_ns: Option<i64>,
+    pub start_late_ns: Option<u64>,
     /// The first second the host did not deliver, when it was lost.
     #[serde(default)]
     pub lost_at_second: Option<u32>,
@@ -63,7 +69,13 @@ impl AgentSummary {
     /// The `agent` object of a host's configuration, if it has one that reads.
     pub fn of(config: &serde_json::Value) -> Option<Self> {
         let agent = config.get("agent").filter(|a| a.is_object())?;
-        serde_json::from_value(agent.clone()).ok()
+        let mut a: AgentSummary = serde_json::from_value(agent.clone()).ok()?;
+        // The host's time zero and the instant asked for, both on the coordinator's clock.
+        let at = |key: &str| agent.get(key).and_then(serde_json::Value::as_i64);
+        if let (Some(started), Some(planned)) = (at("started_unix_ns"), at("planned_start_unix_ns")) {
+            a.start_late_ns = u64::try_from(started.saturating_sub(planned)).ok().filter(|late| *late > START_LATE_NS);
+        }
+        Some(a)
     }
 }
 

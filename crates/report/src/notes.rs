@@ -341,6 +341,13 @@ fn host_status_notes(s: &Summary, notes: &mut Vec<String>) {
             )),
             _ => {}
         }
+        if let Some(late) = a.start_late_ns {
+            notes.push(format!(
+                "host {host} started {} after the other hosts' common start instant (opening its engines took longer \
+                 than the coordinator allowed): its first second holds less load",
+                format::ns(late)
+            ));
+        }
         if let Some(u) = a.clock_uncertainty_ns.filter(|u| *u > CLOCK_UNCERTAIN_NS) {
             notes.push(format!(
                 "host {host}'s clock offset is known to ±{}: its seconds may be shifted by that much",

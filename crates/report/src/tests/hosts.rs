@@ -99,6 +99,11 @@ fn agents_status_clock_offset_and_a_lost_host_are_shown_and_noted() {
     r.hosts[2].1["agent"]["lost_at_second"] = 3.into();
     r.hosts[2].1["agent"]["detail"] = "no answer from the agent for 10 s (link down?)".into();
     r.hosts[1].1["agent"]["clock_uncertainty_ns"] = 2_100_000.into();
+    // h4 started 12 ms after the common instant; h1 within the 1 ms the clocks allow.
+    for (i, late) in [(3usize, 12_000_000i64), (0, 400_000)] {
+        r.hosts[i].1["agent"]["planned_start_unix_ns"] = 1_700_000_000_000_000_000i64.into();
+        r.hosts[i].1["agent"]["started_unix_ns"] = (1_700_000_000_000_000_000i64 + late).into();
+    }
     let s = summarize(&r, Path::new("r"));
     let a = s.hosts["h3"].agent.as_ref().unwrap();
     assert_eq!((a.status.as_deref(), a.lost_at_second, a.clock_offset_ns), (Some("lost"), Some(3), Some(-1234)));
@@ -107,10 +112,13 @@ fn agents_status_clock_offset_and_a_lost_host_are_shown_and_noted() {
         "host h3 was lost at second 3: no answer from the agent for 10 s (link down?); its series end there and \
          the totals after that second are of the other hosts",
         "host h2's clock offset is known to ±2.1 ms: its seconds may be shifted by that much",
+        "host h4 started 12.0 ms after the other hosts' common start instant (opening its engines took longer than \
+         the coordinator allowed): its first second holds less load",
     ] {
         assert!(s.notes.iter().any(|n| n == want), "want {want:?} in {:#?}", s.notes);
     }
     assert!(!s.notes.iter().any(|n| n.contains("h1's clock")), "±40 µs is no note: {:#?}", s.notes);
+    assert!(!s.notes.iter().any(|n| n.contains("host h1 started")), "0.4 ms late is no note: {:#?}", s.notes);
     assert!(!s.notes.iter().any(|n| n.contains("differs")), "equal hosts: {:#?}", s.notes);
 
     let text = render_text(&s);
