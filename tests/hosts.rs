@@ -237,7 +237,7 @@ fn agent_pid(lab: &Lab, host: &str) -> Option<String> {
 /// Starts a run writing `db` and waits until every host has delivered two seconds.
 fn start_on(lab: &Lab, hosts: &[&str], args: &[&str], db: &Path) -> std::process::Child {
     let list: Vec<String> = hosts.iter().map(|h| format!("root@{h}")).collect();
-    let child = ioscope()
+    let mut child = ioscope()
         .env("IOSCOPE_SSH_COMMAND", format!("ssh -F {}", lab.ssh_config().display()))
         .args(["run", "--hosts", &list.join(",")])
         .args(args)
@@ -259,7 +259,11 @@ fn start_on(lab: &Lab, hosts: &[&str], args: &[&str], db: &Path) -> std::process
         if ready {
             return child;
         }
-        assert!(began.elapsed() < Duration::from_secs(60), "the hosts did not deliver two seconds");
+        if began.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!("the hosts did not deliver two seconds: {}", text(&out));
+        }
         std::thread::sleep(Duration::from_millis(100));
     }
 }
