@@ -235,6 +235,7 @@ fn agent_pid(lab: &Lab, host: &str) -> Option<String> {
 }
 
 /// Starts a run writing `db` and waits until every host has delivered two seconds.
+#[allow(clippy::zombie_processes)] // the caller waits for the child it gets
 fn start_on(lab: &Lab, hosts: &[&str], args: &[&str], db: &Path) -> std::process::Child {
     let list: Vec<String> = hosts.iter().map(|h| format!("root@{h}")).collect();
     let mut child = ioscope()
