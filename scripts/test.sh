@@ -75,7 +75,7 @@ echo "== many-host lab: four ssh hosts and nfs-ganesha in network namespaces (sc
 trap 'scripts/hosts-lab.sh stop >/dev/null 2>&1 || true' EXIT
 cargo test --test lab --locked -- --ignored
 # ioscope across the lab's hosts: agents started over ssh, one run, faults.
-[ ! -f tests/hosts.rs ] || cargo test --test hosts --locked -- --ignored
+cargo test --test hosts --locked -- --ignored
 flock -w 120 /tmp/ioscope-hosts-lab.owner.lock scripts/hosts-lab.sh stop
 trap - EXIT
 echo "== UI unit tests (node:test)"
