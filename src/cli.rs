@@ -95,7 +95,8 @@ pub struct AgentArgs {
     /// The only directory the agent creates, reads or writes files under.
     #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
-    /// Stop a running load after this long without a call from the coordinator (e.g. 10s).
+    /// Stop a running load after this long without a call from the coordinator (e.g. 10s);
+    /// a run's own host_timeout replaces it once the run is prepared.
     #[arg(long, value_name = "DURATION", default_value = "10s")]
     pub coordinator_timeout: String,
     /// Serve the protocol over TLS with this certificate chain (PEM, server certificate first).

@@ -66,17 +66,21 @@ pub struct Agent {
     /// Why the run was stopped from here (the coordinator's word, or its silence).
     stop_reason: Arc<Mutex<Option<String>>>,
     last_heard: Arc<Mutex<Instant>>,
+    /// How long a running load may go without word from the coordinator: the run's
+    /// `host_timeout` once a run is prepared (the coordinator waits as long for the agent).
+    silence_allowed: Arc<Mutex<Duration>>,
 }
 
 impl Agent {
     pub fn new(config: AgentConfig) -> Self {
         Agent {
-            config,
             inner: Default::default(),
             changed: Default::default(),
             interrupt: Default::default(),
             stop_reason: Default::default(),
             last_heard: Arc::new(Mutex::new(Instant::now())),
+            silence_allowed: Arc::new(Mutex::new(config.coordinator_timeout)),
+            config,
         }
     }
 
@@ -112,10 +116,11 @@ impl Agent {
         loop {
             tokio::time::sleep(Duration::from_millis(250)).await;
             let quiet = self.last_heard.lock().unwrap().elapsed();
-            if self.running() && quiet > self.config.coordinator_timeout {
+            let allowed = *self.silence_allowed.lock().unwrap();
+            if self.running() && quiet > allowed {
                 self.stop_load(&format!(
                     "no word from the coordinator for {} s: the load was stopped",
-                    self.config.coordinator_timeout.as_secs()
+                    allowed.as_secs()
                 ));
             }
         }
@@ -169,6 +174,7 @@ async fn prepare(State(a): State<Agent>, Json(req): Json<Prepare>) -> Result<Jso
         under_root(&mut plan, root);
         check_root(&plan, root).map_err(ApiError::forbidden)?;
     }
+    *a.silence_allowed.lock().unwrap() = plan.host_timeout.max(Duration::from_secs(1));
     let name = req.name.clone();
     let prepared = tokio::task::spawn_blocking(move || prepare_files(plan, name, own_subdir))
         .await
