@@ -95,14 +95,11 @@ pub(crate) fn host_rows(r: &Results) -> BTreeMap<String, HostSummary> {
     for (h, _) in &r.hosts {
         rows.entry(h.clone()).or_insert_with(|| (Totals::default(), 0, 0, Histogram::new()));
     }
-    let threads = Threads::of(r);
     for s in r.seconds.iter().filter(|s| !s.warmup) {
-        // Seconds a host sat out (a step of a hosts staircase it has not joined yet) are
-        // not its measured time: its rates are of the seconds it ran.
-        if threads.get(&s.host, s.step) == Some(0) {
-            rows.entry(s.host.clone()).or_insert_with(|| (Totals::default(), 0, 0, Histogram::new()));
-            continue;
-        }
+        // Seconds a host sat out (a step of a hosts staircase it has not joined yet) count
+        // as its measured time too: every host's rates are over the run's time, so that the
+        // host rows add up to the total and agree with the UI's by-host averages (the step
+        // table gives each step's rates; the notes compare hosts over the seconds all ran).
         let e = rows.entry(s.host.clone()).or_insert_with(|| (Totals::default(), 0, 0, Histogram::new()));
         let t = s.total();
         e.0.ops = e.0.ops.saturating_add(t.ops);
