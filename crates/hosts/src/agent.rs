@@ -6,7 +6,7 @@
 
 use crate::messages::*;
 use crate::plan::{check_root, host_plan, under_root};
-use axum::extract::State;
+use axum::extract::{FromRequest, State};
 use axum::routing::post;
 use axum::{Json, Router};
 use ioscope_exec::{dataset, workset, Measure, Sink};
@@ -134,7 +134,18 @@ impl Agent {
     }
 }
 
-async fn hello(State(a): State<Agent>, Json(_): Json<Hello>) -> Json<HelloAnswer> {
+/// A call's JSON body; one the agent cannot read is refused as `{"error": ...}` like every
+/// other refusal (axum's own answer would be plain text).
+struct Body<T>(T);
+
+impl<S: Send + Sync, T: serde::de::DeserializeOwned> FromRequest<S> for Body<T> {
+    type Rejection = ApiError;
+    async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, ApiError> {
+        Json::<T>::from_request(req, state).await.map(|Json(t)| Body(t)).map_err(ApiError::from)
+    }
+}
+
+async fn hello(State(a): State<Agent>, Body(_): Body<Hello>) -> Json<HelloAnswer> {
     a.heard();
     Json(HelloAnswer {
         version: env!("CARGO_PKG_VERSION").to_string(),
@@ -143,12 +154,12 @@ async fn hello(State(a): State<Agent>, Json(_): Json<Hello>) -> Json<HelloAnswer
     })
 }
 
-async fn clock(State(a): State<Agent>, Json(_): Json<Empty>) -> Json<ClockAnswer> {
+async fn clock(State(a): State<Agent>, Body(_): Body<Empty>) -> Json<ClockAnswer> {
     a.heard();
     Json(ClockAnswer { unix_ns: crate::clock::unix_ns() })
 }
 
-async fn prepare(State(a): State<Agent>, Json(req): Json<Prepare>) -> Result<Json<PrepareAnswer>, ApiError> {
+async fn prepare(State(a): State<Agent>, Body(req): Body<Prepare>) -> Result<Json<PrepareAnswer>, ApiError> {
     a.heard();
     {
         let mut inner = a.inner.lock().unwrap();
@@ -249,7 +260,7 @@ fn make_run_dir(plan: &Plan) -> std::io::Result<()> {
     }
 }
 
-async fn start(State(a): State<Agent>, Json(req): Json<Start>) -> Result<Json<Empty>, ApiError> {
+async fn start(State(a): State<Agent>, Body(req): Body<Start>) -> Result<Json<Empty>, ApiError> {
     a.heard();
     let prepared = {
         let mut inner = a.inner.lock().unwrap();
@@ -355,7 +366,7 @@ fn mono_to_unix(t: u64) -> i64 {
 /// Most seconds in one answer (a coordinator that fell behind catches up over a few calls).
 const MAX_SECONDS_PER_ANSWER: usize = 32;
 
-async fn seconds(State(a): State<Agent>, Json(req): Json<Seconds>) -> Json<SecondsAnswer> {
+async fn seconds(State(a): State<Agent>, Body(req): Body<Seconds>) -> Json<SecondsAnswer> {
     a.heard();
     let deadline = tokio::time::Instant::now() + Duration::from_millis(req.wait_ms.min(10_000));
     loop {
@@ -385,8 +396,34 @@ async fn seconds(State(a): State<Agent>, Json(req): Json<Seconds>) -> Json<Secon
     }
 }
 
-async fn stop(State(a): State<Agent>, Json(_): Json<Empty>) -> Json<Empty> {
+async fn stop(State(a): State<Agent>, Body(_): Body<Empty>) -> Json<Empty> {
     a.heard();
     a.stop_load("stopped by the coordinator");
     Json(Empty {})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ioscope_proto::{CallError, Client, Token};
+
+    #[tokio::test]
+    async fn a_call_the_agent_cannot_read_is_refused_as_a_json_error() {
+        let agent = Agent::new(AgentConfig { root: None, coordinator_timeout: Duration::from_secs(10) });
+        let token = Token::from_line("a-token-for-this-test-0123").unwrap();
+        let app = ioscope_proto::authorized(agent.router(), token.clone());
+        let (ours, theirs) = tokio::io::duplex(1 << 16);
+        tokio::spawn(ioscope_proto::serve_stream(theirs, app));
+        let client = Client::over_stream(ours, &token).await.unwrap();
+        let wrong = serde_json::json!({"version": 5});
+        match client.call::<_, HelloAnswer>(HELLO, &wrong, Duration::from_secs(5)).await {
+            Err(CallError::Refused { status, message }) => {
+                assert_eq!(status, 422);
+                assert!(message.contains("version"), "{message}");
+            }
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+        let fine = client.call::<_, HelloAnswer>(HELLO, &Hello { version: "x".into() }, Duration::from_secs(5)).await;
+        assert_eq!(fine.unwrap().version, env!("CARGO_PKG_VERSION"));
+    }
 }
