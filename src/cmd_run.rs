@@ -73,14 +73,7 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> CmdResult {
     watch_signals(&interrupt, &preparing, show_progress)
         .map_err(|e| Failure::failed(anyhow::Error::new(e).context("cannot handle signals")))?;
     // The UI's address is taken before any I/O: a busy or unusable --listen is found now.
-    let server = if output.ui {
-        Some(
-            crate::cmd_ui::start_for_run(&out, output.listen, output.tls.files())
-                .map_err(|f| Failure { kind: Kind::InvalidInput, ..f })?,
-        )
-    } else {
-        None
-    };
+    let server = start_ui(output, &out)?;
 
     ensure_open_files(plan).map_err(Failure::invalid)?;
     // The directory is this run's alone, and usable, before anything in it is looked at.
@@ -186,12 +179,7 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> CmdResult {
         );
     }
     if plan.cleanup && (plan.dataset.is_some() || plan.engine.spec().caps.does_io) {
-        let removed =
-            ioscope_exec::storage(plan).map_err(|e| e.to_string()).and_then(|(fs, dir)| match &plan.dataset {
-                Some(d) => dataset::cleanup(&*fs, &d.dir).map(|c| (c.files, c.bytes)).map_err(|e| e.to_string()),
-                None => workset::cleanup(&*fs, &dir).map(|c| (c.files as u64, c.bytes)).map_err(|e| e.to_string()),
-            });
-        match removed {
+        match ioscope_exec::prep::cleanup(plan) {
             Ok((files, bytes)) if !output.quiet => {
                 eprintln!("cleanup: removed {files} file(s), {}", terminal::size(bytes))
             }
@@ -201,8 +189,24 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> CmdResult {
     }
     drop(lock); // the directory is free for the next run (a UI may stay up below)
     summary?;
+    end(outcome.status, server, &interrupt)
+}
+
+/// The UI of a run (`--ui`), started before any I/O: a busy or unusable --listen is found now.
+fn start_ui(output: &OutputFlags, out: &Path) -> Result<Option<ioscope_web::Server>, Failure> {
+    if !output.ui {
+        return Ok(None);
+    }
+    crate::cmd_ui::start_for_run(out, output.listen, output.tls.files())
+        .map(Some)
+        .map_err(|f| Failure { kind: Kind::InvalidInput, ..f })
+}
+
+/// After the summary: the UI stays up until Ctrl-C (unless the run was interrupted), and
+/// the run's status becomes the exit code (the summary already said how the run ended).
+fn end(status: Status, server: Option<ioscope_web::Server>, interrupt: &AtomicBool) -> CmdResult {
     if let Some(server) = server {
-        if outcome.status != Status::Interrupted {
+        if status != Status::Interrupted {
             eprintln!("the run is over; the UI stays at {} until Ctrl-C", server.url());
             // A Ctrl-C that came after the run ended (even before this line) closes the UI.
             while !interrupt.load(Ordering::Relaxed) {
@@ -211,8 +215,7 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> CmdResult {
         }
         server.stop();
     }
-    // The summary above said how the run ended.
-    match outcome.status {
+    match status {
         Status::Completed => Ok(()),
         Status::Interrupted => Err(Failure::printed(Kind::Interrupted)),
         Status::Failed | Status::Running => Err(Failure::printed(Kind::RunFailed)),
@@ -231,14 +234,7 @@ fn execute_on_hosts(plan: &Plan, output: &OutputFlags) -> CmdResult {
     let preparing = Arc::new(AtomicBool::new(false));
     watch_signals(&interrupt, &preparing, show_progress)
         .map_err(|e| Failure::failed(anyhow::Error::new(e).context("cannot handle signals")))?;
-    let server = if output.ui {
-        Some(
-            crate::cmd_ui::start_for_run(&out, output.listen, output.tls.files())
-                .map_err(|f| Failure { kind: Kind::InvalidInput, ..f })?,
-        )
-    } else {
-        None
-    };
+    let server = start_ui(output, &out)?;
     let mut reporter = Reporter::new(shown);
     let mut on_second = |p: &ioscope_exec::Progress| reporter.second(p);
     let quiet = output.quiet;
@@ -278,20 +274,7 @@ fn execute_on_hosts(plan: &Plan, output: &OutputFlags) -> CmdResult {
         eprintln!("I/O errors were counted; first {e}");
     }
     crate::cmd_show::print_summary(&out, output.json)?;
-    if let Some(server) = server {
-        if outcome.status != Status::Interrupted {
-            eprintln!("the run is over; the UI stays at {} until Ctrl-C", server.url());
-            while !interrupt.load(Ordering::Relaxed) {
-                std::thread::sleep(std::time::Duration::from_millis(100));
-            }
-        }
-        server.stop();
-    }
-    match outcome.status {
-        Status::Completed => Ok(()),
-        Status::Interrupted => Err(Failure::printed(Kind::Interrupted)),
-        Status::Failed | Status::Running => Err(Failure::printed(Kind::RunFailed)),
-    }
+    end(outcome.status, server, &interrupt)
 }
 
 /// Every worker of a flat posix or uring workload keeps every file of the working set

@@ -92,7 +92,16 @@ pub fn now_ns() -> u64 {
 
 /// Wall-clock time in ms since the Unix epoch (for records, never for measuring).
 pub fn unix_ms() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+    unix_ns() / 1_000_000
+}
+
+/// Wall-clock time in ns since the Unix epoch (CLOCK_REALTIME): records, and the instants
+/// hosts agree on (never for measuring an interval).
+pub fn unix_ns() -> i64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: valid pointer; CLOCK_REALTIME always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    ts.tv_sec.saturating_mul(1_000_000_000).saturating_add(ts.tv_nsec)
 }
 
 /// Asks the kernel for tight timer wake-ups on this thread (default slack is 50 µs).

@@ -2,13 +2,7 @@
 //! several request/answer exchanges, keeping the one with the shortest round trip (its
 //! midpoint is the tightest bound on when the agent read its clock).
 
-/// The coordinator's wall clock: ns since the Unix epoch (CLOCK_REALTIME).
-pub fn unix_ns() -> i64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: valid pointer; CLOCK_REALTIME always exists on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
-    ts.tv_sec.saturating_mul(1_000_000_000).saturating_add(ts.tv_nsec)
-}
+pub use ioscope_exec::clock::unix_ns;
 
 /// The instant `at_unix_ns` of this host's wall clock on [`ioscope_exec::clock::now_ns`]'s
 /// time line (both clocks read back to back; the closest of a few pairs).

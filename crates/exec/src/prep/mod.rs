@@ -16,6 +16,19 @@ pub mod workset;
 
 pub(crate) use ioscope_workload::layout::mix;
 
+/// `--cleanup`: removes what the plan's run created (its dataset or working set); returns
+/// the files and bytes removed. Nothing for an engine that does no I/O.
+pub fn cleanup(plan: &ioscope_workload::Plan) -> Result<(u64, u64), String> {
+    if plan.dataset.is_none() && !plan.engine.spec().caps.does_io {
+        return Ok((0, 0));
+    }
+    let (fs, dir) = crate::storage(plan).map_err(|e| e.to_string())?;
+    match &plan.dataset {
+        Some(d) => dataset::cleanup(&*fs, &d.dir).map(|c| (c.files, c.bytes)).map_err(|e| e.to_string()),
+        None => workset::cleanup(&*fs, &dir).map(|c| (c.files as u64, c.bytes)).map_err(|e| e.to_string()),
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod testfs;
 
