@@ -32,6 +32,8 @@ pub struct AgentConfig {
 
 /// A run prepared on this host, waiting for its start.
 struct Prepared {
+    /// The coordinator's id of the run (only it may start it).
+    run: String,
     plan: Plan,
     name: String,
     files: Vec<PathBuf>,
@@ -50,6 +52,8 @@ struct Run {
 
 #[derive(Default)]
 struct Inner {
+    /// A prepare in progress (another waits: both would prepare at once).
+    preparing: bool,
     prepared: Option<Prepared>,
     running: bool,
     run: Run,
@@ -163,12 +167,30 @@ async fn prepare(State(a): State<Agent>, Body(req): Body<Prepare>) -> Result<Jso
     a.heard();
     {
         let mut inner = a.inner.lock().unwrap();
-        if inner.running {
-            return Err(ApiError::conflict("this agent is running another load".to_string()));
+        if inner.running || inner.preparing {
+            return Err(ApiError::conflict("this agent is preparing or running another load".to_string()));
         }
-        // A new run replaces one prepared and never started (its lock is released).
+        // A new run replaces one prepared and never started (its lock is released); the
+        // coordinator of that one is refused when it asks to start it.
+        inner.preparing = true;
         inner.prepared = None;
     }
+    let answer = prepare_run(&a, req).await;
+    let mut inner = a.inner.lock().unwrap();
+    inner.preparing = false;
+    match answer {
+        Ok((prepared, answer)) => {
+            inner.prepared = Some(prepared);
+            drop(inner);
+            a.heard();
+            Ok(Json(answer))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Validates the workload, takes this host's part and prepares its files.
+async fn prepare_run(a: &Agent, req: Prepare) -> Result<(Prepared, PrepareAnswer), ApiError> {
     let source = SourceFile { path: PathBuf::from("(workload from the coordinator)"), text: req.workload_toml };
     let plan = build_plan(Some(&source), &Flags::default())
         .map_err(|d| ApiError::bad_request(format!("the workload is not valid here:\n{}", render_diagnostics(&d))))?;
@@ -186,8 +208,8 @@ async fn prepare(State(a): State<Agent>, Body(req): Body<Prepare>) -> Result<Jso
         check_root(&plan, root).map_err(ApiError::forbidden)?;
     }
     *a.silence_allowed.lock().unwrap() = plan.host_timeout.max(Duration::from_secs(1));
-    let name = req.name.clone();
-    let prepared = tokio::task::spawn_blocking(move || prepare_files(plan, name, own_subdir))
+    let (name, run) = (req.name.clone(), req.run.clone());
+    let prepared = tokio::task::spawn_blocking(move || prepare_files(run, plan, name, own_subdir))
         .await
         .map_err(|e| ApiError::internal(format!("preparing stopped: {e}")))??;
     let answer = PrepareAnswer {
@@ -195,14 +217,13 @@ async fn prepare(State(a): State<Agent>, Body(req): Body<Prepare>) -> Result<Jso
         config: prepared.1,
         prepared: prepared.2,
     };
-    a.inner.lock().unwrap().prepared = Some(prepared.0);
-    a.heard();
-    Ok(Json(answer))
+    Ok((prepared.0, answer))
 }
 
 /// Checks and prepares the working set or dataset as a local run does (files ioscope did
 /// not create are refused unless the plan says force).
 fn prepare_files(
+    run: String,
     plan: Plan,
     name: String,
     own_subdir: bool,
@@ -240,7 +261,7 @@ fn prepare_files(
         let said = format!("{} file(s) in {}, {filled} filled", layout.files.len(), dir.display());
         (layout.files, None, said)
     };
-    Ok((Prepared { plan, name, files, dataset, lock }, config, said))
+    Ok((Prepared { run, plan, name, files, dataset, lock }, config, said))
 }
 
 /// Creates the run's directory that holds every host's own (`<dir>` of `<dir>/<host>`)
@@ -266,6 +287,9 @@ async fn start(State(a): State<Agent>, Body(req): Body<Start>) -> Result<Json<Em
         let mut inner = a.inner.lock().unwrap();
         if inner.running {
             return Err(ApiError::conflict("this agent is running a load already".to_string()));
+        }
+        if inner.prepared.as_ref().is_some_and(|p| p.run != req.run) {
+            return Err(ApiError::conflict("the run prepared on this agent is another coordinator's".to_string()));
         }
         let p = inner.prepared.take().ok_or_else(|| ApiError::conflict("nothing prepared to start".to_string()))?;
         inner.running = true;
@@ -303,12 +327,9 @@ fn run_load(a: Agent, p: Prepared, start_at_ns: u64) {
         (Status::Interrupted, Some(why)) => Some(why),
         _ => m.detail,
     };
-    if p.plan.cleanup && p.plan.engine.spec().caps.does_io {
-        if let Ok((fs, dir)) = ioscope_exec::storage(&p.plan) {
-            let _ = match &p.plan.dataset {
-                Some(d) => dataset::cleanup(&*fs, &d.dir).map(|_| ()).map_err(|e| e.to_string()),
-                None => workset::cleanup(&*fs, &dir).map(|_| ()).map_err(|e| e.to_string()),
-            };
+    if p.plan.cleanup {
+        if let Err(e) = ioscope_exec::prep::cleanup(&p.plan) {
+            eprintln!("agent: cleanup failed: {e}");
         }
     }
     drop(p.lock);
@@ -373,18 +394,11 @@ async fn seconds(State(a): State<Agent>, Body(req): Body<Seconds>) -> Json<Secon
         let notified = a.changed.notified();
         {
             let mut inner = a.inner.lock().unwrap();
-            // Seconds up to `after` have arrived: they are not needed again.
+            // Seconds up to `after` have arrived: they are not needed again; the rest are new.
             if let Some(after) = req.after {
                 inner.run.seconds.retain(|s| s.second > after);
             }
-            let fresh: Vec<Snapshot> = inner
-                .run
-                .seconds
-                .iter()
-                .filter(|s| req.after.is_none_or(|after| s.second > after))
-                .take(MAX_SECONDS_PER_ANSWER)
-                .cloned()
-                .collect();
+            let fresh: Vec<Snapshot> = inner.run.seconds.iter().take(MAX_SECONDS_PER_ANSWER).cloned().collect();
             let all_sent = fresh.len() == inner.run.seconds.len();
             let done = inner.run.done.clone().filter(|_| all_sent);
             if !fresh.is_empty() || done.is_some() || tokio::time::Instant::now() >= deadline {
@@ -425,5 +439,33 @@ mod tests {
         }
         let fine = client.call::<_, HelloAnswer>(HELLO, &Hello { version: "x".into() }, Duration::from_secs(5)).await;
         assert_eq!(fine.unwrap().version, env!("CARGO_PKG_VERSION"));
+    }
+
+    #[tokio::test]
+    async fn only_the_coordinator_whose_run_is_prepared_may_start_it() {
+        let agent = Agent::new(AgentConfig { root: None, coordinator_timeout: Duration::from_secs(10) });
+        let token = Token::from_line("a-token-for-this-test-0123").unwrap();
+        let (ours, theirs) = tokio::io::duplex(1 << 16);
+        tokio::spawn(ioscope_proto::serve_stream(theirs, ioscope_proto::authorized(agent.router(), token.clone())));
+        let client = Client::over_stream(ours, &token).await.unwrap();
+        let text = "engine = \"null\"\nduration = \"1s\"\n[[host]]\naddress = \"agent://127.0.0.1:7311\"\ntoken_file = \"/t\"\n";
+        let source = SourceFile { path: PathBuf::from("t.toml"), text: text.to_string() };
+        let plan = build_plan(Some(&source), &Flags::default()).unwrap();
+        let prepare = |run: &str| Prepare {
+            run: run.to_string(),
+            workload_toml: ioscope_workload::to_toml(&plan),
+            workload_hash: plan_hash(&plan),
+            index: 0,
+            name: "h1".to_string(),
+        };
+        let wait = Duration::from_secs(30);
+        // Coordinator A prepares, then B prepares over it: A may not start B's run.
+        client.call::<_, PrepareAnswer>(PREPARE, &prepare("run-a"), wait).await.unwrap();
+        client.call::<_, PrepareAnswer>(PREPARE, &prepare("run-b"), wait).await.unwrap();
+        match client.call::<_, Empty>(START, &Start { run: "run-a".into(), at_unix_ns: 0 }, wait).await {
+            Err(CallError::Refused { status: 409, message }) => assert!(message.contains("another"), "{message}"),
+            other => panic!("expected 409, got {other:?}"),
+        }
+        assert!(!agent.running());
     }
 }

@@ -148,10 +148,12 @@ async fn run(plan: &Plan, c: Coordinate<'_>, started: &AtomicBool) -> Result<Out
     }
     hosts.extend(reached.into_iter().flatten());
 
-    // Each host validates the workload and prepares its working set.
+    // Each host validates the workload and prepares its working set, for this run alone.
+    let run_id = Token::generate().as_str().chars().take(16).collect::<String>();
     let mut preparing = tokio::task::JoinSet::new();
     for (index, h) in hosts.iter().enumerate() {
         let req = Prepare {
+            run: run_id.clone(),
             workload_toml: c.workload_toml.clone(),
             workload_hash: c.workload_hash.clone(),
             index,
@@ -203,7 +205,7 @@ async fn run(plan: &Plan, c: Coordinate<'_>, started: &AtomicBool) -> Result<Out
     // All at once: a slow answer from one host must not make the others' start late.
     let mut starting = tokio::task::JoinSet::new();
     for (i, h) in hosts.iter().enumerate() {
-        let (client, start) = (h.client.clone(), Start { at_unix_ns: at + h.offset.offset_ns });
+        let (client, start) = (h.client.clone(), Start { run: run_id.clone(), at_unix_ns: at + h.offset.offset_ns });
         starting.spawn(async move { (i, client.call::<_, Empty>(START, &start, timeout).await) });
     }
     let mut not_started = None;
@@ -220,7 +222,7 @@ async fn run(plan: &Plan, c: Coordinate<'_>, started: &AtomicBool) -> Result<Out
     }
     if let Some(e) = not_started {
         // The hosts that did start stop with their session; the file says why.
-        let _ = writer.finish(Status::Failed, Some(&e.to_string()), unix_ns() / 1_000_000);
+        let _ = writer.finish(Status::Failed, Some(&e.to_string()), ioscope_exec::clock::unix_ms());
         stop_all(&hosts).await;
         end_sessions(&mut hosts).await;
         return Err(e);
@@ -292,7 +294,7 @@ async fn run(plan: &Plan, c: Coordinate<'_>, started: &AtomicBool) -> Result<Out
                 let d = &mut h.store_delay_ns;
                 *d = (d.0 + delay, d.1 + 1, d.2.max(delay));
             }
-            let slot = pending.entry(snap.second).or_insert_with(|| vec![None; hosts_len(plan)]);
+            let slot = pending.entry(snap.second).or_insert_with(|| vec![None; plan.hosts.len()]);
             if let Some(s) = slot.get_mut(i) {
                 *s = Some(snap);
             }
@@ -357,10 +359,10 @@ async fn run(plan: &Plan, c: Coordinate<'_>, started: &AtomicBool) -> Result<Out
         (Status::Completed, None)
     };
     if let Some(e) = store_failure {
-        let _ = writer.finish(Status::Failed, Some(&e.to_string()), unix_ns() / 1_000_000);
+        let _ = writer.finish(Status::Failed, Some(&e.to_string()), ioscope_exec::clock::unix_ms());
         return Err(store_err(e));
     }
-    writer.finish(status, detail.as_deref(), unix_ns() / 1_000_000).map_err(store_err)?;
+    writer.finish(status, detail.as_deref(), ioscope_exec::clock::unix_ms()).map_err(store_err)?;
     Ok(Outcome { status, detail, first_errors, seconds_written })
 }
 
@@ -378,10 +380,6 @@ async fn end_sessions(hosts: &mut Vec<Host>) {
         });
     }
     while waiting.join_next().await.is_some() {}
-}
-
-fn hosts_len(plan: &Plan) -> usize {
-    plan.hosts.len()
 }
 
 /// Reaches one host: over ssh (copying this binary when needed, then starting the agent)

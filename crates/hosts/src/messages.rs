@@ -36,6 +36,8 @@ pub struct ClockAnswer {
 /// it itself) and which host it is.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Prepare {
+    /// This run's id (random, from the coordinator): the agent belongs to one run at a time.
+    pub run: String,
     pub workload_toml: String,
     /// The coordinator's hash of the canonical text: the agent's must be the same.
     pub workload_hash: String,
@@ -57,6 +59,8 @@ pub struct PrepareAnswer {
 /// Start the measured run at this instant of the agent's own wall clock.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Start {
+    /// The run prepared on the agent (see [`Prepare::run`]).
+    pub run: String,
     pub at_unix_ns: i64,
 }
 
