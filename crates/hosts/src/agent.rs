@@ -208,8 +208,8 @@ async fn prepare_run(a: &Agent, req: Prepare) -> Result<(Prepared, PrepareAnswer
         check_root(&plan, root).map_err(ApiError::forbidden)?;
     }
     *a.silence_allowed.lock().unwrap() = plan.host_timeout.max(Duration::from_secs(1));
-    let (name, run) = (req.name.clone(), req.run.clone());
-    let prepared = tokio::task::spawn_blocking(move || prepare_files(run, plan, name, own_subdir))
+    let (name, run, results) = (req.name.clone(), req.run.clone(), PathBuf::from(&req.results));
+    let prepared = tokio::task::spawn_blocking(move || prepare_files(run, plan, name, &results, own_subdir))
         .await
         .map_err(|e| ApiError::internal(format!("preparing stopped: {e}")))??;
     let answer = PrepareAnswer {
@@ -226,6 +226,7 @@ fn prepare_files(
     run: String,
     plan: Plan,
     name: String,
+    results: &std::path::Path,
     own_subdir: bool,
 ) -> Result<(Prepared, serde_json::Value, String), ApiError> {
     if own_subdir && plan.engine.spec().caps.does_io {
@@ -234,7 +235,7 @@ fn prepare_files(
     let target = plan.dataset.as_ref().map_or(plan.dir.as_path(), |d| d.dir.as_path());
     let config = ioscope_exec::host::describe((!target.as_os_str().is_empty()).then_some(target));
     let lock = ioscope_exec::workdir::local_dir(&plan)
-        .map(|d| ioscope_exec::workdir::lock(&d, std::path::Path::new("(agent)")))
+        .map(|d| ioscope_exec::workdir::lock(&d, results))
         .transpose()
         .map_err(|e| ApiError::conflict(e.to_string()))?;
     let created_dir = lock.as_ref().is_some_and(|l| l.created_dir());
@@ -457,6 +458,7 @@ mod tests {
             workload_hash: plan_hash(&plan),
             index: 0,
             name: "h1".to_string(),
+            results: "/tmp/r.db".to_string(),
         };
         let wait = Duration::from_secs(30);
         // Coordinator A prepares, then B prepares over it: A may not start B's run.

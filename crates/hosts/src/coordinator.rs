@@ -150,6 +150,7 @@ async fn run(plan: &Plan, c: Coordinate<'_>, started: &AtomicBool) -> Result<Out
 
     // Each host validates the workload and prepares its working set, for this run alone.
     let run_id = Token::generate().as_str().chars().take(16).collect::<String>();
+    let results = std::path::absolute(&c.out).unwrap_or_else(|_| c.out.clone()).display().to_string();
     let mut preparing = tokio::task::JoinSet::new();
     for (index, h) in hosts.iter().enumerate() {
         let req = Prepare {
@@ -158,6 +159,7 @@ async fn run(plan: &Plan, c: Coordinate<'_>, started: &AtomicBool) -> Result<Out
             workload_hash: c.workload_hash.clone(),
             index,
             name: h.name.clone(),
+            results: results.clone(),
         };
         let client = h.client.clone();
         preparing.spawn(async move {

@@ -44,6 +44,9 @@ pub struct Prepare {
     /// This host's place in the run's host list (0-based) and its name in the results.
     pub index: usize,
     pub name: String,
+    /// Where the coordinator writes the results (absolute, on its host): recorded with the
+    /// agent's directory lock, so that another run refused there is told whose it is.
+    pub results: String,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
