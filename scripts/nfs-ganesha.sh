@@ -5,11 +5,15 @@
 # and ganesha's ports never touch the host's own network stack. See docs/testing-nfs.md.
 #
 # Usage: scripts/nfs-ganesha.sh start       [STATE_DIR]  (stops any old one first)
-#        scripts/nfs-ganesha.sh stop        [STATE_DIR]  (idempotent)
+#        scripts/nfs-ganesha.sh start-loop  [STATE_DIR]  (the same, exporting a loop-mounted ext4)
+#        scripts/nfs-ganesha.sh stop        [STATE_DIR]  (idempotent; unmounts and detaches the loop)
 #        scripts/nfs-ganesha.sh kill-server [STATE_DIR]  (SIGKILL ganesha only)
 # STATE_DIR defaults to /tmp/ioscope-nfs; it holds the config, the logs, the pids and
 # the exported directory (STATE_DIR/export). `start` prints the export directory and, as
 # its last line on stdout, the NFS URL (nfs://10.77.0.2/export); progress goes to stderr.
+# `start-loop` makes STATE_DIR/export a file system of its own, so the server's block I/O
+# has its own device: an ext4 image (STATE_DIR/export.img, IOSCOPE_NFS_LOOP_SIZE bytes,
+# default 1g) on a loop device, whose name (loop3) it prints before the URL.
 # Needs root (or sudo) for the namespace; installs its Debian packages when missing.
 set -euo pipefail
 
@@ -25,6 +29,7 @@ HOST_ADDR=10.77.0.1
 SERVER_ADDR=10.77.0.2
 NFS_PORT=2049
 MNT_PORT=20048
+LOOP_SIZE="${IOSCOPE_NFS_LOOP_SIZE:-1g}"   # start-loop: the image's size (truncate -s)
 # With Mount_Path_Pseudo = true, NFSv3 MOUNT takes the export's pseudo path, not its
 # real directory (mounting STATE_DIR/export answers MNT3ERR_ACCES).
 PSEUDO=/export
@@ -88,7 +93,7 @@ read_pid() { cat "$1" 2>/dev/null || true; }
 
 install_missing() {
   local pkg missing=()
-  for pkg in nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-utils iproute2; do
+  for pkg in nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-utils iproute2 e2fsprogs mount; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' ||
       missing+=("$pkg")
   done
@@ -131,6 +136,48 @@ do_stop() {
     wait_reaped "${others[i]}" "${others[i + 1]}"
   done
   rm -f "$STATE_DIR/ganesha.pid" "$STATE_DIR/rpcbind.pid"
+  stop_loop
+}
+
+# Unmounts a loop-mounted export (ours, or a stale one from an interrupted start) and
+# detaches every loop device still backed by our image. Only after the daemons are
+# gone: ganesha's private mount namespace holds its own copy of the mount.
+stop_loop() {
+  local img="$STATE_DIR/export.img" dev i
+  # Never in a directory this script did not make (see do_start).
+  [ -e "$STATE_DIR/.ioscope-nfs" ] || return 0
+  if mountpoint -q "$STATE_DIR/export" 2>/dev/null; then
+    as_root umount "$STATE_DIR/export" 2>/dev/null || as_root umount -l "$STATE_DIR/export" ||
+      die "cannot unmount $STATE_DIR/export"
+  fi
+  if [ -e "$img" ]; then
+    for dev in $(as_root losetup -j "$img" -n -O NAME 2>/dev/null); do
+      # A device still in use (a lazily unmounted file system) is detached by the kernel
+      # when its last user goes (losetup -d sets autoclear).
+      as_root losetup -d "$dev" 2>/dev/null || log "could not detach $dev (still in use?)"
+    done
+    for ((i = 0; i < 20; i++)); do
+      [ -z "$(as_root losetup -j "$img" -n -O NAME 2>/dev/null)" ] && break
+      sleep 0.1
+    done
+    rm -f "$img"
+  fi
+  rm -f "$STATE_DIR/loop.dev"
+}
+
+# Makes STATE_DIR/export an ext4 file system on a loop device of its own and records the
+# device's name (loop3) in STATE_DIR/loop.dev. The image is a sparse file; mkfs
+# initializes the inode tables and the journal now (not lazily in the background, which
+# would write to the device during a measurement).
+start_loop() {
+  local img="$STATE_DIR/export.img" dev
+  truncate -s "$LOOP_SIZE" "$img" || fail_start "cannot make a $LOOP_SIZE image $img (IOSCOPE_NFS_LOOP_SIZE)"
+  dev="$(as_root losetup --find --show "$img")" || fail_start "losetup --find --show $img failed"
+  echo "${dev#/dev/}" >"$STATE_DIR/loop.dev"
+  as_root mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$dev" >/dev/null ||
+    fail_start "mkfs.ext4 $dev failed"
+  as_root mount -t ext4 "$dev" "$STATE_DIR/export" || fail_start "cannot mount $dev on $STATE_DIR/export"
+  log "exporting an ext4 file system on $dev ($LOOP_SIZE image $img)"
 }
 
 # Prints the last lines of the ganesha log (and the daemons' stdout/stderr), stops
@@ -147,7 +194,7 @@ fail_start() {
 }
 
 do_start() {
-  local t0 i rpc
+  local loop="$1" t0 i rpc dev=""
   t0=$EPOCHREALTIME
   case "$(realpath -m "$STATE_DIR")/" in
     /run/* | /var/run/*) die "STATE_DIR must not be under /run (it is bound over /run)" ;;
@@ -166,6 +213,10 @@ do_start() {
   mkdir -p "$STATE_DIR/export" "$STATE_DIR/run" "$STATE_DIR/recovery"
   touch "$STATE_DIR/.ioscope-nfs"
   STATE_DIR="$(cd "$STATE_DIR" && pwd -P)"   # ganesha wants absolute paths
+  if [ "$loop" = 1 ]; then
+    start_loop
+    dev="$(cat "$STATE_DIR/loop.dev")"
+  fi
   # Any client uid may create files (the export squashes nobody; tests may run unprivileged).
   chmod 0777 "$STATE_DIR/export"
   rm -f "$STATE_DIR"/ganesha.log "$STATE_DIR"/ganesha.out "$STATE_DIR"/rpcbind.out
@@ -256,6 +307,10 @@ EOF
       printf 'IOSCOPE_NFS_URL=%s\nIOSCOPE_NFS_EXPORT_DIR=%s\n' "$URL" "$STATE_DIR/export" \
         >"$STATE_DIR/env"
       echo "export dir: $STATE_DIR/export"
+      if [ -n "$dev" ]; then
+        echo "IOSCOPE_NFS_LOOP_DEV=$dev" >>"$STATE_DIR/env"
+        echo "loop device: $dev"
+      fi
       echo "$URL"
       return 0
     fi
@@ -268,7 +323,7 @@ EOF
 # every command holds a lock, shared by all STATE_DIRs like the namespace is. The
 # daemons are started with the lock's fd closed, so they never hold it.
 case "$cmd" in
-  start | stop | kill-server)
+  start | start-loop | stop | kill-server)
     LOCK=/tmp/ioscope-nfs.lock
     [ -e "$LOCK" ] || : >"$LOCK"
     exec 9<"$LOCK"
@@ -277,7 +332,8 @@ case "$cmd" in
 esac
 
 case "$cmd" in
-  start) do_start ;;
+  start) do_start 0 ;;
+  start-loop) do_start 1 ;;
   stop) do_stop ;;
   kill-server)
     # SIGKILL ganesha only: rpcbind, the namespace and rpcbind's (now stale) NFS/MOUNT
