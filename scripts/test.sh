@@ -59,12 +59,15 @@ scripts/check-deploy.sh
 # A test process that used the many-host lab stops it (and its NFS server) when it ends,
 # holding this lock until done: wait for that before starting an NFS server of our own.
 flock -w 120 /tmp/ioscope-hosts-lab.owner.lock true
-echo "== NFSv3 client against a real nfs-ganesha (scripts/nfs-ganesha.sh)"
-nfs_url=$(scripts/nfs-ganesha.sh start | tail -n1)
+echo "== NFSv3 client against a real nfs-ganesha exporting a loop-mounted ext4 (scripts/nfs-ganesha.sh)"
+nfs_url=$(scripts/nfs-ganesha.sh start-loop | tail -n1)
 trap 'scripts/nfs-ganesha.sh stop >/dev/null 2>&1 || true' EXIT
 export IOSCOPE_NFS_URL="$nfs_url" IOSCOPE_NFS_EXPORT_DIR=/tmp/ioscope-nfs/export
+export "$(grep '^IOSCOPE_NFS_LOOP_DEV=' /tmp/ioscope-nfs/env)"
 cargo test -p ioscope-engine-nfs --locked -- --ignored
 cargo test --test cli --locked -- --ignored nfs_engine_
+# The target-side probe (--probe local, eBPF and procfs) watching that server and its loop device.
+cargo test --features ebpf --test probe --locked -- --ignored
 cargo test --test cli --locked -- --ignored nfs_server_stopped  # alone: it pauses the server
 cargo test --test cli --locked -- --ignored nfs_server_killed   # last: it kills the server
 scripts/nfs-ganesha.sh stop
