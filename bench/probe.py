@@ -1,0 +1,273 @@
+#!/usr/bin/env python3
+"""What the target-side probe (`ioscope probe`, `ioscope run --probe local`) costs.
+
+Part A, the probe's own CPU at about 100K block I/Os per second: a loop device backed by
+a file in /dev/shm takes 4 KiB O_DIRECT random reads from fio (io_uring, QD32,
+--rate_iops), while `ioscope probe --out` records with all its samplers. Over a window
+in the middle of each round it reads:
+  - the block I/Os the loop device completed per second (/sys/block/loopN/stat);
+  - the probe process's CPU (user+system, /proc/PID/stat) in % of one core;
+  - its eBPF programs' run time in the kernel (run_time_ns of the bpf-prog fds the probe
+    holds, /proc/PID/fdinfo, with kernel.bpf_stats_enabled=1: the counters
+    `bpftool prog show` prints), in % of one core. Target: the sum <= 1% of one core.
+Part B, fio on the same device at full speed, with the probe off and on, alternating:
+  fio's IOPS ratio on/off is what the block tracepoints cost the device's throughput.
+Part C, nfs-ganesha's IOPS with the probe off and on, alternating in one run: ganesha
+  (scripts/nfs-ganesha.sh start-loop) serves ioscope's nfs engine (4 KiB random reads of
+  a cached file and 4 KiB random writes, QD16), with and without
+  `--probe local --probe-process ganesha.nfsd`. Target: on/off >= 0.98.
+
+Prints markdown and writes bench/results/DATE-HOST-probe.md. Needs root (loop device,
+eBPF, network namespace). Python 3 standard library only; fio from Debian.
+"""
+
+import argparse
+import datetime
+import glob
+import json
+import os
+import platform
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+NFS = os.path.join(ROOT, "scripts", "nfs-ganesha.sh")
+TICK = os.sysconf("SC_CLK_TCK")
+IMAGE = "/dev/shm/ioscope-bench-probe.img"
+STATS = "/proc/sys/kernel/bpf_stats_enabled"
+
+
+def cpu_s(pid):
+    """user+system seconds of PID (all its threads)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def bpf_run_ns(pid):
+    """(programs, total run_time_ns) of the BPF programs whose fds PID holds."""
+    seen, total = set(), 0
+    for fd in glob.glob(f"/proc/{pid}/fd/*"):
+        try:
+            if os.readlink(fd) != "anon_inode:bpf-prog":
+                continue
+            with open(fd.replace("/fd/", "/fdinfo/")) as f:
+                info = dict(line.split(":", 1) for line in f.read().splitlines() if ":" in line)
+        except OSError:
+            continue
+        prog = info.get("prog_id", "").strip()
+        if prog and prog not in seen:
+            seen.add(prog)
+            total += int(info.get("run_time_ns", "0").strip() or 0)
+    return len(seen), total
+
+
+def disk_ios(dev):
+    """Completed I/Os of /dev/DEV so far: reads, writes, discards, flushes."""
+    with open(f"/sys/block/{dev}/stat") as f:
+        v = [int(x) for x in f.read().split()]
+    return v[0] + v[4] + (v[11] if len(v) > 11 else 0) + (v[15] if len(v) > 15 else 0)
+
+
+def fio(dev, seconds, rate_iops=None):
+    cmd = ["fio", "--name=probe-bench", f"--filename=/dev/{dev}", "--rw=randread", "--bs=4k", "--direct=1",
+           "--ioengine=io_uring", "--iodepth=32", "--time_based", f"--runtime={seconds}", "--output-format=json"]
+    if rate_iops:
+        cmd.append(f"--rate_iops={rate_iops}")
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+
+
+def fio_iops(p):
+    out, _ = p.communicate()
+    return json.loads(out)["jobs"][0]["read"]["iops"]
+
+
+def start_probe(binary, out_dir, extra=()):
+    db = os.path.join(tempfile.mkdtemp(dir=out_dir), "probe.db")
+    p = subprocess.Popen([binary, "probe", "--out", db, *extra], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)  # loaded and sampling
+    if p.poll() is not None:
+        sys.exit(f"ioscope probe exited: {p.stderr.read()}")
+    return p
+
+
+def stop_probe(p):
+    p.send_signal(signal.SIGINT)
+    try:
+        _, err = p.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.communicate()
+        sys.exit("ioscope probe did not stop within 20 s of SIGINT")
+    if p.returncode != 0:
+        sys.exit(f"ioscope probe: exit {p.returncode}: {err}")
+    return err
+
+
+def part_a(binary, dev, a, tmp):
+    """The probe's CPU at ~a.rate block I/Os per second."""
+    rounds = []
+    for _ in range(a.rounds):
+        load = fio(dev, a.seconds + 4, a.rate)
+        time.sleep(1)
+        probe = start_probe(binary, tmp)
+        # The window: whole seconds in the middle of the load.
+        c0, (n, b0), d0, t0 = cpu_s(probe.pid), bpf_run_ns(probe.pid), disk_ios(dev), time.monotonic()
+        time.sleep(a.seconds)
+        c1, (_, b1), d1, t1 = cpu_s(probe.pid), bpf_run_ns(probe.pid), disk_ios(dev), time.monotonic()
+        err = stop_probe(probe)
+        fio_iops(load)
+        w = t1 - t0
+        rounds.append({"block_iops": (d1 - d0) / w, "probe_cpu_pct": (c1 - c0) / w * 100,
+                       "bpf_pct": (b1 - b0) / 1e9 / w * 100, "bpf_programs": n, "probe_stderr": err.strip()})
+    return rounds
+
+
+def part_b(binary, dev, a, tmp):
+    """fio's full-speed IOPS on the device, probe off and on, alternating."""
+    res = {"off": [], "on": []}
+    for _ in range(a.rounds):
+        for mode in ("off", "on"):
+            probe = start_probe(binary, tmp) if mode == "on" else None
+            res[mode].append(fio_iops(fio(dev, a.seconds)))
+            if probe:
+                stop_probe(probe)
+    return res
+
+
+def nfs_run(binary, url, args, seconds, probe, tmp):
+    db = os.path.join(tempfile.mkdtemp(dir=tmp), "r.db")
+    cmd = [binary, "run", "--engine", "nfs", "--target", url, "--duration", f"{seconds}s", "--quiet", "--json",
+           "--out", db, *args]
+    if probe:
+        cmd += ["--probe", "local", "--probe-process", "ganesha.nfsd"]
+    s = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+    assert s["total"]["errors"] == 0, s["total"]
+    return s["total"]["iops"]
+
+
+def part_c(binary, a, tmp):
+    """ganesha's IOPS, probe off and on, alternating."""
+    url = subprocess.run([NFS, "start-loop"], check=True, capture_output=True, text=True).stdout.split()[-1]
+    cases = {
+        "4 KiB random read, QD16 (cached)": ["--rw", "randread", "--bs", "4k", "--size", "64m", "--iodepth", "16"],
+        "4 KiB random write, QD16": ["--rw", "randwrite", "--bs", "4k", "--size", "64m", "--iodepth", "16"],
+    }
+    res = {name: {"off": [], "on": []} for name in cases}
+    try:
+        ws = f"{url}/bench"
+        # The working set once, then every run reuses it.
+        subprocess.run([binary, "run", "--engine", "nfs", "--target", ws, "--size", "64m", "--rw", "write",
+                        "--bs", "1m", "--duration", "1s", "--quiet", "--out", os.path.join(tmp, "layout.db")],
+                       check=True, capture_output=True)
+        for _ in range(a.rounds):
+            for name, args in cases.items():
+                for mode in ("off", "on"):
+                    res[name][mode].append(nfs_run(binary, ws, args, a.seconds, mode == "on", tmp))
+    finally:
+        subprocess.run([NFS, "stop"], capture_output=True)
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--ioscope", default=None, help="binary (default: cargo build --release --features ebpf)")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--seconds", type=int, default=8)
+    ap.add_argument("--rate", type=int, default=100_000, help="part A: fio's --rate_iops")
+    ap.add_argument("--parts", default="abc")
+    ap.add_argument("--label", default="probe")
+    a = ap.parse_args()
+    binary = a.ioscope
+    if binary is None:
+        target = os.environ.get("CARGO_TARGET_DIR", os.path.expanduser("~/.cache/ioscope/target"))
+        subprocess.run(["cargo", "build", "--release", "--quiet", "--features", "ebpf"], cwd=ROOT, check=True,
+                       env=dict(os.environ, CARGO_TARGET_DIR=target))
+        binary = os.path.join(target, "release", "ioscope")
+
+    with open(STATS) as f:
+        stats_before = f.read().strip()
+    tmp = tempfile.mkdtemp(prefix="ioscope-bench-probe-")
+    dev = None
+    out = {}
+    try:
+        with open(STATS, "w") as f:
+            f.write("1")
+        if "a" in a.parts or "b" in a.parts:
+            subprocess.run(["truncate", "-s", "1g", IMAGE], check=True)
+            dev = subprocess.run(["losetup", "--find", "--show", IMAGE], check=True, capture_output=True,
+                                 text=True).stdout.strip().removeprefix("/dev/")
+            # Written once, so reads come from the image's (tmpfs) pages, not holes.
+            subprocess.run(["dd", "if=/dev/zero", f"of=/dev/{dev}", "bs=1M", "count=1024", "oflag=direct",
+                            "status=none"], check=True)
+        if "a" in a.parts:
+            out["a"] = part_a(binary, dev, a, tmp)
+        if "b" in a.parts:
+            out["b"] = part_b(binary, dev, a, tmp)
+        if "c" in a.parts:
+            out["c"] = part_c(binary, a, tmp)
+    finally:
+        with open(STATS, "w") as f:
+            f.write(stats_before)
+        if dev:
+            subprocess.run(["losetup", "-d", f"/dev/{dev}"])
+        if os.path.exists(IMAGE):
+            os.unlink(IMAGE)
+
+    med = statistics.median
+    fio_version = subprocess.run(["fio", "--version"], capture_output=True, text=True).stdout.strip()
+    lines = [
+        f"# The target-side probe's overhead ({datetime.date.today()}, {socket.gethostname()}, "
+        f"{os.cpu_count()} CPUs, {platform.release()})",
+        "",
+        f"`bench/probe.py --rounds {a.rounds} --seconds {a.seconds} --rate {a.rate}`; ioscope {binary}; {fio_version}. "
+        "Medians over the rounds; the raw rounds are below.",
+    ]
+    if "a" in out:
+        r = out["a"]
+        total = [x["probe_cpu_pct"] + x["bpf_pct"] for x in r]
+        lines += [
+            "", "## A. The probe's own CPU at ~100K block I/Os per second", "",
+            f"fio: 4 KiB O_DIRECT random reads, io_uring QD32, `--rate_iops={a.rate}`, on a loop device backed by "
+            f"a file in /dev/shm; `ioscope probe --out` with all samplers; a {a.seconds} s window in the middle of "
+            "the load. eBPF run time from the programs' run_time_ns (kernel.bpf_stats_enabled=1).", "",
+            "| block I/Os/s (diskstats) | eBPF programs | probe process CPU | eBPF programs' CPU | total (% of one core) |",
+            "|---|---|---|---|---|",
+            f"| {med(x['block_iops'] for x in r):,.0f} | {r[0]['bpf_programs']} | "
+            f"{med(x['probe_cpu_pct'] for x in r):.2f}% | {med(x['bpf_pct'] for x in r):.2f}% | "
+            f"{med(total):.2f}% |",
+        ]
+    if "b" in out:
+        b = out["b"]
+        lines += [
+            "", "## B. fio at full speed on the same device, probe off / on (alternating)", "",
+            "| fio IOPS, probe off | fio IOPS, probe on | on/off |", "|---|---|---|",
+            f"| {med(b['off']):,.0f} | {med(b['on']):,.0f} | {med(b['on']) / med(b['off']):.3f} |",
+        ]
+    if "c" in out:
+        lines += [
+            "", "## C. nfs-ganesha's IOPS, `--probe local` off / on (alternating, one run)", "",
+            "ganesha (VFS) exporting an ext4 on a loop device (scripts/nfs-ganesha.sh start-loop), driven by "
+            "ioscope's nfs engine on the same machine; on = `--probe local --probe-process ganesha.nfsd`.", "",
+            "| case | IOPS, probe off | IOPS, probe on | on/off |", "|---|---|---|---|",
+        ]
+        for name, r in out["c"].items():
+            lines.append(f"| {name} | {med(r['off']):,.0f} | {med(r['on']):,.0f} | "
+                         f"{med(r['on']) / med(r['off']):.3f} |")
+    lines += ["", "Raw rounds:", "", "```", json.dumps(out, indent=1), "```"]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    path = os.path.join(ROOT, "bench", "results", f"{datetime.date.today()}-{socket.gethostname()}-{a.label}.md")
+    with open(path, "w") as f:
+        f.write(text)
+    print(f"written: {path}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
