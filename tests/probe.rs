@@ -18,8 +18,9 @@ use skip::skip;
 
 /// ganesha's process name (its threads all carry it too).
 const GANESHA: &str = "ganesha.nfsd";
-/// NFS WRITEs in flight at once: the run's threads × iodepth.
-const IN_FLIGHT: u64 = 4;
+/// NFS WRITEs in flight at once: the run's threads × iodepth (one: each FILE_SYNC write is
+/// then fsynced alone, so each reaches the loop device as a write of its own).
+const IN_FLIGHT: u64 = 1;
 
 /// The measured run: its results file and the loop device under the export.
 struct Probed {
@@ -74,7 +75,7 @@ fn run(url: &str, disk: &str) -> Result<Probed, String> {
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let target = format!("{url}/probe-{}", std::process::id());
     let load = ["run", "--engine", "nfs", "--target", &target, "--rw", "write", "--bs", "64k", "--size", "32m"];
-    let load = [&load[..], &["--sync", "dsync", "--iodepth", "4", "--quiet"]].concat();
+    let load = [&load[..], &["--sync", "dsync", "--iodepth", "1", "--quiet"]].concat();
     let layout = dir.path().join("layout.db");
     ioscope(&[&load[..], &["--duration", "1s", "--out", s(&layout)]].concat())?;
     let db = dir.path().join("r.db");
