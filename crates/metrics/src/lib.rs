@@ -8,6 +8,7 @@ pub mod op;
 pub mod recorder;
 pub mod snapshot;
 pub mod stat;
+pub mod target;
 
 pub use histogram::{Histogram, RELATIVE_ERROR};
 pub use op::{Op, OP_KINDS};
@@ -15,4 +16,5 @@ pub use recorder::{
     Counts, KindNamer, OpInterval, OpRecorder, Slot, WorkerReader, WorkerRecorder, ERROR_KINDS, SECOND_NS,
 };
 pub use snapshot::{is_sync_op, FileCounts, FileDists, OpSeries, Snapshot, WorkerCounts, WorkerDists, OTHER};
-pub use stat::{Stat, StatId, STATS};
+pub use stat::{Side, Stat, StatId, STATS, TARGET_STATS};
+pub use target::{TargetSecond, TargetSeries, TargetValue};

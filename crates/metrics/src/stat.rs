@@ -21,6 +21,25 @@ pub enum StatId {
     Size,
     Offset,
     ProbeDuration,
+    // Target side (crates/probe): what the server did, per second.
+    CpuTime,
+    ProcessCpu,
+    MemPageCache,
+    MemDirty,
+    MemAvailable,
+    NetRxBytes,
+    NetTxBytes,
+    NetRxPackets,
+    NetTxPackets,
+    NetDrops,
+    DiskOps,
+    DiskBytes,
+    DiskBusy,
+    DiskQueueTime,
+    BlockLatency,
+    BlockSize,
+    BlockOffset,
+    SyscallLatency,
 }
 
 /// What a statistic's values are.
@@ -32,6 +51,41 @@ pub enum Kind {
     Distribution,
     /// Durations of events at the second each started (probe commands: the `probe` table).
     Event,
+    /// A level sampled at the end of each second (memory in use): averaged over seconds,
+    /// summed over dimension values.
+    Gauge,
+}
+
+/// Which side of the test a statistic describes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Side {
+    /// What ioscope's workers did and saw (`io.*`).
+    Client,
+    /// What the target did, recorded by `ioscope probe` samplers (`series.side = 'target'`).
+    Target,
+}
+
+impl Side {
+    /// The name in `series.side` and in the API.
+    pub fn name(self) -> &'static str {
+        match self {
+            Side::Client => "client",
+            Side::Target => "target",
+        }
+    }
+}
+
+/// How a counter is answered per second.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// Its unit per second (`ops/s`).
+    Rate,
+    /// A counter of nanoseconds as a percentage of one second (CPU time, disk busy time):
+    /// 100 = one CPU or one device busy all the second.
+    Percent,
+    /// A counter of nanoseconds spent in a queue by all requests, as the mean number in
+    /// flight (diskstats' weighted time: 2.5 = two and a half requests queued on average).
+    MeanInFlight,
 }
 
 impl StatId {
@@ -53,12 +107,13 @@ impl Kind {
             Kind::Counter => "counter",
             Kind::Distribution => "distribution",
             Kind::Event => "event",
+            Kind::Gauge => "gauge",
         }
     }
 }
 
 /// What a statistic can be filtered and broken down by.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Dim {
     Op,
     Workload,
@@ -73,11 +128,39 @@ pub enum Dim {
     /// The kind of failed I/O ("ENOSPC", "short read"): `series.error`.
     Error,
     Probe,
+    /// Target side: a CPU (`cpu3`).
+    Cpu,
+    /// Target side: a CPU mode (`user`, `system`, `iowait`...).
+    Mode,
+    /// Target side: a network interface.
+    Nic,
+    /// Target side: a block device (its kernel name, `loop3`).
+    Disk,
+    /// Target side: a process, by name (`ganesha.nfsd`).
+    Process,
+    /// Target side: a system call, named as strace names it (`pwrite64`).
+    Syscall,
 }
 
 impl Dim {
-    pub const ALL: [Dim; 8] =
-        [Dim::Op, Dim::Workload, Dim::Host, Dim::Step, Dim::Worker, Dim::File, Dim::Error, Dim::Probe];
+    pub const ALL: [Dim; 14] = [
+        Dim::Op,
+        Dim::Workload,
+        Dim::Host,
+        Dim::Step,
+        Dim::Worker,
+        Dim::File,
+        Dim::Error,
+        Dim::Probe,
+        Dim::Cpu,
+        Dim::Mode,
+        Dim::Nic,
+        Dim::Disk,
+        Dim::Process,
+        Dim::Syscall,
+    ];
+    /// The dimensions kept in their own `series` column by target series.
+    pub const TARGET: [Dim; 6] = [Dim::Cpu, Dim::Mode, Dim::Nic, Dim::Disk, Dim::Process, Dim::Syscall];
 
     /// The name in queries (`by=`, `where=`) and answers.
     pub fn name(self) -> &'static str {
@@ -90,6 +173,12 @@ impl Dim {
             Dim::File => "file",
             Dim::Error => "error",
             Dim::Probe => "probe",
+            Dim::Cpu => "cpu",
+            Dim::Mode => "mode",
+            Dim::Nic => "nic",
+            Dim::Disk => "disk",
+            Dim::Process => "process",
+            Dim::Syscall => "syscall",
         }
     }
 
@@ -122,6 +211,8 @@ pub enum Offered {
     WithFileTreeOps,
     /// Only in runs with probes.
     WithProbes,
+    /// Only in runs with target series of this statistic (`--probe`, `ioscope probe`).
+    WithTargetSeries,
 }
 
 /// One statistic.
@@ -144,14 +235,28 @@ pub struct Stat {
     /// Stored only for seconds in which it is not zero (others must be there every second).
     pub sparse: bool,
     pub offered: Offered,
+    pub side: Side,
+    /// How a counter is answered per second (others: [`Answer::Rate`], unused).
+    pub answer: Answer,
 }
 
 impl Stat {
     /// The unit of answers: counters are rates (`ops/s`).
     pub fn answer_unit(&self) -> String {
-        match self.kind {
-            Kind::Counter => format!("{}/s", self.unit),
-            Kind::Distribution | Kind::Event => self.unit.to_string(),
+        match (self.kind, self.answer) {
+            (Kind::Counter, Answer::Rate) => format!("{}/s", self.unit),
+            (Kind::Counter, Answer::Percent) => "percent".to_string(),
+            (Kind::Counter, Answer::MeanInFlight) => "requests".to_string(),
+            (Kind::Distribution | Kind::Event | Kind::Gauge, _) => self.unit.to_string(),
+        }
+    }
+
+    /// What a counter's rate (its unit per second) is divided by to give the answer.
+    pub fn answer_divisor(&self) -> f64 {
+        match self.answer {
+            Answer::Rate => 1.0,
+            Answer::Percent => 1e7,
+            Answer::MeanInFlight => 1e9,
         }
     }
 
@@ -185,6 +290,8 @@ pub static STATS: &[Stat] = &[
         reported: Reported::Count("ops"),
         sparse: false,
         offered: Offered::Always,
+        side: Side::Client,
+        answer: Answer::Rate,
     },
     Stat {
         id: StatId::Bytes,
@@ -197,6 +304,8 @@ pub static STATS: &[Stat] = &[
         reported: Reported::Count("bytes"),
         sparse: false,
         offered: Offered::Always,
+        side: Side::Client,
+        answer: Answer::Rate,
     },
     Stat {
         id: StatId::Errors,
@@ -209,6 +318,8 @@ pub static STATS: &[Stat] = &[
         reported: Reported::Count("errors"),
         sparse: false,
         offered: Offered::Always,
+        side: Side::Client,
+        answer: Answer::Rate,
     },
     Stat {
         id: StatId::Skipped,
@@ -221,6 +332,8 @@ pub static STATS: &[Stat] = &[
         reported: Reported::Count("skipped"),
         sparse: true,
         offered: Offered::WithFileTreeOps,
+        side: Side::Client,
+        answer: Answer::Rate,
     },
     Stat {
         id: StatId::Latency,
@@ -233,6 +346,8 @@ pub static STATS: &[Stat] = &[
         reported: Reported::Percentiles("latency_ns"),
         sparse: false,
         offered: Offered::Always,
+        side: Side::Client,
+        answer: Answer::Rate,
     },
     Stat {
         id: StatId::ServiceTime,
@@ -245,6 +360,8 @@ pub static STATS: &[Stat] = &[
         reported: Reported::Percentiles("service_time_ns"),
         sparse: false,
         offered: Offered::Always,
+        side: Side::Client,
+        answer: Answer::Rate,
     },
     Stat {
         id: StatId::Size,
@@ -257,6 +374,8 @@ pub static STATS: &[Stat] = &[
         reported: Reported::Range("size_bytes"),
         sparse: false,
         offered: Offered::Always,
+        side: Side::Client,
+        answer: Answer::Rate,
     },
     Stat {
         id: StatId::Offset,
@@ -269,6 +388,8 @@ pub static STATS: &[Stat] = &[
         reported: Reported::PerSecondOnly,
         sparse: false,
         offered: Offered::Always,
+        side: Side::Client,
+        answer: Answer::Rate,
     },
     Stat {
         id: StatId::ProbeDuration,
@@ -281,22 +402,291 @@ pub static STATS: &[Stat] = &[
         reported: Reported::Events("probes"),
         sparse: false,
         offered: Offered::WithProbes,
+        side: Side::Client,
+        answer: Answer::Rate,
     },
 ];
 
+const HOST: &[Dim] = &[Dim::Host];
+const NIC: &[Dim] = &[Dim::Host, Dim::Nic];
+/// Block devices: by device and by kind of request (read, write, discard, flush).
+const DISK_OP: &[Dim] = &[Dim::Host, Dim::Disk, Dim::Op];
+
+/// The target side's statistics (docs/probe.md: each one's source), in the order the UI
+/// lists them. The procfs ones are always recorded; `block.*` and `syscall.*` need eBPF.
+pub static TARGET_STATS: &[Stat] = &[
+    Stat {
+        id: StatId::CpuTime,
+        name: "cpu",
+        stored: "cpu.time",
+        unit: "ns",
+        kind: Kind::Counter,
+        dims: &[Dim::Host, Dim::Cpu, Dim::Mode],
+        label: "CPU time (target; 100% = one CPU)",
+        reported: Reported::Count("cpu"),
+        sparse: false,
+        offered: Offered::WithTargetSeries,
+        side: Side::Target,
+        answer: Answer::Percent,
+    },
+    Stat {
+        id: StatId::ProcessCpu,
+        name: "process_cpu",
+        stored: "process.cpu",
+        unit: "ns",
+        kind: Kind::Counter,
+        dims: &[Dim::Host, Dim::Process, Dim::Mode],
+        label: "Process CPU time (target; 100% = one CPU)",
+        reported: Reported::Count("process_cpu"),
+        sparse: false,
+        offered: Offered::WithTargetSeries,
+        side: Side::Target,
+        answer: Answer::Percent,
+    },
+    Stat {
+        id: StatId::MemPageCache,
+        name: "page_cache",
+        stored: "mem.page_cache",
+        unit: "bytes",
+        kind: Kind::Gauge,
+        dims: HOST,
+        label: "Page cache (target)",
+        reported: Reported::Range("page_cache_bytes"),
+        sparse: false,
+        offered: Offered::WithTargetSeries,
+        side: Side::Target,
+        answer: Answer::Rate,
+    },
+    Stat {
+        id: StatId::MemDirty,
+        name: "dirty",
+        stored: "mem.dirty",
+        unit: "bytes",
+        kind: Kind::Gauge,
+        dims: HOST,
+        label: "Dirty memory (target, not yet written back)",
+        reported: Reported::Range("dirty_bytes"),
+        sparse: false,
+        offered: Offered::WithTargetSeries,
+        side: Side::Target,
+        answer: Answer::Rate,
+    },
+    Stat {
+        id: StatId::MemAvailable,
+        name: "available",
+        stored: "mem.available",
+        unit: "bytes",
+        kind: Kind::Gauge,
+        dims: HOST,
+        label: "Available memory (target)",
+        reported: Reported::Range("available_bytes"),
+        sparse: false,
+        offered: Offered::WithTargetSeries,
+        side: Side::Target,
+        answer: Answer::Rate,
+    },
+    Stat {
+        id: StatId::NetRxBytes,
+        name: "net_rx_bytes",
+        stored: "net.rx_bytes",
+        unit: "bytes",
+        kind: Kind::Counter,
+        dims: NIC,
+        label: "Network received (target)",
+        reported: Reported::Count("net_rx_bytes"),
+        sparse: false,
+        offered: Offered::WithTargetSeries,
+        side: Side::Target,
+        answer: Answer::Rate,
+    },
+    Stat {
+        id: StatId::NetTxBytes,
+        name: "net_tx_bytes",
+        stored: "net.tx_bytes",
+        unit: "bytes",
+        kind: Kind::Counter,
+        dims: NIC,
+        label: "Network sent (target)",
+        reported: Reported::Count("net_tx_bytes"),
+        sparse: false,
+        offered: Offered::WithTargetSeries,
+        side: Side::Target,
+        answer: Answer::Rate,
+    },
+    Stat {
+        id: StatId::NetRxPackets,
+        name: "net_rx_packets",
+        stored: "net.rx_packets",
+        unit: "packets",
+        kind: Kind::Counter,
+        dims: NIC,
+        label: "Packets received (target)",
+        reported: Reported::Count("net_rx_packets"),
+        sparse: false,
+        offered: Offered::WithTargetSeries,
+        side: Side::Target,
+        answer: Answer::Rate,
+    },
+    Stat {
+        id: StatId::NetTxPackets,
+        name: "net_tx_packets",
+        stored: "net.tx_packets",
+        unit: "packets",
+        kind: Kind::Counter,
+        dims: NIC,
+        label: "Packets sent (target)",
+        reported: Reported::Count("net_tx_packets"),
+        sparse: false,
+        offered: Offered::WithTargetSeries,
+        side: Side::Target,
+        answer: Answer::Rate,
+    },
+    Stat {
+        id: StatId::NetDrops,
+        name: "net_drops",
+        stored: "net.drops",
+        unit: "packets",
+        kind: Kind::Counter,
+        dims: NIC,
+        label: "Packets dropped (target, received and sent)",
+        reported: Reported::Count("net_drops"),
+        sparse: false,
+        offered: Offered::WithTargetSeries,
+        side: Side::Target,
+        answer: Answer::Rate,
+    },
+    Stat {
+        id: StatId::DiskOps,
+        name: "disk_ops",
+        stored: "disk.ops",
+        unit: "ops",
+        kind: Kind::Counter,
+        dims: DISK_OP,
+        label: "Disk operations (target, diskstats)",
+        reported: Reported::Count("disk_ops"),
+        sparse: false,
+        offered: Offered::WithTargetSeries,
+        side: Side::Target,
+        answer: Answer::Rate,
+    },
+    Stat {
+        id: StatId::DiskBytes,
+        name: "disk_bytes",
+        stored: "disk.bytes",
+        unit: "bytes",
+        kind: Kind::Counter,
+        dims: DISK_OP,
+        label: "Disk bytes (target, diskstats)",
+        reported: Reported::Count("disk_bytes"),
+        sparse: false,
+        offered: Offered::WithTargetSeries,
+        side: Side::Target,
+        answer: Answer::Rate,
+    },
+    Stat {
+        id: StatId::DiskBusy,
+        name: "disk_busy",
+        stored: "disk.busy",
+        unit: "ns",
+        kind: Kind::Counter,
+        dims: &[Dim::Host, Dim::Disk],
+        label: "Disk utilization (target; 100% = busy all the second)",
+        reported: Reported::Count("disk_busy"),
+        sparse: false,
+        offered: Offered::WithTargetSeries,
+        side: Side::Target,
+        answer: Answer::Percent,
+    },
+    Stat {
+        id: StatId::DiskQueueTime,
+        name: "disk_queue",
+        stored: "disk.queue_time",
+        unit: "ns",
+        kind: Kind::Counter,
+        dims: &[Dim::Host, Dim::Disk],
+        label: "Disk queue depth (target; mean requests in flight)",
+        reported: Reported::Count("disk_queue"),
+        sparse: false,
+        offered: Offered::WithTargetSeries,
+        side: Side::Target,
+        answer: Answer::MeanInFlight,
+    },
+    Stat {
+        id: StatId::BlockLatency,
+        name: "block_latency",
+        stored: "block.latency",
+        unit: "ns",
+        kind: Kind::Distribution,
+        dims: DISK_OP,
+        label: "Block I/O latency (target, issue to completion)",
+        reported: Reported::Percentiles("block_latency_ns"),
+        sparse: false,
+        offered: Offered::WithTargetSeries,
+        side: Side::Target,
+        answer: Answer::Rate,
+    },
+    Stat {
+        id: StatId::BlockSize,
+        name: "block_size",
+        stored: "block.size",
+        unit: "bytes",
+        kind: Kind::Distribution,
+        dims: DISK_OP,
+        label: "Block I/O size (target)",
+        reported: Reported::Percentiles("block_size_bytes"),
+        sparse: false,
+        offered: Offered::WithTargetSeries,
+        side: Side::Target,
+        answer: Answer::Rate,
+    },
+    Stat {
+        id: StatId::BlockOffset,
+        name: "block_offset",
+        stored: "block.offset",
+        unit: "bytes",
+        kind: Kind::Distribution,
+        dims: DISK_OP,
+        label: "Block I/O offset on the device (target)",
+        reported: Reported::Percentiles("block_offset_bytes"),
+        sparse: false,
+        offered: Offered::WithTargetSeries,
+        side: Side::Target,
+        answer: Answer::Rate,
+    },
+    Stat {
+        id: StatId::SyscallLatency,
+        name: "syscall_latency",
+        stored: "syscall.latency",
+        unit: "ns",
+        kind: Kind::Distribution,
+        dims: &[Dim::Host, Dim::Process, Dim::Syscall],
+        label: "System call latency (target, entry to return)",
+        reported: Reported::Percentiles("syscall_latency_ns"),
+        sparse: false,
+        offered: Offered::WithTargetSeries,
+        side: Side::Target,
+        answer: Answer::Rate,
+    },
+];
+
+/// Every statistic of both sides: the client's, then the target's.
+pub fn all() -> impl Iterator<Item = &'static Stat> {
+    STATS.iter().chain(TARGET_STATS)
+}
+
 /// The entry of a statistic.
 pub fn stat(id: StatId) -> &'static Stat {
-    STATS.iter().find(|s| s.id == id).expect("every StatId has an entry in STATS")
+    all().find(|s| s.id == id).expect("every StatId has an entry in STATS or TARGET_STATS")
 }
 
 /// The statistic queried as `name` (`latency`).
 pub fn by_name(name: &str) -> Option<&'static Stat> {
-    STATS.iter().find(|s| s.name == name)
+    all().find(|s| s.name == name)
 }
 
 /// The statistic stored as `stored` (`io.latency`).
 pub fn by_stored(stored: &str) -> Option<&'static Stat> {
-    STATS.iter().find(|s| s.stored == stored)
+    all().find(|s| s.stored == stored)
 }
 
 impl OpInterval {
@@ -367,12 +757,19 @@ mod tests {
     fn every_statistic_has_one_entry_and_a_place_it_is_recorded() {
         let mut interval = OpInterval::empty();
         let mut counts = Counts::default();
-        for s in STATS {
+        for s in all() {
             assert!(std::ptr::eq(stat(s.id), s), "{}: one entry per id", s.name);
             assert_eq!(by_name(s.name).map(|x| x.id), Some(s.id), "{}: one query name", s.name);
             assert_eq!(by_stored(s.stored).map(|x| x.id), Some(s.id), "{}: one stored name", s.name);
             assert!(!s.unit.is_empty() && !s.label.is_empty(), "{}: a unit and a label", s.name);
+            if s.side == Side::Target {
+                assert!(s.dims.contains(&Dim::Host) && !s.has(Dim::Worker), "{}: a target series is per host", s.name);
+                assert!(matches!(s.kind, Kind::Counter | Kind::Gauge | Kind::Distribution), "{}", s.name);
+                continue;
+            }
+            assert_eq!(s.answer, Answer::Rate, "{}: client counters are rates", s.name);
             match s.kind {
+                Kind::Gauge => panic!("{}: the client side has no gauges", s.name),
                 Kind::Counter => assert!(interval.count_mut(s.id).is_some(), "{}: a per-op counter", s.name),
                 Kind::Distribution => assert!(interval.histogram_mut(s.id).is_some(), "{}: a histogram", s.name),
                 Kind::Event => assert_eq!(s.dims, [Dim::Probe], "{}: events break down by probe only", s.name),

@@ -82,6 +82,10 @@ pub struct DiskCounters {
     pub busy_ms: u64,
     /// Weighted time in queue, ms (average queue depth = its rate / 1000).
     pub weighted_ms: u64,
+    /// Discards and flushes (0 on kernels before 4.18 and 5.5, which do not count them).
+    pub discards: u64,
+    pub discard_bytes: u64,
+    pub flushes: u64,
 }
 
 pub fn diskstats(text: &str) -> BTreeMap<String, DiskCounters> {
@@ -100,6 +104,9 @@ pub fn diskstats(text: &str) -> BTreeMap<String, DiskCounters> {
             in_flight: n(11),
             busy_ms: n(12),
             weighted_ms: n(13),
+            discards: n(14),
+            discard_bytes: n(16).saturating_mul(512),
+            flushes: n(18),
         };
         out.insert(w[2].to_string(), c);
     }
@@ -146,7 +153,7 @@ mod tests {
             n["eth0"],
             NicCounters { rx_bytes: 1000, rx_packets: 10, rx_drops: 2, tx_bytes: 2000, tx_packets: 20, tx_drops: 3 }
         );
-        let disk = " 7 0 loop0 100 0 800 50 200 0 1600 70 2 300 400 0 0 0 0\n";
+        let disk = " 7 0 loop0 100 0 800 50 200 0 1600 70 2 300 400 3 0 24 0 5 0\n";
         let d = diskstats(disk);
         assert_eq!(
             d["loop0"],
@@ -157,7 +164,10 @@ mod tests {
                 write_bytes: 819_200,
                 in_flight: 2,
                 busy_ms: 300,
-                weighted_ms: 400
+                weighted_ms: 400,
+                discards: 3,
+                discard_bytes: 24 * 512,
+                flushes: 5,
             }
         );
     }

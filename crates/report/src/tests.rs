@@ -138,6 +138,7 @@ fn results(status: Status) -> Results {
         ],
         steps: Vec::new(),
         probes: Vec::new(),
+        target: Vec::new(),
     }
 }
 

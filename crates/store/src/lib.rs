@@ -150,6 +150,38 @@ pub struct Results {
     pub seconds: Vec<Snapshot>,
     pub steps: Vec<StepRow>,
     pub probes: Vec<ProbeRow>,
+    /// The target side's series (`--probe`, `ioscope probe`), each with its samples.
+    pub target: Vec<StoredTarget>,
+}
+
+/// A target series as stored: a statistic of the target side, its host and dimension
+/// values, and its samples by second.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredTarget {
+    pub stat: &'static ioscope_metrics::Stat,
+    pub host: String,
+    /// Dimension values besides the host (`op` only when the series has one).
+    pub labels: Vec<(ioscope_metrics::stat::Dim, String)>,
+    /// Ascending by second.
+    pub samples: Vec<TargetSample>,
+}
+
+impl StoredTarget {
+    /// The value of dimension `dim` ("" when the series has none).
+    pub fn label(&self, dim: ioscope_metrics::stat::Dim) -> &str {
+        if dim == ioscope_metrics::stat::Dim::Host {
+            return &self.host;
+        }
+        self.labels.iter().find(|(d, _)| *d == dim).map_or("", |(_, v)| v.as_str())
+    }
+}
+
+/// One second of a target series: the time its counters were sampled over and its value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TargetSample {
+    pub second: u32,
+    pub interval_ns: u64,
+    pub value: ioscope_metrics::TargetValue,
 }
 
 impl Results {

@@ -7,8 +7,9 @@
 use crate::check::{self, Cell};
 use crate::schema::{APPLICATION_ID, SCHEMA_VERSION};
 use crate::write::OTHER_WORKERS;
-use crate::{ProbeRow, Results, RunInfo, Status, StepRow, StoreError, StoredRun};
-use ioscope_metrics::stat::{self, Dim, Kind, Stat, StatId};
+use crate::{ProbeRow, Results, RunInfo, Status, StepRow, StoreError, StoredRun, StoredTarget, TargetSample};
+use ioscope_metrics::stat::{self, Dim, Kind, Side, Stat, StatId};
+use ioscope_metrics::TargetValue;
 use ioscope_metrics::{
     FileCounts, FileDists, Histogram, Op, OpInterval, OpSeries, Snapshot, WorkerCounts, WorkerDists, STATS,
 };
@@ -129,7 +130,8 @@ fn read(path: &Path, from_second: Option<u32>) -> Result<Results, StoreError> {
     let hosts = r.hosts()?;
     let steps = r.steps()?;
     let probes = r.probes()?;
-    let seconds = r.seconds(&steps)?;
+    let (target, target_ids) = r.target()?;
+    let seconds = r.seconds(&steps, &target_ids)?;
     drop(tx);
 
     let results = Results {
@@ -147,6 +149,7 @@ fn read(path: &Path, from_second: Option<u32>) -> Result<Results, StoreError> {
         seconds,
         steps,
         probes,
+        target,
     };
     Ok(results)
 }
@@ -370,7 +373,105 @@ impl Reader<'_> {
         Ok(probes)
     }
 
-    fn seconds(&self, steps: &[StepRow]) -> Result<Vec<Snapshot>, StoreError> {
+    /// The target side's series with samples (version 6), ordered by id, and the ids of
+    /// every target series (those of statistics this version does not know are left out).
+    fn target(&self) -> Result<(Vec<StoredTarget>, HashSet<i64>), StoreError> {
+        let p = self.path;
+        if self.version < 6 {
+            return Ok((Vec::new(), HashSet::new()));
+        }
+        let mut series: BTreeMap<i64, StoredTarget> = BTreeMap::new();
+        let mut unknown: HashSet<i64> = HashSet::new();
+        self.rows(
+            "SELECT id, stat, host, op, cpu, mode, nic, disk, process, syscall FROM series WHERE side = 'target'",
+            [],
+            "series",
+            &[0],
+            |c, row| {
+                let id = c.at(0, "id")?.i64(p)?;
+                let stored = c.at(1, "stat")?.text(p)?;
+                let Some(stat) = stat::by_stored(&stored).filter(|s| s.side == Side::Target) else {
+                    unknown.insert(id);
+                    return Ok(());
+                };
+                let mut labels = Vec::new();
+                let op = c.at(3, "op")?.text(p)?;
+                if !op.is_empty() {
+                    labels.push((Dim::Op, op));
+                }
+                for (i, dim) in Dim::TARGET.iter().enumerate() {
+                    if let Some(v) = c.at(4 + i, dim.name())?.opt_text(p)? {
+                        labels.push((*dim, v));
+                    }
+                }
+                if let Some((d, _)) = labels.iter().find(|(d, _)| !stat.has(*d)) {
+                    return Err(check::corrupt(
+                        p,
+                        "series",
+                        &row(),
+                        format_args!("{} has no dimension {}", stat.stored, d.name()),
+                    ));
+                }
+                let t = StoredTarget { stat, host: c.at(2, "host")?.text(p)?, labels, samples: Vec::new() };
+                series.insert(id, t);
+                Ok(())
+            },
+        )?;
+        self.rows(
+            "SELECT x.series_id, x.second, x.interval_ns, x.value, x.sum, x.min, x.max, x.hist
+             FROM sample x JOIN series s ON s.id = x.series_id WHERE s.side = 'target' AND x.second >= ?1
+             ORDER BY x.series_id, x.second",
+            [self.from_second],
+            "sample",
+            &[0, 1],
+            |c, row| {
+                let id = c.at(0, "series_id")?.i64(p)?;
+                let Some(t) = series.get_mut(&id) else {
+                    return if unknown.contains(&id) {
+                        Ok(())
+                    } else {
+                        Err(c.at(0, "series_id")?.err(p, "names no row of table series"))
+                    };
+                };
+                let second = c.at(1, "second")?.u32(p)?;
+                let interval_ns = c.at(2, "interval_ns")?.uint(p, u64::MAX)?;
+                if interval_ns == 0 {
+                    return Err(c.at(2, "interval_ns")?.err(p, "is 0"));
+                }
+                let value = c.at(3, "value")?.uint(p, u64::MAX)?;
+                let corrupt = |detail: String| check::corrupt(p, "sample", &row(), detail);
+                let value = match t.stat.kind {
+                    Kind::Counter => TargetValue::Count(value),
+                    Kind::Gauge => TargetValue::Gauge(value),
+                    Kind::Distribution | Kind::Event => TargetValue::Dist(match c.at(7, "hist")?.value {
+                        ValueRef::Null if value == 0 => Histogram::new(),
+                        ValueRef::Null => return Err(corrupt(format!("value {value} but no histogram"))),
+                        ValueRef::Blob(blob) => {
+                            let sum = c.at(4, "sum")?.opt_u128(p)?;
+                            let min = c.at(5, "min")?.opt_uint(p, u64::MAX)?;
+                            let max = c.at(6, "max")?.opt_uint(p, u64::MAX)?;
+                            check::histogram(blob, value, sum, min, max).map_err(|e| corrupt(e.to_string()))?
+                        }
+                        other => {
+                            return Err(c
+                                .at(7, "hist")?
+                                .err(p, format_args!("is {}, expected a blob", check::show(other))))
+                        }
+                    }),
+                };
+                if t.samples.last().is_some_and(|s| s.second >= second) {
+                    return Err(corrupt(format!("a second row of series {id} for second {second}")));
+                }
+                t.samples.push(TargetSample { second, interval_ns, value });
+                Ok(())
+            },
+        )?;
+        let mut ids: HashSet<i64> = unknown;
+        ids.extend(series.keys());
+        Ok((series.into_values().filter(|t| !t.samples.is_empty()).collect(), ids))
+    }
+
+    fn seconds(&self, steps: &[StepRow], target_ids: &HashSet<i64>) -> Result<Vec<Snapshot>, StoreError> {
         let p = self.path;
         struct SeriesRow {
             stat: String,
@@ -390,8 +491,9 @@ impl Reader<'_> {
             let mut keys: HashMap<SeriesKey, i64> = HashMap::new();
             let file = if self.version >= 3 { "file" } else { "NULL" };
             let error = if self.version >= 4 { "error" } else { "NULL" };
+            let client = if self.version >= 6 { "WHERE side = 'client'" } else { "" };
             self.rows(
-                &format!("SELECT id, stat, host, workload, op, worker, {file}, {error} FROM series"),
+                &format!("SELECT id, stat, host, workload, op, worker, {file}, {error} FROM series {client}"),
                 [],
                 "series",
                 &[0],
@@ -539,6 +641,9 @@ impl Reader<'_> {
                 let id = c.at(0, "series_id")?.i64(p)?;
                 let second = c.at(1, "second")?.u32(p)?;
                 let Some(s) = series.get(&id) else {
+                    if target_ids.contains(&id) {
+                        return Ok(()); // read by `target`
+                    }
                     return Err(c.at(0, "series_id")?.err(p, "names no row of table series"));
                 };
                 let corrupt = |detail: String| check::corrupt(p, "sample", &row(), detail);

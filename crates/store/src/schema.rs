@@ -5,15 +5,18 @@
 //! second. Every value is in the unit named by its series (`series.unit`), and
 //! distributions carry their sparse histogram beside the exact count, sum, min and max.
 //!
+//! Version 6 adds the target side: `series.side` ('client' or 'target': what
+//! `ioscope probe` samplers recorded on a server), the target dimensions `cpu`, `mode`,
+//! `nic`, `disk`, `process` and `syscall`, and kind 'gauge'. Version 5 files are read as
+//! they are (every series of theirs is the client's).
+//!
 //! Version 5 adds distributions per worker and per file (the busiest of each second, the
 //! rest in one row: `worker` = -1, `file` = '(other)'), `tick.not_broken_down`, the
 //! `quantiles` table and the views `op_seconds` and `percentiles` for SQL users. Version
 //! 4 files are read as they are (they have no per-worker or per-file distributions).
 
-use ioscope_metrics::STATS;
-
 /// `PRAGMA user_version` of files this crate writes and reads.
-pub const SCHEMA_VERSION: i32 = 5;
+pub const SCHEMA_VERSION: i32 = 6;
 
 /// `PRAGMA application_id` of an ioscope results file: "IOSC" in ASCII.
 pub const APPLICATION_ID: i32 = 0x494F_5343;
@@ -104,19 +107,33 @@ CREATE TABLE probe(
 -- (the view `op_seconds` does). `error` names the kind of the failed I/Os an `io.errors` series counts ("ENOSPC",
 -- "NFS3ERR_STALE", "short read"; samples stored for seconds in which it is not zero);
 -- `io.skipped` counts operations that found no file in the state they need (file trees).
+-- side = 'target': what the target did (`--probe`, `ioscope probe`; docs/probe.md): cpu.*,
+-- process.*, mem.*, net.*, disk.*, block.*, syscall.*, with workload '' and op the block
+-- request's kind ('' when the statistic has none), and their own dimensions in cpu, mode,
+-- nic, disk, process and syscall (NULL when not one of the statistic's). Their seconds
+-- are the run's: second 0 starts at the run's time zero on every side. A gauge's value
+-- is its level at the end of the second (mem.*, in bytes).
 CREATE TABLE series(
     id       INTEGER PRIMARY KEY,
     stat     TEXT NOT NULL,
     unit     TEXT NOT NULL,
-    kind     TEXT NOT NULL CHECK (kind IN ('counter', 'distribution')),
+    kind     TEXT NOT NULL CHECK (kind IN ('counter', 'distribution', 'gauge')),
     host     TEXT NOT NULL,
     workload TEXT NOT NULL DEFAULT '',
     op       TEXT NOT NULL,
     worker   INTEGER,
     file     TEXT,
-    error    TEXT
+    error    TEXT,
+    side     TEXT NOT NULL DEFAULT 'client' CHECK (side IN ('client', 'target')),
+    cpu      TEXT,
+    mode     TEXT,
+    nic      TEXT,
+    disk     TEXT,
+    process  TEXT,
+    syscall  TEXT
 );
-CREATE UNIQUE INDEX series_key ON series(stat, host, workload, op, ifnull(worker, 'none'), ifnull(file, ''), ifnull(error, ''));
+CREATE UNIQUE INDEX series_key ON series(stat, host, workload, op, ifnull(worker, 'none'), ifnull(file, ''), ifnull(error, ''),
+    side, ifnull(cpu, ''), ifnull(mode, ''), ifnull(nic, ''), ifnull(disk, ''), ifnull(process, ''), ifnull(syscall, ''));
 
 -- One value per series and second. Counter: value = count. Distribution: value = count,
 -- sum/min/max exact (NULL when empty; INTEGER, or decimal TEXT past 2^63-1), and hist =
@@ -149,7 +166,8 @@ CREATE TABLE quantiles(
 -- per-file and per-error-kind rows are all here: summing io.ops over this view counts
 -- the same I/O several times (use op_seconds for totals).
 CREATE VIEW samples AS
-SELECT x.second, t.step, t.warmup, s.host, s.workload, s.op, s.worker, s.file, s.error, s.stat, s.unit,
+SELECT x.second, t.step, t.warmup, s.side, s.host, s.workload, s.op, s.worker, s.file, s.error,
+       s.cpu, s.mode, s.nic, s.disk, s.process, s.syscall, s.stat, s.unit,
        x.interval_ns, x.value, x.sum, x.min, x.max, length(x.hist) AS hist_bytes
 FROM sample x JOIN series s ON s.id = x.series_id
 LEFT JOIN tick t ON t.host = s.host AND t.second = x.second;
@@ -165,13 +183,15 @@ SELECT x.second, t.step, t.warmup, s.host, s.workload, s.op, x.interval_ns,
        sum(CASE s.stat WHEN 'io.bytes' THEN x.value END) * 1e9 / x.interval_ns AS bytes_per_s
 FROM sample x JOIN series s ON s.id = x.series_id
 LEFT JOIN tick t ON t.host = s.host AND t.second = x.second
-WHERE s.worker IS NULL AND s.file IS NULL AND s.error IS NULL AND s.stat IN ('io.ops', 'io.bytes', 'io.errors')
+WHERE s.side = 'client' AND s.worker IS NULL AND s.file IS NULL AND s.error IS NULL AND s.stat IN ('io.ops', 'io.bytes', 'io.errors')
 GROUP BY x.second, s.host, s.workload, s.op;
 
 -- Percentiles per second of every distribution series (stat io.latency, io.service_time,
--- io.size, io.offset), per op, per worker and per file, in the series' unit.
+-- io.size, io.offset, per op, per worker and per file; block.* and syscall.latency of the
+-- target side), in the series' unit.
 CREATE VIEW percentiles AS
-SELECT x.second, t.step, t.warmup, s.host, s.workload, s.op, s.worker, s.file, s.stat, s.unit,
+SELECT x.second, t.step, t.warmup, s.side, s.host, s.workload, s.op, s.worker, s.file, s.disk, s.process, s.syscall,
+       s.stat, s.unit,
        x.value AS count, x.min, q.p50, q.p90, q.p99, q.p999, x.max
 FROM quantiles q JOIN sample x ON x.series_id = q.series_id AND x.second = q.second
 JOIN series s ON s.id = q.series_id
@@ -212,6 +232,6 @@ pub(crate) fn meta_rows() -> Vec<(&'static str, String)> {
 /// The `meta` row `statistics`: each statistic stored as series, from the registry, for
 /// people reading the file with the sqlite3 CLI ("io.ops (ops, counter): Operations; ...").
 fn statistics() -> String {
-    let list = STATS.iter().filter(|s| s.is_series());
+    let list = ioscope_metrics::stat::all().filter(|s| s.is_series());
     list.map(|s| format!("{} ({}, {}): {}", s.stored, s.unit, s.kind.name(), s.label)).collect::<Vec<_>>().join("; ")
 }

@@ -695,3 +695,53 @@ fn per_worker_and_per_file_distributions_round_trip_and_version_4_files_still_re
     assert!(old.seconds.iter().all(|s| s.worker_dists.is_empty() && s.file_dists.is_empty() && s.not_broken_down == 0));
     assert_eq!(old.seconds[2].ops, snaps[2].ops);
 }
+
+/// The target side's series come back as written, beside the client's, with their own
+/// dimensions, and SQL finds them by side and dimension column.
+#[test]
+fn target_series_round_trip_beside_the_client_series_and_sql_finds_them_by_dimension() {
+    use ioscope_metrics::stat::{Dim, StatId};
+    use ioscope_metrics::{TargetSecond, TargetSeries, TargetValue};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.ioscope");
+    let mut w = Writer::create(&path, &run_info(std::process::id(), "h1"), &hosts()).unwrap();
+    let loop3 = [(Dim::Disk, "loop3"), (Dim::Op, "write")];
+    let mut written = Vec::new();
+    for second in 0..3u32 {
+        w.write_second(&snapshot(second, "h1")).unwrap();
+        let t = TargetSecond {
+            host: "server".into(),
+            second: u64::from(second),
+            interval_ns: 1_001_000_000,
+            series: vec![
+                TargetSeries::new(StatId::DiskOps, &loop3, TargetValue::Count(100 + u64::from(second))),
+                TargetSeries::new(StatId::MemDirty, &[], TargetValue::Gauge(4096)),
+                TargetSeries::new(StatId::BlockLatency, &loop3, TargetValue::Dist(hist([1000, 2000, 3000]))),
+                TargetSeries::new(
+                    StatId::CpuTime,
+                    &[(Dim::Cpu, "0"), (Dim::Mode, "user")],
+                    TargetValue::Count(250_000_000),
+                ),
+            ],
+        };
+        w.write_target(&t).unwrap();
+        written.push(t);
+    }
+    w.finish(Status::Completed, None, 0).unwrap();
+    let r = crate::open(&path).unwrap();
+    assert_eq!(r.seconds.len(), 3, "the client's seconds are all there");
+    let disk = r.target.iter().find(|t| t.stat.id == StatId::DiskOps).unwrap();
+    assert_eq!((disk.host.as_str(), disk.label(Dim::Disk), disk.label(Dim::Op)), ("server", "loop3", "write"));
+    let values: Vec<_> = disk.samples.iter().map(|s| (s.second, s.interval_ns, s.value.clone())).collect();
+    assert_eq!(values, (0..3).map(|s| (s, 1_001_000_000, TargetValue::Count(100 + u64::from(s)))).collect::<Vec<_>>());
+    let lat = r.target.iter().find(|t| t.stat.id == StatId::BlockLatency).unwrap();
+    assert_eq!(lat.samples[2].value, TargetValue::Dist(hist([1000, 2000, 3000])));
+    assert_eq!(r.target.len(), 4);
+    if let Some(out) = sqlite3_cli(
+        &path,
+        "SELECT sum(x.value) FROM sample x JOIN series s ON s.id = x.series_id \
+         WHERE s.side = 'target' AND s.stat = 'disk.ops' AND s.disk = 'loop3' AND s.op = 'write'",
+    ) {
+        assert_eq!(out.trim(), "303");
+    }
+}

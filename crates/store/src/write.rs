@@ -2,8 +2,9 @@
 
 use crate::schema::{self, APPLICATION_ID, SCHEMA_VERSION};
 use crate::{ProbeRow, RunInfo, Status, StepRow, StoreError};
-use ioscope_metrics::stat::{Dim, Kind, Stat};
+use ioscope_metrics::stat::{Dim, Kind, Stat, StatId};
 use ioscope_metrics::{Op, Snapshot, STATS};
+use ioscope_metrics::{TargetSecond, TargetValue};
 use rusqlite::types::Value;
 use rusqlite::{params, Connection, OpenFlags, TransactionBehavior};
 use std::collections::HashMap;
@@ -15,6 +16,9 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// (stat, host, workload, op, worker, file, error); worker -1: the other workers.
 type SeriesKey = (&'static str, String, String, Op, Option<i64>, Option<String>, Option<String>);
+
+/// (stat, host, dimension values sorted): a target series.
+type TargetKey = (StatId, String, Vec<(Dim, String)>);
 
 /// `series.worker` of the row that stands for every worker without one of its own.
 pub(crate) const OTHER_WORKERS: i64 = -1;
@@ -76,6 +80,8 @@ pub struct Writer {
     conn: Connection,
     path: PathBuf,
     series: HashMap<SeriesKey, i64>,
+    /// Target series by (stat, host, dimension values).
+    target_series: HashMap<TargetKey, i64>,
 }
 
 impl std::fmt::Debug for Writer {
@@ -174,7 +180,7 @@ impl Writer {
                 .map_err(StoreError::sqlite(path))?;
         }
         tx.commit().map_err(err)?;
-        Ok(Writer { conn, path: path.to_path_buf(), series: HashMap::new() })
+        Ok(Writer { conn, path: path.to_path_buf(), series: HashMap::new(), target_series: HashMap::new() })
     }
 
     pub fn path(&self) -> &Path {
@@ -331,6 +337,94 @@ impl Writer {
         result.map_err(StoreError::sqlite(path))?;
         tx.commit().map_err(StoreError::sqlite(path))?;
         self.series.extend(created);
+        Ok(())
+    }
+
+    /// Records one second of a host's target series (`side = 'target'`). Series of a
+    /// second already written are refused by the file (one sample per series and second).
+    pub fn write_target(&mut self, t: &TargetSecond) -> Result<(), StoreError> {
+        let interval_ns = t.interval_ns.max(1);
+        let path = self.path.clone();
+        let tx = self.conn.transaction().map_err(StoreError::sqlite(&path))?;
+        let cache = &self.target_series;
+        let mut created = HashMap::new();
+        let result = (|| {
+            let mut insert = tx.prepare_cached(
+                "INSERT INTO sample(series_id, second, interval_ns, value, sum, min, max, hist)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            )?;
+            let mut quantiles = tx.prepare_cached(
+                "INSERT INTO quantiles(series_id, second, p50, p90, p99, p999) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?;
+            for s in &t.series {
+                let stat = ioscope_metrics::stat::stat(s.stat);
+                let mut labels = s.labels.clone();
+                labels.sort();
+                let key = (s.stat, t.host.clone(), labels);
+                let id = match cache.get(&key).or_else(|| created.get(&key)) {
+                    Some(id) => *id,
+                    None => {
+                        let col = |d: Dim| s.labels.iter().find(|(x, _)| *x == d).map(|(_, v)| v.as_str());
+                        tx.prepare_cached(
+                            "INSERT INTO series(stat, unit, kind, host, workload, op, side, cpu, mode, nic, disk, process, syscall)
+                             VALUES (?1, ?2, ?3, ?4, '', ?5, 'target', ?6, ?7, ?8, ?9, ?10, ?11)",
+                        )?
+                        .execute(params![
+                            stat.stored,
+                            stat.unit,
+                            stat.kind.name(),
+                            t.host,
+                            col(Dim::Op).unwrap_or(""),
+                            col(Dim::Cpu),
+                            col(Dim::Mode),
+                            col(Dim::Nic),
+                            col(Dim::Disk),
+                            col(Dim::Process),
+                            col(Dim::Syscall)
+                        ])?;
+                        let id = tx.last_insert_rowid();
+                        created.insert(key, id);
+                        id
+                    }
+                };
+                match &s.value {
+                    TargetValue::Count(v) | TargetValue::Gauge(v) => {
+                        insert.execute(params![
+                            id,
+                            t.second,
+                            int(interval_ns),
+                            int(*v),
+                            None::<i64>,
+                            None::<i64>,
+                            None::<i64>,
+                            None::<Vec<u8>>
+                        ])?;
+                    }
+                    TargetValue::Dist(h) => {
+                        let empty = h.count() == 0;
+                        insert.execute(params![
+                            id,
+                            t.second,
+                            int(interval_ns),
+                            int(h.count()),
+                            (!empty).then(|| int128(h.sum())),
+                            h.min().map(int),
+                            h.max().map(int),
+                            (!empty).then(|| h.encode_sparse()),
+                        ])?;
+                        if !empty {
+                            let q = |p| int(h.quantile(p).unwrap_or(0));
+                            quantiles.execute(params![id, t.second, q(0.5), q(0.9), q(0.99), q(0.999)])?;
+                        }
+                    }
+                }
+            }
+            Ok::<(), rusqlite::Error>(())
+        })();
+        result.map_err(StoreError::sqlite(&path))?;
+        tx.commit().map_err(StoreError::sqlite(&path))?;
+        // Only series of a committed transaction exist.
+        self.target_series.extend(created);
         Ok(())
     }
 

@@ -6,10 +6,12 @@
 //! by bucket addition, so a breakdown's parts always sum to its whole.
 
 use ioscope_metrics::histogram::bucket_range;
+use ioscope_metrics::stat::{all as all_stats, Side};
+use ioscope_metrics::TargetValue;
 use ioscope_metrics::{
     FileCounts, FileDists, Histogram, OpSeries, Snapshot, WorkerCounts, WorkerDists, OTHER, RELATIVE_ERROR,
 };
-use ioscope_store::Results;
+use ioscope_store::{Results, StoredTarget};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -34,7 +36,7 @@ pub use ioscope_metrics::stat::{by_name as stat, Dim, Kind, Offered, Stat, STATS
 pub enum QueryError {
     #[error("missing parameter stat")]
     MissingStat,
-    #[error("unknown statistic {} (expected one of {})", echo(.0), names(STATS.iter().map(|s| s.name)))]
+    #[error("unknown statistic {} (expected one of {})", echo(.0), names(all_stats().map(|s| s.name)))]
     UnknownStat(String),
     #[error("unknown dimension {} (expected one of {})", echo(.0), names(Dim::ALL.iter().map(|d| d.name())))]
     UnknownDim(String),
@@ -66,7 +68,7 @@ fn names<'a>(list: impl Iterator<Item = &'a str>) -> String {
 
 /// "latency, service_time, size and offset".
 fn distributions() -> String {
-    let list: Vec<&str> = STATS.iter().filter(|s| s.kind == Kind::Distribution).map(|s| s.name).collect();
+    let list: Vec<&str> = all_stats().filter(|s| s.kind == Kind::Distribution).map(|s| s.name).collect();
     match list.split_last() {
         Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
         _ => list.join(""),
@@ -274,7 +276,9 @@ pub fn workload_name(stored: &str) -> &str {
 
 /// First and last stored second, or None when nothing is stored yet.
 pub fn second_range(r: &Results) -> Option<(u32, u32)> {
-    Some((r.seconds.first()?.second, r.seconds.last()?.second))
+    let client = r.seconds.first().zip(r.seconds.last()).map(|(a, b)| (a.second, b.second));
+    let target = r.target.iter().filter_map(|t| Some((t.samples.first()?.second, t.samples.last()?.second)));
+    client.into_iter().chain(target).reduce(|(a, b), (c, d)| (a.min(c), b.max(d)))
 }
 
 /// Refuses a query whose `from`/`to` cannot be answered from the run: a range that ends
@@ -294,6 +298,8 @@ struct Range<'a> {
     from: u32,
     to: u32,
     by_second: Vec<&'a [Snapshot]>,
+    /// The run's target series (read by queries of target statistics).
+    target: &'a [StoredTarget],
 }
 
 impl<'a> Range<'a> {
@@ -306,7 +312,7 @@ impl<'a> Range<'a> {
         let from = q.from.unwrap_or(first).max(first).min(last);
         let to = q.to.unwrap_or(last).min(last).max(from);
         let by_second = r.seconds.chunk_by(|a, b| a.second == b.second).filter(|c| (from..=to).contains(&c[0].second));
-        Range { from, to, by_second: by_second.collect() }
+        Range { from, to, by_second: by_second.collect(), target: &r.target }
     }
 
     fn len(&self) -> usize {
@@ -315,6 +321,26 @@ impl<'a> Range<'a> {
 
     fn index(&self, second: u32) -> usize {
         (second - self.from) as usize
+    }
+
+    /// The target series a query of a target statistic reads: its statistic's, matching
+    /// the filter.
+    fn target_rows(&self, q: &'a Query) -> impl Iterator<Item = &'a StoredTarget> + 'a {
+        self.target.iter().filter(move |t| {
+            std::ptr::eq(t.stat, q.stat)
+                && q.filter
+                    .iter()
+                    .map(|(d, _)| *d)
+                    .all(|d| q.filter.iter().any(|(fd, fv)| *fd == d && t.label(d) == fv))
+        })
+    }
+
+    /// The samples of a target series within the range, with their index.
+    fn target_samples(
+        &self,
+        t: &'a StoredTarget,
+    ) -> impl Iterator<Item = (usize, &'a ioscope_store::TargetSample)> + '_ {
+        t.samples.iter().filter(|x| (self.from..=self.to).contains(&x.second)).map(|x| (self.index(x.second), x))
     }
 
     fn rows(&self, q: &Query, group: &'a [Snapshot]) -> Vec<Row<'a>> {
@@ -473,13 +499,17 @@ pub enum Series {
     },
     /// Probes: per second, the longest run started in it (ns), and how many ran.
     Event { key: String, total: u64, values: Vec<Option<u64>> },
+    /// A gauge (target memory): per-second levels and their mean over the seconds stored.
+    Gauge { key: String, mean: Option<f64>, values: Vec<Option<u64>> },
 }
 
 /// `GET /api/v1/runs/{id}/series`.
 pub fn series(results: &Results, q: &Query) -> SeriesAnswer {
     let range = Range::of(results, q);
     let series = match q.stat.kind {
+        Kind::Counter if q.stat.side == Side::Target => target_counter_series(&range, q),
         Kind::Counter => counter_series(&range, q),
+        Kind::Gauge => gauge_series(&range, q),
         Kind::Distribution => distribution_series(&range, q),
         Kind::Event => probe_series(results, &range, q),
     };
@@ -530,8 +560,92 @@ fn counter_series(range: &Range, q: &Query) -> Vec<Series> {
         .collect()
 }
 
+/// A target counter: per second, the sum of its series' rates over the interval each was
+/// sampled over, divided as the statistic is answered (percent of a CPU, requests in flight).
+fn target_counter_series(range: &Range, q: &Query) -> Vec<Series> {
+    let n = range.len();
+    let mut keys = Keys::default();
+    let mut values: Vec<Vec<Option<f64>>> = Vec::new();
+    let mut totals: Vec<u64> = Vec::new();
+    for t in range.target_rows(q) {
+        let k = keys.index(target_key(q, t));
+        if k == values.len() {
+            values.push(vec![None; n]);
+            totals.push(0);
+        }
+        for (i, x) in range.target_samples(t) {
+            let TargetValue::Count(count) = x.value else { continue };
+            let rate = count as f64 * 1e9 / x.interval_ns.max(1) as f64 / q.stat.answer_divisor();
+            *values[k][i].get_or_insert(0.0) += rate;
+            totals[k] = totals[k].saturating_add(count);
+        }
+    }
+    keys.order()
+        .into_iter()
+        .map(|k| Series::Counter {
+            key: keys.names[k].clone(),
+            total: totals[k],
+            values: values[k].iter().map(|v| v.map(round3)).collect(),
+        })
+        .collect()
+}
+
+/// A gauge: per second, the sum of its series' levels; `mean` over the seconds stored.
+fn gauge_series(range: &Range, q: &Query) -> Vec<Series> {
+    let n = range.len();
+    let mut keys = Keys::default();
+    let mut values: Vec<Vec<Option<u64>>> = Vec::new();
+    for t in range.target_rows(q) {
+        let k = keys.index(target_key(q, t));
+        if k == values.len() {
+            values.push(vec![None; n]);
+        }
+        for (i, x) in range.target_samples(t) {
+            let TargetValue::Gauge(level) = x.value else { continue };
+            let v = values[k][i].get_or_insert(0);
+            *v = v.saturating_add(level);
+        }
+    }
+    keys.order()
+        .into_iter()
+        .map(|k| {
+            let stored: Vec<u64> = values[k].iter().flatten().copied().collect();
+            let mean =
+                (!stored.is_empty()).then(|| stored.iter().map(|&v| v as f64).sum::<f64>() / stored.len() as f64);
+            Series::Gauge {
+                key: keys.names[k].clone(),
+                mean: mean.map(f64::round),
+                values: std::mem::take(&mut values[k]),
+            }
+        })
+        .collect()
+}
+
+/// A target series' breakdown key.
+fn target_key(q: &Query, t: &StoredTarget) -> String {
+    match q.by {
+        Some(d) => t.label(d).to_string(),
+        None => "all".to_string(),
+    }
+}
+
 /// Merges each key's histograms per second and hands them to `each(key, second index, h)`.
 fn per_second_histograms(range: &Range, q: &Query, keys: &mut Keys, mut each: impl FnMut(usize, usize, &Histogram)) {
+    if q.stat.side == Side::Target {
+        let mut merged: BTreeMap<(usize, usize), Histogram> = BTreeMap::new();
+        for t in range.target_rows(q) {
+            let k = keys.index(target_key(q, t));
+            for (i, x) in range.target_samples(t) {
+                if let TargetValue::Dist(h) = &x.value {
+                    merged.entry((i, k)).or_default().merge(h);
+                }
+            }
+        }
+        for ((i, k), h) in merged {
+            each(k, i, &h);
+        }
+        return;
+    }
     for group in &range.by_second {
         let i = range.index(group[0].second);
         let mut parts: BTreeMap<usize, Vec<&Histogram>> = BTreeMap::new();
@@ -795,12 +909,18 @@ fn round3(v: f64) -> f64 {
 /// the UI's pickers). Alphabetical, the order the answer has always been written in.
 #[derive(Serialize, Debug, Default)]
 pub struct DimensionValues {
+    pub cpu: Vec<String>,
+    pub disk: Vec<String>,
     pub error: Vec<String>,
     pub file: Vec<String>,
     pub host: Vec<String>,
+    pub mode: Vec<String>,
+    pub nic: Vec<String>,
     pub op: Vec<String>,
     pub probe: Vec<String>,
+    pub process: Vec<String>,
     pub step: Vec<String>,
+    pub syscall: Vec<String>,
     pub worker: Vec<String>,
     pub workload: Vec<String>,
 }
@@ -817,6 +937,12 @@ impl DimensionValues {
             Dim::Step => &self.step,
             Dim::Worker => &self.worker,
             Dim::Workload => &self.workload,
+            Dim::Cpu => &self.cpu,
+            Dim::Mode => &self.mode,
+            Dim::Nic => &self.nic,
+            Dim::Disk => &self.disk,
+            Dim::Process => &self.process,
+            Dim::Syscall => &self.syscall,
         }
     }
 }
@@ -861,6 +987,23 @@ pub fn dimension_values(r: &Results) -> DimensionValues {
     for p in &r.probes {
         push(&mut d.probe, &p.name);
     }
+    // The target side's own dimensions, in the order the samplers wrote them.
+    for t in &r.target {
+        push(&mut d.host, &t.host);
+        for (dim, v) in &t.labels {
+            let list = match dim {
+                Dim::Cpu => &mut d.cpu,
+                Dim::Mode => &mut d.mode,
+                Dim::Nic => &mut d.nic,
+                Dim::Disk => &mut d.disk,
+                Dim::Process => &mut d.process,
+                Dim::Syscall => &mut d.syscall,
+                Dim::Op => &mut d.op,
+                _ => continue,
+            };
+            push(list, v);
+        }
+    }
     d.step = steps.into_iter().map(|x| x.to_string()).collect();
     d.worker = workers.into_iter().map(|x| x.to_string()).collect();
     if other_worker {
@@ -880,6 +1023,9 @@ fn has_dimension(r: &Results, stat: &Stat, dim: Dim) -> bool {
         return true;
     }
     let distribution = stat.kind == ioscope_metrics::stat::Kind::Distribution;
+    if stat.side == Side::Target {
+        return dim == Dim::Host || r.target.iter().any(|t| std::ptr::eq(t.stat, stat) && !t.label(dim).is_empty());
+    }
     match dim {
         Dim::Worker if distribution => r.seconds.iter().any(|s| !s.worker_dists.is_empty()),
         Dim::File if distribution => r.seconds.iter().any(|s| !s.file_dists.is_empty()),
@@ -893,6 +1039,7 @@ pub fn offered(r: &Results, stat: &Stat) -> bool {
         Offered::Always => true,
         Offered::WithFileTreeOps => r.ops().iter().any(|op| op.is_file_tree()),
         Offered::WithProbes => !r.probes.is_empty(),
+        Offered::WithTargetSeries => r.target.iter().any(|t| std::ptr::eq(t.stat, stat)),
     }
 }
 
@@ -901,6 +1048,8 @@ pub fn offered(r: &Results, stat: &Stat) -> bool {
 #[derive(Serialize, Debug)]
 pub struct StatEntry {
     pub dimensions: Vec<&'static str>,
+    /// `client` (what ioscope's workers saw) or `target` (what the server did).
+    pub side: &'static str,
     /// `counter`, `distribution` or `event`.
     pub kind: &'static str,
     pub label: &'static str,
@@ -911,11 +1060,11 @@ pub struct StatEntry {
 
 /// Every statistic the run offers.
 pub fn stat_list(r: &Results) -> Vec<StatEntry> {
-    STATS
-        .iter()
+    all_stats()
         .filter(|s| offered(r, s))
         .map(|s| StatEntry {
             dimensions: s.dims.iter().filter(|d| has_dimension(r, s, **d)).map(|d| d.name()).collect(),
+            side: s.side.name(),
             kind: s.kind.name(),
             label: s.label,
             name: s.name,
@@ -935,7 +1084,9 @@ mod tests {
         assert_eq!(
             err(Query::new("iops")),
             "unknown statistic \"iops\" (expected one of ops, bytes, errors, skipped, latency, service_time, size, \
-             offset, probe)"
+             offset, probe, cpu, process_cpu, page_cache, dirty, available, net_rx_bytes, net_tx_bytes, \
+             net_rx_packets, net_tx_packets, net_drops, disk_ops, disk_bytes, disk_busy, disk_queue, block_latency, \
+             block_size, block_offset, syscall_latency)"
         );
         assert_eq!(err(Query::parse([("by", "op")])), "missing parameter stat");
         assert_eq!(
@@ -949,11 +1100,13 @@ mod tests {
         assert_eq!(err(Query::new("ops").and_then(|q| q.filter("op"))), "where \"op\": expected DIMENSION:VALUE");
         assert_eq!(
             err(Query::new("ops").and_then(|q| q.by("nope"))),
-            "unknown dimension \"nope\" (expected one of op, workload, host, step, worker, file, error, probe)"
+            "unknown dimension \"nope\" (expected one of op, workload, host, step, worker, file, error, probe, cpu, mode, \
+             nic, disk, process, syscall)"
         );
         assert_eq!(
             QueryError::NotADistribution(stat("ops").unwrap()).to_string(),
-            "ops is not a distribution; heat maps are for latency, service_time, size and offset"
+            "ops is not a distribution; heat maps are for latency, service_time, size, offset, block_latency, block_size, \
+             block_offset and syscall_latency"
         );
     }
 }

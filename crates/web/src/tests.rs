@@ -401,7 +401,8 @@ fn plot_and_run_errors_keep_their_messages() {
     let opts = PlotOptions { width: 600, panel_height: 200 };
     assert_eq!(
         render(&r, &q("ops", None, ""), &opts).unwrap_err().to_string(),
-        "ops is not a distribution; heat maps are for latency, service_time, size and offset"
+        "ops is not a distribution; heat maps are for latency, service_time, size, offset, block_latency, block_size, \
+             block_offset and syscall_latency"
     );
     let api = Api::new(&[]);
     assert_eq!(api.find("0").err().unwrap().to_string(), "no run \"0\" (no runs are served)");
