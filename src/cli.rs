@@ -75,6 +75,22 @@ pub enum Command {
     Plot(PlotArgs),
     /// Run load for a coordinator on another host (`ioscope run --hosts ...`); see docs/hosts.md.
     Agent(AgentArgs),
+    /// Record what this machine (a file server, say) does, per second, without load: CPU, memory, network, disks, named processes, and with eBPF block and system-call latency; see docs/probe.md.
+    Probe(ProbeArgs),
+}
+
+/// `ioscope probe`: target-side samplers alone.
+#[derive(Args)]
+pub struct ProbeArgs {
+    /// Results file to record into until stopped (Ctrl-C) or for --duration (never over an existing file).
+    #[arg(short, long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Stop after this long (30s, 5m, 1h).
+    #[arg(long, value_name = "DUR")]
+    pub duration: Option<String>,
+    /// A process (its name, as in /proc/PID/comm) whose CPU and system calls are recorded. Repeatable; default ganesha.nfsd, nfsd, smbd, minio, versitygw.
+    #[arg(long = "process", value_name = "NAME")]
+    pub processes: Vec<String>,
 }
 
 /// `ioscope agent`: over an ssh session (started by the coordinator) or listening.
@@ -204,6 +220,19 @@ pub struct RunArgs {
     pub workload: WorkloadFlags,
     #[command(flatten)]
     pub output: OutputFlags,
+    #[command(flatten)]
+    pub probe: ProbeFlags,
+}
+
+/// Target-side samplers attached to a run (docs/probe.md).
+#[derive(Args, Default, Clone)]
+pub struct ProbeFlags {
+    /// Record what the target does, in the run's seconds: local (this machine) or ssh://[USER@]HOST[:PORT] (an agent there, as with --hosts). Repeatable.
+    #[arg(long = "probe", value_name = "WHERE")]
+    pub at: Vec<String>,
+    /// A process (its name, as in /proc/PID/comm) whose CPU and system calls the probe records. Repeatable; default ganesha.nfsd, nfsd, smbd, minio, versitygw.
+    #[arg(long = "probe-process", value_name = "NAME")]
+    pub processes: Vec<String>,
 }
 
 #[derive(Args)]

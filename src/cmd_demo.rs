@@ -37,7 +37,7 @@ pub fn demo(args: DemoArgs) -> CmdResult {
         listen: crate::cli::DEFAULT_LISTEN.parse().expect("default address"),
         tls: Default::default(),
     };
-    let outcome = crate::cmd_run::execute(&plan, &output);
+    let outcome = crate::cmd_run::execute(&plan, &output, &Default::default());
     drop(work); // removes the working set
     if out.exists() {
         let f = out.display();

@@ -48,7 +48,14 @@ pub fn validate(file: &Path, flags: &Flags) -> CmdResult {
 
 pub fn run(args: RunArgs) -> CmdResult {
     let plan = plan_from(args.file.as_deref(), &args.workload.flags)?;
-    execute(&plan, &args.output)
+    let probes = crate::probe::Probes::parse(&args.probe)?;
+    if probes.at.iter().any(|w| *w != crate::probe::Where::Local) {
+        return Err(Failure::said(
+            Kind::InvalidInput,
+            "--probe ssh://...: not in this version; run `ioscope probe --out` on the server",
+        ));
+    }
+    execute(&plan, &args.output, &probes)
 }
 
 /// Default results file name: ioscope-YYYYMMDD-HHMMSS.db (UTC) in the current directory.
@@ -57,7 +64,7 @@ fn default_out() -> PathBuf {
 }
 
 /// Runs a valid plan: everything after input validation. Shared with `demo`.
-pub fn execute(plan: &Plan, output: &OutputFlags) -> CmdResult {
+pub fn execute(plan: &Plan, output: &OutputFlags, probes: &crate::probe::Probes) -> CmdResult {
     if !plan.hosts.is_empty() {
         return execute_on_hosts(plan, output);
     }
@@ -151,6 +158,7 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> CmdResult {
             interrupt: &interrupt,
             on_second: &mut on_second,
             dataset,
+            probe: probes.local(output.quiet),
         },
     );
     terminal::clear_line(show_progress);

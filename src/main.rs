@@ -24,11 +24,13 @@ mod cmd_agent;
 mod cmd_demo;
 mod cmd_import;
 mod cmd_import_fio;
+mod cmd_probe;
 mod cmd_run;
 mod cmd_show;
 mod cmd_ui;
 mod outfile;
 mod output;
+mod probe;
 mod progress;
 mod terminal;
 
@@ -182,6 +184,7 @@ fn main() -> ExitCode {
         cli::Command::Report { file, out, force } => cmd_ui::report(&file, &out, force),
         cli::Command::Plot(args) => cmd_ui::plot(&args),
         cli::Command::Agent(args) => cmd_agent::agent(&args),
+        cli::Command::Probe(args) => cmd_probe::probe(&args),
     };
     ExitCode::from(exit_code(outcome))
 }

@@ -27,6 +27,14 @@ pub fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// A time on [`now_ns`]'s time line as CLOCK_MONOTONIC ns (the two differ by the TSC
+/// calibration's error, microseconds at most), for what reads the kernel's clock: the
+/// probe's samplers and eBPF's bpf_ktime_get_ns.
+pub fn to_monotonic(t_ns: u64) -> u64 {
+    let (now, mono) = (now_ns(), monotonic_ns());
+    (t_ns as i128 + mono as i128 - now as i128).max(0) as u64
+}
+
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn rdtsc() -> u64 {

@@ -35,6 +35,9 @@ pub struct RunConfig<'a> {
     pub on_second: &'a mut dyn FnMut(&Progress),
     /// The prepared dataset, for a plan with one.
     pub dataset: Option<crate::dataset::Layout>,
+    /// Target-side samplers on this host (`--probe local`), started at the run's time zero;
+    /// their seconds go into the results file beside the client's.
+    pub probe: Option<ioscope_probe::Probe>,
 }
 
 /// One line of live progress.
@@ -236,10 +239,14 @@ fn run_measured(
         workload_hash: cfg.workload_hash.clone(),
     };
     let store_err = |source| RunError::Store { path: cfg.out.clone(), source };
+    let mut config = config;
+    if let Some(p) = &cfg.probe {
+        config["probe"] = p.describe();
+    }
     let mut writer = Writer::create(&cfg.out, &info, &[(host.clone(), config.clone())]).map_err(store_err)?;
     writer.write_steps(&step_rows(&steps)).map_err(store_err)?;
     writer.set_meta("breakdown", &crate::breakdown::meta(plan)).map_err(store_err)?;
-    let mut sink = StoreSink { writer: &mut writer, host: &host, config };
+    let mut sink = StoreSink { writer: &mut writer, host: &host, config, probe: cfg.probe, probing: None };
     let m = measure(
         plan,
         files,
@@ -252,7 +259,10 @@ fn run_measured(
             start_at_ns: None,
         },
     );
-    if let Some(e) = m.sink_error {
+    // The target's seconds up to the client's last one.
+    let rest = sink.probing.take().map(|p| p.finish(m.seconds_written.checked_sub(1).map(u64::from)));
+    let written = rest.into_iter().flatten().try_for_each(|t| writer.write_target(&t));
+    if let Some(e) = m.sink_error.or(written.err()) {
         let _ = writer.finish(Status::Failed, Some(&e.to_string()), unix_ms());
         return Err(store_err(e));
     }
@@ -299,11 +309,17 @@ struct StoreSink<'a> {
     writer: &'a mut Writer,
     host: &'a str,
     config: serde_json::Value,
+    /// Target samplers to start at time zero, then sampling.
+    probe: Option<ioscope_probe::Probe>,
+    probing: Option<ioscope_probe::Running>,
 }
 
 impl Sink for StoreSink<'_> {
     type Error = ioscope_store::StoreError;
-    fn started(&mut self, _t0_ns: u64, engine_setup: Option<&str>) -> Result<(), Self::Error> {
+    fn started(&mut self, t0_ns: u64, engine_setup: Option<&str>) -> Result<(), Self::Error> {
+        if let Some(probe) = self.probe.take() {
+            self.probing = Some(probe.start(crate::clock::to_monotonic(t0_ns)));
+        }
         let Some(setup) = engine_setup else { return Ok(()) };
         let mut config = self.config.clone();
         config["engine"] = serde_json::json!(setup);
@@ -316,7 +332,11 @@ impl Sink for StoreSink<'_> {
         self.writer.write_probe(row)
     }
     fn second(&mut self, snap: &Snapshot) -> Result<(), Self::Error> {
-        self.writer.write_second(snap)
+        self.writer.write_second(snap)?;
+        for t in self.probing.as_ref().map(|p| p.take()).unwrap_or_default() {
+            self.writer.write_target(&t)?;
+        }
+        Ok(())
     }
 }
 

@@ -51,6 +51,15 @@ impl Probe {
         Probe { procfs: ProcfsSampler::new(&cfg.processes), cfg, kernel, kernel_unavailable }
     }
 
+    /// What the results file records about the samplers (the host's `probe` object).
+    pub fn describe(&self) -> serde_json::Value {
+        serde_json::json!({
+            "processes": self.cfg.processes,
+            "kernel_samplers": self.kernel.is_some().then_some("eBPF"),
+            "kernel_unavailable": self.kernel_unavailable,
+        })
+    }
+
     /// Samples from `t0_ns` (CLOCK_MONOTONIC) on its own thread until stopped.
     pub fn start(mut self, t0_ns: u64) -> Running {
         let stop = Arc::new(AtomicBool::new(false));
