@@ -89,7 +89,7 @@ fn run(url: &str, disk: &str) -> Result<Probed, String> {
 /// series matching `filter` (SQL on `series s`).
 fn sums(c: &Connection, group: &str, filter: &str) -> BTreeMap<String, u64> {
     let q = format!(
-        "SELECT ifnull({group}, ''), sum(x.value) FROM sample x JOIN series s ON s.id = x.series_id \
+        "SELECT CAST(ifnull({group}, '') AS TEXT), sum(x.value) FROM sample x JOIN series s ON s.id = x.series_id \
          WHERE {filter} GROUP BY 1"
     );
     let mut st = c.prepare(&q).unwrap_or_else(|e| panic!("{q}: {e}"));
@@ -147,6 +147,10 @@ fn ganesha_pwrite_syscalls_over_the_run_equal_the_client_writes() {
     let client: u64 = sums(&c, "s.op", CLIENT_WRITES).values().sum();
     eprintln!("ganesha syscalls {by_syscall:?}; client writes {client}");
     assert!(client > 1000, "the client wrote too little to compare: {client}");
+    assert!(
+        !by_syscall.is_empty(),
+        "no syscall.latency series for {GANESHA} (is ioscope built with the ebpf feature?)"
+    );
     assert_eq!(pwrites, client, "ganesha's pwrite syscalls ({by_syscall:?}) are not the client's {client} writes");
     // And each was made durable (FILE_SYNC): one fsync-family call per write.
     let syncs: u64 = by_syscall.iter().filter(|(k, _)| k.contains("sync")).map(|(_, v)| v).sum();
