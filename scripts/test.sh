@@ -67,7 +67,7 @@ export "$(grep '^IOSCOPE_NFS_LOOP_DEV=' /tmp/ioscope-nfs/env)"
 cargo test -p ioscope-engine-nfs --locked -- --ignored
 cargo test --test cli --locked -- --ignored nfs_engine_
 # The target-side probe (--probe local, eBPF and procfs) watching that server and its loop device.
-cargo test --features ebpf --test probe --locked -- --ignored
+cargo test --test probe --locked --features ebpf -- --ignored
 cargo test --test cli --locked -- --ignored nfs_server_stopped  # alone: it pauses the server
 cargo test --test cli --locked -- --ignored nfs_server_killed   # last: it kills the server
 scripts/nfs-ganesha.sh stop
