@@ -64,6 +64,24 @@ fn a_run_with_probe_local_records_the_target_side_in_the_runs_own_seconds() {
     assert!(own > 0, "the ioscope process's CPU time is recorded");
     let probe = &r.hosts[0].1["probe"];
     assert_eq!(probe["processes"], serde_json::json!(["ioscope"]), "{probe}");
+
+    // The summary's target section says the same as the series, and fits the schema.
+    let show = ioscope().args(["show", "--json", out.to_str().unwrap()]).output().unwrap();
+    let summary: serde_json::Value = serde_json::from_slice(&show.stdout).unwrap();
+    let schema: serde_json::Value = serde_json::from_str(include_str!("../schema/summary.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator.iter_errors(&summary).map(|e| format!("{e} at {}", e.instance_path)).collect();
+    assert!(errors.is_empty(), "summary does not match schema: {errors:#?}");
+    let host = &r.seconds[0].host;
+    let target = &summary["target"][host];
+    assert_eq!(target["cpus"], serde_json::json!(cpus as u64), "{target}");
+    let process_cpu = target["processes"]["ioscope"]["cpu_percent"]["mean"].as_f64().unwrap();
+    let own_percent = own as f64 / 1e7 / ticks.len() as f64;
+    assert!((process_cpu - own_percent).abs() < 0.05 * own_percent + 1.0, "summary {process_cpu} vs series {own_percent}");
+    let text = ioscope().args(["show", out.to_str().unwrap()]).output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains(&format!("target   {host}: CPU ")), "{text}");
+    assert!(text.contains("process ioscope: CPU "), "{text}");
 }
 
 #[test]

@@ -10,10 +10,12 @@ mod export;
 pub mod format;
 mod hosts;
 mod notes;
+mod target;
 mod text;
 
 pub use export::{export_csv, export_json};
 pub use hosts::{AgentSummary, HostSummary};
+pub use target::{DiskSummary, MeanMax, NicSummary, ProcessSummary, SyscallSummary, TargetSummary};
 pub use text::render_text;
 
 use ioscope_metrics::stat::{self, Reported, StatId};
@@ -83,6 +85,10 @@ pub struct Summary {
     pub knee: Option<Knee>,
     /// Each start of each probe command.
     pub probes: Vec<ProbeSummary>,
+    /// Per probed host (`--probe`, `ioscope probe`): what the target did over the measured
+    /// seconds. Absent without target series.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub target: BTreeMap<String, TargetSummary>,
     /// Methodology: what limits how far these numbers can be trusted.
     pub notes: Vec<String>,
 }
@@ -577,6 +583,7 @@ pub fn summarize(r: &Results, results_path: &Path) -> Summary {
                 detail: p.detail.clone(),
             })
             .collect(),
+        target: target::target_summaries(r),
         notes: Vec::new(),
     };
     s.knee = find_knee(&s.steps);
@@ -586,6 +593,11 @@ pub fn summarize(r: &Results, results_path: &Path) -> Summary {
         s.by_host = s.hosts.iter().filter(|(_, h)| h.seconds > 0).map(|(n, h)| (n.clone(), h.totals.clone())).collect();
     }
     s.notes = notes::notes(&s);
+    let client_reads = s.ops.get("read").map_or(0, |o| o.ops);
+    let working_set =
+        serde_json::from_value::<ioscope_workload::Plan>(s.workload.plan.clone()).ok().map(|p| p.size_bytes);
+    let load_hosts = r.seconds.iter().filter(|x| !x.ops.is_empty()).map(|x| x.host.clone()).collect();
+    s.notes.extend(target::target_notes(&s.target, &load_hosts, client_reads, working_set));
     if s.hosts.len() > 1 {
         let bytes = s.total.bytes > 0;
         let per_thread = hosts::Threads::of(r).known();

@@ -249,8 +249,62 @@ pub fn render_text(s: &Summary) -> String {
             out.push_str(&format!("{label:<9}{line}\n"));
         }
     }
+    for (host, t) in &s.target {
+        target_lines(&mut out, host, t);
+    }
     for n in &s.notes {
         out.push_str(&format!("note: {n}\n"));
     }
     out
+}
+
+/// The target section: one line for the host, then one per disk, interface and process.
+fn target_lines(out: &mut String, host: &str, t: &crate::TargetSummary) {
+    let mm = |m: &Option<crate::MeanMax>, f: &dyn Fn(f64) -> String| {
+        m.as_ref().map_or("-".to_string(), |m| format!("{} (max {})", f(m.mean), f(m.max)))
+    };
+    let pct = |v: f64| format!("{}%", format::num(v));
+    let rate = |v: f64| format!("{}/s", format::bytes(v as u64));
+    let mut line = format!("target   {host}: CPU {} of {} CPUs", mm(&t.cpu_percent, &pct), t.cpus);
+    if let Some(c) = t.memory_bytes.get("page_cache") {
+        line.push_str(&format!(", page cache {}", format::bytes(c.max as u64)));
+    }
+    if let Some(why) = &t.ebpf {
+        line.push_str(&format!(" (no eBPF: {why})"));
+    }
+    out.push_str(&format!("{line}\n"));
+    for (disk, d) in &t.disks {
+        let mut l = format!(
+            "           disk {disk}: {} IOPS, {}, busy {}, queue {}",
+            mm(&d.iops, &|v| format::iops(v)),
+            mm(&d.bytes_per_sec, &rate),
+            mm(&d.util_percent, &pct),
+            mm(&d.queue_depth, &|v| format::float(v, 1))
+        );
+        if let Some(lat) = &d.latency_ns {
+            l.push_str(&format!(
+                ", block latency p50 {} p99 {} max {}",
+                format::ns(lat.p50),
+                format::ns(lat.p99),
+                format::ns(lat.max)
+            ));
+        }
+        out.push_str(&format!("{l}\n"));
+    }
+    for (nic, n) in t.nics.iter().filter(|(_, n)| n.rx_bytes_per_sec.as_ref().is_some_and(|r| r.max > 0.0)) {
+        out.push_str(&format!(
+            "           nic {nic}: in {}, out {}, {} dropped\n",
+            mm(&n.rx_bytes_per_sec, &rate),
+            mm(&n.tx_bytes_per_sec, &rate),
+            format::int(n.drops)
+        ));
+    }
+    for (name, p) in &t.processes {
+        let mut l = format!("           process {name}: CPU {}", mm(&p.cpu_percent, &pct));
+        for (call, c) in &p.syscalls {
+            let lat = c.latency_ns.as_ref().map_or(String::new(), |d| format!(" p99 {}", format::ns(d.p99)));
+            l.push_str(&format!(", {call} {}{lat}", format::int(c.count)));
+        }
+        out.push_str(&format!("{l}\n"));
+    }
 }
