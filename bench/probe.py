@@ -132,8 +132,9 @@ def part_a(binary, dev, a, tmp):
 def part_b(binary, dev, a, tmp):
     """fio's full-speed IOPS on the device, probe off and on, alternating."""
     res = {"off": [], "on": []}
-    for _ in range(a.rounds):
-        for mode in ("off", "on"):
+    for i in range(a.rounds):
+        # Off first in even rounds, on first in odd ones: a drift of the machine favours neither.
+        for mode in ("off", "on") if i % 2 == 0 else ("on", "off"):
             probe = start_probe(binary, tmp) if mode == "on" else None
             res[mode].append(fio_iops(fio(dev, a.seconds)))
             if probe:
@@ -166,9 +167,9 @@ def part_c(binary, a, tmp):
         subprocess.run([binary, "run", "--engine", "nfs", "--target", ws, "--size", "64m", "--rw", "write",
                         "--bs", "1m", "--duration", "1s", "--quiet", "--out", os.path.join(tmp, "layout.db")],
                        check=True, capture_output=True)
-        for _ in range(a.rounds):
+        for i in range(a.rounds):
             for name, args in cases.items():
-                for mode in ("off", "on"):
+                for mode in ("off", "on") if i % 2 == 0 else ("on", "off"):
                     res[name][mode].append(nfs_run(binary, ws, args, a.seconds, mode == "on", tmp))
     finally:
         subprocess.run([NFS, "stop"], capture_output=True)
@@ -179,7 +180,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ioscope", default=None, help="binary (default: cargo build --release --features ebpf)")
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--seconds", type=int, default=8)
+    ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--rate", type=int, default=100_000, help="part A: fio's --rate_iops")
     ap.add_argument("--parts", default="abc")
     ap.add_argument("--label", default="probe")
