@@ -66,10 +66,11 @@ fn default_out() -> PathBuf {
 /// Runs a valid plan: everything after input validation. Shared with `demo`.
 pub fn execute(plan: &Plan, output: &OutputFlags, probes: &crate::probe::Probes) -> CmdResult {
     if !plan.hosts.is_empty() {
-        return execute_on_hosts(plan, output);
+        return execute_on_hosts(plan, output, probes);
     }
     let out = output.out.clone().unwrap_or_else(default_out);
     ioscope_store::check_new_path(&out).map_err(Failure::invalid)?;
+    let feeds = probes.feeds(output.quiet)?;
     let shown = Shown::of(output.progress, output.quiet, terminal::stderr_is_tty());
     // A line rewritten in place (preparation, the bar) only on a terminal.
     let show_progress = shown.bar();
@@ -158,7 +159,7 @@ pub fn execute(plan: &Plan, output: &OutputFlags, probes: &crate::probe::Probes)
             interrupt: &interrupt,
             on_second: &mut on_second,
             dataset,
-            probe: probes.local(output.quiet),
+            probes: feeds,
         },
     );
     terminal::clear_line(show_progress);
@@ -232,9 +233,10 @@ fn end(status: Status, server: Option<ioscope_web::Server>, interrupt: &AtomicBo
 
 /// Runs a valid plan on its hosts (agents over ssh or listening, see docs/hosts.md): this
 /// process coordinates and writes the one results file.
-fn execute_on_hosts(plan: &Plan, output: &OutputFlags) -> CmdResult {
+fn execute_on_hosts(plan: &Plan, output: &OutputFlags, probes: &crate::probe::Probes) -> CmdResult {
     let out = output.out.clone().unwrap_or_else(default_out);
     ioscope_store::check_new_path(&out).map_err(Failure::invalid)?;
+    let feeds = probes.feeds(output.quiet)?;
     let shown = Shown::of(output.progress, output.quiet, terminal::stderr_is_tty());
     let show_progress = shown.bar();
     let interrupt = Arc::new(AtomicBool::new(false));
@@ -262,6 +264,7 @@ fn execute_on_hosts(plan: &Plan, output: &OutputFlags) -> CmdResult {
             interrupt: &interrupt,
             on_second: &mut on_second,
             say: &say,
+            probes: feeds,
         },
     );
     terminal::clear_line(show_progress);

@@ -78,6 +78,28 @@ impl Probes {
         }
         Some(probe)
     }
+
+    /// Every probe, reached and loaded before the run (a host that cannot be reached fails
+    /// the run before any I/O).
+    pub fn feeds(&self, quiet: bool) -> Result<Vec<Box<dyn ioscope_exec::TargetFeed>>, Failure> {
+        let mut feeds: Vec<Box<dyn ioscope_exec::TargetFeed>> = Vec::new();
+        if let Some(p) = self.local(quiet) {
+            feeds.push(Box::new(ioscope_exec::LocalProbe::new(p)));
+        }
+        for w in &self.at {
+            let Where::Ssh { user, host, port } = w else { continue };
+            if !quiet {
+                eprintln!("probe: reaching {host} over ssh");
+            }
+            let remote = ioscope_hosts::remote_probe::RemoteProbe::connect(user.clone(), host, *port, &self.processes)
+                .map_err(|e| Failure::said(Kind::RunFailed, format!("--probe ssh://{host}: {e}")))?;
+            if let (Some(why), false) = (remote.kernel_unavailable(), quiet) {
+                eprintln!("probe {host}: {why}; recording the procfs statistics only");
+            }
+            feeds.push(Box::new(remote));
+        }
+        Ok(feeds)
+    }
 }
 
 impl Where {

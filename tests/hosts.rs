@@ -464,10 +464,18 @@ fn listening_agents_on_loopback_run_one_timeline_and_refuse_a_wrong_token() {
         .args(["run", "--engine", "null", "--rate-iops", "3001", "--duration", "3s", "--hosts", &hosts.join(",")])
         .arg("--token-file")
         .arg(&token)
-        .args(["--out", db.to_str().unwrap()])
+        .args(["--out", db.to_str().unwrap(), "--probe", "local"])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out));
+    // The coordinator's own host probed in the hosts' seconds (`--probe local`).
+    let ticks = sql(&db, "SELECT group_concat(second) FROM (SELECT DISTINCT second FROM tick ORDER BY second)");
+    let target = sql(
+        &db,
+        "SELECT group_concat(second) FROM (SELECT DISTINCT x.second FROM sample x JOIN series s ON s.id = x.series_id \
+         WHERE s.side = 'target' AND s.stat = 'cpu.time' ORDER BY x.second)",
+    );
+    assert_eq!((ticks.as_str(), target.as_str()), ("0,1,2", "0,1,2"), "the probe's seconds are the run's");
     let s = summary(&db);
     let by_host = s["by_host"].as_object().unwrap();
     assert_eq!(by_host.len(), 2, "{s}");
@@ -477,10 +485,11 @@ fn listening_agents_on_loopback_run_one_timeline_and_refuse_a_wrong_token() {
     for o in &ops {
         assert!((4400..=4600).contains(o), "each host runs its half of the rate: {ops:?}");
     }
-    for (_, a) in agents(&db) {
+    for (_, a) in agents(&db).into_iter().filter(|(_, a)| !a.is_null()) {
         assert_eq!(a["transport"], "listen");
         assert_eq!(a["status"], "completed");
     }
+    assert_eq!(agents(&db).len(), 3, "two agents and the probed coordinator host");
 }
 
 /// A self-signed certificate for 127.0.0.1 and its key, as PEM files.
@@ -569,4 +578,43 @@ fn ctrl_c_or_a_killed_coordinator_leaves_no_agent_running() {
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(agents_gone(&lab, &hosts), "an agent outlived its killed coordinator");
+}
+
+/// `--probe ssh://`: samplers on another host through an agent started over ssh, their
+/// seconds cut from the local run's time zero and stored under that host's name.
+#[test]
+#[ignore = "needs root; starts the many-host lab (scripts/test.sh runs it)"]
+fn a_probe_over_ssh_records_that_hosts_side_in_the_local_runs_seconds() {
+    let Some(lab) = Lab::start_or_skip() else { return };
+    let server = &lab.hosts()[0];
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("probe.db");
+    let out = ioscope()
+        .env("IOSCOPE_SSH_COMMAND", format!("ssh -F {}", lab.ssh_config().display()))
+        .args(["run", "--engine", "null", "--duration", "4s", "--quiet", "--out", db.to_str().unwrap()])
+        .args(["--dir", tmp.path().to_str().unwrap(), "--probe", &format!("ssh://root@{server}")])
+        .args(["--probe-process", "sshd"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let ticks = sql(&db, "SELECT group_concat(second) FROM (SELECT DISTINCT second FROM tick ORDER BY second)");
+    assert_eq!(ticks, "0,1,2,3");
+    // CPU time of the probe host in every second of the run, and none outside it.
+    let seconds = sql(
+        &db,
+        &format!(
+            "SELECT group_concat(second) FROM (SELECT DISTINCT x.second FROM sample x JOIN series s ON s.id = x.series_id \
+             WHERE s.side = 'target' AND s.host = '{server}' AND s.stat = 'cpu.time' ORDER BY x.second)"
+        ),
+    );
+    assert_eq!(seconds, ticks, "the probe host's seconds are the run's");
+    let config: Value =
+        serde_json::from_str(&sql(&db, &format!("SELECT config_json FROM host WHERE name = '{server}'"))).unwrap();
+    assert_eq!(config["probe"]["transport"], "ssh", "{config}");
+    assert_eq!(config["probe"]["processes"], serde_json::json!(["sshd"]), "{config}");
+    assert!(config["probe"]["clock_uncertainty_ns"].as_u64().unwrap() < 50_000_000, "{config}");
+    // The session ended with the run: no agent left on the host.
+    std::thread::sleep(Duration::from_secs(1));
+    let left: Vec<_> = lab.processes(server).into_iter().filter(|(_, cmd)| cmd.contains("agent")).collect();
+    assert!(left.is_empty(), "agents left on {server}: {left:?}");
 }

@@ -77,7 +77,10 @@ fn a_run_with_probe_local_records_the_target_side_in_the_runs_own_seconds() {
     assert_eq!(target["cpus"], serde_json::json!(cpus as u64), "{target}");
     let process_cpu = target["processes"]["ioscope"]["cpu_percent"]["mean"].as_f64().unwrap();
     let own_percent = own as f64 / 1e7 / ticks.len() as f64;
-    assert!((process_cpu - own_percent).abs() < 0.05 * own_percent + 1.0, "summary {process_cpu} vs series {own_percent}");
+    assert!(
+        (process_cpu - own_percent).abs() < 0.05 * own_percent + 1.0,
+        "summary {process_cpu} vs series {own_percent}"
+    );
     let text = ioscope().args(["show", out.to_str().unwrap()]).output().unwrap();
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.contains(&format!("target   {host}: CPU ")), "{text}");

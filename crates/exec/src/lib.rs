@@ -18,7 +18,9 @@ pub mod worker;
 
 pub use engines::{storage, StorageError};
 pub use prep::{dataset, workset};
-pub use run::{measure, run, step_rows, Measure, Measured, Outcome, Progress, RunConfig, RunError, Sink};
+pub use run::{
+    measure, run, step_rows, LocalProbe, Measure, Measured, Outcome, Progress, RunConfig, RunError, Sink, TargetFeed,
+};
 
 use ioscope_workload::{Step, Workload};
 

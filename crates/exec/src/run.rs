@@ -35,9 +35,55 @@ pub struct RunConfig<'a> {
     pub on_second: &'a mut dyn FnMut(&Progress),
     /// The prepared dataset, for a plan with one.
     pub dataset: Option<crate::dataset::Layout>,
-    /// Target-side samplers on this host (`--probe local`), started at the run's time zero;
-    /// their seconds go into the results file beside the client's.
-    pub probe: Option<ioscope_probe::Probe>,
+    /// Target-side samplers (`--probe`), started at the run's time zero; their seconds go
+    /// into the results file beside the client's.
+    pub probes: Vec<Box<dyn TargetFeed>>,
+}
+
+/// Target-side samplers attached to a run: on this host ([`LocalProbe`]) or on another
+/// through an agent (`ioscope_hosts::remote_probe`).
+pub trait TargetFeed: Send {
+    /// The host the series are recorded under and its configuration (with its `probe`).
+    fn host(&self) -> (String, serde_json::Value);
+    /// Start sampling at the run's time zero (CLOCK_MONOTONIC ns on this host).
+    fn start(&mut self, t0_monotonic_ns: u64);
+    /// The seconds finished since the last call.
+    fn take(&mut self) -> Vec<ioscope_metrics::TargetSecond>;
+    /// Stops once second `last` is in (None: at once) and returns what was not taken.
+    fn finish(self: Box<Self>, last: Option<u64>) -> Vec<ioscope_metrics::TargetSecond>;
+}
+
+/// `--probe local`: the samplers in this process.
+pub struct LocalProbe {
+    host: String,
+    config: serde_json::Value,
+    ready: Option<ioscope_probe::Probe>,
+    running: Option<ioscope_probe::Running>,
+}
+
+impl LocalProbe {
+    pub fn new(probe: ioscope_probe::Probe) -> LocalProbe {
+        let mut config = crate::host::describe(None);
+        config["probe"] = probe.describe();
+        LocalProbe { host: crate::host::hostname(), config, ready: Some(probe), running: None }
+    }
+}
+
+impl TargetFeed for LocalProbe {
+    fn host(&self) -> (String, serde_json::Value) {
+        (self.host.clone(), self.config.clone())
+    }
+    fn start(&mut self, t0_monotonic_ns: u64) {
+        if let Some(p) = self.ready.take() {
+            self.running = Some(p.start(t0_monotonic_ns));
+        }
+    }
+    fn take(&mut self) -> Vec<ioscope_metrics::TargetSecond> {
+        self.running.as_ref().map(|r| r.take()).unwrap_or_default()
+    }
+    fn finish(self: Box<Self>, last: Option<u64>) -> Vec<ioscope_metrics::TargetSecond> {
+        self.running.map(|r| r.finish(last)).unwrap_or_default()
+    }
 }
 
 /// One line of live progress.
@@ -239,14 +285,21 @@ fn run_measured(
         workload_hash: cfg.workload_hash.clone(),
     };
     let store_err = |source| RunError::Store { path: cfg.out.clone(), source };
+    // Probe hosts: this one's configuration takes a local probe's `probe`; others get rows.
     let mut config = config;
-    if let Some(p) = &cfg.probe {
-        config["probe"] = p.describe();
+    let mut hosts = vec![(host.clone(), serde_json::Value::Null)];
+    for (name, c) in cfg.probes.iter().map(|p| p.host()) {
+        match hosts.iter().position(|(h, _)| *h == name) {
+            Some(0) => config["probe"] = c["probe"].clone(),
+            Some(_) => {}
+            None => hosts.push((name, c)),
+        }
     }
-    let mut writer = Writer::create(&cfg.out, &info, &[(host.clone(), config.clone())]).map_err(store_err)?;
+    hosts[0].1 = config.clone();
+    let mut writer = Writer::create(&cfg.out, &info, &hosts).map_err(store_err)?;
     writer.write_steps(&step_rows(&steps)).map_err(store_err)?;
     writer.set_meta("breakdown", &crate::breakdown::meta(plan)).map_err(store_err)?;
-    let mut sink = StoreSink { writer: &mut writer, host: &host, config, probe: cfg.probe, probing: None };
+    let mut sink = StoreSink { writer: &mut writer, host: &host, config, probes: cfg.probes };
     let m = measure(
         plan,
         files,
@@ -260,8 +313,9 @@ fn run_measured(
         },
     );
     // The target's seconds up to the client's last one.
-    let rest = sink.probing.take().map(|p| p.finish(m.seconds_written.checked_sub(1).map(u64::from)));
-    let written = rest.into_iter().flatten().try_for_each(|t| writer.write_target(&t));
+    let last = m.seconds_written.checked_sub(1).map(u64::from);
+    let rest: Vec<_> = std::mem::take(&mut sink.probes).into_iter().flat_map(|p| p.finish(last)).collect();
+    let written = rest.iter().try_for_each(|t| writer.write_target(t));
     if let Some(e) = m.sink_error.or(written.err()) {
         let _ = writer.finish(Status::Failed, Some(&e.to_string()), unix_ms());
         return Err(store_err(e));
@@ -309,17 +363,15 @@ struct StoreSink<'a> {
     writer: &'a mut Writer,
     host: &'a str,
     config: serde_json::Value,
-    /// Target samplers to start at time zero, then sampling.
-    probe: Option<ioscope_probe::Probe>,
-    probing: Option<ioscope_probe::Running>,
+    /// Target samplers, started at time zero.
+    probes: Vec<Box<dyn TargetFeed>>,
 }
 
 impl Sink for StoreSink<'_> {
     type Error = ioscope_store::StoreError;
     fn started(&mut self, t0_ns: u64, engine_setup: Option<&str>) -> Result<(), Self::Error> {
-        if let Some(probe) = self.probe.take() {
-            self.probing = Some(probe.start(crate::clock::to_monotonic(t0_ns)));
-        }
+        let t0 = crate::clock::to_monotonic(t0_ns);
+        self.probes.iter_mut().for_each(|p| p.start(t0));
         let Some(setup) = engine_setup else { return Ok(()) };
         let mut config = self.config.clone();
         config["engine"] = serde_json::json!(setup);
@@ -333,7 +385,7 @@ impl Sink for StoreSink<'_> {
     }
     fn second(&mut self, snap: &Snapshot) -> Result<(), Self::Error> {
         self.writer.write_second(snap)?;
-        for t in self.probing.as_ref().map(|p| p.take()).unwrap_or_default() {
+        for t in self.probes.iter_mut().flat_map(|p| p.take()) {
             self.writer.write_target(&t)?;
         }
         Ok(())

@@ -30,7 +30,7 @@ fn a_host_idle_in_a_step_writes_its_seconds_without_io_and_runs_the_next() {
             interrupt: &interrupt,
             on_second: &mut on_second,
             dataset: None,
-            probe: None,
+            probes: Vec::new(),
         },
     )
     .unwrap();

@@ -73,6 +73,8 @@ pub struct Agent {
     /// How long a running load may go without word from the coordinator: the run's
     /// `host_timeout` once a run is prepared (the coordinator waits as long for the agent).
     silence_allowed: Arc<Mutex<Duration>>,
+    /// Target-side samplers (`--probe ssh://`).
+    pub(crate) probe: Arc<Mutex<crate::probe_calls::ProbeSlot>>,
 }
 
 impl Agent {
@@ -84,6 +86,7 @@ impl Agent {
             stop_reason: Default::default(),
             last_heard: Arc::new(Mutex::new(Instant::now())),
             silence_allowed: Arc::new(Mutex::new(config.coordinator_timeout)),
+            probe: Default::default(),
             config,
         }
     }
@@ -97,22 +100,28 @@ impl Agent {
             .route(START, post(start))
             .route(SECONDS, post(seconds))
             .route(STOP, post(stop))
+            .route(PROBE_PREPARE, post(crate::probe_calls::prepare))
+            .route(PROBE_START, post(crate::probe_calls::start))
+            .route(PROBE_SECONDS, post(crate::probe_calls::seconds))
+            .route(PROBE_STOP, post(crate::probe_calls::stop))
             .with_state(self.clone())
     }
 
-    fn heard(&self) {
+    pub(crate) fn heard(&self) {
         *self.last_heard.lock().unwrap() = Instant::now();
     }
 
-    /// Stops a running load (the coordinator is gone): `why` becomes the run's detail.
+    /// Stops a running load and the samplers (the coordinator is gone): `why` becomes the
+    /// run's detail.
     pub fn stop_load(&self, why: &str) {
         self.stop_reason.lock().unwrap().get_or_insert_with(|| why.to_string());
         self.interrupt.store(true, Relaxed);
+        self.probe.lock().unwrap().stop();
     }
 
-    /// Whether a run is in progress.
+    /// Whether a run or the samplers are in progress.
     pub fn running(&self) -> bool {
-        self.inner.lock().unwrap().running
+        self.inner.lock().unwrap().running || self.probe.lock().unwrap().active()
     }
 
     /// Watches for the coordinator's silence while a run goes on; runs until the process ends.
@@ -140,7 +149,7 @@ impl Agent {
 
 /// A call's JSON body; one the agent cannot read is refused as `{"error": ...}` like every
 /// other refusal (axum's own answer would be plain text).
-struct Body<T>(T);
+pub(crate) struct Body<T>(pub(crate) T);
 
 impl<S: Send + Sync, T: serde::de::DeserializeOwned> FromRequest<S> for Body<T> {
     type Rejection = ApiError;

@@ -40,6 +40,8 @@ pub struct Coordinate<'a> {
     pub on_second: &'a mut dyn FnMut(&Progress),
     /// Progress messages ("host h1: copying ioscope ..."), one line each.
     pub say: &'a dyn Fn(&str),
+    /// Target-side samplers (`--probe`), started at the run's time zero.
+    pub probes: Vec<Box<dyn ioscope_exec::TargetFeed>>,
 }
 
 /// How a run over hosts ended.
@@ -66,17 +68,17 @@ pub enum CoordError {
 }
 
 /// One host as the run knows it.
-struct Host {
+pub(crate) struct Host {
     index: usize,
-    name: String,
+    pub(crate) name: String,
     address: String,
     transport: &'static str,
-    client: Client,
+    pub(crate) client: Client,
     /// The ssh session the agent runs in (None for a listening agent).
-    child: Option<Child>,
+    pub(crate) child: Option<Child>,
     config: serde_json::Value,
     plan_json: String,
-    offset: Offset,
+    pub(crate) offset: Offset,
     /// The host's time zero on the coordinator's clock, and the instant it was asked for.
     started_unix_ns: Option<i64>,
     planned_start_unix_ns: Option<i64>,
@@ -117,7 +119,7 @@ pub fn coordinate(plan: &Plan, c: Coordinate<'_>) -> Result<Outcome, CoordError>
     })
 }
 
-async fn run(plan: &Plan, c: Coordinate<'_>, started: &AtomicBool) -> Result<Outcome, CoordError> {
+async fn run(plan: &Plan, mut c: Coordinate<'_>, started: &AtomicBool) -> Result<Outcome, CoordError> {
     let began_unix_ns = unix_ns();
     let timeout = plan.host_timeout;
     // Reach every host at once; the first failure ends the run before anything started.
@@ -196,7 +198,15 @@ async fn run(plan: &Plan, c: Coordinate<'_>, started: &AtomicBool) -> Result<Out
     let store_err = |source| CoordError::Store { path: c.out.clone(), source };
     // From here on the results file exists: Ctrl-C stops the hosts and the file is closed.
     started.store(true, Relaxed);
-    let configs: Vec<(String, serde_json::Value)> = hosts.iter().map(|h| (h.name.clone(), host_config(h))).collect();
+    let mut configs: Vec<(String, serde_json::Value)> =
+        hosts.iter().map(|h| (h.name.clone(), host_config(h))).collect();
+    let mut probes = std::mem::take(&mut c.probes);
+    for (name, config) in probes.iter().map(|p| p.host()) {
+        match configs.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, c)) => c["probe"] = config["probe"].clone(),
+            None => configs.push((name, config)),
+        }
+    }
     let mut writer = Writer::create(&c.out, &info, &configs).map_err(store_err)?;
     writer.write_steps(&ioscope_exec::step_rows(&steps)).map_err(store_err)?;
     writer.set_meta("breakdown", &ioscope_exec::breakdown::meta(plan)).map_err(store_err)?;
@@ -204,6 +214,8 @@ async fn run(plan: &Plan, c: Coordinate<'_>, started: &AtomicBool) -> Result<Out
     let rtt_max = hosts.iter().map(|h| h.offset.rtt_ns).max().unwrap_or(0) as i64;
     let at = unix_ns() + START_LEAD_NS + 4 * rtt_max;
     hosts.iter_mut().for_each(|h| h.planned_start_unix_ns = Some(at));
+    let t0_monotonic = ioscope_probe::driver::monotonic_ns() as i64 + (at - unix_ns());
+    probes.iter_mut().for_each(|p| p.start(t0_monotonic.max(0) as u64));
     // All at once: a slow answer from one host must not make the others' start late.
     let mut starting = tokio::task::JoinSet::new();
     for (i, h) in hosts.iter().enumerate() {
@@ -289,6 +301,11 @@ async fn run(plan: &Plan, c: Coordinate<'_>, started: &AtomicBool) -> Result<Out
                 store_failure.get_or_insert(e);
                 continue;
             }
+            for t in probes.iter_mut().flat_map(|p| p.take()) {
+                if let Err(e) = writer.write_target(&t) {
+                    store_failure.get_or_insert(e);
+                }
+            }
             seconds_written += 1;
             if let Some(t0) = h.started_unix_ns {
                 let end = t0 + (snap.second as i64 + 1) * SECOND_NS as i64;
@@ -360,6 +377,14 @@ async fn run(plan: &Plan, c: Coordinate<'_>, started: &AtomicBool) -> Result<Out
     } else {
         (Status::Completed, None)
     };
+    // The target's seconds up to the last second any host delivered.
+    let last = hosts.iter().filter_map(|h| h.last_second).max().map(u64::from);
+    let rest: Vec<_> = tokio::task::block_in_place(|| probes.into_iter().flat_map(|p| p.finish(last)).collect());
+    for t in rest {
+        if let Err(e) = writer.write_target(&t) {
+            store_failure.get_or_insert(e);
+        }
+    }
     if let Some(e) = store_failure {
         let _ = writer.finish(Status::Failed, Some(&e.to_string()), ioscope_exec::clock::unix_ms());
         return Err(store_err(e));
@@ -370,7 +395,7 @@ async fn run(plan: &Plan, c: Coordinate<'_>, started: &AtomicBool) -> Result<Out
 
 /// Closes every connection; an ssh session's agent then sees its stdin end and exits
 /// (one that has not within 5 s is ended with its session).
-async fn end_sessions(hosts: &mut Vec<Host>) {
+pub(crate) async fn end_sessions(hosts: &mut Vec<Host>) {
     let children: Vec<Child> = hosts.iter_mut().filter_map(|h| h.child.take()).collect();
     hosts.clear(); // the clients: the connections close
     let mut waiting = tokio::task::JoinSet::new();
@@ -386,7 +411,7 @@ async fn end_sessions(hosts: &mut Vec<Host>) {
 
 /// Reaches one host: over ssh (copying this binary when needed, then starting the agent)
 /// or to its listening agent; says hello and checks the version.
-async fn reach(index: usize, spec: &HostSpec, timeout: Duration) -> Result<(Host, String), CoordError> {
+pub(crate) async fn reach(index: usize, spec: &HostSpec, timeout: Duration) -> Result<(Host, String), CoordError> {
     let name = spec.name.clone();
     let address = spec.kind.address();
     let fail = |why: String| CoordError::Host { name: name.clone(), address: address.clone(), why };
@@ -487,7 +512,7 @@ async fn agent_failure(e: CallError, child: Option<&mut Child>, tail: &Tail) -> 
     }
 }
 
-async fn measure_clock(client: &Client) -> Result<Offset, String> {
+pub(crate) async fn measure_clock(client: &Client) -> Result<Offset, String> {
     let mut exchanges = Vec::new();
     for _ in 0..CLOCK_EXCHANGES {
         let sent = unix_ns();

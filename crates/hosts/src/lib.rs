@@ -10,6 +10,8 @@ pub mod clock;
 pub mod coordinator;
 pub mod messages;
 pub mod plan;
+mod probe_calls;
+pub mod remote_probe;
 pub mod ssh;
 
 pub use coordinator::{coordinate, CoordError, Coordinate, Outcome};

@@ -10,6 +10,10 @@ pub const PREPARE: &str = "/v1/prepare";
 pub const START: &str = "/v1/start";
 pub const SECONDS: &str = "/v1/seconds";
 pub const STOP: &str = "/v1/stop";
+pub const PROBE_PREPARE: &str = "/v1/probe/prepare";
+pub const PROBE_START: &str = "/v1/probe/start";
+pub const PROBE_SECONDS: &str = "/v1/probe/seconds";
+pub const PROBE_STOP: &str = "/v1/probe/stop";
 
 /// The coordinator introduces itself; the agent answers with what it is.
 #[derive(Debug, Serialize, Deserialize)]
@@ -95,6 +99,40 @@ pub struct Done {
     pub engine: Option<String>,
     /// When the first I/O was issued, measured, on the agent's wall clock.
     pub first_io_unix_ns: Option<i64>,
+}
+
+/// Load the target-side samplers (`--probe ssh://`): a probe host runs samplers, not load.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ProbePrepare {
+    /// The host's name in the results.
+    pub name: String,
+    /// Process names (comm) to follow.
+    pub processes: Vec<String>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ProbePrepareAnswer {
+    /// The host's system configuration, with its `probe` object (processes, eBPF or why not).
+    pub config: serde_json::Value,
+}
+
+/// Start sampling at the run's time zero, on the agent's own wall clock.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ProbeStart {
+    pub at_unix_ns: i64,
+}
+
+/// Finished target seconds after `after` (None: from the first), waiting up to `wait_ms`.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ProbeSeconds {
+    pub after: Option<u64>,
+    pub wait_ms: u64,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ProbeSecondsAnswer {
+    /// Ascending by second.
+    pub seconds: Vec<ioscope_metrics::TargetSecond>,
 }
 
 /// An empty request or answer.
