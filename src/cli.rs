@@ -128,8 +128,8 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:7878";
 
 /// `plot --stat`'s help: the distributions of the statistics registry.
 fn plot_stat_help() -> String {
-    use ioscope_metrics::stat::{Kind, STATS};
-    let names: Vec<&str> = STATS.iter().filter(|s| s.kind == Kind::Distribution).map(|s| s.name).collect();
+    use ioscope_metrics::stat::{all, Kind};
+    let names: Vec<&str> = all().filter(|s| s.kind == Kind::Distribution).map(|s| s.name).collect();
     match names.split_last() {
         Some((last, rest)) if !rest.is_empty() => format!("Distribution to draw: {} or {last}", rest.join(", ")),
         _ => format!("Distribution to draw: {}", names.join("")),
