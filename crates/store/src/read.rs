@@ -75,6 +75,19 @@ pub fn refresh(results: &mut Results) -> Result<(), StoreError> {
     results.seconds.truncate(kept);
     results.seconds.append(&mut fresh.seconds);
     fresh.seconds = std::mem::take(&mut results.seconds);
+    // Target series: the samples kept before `from`, then the fresh ones.
+    let mut target = std::mem::take(&mut results.target);
+    for t in &mut target {
+        t.samples.retain(|x| Some(x.second) < from);
+    }
+    for f in std::mem::take(&mut fresh.target) {
+        match target.iter_mut().find(|t| std::ptr::eq(t.stat, f.stat) && t.host == f.host && t.labels == f.labels) {
+            Some(t) => t.samples.extend(f.samples),
+            None => target.push(f),
+        }
+    }
+    target.retain(|t| !t.samples.is_empty());
+    fresh.target = target;
     *results = fresh;
     settle_status(results);
     Ok(())
