@@ -75,6 +75,43 @@ pub enum Command {
     Plot(PlotArgs),
     /// Run load for a coordinator on another host (`ioscope run --hosts ...`); see docs/hosts.md.
     Agent(AgentArgs),
+    /// Sample what this machine (the target) does: CPU, memory, network, disks, processes (docs/probe.md).
+    Probe(ProbeArgs),
+}
+
+/// `ioscope probe`.
+#[derive(Args)]
+pub struct ProbeArgs {
+    #[command(flatten)]
+    pub listen: ProbeListenFlags,
+    /// A process (its name, as in /proc/PID/comm) whose CPU and system calls are sampled. Repeatable; default ganesha.nfsd, nfsd, smbd, minio, versitygw.
+    #[arg(long = "process", value_name = "NAME")]
+    pub processes: Vec<String>,
+    /// Stop after this long (e.g. 30s, 10m); default: until stopped.
+    #[arg(long, value_name = "DURATION")]
+    pub duration: Option<String>,
+}
+
+/// `ioscope probe --listen`: serve the totals to Prometheus (docs/probe.md "Prometheus / OpenMetrics").
+#[derive(Args, Clone, Default)]
+pub struct ProbeListenFlags {
+    /// Serve the current totals as OpenMetrics text at http://ADDR:PORT/metrics (for Prometheus), until stopped. Any address other than loopback needs --token-file.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub listen: Option<SocketAddr>,
+    /// The bearer token every scrape must carry (a file of one line, at least 16 characters); required with a --listen address other than loopback.
+    #[arg(long, value_name = "FILE", requires = "listen")]
+    pub token_file: Option<PathBuf>,
+}
+
+/// `ioscope run --metrics`: the run's client series for Prometheus.
+#[derive(Args, Clone, Default)]
+pub struct MetricsFlags {
+    /// Serve the run's client series (ops, bytes, errors, latency histograms per op and workload) as OpenMetrics text at http://ADDR:PORT/metrics while it runs. Any address other than loopback needs --metrics-token-file.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub metrics: Option<SocketAddr>,
+    /// The bearer token every scrape of --metrics must carry (a file of one line, at least 16 characters).
+    #[arg(long, value_name = "FILE", requires = "metrics")]
+    pub metrics_token_file: Option<PathBuf>,
 }
 
 /// `ioscope agent`: over an ssh session (started by the coordinator) or listening.
@@ -228,6 +265,8 @@ pub struct OutputFlags {
     pub listen: SocketAddr,
     #[command(flatten)]
     pub tls: TlsFlags,
+    #[command(flatten)]
+    pub metrics: MetricsFlags,
 }
 
 /// HTTPS for the Analytics UI (docs/security.md).

@@ -74,6 +74,7 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> CmdResult {
         .map_err(|e| Failure::failed(anyhow::Error::new(e).context("cannot handle signals")))?;
     // The UI's address is taken before any I/O: a busy or unusable --listen is found now.
     let server = start_ui(output, &out)?;
+    let metrics = crate::metrics::RunMetrics::start(&output.metrics, ioscope_exec::host::hostname())?;
 
     ensure_open_files(plan).map_err(Failure::invalid)?;
     // The directory is this run's alone, and usable, before anything in it is looked at.
@@ -139,7 +140,10 @@ pub fn execute(plan: &Plan, output: &OutputFlags) -> CmdResult {
         return Err(Failure::said(Kind::Interrupted, "interrupted before the run started; nothing was measured"));
     }
     let mut reporter = Reporter::new(shown);
-    let mut on_second = |p: &ioscope_exec::Progress| reporter.second(p);
+    let mut on_second = |p: &ioscope_exec::Progress| {
+        reporter.second(p);
+        metrics.iter().for_each(|m| m.second(p));
+    };
     let outcome = ioscope_exec::run(
         plan,
         &files,
@@ -235,8 +239,12 @@ fn execute_on_hosts(plan: &Plan, output: &OutputFlags) -> CmdResult {
     watch_signals(&interrupt, &preparing, show_progress)
         .map_err(|e| Failure::failed(anyhow::Error::new(e).context("cannot handle signals")))?;
     let server = start_ui(output, &out)?;
+    let metrics = crate::metrics::RunMetrics::start(&output.metrics, String::new())?;
     let mut reporter = Reporter::new(shown);
-    let mut on_second = |p: &ioscope_exec::Progress| reporter.second(p);
+    let mut on_second = |p: &ioscope_exec::Progress| {
+        reporter.second(p);
+        metrics.iter().for_each(|m| m.second(p));
+    };
     let quiet = output.quiet;
     let say = |line: &str| {
         if !quiet {

@@ -24,9 +24,11 @@ mod cmd_agent;
 mod cmd_demo;
 mod cmd_import;
 mod cmd_import_fio;
+mod cmd_probe_listen;
 mod cmd_run;
 mod cmd_show;
 mod cmd_ui;
+mod metrics;
 mod outfile;
 mod output;
 mod progress;
@@ -182,6 +184,7 @@ fn main() -> ExitCode {
         cli::Command::Report { file, out, force } => cmd_ui::report(&file, &out, force),
         cli::Command::Plot(args) => cmd_ui::plot(&args),
         cli::Command::Agent(args) => cmd_agent::agent(&args),
+        cli::Command::Probe(args) => cmd_probe_listen::probe(&args),
     };
     ExitCode::from(exit_code(outcome))
 }

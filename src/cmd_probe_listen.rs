@@ -1,0 +1,82 @@
+//! `ioscope probe --listen ADDR`: samples this machine with crates/probe's samplers and
+//! serves the totals as OpenMetrics text at /metrics (crates/exposition) until stopped or
+//! for `--duration`.
+
+use crate::cli::ProbeArgs;
+use crate::{CmdResult, Failure, Kind};
+use ioscope_exposition::{Exposition, Shared};
+use std::time::{Duration, Instant};
+
+/// The kernel keeps a process's name (comm) to 15 bytes.
+const COMM_BYTES: usize = 15;
+
+/// `ioscope probe`: with `--listen`, serves; other forms are the recording command's.
+pub fn probe(args: &ProbeArgs) -> CmdResult {
+    let Some(addr) = args.listen.listen else {
+        return Err(Failure::said(
+            Kind::InvalidInput,
+            "ioscope probe: give --listen ADDR:PORT (serve OpenMetrics at /metrics)",
+        ));
+    };
+    let duration = args
+        .duration
+        .as_deref()
+        .map(|d| {
+            ioscope_workload::parse_duration(d).ok().filter(|d| !d.is_zero()).ok_or_else(|| {
+                Failure::said(Kind::InvalidInput, format!("--duration {d:?}: expected a duration such as 30s or 10m"))
+            })
+        })
+        .transpose()?;
+    let processes = processes(&args.processes)?;
+    let state = Shared::new(std::sync::Mutex::new(Exposition::new()));
+    let _server =
+        crate::metrics::serve(addr, args.listen.token_file.as_deref(), "--listen", "--token-file", state.clone())?;
+    listen(processes, duration, &state);
+    Ok(())
+}
+
+/// Checks `--process` names (as /proc/PID/comm shows them); none: the usual servers.
+fn processes(names: &[String]) -> Result<Vec<String>, Failure> {
+    if names.is_empty() {
+        return Ok(ioscope_probe::DEFAULT_PROCESSES.iter().map(|p| p.to_string()).collect());
+    }
+    let mut out = Vec::new();
+    for p in names {
+        if p.is_empty() || p.contains('/') || p.chars().any(char::is_control) {
+            return Err(Failure::said(
+                Kind::InvalidInput,
+                format!("--process {p:?}: expected a process name as in /proc/PID/comm (ganesha.nfsd)"),
+            ));
+        }
+        let mut end = p.len().min(COMM_BYTES);
+        while !p.is_char_boundary(end) {
+            end -= 1;
+        }
+        out.push(p[..end].to_string());
+    }
+    Ok(out)
+}
+
+/// Samples from now on and adds each finished second to `state`, for `duration` or
+/// until the process is stopped.
+pub fn listen(processes: Vec<String>, duration: Option<Duration>, state: &Shared) {
+    let probe =
+        ioscope_probe::Probe::new(ioscope_probe::ProbeConfig { host: ioscope_exec::host::hostname(), processes });
+    if let Some(why) = &probe.kernel_unavailable {
+        eprintln!("probe: {why}; serving the procfs statistics only");
+    }
+    let started = Instant::now();
+    let running = probe.start(ioscope_probe::driver::monotonic_ns());
+    let add = |seconds: Vec<ioscope_metrics::TargetSecond>| {
+        if let Ok(mut e) = state.lock() {
+            for t in &seconds {
+                e.add_target(t);
+            }
+        }
+    };
+    while duration.is_none_or(|d| started.elapsed() < d) {
+        std::thread::sleep(Duration::from_millis(100));
+        add(running.take());
+    }
+    add(running.finish(None));
+}
