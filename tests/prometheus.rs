@@ -169,25 +169,27 @@ fn prometheus_scrapes_probe_and_run_metrics_and_answers_a_rate_and_a_histogram_q
     // Rates over windows that hold scrapes from end to end (a window still filling is
     // extrapolated from too few: a rate too low).
     let deadline = Instant::now() + Duration::from_secs(40);
-    while first_value(prometheus, "min(count_over_time(up[6s]))") < 6.0 {
+    while first_value(prometheus, "min(count_over_time(up[11s]))") < 11.0 {
         assert!(Instant::now() < deadline, "Prometheus did not scrape every second");
         std::thread::sleep(Duration::from_millis(500));
     }
     assert_eq!(query(prometheus, "min(up)"), [1.0], "both targets up (the bearer token accepted)");
 
     // A rate: CPU time over every CPU and mode is the CPUs' count of seconds per second
-    // (at most 100% per CPU), and some of it was not idle.
-    let total = first_value(prometheus, r#"sum(rate(ioscope_cpu_time_seconds_total{job="probe"}[5s]))"#);
-    let busy = first_value(prometheus, r#"sum(rate(ioscope_cpu_time_seconds_total{job="probe",mode!="idle"}[5s]))"#);
+    // (at most 100% per CPU), and some of it was not idle. The totals grow a second at a
+    // time while Prometheus scrapes at its own phase: the 9 s between a 10 s window's first
+    // and last scrape hold 9 seconds, give or take one (±11%).
+    let total = first_value(prometheus, r#"sum(rate(ioscope_cpu_time_seconds_total{job="probe"}[10s]))"#);
+    let busy = first_value(prometheus, r#"sum(rate(ioscope_cpu_time_seconds_total{job="probe",mode!="idle"}[10s]))"#);
     let n = cpus() as f64;
-    assert!(total.is_finite() && total > 0.5 * n && total <= 1.2 * n, "CPU seconds per second {total} with {n} CPUs");
+    assert!(total.is_finite() && total > 0.8 * n && total <= 1.12 * n, "CPU seconds per second {total} with {n} CPUs");
     assert!(busy > 0.0 && busy <= total, "busy {busy} of {total}");
     let counted = first_value(prometheus, r#"count(count by (cpu) (ioscope_cpu_time_seconds_total{job="probe"}))"#);
     assert_eq!(counted, n, "one cpu label per CPU of /proc/stat");
 
     // A histogram quantile: the run's p99 latency, from exact cumulative buckets.
-    let rate = first_value(prometheus, r#"sum(rate(ioscope_io_ops_total{job="run"}[5s]))"#);
-    assert!(rate > 1000.0 && rate < 6000.0, "{rate} ops/s at --rate-iops 5000");
+    let rate = first_value(prometheus, r#"sum(rate(ioscope_io_ops_total{job="run"}[10s]))"#);
+    assert!(rate > 2000.0 && rate < 5600.0, "{rate} ops/s at --rate-iops 5000 (±11% as above)");
     let p99 = first_value(
         prometheus,
         r#"histogram_quantile(0.99, sum by (le) (rate(ioscope_io_latency_seconds_bucket{job="run"}[5s])))"#,
