@@ -75,28 +75,31 @@ pub enum Command {
     Plot(PlotArgs),
     /// Run load for a coordinator on another host (`ioscope run --hosts ...`); see docs/hosts.md.
     Agent(AgentArgs),
-    /// Sample what this machine (the target) does: CPU, memory, network, disks, processes (docs/probe.md).
+    /// Record what this machine (a file server, say) does, per second, without load: CPU, memory, network, disks, named processes, and with eBPF block and system-call latency; see docs/probe.md.
     Probe(ProbeArgs),
 }
 
-/// `ioscope probe`.
+/// `ioscope probe`: target-side samplers alone.
 #[derive(Args)]
 pub struct ProbeArgs {
-    #[command(flatten)]
-    pub listen: ProbeListenFlags,
-    /// A process (its name, as in /proc/PID/comm) whose CPU and system calls are sampled. Repeatable; default ganesha.nfsd, nfsd, smbd, minio, versitygw.
+    /// Results file to record into until stopped (Ctrl-C) or for --duration (never over an existing file).
+    #[arg(short, long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Stop after this long (30s, 5m, 1h).
+    #[arg(long, value_name = "DUR")]
+    pub duration: Option<String>,
+    /// A process (its name, as in /proc/PID/comm) whose CPU and system calls are recorded. Repeatable; default ganesha.nfsd, nfsd, smbd, minio, versitygw.
     #[arg(long = "process", value_name = "NAME")]
     pub processes: Vec<String>,
-    /// Stop after this long (e.g. 30s, 10m); default: until stopped.
-    #[arg(long, value_name = "DURATION")]
-    pub duration: Option<String>,
+    #[command(flatten)]
+    pub listen: ProbeListenFlags,
 }
 
 /// `ioscope probe --listen`: serve the totals to Prometheus (docs/probe.md "Prometheus / OpenMetrics").
 #[derive(Args, Clone, Default)]
 pub struct ProbeListenFlags {
-    /// Serve the current totals as OpenMetrics text at http://ADDR:PORT/metrics (for Prometheus), until stopped. Any address other than loopback needs --token-file.
-    #[arg(long, value_name = "ADDR:PORT")]
+    /// Serve the current totals as OpenMetrics text at http://ADDR:PORT/metrics (for Prometheus) instead of recording, until stopped or for --duration. Any address other than loopback needs --token-file.
+    #[arg(long, value_name = "ADDR:PORT", conflicts_with = "out")]
     pub listen: Option<SocketAddr>,
     /// The bearer token every scrape must carry (a file of one line, at least 16 characters); required with a --listen address other than loopback.
     #[arg(long, value_name = "FILE", requires = "listen")]

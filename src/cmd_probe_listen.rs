@@ -10,21 +10,24 @@ use std::time::{Duration, Instant};
 /// The kernel keeps a process's name (comm) to 15 bytes.
 const COMM_BYTES: usize = 15;
 
-/// `ioscope probe`: with `--listen`, serves; other forms are the recording command's.
+/// `ioscope probe --listen`: the recording command (`--out`) hands over to it when
+/// `--listen` is given (clap refuses both at once).
 pub fn probe(args: &ProbeArgs) -> CmdResult {
     let Some(addr) = args.listen.listen else {
         return Err(Failure::said(
             Kind::InvalidInput,
-            "ioscope probe: give --listen ADDR:PORT (serve OpenMetrics at /metrics)",
+            "ioscope probe needs --out FILE (where to record) or --listen ADDR:PORT (serve OpenMetrics)",
         ));
     };
     let duration = args
         .duration
         .as_deref()
-        .map(|d| {
-            ioscope_workload::parse_duration(d).ok().filter(|d| !d.is_zero()).ok_or_else(|| {
-                Failure::said(Kind::InvalidInput, format!("--duration {d:?}: expected a duration such as 30s or 10m"))
-            })
+        .map(|d| match ioscope_workload::parse_duration(d) {
+            Ok(d) if d >= Duration::from_secs(1) => Ok(d),
+            _ => Err(Failure::said(
+                Kind::InvalidInput,
+                format!("--duration {d:?}: expected a duration of at least 1 s (30s, 5m, 1h)"),
+            )),
         })
         .transpose()?;
     let processes = processes(&args.processes)?;

@@ -1,17 +1,29 @@
 //! `GET /metrics` over HTTP/1.1 (what Prometheus scrapes with), on a thread of its own.
 //! It binds where it is told (127.0.0.1 by default, the caller's choice); beyond loopback
 //! every request must carry `Authorization: Bearer <token>` (crates/proto's check, the
-//! same rule as the agent's and the UI's), so a token is required there.
+//! same rule as the agent's and the UI's), so a token is required there. At most
+//! [`MAX_CONNECTIONS`] connections at once (more are closed at once), and a request head
+//! must arrive within [`HEAD_TIME`]: a stranger can hold a few sockets, nothing more.
 
 use crate::openmetrics::{Exposition, CONTENT_TYPE};
 use axum::http::{header, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
 use ioscope_proto::Token;
 use std::net::{SocketAddr, TcpListener};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// Connections served at once (Prometheus keeps one per target); more are closed.
+pub const MAX_CONNECTIONS: usize = 16;
+/// A request head that takes longer is dropped (a peer that connects and says nothing).
+pub const HEAD_TIME: Duration = Duration::from_secs(10);
+/// The largest request head read (a scrape's is a few hundred bytes).
+const MAX_HEAD_BYTES: usize = 16 << 10;
 
 /// The totals a server answers with; the sampler adds seconds to it.
 pub type Shared = Arc<Mutex<Exposition>>;
@@ -63,17 +75,41 @@ pub fn serve_metrics(addr: SocketAddr, token: Option<Token>, state: Shared) -> R
     let thread = std::thread::Builder::new()
         .name("ioscope-metrics".into())
         .spawn(move || {
-            runtime.block_on(async move {
-                let Ok(listener) = tokio::net::TcpListener::from_std(listener) else { return };
-                let _ = axum::serve(listener, app)
-                    .with_graceful_shutdown(async move {
-                        let _ = stopped.await;
-                    })
-                    .await;
-            });
+            runtime.block_on(accept_loop(listener, app, stopped));
+            // Dropping the runtime ends every connection still open.
         })
         .map_err(ServeError::Runtime)?;
     Ok(MetricsServer { addr: bound, stop: Some(stop), thread: Some(thread) })
+}
+
+async fn accept_loop(listener: TcpListener, app: Router, mut stopped: tokio::sync::oneshot::Receiver<()>) {
+    let Ok(listener) = tokio::net::TcpListener::from_std(listener) else { return };
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    loop {
+        let accepted = tokio::select! {
+            _ = &mut stopped => return,
+            accepted = listener.accept() => accepted,
+        };
+        let conn = match accepted {
+            Ok((conn, _)) => conn,
+            Err(_) => {
+                // Out of file descriptors, for one: let connections end rather than spin.
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
+            drop(conn);
+            continue;
+        };
+        let app = app.clone();
+        tokio::spawn(async move {
+            let mut http = hyper::server::conn::http1::Builder::new();
+            http.timer(TokioTimer::new()).header_read_timeout(HEAD_TIME).max_buf_size(MAX_HEAD_BYTES).keep_alive(true);
+            let _ = http.serve_connection(TokioIo::new(conn), TowerToHyperService::new(app)).await;
+            drop(slot);
+        });
+    }
 }
 
 async fn answer(state: Shared) -> axum::response::Response {
@@ -90,9 +126,9 @@ impl Drop for MetricsServer {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
-        // Graceful shutdown waits for open connections (a scraper's keep-alive): not
-        // joined, the thread ends with them or with the process.
-        drop(self.thread.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
     }
 }
 
@@ -119,6 +155,26 @@ mod tests {
         assert!(answer.ends_with("# EOF\n"), "{answer}");
         assert!(get(server.addr, "/", None).starts_with("HTTP/1.1 404"));
         assert!(get(server.addr, "/metrics/x", None).starts_with("HTTP/1.1 404"));
+    }
+
+    #[test]
+    fn connections_past_the_limit_are_closed_at_once_and_scrapes_go_on_when_they_end() {
+        let server = serve_metrics("127.0.0.1:0".parse().unwrap(), None, Shared::default()).unwrap();
+        // Peers that connect and say nothing hold every slot...
+        let held: Vec<std::net::TcpStream> =
+            (0..MAX_CONNECTIONS).map(|_| std::net::TcpStream::connect(server.addr).unwrap()).collect();
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        // ...so the next connection is closed without an answer,
+        let mut extra = std::net::TcpStream::connect(server.addr).unwrap();
+        extra.set_read_timeout(Some(std::time::Duration::from_secs(5))).unwrap();
+        let _ = write!(extra, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+        let mut answer = Vec::new();
+        let read = extra.read_to_end(&mut answer);
+        assert!(read.is_err() || answer.is_empty(), "{}", String::from_utf8_lossy(&answer));
+        // and once they are gone a scrape is answered again.
+        drop(held);
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        assert!(get(server.addr, "/metrics", None).starts_with("HTTP/1.1 200"));
     }
 
     #[test]
