@@ -352,3 +352,24 @@ fn totals_past_what_a_float_holds_exactly_are_written_exactly() {
     assert_eq!(le_text(1023, 1_000_000_000), "0.000001023");
     assert_eq!(le_text(511, 1), "511.0");
 }
+
+#[test]
+fn client_series_have_only_the_statistics_their_operation_has() {
+    let mut e = Exposition::new();
+    let mut data = OpInterval::empty();
+    data.counts.ops = 3;
+    data.latency_ns = hist(&[2_000_000; 3]);
+    e.add_client("", &[OpSeries { workload: String::new(), op: Op::Fsync, data }]);
+    let text = e.render();
+    let families = parse(&text).unwrap();
+    // No host and no workload label when there is none; fsync has no size or offset, and
+    // nothing was skipped.
+    assert_eq!(sample(&families, "ioscope_io_ops", "ioscope_io_ops_total", &[("op", "fsync")]).value, 3.0);
+    assert_eq!(
+        sample(&families, "ioscope_io_latency_seconds", "ioscope_io_latency_seconds_sum", &[("op", "fsync")]).value,
+        0.006
+    );
+    for absent in ["ioscope_io_size_bytes", "ioscope_io_offset_bytes", "ioscope_io_skipped_ops"] {
+        assert!(!families.contains_key(absent), "{absent}:\n{text}");
+    }
+}
