@@ -28,6 +28,8 @@ command -v flock >/dev/null || need_apt+=(util-linux)
 # deploy/ is checked by scripts/check-deploy.sh: systemd-analyze verify and a YAML parser.
 command -v systemd-analyze >/dev/null || need_apt+=(systemd)
 python3 -c 'import yaml' 2>/dev/null || need_apt+=(python3-yaml)
+# tests/prometheus.rs: a real Prometheus scrapes `ioscope probe --listen` and `run --metrics`.
+command -v prometheus >/dev/null || need_apt+=(prometheus)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "== installing: ${need_apt[*]}"
   if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq "${need_apt[@]}" >/dev/null

@@ -91,6 +91,30 @@ pub struct ProbeArgs {
     /// A process (its name, as in /proc/PID/comm) whose CPU and system calls are recorded. Repeatable; default ganesha.nfsd, nfsd, smbd, minio, versitygw.
     #[arg(long = "process", value_name = "NAME")]
     pub processes: Vec<String>,
+    #[command(flatten)]
+    pub listen: ProbeListenFlags,
+}
+
+/// `ioscope probe --listen`: serve the totals to Prometheus (docs/probe.md "Prometheus / OpenMetrics").
+#[derive(Args, Clone, Default)]
+pub struct ProbeListenFlags {
+    /// Serve the current totals as OpenMetrics text at http://ADDR:PORT/metrics (for Prometheus) instead of recording, until stopped or for --duration. Any address other than loopback needs --token-file.
+    #[arg(long, value_name = "ADDR:PORT", conflicts_with = "out")]
+    pub listen: Option<SocketAddr>,
+    /// The bearer token every scrape must carry (a file of one line, at least 16 characters); required with a --listen address other than loopback.
+    #[arg(long, value_name = "FILE", requires = "listen")]
+    pub token_file: Option<PathBuf>,
+}
+
+/// `ioscope run --metrics`: the run's client series for Prometheus.
+#[derive(Args, Clone, Default)]
+pub struct MetricsFlags {
+    /// Serve the run's client series (ops, bytes, errors, latency histograms per op and workload) as OpenMetrics text at http://ADDR:PORT/metrics while it runs. Any address other than loopback needs --metrics-token-file.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub metrics: Option<SocketAddr>,
+    /// The bearer token every scrape of --metrics must carry (a file of one line, at least 16 characters).
+    #[arg(long, value_name = "FILE", requires = "metrics")]
+    pub metrics_token_file: Option<PathBuf>,
 }
 
 /// `ioscope agent`: over an ssh session (started by the coordinator) or listening.
@@ -128,8 +152,8 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:7878";
 
 /// `plot --stat`'s help: the distributions of the statistics registry.
 fn plot_stat_help() -> String {
-    use ioscope_metrics::stat::{Kind, STATS};
-    let names: Vec<&str> = STATS.iter().filter(|s| s.kind == Kind::Distribution).map(|s| s.name).collect();
+    use ioscope_metrics::stat::{all, Kind};
+    let names: Vec<&str> = all().filter(|s| s.kind == Kind::Distribution).map(|s| s.name).collect();
     match names.split_last() {
         Some((last, rest)) if !rest.is_empty() => format!("Distribution to draw: {} or {last}", rest.join(", ")),
         _ => format!("Distribution to draw: {}", names.join("")),
@@ -257,6 +281,8 @@ pub struct OutputFlags {
     pub listen: SocketAddr,
     #[command(flatten)]
     pub tls: TlsFlags,
+    #[command(flatten)]
+    pub metrics: MetricsFlags,
 }
 
 /// HTTPS for the Analytics UI (docs/security.md).

@@ -36,6 +36,7 @@ pub fn demo(args: DemoArgs) -> CmdResult {
         ui: false,
         listen: crate::cli::DEFAULT_LISTEN.parse().expect("default address"),
         tls: Default::default(),
+        metrics: Default::default(),
     };
     let outcome = crate::cmd_run::execute(&plan, &output, &Default::default());
     drop(work); // removes the working set

@@ -11,6 +11,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub fn probe(args: &ProbeArgs) -> CmdResult {
+    if args.listen.listen.is_some() {
+        return crate::cmd_probe_listen::probe(args);
+    }
     let duration = args
         .duration
         .as_deref()
@@ -22,8 +25,8 @@ pub fn probe(args: &ProbeArgs) -> CmdResult {
             )),
         })
         .transpose()?;
-    let flags = crate::cli::ProbeFlags { at: vec!["local".into()], processes: args.processes.clone() };
-    let probes = crate::probe::Probes::parse(&flags)?;
+    let processes = crate::probe::process_names(&args.processes, "--process")?;
+    let probes = crate::probe::Probes { at: vec![crate::probe::Where::Local], processes };
     let Some(out) = &args.out else {
         return Err(Failure::said(Kind::InvalidInput, "ioscope probe needs --out FILE (where to record)"));
     };

@@ -82,6 +82,7 @@ pub fn execute(plan: &Plan, output: &OutputFlags, probes: &crate::probe::Probes)
         .map_err(|e| Failure::failed(anyhow::Error::new(e).context("cannot handle signals")))?;
     // The UI's address is taken before any I/O: a busy or unusable --listen is found now.
     let server = start_ui(output, &out)?;
+    let metrics = crate::metrics::RunMetrics::start(&output.metrics, ioscope_exec::host::hostname())?;
 
     ensure_open_files(plan).map_err(Failure::invalid)?;
     // The directory is this run's alone, and usable, before anything in it is looked at.
@@ -147,7 +148,10 @@ pub fn execute(plan: &Plan, output: &OutputFlags, probes: &crate::probe::Probes)
         return Err(Failure::said(Kind::Interrupted, "interrupted before the run started; nothing was measured"));
     }
     let mut reporter = Reporter::new(shown);
-    let mut on_second = |p: &ioscope_exec::Progress| reporter.second(p);
+    let mut on_second = |p: &ioscope_exec::Progress| {
+        reporter.second(p);
+        metrics.iter().for_each(|m| m.second(p));
+    };
     let outcome = ioscope_exec::run(
         plan,
         &files,
@@ -245,8 +249,12 @@ fn execute_on_hosts(plan: &Plan, output: &OutputFlags, probes: &crate::probe::Pr
     watch_signals(&interrupt, &preparing, show_progress)
         .map_err(|e| Failure::failed(anyhow::Error::new(e).context("cannot handle signals")))?;
     let server = start_ui(output, &out)?;
+    let metrics = crate::metrics::RunMetrics::start(&output.metrics, String::new())?;
     let mut reporter = Reporter::new(shown);
-    let mut on_second = |p: &ioscope_exec::Progress| reporter.second(p);
+    let mut on_second = |p: &ioscope_exec::Progress| {
+        reporter.second(p);
+        metrics.iter().for_each(|m| m.second(p));
+    };
     let quiet = output.quiet;
     let say = |line: &str| {
         if !quiet {

@@ -40,26 +40,9 @@ impl Probes {
             }
             at.push(parsed);
         }
-        let mut processes = Vec::new();
-        for p in &flags.processes {
-            if p.is_empty() || p.contains('/') || p.chars().any(char::is_control) {
-                return Err(Failure::said(
-                    Kind::InvalidInput,
-                    format!("--probe-process {p:?}: expected a process name as in /proc/PID/comm (ganesha.nfsd)"),
-                ));
-            }
-            // What the kernel will show for it.
-            let mut end = p.len().min(COMM_BYTES);
-            while !p.is_char_boundary(end) {
-                end -= 1;
-            }
-            processes.push(p[..end].to_string());
-        }
+        let processes = process_names(&flags.processes, "--probe-process")?;
         if !flags.processes.is_empty() && at.is_empty() {
             return Err(Failure::said(Kind::InvalidInput, "--probe-process needs --probe local or --probe ssh://HOST"));
-        }
-        if processes.is_empty() {
-            processes = ioscope_probe::DEFAULT_PROCESSES.iter().map(|p| p.to_string()).collect();
         }
         Ok(Probes { at, processes })
     }
@@ -100,6 +83,29 @@ impl Probes {
         }
         Ok(feeds)
     }
+}
+
+/// Checks process names given with `flag` as /proc/PID/comm shows them (cut to 15 bytes);
+/// none: the usual servers ([`ioscope_probe::DEFAULT_PROCESSES`]).
+pub fn process_names(names: &[String], flag: &str) -> Result<Vec<String>, Failure> {
+    if names.is_empty() {
+        return Ok(ioscope_probe::DEFAULT_PROCESSES.iter().map(|p| p.to_string()).collect());
+    }
+    let mut out = Vec::new();
+    for p in names {
+        if p.is_empty() || p.contains('/') || p.chars().any(char::is_control) {
+            return Err(Failure::said(
+                Kind::InvalidInput,
+                format!("{flag} {p:?}: expected a process name as in /proc/PID/comm (ganesha.nfsd)"),
+            ));
+        }
+        let mut end = p.len().min(COMM_BYTES);
+        while !p.is_char_boundary(end) {
+            end -= 1;
+        }
+        out.push(p[..end].to_string());
+    }
+    Ok(out)
 }
 
 impl Where {

@@ -160,6 +160,7 @@ mod tests {
             step_label: "threads=4".into(),
             warmup: false,
             threads: 4,
+            ops: Vec::new(),
         }
     }
 

@@ -619,7 +619,8 @@ fn report_and_plot_write_their_files_and_never_overwrite_without_force() {
     assert_eq!(&std::fs::read(&png).unwrap()[..4], b"\x89PNG");
     for (args, says) in [
         (vec!["--stat", "ops"], "not a distribution"),
-        (vec!["--stat", "latency", "--by", "disk"], "unknown dimension"),
+        (vec!["--stat", "latency", "--by", "shelf"], "unknown dimension"),
+        (vec!["--stat", "latency", "--by", "disk"], "latency cannot be broken down by disk"),
         (vec!["--stat", "latency", "--where", "op"], "DIMENSION:VALUE"),
     ] {
         let out =

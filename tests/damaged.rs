@@ -32,7 +32,7 @@ fn real_results(dir: &Path) -> PathBuf {
     .unwrap();
     let out = dir.join("base.db");
     let run = ioscope()
-        .args(["run", toml.to_str().unwrap(), "--quiet", "--dir"])
+        .args(["run", toml.to_str().unwrap(), "--quiet", "--probe", "local", "--dir"])
         .arg(dir.join("data"))
         .arg("--out")
         .arg(&out)

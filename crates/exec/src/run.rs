@@ -107,6 +107,9 @@ pub struct Progress {
     pub step_label: String,
     pub warmup: bool,
     pub threads: u32,
+    /// The second's per-operation series (every host's, merged): `run --metrics` adds
+    /// them into its totals.
+    pub ops: Vec<ioscope_metrics::OpSeries>,
 }
 
 /// How a run ended.
@@ -994,6 +997,7 @@ pub fn progress(s: &Snapshot, elapsed_ns: u64, total_ns: u64, plan: &Plan, steps
         step_label: steps.get(s.step as usize).map(Step::label).unwrap_or_default(),
         warmup: s.warmup,
         threads: steps.get(s.step as usize).map_or(0, |st| plan.workloads.iter().map(|w| st.threads_of(w)).sum()),
+        ops: s.ops.clone(),
     }
 }
 

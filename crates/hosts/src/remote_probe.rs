@@ -31,6 +31,8 @@ pub struct RemoteProbe {
     /// The last second received, and why the samplers were lost, if they were.
     last: Option<u64>,
     lost: Option<String>,
+    /// The run's time zero (CLOCK_MONOTONIC), once started.
+    t0_ns: Option<u64>,
 }
 
 impl RemoteProbe {
@@ -89,6 +91,7 @@ impl RemoteProbe {
             rx: None,
             last: None,
             lost: None,
+            t0_ns: None,
         })
     }
 
@@ -120,6 +123,7 @@ impl TargetFeed for RemoteProbe {
 
     fn start(&mut self, t0_monotonic_ns: u64) {
         let Some(h) = &self.host else { return };
+        self.t0_ns = Some(t0_monotonic_ns);
         // The run's time zero on this host's wall clock, then on the agent's.
         let ahead = t0_monotonic_ns as i64 - ioscope_probe::driver::monotonic_ns() as i64;
         let at = crate::clock::unix_ns().saturating_add(ahead).saturating_add(self.offset.offset_ns);
@@ -160,7 +164,20 @@ impl TargetFeed for RemoteProbe {
 
     fn take(&mut self) -> Vec<TargetSecond> {
         let mut out = Vec::new();
+        // A second that has not ended yet cannot have been measured.
+        let now = ioscope_probe::driver::monotonic_ns().saturating_sub(self.t0_ns.unwrap_or(u64::MAX));
+        let ended = now / 1_000_000_000;
         for r in self.rx.iter().flat_map(|rx| rx.try_iter()) {
+            let r = r.and_then(|s| {
+                if s.second < ended.saturating_add(1) {
+                    Ok(s)
+                } else {
+                    Err(format!("the agent sent second {} before it ended", s.second))
+                }
+            });
+            if self.lost.is_some() {
+                continue;
+            }
             match r {
                 Ok(mut s) => {
                     self.last = Some(s.second);

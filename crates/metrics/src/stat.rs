@@ -40,6 +40,7 @@ pub enum StatId {
     BlockSize,
     BlockOffset,
     SyscallLatency,
+    ProbeCpu,
 }
 
 /// What a statistic's values are.
@@ -666,6 +667,20 @@ pub static TARGET_STATS: &[Stat] = &[
         offered: Offered::WithTargetSeries,
         side: Side::Target,
         answer: Answer::Rate,
+    },
+    Stat {
+        id: StatId::ProbeCpu,
+        name: "probe_cpu",
+        stored: "probe.cpu",
+        unit: "ns",
+        kind: Kind::Counter,
+        dims: HOST,
+        label: "The probe's own CPU time (its sampling thread; 100% = one CPU)",
+        reported: Reported::Count("probe_cpu"),
+        sparse: false,
+        offered: Offered::WithTargetSeries,
+        side: Side::Target,
+        answer: Answer::Percent,
     },
 ];
 

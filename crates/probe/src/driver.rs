@@ -3,7 +3,8 @@
 //! It runs on its own thread; the caller takes finished seconds when it likes.
 
 use crate::sampler::ProcfsSampler;
-use ioscope_metrics::{TargetSecond, TargetSeries};
+use ioscope_metrics::stat::StatId;
+use ioscope_metrics::{TargetSecond, TargetSeries, TargetValue};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::{channel, Receiver};
 use std::sync::Arc;
@@ -78,6 +79,7 @@ impl Probe {
                 }
                 self.procfs.sample();
                 let mut last_ns = monotonic_ns();
+                let mut cpu_before = thread_cpu_ns();
                 let mut second = monotonic_ns().saturating_sub(t0_ns) / SECOND_NS;
                 loop {
                     let end = t0_ns + (second + 1) * SECOND_NS;
@@ -93,6 +95,15 @@ impl Probe {
                         sleep_until(end + KERNEL_GRACE_NS, &AtomicBool::new(false));
                         series.extend(k.take_second(second));
                     }
+                    // What sampling cost this thread (the eBPF programs' own time is the
+                    // kernel's, charged to the threads doing I/O: docs/probe.md).
+                    let cpu = thread_cpu_ns();
+                    series.push(TargetSeries::new(
+                        StatId::ProbeCpu,
+                        &[],
+                        TargetValue::Count(cpu.saturating_sub(cpu_before)),
+                    ));
+                    cpu_before = cpu;
                     let t = TargetSecond { host: self.cfg.host.clone(), second, interval_ns, series };
                     if tx.send(t).is_err() || second >= last_second.load(Relaxed) {
                         return;
@@ -148,6 +159,14 @@ pub fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: valid pointer; CLOCK_MONOTONIC always exists on Linux.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * SECOND_NS + ts.tv_nsec as u64
+}
+
+/// CPU time of the calling thread, ns.
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: valid pointer; CLOCK_THREAD_CPUTIME_ID always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     ts.tv_sec as u64 * SECOND_NS + ts.tv_nsec as u64
 }
 

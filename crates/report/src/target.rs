@@ -40,6 +40,8 @@ pub struct TargetSummary {
     pub nics: BTreeMap<String, NicSummary>,
     pub disks: BTreeMap<String, DiskSummary>,
     pub processes: BTreeMap<String, ProcessSummary>,
+    /// What the probe's sampling thread cost (100 = one CPU).
+    pub probe_cpu_percent: Option<MeanMax>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -130,6 +132,7 @@ pub fn target_summaries(r: &Results) -> BTreeMap<String, TargetSummary> {
         };
         let busy = |t: &&StoredTarget| !matches!(t.label(Dim::Mode), "idle" | "iowait");
         s.cpu_percent = MeanMax::of(&rates(&mut of(StatId::CpuTime).filter(busy), 1e7));
+        s.probe_cpu_percent = MeanMax::of(&rates(&mut of(StatId::ProbeCpu), 1e7));
         s.cpus = of(StatId::CpuTime).map(|t| t.label(Dim::Cpu)).collect::<BTreeSet<_>>().len() as u32;
         for (name, id) in
             [("page_cache", StatId::MemPageCache), ("dirty", StatId::MemDirty), ("available", StatId::MemAvailable)]

@@ -269,6 +269,9 @@ fn target_lines(out: &mut String, host: &str, t: &crate::TargetSummary) {
     if let Some(c) = t.memory_bytes.get("page_cache") {
         line.push_str(&format!(", page cache {}", format::bytes(c.max as u64)));
     }
+    if let Some(p) = &t.probe_cpu_percent {
+        line.push_str(&format!(", the probe itself {}", pct(p.mean)));
+    }
     if let Some(why) = &t.ebpf {
         line.push_str(&format!(" (no eBPF: {why})"));
     }

@@ -75,6 +75,19 @@ pub fn refresh(results: &mut Results) -> Result<(), StoreError> {
     results.seconds.truncate(kept);
     results.seconds.append(&mut fresh.seconds);
     fresh.seconds = std::mem::take(&mut results.seconds);
+    // Target series: the samples kept before `from`, then the fresh ones.
+    let mut target = std::mem::take(&mut results.target);
+    for t in &mut target {
+        t.samples.retain(|x| Some(x.second) < from);
+    }
+    for f in std::mem::take(&mut fresh.target) {
+        match target.iter_mut().find(|t| std::ptr::eq(t.stat, f.stat) && t.host == f.host && t.labels == f.labels) {
+            Some(t) => t.samples.extend(f.samples),
+            None => target.push(f),
+        }
+    }
+    target.retain(|t| !t.samples.is_empty());
+    fresh.target = target;
     *results = fresh;
     settle_status(results);
     Ok(())
@@ -132,6 +145,19 @@ fn read(path: &Path, from_second: Option<u32>) -> Result<Results, StoreError> {
     let probes = r.probes()?;
     let (target, target_ids) = r.target()?;
     let seconds = r.seconds(&steps, &target_ids)?;
+    // The target side's seconds are the run's: none far past its last tick (a probe may be
+    // a second or two ahead of a collector that fell behind).
+    let last_tick = seconds.iter().map(|s| s.second).max().unwrap_or(0);
+    for t in &target {
+        if let Some(x) = t.samples.iter().find(|x| x.second > last_tick.saturating_add(TARGET_AHEAD_SECONDS)) {
+            return Err(check::corrupt(
+                path,
+                "sample",
+                &format!("second={}", x.second),
+                format_args!("a target second past the run's last second {last_tick}"),
+            ));
+        }
+    }
     drop(tx);
 
     let results = Results {
@@ -178,6 +204,9 @@ fn still_running(run: &RunInfo) -> bool {
         Err(_) => false,
     }
 }
+
+/// How far past the run's last tick a target second may lie.
+const TARGET_AHEAD_SECONDS: u32 = 10;
 
 /// Version 2 files (no per-file series) and 3 (no error kinds, no skips) are read as they are.
 const OLDEST_READABLE: i32 = 2;

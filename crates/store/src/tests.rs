@@ -428,19 +428,32 @@ fn refresh_reads_the_new_seconds_and_ends_equal_to_a_fresh_read() {
     let path = dir.path().join("r.ioscope");
     let host = hostname().unwrap_or_else(|| "h1".into());
     let mut w = Writer::create(&path, &run_info(std::process::id(), &host), &hosts()).unwrap();
+    // Target series too: one there from the start, one that appears later.
+    let target = |second: u32| {
+        use ioscope_metrics::stat::{Dim, StatId};
+        use ioscope_metrics::{TargetSecond, TargetSeries, TargetValue};
+        let mut series = vec![TargetSeries::new(StatId::MemDirty, &[], TargetValue::Gauge(u64::from(second)))];
+        if second >= 3 {
+            series.push(TargetSeries::new(StatId::DiskOps, &[(Dim::Disk, "loop3")], TargetValue::Count(7)));
+        }
+        TargetSecond { host: "server".into(), second: u64::from(second), interval_ns: 1_000_000_000, series }
+    };
     for s in 0..2 {
         w.write_second(&snapshot(s, "h1")).unwrap();
+        w.write_target(&target(s)).unwrap();
     }
     let mut r = open(&path).unwrap();
     assert_eq!(r.seconds_kept(), 2);
     assert_eq!(r.run.stored_status, Status::Running);
     for s in 2..5 {
         w.write_second(&snapshot(s, "h1")).unwrap();
+        w.write_target(&target(s)).unwrap();
     }
     w.finish(Status::Completed, None, 1_700_000_005_000).unwrap();
     refresh(&mut r).unwrap();
     assert_eq!(r, open(&path).unwrap());
     assert_eq!(r.seconds_kept(), 5);
+    assert_eq!(r.target.iter().map(|t| t.samples.len()).collect::<Vec<_>>(), [5, 2], "target seconds kept and added");
     assert_eq!(r.run.status, Status::Completed);
 }
 
