@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Block I/O per device and op, aggregated in the kernel per second of the run:
+ * latency (issue to completion, ns), size (bytes) and offset (bytes) histograms.
+ * A request is stamped at block_rq_issue and counted at its (final) block_rq_complete,
+ * in the second its completion falls in. Read by crates/probe/src/bpf.rs. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "hist.bpf.h"
+
+/* The run's time zero (CLOCK_MONOTONIC ns), set by user space before load. */
+const volatile u64 t0_ns = 0;
+
+/* The op index user space names: read, write, discard, flush, other. */
+enum { BLK_OP_READ, BLK_OP_WRITE, BLK_OP_DISCARD, BLK_OP_FLUSH, BLK_OP_OTHER };
+/* The statistic of a key: latency (ns), size (bytes), offset (bytes). */
+enum { BLK_STAT_LATENCY, BLK_STAT_SIZE, BLK_STAT_OFFSET };
+
+struct stamp {
+    u64 issue_ns;
+    u64 offset_bytes;
+    u32 size_bytes;
+    u32 dev;
+    u32 op;
+    u32 pad;
+};
+
+/* Must match BlockKey in bpf.rs; the stats map uses bucket 0. */
+struct blk_key {
+    u32 second;
+    u32 dev; /* major << 20 | minor, as the kernel's dev_t */
+    u8 op;
+    u8 stat;
+    u16 bucket;
+};
+
+/* Requests in flight, by request address. LRU: a request that never completes
+ * (issued before a device went away) is pushed out, never fills the map. */
+struct {
+    __uint(type, BPF_MAP_TYPE_LRU_HASH);
+    __uint(max_entries, 65536);
+    __type(key, u64);
+    __type(value, struct stamp);
+} block_inflight SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 65536);
+    __type(key, struct blk_key);
+    __type(value, u64);
+} block_hist SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+    __uint(max_entries, 1024);
+    __type(key, struct blk_key);
+    __type(value, struct stat_val);
+} block_stats SEC(".maps");
+
+DROPPED_MAP(block_dropped);
+
+/* Before 5.16 the disk hung off the request itself. */
+struct request___old {
+    struct gendisk *rq_disk;
+} __attribute__((preserve_access_index));
+
+static __always_inline u32 request_dev(struct request *rq)
+{
+    struct gendisk *disk;
+    struct request___old *old = (void *)rq;
+    if (bpf_core_field_exists(old->rq_disk))
+        disk = BPF_CORE_READ(old, rq_disk);
+    else
+        disk = BPF_CORE_READ(rq, q, disk);
+    if (!disk)
+        return 0;
+    u32 major = BPF_CORE_READ(disk, major);
+    u32 minor = BPF_CORE_READ(disk, first_minor);
+    return (major << 20) | (minor & 0xfffff);
+}
+
+/* As /proc/diskstats groups them: odd ops write, flush and discard apart. */
+static __always_inline u32 request_op(struct request *rq)
+{
+    u32 op = BPF_CORE_READ(rq, cmd_flags) & 0xff;
+    if (op == 0)
+        return BLK_OP_READ;
+    if (op == 2)
+        return BLK_OP_FLUSH;
+    if (op == 3)
+        return BLK_OP_DISCARD;
+    if (op & 1)
+        return BLK_OP_WRITE;
+    return BLK_OP_OTHER;
+}
+
+static __always_inline void record(struct blk_key *key, u8 stat, u64 v)
+{
+    key->stat = stat;
+    key->bucket = 0;
+    bool ok = stat_add(&block_stats, key, v);
+    key->bucket = bucket_index(v);
+    ok = hist_add(&block_hist, key) && ok;
+    if (!ok)
+        count_dropped(&block_dropped);
+}
+
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(block_issue, struct request *rq)
+{
+    u64 id = (u64)rq;
+    struct stamp s = {
+        .issue_ns = bpf_ktime_get_ns(),
+        .offset_bytes = BPF_CORE_READ(rq, __sector) * 512,
+        .size_bytes = BPF_CORE_READ(rq, __data_len),
+        .dev = request_dev(rq),
+        .op = request_op(rq),
+    };
+    bpf_map_update_elem(&block_inflight, &id, &s, BPF_ANY);
+    return 0;
+}
+
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(block_complete, struct request *rq, int error, unsigned int nr_bytes)
+{
+    /* A partial completion leaves the rest of the request in flight. */
+    if (nr_bytes < BPF_CORE_READ(rq, __data_len))
+        return 0;
+    u64 id = (u64)rq;
+    struct stamp *s = bpf_map_lookup_elem(&block_inflight, &id);
+    if (!s)
+        return 0; /* issued before the program was attached */
+    u64 now = bpf_ktime_get_ns();
+    struct stamp st = *s;
+    bpf_map_delete_elem(&block_inflight, &id);
+    s64 second = run_second(now, t0_ns);
+    if (second < 0 || second > 0xffffffffLL)
+        return 0;
+    struct blk_key key = { .second = (u32)second, .dev = st.dev, .op = (u8)st.op };
+    record(&key, BLK_STAT_LATENCY, now > st.issue_ns ? now - st.issue_ns : 0);
+    record(&key, BLK_STAT_SIZE, st.size_bytes);
+    record(&key, BLK_STAT_OFFSET, st.offset_bytes);
+    return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";
