@@ -2,7 +2,9 @@
 /* Block I/O per device and op, aggregated in the kernel per second of the run:
  * latency (issue to completion, ns), size (bytes) and offset (bytes) histograms.
  * A request is stamped at block_rq_issue and counted at its (final) block_rq_complete,
- * in the second its completion falls in. Read by crates/probe/src/bpf.rs. */
+ * in the second its completion falls in. Read by crates/probe/src/bpf/loader.rs.
+ * Cost matters (it runs twice per I/O): request fields are read directly (tp_btf),
+ * a stamp is rewritten in place, and one per-CPU entry holds all three statistics. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -14,11 +16,11 @@ const volatile u64 t0_ns = 0;
 
 /* The op index user space names: read, write, discard, flush, other. */
 enum { BLK_OP_READ, BLK_OP_WRITE, BLK_OP_DISCARD, BLK_OP_FLUSH, BLK_OP_OTHER };
-/* The statistic of a key: latency (ns), size (bytes), offset (bytes). */
-enum { BLK_STAT_LATENCY, BLK_STAT_SIZE, BLK_STAT_OFFSET };
+/* The statistic of a bucket key: latency (ns), size (bytes), offset (bytes). */
+enum { BLK_STAT_LATENCY, BLK_STAT_SIZE, BLK_STAT_OFFSET, BLK_STATS };
 
 struct stamp {
-    u64 issue_ns;
+    u64 issue_ns; /* 0: not in flight */
     u64 offset_bytes;
     u32 size_bytes;
     u32 dev;
@@ -26,7 +28,7 @@ struct stamp {
     u32 pad;
 };
 
-/* Must match BlockKey in bpf.rs; the stats map uses bucket 0. */
+/* Must match Key in bpf/series.rs; the stats map uses stat 0 and bucket 0. */
 struct blk_key {
     u32 second;
     u32 dev; /* major << 20 | minor, as the kernel's dev_t */
@@ -35,8 +37,13 @@ struct blk_key {
     u16 bucket;
 };
 
-/* Requests in flight, by request address. LRU: a request that never completes
- * (issued before a device went away) is pushed out, never fills the map. */
+/* Latency, size and offset totals of one device and op, in that order. */
+struct blk_stats {
+    struct stat_val s[BLK_STATS];
+};
+
+/* Stamps by request address. Requests are preallocated per device and reused, so an
+ * entry is rewritten in place at each issue; LRU pushes out those of devices gone. */
 struct {
     __uint(type, BPF_MAP_TYPE_LRU_HASH);
     __uint(max_entries, 65536);
@@ -55,10 +62,12 @@ struct {
     __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
     __uint(max_entries, 1024);
     __type(key, struct blk_key);
-    __type(value, struct stat_val);
+    __type(value, struct blk_stats);
 } block_stats SEC(".maps");
 
 DROPPED_MAP(block_dropped);
+
+const struct blk_stats zeroed_stats = {};
 
 /* Before 5.16 the disk hung off the request itself. */
 struct request___old {
@@ -72,18 +81,16 @@ static __always_inline u32 request_dev(struct request *rq)
     if (bpf_core_field_exists(old->rq_disk))
         disk = BPF_CORE_READ(old, rq_disk);
     else
-        disk = BPF_CORE_READ(rq, q, disk);
+        disk = rq->q->disk;
     if (!disk)
         return 0;
-    u32 major = BPF_CORE_READ(disk, major);
-    u32 minor = BPF_CORE_READ(disk, first_minor);
-    return (major << 20) | (minor & 0xfffff);
+    return ((u32)disk->major << 20) | ((u32)disk->first_minor & 0xfffff);
 }
 
 /* As /proc/diskstats groups them: odd ops write, flush and discard apart. */
 static __always_inline u32 request_op(struct request *rq)
 {
-    u32 op = BPF_CORE_READ(rq, cmd_flags) & 0xff;
+    u32 op = rq->cmd_flags & 0xff;
     if (op == 0)
         return BLK_OP_READ;
     if (op == 2)
@@ -95,29 +102,37 @@ static __always_inline u32 request_op(struct request *rq)
     return BLK_OP_OTHER;
 }
 
-static __always_inline void record(struct blk_key *key, u8 stat, u64 v)
+/* Counts `v` in the bucket counter of statistic `stat`; false when the map is full. */
+static __always_inline bool bucket_add(struct blk_key *key, u8 stat, u64 v)
 {
     key->stat = stat;
-    key->bucket = 0;
-    bool ok = stat_add(&block_stats, key, v);
     key->bucket = bucket_index(v);
-    ok = hist_add(&block_hist, key) && ok;
-    if (!ok)
-        count_dropped(&block_dropped);
+    return hist_add(&block_hist, key);
 }
 
 SEC("tp_btf/block_rq_issue")
 int BPF_PROG(block_issue, struct request *rq)
 {
     u64 id = (u64)rq;
-    struct stamp s = {
-        .issue_ns = bpf_ktime_get_ns(),
-        .offset_bytes = BPF_CORE_READ(rq, __sector) * 512,
-        .size_bytes = BPF_CORE_READ(rq, __data_len),
+    u64 now = bpf_ktime_get_ns();
+    struct stamp *s = bpf_map_lookup_elem(&block_inflight, &id);
+    if (s) {
+        s->offset_bytes = rq->__sector * 512;
+        s->size_bytes = rq->__data_len;
+        s->dev = request_dev(rq);
+        s->op = request_op(rq);
+        s->issue_ns = now;
+        return 0;
+    }
+    struct stamp n = {
+        .issue_ns = now,
+        .offset_bytes = rq->__sector * 512,
+        .size_bytes = rq->__data_len,
         .dev = request_dev(rq),
         .op = request_op(rq),
     };
-    bpf_map_update_elem(&block_inflight, &id, &s, BPF_ANY);
+    if (bpf_map_update_elem(&block_inflight, &id, &n, BPF_ANY) != 0)
+        count_dropped(&block_dropped);
     return 0;
 }
 
@@ -125,22 +140,32 @@ SEC("tp_btf/block_rq_complete")
 int BPF_PROG(block_complete, struct request *rq, int error, unsigned int nr_bytes)
 {
     /* A partial completion leaves the rest of the request in flight. */
-    if (nr_bytes < BPF_CORE_READ(rq, __data_len))
+    if (nr_bytes < rq->__data_len)
         return 0;
     u64 id = (u64)rq;
     struct stamp *s = bpf_map_lookup_elem(&block_inflight, &id);
-    if (!s)
+    if (!s || s->issue_ns == 0)
         return 0; /* issued before the program was attached */
     u64 now = bpf_ktime_get_ns();
     struct stamp st = *s;
-    bpf_map_delete_elem(&block_inflight, &id);
+    s->issue_ns = 0;
     s64 second = run_second(now, t0_ns);
     if (second < 0 || second > 0xffffffffLL)
         return 0;
+    u64 latency = now > st.issue_ns ? now - st.issue_ns : 0;
     struct blk_key key = { .second = (u32)second, .dev = st.dev, .op = (u8)st.op };
-    record(&key, BLK_STAT_LATENCY, now > st.issue_ns ? now - st.issue_ns : 0);
-    record(&key, BLK_STAT_SIZE, st.size_bytes);
-    record(&key, BLK_STAT_OFFSET, st.offset_bytes);
+    struct blk_stats *stats = stat_entry(&block_stats, &key, &zeroed_stats);
+    bool ok = stats != NULL;
+    if (stats) {
+        stat_add(&stats->s[BLK_STAT_LATENCY], latency);
+        stat_add(&stats->s[BLK_STAT_SIZE], st.size_bytes);
+        stat_add(&stats->s[BLK_STAT_OFFSET], st.offset_bytes);
+    }
+    ok = bucket_add(&key, BLK_STAT_LATENCY, latency) && ok;
+    ok = bucket_add(&key, BLK_STAT_SIZE, st.size_bytes) && ok;
+    ok = bucket_add(&key, BLK_STAT_OFFSET, st.offset_bytes) && ok;
+    if (!ok)
+        count_dropped(&block_dropped);
     return 0;
 }
 

@@ -9,7 +9,8 @@
 
 #define NS_PER_SECOND 1000000000ULL
 
-/* count, 128-bit sum (lo, hi) and min/max of one series in one second, on one CPU. */
+/* count, 128-bit sum (lo, hi) and min/max of one series in one second, on one CPU
+ * (bpf/series.rs STAT_BYTES). */
 struct stat_val {
     u64 count;
     u64 sum_lo;
@@ -55,19 +56,20 @@ static __always_inline bool hist_add(void *hist, const void *key)
     return false;
 }
 
-/* Adds `v` to this CPU's count/sum/min/max of `key` in map `stats`; false when full. */
-static __always_inline bool stat_add(void *stats, const void *key, u64 v)
+/* This CPU's entry of `key` in the per-CPU map `stats`, made (zeroed) if missing;
+ * NULL when the map is full. */
+static __always_inline void *stat_entry(void *stats, const void *key, const void *zeroed)
 {
-    struct stat_val *s = bpf_map_lookup_elem(stats, key);
-    if (!s) {
-        struct stat_val init = {};
-        if (bpf_map_update_elem(stats, key, &init, BPF_NOEXIST) != 0 &&
-            !bpf_map_lookup_elem(stats, key))
-            return false;
-        s = bpf_map_lookup_elem(stats, key);
-        if (!s)
-            return false;
-    }
+    void *s = bpf_map_lookup_elem(stats, key);
+    if (s)
+        return s;
+    bpf_map_update_elem(stats, key, zeroed, BPF_NOEXIST); /* or another CPU just did */
+    return bpf_map_lookup_elem(stats, key);
+}
+
+/* Adds `v` to one CPU's count/sum/min/max. */
+static __always_inline void stat_add(struct stat_val *s, u64 v)
+{
     /* Made on another CPU, this CPU's copy starts zeroed: empty until its first count. */
     if (s->count == 0 || v < s->min)
         s->min = v;
@@ -78,7 +80,6 @@ static __always_inline bool stat_add(void *stats, const void *key, u64 v)
     if (lo < v)
         s->sum_hi += 1;
     s->sum_lo = lo;
-    return true;
 }
 
 /* The run's second of a kernel time stamp (CLOCK_MONOTONIC ns), or -1 before time zero. */

@@ -28,6 +28,9 @@ struct Maps {
     hist: MapHandle,
     stats: MapHandle,
     dropped: MapHandle,
+    /// Totals in one stats entry: block I/O keeps latency, size and offset in one
+    /// (their index is the statistic of the bucket keys), a call one.
+    totals_per_entry: usize,
     /// The map-full counter's total at the last take.
     dropped_seen: u64,
 }
@@ -79,6 +82,7 @@ impl Loaded {
             hist: handle(&skel.maps.block_hist)?,
             stats: handle(&skel.maps.block_stats)?,
             dropped: handle(&skel.maps.block_dropped)?,
+            totals_per_entry: 3,
             dropped_seen: 0,
         };
         let syscalls = if processes.is_empty() || syscalls::FS_SYSCALLS.is_empty() {
@@ -177,7 +181,13 @@ impl Maps {
         let mut totals = Vec::new();
         for k in keys {
             if let (Some(key), Ok(Some(cpus))) = (Key::decode(&k), self.stats.lookup_percpu(&k, MapFlags::ANY)) {
-                totals.push((key, Totals::from_cpus(cpus.iter().map(Vec::as_slice))));
+                for index in 0..self.totals_per_entry {
+                    let mut key = key;
+                    if self.totals_per_entry > 1 {
+                        key.tag[1] = index as u8; // the statistic, as in the bucket keys
+                    }
+                    totals.push((key, Totals::from_cpus(cpus.iter().map(Vec::as_slice), index)));
+                }
             }
             let _ = self.stats.delete(&k);
         }
@@ -216,6 +226,7 @@ impl Syscalls {
                 hist: handle(&skel.maps.syscall_hist)?,
                 stats: handle(&skel.maps.syscall_stats)?,
                 dropped: handle(&skel.maps.syscall_dropped)?,
+                totals_per_entry: 1,
                 dropped_seen: 0,
             },
             tgids: handle(&skel.maps.syscall_tgids)?,

@@ -59,12 +59,13 @@ pub struct Totals {
 }
 
 impl Totals {
-    /// Adds the per-CPU values of one stats entry (each [`STAT_BYTES`] long; CPUs that
-    /// never counted it hold count 0).
-    pub fn from_cpus<'a>(cpus: impl IntoIterator<Item = &'a [u8]>) -> Totals {
+    /// Adds the per-CPU values of the `index`th totals of one stats entry (each CPU's
+    /// value holds one or more totals of [`STAT_BYTES`]; a CPU that never counted it
+    /// holds count 0).
+    pub fn from_cpus<'a>(cpus: impl IntoIterator<Item = &'a [u8]>, index: usize) -> Totals {
         let mut t = Totals { count: 0, sum: 0, min: u64::MAX, max: 0 };
         for cpu in cpus {
-            let cpu = cpu.get(..STAT_BYTES).unwrap_or(&[]);
+            let cpu = cpu.get(index * STAT_BYTES..(index + 1) * STAT_BYTES).unwrap_or(&[]);
             let word = |i: usize| {
                 cpu.get(i * 8..i * 8 + 8).and_then(|w| w.try_into().ok()).map(u64::from_ne_bytes).unwrap_or(0)
             };
@@ -154,8 +155,15 @@ mod tests {
         let a = cpu(2, (1u128 << 64) + 5, 10, 1 << 62);
         let b = cpu(0, 0, u64::MAX, 0); // a CPU that never counted this series
         let c = cpu(1, 7, 3, 7);
-        let t = Totals::from_cpus([a.as_slice(), b.as_slice(), c.as_slice()]);
+        let t = Totals::from_cpus([a.as_slice(), b.as_slice(), c.as_slice()], 0);
         assert_eq!(t, Totals { count: 3, sum: (1u128 << 64) + 12, min: 3, max: 1 << 62 });
+        // The second totals of an entry holding two per CPU.
+        let two: Vec<u8> = [cpu(9, 9, 9, 9), a.clone()].concat();
+        assert_eq!(
+            Totals::from_cpus([two.as_slice()], 1),
+            Totals { count: 2, sum: (1u128 << 64) + 5, min: 10, max: 1 << 62 }
+        );
+        assert_eq!(Totals::from_cpus([a.as_slice()], 1).count, 0, "past the value: nothing, no panic");
     }
 
     #[test]

@@ -37,7 +37,7 @@ struct {
     __type(value, u32);
 } syscall_tgids SEC(".maps");
 
-/* Calls in progress, by thread id. LRU: a thread killed inside a call never fills it. */
+/* Calls in progress, by thread id (enter_ns 0: none). LRU: threads that ended are pushed out. */
 struct {
     __uint(type, BPF_MAP_TYPE_LRU_HASH);
     __uint(max_entries, 16384);
@@ -61,6 +61,8 @@ struct {
 
 DROPPED_MAP(syscall_dropped);
 
+const struct stat_val zeroed_stat = {};
+
 SEC("tp_btf/sys_enter")
 int BPF_PROG(syscall_enter, struct pt_regs *regs, long id)
 {
@@ -72,8 +74,18 @@ int BPF_PROG(syscall_enter, struct pt_regs *regs, long id)
     if (!process)
         return 0;
     u32 tid = (u32)pid_tgid;
-    struct entry e = { .enter_ns = bpf_ktime_get_ns(), .process = *process, .nr = (u32)id };
-    bpf_map_update_elem(&syscall_inflight, &tid, &e, BPF_ANY);
+    u64 now = bpf_ktime_get_ns();
+    /* A thread's entry is rewritten in place call after call. */
+    struct entry *e = bpf_map_lookup_elem(&syscall_inflight, &tid);
+    if (e) {
+        e->process = *process;
+        e->nr = (u32)id;
+        e->enter_ns = now;
+        return 0;
+    }
+    struct entry n = { .enter_ns = now, .process = *process, .nr = (u32)id };
+    if (bpf_map_update_elem(&syscall_inflight, &tid, &n, BPF_ANY) != 0)
+        count_dropped(&syscall_dropped);
     return 0;
 }
 
@@ -82,20 +94,21 @@ int BPF_PROG(syscall_exit, struct pt_regs *regs, long ret)
 {
     u32 tid = (u32)bpf_get_current_pid_tgid();
     struct entry *e = bpf_map_lookup_elem(&syscall_inflight, &tid);
-    if (!e)
+    if (!e || e->enter_ns == 0)
         return 0;
     u64 now = bpf_ktime_get_ns();
     struct entry en = *e;
-    bpf_map_delete_elem(&syscall_inflight, &tid);
+    e->enter_ns = 0;
     s64 second = run_second(now, t0_ns);
     if (second < 0 || second > 0xffffffffLL)
         return 0;
     u64 latency = now > en.enter_ns ? now - en.enter_ns : 0;
     struct sys_key key = { .second = (u32)second, .process = en.process, .nr = (u16)en.nr };
-    bool ok = stat_add(&syscall_stats, &key, latency);
+    struct stat_val *stats = stat_entry(&syscall_stats, &key, &zeroed_stat);
+    if (stats)
+        stat_add(stats, latency);
     key.bucket = bucket_index(latency);
-    ok = hist_add(&syscall_hist, &key) && ok;
-    if (!ok)
+    if (!hist_add(&syscall_hist, &key) || !stats)
         count_dropped(&syscall_dropped);
     return 0;
 }
