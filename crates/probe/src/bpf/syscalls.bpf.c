@@ -37,11 +37,13 @@ struct {
     __type(value, u32);
 } syscall_tgids SEC(".maps");
 
-/* Calls in progress, by thread id (enter_ns 0: none). LRU: threads that ended are pushed out. */
+/* The call in progress of each thread (enter_ns 0: none), kept in the thread itself
+ * (task storage): the exit program, which runs at the end of every system call of the
+ * machine, finds "not ours" in a few loads rather than a hash lookup. */
 struct {
-    __uint(type, BPF_MAP_TYPE_LRU_HASH);
-    __uint(max_entries, 16384);
-    __type(key, u32);
+    __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+    __uint(map_flags, BPF_F_NO_PREALLOC);
+    __type(key, int);
     __type(value, struct entry);
 } syscall_inflight SEC(".maps");
 
@@ -73,27 +75,22 @@ int BPF_PROG(syscall_enter, struct pt_regs *regs, long id)
     u32 *process = bpf_map_lookup_elem(&syscall_tgids, &tgid);
     if (!process)
         return 0;
-    u32 tid = (u32)pid_tgid;
-    u64 now = bpf_ktime_get_ns();
-    /* A thread's entry is rewritten in place call after call. */
-    struct entry *e = bpf_map_lookup_elem(&syscall_inflight, &tid);
-    if (e) {
-        e->process = *process;
-        e->nr = (u32)id;
-        e->enter_ns = now;
+    struct entry *e = bpf_task_storage_get(&syscall_inflight, bpf_get_current_task_btf(), 0,
+                                           BPF_LOCAL_STORAGE_GET_F_CREATE);
+    if (!e) {
+        count_dropped(&syscall_dropped);
         return 0;
     }
-    struct entry n = { .enter_ns = now, .process = *process, .nr = (u32)id };
-    if (bpf_map_update_elem(&syscall_inflight, &tid, &n, BPF_ANY) != 0)
-        count_dropped(&syscall_dropped);
+    e->process = *process;
+    e->nr = (u32)id;
+    e->enter_ns = bpf_ktime_get_ns();
     return 0;
 }
 
 SEC("tp_btf/sys_exit")
 int BPF_PROG(syscall_exit, struct pt_regs *regs, long ret)
 {
-    u32 tid = (u32)bpf_get_current_pid_tgid();
-    struct entry *e = bpf_map_lookup_elem(&syscall_inflight, &tid);
+    struct entry *e = bpf_task_storage_get(&syscall_inflight, bpf_get_current_task_btf(), 0, 0);
     if (!e || e->enter_ns == 0)
         return 0;
     u64 now = bpf_ktime_get_ns();
