@@ -77,7 +77,8 @@ pub struct BpfSampler {
 
 impl BpfSampler {
     /// Loads and attaches the programs. `t0_monotonic_ns` is the run's time zero
-    /// (CLOCK_MONOTONIC ns, second 0 starts there); `processes` are the process names
+    /// (CLOCK_MONOTONIC ns, second 0 starts there; 0 when not known yet: see
+    /// [`BpfSampler::set_t0`]); `processes` are the process names
     /// (/proc/PID/comm, which the kernel cuts to 15 bytes) whose file-system calls are
     /// timed: none, no syscall sampler. Err says why eBPF is unavailable, in one sentence
     /// the caller says once.
@@ -89,6 +90,21 @@ impl BpfSampler {
         #[cfg(not(feature = "ebpf"))]
         {
             let _ = (t0_monotonic_ns, processes);
+            Err(NOT_IN_THIS_BUILD.to_string())
+        }
+    }
+
+    /// Sets the run's time zero when it was not known at [`BpfSampler::start`] (0 there:
+    /// nothing is counted until this call), so the programs can be loaded ahead of the
+    /// run. Err when the kernel refuses the write (said once by the caller).
+    pub fn set_t0(&mut self, t0_monotonic_ns: u64) -> Result<(), String> {
+        #[cfg(feature = "ebpf")]
+        {
+            self.loaded.set_t0(t0_monotonic_ns)
+        }
+        #[cfg(not(feature = "ebpf"))]
+        {
+            let _ = t0_monotonic_ns;
             Err(NOT_IN_THIS_BUILD.to_string())
         }
     }

@@ -11,8 +11,9 @@
 #include <bpf/bpf_core_read.h>
 #include "hist.bpf.h"
 
-/* The run's time zero (CLOCK_MONOTONIC ns), set by user space before load. */
-const volatile u64 t0_ns = 0;
+/* The run's time zero (CLOCK_MONOTONIC ns), written by user space (the only variable
+ * of .bss, bpf/loader.rs writes it whole); 0 until then: nothing is counted. */
+u64 t0_ns = 0;
 
 /* The op index user space names: read, write, discard, flush, other. */
 enum { BLK_OP_READ, BLK_OP_WRITE, BLK_OP_DISCARD, BLK_OP_FLUSH, BLK_OP_OTHER };

@@ -82,10 +82,11 @@ static __always_inline void stat_add(struct stat_val *s, u64 v)
     s->sum_lo = lo;
 }
 
-/* The run's second of a kernel time stamp (CLOCK_MONOTONIC ns), or -1 before time zero. */
+/* The run's second of a kernel time stamp (CLOCK_MONOTONIC ns), or -1 before time zero
+ * or while it is not set (0). */
 static __always_inline s64 run_second(u64 now_ns, u64 t0_ns)
 {
-    if (now_ns < t0_ns)
+    if (t0_ns == 0 || now_ns < t0_ns)
         return -1;
     return (s64)((now_ns - t0_ns) / NS_PER_SECOND);
 }

@@ -46,6 +46,8 @@ struct Syscalls {
 pub(super) struct Loaded {
     block: Maps,
     syscalls: Option<Syscalls>,
+    /// The programs' `.bss`, which holds their one variable: the run's time zero.
+    t0_maps: Vec<MapHandle>,
     _links: Vec<Link>,
     disks: HashMap<u32, String>,
 }
@@ -66,16 +68,27 @@ fn handle(map: &libbpf_rs::MapMut<'_>) -> Result<MapHandle, String> {
     MapHandle::try_from(map).map_err(|e| why("map access", e))
 }
 
+/// Writes the run's time zero into each program's `.bss` (t0_ns is its only variable).
+fn set_t0(bss: &[MapHandle], t0_ns: u64) -> Result<(), String> {
+    for map in bss {
+        if map.value_size() != 8 {
+            return Err(format!("eBPF program's .bss is {} bytes, not its one u64 (t0_ns)", map.value_size()));
+        }
+        map.update(&0u32.to_ne_bytes(), &t0_ns.to_ne_bytes(), MapFlags::ANY).map_err(|e| why("time zero update", e))?;
+    }
+    Ok(())
+}
+
 impl Loaded {
     pub fn start(t0_ns: u64, processes: &[String]) -> Result<Loaded, String> {
         // libbpf's own messages would repeat what the error says; only the error is said.
         libbpf_rs::set_print(None);
         let mut links = Vec::new();
         let mut object = MaybeUninit::uninit();
-        let mut open = block_skel::BlockSkelBuilder::default().open(&mut object).map_err(|e| why("open", e))?;
-        let rodata = open.maps.rodata_data.as_mut().ok_or("eBPF block program has no read-only data")?;
-        rodata.t0_ns = t0_ns;
+        let open = block_skel::BlockSkelBuilder::default().open(&mut object).map_err(|e| why("open", e))?;
         let skel = open.load().map_err(|e| why("load", e))?;
+        let mut t0_maps = vec![handle(&skel.maps.bss)?];
+        set_t0(&t0_maps, t0_ns)?;
         links.push(skel.progs.block_issue.attach().map_err(|e| why("attach", e))?);
         links.push(skel.progs.block_complete.attach().map_err(|e| why("attach", e))?);
         let block = Maps {
@@ -88,9 +101,13 @@ impl Loaded {
         let syscalls = if processes.is_empty() || syscalls::FS_SYSCALLS.is_empty() {
             None
         } else {
-            Some(Syscalls::start(t0_ns, processes, &mut links)?)
+            Some(Syscalls::start(t0_ns, processes, &mut links, &mut t0_maps)?)
         };
-        Ok(Loaded { block, syscalls, _links: links, disks: HashMap::new() })
+        Ok(Loaded { block, syscalls, t0_maps, _links: links, disks: HashMap::new() })
+    }
+
+    pub fn set_t0(&mut self, t0_ns: u64) -> Result<(), String> {
+        set_t0(&self.t0_maps, t0_ns)
     }
 
     pub fn take_second(&mut self, second: u64) -> BpfSecond {
@@ -210,17 +227,24 @@ impl Maps {
 }
 
 impl Syscalls {
-    fn start(t0_ns: u64, processes: &[String], links: &mut Vec<Link>) -> Result<Syscalls, String> {
+    fn start(
+        t0_ns: u64,
+        processes: &[String],
+        links: &mut Vec<Link>,
+        t0_maps: &mut Vec<MapHandle>,
+    ) -> Result<Syscalls, String> {
         let mut object = MaybeUninit::uninit();
         let mut open = syscalls_skel::SyscallsSkelBuilder::default().open(&mut object).map_err(|e| why("open", e))?;
         let rodata = open.maps.rodata_data.as_mut().ok_or("eBPF syscall program has no read-only data")?;
-        rodata.t0_ns = t0_ns;
         for (nr, _) in syscalls::FS_SYSCALLS {
             if let Some(slot) = rodata.fs_nr.get_mut(*nr as usize) {
                 *slot = 1;
             }
         }
         let skel = open.load().map_err(|e| why("load", e))?;
+        let bss = handle(&skel.maps.bss)?;
+        set_t0(std::slice::from_ref(&bss), t0_ns)?;
+        t0_maps.push(bss);
         let mut sys = Syscalls {
             maps: Maps {
                 hist: handle(&skel.maps.syscall_hist)?,
