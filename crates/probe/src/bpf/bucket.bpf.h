@@ -5,6 +5,8 @@
 #define IOSCOPE_BUCKET_BPF_H
 
 #define GROUPING_POWER 7
+/* Buckets covering all of u64: ((64 - GROUPING_POWER) << GROUPING_POWER) + 128. */
+#define BUCKETS 7424
 
 /* Index of the most significant set bit of v > 0, without a loop (the verifier then
  * sees straight-line code). */

@@ -1,6 +1,7 @@
 /* Histograms aggregated in the kernel, in ioscope's log-linear bucket layout
  * (crates/metrics/src/histogram.rs): values below 256 exact, then 128 buckets per power
- * of two, 7,424 buckets in all. Counts per bucket go to a hash map of atomic counters;
+ * of two, 7,424 buckets in all. Bucket counters are atomic, in a hash map with one entry
+ * per bucket (system calls) or per series and second (block I/O, whole histograms);
  * count, sum, min and max per series go to a per-CPU hash map (exact, no atomics). */
 #ifndef IOSCOPE_HIST_BPF_H
 #define IOSCOPE_HIST_BPF_H

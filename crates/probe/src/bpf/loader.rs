@@ -175,6 +175,28 @@ impl Loaded {
 impl Maps {
     /// Reads and removes every entry of seconds <= `second`.
     fn take(&mut self, second: u32, counts_events: impl Fn([u8; 2]) -> bool) -> series::Taken {
+        let buckets = if self.totals_per_entry > 1 { self.take_dense(second) } else { self.take_buckets(second) };
+        let keys: Vec<Vec<u8>> =
+            self.stats.keys().filter(|k| Key::decode(k).is_some_and(|key| key.second <= second)).collect();
+        let mut totals = Vec::new();
+        for k in keys {
+            if let (Some(key), Ok(Some(cpus))) = (Key::decode(&k), self.stats.lookup_percpu(&k, MapFlags::ANY)) {
+                for index in 0..self.totals_per_entry {
+                    let mut key = key;
+                    if self.totals_per_entry > 1 {
+                        key.tag[1] = index as u8; // the statistic, as in the bucket keys
+                    }
+                    totals.push((key, Totals::from_cpus(cpus.iter().map(Vec::as_slice), index)));
+                }
+            }
+            let _ = self.stats.delete(&k);
+        }
+        series::take(second, &buckets, &totals, counts_events)
+    }
+
+    /// Reads and removes the bucket counters of seconds <= `second` from a map with one
+    /// entry per bucket.
+    fn take_buckets(&mut self, second: u32) -> Vec<(Key, u64)> {
         let mut buckets = Vec::new();
         let mut done = Vec::new();
         if let Ok(entries) = self.hist.lookup_batch(4096, MapFlags::ANY, MapFlags::ANY) {
@@ -193,22 +215,24 @@ impl Maps {
                 let _ = self.hist.delete(k);
             }
         }
+        buckets
+    }
+
+    /// Reads and removes the histograms of seconds <= `second` from a map with one entry
+    /// per series and second holding whole histograms of each statistic (block I/O: a
+    /// few entries a second, read one by one).
+    fn take_dense(&mut self, second: u32) -> Vec<(Key, u64)> {
         let keys: Vec<Vec<u8>> =
-            self.stats.keys().filter(|k| Key::decode(k).is_some_and(|key| key.second <= second)).collect();
-        let mut totals = Vec::new();
+            self.hist.keys().filter(|k| Key::decode(k).is_some_and(|key| key.second <= second)).collect();
+        let mut buckets = Vec::new();
         for k in keys {
-            if let (Some(key), Ok(Some(cpus))) = (Key::decode(&k), self.stats.lookup_percpu(&k, MapFlags::ANY)) {
-                for index in 0..self.totals_per_entry {
-                    let mut key = key;
-                    if self.totals_per_entry > 1 {
-                        key.tag[1] = index as u8; // the statistic, as in the bucket keys
-                    }
-                    totals.push((key, Totals::from_cpus(cpus.iter().map(Vec::as_slice), index)));
-                }
+            if let (Some(key), Ok(Some(value))) = (Key::decode(&k), self.hist.lookup(&k, MapFlags::ANY)) {
+                buckets.extend(series::dense_buckets(key, &value, self.totals_per_entry));
             }
-            let _ = self.stats.delete(&k);
+            // One that fails to go stays in the map: a later take counts it as late.
+            let _ = self.hist.delete(&k);
         }
-        series::take(second, &buckets, &totals, counts_events)
+        buckets
     }
 
     /// Events lost to a full map since the last call.

@@ -2,7 +2,7 @@
 //! layouts the C programs write (bpf/*.bpf.c), and the grouping of bucket counters and
 //! count/sum/min/max entries into [`Histogram`]s. Plain data, no kernel: tested anywhere.
 
-use ioscope_metrics::histogram::{bucket_range, bucket_value};
+use ioscope_metrics::histogram::{bucket_range, bucket_value, BUCKETS};
 use ioscope_metrics::Histogram;
 use std::collections::BTreeMap;
 
@@ -82,6 +82,16 @@ impl Totals {
     }
 }
 
+/// The non-empty bucket counters of an entry holding `stats` whole histograms (u64 per
+/// bucket of the layout, one histogram after the other), as keys with the statistic in
+/// `tag[1]` and the bucket: the form of a map with one entry per bucket.
+pub fn dense_buckets(key: Key, value: &[u8], stats: usize) -> impl Iterator<Item = (Key, u64)> + '_ {
+    value.chunks_exact(8).take(stats * BUCKETS).enumerate().filter_map(move |(i, word)| {
+        let n = u64::from_ne_bytes(word.try_into().ok()?);
+        (n > 0).then(|| (Key { tag: [key.tag[0], (i / BUCKETS) as u8], bucket: (i % BUCKETS) as u16, ..key }, n))
+    })
+}
+
 /// A series of a map: `id` and `tag` of its keys.
 pub type SeriesId = (u32, [u8; 2]);
 
@@ -148,6 +158,27 @@ mod tests {
         let k = Key { second: 7, id: (7 << 20) | 3, tag: [1, 2], bucket: 7423 };
         assert_eq!(Key::decode(&k.encode()), Some(k));
         assert_eq!(Key::decode(&k.encode()[..11]), None, "a short key is refused, not read past");
+    }
+
+    #[test]
+    fn whole_histograms_in_one_entry_read_as_bucket_counters_per_statistic() {
+        let mut value = vec![0u8; 3 * BUCKETS * 8];
+        let mut put = |stat: usize, bucket: usize, n: u64| {
+            let at = (stat * BUCKETS + bucket) * 8;
+            value[at..at + 8].copy_from_slice(&n.to_ne_bytes());
+        };
+        put(0, 7423, 2);
+        put(1, 0, 5);
+        put(2, 300, 1);
+        let entry = Key { second: 9, id: 4, tag: [1, 0], bucket: 0 };
+        let got: Vec<(Key, u64)> = dense_buckets(entry, &value, 3).collect();
+        let want = vec![
+            (Key { tag: [1, 0], bucket: 7423, ..entry }, 2),
+            (Key { tag: [1, 1], bucket: 0, ..entry }, 5),
+            (Key { tag: [1, 2], bucket: 300, ..entry }, 1),
+        ];
+        assert_eq!(got, want);
+        assert_eq!(dense_buckets(entry, &value[..100], 3).count(), 0, "a short value: no panic");
     }
 
     #[test]
