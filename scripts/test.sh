@@ -8,7 +8,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Builds are kept outside the clone so repeated runs (and CI) reuse them.
+# Builds are kept outside the clone so repeated runs (and CI) reuse them. Every build of
+# the binary has the eBPF samplers (--features ebpf): one set of features, no rebuilds.
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/ioscope/target}"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 
@@ -30,6 +31,14 @@ command -v systemd-analyze >/dev/null || need_apt+=(systemd)
 python3 -c 'import yaml' 2>/dev/null || need_apt+=(python3-yaml)
 # tests/prometheus.rs: a real Prometheus scrapes `ioscope probe --listen` and `run --metrics`.
 command -v prometheus >/dev/null || need_apt+=(prometheus)
+# The eBPF samplers (cargo feature ebpf): C programs compiled with clang against the
+# kernel's BTF (bpftool), linked with libbpf (libelf, zlib, found through pkg-config).
+command -v clang >/dev/null || need_apt+=(clang)
+command -v llvm-strip >/dev/null || need_apt+=(llvm)
+command -v bpftool >/dev/null || [ -x /usr/sbin/bpftool ] || need_apt+=(bpftool)
+command -v pkg-config >/dev/null || need_apt+=(pkg-config)
+pkg-config --exists libelf 2>/dev/null || need_apt+=(libelf-dev)
+pkg-config --exists zlib 2>/dev/null || need_apt+=(zlib1g-dev)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "== installing: ${need_apt[*]}"
   if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq "${need_apt[@]}" >/dev/null
@@ -50,12 +59,12 @@ export IOSCOPE_TEST_REQUIRE_ALL="${IOSCOPE_TEST_REQUIRE_ALL:-1}"
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"
-cargo clippy --workspace --all-targets --locked -- -D warnings
+cargo clippy --workspace --all-targets --locked --features ebpf -- -D warnings
 echo "== cargo test"
-cargo test --workspace --locked
+cargo test --workspace --locked --features ebpf
 echo "== overload: 256 threads on this machine's 2 CPUs, alone (other runs would starve it), release build"
-cargo build --release --locked
-IOSCOPE_RELEASE_BIN="$CARGO_TARGET_DIR/release/ioscope" cargo test --test cli --locked -- --ignored seconds_stay_seconds
+cargo build --release --locked --features ebpf
+IOSCOPE_RELEASE_BIN="$CARGO_TARGET_DIR/release/ioscope" cargo test --test cli --locked --features ebpf -- --ignored seconds_stay_seconds
 echo "== deploy/: the systemd unit and the Kubernetes manifest (scripts/check-deploy.sh)"
 scripts/check-deploy.sh
 # A test process that used the many-host lab stops it (and its NFS server) when it ends,
@@ -67,20 +76,20 @@ trap 'scripts/nfs-ganesha.sh stop >/dev/null 2>&1 || true' EXIT
 export IOSCOPE_NFS_URL="$nfs_url" IOSCOPE_NFS_EXPORT_DIR=/tmp/ioscope-nfs/export
 export "$(grep '^IOSCOPE_NFS_LOOP_DEV=' /tmp/ioscope-nfs/env)"
 cargo test -p ioscope-engine-nfs --locked -- --ignored
-cargo test --test cli --locked -- --ignored nfs_engine_
+cargo test --test cli --locked --features ebpf -- --ignored nfs_engine_
 # The target-side probe (--probe local, eBPF and procfs) watching that server and its loop device.
 cargo test --test probe --locked --features ebpf -- --ignored
-cargo test --test cli --locked -- --ignored nfs_server_stopped  # alone: it pauses the server
-cargo test --test cli --locked -- --ignored nfs_server_killed   # last: it kills the server
+cargo test --test cli --locked --features ebpf -- --ignored nfs_server_stopped  # alone: it pauses the server
+cargo test --test cli --locked --features ebpf -- --ignored nfs_server_killed   # last: it kills the server
 scripts/nfs-ganesha.sh stop
 trap - EXIT
 echo "== many-host lab: four ssh hosts and nfs-ganesha in network namespaces (scripts/hosts-lab.sh)"
 # Each test process starts the lab once and stops it when it ends; the trap also stops
 # it if this script is interrupted.
 trap 'scripts/hosts-lab.sh stop >/dev/null 2>&1 || true' EXIT
-cargo test --test lab --locked -- --ignored
+cargo test --test lab --locked --features ebpf -- --ignored
 # ioscope across the lab's hosts: agents started over ssh, one run, faults.
-cargo test --test hosts --locked -- --ignored
+cargo test --test hosts --locked --features ebpf -- --ignored
 flock -w 120 /tmp/ioscope-hosts-lab.owner.lock scripts/hosts-lab.sh stop
 trap - EXIT
 echo "== UI unit tests (node:test)"

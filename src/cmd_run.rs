@@ -83,6 +83,10 @@ pub fn execute(plan: &Plan, output: &OutputFlags, probes: &crate::probe::Probes)
     // The UI's address is taken before any I/O: a busy or unusable --listen is found now.
     let server = start_ui(output, &out)?;
     let metrics = crate::metrics::RunMetrics::start(&output.metrics, ioscope_exec::host::hostname())?;
+    let feeds = match &metrics {
+        Some(m) => m.tee(feeds),
+        None => feeds,
+    };
 
     ensure_open_files(plan).map_err(Failure::invalid)?;
     // The directory is this run's alone, and usable, before anything in it is looked at.
@@ -250,6 +254,10 @@ fn execute_on_hosts(plan: &Plan, output: &OutputFlags, probes: &crate::probe::Pr
         .map_err(|e| Failure::failed(anyhow::Error::new(e).context("cannot handle signals")))?;
     let server = start_ui(output, &out)?;
     let metrics = crate::metrics::RunMetrics::start(&output.metrics, String::new())?;
+    let feeds = match &metrics {
+        Some(m) => m.tee(feeds),
+        None => feeds,
+    };
     let mut reporter = Reporter::new(shown);
     let mut on_second = |p: &ioscope_exec::Progress| {
         reporter.second(p);

@@ -1,9 +1,11 @@
 //! Serving totals to Prometheus (crates/exposition): the token rule of `--metrics` and
 //! `probe --listen` (a token file beyond loopback, checked before anything starts), and
-//! `ioscope run --metrics`, which adds each second of the run's client series.
+//! `ioscope run --metrics`, which adds each second of the run's client series and of its
+//! probes' target series.
 
 use crate::cli::MetricsFlags;
 use crate::{Failure, Kind};
+use ioscope_exec::TargetFeed;
 use ioscope_exposition::{serve_metrics, Exposition, MetricsServer, ServeError, Shared};
 use ioscope_proto::Token;
 use std::net::SocketAddr;
@@ -60,5 +62,43 @@ impl RunMetrics {
         if let Ok(mut e) = self.state.lock() {
             e.add_client(&self.host, &p.ops);
         }
+    }
+
+    /// The probes (`--probe`), whose target seconds are served too as they reach the run.
+    pub fn tee(&self, feeds: Vec<Box<dyn TargetFeed>>) -> Vec<Box<dyn TargetFeed>> {
+        let tee = |inner| Box::new(Tee { inner, state: self.state.clone() }) as Box<dyn TargetFeed>;
+        feeds.into_iter().map(tee).collect()
+    }
+}
+
+/// A probe whose seconds are also added to the exposition.
+struct Tee {
+    inner: Box<dyn TargetFeed>,
+    state: Shared,
+}
+
+fn add(state: &Shared, seconds: &[ioscope_metrics::TargetSecond]) {
+    if let Ok(mut e) = state.lock() {
+        seconds.iter().for_each(|t| e.add_target(t));
+    }
+}
+
+impl TargetFeed for Tee {
+    fn host(&self) -> (String, serde_json::Value) {
+        self.inner.host()
+    }
+    fn start(&mut self, t0_monotonic_ns: u64) {
+        self.inner.start(t0_monotonic_ns);
+    }
+    fn take(&mut self) -> Vec<ioscope_metrics::TargetSecond> {
+        let seconds = self.inner.take();
+        add(&self.state, &seconds);
+        seconds
+    }
+    fn finish(self: Box<Self>, last: Option<u64>) -> Vec<ioscope_metrics::TargetSecond> {
+        let Tee { inner, state } = *self;
+        let seconds = inner.finish(last);
+        add(&state, &seconds);
+        seconds
     }
 }

@@ -198,20 +198,24 @@ fn every_statistic_in_the_registry_is_stored_read_back_offered_and_reported() {
 #[test]
 fn every_statistic_in_the_registry_is_in_the_api_docs_with_its_kind_and_unit() {
     let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/api.md")).unwrap();
-    let table = docs.split("Statistics (`stats[].name`").nth(1).expect("docs/api.md has the statistics table");
-    // Rows "| `name` | kind | unit | what |", up to the first blank line after the table.
-    let rows: Vec<Vec<String>> = table
-        .lines()
-        .skip_while(|l| !l.starts_with('|'))
-        .take_while(|l| l.starts_with('|'))
-        .filter(|l| l.starts_with("| `"))
-        .map(|l| l.split('|').map(|c| c.trim().trim_matches('`').to_string()).collect())
-        .collect();
+    // Rows "| `name` | kind | unit | what |" of a table, up to the first blank line after it.
+    let table = |heading: &str| -> Vec<Vec<String>> {
+        let after = docs.split(heading).nth(1).unwrap_or_else(|| panic!("docs/api.md has the table {heading:?}"));
+        after
+            .lines()
+            .skip_while(|l| !l.starts_with('|'))
+            .take_while(|l| l.starts_with('|'))
+            .filter(|l| l.starts_with("| `"))
+            .map(|l| l.split('|').map(|c| c.trim().trim_matches('`').to_string()).collect())
+            .collect()
+    };
+    let mut rows = table("Client statistics (`stats[].name`");
+    rows.extend(table("Target statistics (`--probe`"));
     let documented: Vec<(&str, &str, &str)> =
         rows.iter().map(|r| (r[1].as_str(), r[2].as_str(), r[3].as_str())).collect();
-    let units: Vec<String> = STATS.iter().map(|s| s.answer_unit()).collect();
+    let units: Vec<String> = ioscope_metrics::stat::all().map(|s| s.answer_unit()).collect();
     let registry: Vec<(&str, &str, &str)> =
-        STATS.iter().zip(&units).map(|(s, unit)| (s.name, s.kind.name(), unit.as_str())).collect();
+        ioscope_metrics::stat::all().zip(&units).map(|(s, unit)| (s.name, s.kind.name(), unit.as_str())).collect();
     assert_eq!(
         documented, registry,
         "docs/api.md's statistics table (name, kind, unit) is the registry's, in its order"
@@ -225,5 +229,124 @@ fn every_distribution_in_the_registry_is_offered_by_the_plot_help() {
     let line = help.lines().find(|l| l.contains("--stat")).expect("plot --help has --stat");
     for stat in STATS.iter().filter(|s| s.kind == Kind::Distribution) {
         assert!(line.contains(stat.name), "plot --help names {}: {line}", stat.name);
+    }
+}
+
+/// One second of every target statistic, each with two values of each of its dimensions.
+fn target_second(n: u64) -> ioscope_metrics::TargetSecond {
+    use ioscope_metrics::{TargetSeries, TargetValue};
+    let mut series = Vec::new();
+    for stat in ioscope_metrics::TARGET_STATS {
+        let dims: Vec<Dim> = stat.dims.iter().copied().filter(|d| *d != Dim::Host).collect();
+        // Every combination of two values per dimension ("a", "b").
+        for pick in 0..(1u32 << dims.len()) {
+            let labels: Vec<(Dim, String)> = dims
+                .iter()
+                .enumerate()
+                .map(|(i, d)| (*d, if pick >> i & 1 == 0 { "a" } else { "b" }.to_string()))
+                .collect();
+            let value = match stat.kind {
+                Kind::Counter => TargetValue::Count(1_000_000 + u64::from(pick)),
+                Kind::Gauge => TargetValue::Gauge(4096 * (1 + u64::from(pick))),
+                _ => TargetValue::Dist(hist([1000, 2000 + u64::from(pick), 3000])),
+            };
+            series.push(TargetSeries { stat: stat.id, labels, value });
+        }
+    }
+    ioscope_metrics::TargetSecond { host: "server".into(), second: n, interval_ns: 1_000_000_000, series }
+}
+
+/// The target side's registry drives every layer too: each statistic is stored with its
+/// side, unit, kind and dimension columns, read back, offered with its side, answers by
+/// each of its dimensions with parts that add up to the whole, and draws a heat map when
+/// it is a distribution.
+#[test]
+fn every_target_statistic_is_stored_read_back_offered_and_broken_down_by_its_dimensions() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.ioscope");
+    let info = RunInfo {
+        ioscope_version: "test".into(),
+        host: "h1".into(),
+        pid: 1,
+        command_line: "ioscope run".into(),
+        started_unix_ms: 1_700_000_000_000,
+        planned_duration_ns: 2_000_000_000,
+        plan_json: "{}".into(),
+        workload_toml: String::new(),
+        workload_hash: "x".into(),
+    };
+    let mut w = Writer::create(&path, &info, &[("h1".into(), serde_json::json!({}))]).unwrap();
+    for n in 0..2 {
+        w.write_second(&second(n)).unwrap();
+        w.write_target(&target_second(u64::from(n))).unwrap();
+    }
+    w.finish(Status::Completed, None, 1_700_000_002_000).unwrap();
+    let results = ioscope_store::open(&path).unwrap();
+    let db = rusqlite::Connection::open(&path).unwrap();
+    let api = ioscope_web::Api::new(std::slice::from_ref(&path));
+    let detail = get(&api, "/api/v1/runs/0", "");
+    let written = target_second(0);
+    for stat in ioscope_metrics::TARGET_STATS {
+        let name = stat.name;
+        let (unit, kind, side): (String, String, String) = db
+            .query_row("SELECT unit, kind, side FROM series WHERE stat = ?1 LIMIT 1", [stat.stored], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .unwrap();
+        assert_eq!((unit.as_str(), kind.as_str(), side.as_str()), (stat.unit, stat.kind.name(), "target"), "{name}");
+        for dim in Dim::TARGET {
+            let n: i64 = db
+                .query_row(
+                    &format!("SELECT count(*) FROM series WHERE stat = ?1 AND {} IS NOT NULL", dim.name()),
+                    [stat.stored],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            assert_eq!(n > 0, stat.has(dim), "{name}: column {} holds its dimension", dim.name());
+        }
+        // Read back as written, both seconds.
+        for w in written.series.iter().filter(|s| s.stat == stat.id) {
+            let mut labels = w.labels.clone();
+            labels.sort();
+            let r = results.target.iter().find(|t| {
+                t.stat.id == stat.id && {
+                    let mut l = t.labels.clone();
+                    l.sort();
+                    l == labels
+                }
+            });
+            let r = r.unwrap_or_else(|| panic!("{name} {labels:?} read back"));
+            assert_eq!(r.samples.len(), 2, "{name}");
+            assert_eq!(r.samples[0].value, w.value, "{name} {labels:?}");
+        }
+        let offered = detail["stats"].as_array().unwrap().iter().find(|s| s["name"] == name);
+        let offered = offered.unwrap_or_else(|| panic!("{name} is not in the run's stats"));
+        assert_eq!(
+            (offered["side"].as_str(), offered["unit"].as_str()),
+            (Some("target"), Some(stat.answer_unit().as_str()))
+        );
+        let whole = get(&api, "/api/v1/runs/0/series", &format!("stat={name}"));
+        let sum = |a: &Value| -> f64 {
+            a["series"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| match stat.kind {
+                    Kind::Gauge => s["mean"].as_f64().unwrap(),
+                    _ => s["total"].as_f64().unwrap(),
+                })
+                .sum()
+        };
+        assert!(sum(&whole) > 0.0, "{name}: answered: {whole}");
+        for dim in stat.dims {
+            let by = get(&api, "/api/v1/runs/0/series", &format!("stat={name}&by={}", dim.name()));
+            assert_eq!(sum(&by), sum(&whole), "{name} by {}: the parts add up to the whole", dim.name());
+            if *dim != Dim::Host {
+                let one = get(&api, "/api/v1/runs/0/series", &format!("stat={name}&where={}:a", dim.name()));
+                assert!(sum(&one) > 0.0 && sum(&one) < sum(&whole), "{name} where {}:a is a part", dim.name());
+            }
+        }
+        let heatmap = api.get("/api/v1/runs/0/heatmap", &format!("stat={name}"));
+        assert_eq!(heatmap.status == 200, stat.kind == Kind::Distribution, "{name}: heat maps are for distributions");
     }
 }

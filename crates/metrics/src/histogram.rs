@@ -108,8 +108,26 @@ impl Histogram {
         Self::from_cells(cells, sum, min, max)
     }
 
+    /// Builds a histogram from (bucket index, count) pairs in any order (a repeated index
+    /// adds up; an index past the layout or a zero count is left out) and the exact
+    /// extras kept beside them: what a sampler that counts buckets elsewhere (the kernel)
+    /// hands over.
+    pub fn from_sparse(pairs: impl IntoIterator<Item = (usize, u64)>, sum: u128, min: u64, max: u64) -> Self {
+        let mut cells: Vec<(u32, u64)> =
+            pairs.into_iter().filter(|&(i, c)| i < BUCKETS && c > 0).map(|(i, c)| (i as u32, c)).collect();
+        cells.sort_unstable_by_key(|c| c.0);
+        cells.dedup_by(|next, kept| {
+            let same = next.0 == kept.0;
+            if same {
+                kept.1 = kept.1.saturating_add(next.1);
+            }
+            same
+        });
+        Self::from_cells(cells, sum, min, max)
+    }
+
     pub(crate) fn from_cells(cells: Vec<(u32, u64)>, sum: u128, min: u64, max: u64) -> Self {
-        let count = cells.iter().map(|c| c.1).sum();
+        let count = cells.iter().fold(0u64, |n, c| n.saturating_add(c.1));
         Self { cells, count, sum, min: if count == 0 { u64::MAX } else { min }, max }
     }
 
@@ -309,6 +327,23 @@ fn get_varint(bytes: &[u8], pos: &mut usize) -> Result<u64, DecodeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_histogram_from_unordered_bucket_counts_equals_one_recorded_value_by_value() {
+        let values = [3u64, 300, 300, 70_000, 5, 70_001, 1 << 40];
+        let mut recorded = Histogram::new();
+        let mut pairs = Vec::new();
+        for v in values.iter().rev() {
+            recorded.record(*v);
+            pairs.push((bucket_index(*v), 1));
+        }
+        pairs.push((BUCKETS, 9)); // past the layout: left out
+        pairs.push((7, 0));
+        let sum = values.iter().map(|v| *v as u128).sum();
+        let built = Histogram::from_sparse(pairs, sum, 3, 1 << 40);
+        assert_eq!(built, recorded);
+        assert_eq!(built.count(), 7);
+    }
 
     #[test]
     fn a_histogram_from_a_peer_is_checked_like_a_stored_one() {

@@ -41,6 +41,7 @@ pub enum StatId {
     BlockOffset,
     SyscallLatency,
     ProbeCpu,
+    ProbeDropped,
 }
 
 /// What a statistic's values are.
@@ -681,6 +682,20 @@ pub static TARGET_STATS: &[Stat] = &[
         offered: Offered::WithTargetSeries,
         side: Side::Target,
         answer: Answer::Percent,
+    },
+    Stat {
+        id: StatId::ProbeDropped,
+        name: "probe_dropped",
+        stored: "probe.dropped",
+        unit: "events",
+        kind: Kind::Counter,
+        dims: HOST,
+        label: "Events the eBPF samplers could not count (a full kernel map, or after their second was taken)",
+        reported: Reported::Count("probe_dropped"),
+        sparse: false,
+        offered: Offered::WithTargetSeries,
+        side: Side::Target,
+        answer: Answer::Rate,
     },
 ];
 

@@ -18,8 +18,9 @@ const KERNEL_GRACE_NS: u64 = 20_000_000;
 
 /// Series aggregated in the kernel (eBPF), per second of the run.
 pub trait KernelSource: Send {
-    /// The run's time zero on CLOCK_MONOTONIC: seconds are counted from it.
-    fn set_t0(&mut self, t0_ns: u64);
+    /// The run's time zero on CLOCK_MONOTONIC: seconds are counted from it (Err: the
+    /// kernel refused it, and the samplers count nothing).
+    fn set_t0(&mut self, t0_ns: u64) -> Result<(), String>;
     /// Everything recorded in `second` (called once it has ended).
     fn take_second(&mut self, second: u64) -> Vec<TargetSeries>;
 }
@@ -71,8 +72,9 @@ impl Probe {
         let handle = std::thread::Builder::new()
             .name("ioscope-probe".into())
             .spawn(move || {
-                if let Some(k) = self.kernel.as_mut() {
-                    k.set_t0(t0_ns);
+                if let Some(Err(why)) = self.kernel.as_mut().map(|k| k.set_t0(t0_ns)) {
+                    eprintln!("probe: the eBPF samplers cannot start ({why}); recording the procfs statistics only");
+                    self.kernel = None;
                 }
                 if !sleep_until(t0_ns, &flag) {
                     return;

@@ -42,6 +42,8 @@ pub struct TargetSummary {
     pub processes: BTreeMap<String, ProcessSummary>,
     /// What the probe's sampling thread cost (100 = one CPU).
     pub probe_cpu_percent: Option<MeanMax>,
+    /// Events the eBPF samplers could not count (a full kernel map, or late).
+    pub probe_dropped: u64,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -133,6 +135,7 @@ pub fn target_summaries(r: &Results) -> BTreeMap<String, TargetSummary> {
         let busy = |t: &&StoredTarget| !matches!(t.label(Dim::Mode), "idle" | "iowait");
         s.cpu_percent = MeanMax::of(&rates(&mut of(StatId::CpuTime).filter(busy), 1e7));
         s.probe_cpu_percent = MeanMax::of(&rates(&mut of(StatId::ProbeCpu), 1e7));
+        s.probe_dropped = total(&mut of(StatId::ProbeDropped));
         s.cpus = of(StatId::CpuTime).map(|t| t.label(Dim::Cpu)).collect::<BTreeSet<_>>().len() as u32;
         for (name, id) in
             [("page_cache", StatId::MemPageCache), ("dirty", StatId::MemDirty), ("available", StatId::MemAvailable)]
@@ -233,6 +236,13 @@ pub fn target_notes(
                     format::num(mean / f64::from(n))
                 ));
             }
+        }
+        if t.probe_dropped > 0 {
+            notes.push(format!(
+                "target {host}: the eBPF samplers could not count {} events (a full kernel map, or counted after \
+                 their second was taken): block and system-call histograms miss them",
+                format::int(t.probe_dropped)
+            ));
         }
         // Reads the client made that the target's disks never saw came from its memory.
         let disk_reads: u64 = t.disks.values().map(|d| d.reads).sum();

@@ -1086,7 +1086,7 @@ mod tests {
             "unknown statistic \"iops\" (expected one of ops, bytes, errors, skipped, latency, service_time, size, \
              offset, probe, cpu, process_cpu, page_cache, dirty, available, net_rx_bytes, net_tx_bytes, \
              net_rx_packets, net_tx_packets, net_drops, disk_ops, disk_bytes, disk_busy, disk_queue, block_latency, \
-             block_size, block_offset, syscall_latency, probe_cpu)"
+             block_size, block_offset, syscall_latency, probe_cpu, probe_dropped)"
         );
         assert_eq!(err(Query::parse([("by", "op")])), "missing parameter stat");
         assert_eq!(

@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Block I/O per device and op, aggregated in the kernel per second of the run:
+ * latency (issue to completion, ns), size (bytes) and offset (bytes) histograms.
+ * A request is stamped at block_rq_issue and counted at its (final) block_rq_complete,
+ * in the second its completion falls in. Read by crates/probe/src/bpf/loader.rs.
+ * Cost matters (it runs twice per I/O): request fields are read directly (tp_btf),
+ * a stamp is rewritten in place, one per-CPU entry holds the three statistics' totals
+ * and one entry their three histograms (whole, 7,424 buckets each): a completion makes
+ * three map lookups, not five. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "hist.bpf.h"
+
+/* The run's time zero (CLOCK_MONOTONIC ns), written by user space (the only variable
+ * of .bss, bpf/loader.rs writes it whole); 0 until then: nothing is counted. */
+u64 t0_ns = 0;
+
+/* The op index user space names: read, write, discard, flush, other. */
+enum { BLK_OP_READ, BLK_OP_WRITE, BLK_OP_DISCARD, BLK_OP_FLUSH, BLK_OP_OTHER };
+/* The statistic of a bucket key: latency (ns), size (bytes), offset (bytes). */
+enum { BLK_STAT_LATENCY, BLK_STAT_SIZE, BLK_STAT_OFFSET, BLK_STATS };
+
+struct stamp {
+    u64 issue_ns; /* 0: not in flight */
+    u64 offset_bytes;
+    u32 size_bytes;
+    u32 dev;
+    u32 op;
+    u32 pad;
+};
+
+/* Must match Key in bpf/series.rs; both maps use stat 0 and bucket 0 (one entry per
+ * second, device and op). */
+struct blk_key {
+    u32 second;
+    u32 dev; /* major << 20 | minor, as the kernel's dev_t */
+    u8 op;
+    u8 stat;
+    u16 bucket;
+};
+
+/* Latency, size and offset totals of one device and op, in that order. */
+struct blk_stats {
+    struct stat_val s[BLK_STATS];
+};
+
+/* Latency, size and offset bucket counters of one device and op, in that order. */
+struct blk_hist {
+    u64 n[BLK_STATS][BUCKETS];
+};
+
+/* Stamps by request address. Requests are preallocated per device and reused, so an
+ * entry is rewritten in place at each issue; LRU pushes out those of devices gone. */
+struct {
+    __uint(type, BPF_MAP_TYPE_LRU_HASH);
+    __uint(max_entries, 65536);
+    __type(key, u64);
+    __type(value, struct stamp);
+} block_inflight SEC(".maps");
+
+/* 174 KiB an entry, preallocated: 64 entries (11 MiB) hold about 20 device-op pairs
+ * over the 2-3 seconds not yet taken. */
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 64);
+    __type(key, struct blk_key);
+    /* By size, not type: the skeleton's Rust types cannot hold arrays this long. */
+    __uint(value_size, sizeof(struct blk_hist));
+} block_hist SEC(".maps");
+
+/* One zeroed histogram entry, the value a new block_hist entry starts from. */
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, u32);
+    __uint(value_size, sizeof(struct blk_hist));
+} block_hist_zero SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+    __uint(max_entries, 1024);
+    __type(key, struct blk_key);
+    __type(value, struct blk_stats);
+} block_stats SEC(".maps");
+
+DROPPED_MAP(block_dropped);
+
+const struct blk_stats zeroed_stats = {};
+
+/* Before 5.16 the disk hung off the request itself. */
+struct request___old {
+    struct gendisk *rq_disk;
+} __attribute__((preserve_access_index));
+
+static __always_inline u32 request_dev(struct request *rq)
+{
+    struct gendisk *disk;
+    struct request___old *old = (void *)rq;
+    if (bpf_core_field_exists(old->rq_disk))
+        disk = BPF_CORE_READ(old, rq_disk);
+    else
+        disk = rq->q->disk;
+    if (!disk)
+        return 0;
+    return ((u32)disk->major << 20) | ((u32)disk->first_minor & 0xfffff);
+}
+
+/* As /proc/diskstats groups them: odd ops write, flush and discard apart. */
+static __always_inline u32 request_op(struct request *rq)
+{
+    u32 op = rq->cmd_flags & 0xff;
+    if (op == 0)
+        return BLK_OP_READ;
+    if (op == 2)
+        return BLK_OP_FLUSH;
+    if (op == 3)
+        return BLK_OP_DISCARD;
+    if (op & 1)
+        return BLK_OP_WRITE;
+    return BLK_OP_OTHER;
+}
+
+/* Counts `v` in the bucket counter of statistic `stat` (atomic: CPUs share an entry). */
+static __always_inline void bucket_add(struct blk_hist *h, u32 stat, u64 v)
+{
+    u32 b = bucket_index(v);
+    if (stat < BLK_STATS && b < BUCKETS)
+        __sync_fetch_and_add(&h->n[stat][b], 1);
+}
+
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(block_issue, struct request *rq)
+{
+    u64 id = (u64)rq;
+    u64 now = bpf_ktime_get_ns();
+    struct stamp *s = bpf_map_lookup_elem(&block_inflight, &id);
+    if (s) {
+        s->offset_bytes = rq->__sector * 512;
+        s->size_bytes = rq->__data_len;
+        s->dev = request_dev(rq);
+        s->op = request_op(rq);
+        s->issue_ns = now;
+        return 0;
+    }
+    struct stamp n = {
+        .issue_ns = now,
+        .offset_bytes = rq->__sector * 512,
+        .size_bytes = rq->__data_len,
+        .dev = request_dev(rq),
+        .op = request_op(rq),
+    };
+    if (bpf_map_update_elem(&block_inflight, &id, &n, BPF_ANY) != 0)
+        count_dropped(&block_dropped);
+    return 0;
+}
+
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(block_complete, struct request *rq, int error, unsigned int nr_bytes)
+{
+    /* A partial completion leaves the rest of the request in flight. */
+    if (nr_bytes < rq->__data_len)
+        return 0;
+    u64 id = (u64)rq;
+    struct stamp *s = bpf_map_lookup_elem(&block_inflight, &id);
+    if (!s || s->issue_ns == 0)
+        return 0; /* issued before the program was attached */
+    u64 now = bpf_ktime_get_ns();
+    struct stamp st = *s;
+    s->issue_ns = 0;
+    s64 second = run_second(now, t0_ns);
+    if (second < 0 || second > 0xffffffffLL)
+        return 0;
+    u64 latency = now > st.issue_ns ? now - st.issue_ns : 0;
+    struct blk_key key = { .second = (u32)second, .dev = st.dev, .op = (u8)st.op };
+    struct blk_stats *stats = stat_entry(&block_stats, &key, &zeroed_stats);
+    bool ok = stats != NULL;
+    if (stats) {
+        stat_add(&stats->s[BLK_STAT_LATENCY], latency);
+        stat_add(&stats->s[BLK_STAT_SIZE], st.size_bytes);
+        stat_add(&stats->s[BLK_STAT_OFFSET], st.offset_bytes);
+    }
+    struct blk_hist *h = bpf_map_lookup_elem(&block_hist, &key);
+    if (!h) {
+        u32 zero = 0;
+        void *zeroed = bpf_map_lookup_elem(&block_hist_zero, &zero);
+        if (zeroed)
+            bpf_map_update_elem(&block_hist, &key, zeroed, BPF_NOEXIST); /* or another CPU did */
+        h = bpf_map_lookup_elem(&block_hist, &key);
+    }
+    if (h) {
+        bucket_add(h, BLK_STAT_LATENCY, latency);
+        bucket_add(h, BLK_STAT_SIZE, st.size_bytes);
+        bucket_add(h, BLK_STAT_OFFSET, st.offset_bytes);
+    }
+    if (!ok || !h)
+        count_dropped(&block_dropped);
+    return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";
