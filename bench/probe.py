@@ -7,15 +7,18 @@ a file in /dev/shm takes 4 KiB O_DIRECT random reads from fio (io_uring, QD32,
 in the middle of each round it reads:
   - the block I/Os the loop device completed per second (/sys/block/loopN/stat);
   - the probe process's CPU (user+system, /proc/PID/stat) in % of one core;
-  - its eBPF programs' run time in the kernel (run_time_ns of the bpf-prog fds the probe
-    holds, /proc/PID/fdinfo, with kernel.bpf_stats_enabled=1: the counters
-    `bpftool prog show` prints), in % of one core. Target: the sum <= 1% of one core.
-Part B, fio on the same device at full speed, with the probe off and on, alternating:
-  fio's IOPS ratio on/off is what the block tracepoints cost the device's throughput.
-Part C, nfs-ganesha's IOPS with the probe off and on, alternating in one run: ganesha
+  - its eBPF programs' run time in the kernel (the programs behind the bpf_link fds the
+    probe holds, /proc/PID/fdinfo; their run_time_ns from `bpftool prog show`, counted
+    with kernel.bpf_stats_enabled=1 during this part only), in % of one core.
+  Target: the sum <= 1% of one core.
+Part B, fio on the same device at full speed, alternating three probe modes: off; procfs
+  (`ioscope probe` as an unprivileged user, which cannot load eBPF, says so and samples
+  procfs alone); all (`ioscope probe` as root: procfs and eBPF). fio's IOPS ratios to off
+  are what each costs the device's throughput.
+Part C, nfs-ganesha's IOPS in the same three modes, alternating in one run: ganesha
   (scripts/nfs-ganesha.sh start-loop) serves ioscope's nfs engine (4 KiB random reads of
-  a cached file and 4 KiB random writes, QD16), with and without
-  `--probe local --probe-process ganesha.nfsd`. Target: on/off >= 0.98.
+  a cached file and 4 KiB random writes, QD16); all = the run with
+  `--probe local --probe-process ganesha.nfsd`. Target: all/off >= 0.98.
 
 Prints markdown and writes bench/results/DATE-HOST-probe.md. Needs root (loop device,
 eBPF, network namespace). Python 3 standard library only; fio from Debian.
@@ -27,6 +30,7 @@ import glob
 import json
 import os
 import platform
+import shutil
 import signal
 import socket
 import sqlite3
@@ -51,21 +55,27 @@ def cpu_s(pid):
 
 
 def bpf_run_ns(pid):
-    """(programs, total run_time_ns) of the BPF programs whose fds PID holds."""
-    seen, total = set(), 0
+    """(programs, total run_time_ns) of the BPF programs PID has attached: the prog_id of
+    each bpf-prog or bpf_link fd it holds (/proc/PID/fdinfo), their run time from
+    `bpftool prog show` (counted while kernel.bpf_stats_enabled=1)."""
+    ids = set()
     for fd in glob.glob(f"/proc/{pid}/fd/*"):
         try:
-            if os.readlink(fd) != "anon_inode:bpf-prog":
+            if os.readlink(fd) not in ("anon_inode:bpf-prog", "anon_inode:bpf_link"):
                 continue
             with open(fd.replace("/fd/", "/fdinfo/")) as f:
                 info = dict(line.split(":", 1) for line in f.read().splitlines() if ":" in line)
         except OSError:
             continue
-        prog = info.get("prog_id", "").strip()
-        if prog and prog not in seen:
-            seen.add(prog)
-            total += int(info.get("run_time_ns", "0").strip() or 0)
-    return len(seen), total
+        if info.get("prog_id", "").strip().isdigit():
+            ids.add(int(info["prog_id"]))
+    if not ids:
+        return 0, 0, {}
+    progs = json.loads(subprocess.run(["bpftool", "prog", "show", "-j"], check=True, capture_output=True,
+                                      text=True).stdout)
+    ours = {p.get("name", str(p["id"])): (p.get("run_cnt", 0), p.get("run_time_ns", 0))
+            for p in progs if p.get("id") in ids}
+    return len(ids), sum(ns for _, ns in ours.values()), ours
 
 
 def disk_ios(dev):
@@ -88,10 +98,24 @@ def fio_iops(p):
     return json.loads(out)["jobs"][0]["read"]["iops"]
 
 
-def start_probe(binary, out_dir, extra=()):
-    db = os.path.join(tempfile.mkdtemp(dir=out_dir), "probe.db")
-    p = subprocess.Popen([binary, "probe", "--out", db, *extra], stdout=subprocess.DEVNULL,
-                         stderr=subprocess.PIPE, text=True)
+# Probe modes of parts B and C: none; the procfs samplers alone (`ioscope probe` as an
+# unprivileged user cannot load eBPF programs, says so and samples procfs); all samplers
+# (as root: procfs and eBPF).
+MODES = ("off", "procfs", "all")
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+def rounds_order(i):
+    """The modes in round i: rotated each round, so a drift of the machine favours none."""
+    return MODES[i % 3:] + MODES[:i % 3]
+
+
+def start_probe(binary, out_dir, extra=(), unprivileged=False):
+    d = tempfile.mkdtemp(dir=out_dir)
+    os.chmod(d, 0o777)
+    db = os.path.join(d, "probe.db")
+    p = subprocess.Popen([*(NOBODY if unprivileged else []), binary, "probe", "--out", db, *extra],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     p.db = db
     time.sleep(1.5)  # loaded and sampling
     if p.poll() is not None:
@@ -129,50 +153,59 @@ def part_a(binary, dev, a, tmp):
         time.sleep(1)
         probe = start_probe(binary, tmp)
         # The window: whole seconds in the middle of the load.
-        c0, (n, b0), d0, t0 = cpu_s(probe.pid), bpf_run_ns(probe.pid), disk_ios(dev), time.monotonic()
+        c0, (n, b0, p0), d0, t0 = cpu_s(probe.pid), bpf_run_ns(probe.pid), disk_ios(dev), time.monotonic()
         time.sleep(a.seconds)
-        c1, (_, b1), d1, t1 = cpu_s(probe.pid), bpf_run_ns(probe.pid), disk_ios(dev), time.monotonic()
+        c1, (_, b1, p1), d1, t1 = cpu_s(probe.pid), bpf_run_ns(probe.pid), disk_ios(dev), time.monotonic()
         err, db = stop_probe(probe)
         fio_iops(load)
         w = t1 - t0
         rounds.append({"block_iops": (d1 - d0) / w, "probe_cpu_pct": (c1 - c0) / w * 100,
                        "bpf_pct": (b1 - b0) / 1e9 / w * 100, "bpf_programs": n,
-                       "sampling_thread_pct": sampling_thread_pct(db), "probe_stderr": err.strip()})
+                       "sampling_thread_pct": sampling_thread_pct(db), "probe_stderr": err.strip(),
+                       # Per program: runs per second and ns per run.
+                       "programs": {k: {"runs_per_s": round((v[0] - p0.get(k, (0, 0))[0]) / (t1 - t0)),
+                                        "ns_per_run": round((v[1] - p0.get(k, (0, 0))[1])
+                                                            / max(1, v[0] - p0.get(k, (0, 0))[0]))}
+                                    for k, v in p1.items()}})
     return rounds
 
 
 def part_b(binary, dev, a, tmp):
-    """fio's full-speed IOPS on the device, probe off and on, alternating."""
-    res = {"off": [], "on": []}
+    """fio's full-speed IOPS on the device in each probe mode, alternating."""
+    res = {m: [] for m in MODES}
     for i in range(a.rounds):
-        # Off first in even rounds, on first in odd ones: a drift of the machine favours neither.
-        for mode in ("off", "on") if i % 2 == 0 else ("on", "off"):
-            probe = start_probe(binary, tmp) if mode == "on" else None
+        for mode in rounds_order(i):
+            probe = start_probe(binary, tmp, unprivileged=mode == "procfs") if mode != "off" else None
             res[mode].append(fio_iops(fio(dev, a.seconds)))
             if probe:
                 stop_probe(probe)
     return res
 
 
-def nfs_run(binary, url, args, seconds, probe, tmp):
+def nfs_run(binary, url, args, seconds, mode, tmp):
+    """One run of the load; the probe beside it: all samplers through `--probe local` (the
+    run's own process, as a user runs it), procfs alone as an unprivileged `ioscope probe`."""
     db = os.path.join(tempfile.mkdtemp(dir=tmp), "r.db")
     cmd = [binary, "run", "--engine", "nfs", "--target", url, "--duration", f"{seconds}s", "--quiet", "--json",
            "--out", db, *args]
-    if probe:
+    if mode == "all":
         cmd += ["--probe", "local", "--probe-process", "ganesha.nfsd"]
+    probe = start_probe(binary, tmp, ["--process", "ganesha.nfsd"], unprivileged=True) if mode == "procfs" else None
     s = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+    if probe:
+        stop_probe(probe)
     assert s["total"]["errors"] == 0, s["total"]
     return s["total"]["iops"]
 
 
 def part_c(binary, a, tmp):
-    """ganesha's IOPS, probe off and on, alternating."""
+    """ganesha's IOPS in each probe mode, alternating."""
     url = subprocess.run([NFS, "start-loop"], check=True, capture_output=True, text=True).stdout.split()[-1]
     cases = {
         "4 KiB random read, QD16 (cached)": ["--rw", "randread", "--bs", "4k", "--size", "64m", "--iodepth", "16"],
         "4 KiB random write, QD16": ["--rw", "randwrite", "--bs", "4k", "--size", "64m", "--iodepth", "16"],
     }
-    res = {name: {"off": [], "on": []} for name in cases}
+    res = {name: {m: [] for m in MODES} for name in cases}
     try:
         ws = f"{url}/bench"
         # The working set once, then every run reuses it.
@@ -181,8 +214,8 @@ def part_c(binary, a, tmp):
                        check=True, capture_output=True)
         for i in range(a.rounds):
             for name, args in cases.items():
-                for mode in ("off", "on") if i % 2 == 0 else ("on", "off"):
-                    res[name][mode].append(nfs_run(binary, ws, args, a.seconds, mode == "on", tmp))
+                for mode in rounds_order(i):
+                    res[name][mode].append(nfs_run(binary, ws, args, a.seconds, mode, tmp))
     finally:
         subprocess.run([NFS, "stop"], capture_output=True)
     return res
@@ -207,11 +240,13 @@ def main():
     with open(STATS) as f:
         stats_before = f.read().strip()
     tmp = tempfile.mkdtemp(prefix="ioscope-bench-probe-")
+    # Every mode runs one copy of the binary, where the unprivileged user can run it too.
+    os.chmod(tmp, 0o755)
+    shutil.copy(binary, os.path.join(tmp, "ioscope"))
+    binary_name, binary = binary, os.path.join(tmp, "ioscope")
     dev = None
     out = {}
     try:
-        with open(STATS, "w") as f:
-            f.write("1")
         if "a" in a.parts or "b" in a.parts:
             subprocess.run(["truncate", "-s", "1g", IMAGE], check=True)
             dev = subprocess.run(["losetup", "--find", "--show", IMAGE], check=True, capture_output=True,
@@ -220,7 +255,12 @@ def main():
             subprocess.run(["dd", "if=/dev/zero", f"of=/dev/{dev}", "bs=1M", "count=1024", "oflag=direct",
                             "status=none"], check=True)
         if "a" in a.parts:
+            # Run-time statistics cost a clock read per program run: on for part A only.
+            with open(STATS, "w") as f:
+                f.write("1")
             out["a"] = part_a(binary, dev, a, tmp)
+            with open(STATS, "w") as f:
+                f.write(stats_before)
         if "b" in a.parts:
             out["b"] = part_b(binary, dev, a, tmp)
         if "c" in a.parts:
@@ -232,6 +272,7 @@ def main():
             subprocess.run(["losetup", "-d", f"/dev/{dev}"])
         if os.path.exists(IMAGE):
             os.unlink(IMAGE)
+        shutil.rmtree(tmp, ignore_errors=True)
 
     med = statistics.median
     fio_version = subprocess.run(["fio", "--version"], capture_output=True, text=True).stdout.strip()
@@ -239,7 +280,7 @@ def main():
         f"# The target-side probe's overhead ({datetime.date.today()}, {socket.gethostname()}, "
         f"{os.cpu_count()} CPUs, {platform.release()})",
         "",
-        f"`bench/probe.py --rounds {a.rounds} --seconds {a.seconds} --rate {a.rate}`; ioscope {binary}; {fio_version}. "
+        f"`bench/probe.py --rounds {a.rounds} --seconds {a.seconds} --rate {a.rate}`; ioscope {binary_name}; {fio_version}. "
         "Medians over the rounds; the raw rounds are below.",
     ]
     if "a" in out:
@@ -256,24 +297,36 @@ def main():
             f"| {med(x['block_iops'] for x in r):,.0f} | {r[0]['bpf_programs']} | "
             f"{med(x['probe_cpu_pct'] for x in r):.2f}% | {med(x['sampling_thread_pct'] for x in r):.2f}% | "
             f"{med(x['bpf_pct'] for x in r):.2f}% | {med(total):.2f}% |",
+            "", "eBPF programs (median over the rounds; run time includes bpf_stats' own clock reads):", "",
+            "| program | runs/s | ns per run | % of one core |", "|---|---|---|---|",
         ]
+        for name in sorted(r[0]["programs"]):
+            runs = med(x["programs"][name]["runs_per_s"] for x in r)
+            ns = med(x["programs"][name]["ns_per_run"] for x in r)
+            lines.append(f"| {name} | {runs:,.0f} | {ns:,.0f} | {runs * ns / 1e7:.2f}% |")
+    ratio = lambda r, m: med(r[m]) / med(r["off"])
     if "b" in out:
         b = out["b"]
         lines += [
-            "", "## B. fio at full speed on the same device, probe off / on (alternating)", "",
-            "| fio IOPS, probe off | fio IOPS, probe on | on/off |", "|---|---|---|",
-            f"| {med(b['off']):,.0f} | {med(b['on']):,.0f} | {med(b['on']) / med(b['off']):.3f} |",
+            "", "## B. fio at full speed on the same device, by probe mode (alternating)", "",
+            "off: no probe; procfs: `ioscope probe --out` as an unprivileged user (procfs samplers only); "
+            "all: `ioscope probe --out` as root (procfs and eBPF).", "",
+            "| fio IOPS, off | procfs | all | procfs/off | all/off |", "|---|---|---|---|---|",
+            f"| {med(b['off']):,.0f} | {med(b['procfs']):,.0f} | {med(b['all']):,.0f} | "
+            f"{ratio(b, 'procfs'):.3f} | {ratio(b, 'all'):.3f} |",
         ]
     if "c" in out:
         lines += [
-            "", "## C. nfs-ganesha's IOPS, `--probe local` off / on (alternating, one run)", "",
+            "", "## C. nfs-ganesha's IOPS by probe mode (alternating, one run)", "",
             "ganesha (VFS) exporting an ext4 on a loop device (scripts/nfs-ganesha.sh start-loop), driven by "
-            "ioscope's nfs engine on the same machine; on = `--probe local --probe-process ganesha.nfsd`.", "",
-            "| case | IOPS, probe off | IOPS, probe on | on/off |", "|---|---|---|---|",
+            "ioscope's nfs engine on the same machine. off: no probe; procfs: an unprivileged "
+            "`ioscope probe --out --process ganesha.nfsd` beside the run (procfs samplers only); all: the run "
+            "with `--probe local --probe-process ganesha.nfsd` as root (procfs and eBPF, in the run's process).", "",
+            "| case | IOPS, off | procfs | all | procfs/off | all/off |", "|---|---|---|---|---|---|",
         ]
         for name, r in out["c"].items():
-            lines.append(f"| {name} | {med(r['off']):,.0f} | {med(r['on']):,.0f} | "
-                         f"{med(r['on']) / med(r['off']):.3f} |")
+            lines.append(f"| {name} | {med(r['off']):,.0f} | {med(r['procfs']):,.0f} | {med(r['all']):,.0f} | "
+                         f"{ratio(r, 'procfs'):.3f} | {ratio(r, 'all'):.3f} |")
     lines += ["", "Raw rounds:", "", "```", json.dumps(out, indent=1), "```"]
     text = "\n".join(lines) + "\n"
     print(text)
