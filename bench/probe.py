@@ -281,22 +281,22 @@ def main():
         f"{os.cpu_count()} CPUs, {platform.release()})",
         "",
         f"`bench/probe.py --rounds {a.rounds} --seconds {a.seconds} --rate {a.rate}`; ioscope {binary_name}; {fio_version}. "
-        "Medians over the rounds; the raw rounds are below.",
+        "Medians over the rounds (each mode's spread over the rounds is in the raw rounds below).",
     ]
     if "a" in out:
         r = out["a"]
-        total = [x["probe_cpu_pct"] + x["bpf_pct"] for x in r]
         lines += [
             "", "## A. The probe's own CPU at ~100K block I/Os per second", "",
             f"fio: 4 KiB O_DIRECT random reads, io_uring QD32, `--rate_iops={a.rate}`, on a loop device backed by "
             f"a file in /dev/shm; `ioscope probe --out` with all samplers; a {a.seconds} s window in the middle of "
             "the load. eBPF run time from the programs' run_time_ns (kernel.bpf_stats_enabled=1).", "",
             "| block I/Os/s (diskstats) | eBPF programs | probe process CPU | of which sampling thread (probe.cpu) "
-            "| eBPF programs' CPU | total (% of one core) |",
+            "| eBPF programs' CPU | total (process + eBPF, % of one core) |",
             "|---|---|---|---|---|---|",
             f"| {med(x['block_iops'] for x in r):,.0f} | {r[0]['bpf_programs']} | "
             f"{med(x['probe_cpu_pct'] for x in r):.2f}% | {med(x['sampling_thread_pct'] for x in r):.2f}% | "
-            f"{med(x['bpf_pct'] for x in r):.2f}% | {med(total):.2f}% |",
+            f"{med(x['bpf_pct'] for x in r):.2f}% | "
+            f"{med(x['probe_cpu_pct'] for x in r) + med(x['bpf_pct'] for x in r):.2f}% |",
             "", "eBPF programs (median over the rounds; run time includes bpf_stats' own clock reads):", "",
             "| program | runs/s | ns per run | % of one core |", "|---|---|---|---|",
         ]
