@@ -38,15 +38,19 @@ fn saturated(second: u32) -> bool {
     second >= SATURATED_FROM
 }
 
-/// `n` values from `base` up to 3x, most at the low end (a tail of a few slow ones).
+/// `n` values from 0.7x `base` up to 4x in 40 steps: a peak just above `base` and a tail
+/// of a few slow ones (the band a heat map shows, not ten thin lines).
 fn spread(n: u64, base: u64) -> Histogram {
-    const SHARES: [u64; 10] = [30, 20, 15, 10, 8, 6, 5, 3, 2, 1];
+    const LEVELS: usize = 40;
+    let weight = |i: usize| if i < 6 { (i + 1) as f64 } else { 6.0 * (-((i - 6) as f64) / 7.0).exp() };
+    let total: f64 = (0..LEVELS).map(weight).sum();
     let mut h = Histogram::new();
     let mut left = n;
-    for (i, share) in SHARES.iter().enumerate() {
-        let k = if i == SHARES.len() - 1 { left } else { (n * share / 100).min(left) };
+    for i in 0..LEVELS {
+        let k = if i == LEVELS - 1 { left } else { ((n as f64 * weight(i) / total) as u64).min(left) };
         left -= k;
-        h.record_n(base + base * 2 * i as u64 / 9, k);
+        let v = base as f64 * 0.7 * (4.0f64 / 0.7).powf(i as f64 / (LEVELS - 1) as f64);
+        h.record_n(v as u64, k);
     }
     h
 }
