@@ -189,7 +189,7 @@ test('a target statistic added from its own group of Add statistic draws its val
   assert.deepEqual(errors, []);
 });
 
-test('drill-down on a target chart: its disk offers the disk's statistics, and its block latency by op draws', async () => {
+test('drill-down on a target chart: its disk offers the statistics of the disk, and its block latency by op draws', async () => {
   const { page, errors } = await open(browser, `${server.url}#run=0&c=disk_ops,by=disk,kind=stacked`);
   const chart = page.locator('section.chart[data-index="0"]');
   await chart.locator('li[data-key="loop3"]').click();

@@ -78,7 +78,7 @@ function agentsTable(s) {
 function targetBlock(s) {
   const sections = targetSections(s && s.target);
   if (!sections.length) return null;
-  const mm = (x, cls) => [h('td', { class: cls || '' }, x.mean), h('td', { class: cls || '' }, x.max)];
+  const mm = (x, maxCls) => [h('td', {}, x.mean), h('td', { class: maxCls || '' }, x.max)];
   const head = (first, groups) => h('thead', {},
     h('tr', { class: 'group' }, h('th', {}), groups.map(([g, n]) => h('th', { colspan: n, class: g ? 'grp' : '' }, g))),
     h('tr', {}, h('th', { class: 'l' }, first), groups.flatMap(([, n, cols]) => cols || Array(n).fill(null).map((_, i) => (i % 2 ? 'max' : 'mean'))).map((c) => h('th', {}, c))));

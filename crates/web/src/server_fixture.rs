@@ -44,13 +44,13 @@ fn spread(n: u64, base: u64) -> Histogram {
     const LEVELS: usize = 40;
     let weight = |i: usize| if i < 6 { (i + 1) as f64 } else { 6.0 * (-((i - 6) as f64) / 7.0).exp() };
     let total: f64 = (0..LEVELS).map(weight).sum();
+    let counts: Vec<u64> = (0..LEVELS).map(|i| (n as f64 * weight(i) / total) as u64).collect();
+    // What rounding down left goes to the peak, not to the slowest level.
+    let peak_extra = n.saturating_sub(counts.iter().sum());
     let mut h = Histogram::new();
-    let mut left = n;
-    for i in 0..LEVELS {
-        let k = if i == LEVELS - 1 { left } else { ((n as f64 * weight(i) / total) as u64).min(left) };
-        left -= k;
+    for (i, k) in counts.into_iter().enumerate() {
         let v = base as f64 * 0.7 * (4.0f64 / 0.7).powf(i as f64 / (LEVELS - 1) as f64);
-        h.record_n(v as u64, k);
+        h.record_n(v as u64, if i == 5 { k + peak_extra } else { k });
     }
     h
 }
