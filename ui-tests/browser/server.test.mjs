@@ -274,3 +274,32 @@ test('the HTML report of the run holds the server worksheet', async () => {
   for (const c of cs) assert.ok(!c.drawn.message && (c.drawn.cells > 0 || c.drawn.series > 0), `${c.stat}: ${JSON.stringify(c.drawn)}`);
   assert.deepEqual(errors, []);
 });
+
+// A real run recorded with `--probe local` against nfs-ganesha (its CI test hands its
+// results file over as IOSCOPE_SERVER_RESULTS): the server worksheet draws every chart the
+// run offers with data, on one time axis. Skipped when no such file is given.
+const REAL = process.env.IOSCOPE_SERVER_RESULTS;
+test('the server worksheet of a real probed run draws every chart with its data', { skip: !REAL && 'IOSCOPE_SERVER_RESULTS not set' }, async () => {
+  const real = await serve(['ui', REAL, '--listen', '127.0.0.1:0']);
+  try {
+    const { page, errors } = await open(browser, real.url);
+    await serverWorksheet(page);
+    const cs = await drawn(page);
+    const stats = cs.map((c) => c.stat);
+    for (const s of ['latency', 'process_cpu', 'disk_ops']) assert.ok(stats.includes(s), `${s} in ${stats}`);
+    for (const [i, c] of cs.entries()) {
+      assert.equal(c.drawn.message, undefined, `${c.stat}: ${c.drawn.message}`);
+      assert.deepEqual([c.drawn.from, c.drawn.to, c.drawn.plot.width], [cs[0].drawn.from, cs[0].drawn.to, cs[0].drawn.plot.width], c.stat);
+      if (c.kind === 'heatmap') assert.ok(c.drawn.cells > 0, `${c.stat}: cells`);
+      else assert.ok(c.drawn.series > 0, `${c.stat}: series`);
+      // The side panel lists values, and at least one is not zero.
+      const vals = await page.$$eval(`section.chart[data-index="${i}"] li[data-key] .v`, (els) => els.map((e) => Number.parseFloat(e.textContent.replace(/,/g, ''))));
+      assert.ok(vals.some((v) => v > 0), `${c.stat}: ${vals}`);
+    }
+    await page.mouse.move(0, 0);
+    await page.screenshot({ path: path.join(SHOTS, 'server-worksheet-real.png'), fullPage: true });
+    assert.deepEqual(errors, []);
+  } finally {
+    real.close();
+  }
+});

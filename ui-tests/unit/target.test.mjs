@@ -91,7 +91,10 @@ test('target units: percent as %, requests in flight as a number, gauges in byte
 const SUMMARY_TARGET = {
   server: {
     ebpf: null,
+    cpus: 2,
     cpu_percent: { mean: 61.5, max: 140.25 },
+    probe_cpu_percent: { mean: 0.42, max: 0.9 },
+    probe_dropped: 0,
     memory_bytes: { page_cache: { mean: 2.5 * 2 ** 30, max: 3 * 2 ** 30 }, dirty: { mean: 2 ** 27, max: 600 * 2 ** 20 }, available: { mean: 2 ** 30, max: 2 ** 31 } },
     nics: { eth0: { rx_bytes_per_sec: { mean: 50e6, max: 60e6 }, tx_bytes_per_sec: { mean: 9e6, max: 10e6 }, drops: 4 } },
     disks: { loop3: {
@@ -111,19 +114,22 @@ test('the summary\'s target section: CPU and memory figures, disks, interfaces a
   assert.equal(s.host, 'server');
   assert.equal(s.ebpf, null);
   assert.deepEqual(s.figures.map((f) => [f.key, f.value, f.sub]), [
-    ['cpu', '61.5%', 'max 140% · 100% = one CPU'],
+    ['cpu', '61.5%', 'max 140% · 100% = one CPU of 2'],
     ['page_cache', '2.50 GiB', 'max 3 GiB'],
     ['dirty', '128 MiB', 'max 600 MiB'],
     ['available', '1 GiB', 'max 2 GiB'],
+    ['probe_cpu', '0.42%', 'max 0.90%'],
   ]);
+  assert.equal(s.dropped, null, 'nothing dropped: nothing said');
   const [d] = s.disks;
   assert.deepEqual([d.name, d.iops.mean, d.iops.max, d.util.max, d.saturated, d.queue.mean, d.latency.p99], ['loop3', '992', '1,800', '100%', true, '8.40', '9.00 ms']);
   assert.deepEqual([s.nics[0].rx.mean, s.nics[0].drops, s.nics[0].dropped], ['47.7 MiB/s', '4', true]);
   const [p] = s.processes;
   assert.deepEqual([p.name, p.cpu.mean, p.syscalls[0].name, p.syscalls[0].count, p.syscalls[0].latency.p50], ['ganesha.nfsd', '43.2%', 'pwrite64', '23,122', '50.0 µs']);
   // No eBPF: said, and the latencies are dashes, not zeros.
-  const [n] = targetSections({ s: { ebpf: 'not permitted (CAP_BPF)', disks: { sda: { latency_ns: null } } } });
+  const [n] = targetSections({ s: { ebpf: 'not permitted (CAP_BPF)', probe_dropped: 1234, disks: { sda: { latency_ns: null } } } });
   assert.equal(n.ebpf, 'not permitted (CAP_BPF)');
+  assert.equal(n.dropped, '1,234');
   assert.equal(n.disks[0].latency.p99, '—');
   assert.equal(n.figures[0].value, '—');
 });

@@ -452,7 +452,11 @@ async function poll() {
       const focus = document.activeElement;
       if (!(focus && focus.tagName === 'SELECT' && els.top.contains(focus))) renderTopBar();
       await app.ws.refresh(changed.concat(ended.filter((x) => !changed.includes(x))));
-      if (ended.length) renderPanelsIfNeeded(true);
+      if (ended.length) {
+        renderPanelsIfNeeded(true);
+        // A live run's target series may appear after its first seconds.
+        renderWsTools();
+      }
     }
     els.banner.hidden = true;
   } catch (err) {

@@ -86,6 +86,7 @@ function targetBlock(s) {
   return h('div', { class: 'target-block', 'data-panel-part': 'target' }, sections.map((t) => h('div', { class: 'target-host', 'data-host': t.host },
     h('div', { class: 'target-head' }, 'Target', h('span', { class: 'muted' }, `host ${t.host}`)),
     t.ebpf ? h('p', { class: 'ebpf-note' }, `eBPF samplers not used: ${t.ebpf} (block and system call latency are missing; procfs figures are complete)`) : null,
+    t.dropped ? h('p', { class: 'ebpf-note', 'data-dropped': t.dropped }, `${t.dropped} events the eBPF samplers could not count (not in the block and system call figures)`) : null,
     h('div', { class: 'figs' }, t.figures.map((f) => h('div', { class: 'fig', 'data-fig': f.key }, h('div', { class: 'fig-v' }, f.value), h('div', { class: 'fig-l' }, f.label, h('span', { class: 'fig-s' }, f.sub))))),
     table('target-disks', head('disk', [['IOPS', 2], ['throughput', 2], ['utilization', 2], ['queue depth', 2], ['block latency', 4, ['p50', 'p99', 'p99.9', 'max']]]),
       t.disks.map((d) => h('tr', { 'data-disk': d.name, title: d.saturated ? 'Busy all the time at its peak: the device, not ioscope, was the limit' : null },

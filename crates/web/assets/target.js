@@ -2,7 +2,8 @@
 // the summary panel shows it: per host, its CPU and memory figures, and a table each for
 // its disks, network interfaces and processes (with their system calls), every value
 // formatted. Pure: no DOM. The summary's shape (docs/api.md):
-//   target: { HOST: { ebpf: null | "why not", cpu_percent: {mean, max},
+//   target: { HOST: { ebpf: null | "why not", cpus: N, cpu_percent: {mean, max},
+//     probe_cpu_percent: {mean, max} (the probe's own cost), probe_dropped: N,
 //     memory_bytes: { page_cache: {mean, max}, dirty, available },
 //     nics: { NIC: { rx_bytes_per_sec: {mean, max}, tx_bytes_per_sec, drops } },
 //     disks: { DISK: { iops, bytes_per_sec, util_percent, queue_depth: {mean, max},
@@ -42,8 +43,9 @@ export function targetSections(target) {
   return entries(target).map(([host, t]) => {
     const mem = pick(t, 'memory_bytes');
     const cpu = meanMax(pick(t, 'cpu_percent'), pct);
+    const cpus = num(pick(t, 'cpus'));
     const figures = [
-      { key: 'cpu', label: 'CPU mean', value: cpu.mean, sub: `max ${cpu.max} · 100% = one CPU` },
+      { key: 'cpu', label: 'CPU mean', value: cpu.mean, sub: `max ${cpu.max} · 100% = one CPU${cpus ? ` of ${cpus}` : ''}` },
     ];
     for (const [k, label] of [['page_cache', 'page cache'], ['dirty', 'dirty'], ['available', 'available']]) {
       const m = meanMax(pick(mem, k), bytes);
@@ -75,7 +77,13 @@ export function targetSections(target) {
         latency: latency(pick(x, 'latency_ns')),
       })),
     }));
+    // What the probe itself cost, and what its kernel samplers could not count.
+    if (pick(t, 'probe_cpu_percent')) {
+      const p = meanMax(pick(t, 'probe_cpu_percent'), pct);
+      figures.push({ key: 'probe_cpu', label: 'probe CPU mean', value: p.mean, sub: `max ${p.max}` });
+    }
+    const dropped = num(pick(t, 'probe_dropped')) || 0;
     const ebpf = pick(t, 'ebpf');
-    return { host, ebpf: typeof ebpf === 'string' && ebpf ? ebpf : null, figures, disks, nics, processes };
+    return { host, ebpf: typeof ebpf === 'string' && ebpf ? ebpf : null, dropped: dropped > 0 ? fmtInt(dropped) : null, figures, disks, nics, processes };
   });
 }
