@@ -10,6 +10,7 @@ import {
 import { prepareSeries, sideTotals, linearRange } from '../../crates/web/assets/series.js';
 import { fmtValue, fmtTick, fmtWithUnit } from '../../crates/web/assets/format.js';
 import { targetSections } from '../../crates/web/assets/target.js';
+import { prepareHeat, keyTotals } from '../../crates/web/assets/histo.js';
 
 const fixture = (name) => JSON.parse(readFileSync(new URL(`../fixtures/generated/${name}`, import.meta.url), 'utf8'));
 const run = fixture('server-run-0.json');
@@ -132,4 +133,24 @@ test('the summary\'s target section: CPU and memory figures, disks, interfaces a
   assert.equal(n.dropped, '1,234');
   assert.equal(n.disks[0].latency.p99, '—');
   assert.equal(n.figures[0].value, '—');
+});
+
+test('the block latency heat map: each op\'s I/O in every second, slower once the disk is the limit', () => {
+  const heat = prepareHeat(fixture('server-heatmap-block-latency-by-op.json'));
+  assert.equal(heat.unit, 'ns');
+  assert.deepEqual(heat.seconds.length, 30);
+  const totals = keyTotals(heat, 0, heat.seconds.length);
+  assert.deepEqual(totals.map((t) => t.key), ['read', 'write']);
+  const ops = fixture('server-series-disk-ops-by-disk.json');
+  const diskRw = ops.series[0].values.reduce((a, v) => a + v, 0);
+  const flushes = 20 * 5 + 10 * 20; // diskstats counts flushes; the block heat map has reads and writes
+  assert.equal(totals.reduce((a, t) => a + t.count, 0), diskRw - flushes, 'every read and write diskstats counted is in the heat map');
+  // The slowest bucket with I/O at second 5 and at second 25.
+  const top = (i) => Math.max(...heat.series.map((s) => {
+    const col = s.columns[i] || [];
+    let m = 0;
+    for (let j = 0; j < col.length; j += 2) if (col[j + 1] > 0) m = Math.max(m, heat.hi[col[j]]);
+    return m;
+  }));
+  assert.ok(top(25) > 5 * top(5), `${top(5)} -> ${top(25)}`);
 });
