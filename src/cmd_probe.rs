@@ -91,8 +91,11 @@ pub fn probe(args: &ProbeArgs) -> CmdResult {
         out.display(),
         terminal::duration(Duration::from_secs(written))
     );
-    match failed {
-        Some(e) => Err(Failure::failed(anyhow::Error::new(e))),
-        None => Ok(()),
+    if let Some(e) = failed {
+        return Err(Failure::failed(anyhow::Error::new(e)));
     }
+    // What was recorded, as `ioscope show` prints it.
+    let results = ioscope_store::open(out).map_err(store_err)?;
+    crate::output::println(&ioscope_report::render_text(&ioscope_report::summarize(&results, out)));
+    Ok(())
 }

@@ -113,8 +113,10 @@ fn probe_flags_that_name_no_place_or_process_exit_2_naming_the_flag() {
 fn probe_alone_records_its_seconds_into_a_results_file_the_ui_reads() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("server.db");
-    let status = ioscope().args(["probe", "--out", out.to_str().unwrap(), "--duration", "2s"]).status().unwrap();
-    assert!(status.success());
+    let run = ioscope().args(["probe", "--out", out.to_str().unwrap(), "--duration", "2s"]).output().unwrap();
+    assert!(run.status.success());
+    let said = String::from_utf8_lossy(&run.stdout);
+    assert!(said.contains("target side only (ioscope probe)") && said.contains(": CPU "), "{said}");
     let r = ioscope_store::open(&out).unwrap();
     assert_eq!(r.run.status, ioscope_store::Status::Completed);
     assert_eq!(r.seconds.iter().map(|s| s.second).collect::<Vec<_>>(), [0, 1]);

@@ -1,10 +1,11 @@
 #!/usr/bin/env node
 // screenshots.mjs: the README's pictures, from real runs made here (about 1 minute):
 // the default worksheet, a drill-down by file, a drill into the heat maps of the writes,
-// two runs compared, and latency art.
+// two runs compared, and latency art; and the server worksheet of the run with target
+// series that crates/web/examples/server_run.rs writes.
 // Usage: node ui-tests/screenshots.mjs [OUT_DIR]   (default docs/images)
 
-import { spawn } from 'node:child_process';
+import { spawn, execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -47,5 +48,15 @@ for (const [name, hash] of shots) {
   console.log(path.join(out, name));
   await page.close();
 }
-await browser.close();
 server.close();
+
+// The server worksheet (docs/analytics.md): the fixture run with target series.
+const serverDb = path.join(dir, 'server.db');
+execFileSync(path.join(path.dirname(BIN), 'examples', 'server_run'), [serverDb]);
+const targetServer = await serve(['ui', serverDb, '--listen', '127.0.0.1:0']);
+const serverHash = '#run=0&c=latency,by=op,kind=heatmap&c=block_latency,by=op,kind=heatmap&c=process_cpu,by=process,kind=stacked&c=disk_ops,by=disk,kind=stacked';
+const { page } = await open(browser, `${targetServer.url}${serverHash}`, { width: 1440, height: 1300 });
+await page.screenshot({ path: path.join(out, 'server-worksheet.png') });
+console.log(path.join(out, 'server-worksheet.png'));
+await browser.close();
+targetServer.close();

@@ -125,6 +125,20 @@ fn agent_table(s: &Summary) -> String {
 pub fn render_text(s: &Summary) -> String {
     let mut out =
         format!("ioscope {}  {}  {:.1} s  results: {}\n", s.ioscope_version, s.status, s.duration_s, s.results_file);
+    // A recording of `ioscope probe` alone: no load, only the target side.
+    if s.ops.is_empty() && s.total.ops == 0 && !s.target.is_empty() {
+        out.push_str("target side only (ioscope probe): no load was run\n");
+        for (host, config) in &s.system {
+            out.push_str(&format!("system   {host}: {}\n", format::system(config)));
+        }
+        for (host, t) in &s.target {
+            target_lines(&mut out, host, t);
+        }
+        for n in s.notes.iter().filter(|n| n.starts_with("target ")) {
+            out.push_str(&format!("note: {n}\n"));
+        }
+        return out;
+    }
 
     let hash = if s.workload.hash.chars().count() > 8 {
         format!("{}…", s.workload.hash.chars().take(8).collect::<String>())

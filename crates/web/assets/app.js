@@ -1,11 +1,11 @@
-// modules: format.js color.js histo.js series.js state.js api.js draw.js worksheet.js panels.js app.js
+// modules: format.js color.js histo.js series.js state.js api.js draw.js worksheet.js target.js panels.js app.js
 // app.js: the entry. Loads the runs, keeps the worksheet state in the URL (location.hash;
 // back/forward restore it), draws the top bar (run, LIVE, compare, time range, link),
 // the worksheet and the panels, and follows live runs: each new second arrives as a
 // Server-Sent Event (/api/v1/runs/{id}/events); polling every second is the fallback.
 
 import { fmtElapsed, fmtDateTime } from './format.js';
-import { decodeState, encodeState, completeState, defaultKind, kindsFor, KIND_LABELS, makeChart, visibleRange, zoomOut, pan, drillDims, statTakes } from './state.js';
+import { decodeState, encodeState, completeState, defaultKind, kindsFor, KIND_LABELS, makeChart, visibleRange, zoomOut, pan, drillDims, statTakes, serverCharts, hasTarget, statGroups, targetHosts } from './state.js';
 import { getRuns, getRun, isEmbedded, embeddedWorksheet } from './api.js';
 import { Worksheet, h, fill } from './worksheet.js';
 import { renderPanels, hostEntries, fmtOffset } from './panels.js';
@@ -87,6 +87,7 @@ function apply() {
   const gen = ++app.generation;
   document.body.dataset.ready = '0';
   renderTopBar();
+  renderWsTools();
   renderPanelsIfNeeded();
   const p = app.ws.render().then(() => {
     if (gen === app.generation) {
@@ -266,7 +267,11 @@ function openAddStat() {
   const anyKind = (stat, where, by) => kindsFor(stat.kind).some((k) => app.ws.answered(makeChart(stat.name, { by, where, kind: k })));
   const shown = stats.filter((s) => anyKind(s, [], ''));
   if (!shown.length) return;
-  const statSel = h('select', { name: 'stat', 'aria-label': 'Statistic' }, shown.map((s) => h('option', { value: s.name }, `${s.label || s.name}  (${s.unit})`)));
+  // The client's statistics, then the target's (what the probed server did) in their own group.
+  const option = (s) => h('option', { value: s.name, 'data-side': s.side || 'client' }, `${s.label || s.name}  (${s.unit})`);
+  const groups = statGroups(shown, targetHosts(detail));
+  const statSel = h('select', { name: 'stat', 'aria-label': 'Statistic' },
+    groups.length > 1 ? groups.map((g) => h('optgroup', { label: g.label, 'data-side': g.side }, g.stats.map(option))) : shown.map(option));
   const bySel = h('select', { name: 'by', 'aria-label': 'Breakdown' });
   const kindSel = h('select', { name: 'kind', 'aria-label': 'Show as' });
   let where = [];
@@ -360,6 +365,24 @@ function openAddStat() {
   statSel.focus();
 }
 
+// --- server worksheet -----------------------------------------------------------------------
+
+// The charts of the server worksheet this run can draw (a report: those it embedded).
+function serverWorksheet() {
+  const detail = runDetail(app.state.run);
+  return serverCharts(detail && detail.stats).filter((c) => app.ws.answered(c));
+}
+
+function renderWsTools() {
+  const detail = runDetail(app.state.run);
+  els.serverWs.hidden = !(hasTarget(detail && detail.stats) && serverWorksheet().length);
+}
+
+function openServerWorksheet() {
+  const charts = serverWorksheet();
+  if (charts.length) change({ charts }, true);
+}
+
 function closeAddStat() {
   if (els.addPop) els.addPop.remove();
   els.addPop = null;
@@ -429,7 +452,11 @@ async function poll() {
       const focus = document.activeElement;
       if (!(focus && focus.tagName === 'SELECT' && els.top.contains(focus))) renderTopBar();
       await app.ws.refresh(changed.concat(ended.filter((x) => !changed.includes(x))));
-      if (ended.length) renderPanelsIfNeeded(true);
+      if (ended.length) {
+        renderPanelsIfNeeded(true);
+        // A live run's target series may appear after its first seconds.
+        renderWsTools();
+      }
     }
     els.banner.hidden = true;
   } catch (err) {
@@ -452,9 +479,16 @@ function buildSkeleton() {
   els.banner = h('div', { class: 'banner', hidden: true, role: 'status' });
   els.addWrap = h('div', { class: 'add-wrap' },
     h('button', { type: 'button', class: 'add-stat', 'data-action': 'add-stat', 'aria-label': 'Add statistic', onclick: openAddStat }, h('span', { class: 'plus' }, '+'), 'Add statistic'));
+  // Offered when the run has target series (renderWsTools).
+  els.serverWs = h('button', {
+    type: 'button', class: 'server-ws', 'data-action': 'server-worksheet', hidden: true,
+    title: 'The client latency heat map with the block latency heat map under it, the NFS server\'s CPU and the disks\' IOPS, on one time axis',
+    onclick: openServerWorksheet,
+  }, 'Server worksheet');
   els.wsTools = h('div', { class: 'ws-tools' },
     h('div', { class: 'ws-title' }, 'Worksheet'),
     h('div', { class: 'ws-hint' }, 'drag on a chart to zoom · double-click to zoom out · click a value to highlight, shift-click to add'),
+    els.serverWs,
     els.addWrap);
   els.worksheet = h('div', { class: 'worksheet' });
   els.panels = h('div', { class: 'panels' });

@@ -114,6 +114,8 @@ export function fmtValue(v, unit) {
   if (unit === 'ns') return fmtNs(v);
   if (unit === 'bytes') return fmtBytes(v);
   if (unit === 'bytes/s') return `${fmtBytes(v)}/s`;
+  // Target CPU and disk utilization: 100 = one CPU or one device busy all the second.
+  if (unit === 'percent') return `${fmtNum(v)}%`;
   return fmtSI(v);
 }
 
@@ -125,7 +127,7 @@ export function fmtTick(v, unit) {
 
 // A value with its unit spelled out where the compact form drops it ("20.0K ops/s").
 export function fmtWithUnit(v, unit) {
-  if (unit === 'ns' || unit === 'bytes' || unit === 'bytes/s') return fmtValue(v, unit);
+  if (unit === 'ns' || unit === 'bytes' || unit === 'bytes/s' || unit === 'percent') return fmtValue(v, unit);
   return unit ? `${fmtValue(v, unit)} ${unit}` : fmtValue(v, unit);
 }
 

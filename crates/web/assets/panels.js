@@ -4,6 +4,7 @@
 
 import { fmtInt, fmtNs, fmtBytes, fmtElapsed, fmtDateTime, fmtNum } from './format.js';
 import { h, fill } from './worksheet.js';
+import { targetSections } from './target.js';
 
 const openState = new Map([['summary', true], ['steps', true], ['probes', true], ['config', false], ['workload', false]]);
 
@@ -70,6 +71,36 @@ function agentsTable(s) {
         h('td', { class: a.lost_at_second != null ? 'bad' : '' }, a.lost_at_second == null ? '' : `second ${a.lost_at_second}`),
         h('td', { class: 'l muted' }, a.detail || ''));
     }))));
+}
+
+// The summary's target section: per probed host, its CPU and memory figures and tables of
+// its disks, network interfaces and processes. Nothing when the run had no probe.
+function targetBlock(s) {
+  const sections = targetSections(s && s.target);
+  if (!sections.length) return null;
+  const mm = (x, maxCls) => [h('td', {}, x.mean), h('td', { class: maxCls || '' }, x.max)];
+  const head = (first, groups) => h('thead', {},
+    h('tr', { class: 'group' }, h('th', {}), groups.map(([g, n]) => h('th', { colspan: n, class: g ? 'grp' : '' }, g))),
+    h('tr', {}, h('th', { class: 'l' }, first), groups.flatMap(([, n, cols]) => cols || Array(n).fill(null).map((_, i) => (i % 2 ? 'max' : 'mean'))).map((c) => h('th', {}, c))));
+  const table = (cls, thead, rows) => (rows.length ? h('div', { class: 'table-scroll' }, h('table', { class: `grid ${cls}` }, thead, h('tbody', {}, rows))) : null);
+  return h('div', { class: 'target-block', 'data-panel-part': 'target' }, sections.map((t) => h('div', { class: 'target-host', 'data-host': t.host },
+    h('div', { class: 'target-head' }, 'Target', h('span', { class: 'muted' }, `host ${t.host}`)),
+    t.ebpf ? h('p', { class: 'ebpf-note' }, `eBPF samplers not used: ${t.ebpf} (block and system call latency are missing; procfs figures are complete)`) : null,
+    t.dropped ? h('p', { class: 'ebpf-note', 'data-dropped': t.dropped }, `${t.dropped} events the eBPF samplers could not count (not in the block and system call figures)`) : null,
+    h('div', { class: 'figs' }, t.figures.map((f) => h('div', { class: 'fig', 'data-fig': f.key }, h('div', { class: 'fig-v' }, f.value), h('div', { class: 'fig-l' }, f.label, h('span', { class: 'fig-s' }, f.sub))))),
+    table('target-disks', head('disk', [['IOPS', 2], ['throughput', 2], ['utilization', 2], ['queue depth', 2], ['block latency', 4, ['p50', 'p99', 'p99.9', 'max']]]),
+      t.disks.map((d) => h('tr', { 'data-disk': d.name, title: d.saturated ? 'Busy all the time at its peak: the device, not ioscope, was the limit' : null },
+        h('td', { class: 'l key' }, d.name), mm(d.iops), mm(d.bytes), mm(d.util, d.saturated ? 'em' : ''), mm(d.queue),
+        h('td', {}, d.latency.p50), h('td', { class: 'em' }, d.latency.p99), h('td', {}, d.latency.p999), h('td', {}, d.latency.max)))),
+    table('target-nics', head('interface', [['received', 2], ['sent', 2], ['', 1, ['drops']]]),
+      t.nics.map((n) => h('tr', { 'data-nic': n.name }, h('td', { class: 'l key' }, n.name), mm(n.rx), mm(n.tx), h('td', { class: n.dropped ? 'bad' : '' }, n.drops)))),
+    table('target-processes', head('process', [['CPU', 2], ['system call latency', 6, ['calls', 'mean', 'p50', 'p99', 'p99.9', 'max']]]),
+      t.processes.flatMap((p) => [
+        h('tr', { 'data-process': p.name }, h('td', { class: 'l key' }, p.name), mm(p.cpu), Array(6).fill(null).map(() => h('td', {}, ''))),
+        ...p.syscalls.map((c) => h('tr', { class: 'host', 'data-process': p.name, 'data-syscall': c.name },
+          h('td', { class: 'l key' }, c.name), h('td', {}, ''), h('td', {}, ''), h('td', {}, c.count),
+          h('td', {}, c.latency.mean), h('td', {}, c.latency.p50), h('td', { class: 'em' }, c.latency.p99), h('td', {}, c.latency.p999), h('td', {}, c.latency.max))),
+      ])))));
 }
 
 function summaryBlock(run, which) {
@@ -143,7 +174,7 @@ function summaryBlock(run, which) {
     s.host ? h('span', {}, `host ${s.host}`) : null,
     s.started_unix_ms ? h('span', {}, `started ${fmtDateTime(s.started_unix_ms)}`) : null,
     s.ioscope_version ? h('span', {}, `ioscope ${s.ioscope_version}`) : null);
-  return h('div', { class: 'summary-block' }, figs, knee, h('div', { class: 'table-scroll' }, table), foot, agentsTable(s), notes, meta);
+  return h('div', { class: 'summary-block' }, figs, knee, h('div', { class: 'table-scroll' }, table), foot, agentsTable(s), targetBlock(s), notes, meta);
 }
 
 function stepsBlock(run, which, onZoom) {

@@ -18,6 +18,8 @@ export const KINDS = {
   counter: ['stacked', 'line'],
   distribution: ['heatmap', 'percentiles'],
   event: ['probe'],
+  // Target levels (memory): one line, or stacked over a breakdown (they sum over values).
+  gauge: ['line', 'stacked'],
 };
 
 export const KIND_LABELS = {
@@ -48,7 +50,7 @@ export function endpointFor(kind) {
 // Offsets read linearly (a file is a line of blocks; latency art is drawn in linear
 // bands); every other distribution on a log scale.
 export function defaultYScale(stat) {
-  return stat === 'offset' ? 'lin' : 'log';
+  return stat === 'offset' || stat === 'block_offset' ? 'lin' : 'log';
 }
 
 export function makeChart(stat, opts) {
@@ -73,6 +75,53 @@ export function defaultCharts() {
     makeChart('latency', { by: 'op', kind: 'heatmap' }),
     makeChart('offset', { kind: 'heatmap' }),
   ];
+}
+
+// The server worksheet: what the target did under the client's load, on one time axis.
+// The client's latency heat map with the target's block latency heat map right under it
+// (the same I/O seen from both ends), then the NFS server's CPU and the disks' IOPS.
+// Only the statistics the run offers (`stats`, the API's list): block latency needs the
+// eBPF samplers, process CPU a named process.
+export const SERVER_CHARTS = [
+  ['latency', { by: 'op', kind: 'heatmap' }],
+  ['block_latency', { by: 'op', kind: 'heatmap' }],
+  ['process_cpu', { by: 'process', kind: 'stacked' }],
+  ['disk_ops', { by: 'disk', kind: 'stacked' }],
+];
+
+export function serverCharts(stats) {
+  const has = (name, by) => (stats || []).some((s) => s.name === name && (!by || (s.dimensions || []).includes(by)));
+  return SERVER_CHARTS.filter(([stat, o]) => has(stat, o.by)).map(([stat, o]) => makeChart(stat, o));
+}
+
+// Whether the run has target series (the server worksheet and the target group of Add
+// statistic are offered then).
+export function hasTarget(stats) {
+  return (stats || []).some((s) => s.side === 'target');
+}
+
+// The probed hosts of a run's detail: the summary's target section names them; without
+// it, the hosts of series that are not the run's client hosts (empty when a local probe
+// shares the client's name).
+export function targetHosts(detail) {
+  const t = detail && detail.summary && detail.summary.target;
+  if (t && typeof t === 'object') return Object.keys(t);
+  const clients = new Set(((detail && detail.hosts) || []).map((x) => x.name));
+  if (detail && detail.summary && detail.summary.host) clients.add(detail.summary.host);
+  const all = (detail && detail.dimensions && detail.dimensions.host) || [];
+  return hasTarget(detail && detail.stats) ? all.filter((x) => !clients.has(x)) : [];
+}
+
+// The statistics of Add statistic in groups: the client's, then the target's, named
+// after the probed hosts when known ("Target (server)").
+export function statGroups(stats, targetHosts) {
+  const client = (stats || []).filter((s) => s.side !== 'target');
+  const target = (stats || []).filter((s) => s.side === 'target');
+  const hosts = (targetHosts || []).length ? targetHosts.join(', ') : 'server';
+  return [
+    { side: 'client', label: 'Client', stats: client },
+    { side: 'target', label: `Target (${hosts})`, stats: target },
+  ].filter((g) => g.stats.length);
 }
 
 export function defaultState(runId) {

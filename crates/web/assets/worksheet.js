@@ -4,7 +4,7 @@
 // Fetches each query once for the whole run (live runs: only the newer seconds), zooms
 // and pans in the client, and broadcasts the hovered second to every chart.
 
-import { fmtValue, fmtNum, fmtInt, fmtRange, fmtElapsed, fmtClock, fmtBytes, fmtNs, fmtTick } from './format.js';
+import { fmtValue, fmtNum, fmtInt, fmtRange, fmtElapsed, fmtClock, fmtNs, fmtTick } from './format.js';
 import { keyColor, PERCENTILE_COLORS, HEAT_STOPS, hueLut } from './color.js';
 import { prepareHeat, indexRange, bucketCounts, heatRange, heatRangeLinear, keyTotals, mergeHeat, binSeconds, coveredSeconds, columnSecondsFor, valueBounds, coarseEdges, coarseRanges, OUTLIER_CUTS } from './histo.js';
 import { prepareSeries, sideTotals, linearRange, percentileRange, probeRange, timelineMarks, timelineFromSteps, mergeSeries, PERCENTILES, PERCENTILE_LABELS } from './series.js';
@@ -226,6 +226,10 @@ class ChartView {
     const c = this.spec;
     const info = this.info;
     this.titleEl.textContent = chartTitle(c, info);
+    // What the server did, told apart from what the client saw at a glance.
+    const target = !!info && info.side === 'target';
+    this.section.classList.toggle('target', target);
+    if (target) this.titleEl.prepend(h('span', { class: 'side-tag', title: 'Recorded on the target by the probe' }, 'target'));
     const note = statNote(info);
     if (info && info.unit) this.titleEl.append(h('span', { class: 'unit' }, note ? `${info.unit} · ${note}` : info.unit));
     const tools = [];
@@ -521,7 +525,9 @@ class ChartView {
     if (v == null) return '—';
     if (c.kind === 'heatmap' || c.kind === 'percentiles') return fmtInt(v);
     if (c.kind === 'probe') return fmtNs(v);
-    if (info.unit === 'bytes/s') return `${fmtBytes(v)}/s`;
+    // Target units: gauges in bytes, CPU and utilization in percent; requests in flight
+    // and the other rates as numbers.
+    if (info.unit === 'bytes/s' || info.unit === 'bytes' || info.unit === 'percent') return fmtValue(v, info.unit);
     return fmtNum(v);
   }
 
@@ -530,7 +536,8 @@ class ChartView {
     const info = this.info || {};
     if (c.kind === 'heatmap' || c.kind === 'percentiles') return hovering ? 'count' : 'count';
     if (c.kind === 'probe') return hovering ? 'duration' : 'longest';
-    return hovering ? info.unit || '' : `avg ${info.unit || ''}`;
+    const unit = info.unit === 'percent' ? '%' : info.unit || '';
+    return hovering ? unit : `avg ${unit}`;
   }
 
   renderSide() {
@@ -740,7 +747,7 @@ class ChartView {
           }
         }
       }
-      const colHead = ranges.length ? h('div', { class: 'hv-cols' }, h('span', { class: 'r' }, data.stat === 'offset' ? 'offset' : 'value'), h('span', { class: 'n' }, 'I/O'), h('span', { class: 'p' }, '%'), h('span', { class: 'cum' }, 'cum.')) : null;
+      const colHead = ranges.length ? h('div', { class: 'hv-cols' }, h('span', { class: 'r' }, /offset$/.test(data.stat) ? 'offset' : 'value'), h('span', { class: 'n' }, 'I/O'), h('span', { class: 'p' }, '%'), h('span', { class: 'cum' }, 'cum.')) : null;
       this.hoverEl.append(h('div', { class: 'hv hv-heat', 'data-run': String(r) }, head, visLine, colHead, h('div', { class: 'hv-rows' }, rows.length ? rows : h('div', { class: 'hv-more' }, 'no I/O in this column'))));
     });
     this.hoverEl.scrollTop = scroll;

@@ -26,6 +26,8 @@ pub use server::Server;
 #[cfg(test)]
 mod hosts_fixture;
 #[cfg(test)]
+mod server_fixture;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tests_answers;
@@ -37,3 +39,5 @@ mod tests_hostile;
 mod tests_hosts;
 #[cfg(test)]
 mod tests_http;
+#[cfg(test)]
+mod tests_server;

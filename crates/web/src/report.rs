@@ -54,12 +54,16 @@ pub fn render(results_path: &Path) -> Result<String, ReportError> {
         }
         Ok(())
     };
-    for stat in STATS {
-        if stat.kind == Kind::Event && results.probes.is_empty() {
+    // The client's statistics, and the target's when the run has target series (their
+    // own dimensions even with one value: the server worksheet's disk IOPS by disk).
+    for stat in ioscope_metrics::stat::all() {
+        let target = stat.side == ioscope_metrics::Side::Target;
+        if (stat.kind == Kind::Event && results.probes.is_empty()) || (target && !query::offered(&results, stat)) {
             continue;
         }
+        let own = |d: query::Dim| target && d != query::Dim::Host && !dims.of(d).is_empty();
         let mut bys: Vec<Option<&str>> = vec![None];
-        bys.extend(stat.dims.iter().filter(|&&d| multi(d) || d == query::Dim::Op).map(|d| Some(d.name())));
+        bys.extend(stat.dims.iter().filter(|&&d| multi(d) || d == query::Dim::Op || own(d)).map(|d| Some(d.name())));
         for by in bys {
             embed(stat, by, "")?;
         }

@@ -28,6 +28,17 @@ const HOSTS_FIXTURES: &[(&str, &str, &str)] = &[
     ("hosts-series-ops-by-host.json", "/api/v1/runs/0/series", "stat=ops&by=host"),
 ];
 
+/// The same of the run with target series (server_fixture.rs), for the server worksheet.
+const SERVER_FIXTURES: &[(&str, &str, &str)] = &[
+    ("server-run-0.json", "/api/v1/runs/0", ""),
+    ("server-series-process-cpu-by-process.json", "/api/v1/runs/0/series", "stat=process_cpu&by=process"),
+    ("server-series-disk-ops-by-disk.json", "/api/v1/runs/0/series", "stat=disk_ops&by=disk"),
+    ("server-series-disk-queue.json", "/api/v1/runs/0/series", "stat=disk_queue"),
+    ("server-series-page-cache.json", "/api/v1/runs/0/series", "stat=page_cache"),
+    ("server-series-cpu-by-mode.json", "/api/v1/runs/0/series", "stat=cpu&by=mode"),
+    ("server-heatmap-block-latency-by-op.json", "/api/v1/runs/0/heatmap", "stat=block_latency&by=op"),
+];
+
 #[test]
 fn ui_fixtures_are_what_the_api_answers() {
     let dir = tempfile::tempdir().unwrap();
@@ -35,10 +46,17 @@ fn ui_fixtures_are_what_the_api_answers() {
     let hosts_path = dir.path().join("hosts.ioscope");
     crate::hosts_fixture::write_hosts_results(&hosts_path).unwrap();
     let hosts_api = Api::new(&[hosts_path]);
+    let server_path = dir.path().join("server.ioscope");
+    crate::server_fixture::write_server_results(&server_path).unwrap();
+    let server_api = Api::new(&[server_path]);
     let out = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../ui-tests/fixtures/generated");
     let write = std::env::var_os("IOSCOPE_WRITE_FIXTURES").is_some();
     let mut stale = Vec::new();
-    let all = FIXTURES.iter().map(|f| (&api, f)).chain(HOSTS_FIXTURES.iter().map(|f| (&hosts_api, f)));
+    let all = FIXTURES
+        .iter()
+        .map(|f| (&api, f))
+        .chain(HOSTS_FIXTURES.iter().map(|f| (&hosts_api, f)))
+        .chain(SERVER_FIXTURES.iter().map(|f| (&server_api, f)));
     for (api, (file, path, query)) in all {
         let answer = api.get(path, query);
         assert_eq!(answer.status, 200, "{path}?{query}: {}", answer.body);
