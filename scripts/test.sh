@@ -77,7 +77,10 @@ export IOSCOPE_NFS_URL="$nfs_url" IOSCOPE_NFS_EXPORT_DIR=/tmp/ioscope-nfs/export
 export "$(grep '^IOSCOPE_NFS_LOOP_DEV=' /tmp/ioscope-nfs/env)"
 cargo test -p ioscope-engine-nfs --locked -- --ignored
 cargo test --test cli --locked --features ebpf -- --ignored nfs_engine_
-# The target-side probe (--probe local, eBPF and procfs) watching that server and its loop device.
+# The target-side probe (--probe local, eBPF and procfs) watching that server and its loop device;
+# its results file is kept for the browser test of the server worksheet (below).
+export IOSCOPE_SERVER_RESULTS="$CARGO_TARGET_DIR/probe-test-results.db"
+rm -f "$IOSCOPE_SERVER_RESULTS"
 cargo test --test probe --locked --features ebpf -- --ignored
 cargo test --test cli --locked --features ebpf -- --ignored nfs_server_stopped  # alone: it pauses the server
 cargo test --test cli --locked --features ebpf -- --ignored nfs_server_killed   # last: it kills the server

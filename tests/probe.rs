@@ -82,6 +82,11 @@ fn run(url: &str, disk: &str) -> Result<Probed, String> {
     ioscope(
         &[&load[..], &["--duration", "8s", "--probe", "local", "--probe-process", GANESHA, "--out", s(&db)]].concat(),
     )?;
+    // The UI's browser test draws this run's server worksheet (scripts/test.sh names the copy).
+    if let Ok(copy) = std::env::var("IOSCOPE_SERVER_RESULTS") {
+        std::fs::copy(&db, &copy)
+            .map_err(|e| format!("copying {} to IOSCOPE_SERVER_RESULTS={copy}: {e}", db.display()))?;
+    }
     Ok(Probed { _dir: dir, db, disk: disk.to_string() })
 }
 
