@@ -24,7 +24,6 @@ const IN_FLIGHT: u64 = 1;
 
 /// The measured run: its results file and the loop device under the export.
 struct Probed {
-    _dir: tempfile::TempDir,
     db: PathBuf,
     disk: String,
 }
@@ -72,13 +71,17 @@ fn probed() -> Option<&'static Probed> {
 /// A first run without the probe lays the file out, so that the measured run's ganesha
 /// writes are the client's writes and nothing else.
 fn run(url: &str, disk: &str) -> Result<Probed, String> {
-    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    // A directory of its own under the build's scratch space, emptied at each start: the
+    // run lives in a static, never dropped, so a temporary directory would stay behind.
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("probe-test");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let target = format!("{url}/probe-{}", std::process::id());
     let load = ["run", "--engine", "nfs", "--target", &target, "--rw", "write", "--bs", "64k", "--size", "32m"];
     let load = [&load[..], &["--sync", "dsync", "--iodepth", "1", "--quiet"]].concat();
-    let layout = dir.path().join("layout.db");
+    let layout = dir.join("layout.db");
     ioscope(&[&load[..], &["--duration", "1s", "--out", s(&layout)]].concat())?;
-    let db = dir.path().join("r.db");
+    let db = dir.join("r.db");
     ioscope(
         &[&load[..], &["--duration", "8s", "--probe", "local", "--probe-process", GANESHA, "--out", s(&db)]].concat(),
     )?;
@@ -87,7 +90,7 @@ fn run(url: &str, disk: &str) -> Result<Probed, String> {
         std::fs::copy(&db, &copy)
             .map_err(|e| format!("copying {} to IOSCOPE_SERVER_RESULTS={copy}: {e}", db.display()))?;
     }
-    Ok(Probed { _dir: dir, db, disk: disk.to_string() })
+    Ok(Probed { db, disk: disk.to_string() })
 }
 
 /// Sum of a stat's per-second values (counts, for a distribution) by `group`, over the
