@@ -39,6 +39,9 @@ command -v bpftool >/dev/null || [ -x /usr/sbin/bpftool ] || need_apt+=(bpftool)
 command -v pkg-config >/dev/null || need_apt+=(pkg-config)
 pkg-config --exists libelf 2>/dev/null || need_apt+=(libelf-dev)
 pkg-config --exists zlib 2>/dev/null || need_apt+=(zlib1g-dev)
+# The system-call sampler attaches to each timed call's own tracepoint through tracefs,
+# which systemd mounts; a container may not have it.
+[ -d /sys/kernel/tracing/events ] || [ "$(id -u)" != 0 ] || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "== installing: ${need_apt[*]}"
   if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq "${need_apt[@]}" >/dev/null

@@ -5,7 +5,7 @@
 use super::series::{self, Key, Totals, KEY_BYTES};
 use super::{syscalls, BlockSeries, BpfSecond, SyscallSeries, BLOCK_OPS};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-use libbpf_rs::{Link, MapCore, MapFlags, MapHandle};
+use libbpf_rs::{Link, MapCore, MapFlags, MapHandle, TracepointCategory};
 use std::collections::HashMap;
 use std::mem::MaybeUninit;
 
@@ -250,6 +250,13 @@ impl Maps {
     }
 }
 
+/// Whether tracefs is mounted with the per-call tracepoints (syscalls:sys_enter_NAME).
+fn tracefs_names_syscalls() -> bool {
+    ["/sys/kernel/tracing/events/syscalls", "/sys/kernel/debug/tracing/events/syscalls"]
+        .iter()
+        .any(|p| std::path::Path::new(p).is_dir())
+}
+
 impl Syscalls {
     fn start(
         t0_ns: u64,
@@ -282,8 +289,30 @@ impl Syscalls {
             tracked: HashMap::new(),
         };
         sys.refresh();
-        links.push(skel.progs.syscall_enter.attach().map_err(|e| why("attach", e))?);
-        links.push(skel.progs.syscall_exit.attach().map_err(|e| why("attach", e))?);
+        // With tracefs, only the timed calls run a program; without it, every call does.
+        let mut attached = 0;
+        if tracefs_names_syscalls() {
+            for (_, name) in syscalls::FS_SYSCALLS {
+                let enter = skel
+                    .progs
+                    .syscall_enter_tp
+                    .attach_tracepoint(TracepointCategory::Syscalls, format!("sys_enter_{name}"));
+                let exit = skel
+                    .progs
+                    .syscall_exit_tp
+                    .attach_tracepoint(TracepointCategory::Syscalls, format!("sys_exit_{name}"));
+                // A call this kernel has no tracepoint for (an architecture's own) is left out.
+                if let (Ok(enter), Ok(exit)) = (enter, exit) {
+                    links.push(enter);
+                    links.push(exit);
+                    attached += 1;
+                }
+            }
+        }
+        if attached == 0 {
+            links.push(skel.progs.syscall_enter.attach().map_err(|e| why("attach", e))?);
+            links.push(skel.progs.syscall_exit.attach().map_err(|e| why("attach", e))?);
+        }
         Ok(sys)
     }
 

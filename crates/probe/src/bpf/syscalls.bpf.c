@@ -67,8 +67,8 @@ DROPPED_MAP(syscall_dropped);
 
 const struct stat_val zeroed_stat = {};
 
-SEC("tp_btf/sys_enter")
-int BPF_PROG(syscall_enter, struct pt_regs *regs, long id)
+/* A named process entered call `id`: stamp it in the thread. */
+static __always_inline int on_enter(long id)
 {
     if (id < 0 || id >= MAX_NR || !fs_nr[id])
         return 0;
@@ -89,8 +89,8 @@ int BPF_PROG(syscall_enter, struct pt_regs *regs, long id)
     return 0;
 }
 
-SEC("tp_btf/sys_exit")
-int BPF_PROG(syscall_exit, struct pt_regs *regs, long ret)
+/* A call returned: count it if its entry was stamped. */
+static __always_inline int on_exit(void)
 {
     struct entry *e = bpf_task_storage_get(&syscall_inflight, bpf_get_current_task_btf(), 0, 0);
     if (!e || e->enter_ns == 0)
@@ -110,6 +110,33 @@ int BPF_PROG(syscall_exit, struct pt_regs *regs, long ret)
     if (!hist_add(&syscall_hist, &key) || !stats)
         count_dropped(&syscall_dropped);
     return 0;
+}
+
+/* Attached to every system call of the machine (when tracefs cannot name the calls). */
+SEC("tp_btf/sys_enter")
+int BPF_PROG(syscall_enter, struct pt_regs *regs, long id)
+{
+    return on_enter(id);
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(syscall_exit, struct pt_regs *regs, long ret)
+{
+    return on_exit();
+}
+
+/* Attached by user space to syscalls:sys_enter_NAME / sys_exit_NAME of each timed call
+ * only: the machine's other system calls run no program at all. */
+SEC("tracepoint")
+int syscall_enter_tp(struct syscall_trace_enter *ctx)
+{
+    return on_enter(ctx->nr);
+}
+
+SEC("tracepoint")
+int syscall_exit_tp(struct syscall_trace_exit *ctx)
+{
+    return on_exit();
 }
 
 char LICENSE[] SEC("license") = "GPL";
