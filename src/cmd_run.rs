@@ -49,12 +49,6 @@ pub fn validate(file: &Path, flags: &Flags) -> CmdResult {
 pub fn run(args: RunArgs) -> CmdResult {
     let plan = plan_from(args.file.as_deref(), &args.workload.flags)?;
     let probes = crate::probe::Probes::parse(&args.probe)?;
-    if probes.at.iter().any(|w| *w != crate::probe::Where::Local) {
-        return Err(Failure::said(
-            Kind::InvalidInput,
-            "--probe ssh://...: not in this version; run `ioscope probe --out` on the server",
-        ));
-    }
     execute(&plan, &args.output, &probes)
 }
 
