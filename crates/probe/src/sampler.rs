@@ -99,7 +99,11 @@ impl ProcfsSampler {
             let Some(before) = a.cpu.get(cpu) else { continue };
             let id = cpu.trim_start_matches("cpu");
             for (mode, (x, y)) in CPU_MODES.iter().zip(before.iter().zip(now)).take(MODES) {
-                out.push(count(StatId::CpuTime, &[(Dim::Cpu, id), (Dim::Mode, mode)], d(*x, *y) * self.ns_per_tick));
+                out.push(count(
+                    StatId::CpuTime,
+                    &[(Dim::Cpu, id), (Dim::Mode, mode)],
+                    d(*x, *y).saturating_mul(self.ns_per_tick),
+                ));
             }
         }
         for (stat, field) in
@@ -116,7 +120,7 @@ impl ProcfsSampler {
             out.push(count(StatId::NetTxBytes, &l, d(before.tx_bytes, now.tx_bytes)));
             out.push(count(StatId::NetRxPackets, &l, d(before.rx_packets, now.rx_packets)));
             out.push(count(StatId::NetTxPackets, &l, d(before.tx_packets, now.tx_packets)));
-            let drops = d(before.rx_drops, now.rx_drops) + d(before.tx_drops, now.tx_drops);
+            let drops = d(before.rx_drops, now.rx_drops).saturating_add(d(before.tx_drops, now.tx_drops));
             out.push(count(StatId::NetDrops, &l, drops));
         }
         for (disk, now) in &b.disk {
@@ -142,8 +146,12 @@ impl ProcfsSampler {
                     out.push(count(StatId::DiskBytes, &[dk, (Dim::Op, op)], bytes));
                 }
             }
-            out.push(count(StatId::DiskBusy, &[dk], d(before.busy_ms, now.busy_ms) * 1_000_000));
-            out.push(count(StatId::DiskQueueTime, &[dk], d(before.weighted_ms, now.weighted_ms) * 1_000_000));
+            out.push(count(StatId::DiskBusy, &[dk], d(before.busy_ms, now.busy_ms).saturating_mul(1_000_000)));
+            out.push(count(
+                StatId::DiskQueueTime,
+                &[dk],
+                d(before.weighted_ms, now.weighted_ms).saturating_mul(1_000_000),
+            ));
         }
         // Per name, the CPU of every process with it: a process that started since the
         // previous reading counts from zero, one that ended is left out.
@@ -151,14 +159,14 @@ impl ProcfsSampler {
         for ((name, pid), (user, system)) in &b.process {
             let (u0, s0) = a.process.get(&(name.clone(), *pid)).copied().unwrap_or((0, 0));
             let e = by_name.entry(name.as_str()).or_default();
-            e.0 += d(u0, *user);
-            e.1 += d(s0, *system);
+            e.0 = e.0.saturating_add(d(u0, *user));
+            e.1 = e.1.saturating_add(d(s0, *system));
         }
         let running: BTreeSet<&str> = a.process.keys().chain(b.process.keys()).map(|(n, _)| n.as_str()).collect();
         for (name, (user, system)) in by_name.into_iter().filter(|(n, _)| running.contains(n)) {
             let p = (Dim::Process, name);
-            out.push(count(StatId::ProcessCpu, &[p, (Dim::Mode, "user")], user * self.ns_per_tick));
-            out.push(count(StatId::ProcessCpu, &[p, (Dim::Mode, "system")], system * self.ns_per_tick));
+            out.push(count(StatId::ProcessCpu, &[p, (Dim::Mode, "user")], user.saturating_mul(self.ns_per_tick)));
+            out.push(count(StatId::ProcessCpu, &[p, (Dim::Mode, "system")], system.saturating_mul(self.ns_per_tick)));
         }
         out
     }

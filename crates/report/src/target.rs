@@ -113,7 +113,7 @@ pub fn target_summaries(r: &Results) -> BTreeMap<String, TargetSummary> {
                     TargetValue::Count(n) => n,
                     _ => 0,
                 })
-                .sum()
+                .fold(0, u64::saturating_add)
         };
         let merged = |ts: &mut dyn Iterator<Item = &StoredTarget>| {
             let mut h = Histogram::new();
@@ -195,7 +195,7 @@ pub fn target_summaries(r: &Results) -> BTreeMap<String, TargetSummary> {
                     .flat_map(|t| &t.samples)
                     .filter(|x| !warmup.contains(&x.second))
                     .map(|x| if let TargetValue::Dist(h) = &x.value { h.count() } else { 0 })
-                    .sum();
+                    .fold(0, u64::saturating_add);
                 p.syscalls.insert(call.clone(), SyscallSummary { count, latency_ns: merged(&mut these()) });
             }
             s.processes.insert(process, p);
@@ -245,8 +245,8 @@ pub fn target_notes(
             ));
         }
         // Reads the client made that the target's disks never saw came from its memory.
-        let disk_reads: u64 = t.disks.values().map(|d| d.reads).sum();
-        if client_reads >= 1000 && !t.disks.is_empty() && disk_reads * 10 < client_reads {
+        let disk_reads: u64 = t.disks.values().map(|d| d.reads).fold(0, u64::saturating_add);
+        if client_reads >= 1000 && !t.disks.is_empty() && disk_reads.saturating_mul(10) < client_reads {
             let cache = t.memory_bytes.get("page_cache").map(|m| m.max as u64);
             let fits = match (working_set_bytes, cache) {
                 (Some(ws), Some(c)) => {
