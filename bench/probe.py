@@ -18,7 +18,9 @@ Part B, fio on the same device at full speed, alternating three probe modes: off
 Part C, nfs-ganesha's IOPS in the same three modes, alternating in one run: ganesha
   (scripts/nfs-ganesha.sh start-loop) serves ioscope's nfs engine (4 KiB random reads of
   a cached file and 4 KiB random writes, QD16); all = the run with
-  `--probe local --probe-process ganesha.nfsd`. Target: all/off >= 0.98.
+  `--probe local --probe-process ganesha.nfsd`. Target: all/off >= 0.98. A fourth mode,
+  tracepoint, runs no probe but enables a system-call tracepoint filtered to record
+  nothing: the kernel's own price for the tracepoints the system-call sampler needs.
 
 Prints markdown and writes bench/results/DATE-HOST-probe.md. Needs root (loop device,
 eBPF, network namespace). Python 3 standard library only; fio from Debian.
@@ -102,12 +104,30 @@ def fio_iops(p):
 # unprivileged user cannot load eBPF programs, says so and samples procfs); all samplers
 # (as root: procfs and eBPF).
 MODES = ("off", "procfs", "all")
+# Part C also measures what the kernel charges for a system-call tracepoint by itself:
+# one enabled through tracefs, filtered so it records nothing, and no probe at all.
+C_MODES = MODES + ("tracepoint",)
+SYSCALL_EVENTS = "/sys/kernel/tracing/events/syscalls"
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 
 
-def rounds_order(i):
+def rounds_order(i, modes=MODES):
     """The modes in round i: rotated each round, so a drift of the machine favours none."""
-    return MODES[i % 3:] + MODES[:i % 3]
+    k = i % len(modes)
+    return modes[k:] + modes[:k]
+
+
+def syscall_tracepoint(on):
+    """Enables (or disables) sys_enter/sys_exit_pread64 in tracefs, filtered to a pid that
+    makes no calls: every system call of the machine then takes the kernel's slow path
+    (syscall tracepoints are switched on for all threads at once), and nothing is recorded."""
+    for event in ("sys_enter_pread64", "sys_exit_pread64"):
+        d = os.path.join(SYSCALL_EVENTS, event)
+        if on:
+            with open(os.path.join(d, "filter"), "w") as f:
+                f.write("common_pid == 1")
+        with open(os.path.join(d, "enable"), "w") as f:
+            f.write("1" if on else "0")
 
 
 def start_probe(binary, out_dir, extra=(), unprivileged=False):
@@ -191,7 +211,11 @@ def nfs_run(binary, url, args, seconds, mode, tmp):
     if mode == "all":
         cmd += ["--probe", "local", "--probe-process", "ganesha.nfsd"]
     probe = start_probe(binary, tmp, ["--process", "ganesha.nfsd"], unprivileged=True) if mode == "procfs" else None
-    s = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+    syscall_tracepoint(mode == "tracepoint")
+    try:
+        s = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+    finally:
+        syscall_tracepoint(False)
     if probe:
         stop_probe(probe)
     assert s["total"]["errors"] == 0, s["total"]
@@ -205,7 +229,7 @@ def part_c(binary, a, tmp):
         "4 KiB random read, QD16 (cached)": ["--rw", "randread", "--bs", "4k", "--size", "64m", "--iodepth", "16"],
         "4 KiB random write, QD16": ["--rw", "randwrite", "--bs", "4k", "--size", "64m", "--iodepth", "16"],
     }
-    res = {name: {m: [] for m in MODES} for name in cases}
+    res = {name: {m: [] for m in C_MODES} for name in cases}
     try:
         ws = f"{url}/bench"
         # The working set once, then every run reuses it.
@@ -214,7 +238,7 @@ def part_c(binary, a, tmp):
                        check=True, capture_output=True)
         for i in range(a.rounds):
             for name, args in cases.items():
-                for mode in rounds_order(i):
+                for mode in rounds_order(i, C_MODES):
                     res[name][mode].append(nfs_run(binary, ws, args, a.seconds, mode, tmp))
     finally:
         subprocess.run([NFS, "stop"], capture_output=True)
@@ -321,12 +345,18 @@ def main():
             "ganesha (VFS) exporting an ext4 on a loop device (scripts/nfs-ganesha.sh start-loop), driven by "
             "ioscope's nfs engine on the same machine. off: no probe; procfs: an unprivileged "
             "`ioscope probe --out --process ganesha.nfsd` beside the run (procfs samplers only); all: the run "
-            "with `--probe local --probe-process ganesha.nfsd` as root (procfs and eBPF, in the run's process).", "",
-            "| case | IOPS, off | procfs | all | procfs/off | all/off |", "|---|---|---|---|---|---|",
+            "with `--probe local --probe-process ganesha.nfsd` as root (procfs and eBPF, in the run's process); "
+            "tracepoint: no probe, but a system-call tracepoint enabled through tracefs and filtered to record "
+            "nothing (`syscalls:sys_enter/exit_pread64`, `common_pid == 1`): what the kernel charges every system "
+            "call of the machine once any system-call tracepoint is on, which the system-call sampler needs here.",
+            "",
+            "| case | IOPS, off | procfs | all | tracepoint | procfs/off | all/off | tracepoint/off |",
+            "|---|---|---|---|---|---|---|---|",
         ]
         for name, r in out["c"].items():
             lines.append(f"| {name} | {med(r['off']):,.0f} | {med(r['procfs']):,.0f} | {med(r['all']):,.0f} | "
-                         f"{ratio(r, 'procfs'):.3f} | {ratio(r, 'all'):.3f} |")
+                         f"{med(r['tracepoint']):,.0f} | {ratio(r, 'procfs'):.3f} | {ratio(r, 'all'):.3f} | "
+                         f"{ratio(r, 'tracepoint'):.3f} |")
     lines += ["", "Raw rounds:", "", "```", json.dumps(out, indent=1), "```"]
     text = "\n".join(lines) + "\n"
     print(text)

@@ -620,7 +620,7 @@ pub static TARGET_STATS: &[Stat] = &[
         unit: "ns",
         kind: Kind::Distribution,
         dims: DISK_OP,
-        label: "Block I/O latency (target, issue to completion)",
+        label: "Block I/O latency (target, request start to completion)",
         reported: Reported::Percentiles("block_latency_ns"),
         sparse: false,
         offered: Offered::WithTargetSeries,

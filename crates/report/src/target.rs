@@ -63,7 +63,7 @@ pub struct DiskSummary {
     pub util_percent: Option<MeanMax>,
     /// Mean requests in flight.
     pub queue_depth: Option<MeanMax>,
-    /// Block I/O latency, issue to completion, every kind (eBPF; null without it).
+    /// Block I/O latency, request start to completion, every kind (eBPF; null without it).
     pub latency_ns: Option<Distribution>,
     /// Reads completed over the run (diskstats).
     pub reads: u64,

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Block I/O per device and op, aggregated in the kernel per second of the run:
- * latency (issue to completion, ns), size (bytes) and offset (bytes) histograms.
- * A request is stamped at block_rq_issue and counted at its (final) block_rq_complete,
- * in the second its completion falls in. Read by crates/probe/src/bpf/loader.rs.
- * Cost matters (it runs twice per I/O): request fields are read directly (tp_btf),
- * a stamp is rewritten in place, one per-CPU entry holds the three statistics' totals
- * and one entry their three histograms (whole, 7,424 buckets each): a completion makes
- * three map lookups, not five. */
+ * latency (ns), size (bytes) and offset (bytes) histograms. One program, at a request's
+ * (final) block_rq_complete: the latency runs from the block layer's own time stamp of
+ * the request (start_time_ns, taken when it was made, the one /proc/diskstats times
+ * from) to the device's completion, and counts in the second the completion falls in.
+ * Read by crates/probe/src/bpf/loader.rs.
+ * Cost matters (it runs once per I/O): request fields are read directly (tp_btf), one
+ * per-CPU entry holds the three statistics' totals and one entry their three
+ * histograms (whole, 7,424 buckets each): a completion makes two map lookups. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -21,15 +22,6 @@ u64 t0_ns = 0;
 enum { BLK_OP_READ, BLK_OP_WRITE, BLK_OP_DISCARD, BLK_OP_FLUSH, BLK_OP_OTHER };
 /* The statistic of a bucket key: latency (ns), size (bytes), offset (bytes). */
 enum { BLK_STAT_LATENCY, BLK_STAT_SIZE, BLK_STAT_OFFSET, BLK_STATS };
-
-struct stamp {
-    u64 issue_ns; /* 0: not in flight */
-    u64 offset_bytes;
-    u32 size_bytes;
-    u32 dev;
-    u32 op;
-    u32 pad;
-};
 
 /* Must match Key in bpf/series.rs; both maps use stat 0 and bucket 0 (one entry per
  * second, device and op). */
@@ -50,15 +42,6 @@ struct blk_stats {
 struct blk_hist {
     u64 n[BLK_STATS][BUCKETS];
 };
-
-/* Stamps by request address. Requests are preallocated per device and reused, so an
- * entry is rewritten in place at each issue; LRU pushes out those of devices gone. */
-struct {
-    __uint(type, BPF_MAP_TYPE_LRU_HASH);
-    __uint(max_entries, 65536);
-    __type(key, u64);
-    __type(value, struct stamp);
-} block_inflight SEC(".maps");
 
 /* 174 KiB an entry, preallocated: 64 entries (11 MiB) hold about 20 device-op pairs
  * over the 2-3 seconds not yet taken. */
@@ -126,34 +109,11 @@ static __always_inline u32 request_op(struct request *rq)
 static __always_inline void bucket_add(struct blk_hist *h, u32 stat, u64 v)
 {
     u32 b = bucket_index(v);
+    /* The verifier cannot see that an index is below BUCKETS: it is checked on the very
+     * register that indexes. */
+    barrier_var(b);
     if (stat < BLK_STATS && b < BUCKETS)
         __sync_fetch_and_add(&h->n[stat][b], 1);
-}
-
-SEC("tp_btf/block_rq_issue")
-int BPF_PROG(block_issue, struct request *rq)
-{
-    u64 id = (u64)rq;
-    u64 now = bpf_ktime_get_ns();
-    struct stamp *s = bpf_map_lookup_elem(&block_inflight, &id);
-    if (s) {
-        s->offset_bytes = rq->__sector * 512;
-        s->size_bytes = rq->__data_len;
-        s->dev = request_dev(rq);
-        s->op = request_op(rq);
-        s->issue_ns = now;
-        return 0;
-    }
-    struct stamp n = {
-        .issue_ns = now,
-        .offset_bytes = rq->__sector * 512,
-        .size_bytes = rq->__data_len,
-        .dev = request_dev(rq),
-        .op = request_op(rq),
-    };
-    if (bpf_map_update_elem(&block_inflight, &id, &n, BPF_ANY) != 0)
-        count_dropped(&block_dropped);
-    return 0;
 }
 
 SEC("tp_btf/block_rq_complete")
@@ -162,24 +122,25 @@ int BPF_PROG(block_complete, struct request *rq, int error, unsigned int nr_byte
     /* A partial completion leaves the rest of the request in flight. */
     if (nr_bytes < rq->__data_len)
         return 0;
-    u64 id = (u64)rq;
-    struct stamp *s = bpf_map_lookup_elem(&block_inflight, &id);
-    if (!s || s->issue_ns == 0)
-        return 0; /* issued before the program was attached */
+    /* Stamped by the block layer when the device keeps I/O statistics (its queue/iostats,
+     * on by default); without them neither diskstats nor this can time the request. */
+    u64 start_ns = rq->start_time_ns;
+    if (start_ns == 0)
+        return 0;
     u64 now = bpf_ktime_get_ns();
-    struct stamp st = *s;
-    s->issue_ns = 0;
     s64 second = run_second(now, t0_ns);
     if (second < 0 || second > 0xffffffffLL)
         return 0;
-    u64 latency = now > st.issue_ns ? now - st.issue_ns : 0;
-    struct blk_key key = { .second = (u32)second, .dev = st.dev, .op = (u8)st.op };
+    u64 latency = now > start_ns ? now - start_ns : 0;
+    u64 offset_bytes = rq->__sector * 512;
+    u32 size_bytes = nr_bytes;
+    struct blk_key key = { .second = (u32)second, .dev = request_dev(rq), .op = (u8)request_op(rq) };
     struct blk_stats *stats = stat_entry(&block_stats, &key, &zeroed_stats);
     bool ok = stats != NULL;
     if (stats) {
         stat_add(&stats->s[BLK_STAT_LATENCY], latency);
-        stat_add(&stats->s[BLK_STAT_SIZE], st.size_bytes);
-        stat_add(&stats->s[BLK_STAT_OFFSET], st.offset_bytes);
+        stat_add(&stats->s[BLK_STAT_SIZE], size_bytes);
+        stat_add(&stats->s[BLK_STAT_OFFSET], offset_bytes);
     }
     struct blk_hist *h = bpf_map_lookup_elem(&block_hist, &key);
     if (!h) {
@@ -191,8 +152,8 @@ int BPF_PROG(block_complete, struct request *rq, int error, unsigned int nr_byte
     }
     if (h) {
         bucket_add(h, BLK_STAT_LATENCY, latency);
-        bucket_add(h, BLK_STAT_SIZE, st.size_bytes);
-        bucket_add(h, BLK_STAT_OFFSET, st.offset_bytes);
+        bucket_add(h, BLK_STAT_SIZE, size_bytes);
+        bucket_add(h, BLK_STAT_OFFSET, offset_bytes);
     }
     if (!ok || !h)
         count_dropped(&block_dropped);

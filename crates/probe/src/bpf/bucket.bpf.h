@@ -23,12 +23,12 @@ static __always_inline u32 msb64(u64 v)
 }
 
 /* Same as ioscope_metrics::histogram::bucket_index. */
-static __always_inline u16 bucket_index(u64 v)
+static __always_inline u32 bucket_index(u64 v)
 {
     if (v < (2 << GROUPING_POWER))
-        return (u16)v;
+        return (u32)v;
     u32 shift = msb64(v) - GROUPING_POWER;
-    return (u16)(((u64)shift << GROUPING_POWER) + (v >> shift));
+    return (u32)(((u64)shift << GROUPING_POWER) + (v >> shift));
 }
 
 #endif

@@ -57,7 +57,11 @@ fn why(what: &str, e: libbpf_rs::Error) -> String {
     if e.kind() == libbpf_rs::ErrorKind::PermissionDenied {
         // SAFETY: geteuid has no preconditions and cannot fail.
         let root = unsafe { libc::geteuid() } == 0;
-        let hint = if root { "kernel lockdown or a security policy refuses it" } else { "run as root" };
+        let hint = if root {
+            "the kernel refused the programs: its verifier, lockdown or a security policy"
+        } else {
+            "run as root"
+        };
         format!("eBPF not allowed: {e} ({hint})")
     } else {
         format!("eBPF {what} failed: {e}")
@@ -89,7 +93,6 @@ impl Loaded {
         let skel = open.load().map_err(|e| why("load", e))?;
         let mut t0_maps = vec![handle(&skel.maps.bss)?];
         set_t0(&t0_maps, t0_ns)?;
-        links.push(skel.progs.block_issue.attach().map_err(|e| why("attach", e))?);
         links.push(skel.progs.block_complete.attach().map_err(|e| why("attach", e))?);
         let block = Maps {
             hist: handle(&skel.maps.block_hist)?,
