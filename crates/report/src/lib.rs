@@ -6,6 +6,7 @@
 //! counts by the measured intervals, percentiles come from the merged log-linear
 //! histograms (within [`ioscope_metrics::RELATIVE_ERROR`]), means from their exact sums.
 
+pub mod check;
 mod export;
 pub mod format;
 mod hosts;

@@ -524,3 +524,24 @@ fn planned_warm_up_is_not_a_shortfall_but_a_missing_second_is() {
 mod notes;
 
 mod hosts;
+
+#[test]
+fn checks_are_evaluated_from_the_summary_figures() {
+    use crate::check::Check;
+    let s = summarize(&results(Status::Completed), Path::new("/tmp/r.ioscope"));
+    let eval = |text: &str| Check::parse(text).unwrap().evaluate(&s);
+    // read: 800 IOPS, latency p99 10,015 ns (from its histogram), max 1 ms.
+    let r = eval("read.latency.p99 < 20us");
+    assert!(r.passed, "{r:?}");
+    assert_eq!((r.measured, r.threshold, r.unit.as_str()), (Some(10_015.0), 20_000.0, "ns"));
+    assert_eq!(r.message, "passed: read latency p99 10.0 µs < 20.0 µs");
+    let r = eval("read.latency.max < 1ms");
+    assert!(!r.passed && r.message.starts_with("failed: read latency max 1.0 ms < 1.0 ms"), "{r:?}");
+    assert!(eval("read.iops >= 800").passed);
+    assert!(!eval("read.iops > 800").passed);
+    assert!(eval(&format!("total.ops == {}", s.total.ops)).passed);
+    assert!(eval("read.service_time.max <= 500us").passed);
+    // A figure the run does not have fails, saying why.
+    let r = eval("trim.iops > 0");
+    assert!(!r.passed && r.measured.is_none() && r.message.contains("no trim operations"), "{r:?}");
+}
