@@ -70,6 +70,38 @@ struct {
 
 DROPPED_MAP(block_dropped);
 
+/* The size and offset of a request whose data went through a flush sequence (a write
+ * with PREFLUSH or FUA on a device that needs them), by request address: it completes for
+ * good, with no bytes left, only once its flushes have. Rare, so a hash map. */
+struct flush_data {
+    u64 offset_bytes;
+    u64 size_bytes;
+};
+struct {
+    __uint(type, BPF_MAP_TYPE_LRU_HASH);
+    __uint(max_entries, 4096);
+    __type(key, u64);
+    __type(value, struct flush_data);
+} block_flush_data SEC(".maps");
+
+/* The request flags the block layer's accounting reads (blk_account_io_done): bit
+ * numbers in enum rqf_flags since 6.10, fixed masks before. */
+enum rqf_flags___ioscope { __RQF_FLUSH_SEQ___ioscope = 1, __RQF_IO_STAT___ioscope = 8 };
+
+static __always_inline u32 rqf_flush_seq(void)
+{
+    if (bpf_core_enum_value_exists(enum rqf_flags___ioscope, __RQF_FLUSH_SEQ___ioscope))
+        return 1U << (bpf_core_enum_value(enum rqf_flags___ioscope, __RQF_FLUSH_SEQ___ioscope) & 31);
+    return 1U << 4;
+}
+
+static __always_inline u32 rqf_io_stat(void)
+{
+    if (bpf_core_enum_value_exists(enum rqf_flags___ioscope, __RQF_IO_STAT___ioscope))
+        return 1U << (bpf_core_enum_value(enum rqf_flags___ioscope, __RQF_IO_STAT___ioscope) & 31);
+    return 1U << 13;
+}
+
 const struct blk_stats zeroed_stats = {};
 
 /* Before 5.16 the disk hung off the request itself. */
@@ -119,6 +151,22 @@ static __always_inline void bucket_add(struct blk_hist *h, u32 stat, u64 v)
 SEC("tp_btf/block_rq_complete")
 int BPF_PROG(block_complete, struct request *rq, int error, unsigned int nr_bytes)
 {
+    /* Counted as /proc/diskstats counts: a request once, at its final completion, if the
+     * device keeps I/O statistics; the flushes of a flush sequence on their own. */
+    u32 flags = rq->rq_flags;
+    u32 op = request_op(rq);
+    u64 id = (u64)rq;
+    if ((flags & rqf_flush_seq()) && op != BLK_OP_FLUSH) {
+        /* The data step of a flush sequence: its bytes are known now, not at the end. */
+        if (nr_bytes > 0) {
+            struct flush_data d = { .offset_bytes = rq->__sector * 512, .size_bytes = nr_bytes };
+            if (bpf_map_update_elem(&block_flush_data, &id, &d, BPF_ANY) != 0)
+                count_dropped(&block_dropped);
+        }
+        return 0;
+    }
+    if (op != BLK_OP_FLUSH && !(flags & rqf_io_stat()))
+        return 0;
     /* A partial completion leaves the rest of the request in flight. */
     if (nr_bytes < rq->__data_len)
         return 0;
@@ -133,8 +181,16 @@ int BPF_PROG(block_complete, struct request *rq, int error, unsigned int nr_byte
         return 0;
     u64 latency = now > start_ns ? now - start_ns : 0;
     u64 offset_bytes = rq->__sector * 512;
-    u32 size_bytes = nr_bytes;
-    struct blk_key key = { .second = (u32)second, .dev = request_dev(rq), .op = (u8)request_op(rq) };
+    u64 size_bytes = nr_bytes;
+    if (nr_bytes == 0 && op != BLK_OP_FLUSH) {
+        struct flush_data *d = bpf_map_lookup_elem(&block_flush_data, &id);
+        if (d) {
+            offset_bytes = d->offset_bytes;
+            size_bytes = d->size_bytes;
+            bpf_map_delete_elem(&block_flush_data, &id);
+        }
+    }
+    struct blk_key key = { .second = (u32)second, .dev = request_dev(rq), .op = (u8)op };
     struct blk_stats *stats = stat_entry(&block_stats, &key, &zeroed_stats);
     bool ok = stats != NULL;
     if (stats) {
