@@ -246,6 +246,9 @@ pub struct RunArgs {
     pub output: OutputFlags,
     #[command(flatten)]
     pub probe: ProbeFlags,
+    /// A condition on the run's figures, checked after it: SCOPE.FIGURE OP VALUE, as in 'read.latency.p99 < 2ms', 'total.iops >= 10k', 'total.errors == 0' (docs/checks.md). Repeatable; a failed check makes the exit code 3.
+    #[arg(long = "check", value_name = "EXPR")]
+    pub checks: Vec<String>,
 }
 
 /// Target-side samplers attached to a run (docs/probe.md).

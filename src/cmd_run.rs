@@ -47,7 +47,12 @@ pub fn validate(file: &Path, flags: &Flags) -> CmdResult {
 }
 
 pub fn run(args: RunArgs) -> CmdResult {
-    let plan = plan_from(args.file.as_deref(), &args.workload.flags)?;
+    let mut plan = plan_from(args.file.as_deref(), &args.workload.flags)?;
+    for text in &args.checks {
+        ioscope_report::check::Check::parse(text)
+            .map_err(|e| Failure::said(Kind::InvalidInput, format!("--check '{text}': {e}")))?;
+    }
+    plan.checks = args.checks.clone();
     let probes = crate::probe::Probes::parse(&args.probe)?;
     execute(&plan, &args.output, &probes)
 }
@@ -199,8 +204,7 @@ pub fn execute(plan: &Plan, output: &OutputFlags, probes: &crate::probe::Probes)
         }
     }
     drop(lock); // the directory is free for the next run (a UI may stay up below)
-    summary?;
-    end(outcome.status, server, &interrupt)
+    end(outcome.status, summary?, server, &interrupt)
 }
 
 /// The UI of a run (`--ui`), started before any I/O: a busy or unusable --listen is found now.
@@ -214,8 +218,9 @@ fn start_ui(output: &OutputFlags, out: &Path) -> Result<Option<ioscope_web::Serv
 }
 
 /// After the summary: the UI stays up until Ctrl-C (unless the run was interrupted), and
-/// the run's status becomes the exit code (the summary already said how the run ended).
-fn end(status: Status, server: Option<ioscope_web::Server>, interrupt: &AtomicBool) -> CmdResult {
+/// the run's status becomes the exit code (the summary already said how the run ended);
+/// a completed run with a failed check exits 3.
+fn end(status: Status, checks_passed: bool, server: Option<ioscope_web::Server>, interrupt: &AtomicBool) -> CmdResult {
     if let Some(server) = server {
         if status != Status::Interrupted {
             eprintln!("the run is over; the UI stays at {} until Ctrl-C", server.url());
@@ -227,6 +232,7 @@ fn end(status: Status, server: Option<ioscope_web::Server>, interrupt: &AtomicBo
         server.stop();
     }
     match status {
+        Status::Completed if !checks_passed => Err(Failure::printed(Kind::CheckFailed)),
         Status::Completed => Ok(()),
         Status::Interrupted => Err(Failure::printed(Kind::Interrupted)),
         Status::Failed | Status::Running => Err(Failure::printed(Kind::RunFailed)),
@@ -294,8 +300,8 @@ fn execute_on_hosts(plan: &Plan, output: &OutputFlags, probes: &crate::probe::Pr
     for e in &outcome.first_errors {
         eprintln!("I/O errors were counted; first {e}");
     }
-    crate::cmd_show::print_summary(&out, output.json)?;
-    end(outcome.status, server, &interrupt)
+    let checks_passed = crate::cmd_show::print_summary(&out, output.json)?;
+    end(outcome.status, checks_passed, server, &interrupt)
 }
 
 /// Every worker of a flat posix or uring workload keeps every file of the working set

@@ -12,19 +12,24 @@ fn open(file: &Path) -> Result<ioscope_store::Results, Failure> {
 }
 
 /// Prints the summary of a results file as a table or JSON.
-pub fn print_summary(file: &Path, json: bool) -> CmdResult {
+/// Prints the summary of a results file; Ok(false) when one of the run's checks failed.
+pub fn print_summary(file: &Path, json: bool) -> Result<bool, Failure> {
     let results = open(file)?;
-    print(file, &results, json);
-    Ok(())
+    let summary = ioscope_report::summarize(&results, file);
+    output::print(&render(&summary, json));
+    Ok(summary.checks.iter().all(|c| c.passed))
+}
+
+fn render(summary: &ioscope_report::Summary, json: bool) -> String {
+    if json {
+        format!("{}\n", ioscope_report::render_json(summary))
+    } else {
+        ioscope_report::render_text(summary)
+    }
 }
 
 fn summary_text(file: &Path, results: &ioscope_store::Results, json: bool) -> String {
-    let summary = ioscope_report::summarize(results, file);
-    if json {
-        format!("{}\n", ioscope_report::render_json(&summary))
-    } else {
-        ioscope_report::render_text(&summary)
-    }
+    render(&ioscope_report::summarize(results, file), json)
 }
 
 fn print(file: &Path, results: &ioscope_store::Results, json: bool) {

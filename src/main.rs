@@ -46,6 +46,8 @@ pub mod exit {
     pub const RUN_FAILED: u8 = 1;
     /// Invalid input: nothing was run and nothing was written into the target.
     pub const INVALID_INPUT: u8 = 2;
+    /// The run completed and one of its checks (`--check`) failed.
+    pub const CHECK_FAILED: u8 = 3;
     /// Interrupted (Ctrl-C, SIGTERM or SIGHUP); results up to that moment are kept.
     pub const INTERRUPTED: u8 = 130;
 }
@@ -59,6 +61,8 @@ pub enum Kind {
     RunFailed,
     /// Ctrl-C, SIGTERM or SIGHUP (exit 130).
     Interrupted,
+    /// The run completed; a check on its figures failed (exit 3; the summary says which).
+    CheckFailed,
 }
 
 impl Kind {
@@ -67,6 +71,7 @@ impl Kind {
             Kind::InvalidInput => exit::INVALID_INPUT,
             Kind::RunFailed => exit::RUN_FAILED,
             Kind::Interrupted => exit::INTERRUPTED,
+            Kind::CheckFailed => exit::CHECK_FAILED,
         }
     }
 }

@@ -10,7 +10,7 @@
 //! - OPERATOR: `<`, `<=`, `>`, `>=`, `==`, `!=`;
 //! - VALUE: a time for latencies (`250us`, `2ms`, `1.5s`; `ns`, `us`/`µs`, `ms`, `s`), a
 //!   rate for `bytes_per_sec` (`500MB/s`, `1GiB/s`; B, KB, MB, GB, KiB, MiB, GiB), a count
-//!   otherwise (`10k`, `1.5M`).
+//!   otherwise (`10k`, `1.5M`, `2G`).
 
 use crate::{format, Distribution, Summary};
 use ioscope_metrics::StatId;
@@ -142,8 +142,9 @@ impl Check {
         Ok(Check { text: text.trim().to_string(), scope, figure, cmp, threshold })
     }
 
-    /// Evaluates the check against a run's summary.
-    pub fn evaluate(&self, s: &Summary) -> CheckResult {
+    /// Evaluates the check against a run's summary; `total_latency` is the latency of the
+    /// total's operations, merged from every operation's histogram.
+    pub fn evaluate(&self, s: &Summary, total_latency: Option<&Distribution>) -> CheckResult {
         let unit = match self.figure {
             Figure::Latency(_) | Figure::ServiceTime(_) => "ns",
             Figure::BytesPerSec => "bytes/s",
@@ -166,14 +167,17 @@ impl Check {
                 let ops: Vec<&str> = s.ops.keys().map(String::as_str).collect();
                 return result(
                     None,
-                    format!("the run has no {op} operations (it has: {}), so nothing was measured", ops.join(", ")),
+                    format!(
+                        "failed: the run has no {op} operations (it has: {}), so nothing was measured",
+                        ops.join(", ")
+                    ),
                 );
             }
             (Scope::Total, Figure::Iops) => Some(s.total.iops),
             (Scope::Total, Figure::BytesPerSec) => Some(s.total.bytes_per_sec),
             (Scope::Total, Figure::Ops) => Some(s.total.ops as f64),
             (Scope::Total, Figure::Errors) => Some(s.total.errors as f64),
-            (Scope::Total, Figure::Latency(part)) => s.total_latency_ns.as_ref().map(|d| part.of(d)),
+            (Scope::Total, Figure::Latency(part)) => total_latency.map(|d| part.of(d)),
             (Scope::Total, Figure::ServiceTime(_)) => None,
             (Scope::Op(op), figure) => {
                 let o = &s.ops[op];
@@ -204,9 +208,34 @@ impl Check {
     }
 }
 
+/// The checks of the run's plan, evaluated; one that does not parse (a results file edited
+/// by hand: `ioscope run` refuses them) fails, saying why.
+pub(crate) fn evaluate_all(s: &Summary, total_latency: Option<&Distribution>) -> Vec<CheckResult> {
+    let Some(texts) = s.workload.plan.get("checks").and_then(|c| c.as_array()) else { return Vec::new() };
+    texts
+        .iter()
+        .map(|t| {
+            let text = t.as_str().unwrap_or_default();
+            match Check::parse(text) {
+                Ok(c) => c.evaluate(s, total_latency),
+                Err(e) => CheckResult {
+                    check: text.to_string(),
+                    passed: false,
+                    measured: None,
+                    threshold: 0.0,
+                    unit: String::new(),
+                    message: format!("failed: the check does not parse ({e})"),
+                },
+            }
+        })
+        .collect()
+}
+
+/// A count with thousands separators: "36,528,026", "0.5".
 fn trim_number(v: f64) -> String {
-    if v.fract() == 0.0 && v.abs() < 1e15 {
-        format!("{}", v as i64)
+    if v.abs() >= 1.0 && v.abs() < 1e18 {
+        let sign = if v < 0.0 { "-" } else { "" };
+        format!("{sign}{}", format::int(v.abs().round() as u64))
     } else {
         format!("{v:.1}")
     }
@@ -281,7 +310,8 @@ fn parse_value(v: &str, figure: Figure) -> Result<f64, String> {
             "" => 1.0,
             "k" | "K" => 1e3,
             "M" => 1e6,
-            _ => return Err(format!("a count like {number}, {number}k or {number}M")),
+            "G" => 1e9,
+            _ => return Err(format!("a count like {number}, {number}k, {number}M or {number}G")),
         },
     };
     Ok(x * scale)

@@ -92,6 +92,9 @@ pub struct Summary {
     pub target: BTreeMap<String, TargetSummary>,
     /// Methodology: what limits how far these numbers can be trusted.
     pub notes: Vec<String>,
+    /// The run's checks (`--check`), each evaluated from this summary's figures.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<check::CheckResult>,
 }
 
 /// Throughput and transfer latency of a part of a run (a workload, a step).
@@ -586,8 +589,11 @@ pub fn summarize(r: &Results, results_path: &Path) -> Summary {
             .collect(),
         target: target::target_summaries(r),
         notes: Vec::new(),
+        checks: Vec::new(),
     };
     s.knee = find_knee(&s.steps);
+    let total_latency = Distribution::of(&total.latency_ns);
+    s.checks = check::evaluate_all(&s, total_latency.as_ref());
     if !s.hosts.is_empty() {
         s.total_latency_ns = Distribution::of(&total.latency_ns);
         // The same counters and rates as the host rows (over the seconds each host ran).

@@ -45,6 +45,7 @@ fn plan() -> Plan {
         on_host_loss: Default::default(),
         host_timeout: ioscope_workload::host::DEFAULT_HOST_TIMEOUT,
         host_share: None,
+        checks: Vec::new(),
     }
 }
 fn hist(values: &[(u64, u64)]) -> Histogram {
@@ -529,7 +530,7 @@ mod hosts;
 fn checks_are_evaluated_from_the_summary_figures() {
     use crate::check::Check;
     let s = summarize(&results(Status::Completed), Path::new("/tmp/r.ioscope"));
-    let eval = |text: &str| Check::parse(text).unwrap().evaluate(&s);
+    let eval = |text: &str| Check::parse(text).unwrap().evaluate(&s, None);
     // read: 800 IOPS, latency p99 10,015 ns (from its histogram), max 1 ms.
     let r = eval("read.latency.p99 < 20us");
     assert!(r.passed, "{r:?}");

@@ -269,6 +269,9 @@ pub fn render_text(s: &Summary) -> String {
     for n in &s.notes {
         out.push_str(&format!("note: {n}\n"));
     }
+    for c in &s.checks {
+        out.push_str(&format!("check {}  ({})\n", c.message, c.check));
+    }
     out
 }
 

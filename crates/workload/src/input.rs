@@ -1871,6 +1871,7 @@ impl<'a> Ctx<'a> {
             on_host_loss: on_host_loss_g.or(OnHostLoss::Stop)?,
             host_timeout: host_timeout_g.or(crate::host::DEFAULT_HOST_TIMEOUT)?,
             host_share: None,
+            checks: Vec::new(),
         };
         // Counted, not built: a few long lists multiply into more steps than memory holds.
         let steps = plan.step_count();

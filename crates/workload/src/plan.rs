@@ -415,6 +415,11 @@ pub struct Plan {
     /// its steps give that host's threads and rate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_share: Option<HostShare>,
+    /// Conditions on the run's figures, evaluated from its summary after it (`--check`,
+    /// as written: `read.latency.p99 < 2ms`; parsed by ioscope_report::check). Not part
+    /// of the workload's hash: the same load with other checks is the same workload.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<String>,
 }
 
 /// The busiest workers and files of each second with distributions of their own when

@@ -1,0 +1,94 @@
+//! `ioscope run --check`: conditions on a run's figures, evaluated from its summary; a
+//! failed check exits 3, a malformed one exits 2 before anything runs.
+
+use serde_json::Value;
+use std::process::{Command, Output};
+
+fn ioscope(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ioscope")).args(args).output().unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn checks_pass_or_fail_on_the_summary_figures_and_a_failed_one_exits_3() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let db = db.to_str().unwrap();
+    let out = ioscope(&[
+        "run",
+        "--engine",
+        "null",
+        "--duration",
+        "1s",
+        "--quiet",
+        "--json",
+        "--out",
+        db,
+        "--check",
+        "read.latency.p99 < 1s",
+        "--check",
+        "total.errors == 0",
+        "--check",
+        "total.iops > 1G",
+        "--check",
+        "write.iops > 0",
+    ]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let checks = summary["checks"].as_array().unwrap();
+    let passed: Vec<bool> = checks.iter().map(|c| c["passed"].as_bool().unwrap()).collect();
+    assert_eq!(passed, [true, true, false, false], "{checks:#?}");
+    // The measured figure is the summary's own.
+    let p99 = summary["ops"]["read"]["latency_ns"]["p99"].as_f64().unwrap();
+    assert_eq!(checks[0]["measured"].as_f64(), Some(p99));
+    assert_eq!(checks[2]["measured"].as_f64(), summary["total"]["iops"].as_f64());
+    assert!(checks[3]["measured"].is_null());
+    assert!(checks[3]["message"].as_str().unwrap().contains("no write operations"), "{checks:#?}");
+
+    // `show` evaluates the same checks from the results file and prints them.
+    let shown = ioscope(&["show", db]);
+    assert!(shown.status.success());
+    let shown = text(&shown.stdout);
+    assert!(shown.contains("check passed: read latency p99"), "{shown}");
+    assert!(shown.contains("check failed: total IOPS"), "{shown}");
+
+    // Every check passing: exit 0.
+    let ok = ioscope(&[
+        "run",
+        "--engine",
+        "null",
+        "--duration",
+        "1s",
+        "--quiet",
+        "--out",
+        dir.path().join("ok.db").to_str().unwrap(),
+        "--check",
+        "total.ops > 0",
+    ]);
+    assert_eq!(ok.status.code(), Some(0), "{}", text(&ok.stderr));
+}
+
+#[test]
+fn a_malformed_check_names_its_column_and_exits_2_before_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let out = ioscope(&[
+        "run",
+        "--engine",
+        "null",
+        "--duration",
+        "1s",
+        "--quiet",
+        "--out",
+        db.to_str().unwrap(),
+        "--check",
+        "read.latency.p99 < 2",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(err.contains("--check 'read.latency.p99 < 2': column 20: expected a time unit"), "{err}");
+    assert!(!db.exists(), "nothing is written for a bad check");
+}
