@@ -169,12 +169,18 @@ function summaryBlock(run, which) {
   const notes = (s.notes || []).length
     ? h('ul', { class: 'notes' }, s.notes.map((n) => h('li', {}, h('span', { class: 'note-icon', 'aria-hidden': 'true' }, '!'), n)))
     : null;
+  // The run's checks (--check), as the summary evaluated them: passed or failed, with the figure.
+  const checks = (s.checks || []).length
+    ? h('ul', { class: 'checks' }, s.checks.map((c) => h('li', { class: c.passed ? 'check-passed' : 'check-failed' },
+      h('span', { class: 'check-icon', 'aria-hidden': 'true' }, c.passed ? '✓' : '✗'),
+      h('span', {}, c.message), h('code', {}, c.check))))
+    : null;
   const meta = h('div', { class: 'meta-line' },
     h('span', {}, s.results_file || run.path || ''),
     s.host ? h('span', {}, `host ${s.host}`) : null,
     s.started_unix_ms ? h('span', {}, `started ${fmtDateTime(s.started_unix_ms)}`) : null,
     s.ioscope_version ? h('span', {}, `ioscope ${s.ioscope_version}`) : null);
-  return h('div', { class: 'summary-block' }, figs, knee, h('div', { class: 'table-scroll' }, table), foot, agentsTable(s), targetBlock(s), notes, meta);
+  return h('div', { class: 'summary-block' }, figs, knee, h('div', { class: 'table-scroll' }, table), foot, agentsTable(s), targetBlock(s), notes, checks, meta);
 }
 
 function stepsBlock(run, which, onZoom) {
