@@ -7,7 +7,8 @@
  * Read by crates/probe/src/bpf/loader.rs.
  * Cost matters (it runs once per I/O): request fields are read directly (tp_btf), one
  * per-CPU entry holds the three statistics' totals and one entry their three
- * histograms (whole, 7,424 buckets each): a completion makes two map lookups. */
+ * histograms (whole, 7,424 buckets each): a completion makes two map lookups (three for
+ * a write that went through a flush sequence). */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
