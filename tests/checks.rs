@@ -2,10 +2,18 @@
 //! failed check exits 3, a malformed one exits 2 before anything runs.
 
 use serde_json::Value;
+use std::path::Path;
 use std::process::{Command, Output};
 
 fn ioscope(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_ioscope")).args(args).output().unwrap()
+}
+
+/// A 1 s run of the null engine into `out`, with `more` flags (the checks).
+fn null_run(out: &Path, more: &[&str]) -> Output {
+    let mut args = vec!["run", "--engine", "null", "--duration", "1s", "--quiet", "--out", out.to_str().unwrap()];
+    args.extend_from_slice(more);
+    ioscope(&args)
 }
 
 fn text(b: &[u8]) -> String {
@@ -16,26 +24,11 @@ fn text(b: &[u8]) -> String {
 fn checks_pass_or_fail_on_the_summary_figures_and_a_failed_one_exits_3() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.db");
-    let db = db.to_str().unwrap();
-    let out = ioscope(&[
-        "run",
-        "--engine",
-        "null",
-        "--duration",
-        "1s",
-        "--quiet",
-        "--json",
-        "--out",
-        db,
-        "--check",
-        "read.latency.p99 < 1s",
-        "--check",
-        "total.errors == 0",
-        "--check",
-        "total.iops > 1G",
-        "--check",
-        "write.iops > 0",
-    ]);
+    let checks = ["read.latency.p99 < 1s", "total.errors == 0", "total.iops > 1G", "write.iops > 0"];
+    let out = null_run(
+        &db,
+        &["--json", "--check", checks[0], "--check", checks[1], "--check", checks[2], "--check", checks[3]],
+    );
     assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
     let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
     let checks = summary["checks"].as_array().unwrap();
@@ -49,25 +42,14 @@ fn checks_pass_or_fail_on_the_summary_figures_and_a_failed_one_exits_3() {
     assert!(checks[3]["message"].as_str().unwrap().contains("no write operations"), "{checks:#?}");
 
     // `show` evaluates the same checks from the results file and prints them.
-    let shown = ioscope(&["show", db]);
+    let shown = ioscope(&["show", db.to_str().unwrap()]);
     assert!(shown.status.success());
     let shown = text(&shown.stdout);
     assert!(shown.contains("check passed: read latency p99"), "{shown}");
     assert!(shown.contains("check failed: total IOPS"), "{shown}");
 
     // Every check passing: exit 0.
-    let ok = ioscope(&[
-        "run",
-        "--engine",
-        "null",
-        "--duration",
-        "1s",
-        "--quiet",
-        "--out",
-        dir.path().join("ok.db").to_str().unwrap(),
-        "--check",
-        "total.ops > 0",
-    ]);
+    let ok = null_run(&dir.path().join("ok.db"), &["--check", "total.ops > 0"]);
     assert_eq!(ok.status.code(), Some(0), "{}", text(&ok.stderr));
 }
 
@@ -75,18 +57,7 @@ fn checks_pass_or_fail_on_the_summary_figures_and_a_failed_one_exits_3() {
 fn a_malformed_check_names_its_column_and_exits_2_before_the_run() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.db");
-    let out = ioscope(&[
-        "run",
-        "--engine",
-        "null",
-        "--duration",
-        "1s",
-        "--quiet",
-        "--out",
-        db.to_str().unwrap(),
-        "--check",
-        "read.latency.p99 < 2",
-    ]);
+    let out = null_run(&db, &["--check", "read.latency.p99 < 2"]);
     assert_eq!(out.status.code(), Some(2));
     let err = text(&out.stderr);
     assert!(err.contains("--check 'read.latency.p99 < 2': column 20: expected a time unit"), "{err}");

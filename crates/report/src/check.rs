@@ -178,7 +178,7 @@ impl Check {
             (Scope::Total, Figure::Ops) => Some(s.total.ops as f64),
             (Scope::Total, Figure::Errors) => Some(s.total.errors as f64),
             (Scope::Total, Figure::Latency(part)) => total_latency.map(|d| part.of(d)),
-            (Scope::Total, Figure::ServiceTime(_)) => None,
+            (Scope::Total, Figure::ServiceTime(_)) => None, // refused by parse
             (Scope::Op(op), figure) => {
                 let o = &s.ops[op];
                 match figure {
@@ -231,13 +231,15 @@ pub(crate) fn evaluate_all(s: &Summary, total_latency: Option<&Distribution>) ->
         .collect()
 }
 
-/// A count with thousands separators: "36,528,026", "0.5".
+/// A count with thousands separators: "36,528,026", "0", "0.5".
 fn trim_number(v: f64) -> String {
-    if v.abs() >= 1.0 && v.abs() < 1e18 {
+    if v.abs() < 1.0 && v.fract() != 0.0 {
+        format!("{v:.1}")
+    } else if v.abs() < 1e18 {
         let sign = if v < 0.0 { "-" } else { "" };
         format!("{sign}{}", format::int(v.abs().round() as u64))
     } else {
-        format!("{v:.1}")
+        format!("{v:.0}")
     }
 }
 
@@ -264,10 +266,15 @@ fn parse_subject(subject: &str, col: impl Fn(usize) -> usize) -> Result<(Scope, 
                 .find(|(name, _)| name == part)
                 .map(|(_, p)| *p)
                 .ok_or_else(|| err(col(part_at), format!("a part of {dist}: {PART_NAMES}")))?;
-            if *dist == "latency" {
-                Figure::Latency(part)
-            } else {
-                Figure::ServiceTime(part)
+            match (*dist, &scope) {
+                ("latency", _) => Figure::Latency(part),
+                (_, Scope::Total) => {
+                    return Err(err(
+                        col(figure_at),
+                        "latency.PART for the total: service time is per operation, as in `read.service_time.p99`",
+                    ))
+                }
+                _ => Figure::ServiceTime(part),
             }
         }
         [dist @ ("latency" | "service_time")] => {
@@ -385,6 +392,9 @@ mod tests {
         assert!(e.expected.contains("total"), "{e}");
         let e = Check::parse("read.latency < 2ms").unwrap_err();
         assert!(e.expected.contains("p99"), "{e}");
+        // The total has no service time: a check that could never pass is refused.
+        let e = Check::parse("total.service_time.p99 < 1ms").unwrap_err();
+        assert_eq!(e.column, 7, "{e}");
     }
 
     #[test]

@@ -542,6 +542,8 @@ fn checks_are_evaluated_from_the_summary_figures() {
     assert!(!eval("read.iops > 800").passed);
     assert!(eval(&format!("total.ops == {}", s.total.ops)).passed);
     assert!(eval("read.service_time.max <= 500us").passed);
+    assert_eq!(eval("total.errors == 2").message, "passed: total errors 2 == 2");
+    assert_eq!(eval("read.errors < 1").message, "passed: read errors 0 < 1");
     // A figure the run does not have fails, saying why.
     let r = eval("trim.iops > 0");
     assert!(!r.passed && r.measured.is_none() && r.message.contains("no trim operations"), "{r:?}");
