@@ -8,12 +8,16 @@
 #        scripts/nfs-ganesha.sh start-loop  [STATE_DIR]  (the same, exporting a loop-mounted ext4)
 #        scripts/nfs-ganesha.sh stop        [STATE_DIR]  (idempotent; unmounts and detaches the loop)
 #        scripts/nfs-ganesha.sh kill-server [STATE_DIR]  (SIGKILL ganesha only)
+#        scripts/nfs-ganesha.sh restart-server [STATE_DIR]  (after kill-server: ganesha again,
+#                                    same export and files, a new write verifier)
 # STATE_DIR defaults to /tmp/ioscope-nfs; it holds the config, the logs, the pids and
 # the exported directory (STATE_DIR/export). `start` prints the export directory and, as
 # its last line on stdout, the NFS URL (nfs://10.77.0.2/export); progress goes to stderr.
 # `start-loop` makes STATE_DIR/export a file system of its own, so the server's block I/O
 # has its own device: an ext4 image (STATE_DIR/export.img, IOSCOPE_NFS_LOOP_SIZE bytes,
 # default 1g) on a loop device, whose name (loop3) it prints before the URL.
+# IOSCOPE_NFS_LEASE_S=N sets the server's NFSv4 lease to N seconds (ganesha's
+# Lease_Lifetime, 1 to 120; default: ganesha's own, 60), for tests of lease renewal.
 # Needs root (or sudo) for the namespace; installs its Debian packages when missing.
 set -euo pipefail
 
@@ -30,6 +34,7 @@ SERVER_ADDR=10.77.0.2
 NFS_PORT=2049
 MNT_PORT=20048
 LOOP_SIZE="${IOSCOPE_NFS_LOOP_SIZE:-1g}"   # start-loop: the image's size (truncate -s)
+LEASE_S="${IOSCOPE_NFS_LEASE_S:-}"         # the NFSv4 lease in seconds (empty: ganesha's default)
 # With Mount_Path_Pseudo = true, NFSv3 MOUNT takes the export's pseudo path, not its
 # real directory (mounting STATE_DIR/export answers MNT3ERR_ACCES).
 PSEUDO=/export
@@ -220,6 +225,12 @@ do_start() {
   # Any client uid may create files (the export squashes nobody; tests may run unprivileged).
   chmod 0777 "$STATE_DIR/export"
   rm -f "$STATE_DIR"/ganesha.log "$STATE_DIR"/ganesha.out "$STATE_DIR"/rpcbind.out
+  local lease=""
+  if [ -n "$LEASE_S" ]; then
+    [[ "$LEASE_S" =~ ^[0-9]+$ ]] && [ "$LEASE_S" -ge 1 ] && [ "$LEASE_S" -le 120 ] ||
+      die "IOSCOPE_NFS_LEASE_S=$LEASE_S: expected a number of seconds from 1 to 120"
+    lease="  Lease_Lifetime = $LEASE_S;"
+  fi
 
   cat >"$STATE_DIR/ganesha.conf" <<EOF
 # Written by scripts/nfs-ganesha.sh; rewritten on every start.
@@ -238,6 +249,7 @@ NFSV4 {
   RecoveryBackend = fs;
   RecoveryRoot = $STATE_DIR/recovery;
   Only_Numeric_Owners = true;
+$lease
 }
 NFS_KRB5 { Active_krb5 = false; }
 EXPORT {
@@ -285,12 +297,26 @@ EOF
   done
   [ -S "$STATE_DIR/run/rpcbind.sock" ] || fail_start "rpcbind did not start"
 
+  start_ganesha
+  wait_ready "$t0" "$dev"
+}
+
+# Starts ganesha.nfsd in the namespace on STATE_DIR's config, in the background, through
+# the wrapper of do_start (its pid in STATE_DIR/ganesha.pid).
+start_ganesha() {
+  # shellcheck disable=SC2016  # $$ and $1.. expand in the wrapper shell
+  local wrap='echo $$ >"$1" && mount --bind "$2" /run && shift 2 && exec "$@"'
   "${SUDO[@]}" setsid ip netns exec "$NETNS" unshare --mount --propagation private \
     sh -c "$wrap" wrap "$STATE_DIR/ganesha.pid" "$STATE_DIR/run" \
     ganesha.nfsd -F -f "$STATE_DIR/ganesha.conf" -L "$STATE_DIR/ganesha.log" \
     -p "$STATE_DIR/run/ganesha.pid" -N NIV_EVENT \
-    </dev/null >"$STATE_DIR/ganesha.out" 2>&1 9<&- &
+    </dev/null >>"$STATE_DIR/ganesha.out" 2>&1 9<&- &
+}
 
+# Waits until the server answers (started at T0, loop device DEV or empty), then prints
+# what `start` prints.
+wait_ready() {
+  local t0="$1" dev="$2" i rpc
   # Ready means: rpcbind lists NFS 3 and MOUNT 3, and a real NFSv3 client (libnfs) can
   # mount the export and list it.
   for ((i = 0; i < START_TIMEOUT * 5; i++)); do
@@ -323,7 +349,7 @@ EOF
 # every command holds a lock, shared by all STATE_DIRs like the namespace is. The
 # daemons are started with the lock's fd closed, so they never hold it.
 case "$cmd" in
-  start | start-loop | stop | kill-server)
+  start | start-loop | stop | kill-server | restart-server)
     LOCK=/tmp/ioscope-nfs.lock
     [ -e "$LOCK" ] || : >"$LOCK"
     exec 9<"$LOCK"
@@ -341,6 +367,16 @@ case "$cmd" in
     gpid="$(read_pid "$STATE_DIR/ganesha.pid")"
     stop_pid "$gpid" ganesha.nfsd KILL 5
     wait_reaped "$gpid" ganesha.nfsd
+    ;;
+  restart-server)
+    # As a server that crashed comes back: the same namespace, config and exported files
+    # (whatever reached them), a new process and so a new NFSv3 write verifier.
+    STATE_DIR="$(cd "$STATE_DIR" && pwd -P)"
+    alive "$(read_pid "$STATE_DIR/ganesha.pid")" ganesha.nfsd && die "ganesha.nfsd is running; kill-server first"
+    ip netns list 2>/dev/null | grep -Eq "^$NETNS( |\$)" || die "no namespace $NETNS: use start"
+    t0=$EPOCHREALTIME
+    start_ganesha
+    wait_ready "$t0" "$(cat "$STATE_DIR/loop.dev" 2>/dev/null || true)"
     ;;
   *)
     sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2

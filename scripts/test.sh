@@ -17,7 +17,7 @@ need_apt=()
 command -v cc >/dev/null || need_apt+=(build-essential)
 command -v sqlite3 >/dev/null || need_apt+=(sqlite3)
 command -v mkfs.ext4 >/dev/null || need_apt+=(e2fsprogs)   # the dead-device test mounts an ext4 loop device
-command -v losetup >/dev/null || need_apt+=(mount)
+command -v losetup >/dev/null || need_apt+=(mount)   # and tests/blockdev.rs runs on loop devices
 command -v node >/dev/null || need_apt+=(nodejs)
 command -v npm >/dev/null || need_apt+=(npm)
 command -v "${CHROMIUM:-/usr/bin/chromium}" >/dev/null || need_apt+=(chromium)
@@ -73,19 +73,27 @@ scripts/check-deploy.sh
 # A test process that used the many-host lab stops it (and its NFS server) when it ends,
 # holding this lock until done: wait for that before starting an NFS server of our own.
 flock -w 120 /tmp/ioscope-hosts-lab.owner.lock true
-echo "== NFSv3 client against a real nfs-ganesha exporting a loop-mounted ext4 (scripts/nfs-ganesha.sh)"
+echo "== NFSv3 and NFSv4.1 clients against a real nfs-ganesha exporting a loop-mounted ext4 (scripts/nfs-ganesha.sh)"
+# A short NFSv4 lease, so that the NFSv4.1 tests can outlast it (NFSv3 has no lease).
+export IOSCOPE_NFS_LEASE_S=10
 nfs_url=$(scripts/nfs-ganesha.sh start-loop | tail -n1)
 trap 'scripts/nfs-ganesha.sh stop >/dev/null 2>&1 || true' EXIT
 export IOSCOPE_NFS_URL="$nfs_url" IOSCOPE_NFS_EXPORT_DIR=/tmp/ioscope-nfs/export
 export "$(grep '^IOSCOPE_NFS_LOOP_DEV=' /tmp/ioscope-nfs/env)"
 cargo test -p ioscope-engine-nfs --locked -- --ignored
 cargo test --test cli --locked --features ebpf -- --ignored nfs_engine_
+cargo test --test nfs41 --locked --features ebpf -- --ignored --skip server_
+cargo test --test verify --locked --features ebpf -- --ignored nfs_   # faults made on the server's file
 # The target-side probe (--probe local, eBPF and procfs) watching that server and its loop device;
 # its results file is kept for the browser test of the server worksheet (below).
 export IOSCOPE_SERVER_RESULTS="$CARGO_TARGET_DIR/probe-test-results.db"
 rm -f "$IOSCOPE_SERVER_RESULTS"
 cargo test --test probe --locked --features ebpf -- --ignored
 cargo test --test cli --locked --features ebpf -- --ignored nfs_server_stopped  # alone: it pauses the server
+# alone: they kill nfs-ganesha mid-run and restart it (scripts/nfs-ganesha.sh restart-server)
+cargo test --test journal --locked --features ebpf -- --ignored --test-threads=1
+# alone, one at a time: they pause the server, and kill and restart it
+cargo test --test nfs41 --locked --features ebpf -- --ignored --test-threads=1 server_
 cargo test --test cli --locked --features ebpf -- --ignored nfs_server_killed   # last: it kills the server
 scripts/nfs-ganesha.sh stop
 trap - EXIT
@@ -94,6 +102,8 @@ echo "== many-host lab: four ssh hosts and nfs-ganesha in network namespaces (sc
 # it if this script is interrupted.
 trap 'scripts/hosts-lab.sh stop >/dev/null 2>&1 || true' EXIT
 cargo test --test lab --locked --features ebpf -- --ignored
+# The link-bound verdict on a host whose link tc shapes to 100 Mbit/s, reading over NFS.
+cargo test --test link_bound --locked --features ebpf -- --ignored
 # ioscope across the lab's hosts: agents started over ssh, one run, faults.
 cargo test --test hosts --locked --features ebpf -- --ignored
 flock -w 120 /tmp/ioscope-hosts-lab.owner.lock scripts/hosts-lab.sh stop

@@ -32,8 +32,22 @@ pub enum Command {
         /// Print the versioned JSON summary instead of the table.
         #[arg(long)]
         json: bool,
+        /// Print each host's system record instead (CPU, governor, memory, kernel and its
+        /// command line, target file system and device, NICs, route, NFS, versions).
+        #[arg(long)]
+        system: bool,
         #[command(flatten)]
         out: OutFile,
+    },
+    /// Compare two runs' figures per step and operation: the difference of B from A, with its 95% confidence interval when both have repeats (docs/compare.md).
+    Compare {
+        /// The results file of run A (the baseline).
+        a: PathBuf,
+        /// The results file of run B (compared with A).
+        b: PathBuf,
+        /// Print the versioned JSON comparison (schema ioscope.compare/1) instead of the table.
+        #[arg(long)]
+        json: bool,
     },
     /// Print the per-second series of a results file.
     Export {
@@ -75,6 +89,18 @@ pub enum Command {
     Plot(PlotArgs),
     /// Run load for a coordinator on another host (`ioscope run --hosts ...`); see docs/hosts.md.
     Agent(AgentArgs),
+    /// After a crash (of ioscope, its host or the target): re-read every block a run's journal (`run --verify --journal FILE`) says was written, and report durable writes lost or stale, corrupt and misplaced blocks (exit 1), and acknowledged writes never made durable that are gone (allowed); see docs/verify.md.
+    Verify {
+        /// The journal the run kept (`ioscope run --verify --journal FILE`).
+        #[arg(long, value_name = "FILE")]
+        journal: PathBuf,
+        /// The target did not crash: every acknowledged write must be there, durable or not.
+        #[arg(long)]
+        strict: bool,
+        /// Print the versioned JSON report (schema ioscope.verify-journal/1) instead of the text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Record what this machine (a file server, say) does, per second, without load: CPU, memory, network, disks, named processes, and with eBPF block and system-call latency; see docs/probe.md.
     Probe(ProbeArgs),
 }
@@ -249,6 +275,9 @@ pub struct RunArgs {
     /// A condition on the run's figures, checked after it: SCOPE.FIGURE OP VALUE, as in 'read.latency.p99 < 2ms', 'total.iops >= 10k', 'total.errors == 0' (docs/checks.md). Repeatable; a failed check makes the exit code 3.
     #[arg(long = "check", value_name = "EXPR")]
     pub checks: Vec<String>,
+    /// With --verify: keep each block's last acknowledged and durable write in FILE (a new file), so that `ioscope verify --journal FILE` can check the target after a crash of ioscope, its host or the target (docs/verify.md, "Journal").
+    #[arg(long, value_name = "FILE")]
+    pub journal: Option<PathBuf>,
 }
 
 /// Target-side samplers attached to a run (docs/probe.md).
@@ -343,6 +372,43 @@ fn numeric(form: &str) -> bool {
     matches!(form, "N" | "PCT" | "SIZE")
 }
 
+/// The values of a flag whose value is optional (form `[fail|report]`): `fail|report`.
+fn optional_values(form: &str) -> Option<&str> {
+    form.strip_prefix('[')?.strip_suffix(']')
+}
+
+/// Joins `--verify report` into `--verify=report` for flags whose value is optional, when
+/// the next word is one of the flag's values; any other next word (the workload file) is
+/// left alone, so a bare `--verify` never swallows it.
+pub fn join_optional_values(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    use ioscope_workload::keys::{self, Section};
+    let optional: Vec<(String, Vec<&str>)> = keys::in_section(Section::Top)
+        .filter_map(|k| Some((k.flag?, optional_values(k.form)?)))
+        .map(|(flag, values)| (format!("--{flag}"), values.split('|').collect()))
+        .collect();
+    let mut out = Vec::with_capacity(args.len());
+    let mut it = args.into_iter().peekable();
+    while let Some(a) = it.next() {
+        let joined = a.to_str().and_then(|flag| {
+            let (_, values) = optional.iter().find(|(f, _)| f == flag)?;
+            let next = it.peek()?.to_str()?;
+            values.contains(&next).then(|| format!("{flag}={next}"))
+        });
+        match joined {
+            Some(j) => {
+                it.next();
+                out.push(j.into());
+            }
+            None => out.push(a),
+        }
+        if out.last().is_some_and(|a| a == "--") {
+            out.extend(it);
+            break;
+        }
+    }
+    out
+}
+
 /// `--set`'s long help: every key it accepts.
 fn set_long_help() -> String {
     let keys = ioscope_workload::keys::settable().join(", ");
@@ -363,6 +429,9 @@ impl clap::Args for WorkloadFlags {
                 if key.is_switch() {
                     // `--direct`, `--direct=1`, `--direct=0` (fio's form).
                     arg = arg.num_args(0..=1).require_equals(true).default_missing_value("").value_name("0|1");
+                } else if let Some(values) = optional_values(key.form) {
+                    // `--verify`, `--verify=report`; `--verify report` is joined by [`join_optional_values`].
+                    arg = arg.num_args(0..=1).require_equals(true).default_missing_value("").value_name(values);
                 } else {
                     arg = arg.value_name(key.form).allow_hyphen_values(numeric(key.form));
                 }

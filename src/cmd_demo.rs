@@ -38,7 +38,7 @@ pub fn demo(args: DemoArgs) -> CmdResult {
         tls: Default::default(),
         metrics: Default::default(),
     };
-    let outcome = crate::cmd_run::execute(&plan, &output, &Default::default());
+    let outcome = crate::cmd_run::execute(&plan, &output, &Default::default(), None);
     drop(work); // removes the working set
     if out.exists() {
         let f = out.display();

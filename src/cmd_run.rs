@@ -49,12 +49,13 @@ pub fn validate(file: &Path, flags: &Flags) -> CmdResult {
 pub fn run(args: RunArgs) -> CmdResult {
     let mut plan = plan_from(args.file.as_deref(), &args.workload.flags)?;
     for text in &args.checks {
-        ioscope_report::check::Check::parse(text)
+        ioscope_workload::check::Check::parse(text)
             .map_err(|e| Failure::said(Kind::InvalidInput, format!("--check '{text}': {e}")))?;
     }
-    plan.checks = args.checks.clone();
+    plan.checks.extend(args.checks.iter().cloned());
     let probes = crate::probe::Probes::parse(&args.probe)?;
-    execute(&plan, &args.output, &probes)
+    crate::cmd_verify::check_journal(&plan, args.journal.as_deref())?;
+    execute(&plan, &args.output, &probes, args.journal.as_deref())
 }
 
 /// Default results file name: ioscope-YYYYMMDD-HHMMSS.db (UTC) in the current directory.
@@ -63,12 +64,26 @@ fn default_out() -> PathBuf {
 }
 
 /// Runs a valid plan: everything after input validation. Shared with `demo`.
-pub fn execute(plan: &Plan, output: &OutputFlags, probes: &crate::probe::Probes) -> CmdResult {
+pub fn execute(plan: &Plan, output: &OutputFlags, probes: &crate::probe::Probes, journal: Option<&Path>) -> CmdResult {
     if !plan.hosts.is_empty() {
         return execute_on_hosts(plan, output, probes);
     }
+    // A block device: refused without --force, checked against the plan and used as it
+    // is; a plan without a size gets the device's (the run records the size it used).
+    let mut plan = plan.clone();
+    let device = ioscope_exec::blockdev::resolve(&mut plan).map_err(Failure::invalid)?;
+    // Held to the end of the run: no mount, no second run on the device meanwhile.
+    let _claim =
+        device.as_ref().map(|d| ioscope_exec::blockdev::claim(&d.path)).transpose().map_err(Failure::invalid)?;
+    let plan = &plan;
     let out = output.out.clone().unwrap_or_else(default_out);
     ioscope_store::check_new_path(&out).map_err(Failure::invalid)?;
+    // A block device target records its own statistics (diskstats, per second): the local
+    // probe's samplers, as `--probe local` would start them.
+    let mut probes = probes.clone();
+    if ioscope_exec::blockdev::is_block_device(&plan.dir) && !probes.at.contains(&crate::probe::Where::Local) {
+        probes.at.push(crate::probe::Where::Local);
+    }
     let feeds = probes.feeds(output.quiet)?;
     let shown = Shown::of(output.progress, output.quiet, terminal::stderr_is_tty());
     // A line rewritten in place (preparation, the bar) only on a terminal.
@@ -88,6 +103,10 @@ pub fn execute(plan: &Plan, output: &OutputFlags, probes: &crate::probe::Probes)
     };
 
     ensure_open_files(plan).map_err(Failure::invalid)?;
+    if !plan.verify.is_off() {
+        ioscope_exec::verify::memory_check(plan, plan.files as usize)
+            .map_err(|e| Failure::said(Kind::InvalidInput, e))?;
+    }
     // The directory is this run's alone, and usable, before anything in it is looked at.
     let lock = ioscope_exec::workdir::local_dir(plan)
         .map(|d| ioscope_exec::workdir::lock(&d, &out))
@@ -97,11 +116,25 @@ pub fn execute(plan: &Plan, output: &OutputFlags, probes: &crate::probe::Probes)
 
     // Data: decide without writing (refusals are invalid input), then prepare.
     let mut dataset = None;
+    let mut verify_laid_out = None;
     let files = if let Some(d) = &plan.dataset {
-        dataset = Some(prepare_dataset(d, plan, output, show_progress, created_dir)?);
+        let (layout, laid_out) = prepare_dataset(d, plan, output, show_progress, created_dir)?;
+        (dataset, verify_laid_out) = (Some(layout), laid_out);
         Vec::new()
     } else if !plan.engine.spec().caps.does_io {
         Vec::new()
+    } else if let Some(dev) = &device {
+        if !output.quiet {
+            eprintln!(
+                "block device {} ({}, {} of {}, logical block {} bytes): nothing is prepared on it",
+                dev.path.display(),
+                dev.model.as_deref().unwrap_or(&dev.name),
+                terminal::size(plan.size_bytes),
+                terminal::size(dev.size_bytes),
+                dev.logical_block_bytes
+            );
+        }
+        vec![dev.path.clone()]
     } else {
         let (fs, dir) = ioscope_exec::storage(plan).map_err(Failure::failed)?;
         let mut layout = match workset::check(&*fs, &dir, plan) {
@@ -118,6 +151,13 @@ pub fn execute(plan: &Plan, output: &OutputFlags, probes: &crate::probe::Probes)
             ) => return Err(Failure::invalid(e)),
             Err(e) => return Err(Failure::failed(e)),
         };
+        // With --verify, the files filled now carry headers of this run (generation 0).
+        if !plan.verify.is_off() && !layout.to_fill.is_empty() && workset::stamps_headers(plan.verify_block_bytes()) {
+            let run_id = ioscope_exec::verify::new_run_id();
+            layout.verify_headers = Some((run_id, plan.verify_block_bytes()));
+            let files = layout.to_fill.iter().map(|i| *i as u32).collect();
+            verify_laid_out = Some(ioscope_exec::verify::LaidOut { run_id, files });
+        }
         if !layout.to_fill.is_empty() {
             let total = layout.bytes_to_fill();
             if !output.quiet {
@@ -155,6 +195,9 @@ pub fn execute(plan: &Plan, output: &OutputFlags, probes: &crate::probe::Probes)
         reporter.second(p);
         metrics.iter().for_each(|m| m.second(p));
     };
+    // --until-ci: the same rule the summary states (ioscope_report::repeat::narrow_enough).
+    let mut enough =
+        |rates: &[Vec<(f64, f64)>]| plan.until_ci.is_some_and(|u| ioscope_report::repeat::narrow_enough(rates, &u));
     let outcome = ioscope_exec::run(
         plan,
         &files,
@@ -167,6 +210,9 @@ pub fn execute(plan: &Plan, output: &OutputFlags, probes: &crate::probe::Probes)
             on_second: &mut on_second,
             dataset,
             probes: feeds,
+            enough: Some(&mut enough),
+            journal: journal.map(Path::to_path_buf),
+            verify_laid_out,
         },
     );
     terminal::clear_line(show_progress);
@@ -183,7 +229,17 @@ pub fn execute(plan: &Plan, output: &OutputFlags, probes: &crate::probe::Probes)
     for e in &outcome.first_errors {
         eprintln!("I/O errors were counted; first {e}");
     }
+    mark_auto_warmup(plan, &out);
     let summary = crate::cmd_show::print_summary(&out, output.json);
+    // Any mismatch fails the run (exit 1) unless `--verify report`; the results are kept.
+    let data_failed = plan.verify == ioscope_workload::VerifyMode::Fail && outcome.verify_mismatches > 0;
+    if data_failed {
+        eprintln!(
+            "error: verify: {} block(s) read back were not what the run wrote (the summary lists them; --verify report counts them without failing)",
+            outcome.verify_mismatches
+        );
+    }
+    say_failed(outcome.status, outcome.detail.as_deref(), &out);
     if let Some(why) = &outcome.wal_kept {
         let wal = ioscope_store::sidecar(&out, "-wal");
         eprintln!(
@@ -204,7 +260,27 @@ pub fn execute(plan: &Plan, output: &OutputFlags, probes: &crate::probe::Probes)
         }
     }
     drop(lock); // the directory is free for the next run (a UI may stay up below)
-    end(outcome.status, summary?, server, &interrupt)
+    let status = if data_failed && outcome.status == Status::Completed { Status::Failed } else { outcome.status };
+    end(status, summary?, server, &interrupt)
+}
+
+/// A failed run says why on stderr as well (stdout may be JSON a program reads), after
+/// its summary, and where what it measured is kept.
+fn say_failed(status: Status, detail: Option<&str>, out: &Path) {
+    if status == Status::Failed {
+        let why = detail.unwrap_or("no reason was recorded");
+        eprintln!("error: the run failed: {why}; what it measured is kept in {}", out.display());
+    }
+}
+
+/// `warmup = "auto"`: the seconds before each step became steady become warm-up in the
+/// results file, for every reader; if that fails, the file keeps them measured and says nothing wrong.
+fn mark_auto_warmup(plan: &Plan, out: &Path) {
+    if plan.warmup_auto {
+        if let Err(e) = ioscope_report::steady::mark_auto_warmup(out) {
+            eprintln!("warning: warmup auto: the seconds before steady state are still counted as measured: {e}");
+        }
+    }
 }
 
 /// The UI of a run (`--ui`), started before any I/O: a busy or unusable --listen is found now.
@@ -300,7 +376,9 @@ fn execute_on_hosts(plan: &Plan, output: &OutputFlags, probes: &crate::probe::Pr
     for e in &outcome.first_errors {
         eprintln!("I/O errors were counted; first {e}");
     }
+    mark_auto_warmup(plan, &out);
     let checks_passed = crate::cmd_show::print_summary(&out, output.json)?;
+    say_failed(outcome.status, outcome.detail.as_deref(), &out);
     end(outcome.status, checks_passed, server, &interrupt)
 }
 
@@ -377,7 +455,7 @@ fn prepare_dataset(
     output: &OutputFlags,
     show_progress: bool,
     created_dir: bool,
-) -> Result<dataset::Layout, Failure> {
+) -> Result<(dataset::Layout, Option<ioscope_exec::verify::LaidOut>), Failure> {
     let (fs, _) = ioscope_exec::storage(plan).map_err(Failure::failed)?;
     let reusable = match dataset::check(&*fs, d, plan.force) {
         Ok(r) => r,
@@ -416,7 +494,9 @@ fn prepare_dataset(
         Some(_) => 16,
         None => std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(1, 16),
     };
-    let prepared = dataset::prepare(&*fs, d, plan.force, created_dir, threads, &report);
+    // With --verify, the files created now carry headers of this run (generation 0).
+    let headers = (!plan.verify.is_off()).then(|| (ioscope_exec::verify::new_run_id(), plan.verify_block_bytes()));
+    let prepared = dataset::prepare_stamped(&*fs, d, plan.force, created_dir, threads, &report, headers);
     terminal::clear_line(show_progress);
     match prepared {
         Ok(p) => {
@@ -424,7 +504,10 @@ fn prepare_dataset(
                 let secs = started.elapsed().as_secs_f64();
                 eprintln!("  created in {secs:.1} s ({:.0} files/s)", p.layout.files() as f64 / secs.max(1e-9));
             }
-            Ok(p.layout)
+            let laid_out = headers
+                .filter(|_| !p.stamped.is_empty())
+                .map(|(run_id, _)| ioscope_exec::verify::LaidOut { run_id, files: p.stamped });
+            Ok((p.layout, laid_out))
         }
         Err(e) => Err(Failure::failed(anyhow::Error::new(e).context("preparing the dataset"))),
     }

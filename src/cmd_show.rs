@@ -57,6 +57,21 @@ pub fn show(file: &Path, json: bool, out: &OutFile) -> CmdResult {
     Ok(())
 }
 
+/// `ioscope show --system`: each host's system record, as text or JSON.
+pub fn show_system(file: &Path, json: bool, out: &OutFile) -> CmdResult {
+    if let Some(path) = &out.out {
+        outfile::check(path, out.force)?;
+    }
+    let results = open(file)?;
+    let system = results.hosts.iter().cloned().collect();
+    let text = if json {
+        format!("{}\n", ioscope_report::render_system_json(&system))
+    } else {
+        ioscope_report::render_system_text(&system)
+    };
+    outfile::emit(&text, out)
+}
+
 /// After the results file failed during a run (a full file system): the summary of what
 /// it holds, as a failed run, and which files hold it.
 pub fn after_store_failure(file: &Path, why: &str, json: bool) {

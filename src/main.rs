@@ -21,6 +21,7 @@ macro_rules! eprint {
 
 mod cli;
 mod cmd_agent;
+mod cmd_compare;
 mod cmd_demo;
 mod cmd_import;
 mod cmd_import_fio;
@@ -29,6 +30,7 @@ mod cmd_probe_listen;
 mod cmd_run;
 mod cmd_show;
 mod cmd_ui;
+mod cmd_verify;
 mod metrics;
 mod outfile;
 mod output;
@@ -176,11 +178,13 @@ fn panic_policy() {
 
 fn main() -> ExitCode {
     panic_policy();
-    let cli = cli::Cli::parse();
+    let cli = cli::Cli::parse_from(cli::join_optional_values(std::env::args_os().collect()));
     let outcome = match cli.command {
         cli::Command::Run(args) => cmd_run::run(*args),
         cli::Command::Validate { file, workload } => cmd_run::validate(&file, &workload.flags),
-        cli::Command::Show { file, json, out } => cmd_show::show(&file, json, &out),
+        cli::Command::Show { file, json, system: true, out } => cmd_show::show_system(&file, json, &out),
+        cli::Command::Show { file, json, system: false, out } => cmd_show::show(&file, json, &out),
+        cli::Command::Compare { a, b, json } => cmd_compare::compare(&a, &b, json),
         cli::Command::Export { file, format, out } => cmd_show::export(&file, format, &out),
         cli::Command::Demo(args) => cmd_demo::demo(args),
         cli::Command::Import { from: cli::ImportFrom::Vdbench { file, out } } => cmd_import::vdbench(&file, &out),
@@ -192,6 +196,7 @@ fn main() -> ExitCode {
         cli::Command::Plot(args) => cmd_ui::plot(&args),
         cli::Command::Agent(args) => cmd_agent::agent(&args),
         cli::Command::Probe(args) => cmd_probe::probe(&args),
+        cli::Command::Verify { journal, strict, json } => cmd_verify::verify(&journal, strict, json),
     };
     ExitCode::from(exit_code(outcome))
 }

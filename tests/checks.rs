@@ -63,3 +63,37 @@ fn a_malformed_check_names_its_column_and_exits_2_before_the_run() {
     assert!(err.contains("--check 'read.latency.p99 < 2': column 20: expected a time unit"), "{err}");
     assert!(!db.exists(), "nothing is written for a bad check");
 }
+
+#[test]
+fn check_tables_of_a_workload_file_and_check_flags_are_evaluated_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("w.toml");
+    std::fs::write(&file, "engine = \"null\"\nduration = \"1s\"\n[[check]]\nexpr = \"total.errors == 0\"\n").unwrap();
+    let db = dir.path().join("r.db");
+    let out = ioscope(&[
+        "run",
+        file.to_str().unwrap(),
+        "--quiet",
+        "--json",
+        "--out",
+        db.to_str().unwrap(),
+        "--check",
+        "read.iops < 1",
+    ]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let checks: Vec<(&str, bool)> = summary["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["check"].as_str().unwrap(), c["passed"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(checks, [("total.errors == 0", true), ("read.iops < 1", false)]);
+
+    // A malformed one in the file: file, line and column, exit 2.
+    std::fs::write(&file, "engine = \"null\"\n[[check]]\nexpr = \"total.iops > lots\"\n").unwrap();
+    let out = ioscope(&["run", file.to_str().unwrap(), "--quiet", "--out", dir.path().join("b.db").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(err.contains("w.toml:3:22") && err.contains("a number like"), "{err}");
+}

@@ -21,13 +21,14 @@ fn ioscope() -> Command {
     Command::new(env!("CARGO_BIN_EXE_ioscope"))
 }
 
-/// A real results file: a posix staircase with per-file counts, two steps and a probe.
+/// A real results file: a posix staircase with per-file counts, two steps run twice
+/// (`repeat`: step rows of repeat 0 and 1) and a probe.
 fn real_results(dir: &Path) -> PathBuf {
     let toml = dir.join("w.toml");
     std::fs::write(
         &toml,
         "engine = \"posix\"\nrw = \"randrw\"\nbs = \"4k\"\nsize = \"1m\"\nfiles = 2\nstaircase = \"1-2/2s\"\n\
-         rate_iops = 400\n\n[[probe]]\nname = \"tick\"\ncommand = \"true\"\nat = [\"1s\"]\n",
+         rate_iops = 400\nrepeat = 2\n\n[[probe]]\nname = \"tick\"\ncommand = \"true\"\nat = [\"1s\"]\n",
     )
     .unwrap();
     let out = dir.join("base.db");

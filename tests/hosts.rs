@@ -476,6 +476,11 @@ fn listening_agents_on_loopback_run_one_timeline_and_refuse_a_wrong_token() {
          WHERE s.side = 'target' AND s.stat = 'cpu.time' ORDER BY x.second)",
     );
     assert_eq!((ticks.as_str(), target.as_str()), ("0,1,2", "0,1,2"), "the probe's seconds are the run's");
+    // Each agent's worker threads' CPU time reaches the results file (the client-bound
+    // verdict's figures), every second of both hosts.
+    let cpu_rows = sql(&db, "SELECT count(*) FROM worker_cpu w JOIN tick t ON t.host = w.host AND t.second = w.second");
+    let ticks_rows = sql(&db, "SELECT count(*) FROM tick");
+    assert_eq!(cpu_rows, ticks_rows, "one worker per host: a worker_cpu row per tick");
     let s = summary(&db);
     let by_host = s["by_host"].as_object().unwrap();
     assert_eq!(by_host.len(), 2, "{s}");

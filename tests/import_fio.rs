@@ -183,19 +183,32 @@ fn fio_options_that_do_not_change_the_measurement_are_warned_about_and_converted
 }
 
 #[test]
+fn a_fio_job_on_a_block_device_becomes_a_run_on_that_device_that_needs_force() {
+    let out = import("blockdev-randread.fio", &[]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let t = String::from_utf8_lossy(&out.stdout);
+    assert!(t.contains("dir = \"/dev/nvme0n1\"  # filename=/dev/nvme0n1"), "{t}");
+    assert!(t.contains("size = \"1g\""), "{t}");
+    assert!(!t.lines().any(|l| l.starts_with("force")), "never forced on the user's behalf: {t}");
+    assert!(
+        err.contains("blockdev-randread.fio:5: warning: filename=/dev/nvme0n1") && err.contains("--force"),
+        "{err}"
+    );
+}
+
+#[test]
 fn out_of_scope_fio_files_are_refused_with_exit_2_naming_the_option() {
     let cases = [
         ("rbd.fio", "rbd.fio:3: error: ioengine=rbd: ioscope has no rbd engine"),
         ("netio.fio", "netio.fio:3: error: ioengine=net: ioscope has no net engine"),
         ("sg-write.fio", "sg-write.fio:4: error: ioengine=sg"),
-        ("sg-write.fio", "sg-write.fio:3: error: filename=/dev/sdb: /dev/sdb is a device"),
         ("zipf.fio", "zipf.fio:8: error: random_distribution=zipf:0.5:"),
         ("poisson-rate-submission.fio", "error: rate_process=poisson:"),
         ("aio-read-depths.fio", "aio-read-depths.fio:15: error: iodepth=32: [file2] differs from iodepth=4"),
         ("backwards-read.fio", "error: rw=read:-8k: ioscope has no offset modifier"),
         ("startdelay-clients.fio", "startdelay-clients.fio:13: error: startdelay=4:"),
-        ("verify-writes.fio", "error: verify=crc32c: ioscope does not verify data"),
-        ("verify-writes.fio", "error: verify_backlog=16: ioscope does not verify data"),
+        ("verify-writes.fio", "error: verify_fatal=1: ioscope's verification (verify=...) has no such option"),
     ];
     let tmp = tempfile::tempdir().unwrap();
     for (file, says) in cases {

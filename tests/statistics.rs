@@ -5,7 +5,7 @@
 
 use ioscope_metrics::stat::{Dim, Kind, Reported, STATS};
 use ioscope_metrics::{
-    Counts, FileCounts, FileDists, Histogram, Op, OpInterval, OpSeries, Snapshot, WorkerCounts, WorkerDists,
+    Counts, FileCounts, FileDists, Histogram, Op, OpInterval, OpSeries, Snapshot, WorkerCounts, WorkerCpu, WorkerDists,
 };
 use ioscope_store::{ProbeRow, RunInfo, Status, Writer};
 use serde_json::Value;
@@ -47,6 +47,7 @@ fn second(n: u32) -> Snapshot {
         workers: vec![WorkerCounts { worker: 0, op: Op::Read, counts }],
         files: vec![FileCounts { file: "ioscope.0.dat".into(), op: Op::Read, counts }],
         not_broken_down: 0,
+        worker_cpu: vec![WorkerCpu { worker: 0, cpu_ns: 700_000_000, wait_ns: 200_000_000 }],
     }
 }
 

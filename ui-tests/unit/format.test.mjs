@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  fmtTick, binaryTicks, fmtNs, fmtBytes, fmtValue, fmtRange, fmtSI, fmtInt, fmtElapsed, logTicks, linearTicks, timeTicks, niceMax,
+  fmtTick, binaryTicks, fmtNs, fmtBytes, fmtValue, fmtRange, fmtSI, fmtInt, fmtElapsed, logTicks, linearTicks, timeTicks, niceMax, stepName,
 } from '../../crates/web/assets/format.js';
 
 test('latency in ns reads in the unit that fits, with three digits', () => {
@@ -65,4 +65,13 @@ test('axis labels drop trailing zeros; byte axes step in powers of two', () => {
   assert.equal(fmtTick(2500, 'ops/s'), '2.5K');
   assert.equal(fmtTick(1500, 'ns'), '1.5 µs');
   assert.deepEqual(binaryTicks(0, 2 ** 32, 6).ticks.map((v) => fmtTick(v, 'bytes')), ['0', '1 GiB', '2 GiB', '3 GiB', '4 GiB']);
+});
+
+test('a step of a run with repeats is named with its repeat, and only then', () => {
+  const repeated = [{ index: 0, label: 'threads=1' }, { index: 1, repeat: 1, label: 'threads=1' }];
+  assert.equal(stepName(repeated[0], repeated), 'repeat 0 threads=1');
+  assert.equal(stepName(repeated[1], repeated), 'repeat 1 threads=1');
+  assert.equal(stepName({ index: 1, repeat: 1, label: '' }, repeated), 'repeat 1');
+  const plain = [{ index: 0, label: 'threads=1' }, { index: 1, label: 'threads=2' }];
+  assert.equal(stepName(plain[1], plain), 'threads=2');
 });

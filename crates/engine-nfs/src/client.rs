@@ -18,6 +18,9 @@ pub enum NfsError {
     /// An NFS status other than NFS3_OK, by name.
     #[error("{op}: {}", proto::status_name(*.status))]
     Status { op: &'static str, status: u32 },
+    /// An NFSv4 status other than NFS4_OK, by name.
+    #[error("{op}: {}", crate::v4::proto::status_name(*.status))]
+    Status4 { op: &'static str, status: u32 },
     #[error("{0}")]
     Setup(String),
     /// A call to one of the services a mount needs (portmapper, MOUNT, NFS) failed: which
@@ -30,7 +33,7 @@ impl NfsError {
     /// The NFS status, when the server answered with one.
     pub fn status(&self) -> Option<u32> {
         match self {
-            NfsError::Status { status, .. } => Some(*status),
+            NfsError::Status { status, .. } | NfsError::Status4 { status, .. } => Some(*status),
             _ => None,
         }
     }
@@ -228,6 +231,26 @@ impl Session {
         let mut e = Encoder::default();
         proto::write_args(&mut e, f, offset, stable, data);
         ok("WRITE", proto::write_res(&self.call(proc3::WRITE, e)?)).map(|(n, _, _)| n)
+    }
+
+    /// WRITE returning the reply: (bytes written, how stable, the server's write verifier).
+    pub fn write_reply(
+        &mut self,
+        f: &Fh,
+        offset: u64,
+        stable: Stable,
+        data: &[u8],
+    ) -> Result<(u32, u32, [u8; 8]), NfsError> {
+        let mut e = Encoder::default();
+        proto::write_args(&mut e, f, offset, stable, data);
+        ok("WRITE", proto::write_res(&self.call(proc3::WRITE, e)?))
+    }
+
+    /// COMMIT returning the server's write verifier.
+    pub fn commit_verifier(&mut self, f: &Fh) -> Result<[u8; 8], NfsError> {
+        let mut e = Encoder::default();
+        proto::commit_args(&mut e, f);
+        ok("COMMIT", proto::commit_res(&self.call(proc3::COMMIT, e)?))
     }
 
     pub fn commit(&mut self, f: &Fh) -> Result<(), NfsError> {

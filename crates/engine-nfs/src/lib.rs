@@ -6,7 +6,8 @@
 //! [`client`] (mount and blocking calls on one connection), [`pipe`] (many calls in
 //! flight over N connections, with timeouts), [`fs`] (operations by path, and the export
 //! as the `FileSystem` working sets and datasets are made through), [`engine`] (the `nfs`
-//! engine).
+//! engine). NFSv4.1 (`?version=4.1`) has modules of its own under [`v4`], on the same
+//! XDR, RPC and pipe.
 
 pub mod client;
 pub mod engine;
@@ -15,4 +16,8 @@ pub mod pipe;
 pub mod proto;
 pub mod rpc;
 pub mod target;
+pub mod v4;
 pub mod xdr;
+
+#[cfg(test)]
+mod decode_tests;

@@ -228,6 +228,11 @@ pub fn lookup_res(body: &[u8]) -> Res<(Fh, Option<Attr>)> {
 
 /// READ: (bytes read, eof). The data itself is not copied out.
 pub fn read_res(body: &[u8]) -> Res<(u32, bool)> {
+    read_res_data(body).map(|r| r.map(|(data, eof)| (data.len() as u32, eof)))
+}
+
+/// READ, with the data: (the bytes read, EOF).
+pub fn read_res_data(body: &[u8]) -> Res<(&[u8], bool)> {
     let mut d = Decoder::new(body);
     match status(&mut d)? {
         0 => {
@@ -235,7 +240,43 @@ pub fn read_res(body: &[u8]) -> Res<(u32, bool)> {
             let count = d.u32()?;
             let eof = d.bool()?;
             let data = d.opaque(usize::MAX)?;
-            Ok(Ok((count.min(data.len() as u32), eof)))
+            Ok(Ok((&data[..data.len().min(count as usize)], eof)))
+        }
+        s => Ok(Err(s)),
+    }
+}
+
+/// Where a READ reply's data begins in its results and how many bytes it has (the opaque
+/// length as sent; the pipe checks it against the record and the buffer), found from the
+/// results' first bytes: None for a failing status or bytes that end before the data.
+/// This lets the pipe read the data straight into the I/O buffer ([`crate::pipe::Landing`]).
+pub fn read_res_split(head: &[u8]) -> Option<(usize, usize)> {
+    let mut d = Decoder::new(head);
+    if status(&mut d).ok()? != 0 {
+        return None;
+    }
+    post_op_attr(&mut d).ok()?;
+    d.u32().ok()?; // count
+    d.bool().ok()?; // eof
+    let len = d.u32().ok()? as usize;
+    Some((head.len() - d.remaining(), len))
+}
+
+/// READ whose `landed` bytes of data were read into the I/O buffer: `head` is the results
+/// up to where the data began ([`read_res_split`]). (The bytes read, EOF), as [`read_res`].
+pub fn read_res_landed(head: &[u8], landed: usize) -> Res<(u32, bool)> {
+    let mut d = Decoder::new(head);
+    match status(&mut d)? {
+        0 => {
+            post_op_attr(&mut d)?;
+            let count = d.u32()?;
+            let eof = d.bool()?;
+            let at = head.len() - d.remaining();
+            let len = d.u32()? as usize;
+            if len != landed || d.remaining() != 0 {
+                return Err(XdrError { at, what: "READ data other than the bytes received" });
+            }
+            Ok(Ok((count.min(len as u32), eof)))
         }
         s => Ok(Err(s)),
     }
@@ -249,8 +290,26 @@ pub fn write_res(body: &[u8]) -> Res<(u32, u32, [u8; 8])> {
             wcc_data(&mut d)?;
             let count = d.u32()?;
             let committed = d.u32()?;
-            let verf = d.fixed(8)?.try_into().expect("8 bytes");
+            let verf = d.fixed8()?;
             Ok(Ok((count, committed, verf)))
+        }
+        s => Ok(Err(s)),
+    }
+}
+
+/// How stable a WRITE reply says the data is (`stable_how`): UNSTABLE data is kept only in
+/// the server's memory until a COMMIT with the same write verifier.
+pub const UNSTABLE: u32 = 0;
+
+/// COMMIT: the server's write verifier. If it differs from the verifier of the UNSTABLE
+/// WRITEs the COMMIT covers, the server restarted between them and may have lost them
+/// (RFC 1813, WRITE and COMMIT).
+pub fn commit_res(body: &[u8]) -> Res<[u8; 8]> {
+    let mut d = Decoder::new(body);
+    match status(&mut d)? {
+        0 => {
+            wcc_data(&mut d)?;
+            Ok(Ok(d.fixed8()?))
         }
         s => Ok(Err(s)),
     }
@@ -309,7 +368,7 @@ pub fn readdirplus_res(body: &[u8]) -> Res<(Vec<DirEntry>, [u8; 8], bool)> {
     match status(&mut d)? {
         0 => {
             post_op_attr(&mut d)?;
-            let verf: [u8; 8] = d.fixed(8)?.try_into().expect("8 bytes");
+            let verf = d.fixed8()?;
             let mut entries = Vec::new();
             while d.bool()? {
                 d.u64()?; // fileid
@@ -379,6 +438,7 @@ mod tests {
         attr_bytes(&mut e, 1, 8192, 77);
         e.u32(3).bool(true).opaque(b"abc");
         assert_eq!(read_res(&e.buf).unwrap(), Ok((3, true)));
+        assert_eq!(read_res_data(&e.buf).unwrap(), Ok((&b"abc"[..], true)), "the data a READ returned");
 
         let mut e = Encoder::default();
         e.u32(0);

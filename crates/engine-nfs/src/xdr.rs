@@ -89,6 +89,12 @@ impl<'a> Decoder<'a> {
         self.take(pad(len), "opaque padding")?;
         Ok(data)
     }
+    /// Fixed-length opaque of 8 bytes (a write, commit or cookie verifier).
+    pub fn fixed8(&mut self) -> Result<[u8; 8], XdrError> {
+        let mut out = [0u8; 8];
+        out.copy_from_slice(self.fixed(8)?); // fixed(8) is 8 bytes or an error
+        Ok(out)
+    }
     pub fn skip(&mut self, n: usize) -> Result<(), XdrError> {
         self.take(n, "skipped bytes").map(|_| ())
     }

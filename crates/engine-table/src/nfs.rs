@@ -1,6 +1,8 @@
-//! The `nfs://` target: `nfs://HOST[:PORT]/PATH?version=3&nconnect=N&uid=U&gid=G`.
-//! PORT is the NFS port (default: asked of the portmapper); PATH is an export, optionally
-//! followed by a directory inside it (the longest exported prefix is the export).
+//! The `nfs://` target: `nfs://HOST[:PORT]/PATH?version=3|4.1&nconnect=N&uid=U&gid=G`.
+//! PORT is the NFS port (default: for NFSv3 asked of the portmapper, for NFSv4.1 2049);
+//! PATH is, for NFSv3, an export, optionally followed by a directory inside it (the
+//! longest exported prefix is the export), and for NFSv4.1 a path in the server's pseudo
+//! file system, walked from its root.
 //! Also the `nfs` engine's entry in the table (the engine itself is `ioscope-engine-nfs`).
 
 use crate::{Capabilities, EngineKind, EngineSpec, InvalidTarget, TargetKind, TargetRule};
@@ -11,7 +13,7 @@ pub const SPEC: EngineSpec = EngineSpec {
     kind: EngineKind::Nfs,
     name: "nfs",
     aliases: &[],
-    description: "NFSv3 from user space, no client cache; needs --target nfs://...",
+    description: "NFSv3 or NFSv4.1 from user space, no client cache; needs --target nfs://...",
     caps: Capabilities {
         // No page cache on this host to bypass: direct = true changes nothing and needs no alignment.
         direct_align_bytes: 0,
@@ -36,10 +38,34 @@ fn parse(url: &str) -> Result<crate::Target, InvalidTarget> {
     Ok(crate::Target { url: url.to_string(), root: t.url_of(&t.path), kind: TargetKind::Nfs(t) })
 }
 
+/// The NFS version a target is spoken to in (`version=`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Version {
+    #[default]
+    V3,
+    /// NFSv4.1 (RFC 8881): sessions, no portmapper and no MOUNT.
+    V41,
+}
+
+impl Version {
+    /// How the version is written: "3", "4.1".
+    pub fn name(self) -> &'static str {
+        match self {
+            Version::V3 => "3",
+            Version::V41 => "4.1",
+        }
+    }
+}
+
+/// The NFS port of NFSv4 (RFC 8881 section 2.9.3: no portmapper is asked).
+pub const NFS4_PORT: u16 = 2049;
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Target {
     pub host: String,
-    /// NFS port; None = ask the portmapper.
+    /// The NFS version (`version=3`, the default, or `version=4.1`).
+    pub version: Version,
+    /// NFS port; None = ask the portmapper (NFSv3) or 2049 (NFSv4.1).
     pub port: Option<u16>,
     /// MOUNT port; None = ask the portmapper.
     pub mount_port: Option<u16>,
@@ -54,7 +80,7 @@ pub struct Target {
 
 /// What is wrong with a target, and the form expected.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0} (expected nfs://HOST[:PORT]/EXPORT[/DIR][?version=3&nconnect=N&uid=U&gid=G&mountport=P&timeout=S])")]
+#[error("{0} (expected nfs://HOST[:PORT]/EXPORT[/DIR][?version=3|4.1&nconnect=N&uid=U&gid=G&mountport=P&timeout=S])")]
 pub struct TargetError(pub String);
 
 /// Most connections per thread (`nconnect`).
@@ -145,6 +171,7 @@ impl Target {
         }
         let mut t = Target {
             host,
+            version: Version::V3,
             port,
             mount_port: None,
             path: match path.trim_end_matches('/') {
@@ -171,8 +198,18 @@ impl Target {
                     .ok_or_else(|| err(format!("{k}={:?}: expected a number from {min} to {max}", clip(v))))
             };
             match k {
-                "version" if v == "3" => {}
-                "version" => return Err(err(format!("version={:?}: only NFS version 3 is supported", clip(v)))),
+                "version" => {
+                    t.version = match v {
+                        "3" => Version::V3,
+                        "4.1" => Version::V41,
+                        _ => {
+                            return Err(err(format!(
+                                "version={:?}: only NFS versions 3 and 4.1 are supported (not 4.0 or 4.2)",
+                                clip(v)
+                            )))
+                        }
+                    }
+                }
                 "nconnect" => t.nconnect = num(1, MAX_NCONNECT)? as u32,
                 "uid" => t.uid = num(0, u32::MAX as u64)? as u32,
                 "gid" => t.gid = num(0, u32::MAX as u64)? as u32,
@@ -185,6 +222,9 @@ impl Target {
                     )))
                 }
             }
+        }
+        if t.version == Version::V41 && t.mount_port.is_some() {
+            return Err(err("mountport= is for NFSv3: NFSv4.1 has no MOUNT protocol".to_string()));
         }
         Ok(t)
     }
@@ -210,6 +250,9 @@ mod tests {
         let t = Target::parse("nfs://server/export/").unwrap();
         assert_eq!((t.port, t.path.as_str(), t.nconnect), (None, "/export", 1));
         assert_eq!(Target::parse("nfs://server:2049/").unwrap().path, "/", "an export of /");
+        assert_eq!(Target::parse("nfs://server/export").unwrap().version, Version::V3, "NFSv3 by default");
+        let t = Target::parse("nfs://server/export/d?version=4.1").unwrap();
+        assert_eq!((t.version, t.port, t.path.as_str()), (Version::V41, None, "/export/d"));
         let t = Target::parse("nfs://[::1]:2049/e/d?nconnect=2").unwrap();
         assert_eq!(t.url_of(&t.path), "nfs://[::1]:2049/e/d");
     }
@@ -221,12 +264,28 @@ mod tests {
             ("nfs://server", "names no export"),
             ("nfs://:2049/e", "names no host"),
             ("nfs://s:99999/e", "port \"99999\""),
-            ("nfs://s/e?version=4", "only NFS version 3"),
+            ("nfs://s/e?version=4", "only NFS versions 3 and 4.1 are supported"),
+            ("nfs://s/e?version=4.0", "only NFS versions 3 and 4.1 are supported"),
+            ("nfs://s/e?version=4.2", "only NFS versions 3 and 4.1 are supported"),
+            ("nfs://s/e?version=2", "only NFS versions 3 and 4.1 are supported"),
             ("nfs://s/e?nconnect=100", "nconnect=\"100\": expected a number from 1 to 64"),
             ("nfs://s/e?cache=1", "unknown option \"cache\""),
         ] {
             let e = Target::parse(url).unwrap_err().to_string();
             assert!(e.contains(says) && e.contains("expected nfs://HOST"), "{url}: {e}");
+        }
+    }
+
+    #[test]
+    fn only_nfs_versions_3_and_4_1_are_accepted() {
+        for (v, want) in [("3", Version::V3), ("4.1", Version::V41)] {
+            assert_eq!(Target::parse(&format!("nfs://s/e?version={v}")).unwrap().version, want);
+        }
+        let e = Target::parse("nfs://s/e?mountport=20048&version=4.1").unwrap_err().to_string();
+        assert!(e.contains("mountport= is for NFSv3"), "{e}");
+        for v in ["4", "4.0", "4.2", "41", ""] {
+            let e = Target::parse(&format!("nfs://s/e?version={v}")).unwrap_err().to_string();
+            assert!(e.contains("only NFS versions 3 and 4.1 are supported"), "{v}: {e}");
         }
     }
 

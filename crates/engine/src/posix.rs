@@ -82,7 +82,9 @@ impl Engine for PosixEngine {
                 Some(to) => std::fs::rename(req.path, to).map(|()| 0),
                 None => Err(std::io::Error::from_raw_os_error(libc::EINVAL)),
             },
-            Op::Read | Op::Write | Op::Fsync | Op::Fdatasync => Err(std::io::Error::from_raw_os_error(libc::EINVAL)),
+            Op::Read | Op::Write | Op::Fsync | Op::Fdatasync | Op::Verify => {
+                Err(std::io::Error::from_raw_os_error(libc::EINVAL))
+            }
         };
         result.unwrap_or_else(|e| -(e.raw_os_error().unwrap_or(libc::EIO) as i64))
     }

@@ -39,7 +39,8 @@ use std::os::unix::io::AsRawFd;
 /// How long the SQPOLL kernel thread spins without work before it sleeps.
 const SQPOLL_IDLE_MS: u32 = 1000;
 /// Draining after a failed wait: at most this many waits that bring nothing back, each
-/// bounded by the kernel at DRAIN_WAIT_NS (engines never read a clock).
+/// bounded by the kernel at DRAIN_WAIT_NS, or by a sleep of up to 21 ms when the waits
+/// themselves fail (engines never read a clock).
 const DRAIN_TRIES: u32 = 50;
 const DRAIN_WAIT_NS: u32 = 100_000_000;
 
@@ -128,7 +129,11 @@ impl UringEngine {
             match self.wait(1, Some(&ts)) {
                 Ok(_) => works = true,
                 Err(e) if e.raw_os_error() == Some(libc::ETIME) => works = true,
-                Err(_) => {}
+                // The wait itself fails at once: give the kernel time to finish what it
+                // holds (I/O it already started completes into the ring without a wait: the
+                // sleep's own return to user space runs the ring's completion work), a
+                // little longer each time nothing came back (under a second in all).
+                Err(_) => std::thread::sleep(std::time::Duration::from_millis(u64::from(tries.min(20)) + 1)),
             }
             self.take_completions(out);
             if self.in_flight == before {

@@ -9,6 +9,8 @@ use ioscope_engine::uring::UringEngine;
 use ioscope_engine::Engine;
 use ioscope_engine_nfs::engine::NfsEngine;
 use ioscope_engine_nfs::fs::NfsFs;
+use ioscope_engine_nfs::target::Version;
+use ioscope_engine_nfs::v4::{engine::Nfs41Engine, fs::Nfs41Fs};
 use ioscope_workload::{EngineKind, Plan, TargetKind};
 use std::path::PathBuf;
 
@@ -25,6 +27,7 @@ pub(crate) fn with_engine<F: WithEngine>(plan: &Plan, f: F) -> F::Out {
         (EngineKind::Posix, _) => f.with(PosixEngine::default()),
         (EngineKind::Uring, _) => f.with(UringEngine::new(plan.sqpoll)),
         (EngineKind::Null, _) => f.with(NullEngine::default()),
+        (EngineKind::Nfs, Some(TargetKind::Nfs(t))) if t.version == Version::V41 => f.with(Nfs41Engine::new(t.clone())),
         (EngineKind::Nfs, Some(TargetKind::Nfs(t))) => f.with(NfsEngine::new(t.clone())),
         (EngineKind::Nfs, None) => unreachable!("validation gives engine nfs its target"),
     }
@@ -45,9 +48,16 @@ pub fn storage(plan: &Plan) -> Result<(Box<dyn FileSystem>, PathBuf), StorageErr
         return Ok((Box::new(LocalFs), plan.dir.clone()));
     };
     let fs: Box<dyn FileSystem> = match &target.kind {
-        TargetKind::Nfs(t) => Box::new(
-            NfsFs::mount(t).map_err(|e| StorageError::Mount { url: target.url.clone(), reason: e.to_string() })?,
-        ),
+        TargetKind::Nfs(t) => {
+            let failed = |e: ioscope_engine_nfs::client::NfsError| StorageError::Mount {
+                url: target.url.clone(),
+                reason: e.to_string(),
+            };
+            match t.version {
+                Version::V3 => Box::new(NfsFs::mount(t).map_err(failed)?),
+                Version::V41 => Box::new(Nfs41Fs::mount(t).map_err(failed)?),
+            }
+        }
     };
     Ok((fs, PathBuf::from(&target.root)))
 }

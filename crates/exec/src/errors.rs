@@ -4,7 +4,9 @@
 //! collector names it once a second ("ENOSPC", "NFS3ERR_STALE", "short read").
 //!
 //! Numbers: 1..=255 errno; `STATUS_LOW`.. NFS statuses 0..=127, `STATUS_HIGH`.. NFS
-//! statuses 10000..=10063; [`SHORT`] a transfer of fewer bytes than asked; 0 anything else.
+//! statuses 10000..=10063, `STATUS_HIGHER`.. 10064..=10099 (NFSv4.1's session errors);
+//! [`SHORT`] a transfer of fewer bytes than asked; 0 anything else. The statuses are
+//! named as the target's NFS version names them ([`namer`]).
 
 use ioscope_engine::Op;
 use ioscope_engine_nfs::engine::NFS_STATUS_BASE;
@@ -16,7 +18,16 @@ const STATUS_LOW: u16 = 256;
 const STATUS_HIGH: u16 = 384;
 /// A read or write that transferred fewer bytes than asked.
 pub const SHORT: u16 = 448;
-const _: () = assert!((SHORT as usize) < ERROR_KINDS);
+/// The mismatch kinds of op `verify`: corrupt, misplaced, stale, lost (ioscope_verify::Kind).
+const VERIFY_KINDS: u16 = 449;
+const STATUS_HIGHER: u16 = 453;
+const _: () = assert!((STATUS_HIGHER as usize) + 36 <= ERROR_KINDS);
+
+/// The error kind of a verify mismatch.
+#[inline(always)]
+pub fn verify_kind(kind: ioscope_verify::Kind) -> u16 {
+    VERIFY_KINDS + kind as u16
+}
 
 /// The kind of a failed result (negative).
 #[inline(always)]
@@ -29,8 +40,41 @@ pub fn kind_of(result: i64) -> u16 {
         STATUS_LOW + (r - base) as u16
     } else if (base + 10_000..base + 10_064).contains(&r) {
         STATUS_HIGH + (r - base - 10_000) as u16
+    } else if (base + 10_064..base + 10_100).contains(&r) {
+        STATUS_HIGHER + (r - base - 10_064) as u16
     } else {
         OTHER
+    }
+}
+
+/// How a plan's error kinds are named: NFSv4 statuses by their NFS4ERR_ names for an
+/// NFSv4.1 target, else [`kind_name`].
+pub fn namer(plan: &ioscope_workload::Plan) -> ioscope_metrics::KindNamer {
+    use ioscope_workload::TargetKind;
+    match plan.target.as_ref().map(|t| &t.kind) {
+        Some(TargetKind::Nfs(t)) if t.version == ioscope_engine_nfs::target::Version::V41 => kind_name_nfs4,
+        _ => kind_name,
+    }
+}
+
+/// The NFS status of a kind, if it is one.
+fn status_of(kind: u16) -> Option<u32> {
+    match kind {
+        STATUS_LOW..STATUS_HIGH => Some((kind - STATUS_LOW) as u32),
+        STATUS_HIGH..SHORT => Some(10_000 + (kind - STATUS_HIGH) as u32),
+        STATUS_HIGHER..=488 => Some(10_064 + (kind - STATUS_HIGHER) as u32),
+        _ => None,
+    }
+}
+
+/// [`kind_name`] with NFSv4 status names (NFS4ERR_BADSESSION, ...).
+pub fn kind_name_nfs4(op: usize, kind: u16) -> String {
+    match status_of(kind) {
+        Some(status) => match ioscope_engine_nfs::v4::proto::status_name(status) {
+            "NFS4ERR_UNKNOWN" => format!("NFS4 status {status}"),
+            name => name.to_string(),
+        },
+        None => kind_name(op, kind),
     }
 }
 
@@ -42,16 +86,17 @@ pub fn kind_name(op: usize, kind: u16) -> String {
             Some(Op::Read) => "short read".to_string(),
             _ => "short transfer".to_string(),
         },
+        VERIFY_KINDS..=452 if Op::ALL.get(op) == Some(&Op::Verify) => {
+            ioscope_verify::Kind::ALL[(kind - VERIFY_KINDS) as usize].name().to_string()
+        }
         1..=255 => errno_name(kind as i32),
-        STATUS_LOW..=447 => {
-            let status =
-                if kind < STATUS_HIGH { (kind - STATUS_LOW) as u32 } else { 10_000 + (kind - STATUS_HIGH) as u32 };
-            match ioscope_engine_nfs::proto::status_name(status) {
+        _ => match status_of(kind) {
+            Some(status) => match ioscope_engine_nfs::proto::status_name(status) {
                 "NFS3ERR_UNKNOWN" => format!("NFS3 status {status}"),
                 name => name.to_string(),
-            }
-        }
-        _ => "other".to_string(),
+            },
+            None => "other".to_string(),
+        },
     }
 }
 
@@ -223,6 +268,26 @@ mod tests {
         assert_eq!(errno_name(-3), "errno -3");
         for k in 0..ERROR_KINDS as u16 {
             assert!(!kind_name(0, k).is_empty());
+            assert!(!kind_name_nfs4(0, k).is_empty());
         }
+    }
+
+    #[test]
+    fn nfs4_statuses_are_named_by_their_nfs4err_names_up_to_the_session_errors() {
+        let name = |op: Op, result: i64| kind_name_nfs4(op as usize, kind_of(result));
+        assert_eq!(name(Op::Write, -(NFS_STATUS_BASE + 28)), "NFS4ERR_NOSPC");
+        assert_eq!(name(Op::Read, -(NFS_STATUS_BASE + 10008)), "NFS4ERR_DELAY");
+        assert_eq!(name(Op::Read, -(NFS_STATUS_BASE + 10052)), "NFS4ERR_BADSESSION");
+        assert_eq!(name(Op::Read, -(NFS_STATUS_BASE + 10078)), "NFS4ERR_DEADSESSION");
+        assert_eq!(name(Op::Read, -(NFS_STATUS_BASE + 10011)), "NFS4ERR_EXPIRED");
+        assert_eq!(name(Op::Read, -(libc::EIO as i64)), "EIO", "errnos are named as before");
+        assert_eq!(kind_name_nfs4(Op::Write as usize, SHORT), "short write");
+        // Distinct statuses stay distinct kinds.
+        let kinds: std::collections::HashSet<u16> = (10_000..10_100).map(|s| kind_of(-(NFS_STATUS_BASE + s))).collect();
+        assert_eq!(kinds.len(), 100);
+        let plan = crate::test_plan("engine = 'nfs'\ntarget = 'nfs://s/e?version=4.1'");
+        assert_eq!(namer(&plan)(0, kind_of(-(NFS_STATUS_BASE + 10052))), "NFS4ERR_BADSESSION");
+        let plan = crate::test_plan("engine = 'nfs'\ntarget = 'nfs://s/e'");
+        assert_eq!(namer(&plan)(0, kind_of(-(NFS_STATUS_BASE + 10008))), "NFS3ERR_JUKEBOX");
     }
 }

@@ -1,5 +1,6 @@
 //! The host's configuration, recorded with every run: CPU, memory, kernel, OS, clock
-//! source, and the file system and mount options of the target directory.
+//! source, the file system, mount options and block device of the target directory, and
+//! the rest of the system record (`system.rs`: governor, command line, interfaces, route).
 
 use serde_json::{json, Value};
 use std::path::Path;
@@ -33,15 +34,23 @@ pub fn describe(target_dir: Option<&Path>) -> Value {
     let target = target_dir.map(|d| {
         let canonical = d.canonicalize().unwrap_or_else(|_| d.to_path_buf());
         let mut t = json!({ "dir": canonical.display().to_string() });
-        if let Some(m) = mount_of(&canonical) {
+        if crate::blockdev::is_block_device(&canonical) {
+            // The target is the device itself (not a file system on it): what the device is.
+            t["device"] = match crate::blockdev::describe(&canonical) {
+                Ok(dev) => serde_json::to_value(dev).unwrap_or(Value::Null),
+                Err(e) => json!({ "error": e.to_string() }),
+            };
+        } else if let Some(m) = mount_of(&canonical) {
             t["fs_type"] = json!(m.fs_type);
             t["mount_point"] = json!(m.mount_point);
             t["mount_source"] = json!(m.source);
             t["mount_options"] = json!(m.options);
+            t["block_device"] = json!(crate::system::block_device(&m.major_minor));
+            t["device_major_minor"] = json!(m.major_minor);
         }
         t
     });
-    json!({
+    let mut config = json!({
         "hostname": hostname(),
         "cpu_model": cpu_model,
         "cpus": cpus,
@@ -53,16 +62,41 @@ pub fn describe(target_dir: Option<&Path>) -> Value {
         "clocksource": read_trim("/sys/devices/system/clocksource/clocksource0/current_clocksource"),
         "ioscope_version": env!("CARGO_PKG_VERSION"),
         "target": target,
-    })
+    });
+    crate::system::add_to(&mut config, None);
+    config
 }
 
 fn read_trim(path: &str) -> Option<String> {
     std::fs::read_to_string(path).ok().map(|s| s.trim().to_string())
 }
 
+/// Describes this host as a run of `plan` needs it recorded: [`describe`] of the target
+/// directory, the system record, the route to a network target (the NFS server of an
+/// `nfs://` target, or of an NFS mount holding the directory) and the NFS engine's target.
+pub fn describe_run(plan: &ioscope_workload::Plan) -> Value {
+    let dir = plan.dataset.as_ref().map_or(plan.dir.as_path(), |d| d.dir.as_path());
+    let mut config = describe((!dir.as_os_str().is_empty()).then_some(dir));
+    let server = match plan.target.as_ref().map(|t| &t.kind) {
+        Some(ioscope_workload::TargetKind::Nfs(t)) => {
+            config["nfs"] = crate::system::nfs_record(t, None);
+            Some(t.host.clone())
+        }
+        None => config["target"]
+            .get("fs_type")
+            .and_then(|f| crate::system::mount_server(f.as_str()?, config["target"]["mount_source"].as_str()?)),
+    };
+    if let Some(server) = server {
+        config["route"] = crate::system::route_to(&server);
+    }
+    config
+}
+
 /// A mount as listed in /proc/self/mountinfo.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Mount {
+    /// The device numbers ("254:1") of the mounted file system.
+    pub major_minor: String,
     pub mount_point: String,
     pub fs_type: String,
     pub source: String,
@@ -93,6 +127,7 @@ fn best_mount(mountinfo: &str, path: &Path) -> Option<Mount> {
             }
             let options = options.join(",");
             Some(Mount {
+                major_minor: l.get(2)?.to_string(),
                 mount_point,
                 fs_type: r.first()?.to_string(),
                 source: r.get(1).unwrap_or(&"").to_string(),

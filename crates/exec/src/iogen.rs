@@ -97,7 +97,8 @@ impl IoGen {
             column_ns: p.column.as_nanos().max(1) as u64,
             start_ns,
             map: p.map,
-            band: file_size / font::ROWS as u64,
+            // Bands start at multiples of the block size (O_DIRECT needs aligned offsets).
+            band: file_size / font::ROWS as u64 / min_block.max(1) * min_block.max(1),
         });
         Self {
             rng: seed,
@@ -109,9 +110,17 @@ impl IoGen {
             align,
             random,
             seq_file: ((start / file_size.max(1)) as u32).min(files.max(1) - 1),
-            seq_offset: start % file_size.max(1),
+            // At a multiple of the smallest block: every offset of the stream is then a sum
+            // of block sizes from an aligned start (O_DIRECT refuses unaligned offsets).
+            seq_offset: start % file_size.max(1) / min_block.max(1) * min_block.max(1),
             pattern: pattern.filter(|p| !p.columns.is_empty()),
         }
+    }
+
+    /// Starts a sequential stream at a multiple of `block` (verification covers whole
+    /// blocks; the streams' spread start may fall inside one).
+    pub fn align_start(&mut self, block: u64) {
+        self.seq_offset -= self.seq_offset % block.max(1);
     }
 
     /// The generator of worker 0 of a plan's first workload in its first step.
@@ -252,5 +261,14 @@ mod tests {
         let mut g = gen(&p, 1);
         let got: Vec<(u32, u64)> = (0..5).map(|_| g.next(0)).map(|io| (io.file, io.offset)).collect();
         assert_eq!(got, vec![(0, 0), (0, 4096), (1, 0), (1, 4096), (0, 0)]);
+    }
+
+    #[test]
+    fn sequential_streams_of_threads_that_do_not_divide_the_size_start_at_block_multiples() {
+        // 1 MiB over 3 threads is 349,525.3 bytes each: O_DIRECT would refuse such an offset.
+        let p = crate::test_plan("engine = 'null'\nrw = 'read'\nbs = '4k'\nsize = '1m'\nthreads = 3");
+        let eff = crate::in_step(&p.workloads[0], &p.steps()[0]);
+        let starts: Vec<u64> = (0..3).map(|t| IoGen::new(1, 1 << 20, &eff, t, 1, 0).next(0).offset).collect();
+        assert_eq!(starts, vec![0, 348_160, 696_320], "spread over the file, each at a multiple of 4 KiB");
     }
 }

@@ -2,17 +2,23 @@
 //! per-second collector that writes results as the run goes, working-set preparation,
 //! and the host description stored with every run.
 
+pub mod blockdev;
 pub mod breakdown;
 pub mod clock;
+mod cpu;
 mod engines;
 pub mod errors;
 pub mod host;
 pub mod iogen;
+pub mod journal;
 pub mod limit;
 pub mod prep;
 mod probe;
 pub mod run;
+mod steady;
+pub mod system;
 pub mod tree;
+pub mod verify;
 pub mod workdir;
 pub mod worker;
 

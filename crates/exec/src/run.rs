@@ -6,7 +6,7 @@ use crate::clock::{now_ns, tighten_timer_slack, unix_ms};
 use crate::engines::{with_engine, WithEngine};
 use crate::iogen::IoGen;
 use crate::tree::{Tree, TreeTask};
-use crate::worker::{FirstErrors, Schedule, Worker};
+use crate::worker::{FirstError, FirstErrors, Schedule, Worker};
 use ioscope_engine::{Engine, IoBuffers, Op, OpenSpec, OP_KINDS};
 use ioscope_metrics::breakdown::{FileRing, WorkerTop};
 use ioscope_metrics::{Counts, FileCounts, OpInterval, OpSeries, Snapshot, WorkerCounts, WorkerReader, WorkerRecorder};
@@ -38,7 +38,20 @@ pub struct RunConfig<'a> {
     /// Target-side samplers (`--probe`), started at the run's time zero; their seconds go
     /// into the results file beside the client's.
     pub probes: Vec<Box<dyn TargetFeed>>,
+    /// With `until_ci`: told, after each repeat, every repeat's (IOPS, bytes per second)
+    /// per step so far (`[repeat][step]`, warm-up excluded), says whether they are enough.
+    /// None: every repeat the plan allows runs.
+    pub enough: Option<&'a mut Enough<'a>>,
+    /// With verification on: the journal to create (`--journal FILE`), the run's
+    /// [`ioscope_verify::Sink`]; its path was checked before any I/O.
+    pub journal: Option<PathBuf>,
+    /// With `--verify`: what preparation stamped with headers (None: nothing, or verify off).
+    pub verify_laid_out: Option<crate::verify::LaidOut>,
 }
+
+/// `until_ci`'s rule: given every repeat's (IOPS, bytes per second) per step so far
+/// (`[repeat][step]`), whether they are enough.
+pub type Enough<'a> = dyn FnMut(&[Vec<(f64, f64)>]) -> bool + 'a;
 
 /// Target-side samplers attached to a run: on this host ([`LocalProbe`]) or on another
 /// through an agent (`ioscope_hosts::remote_probe`).
@@ -124,6 +137,8 @@ pub struct Outcome {
     /// Why the results are still in two files (the results file and its `-wal`), if they
     /// are: folding them at the end failed (a full disk); the next reader folds them.
     pub wal_kept: Option<String>,
+    /// Blocks read back that failed their check (`--verify`); 0 without it.
+    pub verify_mismatches: u64,
 }
 
 /// Where a run's seconds go: the results file (a local run, [`run`]) or the coordinator
@@ -153,6 +168,11 @@ pub struct Measure<'a> {
     /// When to start, on [`crate::clock::now_ns`]'s time line (None: as soon as every engine
     /// is open). A start already past when the engines are open starts at once.
     pub start_at_ns: Option<u64>,
+    /// Start on a whole number of seconds after this instant (a repeat: the first repeat's
+    /// time zero), so that the seconds of every repeat lie on one timeline.
+    pub whole_seconds_after_ns: Option<u64>,
+    /// Data validation (`--verify`): the run's verifier, kept across repeats (None: off).
+    pub verifier: Option<&'a crate::verify::Verifier>,
 }
 
 /// How a measured run ended.
@@ -169,12 +189,17 @@ pub struct Measured<E> {
     pub first_io_ns: Option<u64>,
     /// The sink failed (the run stopped there).
     pub sink_error: Option<E>,
+    /// The run ended before its planned end because it was steady (`until_steady`).
+    pub ended_steady: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     #[error("results file {source}")] // the store's errors start with the path
     Store { path: PathBuf, source: ioscope_store::StoreError },
+    /// The journal (`--journal`) could not be created; nothing was run.
+    #[error("journal {0}")]
+    Journal(String),
 }
 
 /// The ops a workload can produce in a run; each gets a series every second, zero or not.
@@ -193,6 +218,9 @@ pub fn ops_of(plan: &Plan, w: &Workload) -> Vec<Op> {
             }
             if pcts.iter().any(|p| *p > 0) {
                 ops.push(Op::Read);
+                if !plan.verify.is_off() {
+                    ops.push(Op::Verify);
+                }
             }
             if pcts.iter().any(|p| *p < 100) {
                 ops.push(Op::Write);
@@ -256,8 +284,7 @@ const UNKNOWN: u64 = 0;
 pub fn run(plan: &Plan, files: &[PathBuf], cfg: RunConfig<'_>) -> Result<Outcome, RunError> {
     let clock_source = crate::clock::init();
     let host = crate::host::hostname();
-    let target = plan.dataset.as_ref().map_or(plan.dir.as_path(), |d| d.dir.as_path());
-    let mut config = crate::host::describe((!target.as_os_str().is_empty()).then_some(target));
+    let mut config = crate::host::describe_run(plan);
     config["timer"] = serde_json::json!(clock_source);
     // The collector (this thread) must wake on time however many workers compete for the
     // CPUs; threads started from here on (workers, probes) keep the normal priority.
@@ -276,13 +303,14 @@ fn run_measured(
     config: serde_json::Value,
 ) -> Result<Outcome, RunError> {
     let steps = plan.steps();
+    let repeats = plan.max_repeats();
     let info = RunInfo {
         ioscope_version: env!("CARGO_PKG_VERSION").to_string(),
         host: host.clone(),
         pid: std::process::id(),
         command_line: cfg.command_line.clone(),
         started_unix_ms: unix_ms(),
-        planned_duration_ns: StepTimes::new(&steps).total_ns(),
+        planned_duration_ns: StepTimes::new(&steps).total_ns().saturating_mul(u64::from(repeats)),
         plan_json: serde_json::to_string(plan).expect("plan serializes"),
         workload_toml: cfg.workload_toml.clone(),
         workload_hash: cfg.workload_hash.clone(),
@@ -299,41 +327,119 @@ fn run_measured(
         }
     }
     hosts[0].1 = config.clone();
+    let mut verifier = (!plan.verify.is_off()).then(|| match &cfg.dataset {
+        Some(d) => crate::verify::Verifier::for_dataset(plan, d, cfg.verify_laid_out.as_ref()),
+        None => crate::verify::Verifier::for_plan(plan, files.len(), cfg.verify_laid_out.as_ref()),
+    });
+    // The journal before the results file: a run that cannot keep it does not start.
+    let journal = match (&cfg.journal, verifier.as_mut()) {
+        (Some(path), Some(v)) => {
+            Some(crate::journal::open(path, plan, files, v, &cfg.workload_toml).map_err(RunError::Journal)?)
+        }
+        _ => None,
+    };
     let mut writer = Writer::create(&cfg.out, &info, &hosts).map_err(store_err)?;
     writer.write_steps(&step_rows(&steps)).map_err(store_err)?;
     writer.set_meta("breakdown", &crate::breakdown::meta(plan)).map_err(store_err)?;
-    let mut sink = StoreSink { writer: &mut writer, host: &host, config, probes: cfg.probes };
-    let m = measure(
-        plan,
-        files,
-        &mut sink,
-        Measure {
-            host: host.clone(),
-            interrupt: cfg.interrupt,
-            on_second: cfg.on_second,
-            dataset: cfg.dataset,
-            start_at_ns: None,
-        },
-    );
+    let at = std::cell::Cell::new(RepeatAt::default());
+    let mut sink = StoreSink::new(&mut writer, &host, config, cfg.probes, &steps, &at);
+    let (on_second, total_s) = (cfg.on_second, info.planned_duration_ns as f64 / 1e9);
+    // Progress over the whole run: seconds, steps and labels of every repeat.
+    let mut progress = |p: &Progress| {
+        let a = at.get();
+        let mut p = p.clone();
+        p.elapsed_s += a.offset_ns as f64 / 1e9;
+        p.total_s = total_s;
+        p.second += a.second;
+        if repeats > 1 {
+            p.step_label = match p.step_label.is_empty() {
+                true => format!("repeat {}", a.repeat),
+                false => format!("repeat {} {}", a.repeat, p.step_label),
+            };
+            p.step += a.repeat * steps.len() as u32;
+            p.steps *= repeats;
+        }
+        on_second(&p);
+    };
+    let mut enough = cfg.enough;
+    let mut rates: Vec<Vec<(f64, f64)>> = Vec::new();
+    let (mut status, mut detail, mut first_errors, mut seconds_written, mut sink_error) =
+        (Status::Completed, None, Vec::<String>::new(), 0u32, None);
+    for repeat in 0..repeats {
+        sink.begin_repeat(repeat);
+        let whole_seconds_after_ns = sink.t0_first;
+        let m = measure(
+            plan,
+            files,
+            &mut sink,
+            Measure {
+                host: host.clone(),
+                interrupt: cfg.interrupt,
+                on_second: &mut progress,
+                dataset: cfg.dataset.clone(),
+                start_at_ns: None,
+                whole_seconds_after_ns,
+                verifier: verifier.as_ref(),
+            },
+        );
+        (status, detail, sink_error) = (m.status, m.detail, m.sink_error);
+        if m.ended_steady && sink_error.is_none() {
+            // The step's row keeps its real length: the planned one was its maximum.
+            let step = sink.step(0);
+            if let Err(e) = sink.writer.end_step_early(step, &host) {
+                sink_error = Some(e);
+            }
+        }
+        seconds_written += m.seconds_written;
+        for e in m.first_errors {
+            let op = e.split_once(':').map(|(op, _)| op.to_string());
+            if !first_errors.iter().any(|f| f.split_once(':').map(|(o, _)| o.to_string()) == op) {
+                first_errors.push(e);
+            }
+        }
+        if status != Status::Completed || sink_error.is_some() {
+            break;
+        }
+        rates.push(sink.rates());
+        if plan.until_ci.is_some() && enough.as_mut().is_some_and(|f| f(&rates)) {
+            break;
+        }
+    }
+    let t0_first = sink.t0_first.unwrap_or(0);
+    // Every write has ended: the journal is written back and marked closed. If writing it
+    // back ever failed, its guarantee did not hold: the run says so and fails.
+    if let Some(Err(e)) = journal.as_ref().map(|j| j.close()) {
+        status = Status::Failed;
+        detail = Some(format!("journal: {e}"));
+    }
     // The target's seconds up to the client's last one.
-    let last = m.seconds_written.checked_sub(1).map(u64::from);
+    let last = sink.last_second.map(u64::from);
     let rest: Vec<_> = std::mem::take(&mut sink.probes).into_iter().flat_map(|p| p.finish(last)).collect();
+    let mut config = std::mem::take(&mut sink.config);
     let written = rest.iter().try_for_each(|t| writer.write_target(t));
-    if let Some(e) = m.sink_error.or(written.err()) {
+    crate::system::run_ended(&mut config);
+    let written = written.and_then(|()| writer.update_host(&host, &config));
+    let written = match &verifier {
+        Some(v) => written.and_then(|()| {
+            let path_of = |f: u32| match &cfg.dataset {
+                Some(d) => d.file_path(u64::from(f)).display().to_string(),
+                None => files.get(f as usize).map(|p| p.display().to_string()).unwrap_or_default(),
+            };
+            let (run, rows) = crate::verify::rows(v, &host, &path_of, t0_first);
+            writer.write_verification(&run, &rows)
+        }),
+        None => written,
+    };
+    if let Some(e) = sink_error.or(written.err()) {
         let _ = writer.finish(Status::Failed, Some(&e.to_string()), unix_ms());
         return Err(store_err(e));
     }
-    let wal_kept = match writer.finish(m.status, m.detail.as_deref(), unix_ms()).map_err(store_err)? {
+    let wal_kept = match writer.finish(status, detail.as_deref(), unix_ms()).map_err(store_err)? {
         ioscope_store::Finished::OneFile => None,
         ioscope_store::Finished::WithWal(why) => Some(why),
     };
-    Ok(Outcome {
-        status: m.status,
-        detail: m.detail,
-        first_errors: m.first_errors,
-        seconds_written: m.seconds_written,
-        wal_kept,
-    })
+    let verify_mismatches = verifier.as_ref().map_or(0, |v| v.mismatch_total());
+    Ok(Outcome { status, detail, first_errors, seconds_written, wal_kept, verify_mismatches })
 }
 
 /// The steps as the results file's step table has them.
@@ -344,6 +450,7 @@ pub fn step_rows(steps: &[Step]) -> Vec<StepRow> {
         .zip(&times.start_ns)
         .map(|(s, start)| StepRow {
             index: s.index,
+            repeat: 0,
             label: s.label(),
             threads: s.threads,
             rate_iops: match s.rate {
@@ -361,33 +468,107 @@ pub fn step_rows(steps: &[Step]) -> Vec<StepRow> {
         .collect()
 }
 
-/// A local run's sink: the results file.
+/// Where the repeat being measured lies in the run: its number, its first second and its
+/// time zero's distance from the first repeat's.
+#[derive(Clone, Copy, Debug, Default)]
+struct RepeatAt {
+    repeat: u32,
+    second: u32,
+    offset_ns: u64,
+}
+
+/// A local run's sink: the results file. Each repeat ([`measure`] once per repeat) counts
+/// its seconds and steps from 0; the sink moves them to the run's: seconds continue from
+/// the first repeat's time zero, and each repeat's steps are rows of their own.
 struct StoreSink<'a> {
     writer: &'a mut Writer,
     host: &'a str,
     config: serde_json::Value,
     /// Target samplers, started at time zero.
     probes: Vec<Box<dyn TargetFeed>>,
+    steps: &'a [Step],
+    at: &'a std::cell::Cell<RepeatAt>,
+    /// The first repeat's time zero, once it has started.
+    t0_first: Option<u64>,
+    /// The last second written (the run's numbering).
+    last_second: Option<u32>,
+    /// This repeat's measured (ops, bytes, ns) per step, warm-up excluded.
+    measured: Vec<(u64, u64, u64)>,
+}
+
+impl<'a> StoreSink<'a> {
+    fn new(
+        writer: &'a mut Writer,
+        host: &'a str,
+        config: serde_json::Value,
+        probes: Vec<Box<dyn TargetFeed>>,
+        steps: &'a [Step],
+        at: &'a std::cell::Cell<RepeatAt>,
+    ) -> Self {
+        StoreSink { writer, host, config, probes, steps, at, t0_first: None, last_second: None, measured: Vec::new() }
+    }
+
+    fn begin_repeat(&mut self, repeat: u32) {
+        self.at.set(RepeatAt { repeat, ..self.at.get() });
+        self.measured = vec![(0, 0, 0); self.steps.len()];
+    }
+
+    /// The step of the run of this repeat's step `k`.
+    fn step(&self, k: u32) -> u32 {
+        k.saturating_add(self.at.get().repeat.saturating_mul(self.steps.len() as u32))
+    }
+
+    /// This repeat's (IOPS, bytes per second) per step.
+    fn rates(&self) -> Vec<(f64, f64)> {
+        let rate = |n: u64, ns: u64| if ns > 0 { n as f64 * 1e9 / ns as f64 } else { 0.0 };
+        self.measured.iter().map(|&(ops, bytes, ns)| (rate(ops, ns), rate(bytes, ns))).collect()
+    }
 }
 
 impl Sink for StoreSink<'_> {
     type Error = ioscope_store::StoreError;
     fn started(&mut self, t0_ns: u64, engine_setup: Option<&str>) -> Result<(), Self::Error> {
-        let t0 = crate::clock::to_monotonic(t0_ns);
-        self.probes.iter_mut().for_each(|p| p.start(t0));
-        let Some(setup) = engine_setup else { return Ok(()) };
-        let mut config = self.config.clone();
-        config["engine"] = serde_json::json!(setup);
-        self.writer.update_host(self.host, &config)
+        let first = *self.t0_first.get_or_insert(t0_ns);
+        let a = self.at.get();
+        let offset_ns = t0_ns.saturating_sub(first);
+        let second = u32::try_from(offset_ns / SECOND_NS).unwrap_or(u32::MAX);
+        self.at.set(RepeatAt { second, offset_ns, ..a });
+        if a.repeat == 0 {
+            let t0 = crate::clock::to_monotonic(t0_ns);
+            self.probes.iter_mut().for_each(|p| p.start(t0));
+            crate::system::run_started(&mut self.config, engine_setup);
+            self.writer.update_host(self.host, &self.config)
+        } else {
+            let rows = step_rows(self.steps).into_iter().map(|r| StepRow {
+                index: self.step(r.index),
+                repeat: a.repeat,
+                start_second: r.start_second.saturating_add(second),
+                ..r
+            });
+            self.writer.write_steps(&rows.collect::<Vec<_>>())
+        }
     }
     fn step_rate(&mut self, step: u32, rate_iops: u64) -> Result<(), Self::Error> {
-        self.writer.set_step_rate(step, rate_iops)
+        self.writer.set_step_rate(self.step(step), rate_iops)
     }
     fn probe(&mut self, row: &ProbeRow) -> Result<(), Self::Error> {
-        self.writer.write_probe(row)
+        let at_ns = row.at_ns.saturating_add(self.at.get().offset_ns);
+        self.writer.write_probe(&ProbeRow { at_ns, ..row.clone() })
     }
     fn second(&mut self, snap: &Snapshot) -> Result<(), Self::Error> {
-        self.writer.write_second(snap)?;
+        crate::system::second_done(&mut self.config["nic_counters"]);
+        if !snap.warmup {
+            if let Some(m) = self.measured.get_mut(snap.step as usize) {
+                let t = snap.total();
+                *m = (m.0 + t.ops, m.1 + t.bytes, m.2 + snap.interval_ns);
+            }
+        }
+        let second = snap.second.saturating_add(self.at.get().second);
+        match self.at.get().repeat {
+            0 => self.writer.write_second(snap)?,
+            _ => self.writer.write_second(&Snapshot { second, step: self.step(snap.step), ..snap.clone() })?,
+        }
+        self.last_second = Some(second);
         for t in self.probes.iter_mut().flat_map(|p| p.take()) {
             self.writer.write_target(&t)?;
         }
@@ -441,11 +622,14 @@ pub fn measure<S: Sink>(plan: &Plan, files: &[PathBuf], sink: &mut S, m: Measure
         queue_depth: plan.iodepth,
     };
     let (probe_tx, probe_rx) = std::sync::mpsc::channel::<ProbeRow>();
+    let cpu: Vec<crate::cpu::ThreadCpu> = (0..threads).map(|_| crate::cpu::ThreadCpu::new()).collect();
 
     let mut seconds_written = 0u32;
     let mut sink_error = None;
     // Why failed I/Os ended the run (max_errors), if they did.
     let mut too_many_errors: Option<String> = None;
+    let mut until_steady = crate::steady::UntilSteady::of(plan);
+    let mut ended_steady = false;
     let first_errors: Vec<FirstErrors> = std::thread::scope(|s| {
         let handles: Vec<_> = roles
             .iter()
@@ -471,6 +655,8 @@ pub fn measure<S: Sink>(plan: &Plan, files: &[PathBuf], sink: &mut S, m: Measure
                     lost: &lost,
                     engine_setup: &engine_setup,
                     first_io_ns: &first_io_ns,
+                    cpu: &cpu[id],
+                    verifier: m.verifier,
                 };
                 s.spawn(move || with_engine(plan, WorkerStart { id: id as u32, shared }))
             })
@@ -480,12 +666,16 @@ pub fn measure<S: Sink>(plan: &Plan, files: &[PathBuf], sink: &mut S, m: Measure
         // the run is taken after the last worker is ready (opening and allocating for
         // hundreds of workers can take seconds, which must not count as measured time).
         ready.wait();
+        let mut cpu_reader = crate::cpu::CpuReader::start(&cpu);
         if open_failed.load(Relaxed) {
             stop.store(true, Relaxed);
         }
         // Published without waiting for the workers: they wait for it (a barrier would make
         // this thread wait until hundreds of starved workers got round to it, after t0).
-        let t0 = (now_ns() + 2_000_000).max(m.start_at_ns.unwrap_or(0));
+        let mut t0 = (now_ns() + 2_000_000).max(m.start_at_ns.unwrap_or(0));
+        if let Some(base) = m.whole_seconds_after_ns {
+            t0 = base + t0.saturating_sub(base).div_ceil(SECOND_NS) * SECOND_NS;
+        }
         rings.iter().for_each(|r| r.set_start(t0));
         start_ns.store(t0, Release);
         if let Err(e) = sink.started(t0, engine_setup.lock().unwrap().take().as_deref()) {
@@ -500,8 +690,8 @@ pub fn measure<S: Sink>(plan: &Plan, files: &[PathBuf], sink: &mut S, m: Measure
         drop(probe_tx);
         let deadline = t0 + total_ns;
         let mut readers: Vec<WorkerReader> =
-            (0..threads).map(|_| WorkerReader::new(OP_KINDS).naming(crate::errors::kind_name)).collect();
-        let mut error_limit = crate::limit::ErrorLimit::new(plan.max_errors);
+            (0..threads).map(|_| WorkerReader::new(OP_KINDS).naming(crate::errors::namer(plan))).collect();
+        let mut error_limit = crate::limit::ErrorLimit::new(plan.max_errors, crate::limit::place_of(plan));
         // Measured transfers and time of each step so far (for curves).
         let mut step_ops = vec![0u64; steps.len()];
         let mut step_ns = vec![0u64; steps.len()];
@@ -541,6 +731,7 @@ pub fn measure<S: Sink>(plan: &Plan, files: &[PathBuf], sink: &mut S, m: Measure
                 seconds.read(second, read, now_ns())
             };
             let Some(mut snap) = ready else { continue };
+            cpu_reader.fill(&cpu, &mut snap);
             let (step, warmup) = times.at(snap.second as u64 * SECOND_NS);
             (snap.step, snap.warmup) = (step, warmup);
             // What completed before the second's end on the run's clock is this second's;
@@ -554,6 +745,10 @@ pub fn measure<S: Sink>(plan: &Plan, files: &[PathBuf], sink: &mut S, m: Measure
             if !warmup {
                 step_ops[step as usize] += snap.total().ops;
                 step_ns[step as usize] += snap.interval_ns;
+            }
+            if !all_done && !ended_steady && until_steady.as_mut().is_some_and(|u| u.steady_after(&snap)) {
+                ended_steady = true;
+                stop.store(true, Relaxed);
             }
             // A max step that has ended gives its curve steps their rate.
             for (k, st) in steps.iter().enumerate() {
@@ -611,14 +806,14 @@ pub fn measure<S: Sink>(plan: &Plan, files: &[PathBuf], sink: &mut S, m: Measure
     let first_errors: Vec<String> = first_errors
         .iter()
         .flat_map(|f| f.0.iter())
-        .fold(Vec::<(Op, String)>::new(), |mut acc, e| {
-            if !acc.iter().any(|(o, _)| *o == e.0) {
-                acc.push(e.clone());
+        .fold(Vec::<&FirstError>::new(), |mut acc, e| {
+            if !acc.iter().any(|a| a.op == e.op) {
+                acc.push(e);
             }
             acc
         })
         .into_iter()
-        .map(|(op, text)| format!("{}: {text}", op.name()))
+        .map(|e| first_error_text(e, files, tree.as_ref()))
         .collect();
     let (status, detail) = if let Some(e) = open_error.into_inner().unwrap() {
         (Status::Failed, Some(format!("could not open the target: {e}")))
@@ -632,7 +827,35 @@ pub fn measure<S: Sink>(plan: &Plan, files: &[PathBuf], sink: &mut S, m: Measure
         (Status::Completed, None)
     };
     let first_io_ns = Some(first_io_ns.load(Relaxed)).filter(|t| *t != u64::MAX);
-    Measured { status, detail, first_errors, seconds_written, t0_ns: start_ns.load(Relaxed), first_io_ns, sink_error }
+    Measured {
+        status,
+        detail,
+        first_errors,
+        seconds_written,
+        t0_ns: start_ns.load(Relaxed),
+        first_io_ns,
+        sink_error,
+        ended_steady,
+    }
+}
+
+/// "write: ENOSPC: No space left on device (os error 28), in /data/ioscope.0.dat at
+/// offset 1048576": a first error with the file it was on (a working set's file, or a
+/// dataset's) and where in it.
+fn first_error_text(e: &FirstError, files: &[PathBuf], tree: Option<&Tree>) -> String {
+    let file = match tree {
+        Some(t) if e.file != ioscope_metrics::breakdown::NO_FILE => Some(t.layout.file_path(u64::from(e.file))),
+        Some(_) => None,
+        None => files.get(e.file as usize).cloned(),
+    };
+    let mut text = format!("{}: {}", e.op.name(), e.text);
+    if let Some(f) = file {
+        text.push_str(&format!(", in {}", f.display()));
+    }
+    if let Some(at) = e.offset {
+        text.push_str(&format!(" at offset {at}"));
+    }
+    text
 }
 
 /// What every worker thread shares with the run.
@@ -664,6 +887,9 @@ struct Shared<'a> {
     engine_setup: &'a Mutex<Option<String>>,
     /// The earliest instant any worker woke to issue its first I/O.
     first_io_ns: &'a AtomicU64,
+    /// This worker's thread CPU clock, read by the collector.
+    cpu: &'a crate::cpu::ThreadCpu,
+    verifier: Option<&'a crate::verify::Verifier>,
 }
 
 impl Shared<'_> {
@@ -704,6 +930,8 @@ impl<'a> WithEngine for WorkerStart<'a> {
 
 fn worker_main<E: Engine>(mut engine: E, id: u32, sh: Shared<'_>) -> FirstErrors {
     let _finished = CountFinished(sh.finished);
+    // Dropped first: the last CPU time is stored before the worker counts as finished.
+    let _cpu = sh.cpu.register();
     tighten_timer_slack();
     let plan = sh.plan;
     let buffers = IoBuffers::new(plan.iodepth as usize, plan.max_block_bytes() as usize, 0x9e37_79b9 ^ id as u64);
@@ -734,6 +962,10 @@ fn worker_main<E: Engine>(mut engine: E, id: u32, sh: Shared<'_>) -> FirstErrors
         let gen = IoGen::new(plan.files, plan.file_size_bytes(), &first, sh.local, seed(0), t0);
         let mut w = Worker::new(engine, buffers, gen, sh.recorder, sh.stop, plan.sync, plan.iodepth);
         w.ring = sh.ring;
+        w.namer = crate::errors::namer(plan);
+        w.verify = sh
+            .verifier
+            .map(|v| crate::verify::WorkerVerify::new(v, plan.iodepth as usize, plan.max_block_bytes() as usize));
         for (k, step) in sh.steps.iter().enumerate() {
             if sh.stop.load(Relaxed) {
                 break;
@@ -774,6 +1006,9 @@ fn worker_main<E: Engine>(mut engine: E, id: u32, sh: Shared<'_>) -> FirstErrors
                 }
                 None => {
                     w.gen = IoGen::new(plan.files, plan.file_size_bytes(), &eff, sh.local, seed(k), t0);
+                    if let Some(v) = sh.verifier {
+                        w.gen.align_start(u64::from(v.block_len));
+                    }
                     w.run(&schedule);
                 }
             }
@@ -783,6 +1018,9 @@ fn worker_main<E: Engine>(mut engine: E, id: u32, sh: Shared<'_>) -> FirstErrors
             sh.stop.store(true, Relaxed);
         }
         w.engine.close();
+        if let Some(v) = w.verify.as_mut() {
+            v.finish();
+        }
         errors = w.errors;
     }
     errors

@@ -60,6 +60,9 @@ pub struct TreeTask {
     cursor: u64,
     /// The file being transferred: (index, size, next offset, transfers left).
     open: Option<(u64, u64, u64, u64)>,
+    /// The open file's verification epoch when it was opened (see
+    /// [`crate::verify::Verifier::epoch`]; 0 without verification).
+    open_epoch: u32,
     total_weight: u64,
     /// How long to wait after the next pick that finds nothing (0: none failed lately).
     backoff_ns: u64,
@@ -72,7 +75,17 @@ impl TreeTask {
         let files = tree.layout.working_files().max(1);
         let cursor = files / eff.threads.max(1) as u64 * local as u64;
         let total_weight = eff.block_sizes.iter().map(|b| b.weight as u64).sum::<u64>().max(1);
-        Self { eff, rng: seed, files, cursor, open: None, total_weight, backoff_ns: 0, deadline_ns: u64::MAX }
+        Self {
+            eff,
+            rng: seed,
+            files,
+            cursor,
+            open: None,
+            open_epoch: 0,
+            total_weight,
+            backoff_ns: 0,
+            deadline_ns: u64::MAX,
+        }
     }
 
     fn below(&mut self, n: u64) -> u64 {
@@ -151,7 +164,7 @@ impl TreeTask {
     }
 }
 
-impl<E: Engine> Worker<'_, E> {
+impl<'a, E: Engine> Worker<'a, E> {
     /// Runs a dataset workload until the deadline (or stop), one operation at a time.
     pub fn run_tree(&mut self, tree: &Tree, task: &mut TreeTask, s: &Schedule) {
         let mut next_intended = s.start_ns + s.phase_ns;
@@ -178,6 +191,19 @@ impl<E: Engine> Worker<'_, E> {
         (result, done)
     }
 
+    /// The run's verifier (None: verification off).
+    fn verifier(&self) -> Option<&'a crate::verify::Verifier> {
+        self.verify.as_ref().map(|v| v.verifier())
+    }
+
+    /// Verification: tree files about to be replaced whole, held until the guards drop
+    /// (see [`crate::verify::Verifier::replacing`]).
+    fn verify_replacing(&self, files: &[u64]) -> Vec<std::sync::RwLockWriteGuard<'a, u32>> {
+        let Some(v) = self.verifier() else { return Vec::new() };
+        let ids: Vec<u32> = files.iter().filter_map(|i| u32::try_from(*i).ok()).collect();
+        v.replacing(&ids)
+    }
+
     /// No file was in the state the operation needs (every pick failed): that is no I/O
     /// and no error, so it is counted apart as a skip; then the worker backs off (longer
     /// each time in a row) rather than spin on a tree that has nothing for it.
@@ -194,19 +220,23 @@ impl<E: Engine> Worker<'_, E> {
             Operation::Create => {
                 let Some(i) = task.pick(tree, ABSENT, true) else { return self.no_target(Op::Create, task) };
                 let path = layout.file_path(i);
+                let held = self.verify_replacing(&[i]);
                 let (r, t) = self.file_op(
                     Op::Create,
                     &FileReq { op: Op::Create, size: layout.file_size(i), ..req(&path) },
                     intended,
                     file_no(i),
                 );
+                drop(held);
                 tree.set(i, if r >= 0 { PRESENT } else { ABSENT });
                 t
             }
             Operation::Delete => {
                 let Some(i) = task.pick(tree, PRESENT, true) else { return self.no_target(Op::Delete, task) };
                 let path = layout.file_path(i);
+                let held = self.verify_replacing(&[i]);
                 let (r, t) = self.file_op(Op::Delete, &FileReq { op: Op::Delete, ..req(&path) }, intended, file_no(i));
+                drop(held);
                 tree.set(i, if r >= 0 { ABSENT } else { PRESENT });
                 t
             }
@@ -244,8 +274,17 @@ impl<E: Engine> Worker<'_, E> {
                     return self.no_target(op, task);
                 };
                 let (from, to) = (layout.file_path(src), layout.file_path(dst));
+                // The destination gets another file's content (its headers name the source);
+                // a move takes the source away.
+                // The destination gets another file's content (its headers name the source);
+                // a move takes the source away.
+                let held = match op {
+                    Op::Move => self.verify_replacing(&[src, dst]),
+                    _ => self.verify_replacing(&[dst]),
+                };
                 // Counted on the source file.
                 let (r, t) = self.file_op(op, &FileReq { op, to: Some(&to), ..req(&from) }, intended, file_no(src));
+                drop(held);
                 let ok = r >= 0;
                 tree.set(src, if ok && op == Op::Move { ABSENT } else { PRESENT });
                 tree.set(dst, if ok { PRESENT } else { ABSENT });
@@ -257,9 +296,28 @@ impl<E: Engine> Worker<'_, E> {
     /// One read or write of the open file, opening the next file first when needed.
     fn transfer(&mut self, tree: &Tree, task: &mut TreeTask, intended: u64) -> u64 {
         let write = task.eff.read_pct < 100;
+        // Verification: the file is held through its open and each transfer (no whole-file
+        // operation replaces it meanwhile), and a handle of a file replaced since it was
+        // opened (deleted, or moved away: it may name the file now under another name) is
+        // closed, and a file picked again.
+        let v = self.verifier();
+        let mut held = None;
+        if let (Some((i, ..)), Some(v)) = (task.open, v) {
+            let g = u32::try_from(i).ok().and_then(|f| v.hold(f));
+            if g.as_deref().is_some_and(|e| *e != task.open_epoch) {
+                drop(g);
+                task.open = None;
+                let path = tree.layout.file_path(i);
+                self.file_op(Op::Close, &FileReq { op: Op::Close, ..req(&path) }, intended, file_no(i));
+            } else {
+                held = g;
+            }
+        }
         if task.open.is_none() {
             let Some(i) = task.pick(tree, PRESENT, false) else { return self.no_target(Op::Open, task) };
             let path = tree.layout.file_path(i);
+            held = v.and_then(|v| u32::try_from(i).ok().and_then(|f| v.hold(f)));
+            task.open_epoch = held.as_deref().copied().unwrap_or(0);
             let (r, done) =
                 self.file_op(Op::Open, &FileReq { op: Op::Open, write, ..req(&path) }, intended, file_no(i));
             if r < 0 {
@@ -289,6 +347,7 @@ impl<E: Engine> Worker<'_, E> {
         self.tree_file = Some(file_no(i));
         let (result, done) = self.submit_sync(&Io { op, file: 0, offset: at, len, slot: 0 }, intended);
         self.tree_file = None;
+        drop(held);
         let next = at + len as u64;
         let finished = left <= 1 || (task.eff.fileio == FileIo::Sequential && next >= size) || result < 0;
         if finished {
@@ -346,7 +405,7 @@ mod tests {
 
     /// Runs one create worker for 100 ms on a tree of 4 files, the first `absent` of them
     /// missing; returns what it recorded for create and its first error.
-    fn create_on_full_disk(absent: u64) -> (ioscope_metrics::OpInterval, Vec<(Op, String)>) {
+    fn create_on_full_disk(absent: u64) -> (ioscope_metrics::OpInterval, Vec<crate::worker::FirstError>) {
         crate::clock::init();
         let p = crate::test_plan(
             "engine = 'posix'\n[dataset]\ndir = '/nonexistent'\ndepth = 1\nwidth = 1\nfiles = 4\nsizes = '4k'\n\
@@ -375,7 +434,7 @@ mod tests {
         let (create, first) = create_on_full_disk(2);
         assert!(create.counts.errors > 0);
         assert_eq!(create.errors_by_kind, [("ENOSPC".to_string(), create.counts.errors)]);
-        assert!(first[0].1.contains("No space left"), "{first:?}");
+        assert!(first[0].text.starts_with("ENOSPC: No space left"), "{first:?}");
     }
 
     #[test]

@@ -30,13 +30,26 @@ pub struct Schedule {
 
 /// The first failure of each op kind, for the end-of-run report.
 #[derive(Default, Debug, Clone)]
-pub struct FirstErrors(pub Vec<(Op, String)>);
+pub struct FirstErrors(pub Vec<FirstError>);
+
+/// One failed I/O, as the end-of-run report names it.
+#[derive(Debug, Clone)]
+pub struct FirstError {
+    pub op: Op,
+    /// "ENOSPC: No space left on device (os error 28)", "4096 of 8192 bytes (short read)".
+    pub text: String,
+    /// The file: an index into the working set's files, or a dataset's file number.
+    pub file: u32,
+    /// Where in the file, for reads and writes.
+    pub offset: Option<u64>,
+}
 
 impl FirstErrors {
     #[cold]
-    fn note(&mut self, op: Op, text: impl FnOnce() -> String) {
-        if !self.0.iter().any(|(o, _)| *o == op) {
-            self.0.push((op, text()));
+    fn note(&mut self, io: &Io, file: u32, text: impl FnOnce() -> String) {
+        if !self.0.iter().any(|e| e.op == io.op) {
+            let offset = io.op.is_data().then_some(io.offset);
+            self.0.push(FirstError { op: io.op, text: text(), file, offset });
         }
     }
 }
@@ -55,6 +68,10 @@ pub struct Worker<'a, E: Engine> {
     pub sync: SyncMode,
     pub queue_depth: u32,
     pub errors: FirstErrors,
+    /// Names error kinds as the run's collector does (NFSv3 or NFSv4 status names).
+    pub namer: ioscope_metrics::KindNamer,
+    /// Data validation (`--verify`): stamps writes, checks reads (None: off).
+    pub(crate) verify: Option<crate::verify::WorkerVerify<'a>>,
     writes: u64,
     /// What a queued engine's reap returns when one I/O is waited for (kept: no allocation
     /// per I/O).
@@ -82,6 +99,8 @@ impl<'a, E: Engine> Worker<'a, E> {
             sync,
             queue_depth,
             errors: FirstErrors::default(),
+            namer: errors::kind_name,
+            verify: None,
             writes: 0,
             reaped: Vec::new(),
         }
@@ -108,12 +127,18 @@ impl<'a, E: Engine> Worker<'a, E> {
     #[inline(always)]
     pub(crate) fn record(&mut self, io: &Io, result: i64, done_ns: u64, latency_ns: u64, service_ns: u64) {
         let slot = self.recorder.at(done_ns);
+        if let Some(v) = self.verify.as_mut() {
+            match self.tree_file {
+                Some(f) => v.complete_tree(io, f, result, self.buffers.slot(io.slot), slot, done_ns),
+                None => v.complete(io, result, self.buffers.slot(io.slot), slot, done_ns),
+            }
+        }
         let rec = slot.op(io.op as usize);
         let short = io.op.is_data() && result >= 0 && (result as u64) < io.len as u64;
+        let file = self.tree_file.unwrap_or(io.file);
         if let Some(ring) = self.ring {
             let ok = result >= 0 && !short;
             let place = (ok && io.op.has_size()).then_some((result as u64, io.offset));
-            let file = self.tree_file.unwrap_or(io.file);
             ring.push(&IoRecord { done_ns, file, op: io.op as u8, ok, latency_ns, service_ns, place });
         }
         if result >= 0 && !short {
@@ -121,19 +146,34 @@ impl<'a, E: Engine> Worker<'a, E> {
             rec.record(latency_ns, service_ns, result as u64, io.offset);
         } else {
             slot.record_file(io.op as usize, io.file, None);
-            rec.record_error(if short { errors::SHORT } else { errors::kind_of(result) });
-            let engine = &self.engine;
-            self.errors.note(io.op, || match short {
-                true => format!("{result} of {} bytes at offset {} (short {})", io.len, io.offset, io.op.name()),
-                false => engine.error_text(result),
+            let kind = if short { errors::SHORT } else { errors::kind_of(result) };
+            rec.record_error(kind);
+            let (engine, namer) = (&self.engine, self.namer);
+            self.errors.note(io, file, || match short {
+                true => format!("{result} of {} bytes (short {})", io.len, io.op.name()),
+                false => {
+                    // The kind's name first ("ENOSPC"), as the counts call it.
+                    let (name, text) = (namer(io.op as usize, kind), engine.error_text(result));
+                    if text.contains(&name) {
+                        text
+                    } else {
+                        format!("{name}: {text}")
+                    }
+                }
             });
         }
     }
 
-    /// Makes each written block unique (no dedup) by stamping a sequence number.
+    /// Makes each written block unique (no dedup) by stamping a sequence number; with
+    /// verification, a header in each block instead (and a read notes what it may find).
     #[inline(always)]
     fn stamp(&mut self, io: &Io) {
-        if io.op == Op::Write && io.len >= 8 {
+        if let Some(v) = self.verify.as_mut() {
+            match self.tree_file {
+                Some(f) => v.issue_tree(io, f, self.buffers.slot(io.slot)),
+                None => v.issue(io, self.buffers.slot(io.slot)),
+            }
+        } else if io.op == Op::Write && io.len >= 8 {
             self.writes += 1;
             self.buffers.slot(io.slot)[..8].copy_from_slice(&self.writes.to_le_bytes());
         }
@@ -525,7 +565,7 @@ mod tests {
             assert!(read.counts.errors > read.counts.ops, "{engine}: {:?}", read.counts);
             assert_eq!(read.errors_by_kind, [("short read".to_string(), read.counts.errors)], "{engine}");
             assert_eq!(read.counts.bytes, read.counts.ops * 4096, "{engine}: bytes per op is not falsely low");
-            assert!(errors.0[0].1.contains("short read"), "{engine}: {:?}", errors.0);
+            assert!(errors.0[0].text.contains("short read"), "{engine}: {:?}", errors.0);
         }
     }
 }

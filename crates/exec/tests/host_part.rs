@@ -31,6 +31,9 @@ fn a_host_idle_in_a_step_writes_its_seconds_without_io_and_runs_the_next() {
             on_second: &mut on_second,
             dataset: None,
             probes: Vec::new(),
+            enough: None,
+            journal: None,
+            verify_laid_out: None,
         },
     )
     .unwrap();

@@ -39,6 +39,8 @@ struct Prepared {
     files: Vec<PathBuf>,
     dataset: Option<dataset::Layout>,
     lock: Option<ioscope_exec::workdir::DirLock>,
+    /// The interface on the route to the target, whose byte counters the run reads.
+    nic: Option<String>,
 }
 
 #[derive(Default)]
@@ -47,6 +49,8 @@ struct Run {
     seconds: Vec<Snapshot>,
     started_unix_ns: Option<i64>,
     engine: Option<String>,
+    /// The route interface's byte counters at the start (`nic`, `start`).
+    nic_counters: Option<serde_json::Value>,
     done: Option<Done>,
 }
 
@@ -209,6 +213,16 @@ async fn prepare_run(a: &Agent, req: Prepare) -> Result<(Prepared, PrepareAnswer
             env!("CARGO_PKG_VERSION")
         )));
     }
+    // A block device is a target for runs on one host (`ioscope run --dir /dev/X --force`
+    // there): nothing here claims it, sizes a working set by it or refuses it without force.
+    let host_dir = plan.hosts.get(req.index).and_then(|h| h.dir.clone()).unwrap_or_else(|| plan.dir.clone());
+    if plan.engine.spec().caps.does_io && ioscope_exec::blockdev::is_block_device(&host_dir) {
+        return Err(ApiError::bad_request(format!(
+            "{}: a block device; a run with hosts cannot use one (run ioscope on that host with --dir {} --force)",
+            host_dir.display(),
+            host_dir.display()
+        )));
+    }
     // Whether this host's files go into a directory of its own under the run's.
     let own_subdir = plan.hosts.get(req.index).is_some_and(|h| h.dir.is_none() && h.target.is_none());
     let mut plan = host_plan(&plan, req.index, &req.name).map_err(ApiError::bad_request)?;
@@ -241,8 +255,7 @@ fn prepare_files(
     if own_subdir && plan.engine.spec().caps.does_io {
         make_run_dir(&plan).map_err(|e| ApiError::internal(format!("creating the run's directory: {e}")))?;
     }
-    let target = plan.dataset.as_ref().map_or(plan.dir.as_path(), |d| d.dir.as_path());
-    let config = ioscope_exec::host::describe((!target.as_os_str().is_empty()).then_some(target));
+    let config = ioscope_exec::host::describe_run(&plan);
     let lock = ioscope_exec::workdir::local_dir(&plan)
         .map(|d| ioscope_exec::workdir::lock(&d, results))
         .transpose()
@@ -271,7 +284,8 @@ fn prepare_files(
         let said = format!("{} file(s) in {}, {filled} filled", layout.files.len(), dir.display());
         (layout.files, None, said)
     };
-    Ok((Prepared { run, plan, name, files, dataset, lock }, config, said))
+    let nic = ioscope_exec::system::route_nic(&config);
+    Ok((Prepared { run, plan, name, files, dataset, lock, nic }, config, said))
 }
 
 /// Creates the run's directory that holds every host's own (`<dir>` of `<dir>/<host>`)
@@ -319,7 +333,7 @@ async fn start(State(a): State<Agent>, Body(req): Body<Start>) -> Result<Json<Em
 
 /// The run thread: the executor, its seconds into the agent's buffer.
 fn run_load(a: Agent, p: Prepared, start_at_ns: u64) {
-    let mut sink = Buffer { agent: &a };
+    let mut sink = Buffer { agent: &a, nic: p.nic.clone() };
     let mut on_second = |_: &ioscope_exec::Progress| {};
     let m = ioscope_exec::measure(
         &p.plan,
@@ -331,6 +345,9 @@ fn run_load(a: Agent, p: Prepared, start_at_ns: u64) {
             on_second: &mut on_second,
             dataset: p.dataset,
             start_at_ns: Some(start_at_ns),
+            whole_seconds_after_ns: None,
+            // Refused with hosts: each host would know only its own writes.
+            verifier: None,
         },
     );
     let detail = match (m.status, a.stop_reason.lock().unwrap().clone()) {
@@ -348,12 +365,17 @@ fn run_load(a: Agent, p: Prepared, start_at_ns: u64) {
         Some(never) => match never {},
         None => m.status,
     };
+    let mut nic_counters = inner.run.nic_counters.take();
+    if let Some(c) = nic_counters.as_mut() {
+        c["end"] = ioscope_exec::system::nic_counters(c["nic"].as_str().unwrap_or_default());
+    }
     inner.run.done = Some(Done {
         status: status.as_str().to_string(),
         detail,
         first_errors: m.first_errors,
         engine: inner.run.engine.clone(),
         first_io_unix_ns: m.first_io_ns.map(mono_to_unix),
+        nic_counters,
     });
     inner.running = false;
     drop(inner);
@@ -363,6 +385,7 @@ fn run_load(a: Agent, p: Prepared, start_at_ns: u64) {
 /// The agent's sink: finished seconds wait in memory until the coordinator has them.
 struct Buffer<'a> {
     agent: &'a Agent,
+    nic: Option<String>,
 }
 
 impl Sink for Buffer<'_> {
@@ -372,6 +395,10 @@ impl Sink for Buffer<'_> {
         let mut inner = self.agent.inner.lock().unwrap();
         inner.run.started_unix_ns = Some(started);
         inner.run.engine = engine_setup.map(str::to_string);
+        inner.run.nic_counters = self
+            .nic
+            .as_deref()
+            .map(|n| serde_json::json!({ "nic": n, "start": ioscope_exec::system::nic_counters(n) }));
         Ok(())
     }
     fn step_rate(&mut self, _step: u32, _rate_iops: u64) -> Result<(), Self::Error> {
@@ -478,5 +505,44 @@ mod tests {
             other => panic!("expected 409, got {other:?}"),
         }
         assert!(!agent.running());
+    }
+
+    #[tokio::test]
+    async fn a_block_device_as_a_hosts_directory_is_refused_before_anything_touches_it() {
+        // Any block device node of this machine (only looked at: the refusal comes first).
+        let Some(dev) = std::fs::read_dir("/dev")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| ioscope_exec::blockdev::is_block_device(p))
+        else {
+            return;
+        };
+        let agent = Agent::new(AgentConfig { root: None, coordinator_timeout: Duration::from_secs(10) });
+        let token = Token::from_line("a-token-for-this-test-0123").unwrap();
+        let (ours, theirs) = tokio::io::duplex(1 << 16);
+        tokio::spawn(ioscope_proto::serve_stream(theirs, ioscope_proto::authorized(agent.router(), token.clone())));
+        let client = Client::over_stream(ours, &token).await.unwrap();
+        let text = format!(
+            "engine = \"posix\"\nrw = \"randwrite\"\nduration = \"1s\"\nforce = true\n[[host]]\naddress = \"agent://127.0.0.1:7311\"\ntoken_file = \"/t\"\ndir = \"{}\"\n",
+            dev.display()
+        );
+        let source = SourceFile { path: PathBuf::from("t.toml"), text };
+        let plan = build_plan(Some(&source), &Flags::default()).unwrap();
+        let prepare = Prepare {
+            run: "run-a".to_string(),
+            workload_toml: ioscope_workload::to_toml(&plan),
+            workload_hash: plan_hash(&plan),
+            index: 0,
+            name: "h1".to_string(),
+            results: "/tmp/r.db".to_string(),
+        };
+        match client.call::<_, PrepareAnswer>(PREPARE, &prepare, Duration::from_secs(30)).await {
+            Err(CallError::Refused { status: 400, message }) => {
+                assert!(message.contains("a block device") && message.contains("--force"), "{message}")
+            }
+            other => panic!("expected 400, got {other:?}"),
+        }
     }
 }

@@ -616,8 +616,11 @@ fn host_config(h: &Host) -> serde_json::Value {
         serde_json::Value::Object(_) => h.config.clone(),
         _ => serde_json::json!({}),
     };
-    if let Some(engine) = h.done.as_ref().and_then(|d| d.engine.clone()) {
-        config["engine"] = serde_json::json!(engine);
+    if let Some(engine) = h.done.as_ref().and_then(|d| d.engine.as_deref()) {
+        ioscope_exec::system::add_engine_setup(&mut config, engine);
+    }
+    if let Some(counters) = h.done.as_ref().and_then(|d| d.nic_counters.clone()) {
+        config["nic_counters"] = counters;
     }
     let status = match (&h.lost, &h.done) {
         (Some(_), _) => "lost".to_string(),

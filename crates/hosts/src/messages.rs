@@ -99,6 +99,10 @@ pub struct Done {
     pub engine: Option<String>,
     /// When the first I/O was issued, measured, on the agent's wall clock.
     pub first_io_unix_ns: Option<i64>,
+    /// The byte counters of the interface on the route to the target at the start and
+    /// end of the run (a local run's host config "nic_counters"); absent from older agents.
+    #[serde(default)]
+    pub nic_counters: Option<serde_json::Value>,
 }
 
 /// Load the target-side samplers (`--probe ssh://`): a probe host runs samplers, not load.

@@ -8,6 +8,7 @@ pub mod op;
 pub mod recorder;
 pub mod snapshot;
 pub mod stat;
+pub mod steady;
 pub mod target;
 
 pub use histogram::{Histogram, RELATIVE_ERROR};
@@ -15,6 +16,8 @@ pub use op::{Op, OP_KINDS};
 pub use recorder::{
     Counts, KindNamer, OpInterval, OpRecorder, Slot, WorkerReader, WorkerRecorder, ERROR_KINDS, SECOND_NS,
 };
-pub use snapshot::{is_sync_op, FileCounts, FileDists, OpSeries, Snapshot, WorkerCounts, WorkerDists, OTHER};
+pub use snapshot::{
+    is_sync_op, FileCounts, FileDists, OpSeries, Snapshot, WorkerCounts, WorkerCpu, WorkerDists, OTHER,
+};
 pub use stat::{Side, Stat, StatId, STATS, TARGET_STATS};
 pub use target::{TargetSecond, TargetSeries, TargetValue};

@@ -20,10 +20,14 @@ pub enum Op {
     Setattr = 11,
     Copy = 12,
     Move = 13,
+    /// Data validation: blocks read back and checked (`--verify`); its latency is the
+    /// check's time per block, its errors the mismatch kinds, its skips the blocks that
+    /// could not be checked (unverified).
+    Verify = 14,
 }
 
 /// Number of [`Op`] kinds.
-pub const OP_KINDS: usize = 14;
+pub const OP_KINDS: usize = 15;
 
 impl Op {
     pub const ALL: [Op; OP_KINDS] = [
@@ -41,6 +45,7 @@ impl Op {
         Op::Setattr,
         Op::Copy,
         Op::Move,
+        Op::Verify,
     ];
 
     /// The name in results files, summaries and the API.
@@ -60,6 +65,7 @@ impl Op {
             Op::Setattr => "setattr",
             Op::Copy => "copy",
             Op::Move => "move",
+            Op::Verify => "verify",
         }
     }
 
@@ -77,26 +83,26 @@ impl Op {
     /// size is the bytes written). Only these record a size sample; the others (sync, open,
     /// close, metadata) record none and move 0 bytes.
     pub fn has_size(self) -> bool {
-        matches!(self, Op::Read | Op::Write | Op::Create | Op::Copy)
+        matches!(self, Op::Read | Op::Write | Op::Create | Op::Copy | Op::Verify)
     }
 
-    /// Has an offset in a file: reads and writes only.
+    /// Has an offset in a file: reads, writes and the blocks verification checked.
     pub fn has_offset(self) -> bool {
-        self.is_data()
+        self.is_data() || self == Op::Verify
     }
 
-    /// Serves other operations: `fsync`/`fdatasync` after writes, and the `open`/`close`
-    /// around a dataset workload's transfers. They are reported in their own rows but, as
+    /// Serves other operations: `fsync`/`fdatasync` after writes, the `open`/`close`
+    /// around a dataset workload's transfers, and the check of blocks read (`verify`). They are reported in their own rows but, as
     /// in fio and vdbench, not counted in total IOPS; their errors count in the total like
     /// every other error.
     pub fn serves_others(self) -> bool {
-        matches!(self, Op::Fsync | Op::Fdatasync | Op::Open | Op::Close)
+        matches!(self, Op::Fsync | Op::Fdatasync | Op::Open | Op::Close | Op::Verify)
     }
 
     /// A file-tree operation (dataset workloads): the only ones that can find nothing to
     /// act on and be skipped.
     pub fn is_file_tree(self) -> bool {
-        !matches!(self, Op::Read | Op::Write | Op::Fsync | Op::Fdatasync)
+        !matches!(self, Op::Read | Op::Write | Op::Fsync | Op::Fdatasync | Op::Verify)
     }
 }
 

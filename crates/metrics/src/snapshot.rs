@@ -23,6 +23,17 @@ pub struct WorkerCounts {
     pub counts: Counts,
 }
 
+/// How busy one worker thread was in one second: how busy ioscope itself was.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct WorkerCpu {
+    pub worker: u32,
+    /// Time on a CPU (user and system).
+    pub cpu_ns: u64,
+    /// Time runnable but waiting for a CPU (0 where the kernel does not say).
+    #[serde(default)]
+    pub wait_ns: u64,
+}
+
 /// Per-file counters of one operation for one second, merged over workers.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct FileCounts {
@@ -80,6 +91,10 @@ pub struct Snapshot {
     /// I/O of this second not broken down by file (their records were dropped: the
     /// collector fell behind); the second then has no per-file distributions.
     pub not_broken_down: u64,
+    /// CPU time of each worker thread over the second (empty when not measured: results
+    /// files and agents of earlier versions).
+    #[serde(default)]
+    pub worker_cpu: Vec<WorkerCpu>,
 }
 
 impl OpInterval {
@@ -157,6 +172,7 @@ impl Snapshot {
             worker_dists: Vec::new(),
             file_dists: Vec::new(),
             not_broken_down: 0,
+            worker_cpu: Vec::new(),
         }
     }
 

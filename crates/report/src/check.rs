@@ -1,82 +1,11 @@
-//! Checks: conditions on a run's figures (`read.latency.p99 < 2ms`, `total.iops >= 10k`,
-//! `total.errors == 0`), parsed before the run and evaluated from its summary after it,
-//! so a check agrees with every other view of the figure it names.
-//!
-//! The form is `SCOPE.FIGURE OPERATOR VALUE`:
-//! - SCOPE: `total` (the total row) or an operation (`read`, `write`, `fsync`...);
-//! - FIGURE: `iops`, `bytes_per_sec`, `ops`, `errors`, or a distribution and its part:
-//!   `latency.p99` (response time from the intended start), `service_time.p50` (from
-//!   issue), with parts `mean`, `min`, `p50`, `p90`, `p99`, `p999`, `max`;
-//! - OPERATOR: `<`, `<=`, `>`, `>=`, `==`, `!=`;
-//! - VALUE: a time for latencies (`250us`, `2ms`, `1.5s`; `ns`, `us`/`µs`, `ms`, `s`), a
-//!   rate for `bytes_per_sec` (`500MB/s`, `1GiB/s`; B, KB, MB, GB, KiB, MiB, GiB), a count
-//!   otherwise (`10k`, `1.5M`, `2G`).
+//! Checks evaluated: each of a run's checks (`--check`, parsed by
+//! ioscope_workload::check) against its summary's figures, so a check agrees with every
+//! other view of the figure it names (docs/checks.md).
 
 use crate::{format, Distribution, Summary};
 use ioscope_metrics::StatId;
+use ioscope_workload::check::{Check, Figure, Part, Scope};
 use serde::{Deserialize, Serialize};
-
-/// A check as parsed: what it reads, how it compares, against what (in the figure's unit).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Check {
-    /// As written.
-    pub text: String,
-    scope: Scope,
-    figure: Figure,
-    cmp: Cmp,
-    /// In the figure's unit: ns, bytes/s or a count.
-    threshold: f64,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-enum Scope {
-    Total,
-    Op(String),
-}
-
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Figure {
-    Iops,
-    BytesPerSec,
-    Ops,
-    Errors,
-    Latency(Part),
-    ServiceTime(Part),
-}
-
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Part {
-    Mean,
-    Min,
-    P50,
-    P90,
-    P99,
-    P999,
-    Max,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Cmp {
-    Lt,
-    Le,
-    Gt,
-    Ge,
-    Eq,
-    Ne,
-}
-
-/// Why a check does not parse: the column (1-based, in characters) and what was expected.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CheckError {
-    pub column: usize,
-    pub expected: String,
-}
-
-impl std::fmt::Display for CheckError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "column {}: expected {}", self.column, self.expected)
-    }
-}
 
 /// A check evaluated against a run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -95,117 +24,62 @@ pub struct CheckResult {
     pub message: String,
 }
 
-const PARTS: [(&str, Part); 7] = [
-    ("mean", Part::Mean),
-    ("min", Part::Min),
-    ("p50", Part::P50),
-    ("p90", Part::P90),
-    ("p99", Part::P99),
-    ("p999", Part::P999),
-    ("max", Part::Max),
-];
-const OPERATORS: [(&str, Cmp); 6] =
-    [("<=", Cmp::Le), (">=", Cmp::Ge), ("==", Cmp::Eq), ("!=", Cmp::Ne), ("<", Cmp::Lt), (">", Cmp::Gt)];
-const FIGURES: &str = "iops, bytes_per_sec, ops, errors, latency.PART or service_time.PART";
-const PART_NAMES: &str = "mean, min, p50, p90, p99, p999 or max";
-
-fn err(column: usize, expected: impl Into<String>) -> CheckError {
-    CheckError { column, expected: expected.into() }
-}
-
-/// The 1-based column of byte offset `at` in `text`.
-fn column(text: &str, at: usize) -> usize {
-    text.get(..at).map_or(1, |s| s.chars().count() + 1)
-}
-
-impl Check {
-    pub fn parse(text: &str) -> Result<Check, CheckError> {
-        let op_at = text.find(['<', '>', '=', '!']).ok_or_else(|| {
-            err(
-                column(text, text.len()),
-                "an operator (<, <=, >, >=, == or !=) after the figure, as in `read.latency.p99 < 2ms`",
-            )
-        })?;
-        let (cmp, op_len) = OPERATORS
-            .iter()
-            .find(|(s, _)| text[op_at..].starts_with(s))
-            .map(|(s, c)| (*c, s.len()))
-            .ok_or_else(|| err(column(text, op_at), "an operator: <, <=, >, >=, == or !="))?;
-        let subject = &text[..op_at];
-        let lead = subject.len() - subject.trim_start().len();
-        let (scope, figure) = parse_subject(subject.trim(), |i| column(text, lead + i))?;
-        let value_at = op_at + op_len;
-        let value = &text[value_at..];
-        let value_lead = value.len() - value.trim_start().len();
-        let value_col = column(text, value_at + value_lead);
-        let threshold = parse_value(value.trim(), figure).map_err(|e| err(value_col, e))?;
-        Ok(Check { text: text.trim().to_string(), scope, figure, cmp, threshold })
-    }
-
-    /// Evaluates the check against a run's summary; `total_latency` is the latency of the
-    /// total's operations, merged from every operation's histogram.
-    pub fn evaluate(&self, s: &Summary, total_latency: Option<&Distribution>) -> CheckResult {
-        let unit = match self.figure {
-            Figure::Latency(_) | Figure::ServiceTime(_) => "ns",
-            Figure::BytesPerSec => "bytes/s",
-            _ => "count",
-        };
-        let result = |measured: Option<f64>, message: String| CheckResult {
-            check: self.text.clone(),
-            passed: measured.is_some_and(|m| self.cmp.holds(m, self.threshold)),
-            measured,
-            threshold: self.threshold,
-            unit: unit.to_string(),
-            message,
-        };
-        let scope_name = match &self.scope {
-            Scope::Total => s.total_label.clone(),
-            Scope::Op(op) => op.clone(),
-        };
-        let measured = match (&self.scope, self.figure) {
-            (Scope::Op(op), _) if !s.ops.contains_key(op) => {
-                let ops: Vec<&str> = s.ops.keys().map(String::as_str).collect();
-                return result(
-                    None,
-                    format!(
-                        "failed: the run has no {op} operations (it has: {}), so nothing was measured",
-                        ops.join(", ")
-                    ),
-                );
+/// Evaluates a check against a run's summary; `total_latency` is the latency of the
+/// total's operations, merged from every operation's histogram.
+pub fn evaluate(c: &Check, s: &Summary, total_latency: Option<&Distribution>) -> CheckResult {
+    let unit = c.figure.unit();
+    let result = |measured: Option<f64>, message: String| CheckResult {
+        check: c.text.clone(),
+        passed: measured.is_some_and(|m| c.cmp.holds(m, c.threshold)),
+        measured,
+        threshold: c.threshold,
+        unit: unit.to_string(),
+        message,
+    };
+    let scope_name = match &c.scope {
+        Scope::Total => s.total_label.clone(),
+        Scope::Op(op) => op.clone(),
+    };
+    let measured = match (&c.scope, c.figure) {
+        (Scope::Op(op), _) if !s.ops.contains_key(op) => {
+            let ops: Vec<&str> = s.ops.keys().map(String::as_str).collect();
+            return result(
+                None,
+                format!("failed: the run has no {op} operations (it has: {}), so nothing was measured", ops.join(", ")),
+            );
+        }
+        (Scope::Total, Figure::Iops) => Some(s.total.iops),
+        (Scope::Total, Figure::BytesPerSec) => Some(s.total.bytes_per_sec),
+        (Scope::Total, Figure::Ops) => Some(s.total.ops as f64),
+        (Scope::Total, Figure::Errors) => Some(s.total.errors as f64),
+        (Scope::Total, Figure::Latency(part)) => total_latency.map(|d| part_of(part, d)),
+        (Scope::Total, Figure::ServiceTime(_)) => None, // refused by parse
+        (Scope::Op(op), figure) => {
+            let o = &s.ops[op];
+            match figure {
+                Figure::Iops => Some(o.iops),
+                Figure::BytesPerSec => Some(o.bytes_per_sec),
+                Figure::Ops => Some(o.ops as f64),
+                Figure::Errors => Some(o.errors as f64),
+                Figure::Latency(part) => o.percentiles(StatId::Latency).map(|d| part_of(part, d)),
+                Figure::ServiceTime(part) => o.percentiles(StatId::ServiceTime).map(|d| part_of(part, d)),
             }
-            (Scope::Total, Figure::Iops) => Some(s.total.iops),
-            (Scope::Total, Figure::BytesPerSec) => Some(s.total.bytes_per_sec),
-            (Scope::Total, Figure::Ops) => Some(s.total.ops as f64),
-            (Scope::Total, Figure::Errors) => Some(s.total.errors as f64),
-            (Scope::Total, Figure::Latency(part)) => total_latency.map(|d| part.of(d)),
-            (Scope::Total, Figure::ServiceTime(_)) => None, // refused by parse
-            (Scope::Op(op), figure) => {
-                let o = &s.ops[op];
-                match figure {
-                    Figure::Iops => Some(o.iops),
-                    Figure::BytesPerSec => Some(o.bytes_per_sec),
-                    Figure::Ops => Some(o.ops as f64),
-                    Figure::Errors => Some(o.errors as f64),
-                    Figure::Latency(part) => o.percentiles(StatId::Latency).map(|d| part.of(d)),
-                    Figure::ServiceTime(part) => o.percentiles(StatId::ServiceTime).map(|d| part.of(d)),
-                }
-            }
-        };
-        let shown = |v: f64| match unit {
-            "ns" => format::ns(v.max(0.0).round() as u64),
-            "bytes/s" => format!("{}/s", format::bytes(v.max(0.0).round() as u64)),
-            _ => trim_number(v),
-        };
-        let what = format!("{scope_name} {}", self.figure.words());
-        let message = match measured {
-            Some(m) => {
-                let verdict = if self.cmp.holds(m, self.threshold) { "passed" } else { "failed" };
-                format!("{verdict}: {what} {} {} {}", shown(m), self.cmp.symbol(), shown(self.threshold))
-            }
-            None => format!("failed: {what} was not measured in this run"),
-        };
-        result(measured, message)
-    }
+        }
+    };
+    let shown = |v: f64| match unit {
+        "ns" => format::ns(v.max(0.0).round() as u64),
+        "bytes/s" => format!("{}/s", format::bytes(v.max(0.0).round() as u64)),
+        _ => trim_number(v),
+    };
+    let what = format!("{scope_name} {}", c.figure.words());
+    let message = match measured {
+        Some(m) => {
+            let verdict = if c.cmp.holds(m, c.threshold) { "passed" } else { "failed" };
+            format!("{verdict}: {what} {} {} {}", shown(m), c.cmp.symbol(), shown(c.threshold))
+        }
+        None => format!("failed: {what} was not measured in this run"),
+    };
+    result(measured, message)
 }
 
 /// The checks of the run's plan, evaluated; one that does not parse (a results file edited
@@ -217,7 +91,7 @@ pub(crate) fn evaluate_all(s: &Summary, total_latency: Option<&Distribution>) ->
         .map(|t| {
             let text = t.as_str().unwrap_or_default();
             match Check::parse(text) {
-                Ok(c) => c.evaluate(s, total_latency),
+                Ok(c) => evaluate(&c, s, total_latency),
                 Err(e) => CheckResult {
                     check: text.to_string(),
                     passed: false,
@@ -243,167 +117,15 @@ fn trim_number(v: f64) -> String {
     }
 }
 
-fn parse_subject(subject: &str, col: impl Fn(usize) -> usize) -> Result<(Scope, Figure), CheckError> {
-    let parts: Vec<&str> = subject.split('.').collect();
-    let scope_text = parts.first().copied().unwrap_or("");
-    if scope_text.is_empty() || !scope_text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-        return Err(err(
-            col(0),
-            "`total` or an operation (read, write, fsync...) before the figure, as in `read.latency.p99`",
-        ));
-    }
-    let scope = if scope_text == "total" { Scope::Total } else { Scope::Op(scope_text.to_string()) };
-    let figure_at = scope_text.len() + 1;
-    let figure = match parts.get(1..).unwrap_or(&[]) {
-        ["iops"] => Figure::Iops,
-        ["bytes_per_sec"] => Figure::BytesPerSec,
-        ["ops"] => Figure::Ops,
-        ["errors"] => Figure::Errors,
-        [dist @ ("latency" | "service_time"), part] => {
-            let part_at = figure_at + dist.len() + 1;
-            let part = PARTS
-                .iter()
-                .find(|(name, _)| name == part)
-                .map(|(_, p)| *p)
-                .ok_or_else(|| err(col(part_at), format!("a part of {dist}: {PART_NAMES}")))?;
-            match (*dist, &scope) {
-                ("latency", _) => Figure::Latency(part),
-                (_, Scope::Total) => {
-                    return Err(err(
-                        col(figure_at),
-                        "latency.PART for the total: service time is per operation, as in `read.service_time.p99`",
-                    ))
-                }
-                _ => Figure::ServiceTime(part),
-            }
-        }
-        [dist @ ("latency" | "service_time")] => {
-            return Err(err(col(subject.len()), format!("a part after `{dist}.`: {PART_NAMES}")))
-        }
-        _ => return Err(err(col(figure_at.min(subject.len())), format!("a figure after `{scope_text}.`: {FIGURES}"))),
-    };
-    Ok((scope, figure))
-}
-
-/// A number and its unit, in the figure's unit.
-fn parse_value(v: &str, figure: Figure) -> Result<f64, String> {
-    let split = v.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(v.len());
-    let (number, unit) = v.split_at(split);
-    let unit = unit.trim();
-    let x: f64 = number.parse().ok().filter(|x: &f64| x.is_finite()).ok_or_else(|| match figure {
-        Figure::Latency(_) | Figure::ServiceTime(_) => "a time like 2ms, 250us or 1.5s".to_string(),
-        Figure::BytesPerSec => "a rate like 500MB/s or 1GiB/s".to_string(),
-        _ => "a number like 1000, 10k or 1.5M".to_string(),
-    })?;
-    let scale = match figure {
-        Figure::Latency(_) | Figure::ServiceTime(_) => match unit {
-            "ns" => 1.0,
-            "us" | "µs" => 1e3,
-            "ms" => 1e6,
-            "s" => 1e9,
-            _ => return Err(format!("a time unit after {number}: ns, us, ms or s (as in {number}ms)")),
-        },
-        Figure::BytesPerSec => match unit {
-            "B/s" => 1.0,
-            "KB/s" | "kB/s" => 1e3,
-            "MB/s" => 1e6,
-            "GB/s" => 1e9,
-            "KiB/s" => 1024.0,
-            "MiB/s" => 1024.0 * 1024.0,
-            "GiB/s" => 1024.0 * 1024.0 * 1024.0,
-            _ => return Err(format!("a rate unit after {number}: B/s, KB/s, MB/s, GB/s, KiB/s, MiB/s or GiB/s")),
-        },
-        _ => match unit {
-            "" => 1.0,
-            "k" | "K" => 1e3,
-            "M" => 1e6,
-            "G" => 1e9,
-            _ => return Err(format!("a count like {number}, {number}k, {number}M or {number}G")),
-        },
-    };
-    Ok(x * scale)
-}
-
-impl Part {
-    fn of(self, d: &Distribution) -> f64 {
-        (match self {
-            Part::Mean => d.mean,
-            Part::Min => d.min,
-            Part::P50 => d.p50,
-            Part::P90 => d.p90,
-            Part::P99 => d.p99,
-            Part::P999 => d.p999,
-            Part::Max => d.max,
-        }) as f64
-    }
-    fn name(self) -> &'static str {
-        PARTS.iter().find(|(_, p)| *p == self).map_or("?", |(n, _)| n)
-    }
-}
-
-impl Figure {
-    fn words(self) -> String {
-        match self {
-            Figure::Iops => "IOPS".to_string(),
-            Figure::BytesPerSec => "throughput".to_string(),
-            Figure::Ops => "operations".to_string(),
-            Figure::Errors => "errors".to_string(),
-            Figure::Latency(p) => format!("latency {}", p.name()),
-            Figure::ServiceTime(p) => format!("service time {}", p.name()),
-        }
-    }
-}
-
-impl Cmp {
-    fn holds(self, measured: f64, threshold: f64) -> bool {
-        match self {
-            Cmp::Lt => measured < threshold,
-            Cmp::Le => measured <= threshold,
-            Cmp::Gt => measured > threshold,
-            Cmp::Ge => measured >= threshold,
-            Cmp::Eq => measured == threshold,
-            Cmp::Ne => measured != threshold,
-        }
-    }
-    fn symbol(self) -> &'static str {
-        OPERATORS.iter().find(|(_, c)| *c == self).map_or("?", |(s, _)| s)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_check_names_the_column_of_what_is_wrong_and_what_was_expected() {
-        let e = Check::parse("read.latency.p98 < 2ms").unwrap_err();
-        assert_eq!(e.column, 14, "{e}");
-        assert!(e.expected.contains("p99"), "{e}");
-        let e = Check::parse("read.latency.p99 < 2").unwrap_err();
-        assert_eq!(e.column, 20, "{e}");
-        assert!(e.expected.contains("time unit"), "{e}");
-        let e = Check::parse("read.latency.p99 2ms").unwrap_err();
-        assert!(e.expected.contains("operator"), "{e}");
-        let e = Check::parse("read.lat.p99 < 2ms").unwrap_err();
-        assert_eq!(e.column, 6, "{e}");
-        let e = Check::parse("total.bytes_per_sec > 5 furlongs").unwrap_err();
-        assert!(e.expected.contains("MB/s"), "{e}");
-        let e = Check::parse(" < 2ms").unwrap_err();
-        assert!(e.expected.contains("total"), "{e}");
-        let e = Check::parse("read.latency < 2ms").unwrap_err();
-        assert!(e.expected.contains("p99"), "{e}");
-        // The total has no service time: a check that could never pass is refused.
-        let e = Check::parse("total.service_time.p99 < 1ms").unwrap_err();
-        assert_eq!(e.column, 7, "{e}");
-    }
-
-    #[test]
-    fn values_are_taken_in_the_figures_unit() {
-        assert_eq!(Check::parse("read.latency.p99 < 2ms").unwrap().threshold, 2e6);
-        assert_eq!(Check::parse("read.latency.p99<250us").unwrap().threshold, 250e3);
-        assert_eq!(Check::parse("write.service_time.max <= 1.5s").unwrap().threshold, 1.5e9);
-        assert_eq!(Check::parse("total.bytes_per_sec >= 1GiB/s").unwrap().threshold, 1073741824.0);
-        assert_eq!(Check::parse("total.iops > 10k").unwrap().threshold, 1e4);
-        assert_eq!(Check::parse("total.errors == 0").unwrap().cmp, Cmp::Eq);
-    }
+/// The value of one part of a distribution.
+fn part_of(part: Part, d: &Distribution) -> f64 {
+    (match part {
+        Part::Mean => d.mean,
+        Part::Min => d.min,
+        Part::P50 => d.p50,
+        Part::P90 => d.p90,
+        Part::P99 => d.p99,
+        Part::P999 => d.p999,
+        Part::Max => d.max,
+    }) as f64
 }

@@ -7,15 +7,24 @@
 //! histograms (within [`ioscope_metrics::RELATIVE_ERROR`]), means from their exact sums.
 
 pub mod check;
+mod client;
+pub mod compare;
 mod export;
 pub mod format;
 mod hosts;
+mod link;
 mod notes;
+pub mod repeat;
+pub mod steady;
+mod system;
 mod target;
 mod text;
+pub mod verdict;
+pub mod verification;
 
 pub use export::{export_csv, export_json};
 pub use hosts::{AgentSummary, HostSummary};
+pub use system::{render_system_json, render_system_text};
 pub use target::{DiskSummary, MeanMax, NicSummary, ProcessSummary, SyscallSummary, TargetSummary};
 pub use text::render_text;
 
@@ -82,6 +91,10 @@ pub struct Summary {
     pub workloads: BTreeMap<String, PartSummary>,
     /// Per step, when the run had more than one (measured seconds only).
     pub steps: Vec<StepSummary>,
+    /// Per step (also for a run of one): when it became steady, whether it fell out later
+    /// (docs/steady-state.md).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steady: Vec<steady::StepSteady>,
     /// Where throughput stops rising while latency climbs, for runs with steps.
     pub knee: Option<Knee>,
     /// Each start of each probe command.
@@ -90,11 +103,21 @@ pub struct Summary {
     /// seconds. Absent without target series.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub target: BTreeMap<String, TargetSummary>,
-    /// Methodology: what limits how far these numbers can be trusted.
+    /// The verdicts' messages, in their order (kept for readers of the notes).
     pub notes: Vec<String>,
     /// The run's checks (`--check`), each evaluated from this summary's figures.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<check::CheckResult>,
+    /// What the measurements say about how far these numbers can be trusted, with evidence,
+    /// most severe first (docs/verdicts.md).
+    #[serde(default)]
+    pub verdicts: Vec<verdict::Verdict>,
+    /// The run's repeats (`--repeat`, `--until-ci`): absent without them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeats: Option<repeat::RepeatSummary>,
+    /// Data validation (`--verify`): absent without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verification: Option<verification::VerificationSummary>,
 }
 
 /// Throughput and transfer latency of a part of a run (a workload, a step).
@@ -112,6 +135,10 @@ pub struct PartSummary {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StepSummary {
     pub index: u32,
+    /// The repeat the step belongs to (`--repeat`; absent for repeat 0); its label then
+    /// starts with it ("repeat 2 threads=4").
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub repeat: u32,
     pub label: String,
     /// Threads of every workload; null = each its own.
     pub threads: Option<u32>,
@@ -178,6 +205,10 @@ pub fn find_knee(steps: &[StepSummary]) -> Option<Knee> {
             a.measured.iops / peak.max(1e-9) * 100.0
         ),
     })
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 fn total_word() -> String {
@@ -574,6 +605,7 @@ pub fn summarize(r: &Results, results_path: &Path) -> Summary {
         },
         workloads: workload_parts(r),
         steps: step_parts(r, &rows),
+        steady: Vec::new(),
         knee: None,
         probes: r
             .probes
@@ -590,8 +622,19 @@ pub fn summarize(r: &Results, results_path: &Path) -> Summary {
         target: target::target_summaries(r),
         notes: Vec::new(),
         checks: Vec::new(),
+        verdicts: Vec::new(),
+        repeats: None,
+        verification: None,
     };
-    s.knee = find_knee(&s.steps);
+    // With repeats, the knee is the first repeat's (each repeat runs the same steps).
+    let first_repeat: Vec<StepSummary> = s.steps.iter().filter(|st| st.repeat == 0).cloned().collect();
+    s.knee = find_knee(&first_repeat);
+    let plan = serde_json::from_value::<ioscope_workload::Plan>(s.workload.plan.clone()).ok();
+    let until = plan.as_ref().and_then(|p| Some((p.until_ci?, p.max_repeats())));
+    s.repeats = repeat::summarize(r, &rows, r.run.status == ioscope_store::Status::Completed, until);
+    s.steady = steady::step_states(r, &s.samples);
+    let mode = plan.as_ref().map_or("fail", |p| p.verify.name());
+    s.verification = verification::summarize(r, mode);
     let total_latency = Distribution::of(&total.latency_ns);
     s.checks = check::evaluate_all(&s, total_latency.as_ref());
     if !s.hosts.is_empty() {
@@ -599,27 +642,9 @@ pub fn summarize(r: &Results, results_path: &Path) -> Summary {
         // The same counters and rates as the host rows (over the seconds each host ran).
         s.by_host = s.hosts.iter().filter(|(_, h)| h.seconds > 0).map(|(n, h)| (n.clone(), h.totals.clone())).collect();
     }
-    s.notes = notes::notes(&s);
-    let client_reads = s.ops.get("read").map_or(0, |o| o.ops);
-    let working_set =
-        serde_json::from_value::<ioscope_workload::Plan>(s.workload.plan.clone()).ok().map(|p| p.size_bytes);
-    let load_hosts = r.seconds.iter().filter(|x| !x.ops.is_empty()).map(|x| x.host.clone()).collect();
-    s.notes.extend(target::target_notes(&s.target, &load_hosts, client_reads, working_set));
-    if s.hosts.len() > 1 {
-        let bytes = s.total.bytes > 0;
-        let per_thread = hosts::Threads::of(r).known();
-        s.notes.extend(notes::host_outliers(&hosts::common_seconds(r, bytes), bytes, per_thread));
-    }
-    // Per-file records a full ring dropped (the collector fell behind): said, never hidden.
-    let lost = r.seconds.iter().filter(|x| x.not_broken_down > 0);
-    let (seconds, ios) = lost.fold((0u64, 0u64), |(n, t), x| (n + 1, t.saturating_add(x.not_broken_down)));
-    if ios > 0 {
-        s.notes.push(format!(
-            "per-file data incomplete: {} I/O not broken down by file (the collector fell behind the workers); \
-             {seconds} s of the run have no per-file distributions (per-op numbers are whole)",
-            format::int(ios)
-        ));
-    }
+    s.verdicts = verdict::verdicts(&s, r);
+    // One truth: the notes are the verdicts' messages.
+    s.notes = s.verdicts.iter().map(|v| v.message.clone()).collect();
     s
 }
 
@@ -669,6 +694,7 @@ fn step_parts(r: &Results, rows: &[SecondRow]) -> Vec<StepSummary> {
     if r.steps.len() < 2 {
         return Vec::new();
     }
+    let repeats = r.steps.iter().any(|st| st.repeat > 0);
     r.steps
         .iter()
         .map(|st| {
@@ -677,7 +703,8 @@ fn step_parts(r: &Results, rows: &[SecondRow]) -> Vec<StepSummary> {
             let ops = mine.iter().flat_map(|x| x.ops.iter().map(|(_, op, d)| (*op, d)));
             StepSummary {
                 index: st.index,
-                label: st.label.clone(),
+                repeat: st.repeat,
+                label: if repeats { repeat::step_label(st.repeat, &st.label) } else { st.label.clone() },
                 threads: st.threads,
                 rate_iops: st.rate_iops,
                 seconds: mine.len() as u64,

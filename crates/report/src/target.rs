@@ -3,6 +3,7 @@
 //! left out), from the same target series the UI draws; and the methodology notes they
 //! support (a saturated disk or CPU on the target; reads served from its page cache).
 
+use crate::verdict::{Severity, Verdict};
 use crate::{format, Distribution};
 use ioscope_metrics::stat::{Dim, StatId};
 use ioscope_metrics::{Histogram, TargetValue};
@@ -81,14 +82,32 @@ pub struct SyscallSummary {
     pub latency_ns: Option<Distribution>,
 }
 
+/// The seconds a target section leaves out: client warm-up, and those not kept.
+struct Skip<'a> {
+    warmup: &'a BTreeSet<u32>,
+    keep: &'a dyn Fn(u32) -> bool,
+}
+
+impl Skip<'_> {
+    fn contains(&self, second: &u32) -> bool {
+        self.warmup.contains(second) || !(self.keep)(*second)
+    }
+}
+
 fn round3(v: f64) -> f64 {
     (v * 1000.0).round() / 1000.0
 }
 
 /// Per host, the target section (empty without target series).
 pub fn target_summaries(r: &Results) -> BTreeMap<String, TargetSummary> {
+    target_summaries_where(r, &|_| true)
+}
+
+/// Per host, the target section over the measured seconds `keep` takes (one step's).
+pub(crate) fn target_summaries_where(r: &Results, keep: &dyn Fn(u32) -> bool) -> BTreeMap<String, TargetSummary> {
     // Seconds of warm-up on the client side are left out here too.
-    let warmup: BTreeSet<u32> = r.seconds.iter().filter(|s| s.warmup).map(|s| s.second).collect();
+    let warmup_seconds: BTreeSet<u32> = r.seconds.iter().filter(|s| s.warmup).map(|s| s.second).collect();
+    let warmup = Skip { warmup: &warmup_seconds, keep };
     let mut out: BTreeMap<String, TargetSummary> = BTreeMap::new();
     let hosts: BTreeSet<&str> = r.target.iter().map(|t| t.host.as_str()).collect();
     for host in hosts {
@@ -206,43 +225,28 @@ pub fn target_summaries(r: &Results) -> BTreeMap<String, TargetSummary> {
 }
 
 /// What the target side says about the client side's numbers.
-/// `load_hosts`: the hosts that ran load (a target host among them shares its CPUs and
-/// disks with ioscope's workers).
 pub fn target_notes(
     target: &BTreeMap<String, TargetSummary>,
-    load_hosts: &BTreeSet<String>,
     client_reads: u64,
     working_set_bytes: Option<u64>,
-) -> Vec<String> {
+) -> Vec<Verdict> {
     let mut notes = Vec::new();
     for (host, t) in target {
-        let limit = if load_hosts.contains(host) {
-            "ioscope's workers ran on this host too, so the limit was this host's, not necessarily the target's"
-        } else {
-            "the target, not ioscope, was the limit"
-        };
-        for (disk, d) in &t.disks {
-            if let Some(u) = d.util_percent.as_ref().filter(|u| u.mean >= 90.0) {
-                notes.push(format!(
-                    "target {host}: disk {disk} was busy {}% of the time (mean): {limit}",
-                    format::num(u.mean)
-                ));
-            }
-        }
-        if let (Some(mean), n @ 1..) = (t.cpu_percent.as_ref().map(|c| c.mean), t.cpus) {
-            if mean >= 90.0 * f64::from(n) {
-                notes.push(format!(
-                    "target {host}: its {n} CPUs were {}% busy (mean): {limit}",
-                    format::num(mean / f64::from(n))
-                ));
-            }
-        }
+        // A disk or the CPUs saturated: `target-bound` (link.rs), judged at the knee.
         if t.probe_dropped > 0 {
-            notes.push(format!(
-                "target {host}: the eBPF samplers could not count {} events (a full kernel map, or counted after \
-                 their second was taken): block and system-call histograms miss them",
-                format::int(t.probe_dropped)
-            ));
+            notes.push(
+                Verdict::new(
+                    "probe-dropped",
+                    Severity::Info,
+                    format!(
+                        "target {host}: the eBPF samplers could not count {} events (a full kernel map, or counted \
+                         after their second was taken): block and system-call histograms miss them",
+                        format::int(t.probe_dropped)
+                    ),
+                )
+                .with("host", host.as_str())
+                .with("events_dropped", t.probe_dropped),
+            );
         }
         // Reads the client made that the target's disks never saw came from its memory.
         let disk_reads: u64 = t.disks.values().map(|d| d.reads).fold(0, u64::saturating_add);
@@ -254,12 +258,26 @@ pub fn target_notes(
                 }
                 _ => String::new(),
             };
-            notes.push(format!(
-                "target {host}: its disks completed {} reads for the client's {}: the rest were served from the \
-                 target's page cache{fits}, so these are memory, not disk, numbers",
-                format::int(disk_reads),
-                format::int(client_reads)
-            ));
+            let mut v = Verdict::new(
+                "target-cache",
+                Severity::Warning,
+                format!(
+                    "target {host}: its disks completed {} reads for the client's {}: the rest were served from the \
+                     target's page cache{fits}, so these are memory, not disk, numbers",
+                    format::int(disk_reads),
+                    format::int(client_reads)
+                ),
+            )
+            .with("host", host.as_str())
+            .with("target_disk_reads", disk_reads)
+            .with("client_reads", client_reads);
+            if let Some(ws) = working_set_bytes {
+                v = v.with("working_set_bytes", ws);
+            }
+            if let Some(c) = cache {
+                v = v.with("target_page_cache_max_bytes", c);
+            }
+            notes.push(v);
         }
     }
     notes

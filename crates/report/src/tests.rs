@@ -6,6 +6,7 @@ use ioscope_store::{RunInfo, Status, StoredRun};
 use ioscope_workload::plan::{BlockSize, EngineKind, FileIo, FileSelect, Operation, Plan, SyncMode, Workload};
 use std::path::PathBuf;
 use std::time::Duration;
+use verdict::Severity;
 
 const SCHEMA_FILE: &str = include_str!("../../../schema/summary.schema.json");
 
@@ -24,6 +25,7 @@ fn plan() -> Plan {
             pattern: None,
         }],
         size_bytes: 256 << 20,
+        size_default: false,
         files: 1,
         dataset: None,
         iodepth: 1,
@@ -46,6 +48,13 @@ fn plan() -> Plan {
         host_timeout: ioscope_workload::host::DEFAULT_HOST_TIMEOUT,
         host_share: None,
         checks: Vec::new(),
+        warmup_auto: false,
+        steady_window_s: None,
+        until_steady_s: None,
+        repeat: None,
+        until_ci: None,
+        verify: Default::default(),
+        verify_block: None,
     }
 }
 fn hist(values: &[(u64, u64)]) -> Histogram {
@@ -95,6 +104,7 @@ fn snap(second: u32, interval_ns: u64, ops: Vec<(&str, OpInterval)>) -> Snapshot
         file_dists: Vec::new(),
         not_broken_down: 0,
         ops: ops.into_iter().map(|(op, data)| OpSeries { workload: "randrw".into(), op: op_named(op), data }).collect(),
+        worker_cpu: Vec::new(),
     }
 }
 
@@ -140,6 +150,7 @@ fn results(status: Status) -> Results {
         steps: Vec::new(),
         probes: Vec::new(),
         target: Vec::new(),
+        verification: None,
     }
 }
 
@@ -147,6 +158,7 @@ fn results(status: Status) -> Results {
 fn step(index: u32, iops: f64, p99_ns: u64) -> StepSummary {
     StepSummary {
         index,
+        repeat: 0,
         label: format!("threads={}", index + 1),
         threads: Some(index + 1),
         rate_iops: None,
@@ -237,14 +249,36 @@ fn summary_math_comes_from_the_histograms() {
     assert_eq!(
         s.notes,
         [
+            "2 I/O errors (0.10% of 2,102 attempts: write 2 EROFS): failed operations count as errors, not in IOPS or latency",
             "only 2.5 s measured: too short to tell whether the result is steady (run for minutes, not seconds)",
-            "measured 2.5 s of the planned 3 s",
             "working set 256 MiB is 1.1% of this host's 23.4 GiB RAM and I/O was buffered: reads were likely \
              served from, and writes absorbed by, the page cache",
-            "2 I/O errors (0.10% of 2,102 attempts: write 2 EROFS): failed operations count as errors, not in IOPS or latency",
             "1 of 3 seconds completed no I/O at all (stalls)",
+            "99% of the reads completed in less than 10.5 µs, faster than any device or network answers a read of \
+             4 KiB (read p50 2.0 µs): they were served from this client's page cache (buffered I/O), so these are \
+             memory, not storage, numbers; use --direct or a working set several times the client's memory",
+            "measured 2.5 s of the planned 3 s",
+        ],
+        "the verdicts' messages, most severe first"
+    );
+    let ids: Vec<(&str, Severity)> = s.verdicts.iter().map(|v| (v.id.as_str(), v.severity)).collect();
+    assert_eq!(
+        ids,
+        [
+            ("errors", Severity::Error),
+            ("too-short", Severity::Warning),
+            ("working-set-cached", Severity::Warning),
+            ("stalls", Severity::Warning),
+            ("client-cache", Severity::Warning),
+            ("shorter-than-planned", Severity::Info),
         ]
     );
+    let errors = &s.verdicts[0].evidence;
+    assert_eq!((errors["errors"].as_u64(), errors["attempts"].as_u64()), (Some(2), Some(2102)));
+    assert_eq!(errors["errors_by_op_and_kind"]["write"]["EROFS"], 2);
+    let cached = &s.verdicts[2].evidence;
+    assert_eq!(cached["working_set_bytes"], 256u64 << 20);
+    assert!(cached["client_memory_bytes"].as_u64().is_some_and(|m| m > 20 << 30), "{cached:?}");
 }
 
 #[test]
@@ -263,9 +297,15 @@ latency: response time from intended start; percentiles within ±0.4% (log-linea
 system   Test CPU x2, 23.4 GiB RAM, Linux 6.18.0, ext4 (rw,relatime) on /tmp/x
 ";
     assert!(text.starts_with(golden), "got:\n{text}\nwant prefix:\n{golden}");
-    let notes: Vec<&str> = text.lines().filter(|l| l.starts_with("note: ")).collect();
-    assert_eq!(notes.len(), s.notes.len());
-    assert!(notes[2].contains("1.1% of this host's 23.4 GiB RAM"));
+    // The verdicts block: severity first, then the message and the id.
+    let block = text.split_once("verdicts (evidence: ioscope show --json)\n").map(|(_, b)| b).unwrap_or_else(|| {
+        panic!("no verdicts block in:\n{text}");
+    });
+    let lines: Vec<&str> = block.lines().take_while(|l| l.starts_with("  ")).collect();
+    assert_eq!(lines.len(), s.verdicts.len());
+    assert!(lines[0].starts_with("  error    2 I/O errors"), "{text}");
+    assert!(lines[2].starts_with("  warning  working set 256 MiB is 1.1% of this host's 23.4 GiB RAM"), "{text}");
+    assert!(lines[2].ends_with(" [working-set-cached]"), "{text}");
 }
 
 #[test]
@@ -282,7 +322,7 @@ fn text_summary_of_a_run_without_plan_or_ops() {
     let text = render_text(&s);
     assert!(text.contains("interrupted  0.0 s"), "{text}");
     assert!(text.contains("workload  hash 3f2a9c0d…"), "{text}");
-    assert!(text.contains("note: the run was interrupted (the run stopped without finishing"), "{text}");
+    assert!(text.contains("  warning  the run was interrupted (the run stopped without finishing"), "{text}");
     assert!(validate(&serde_json::to_value(&s).unwrap()).is_empty());
 }
 
@@ -440,9 +480,9 @@ fn errors_show_by_name_skips_apart_and_seconds_of_nothing_but_failures_are_noted
     let text = render_text(&s);
     assert!(text.contains("errors: write 58 EROFS (53%), 1 EIO (0.9%)\n"), "{text}");
     for note in [
-        "note: every I/O failed in 2 of 3 seconds (seconds 1 to 2): the target was unusable then",
-        "note: delete: 1,234,567 picks found no file to delete (counted apart: neither I/O nor errors)",
-        "note: 59 I/O errors (54% of 110 attempts: write 59 (most EROFS: 58)): failed",
+        "  error    every I/O failed in 2 of 3 seconds (seconds 1 to 2): the target was unusable then",
+        "  info     delete: 1,234,567 picks found no file to delete (counted apart: neither I/O nor errors)",
+        "  error    59 I/O errors (54% of 110 attempts: write 59 (most EROFS: 58)): failed",
     ] {
         assert!(text.contains(note), "{note}\n{text}");
     }
@@ -514,23 +554,26 @@ fn planned_warm_up_is_not_a_shortfall_but_a_missing_second_is() {
     r.seconds = (0..5).map(|i| Snapshot { warmup: i < 2, ..snap(i, 1_000_000_000, vec![("read", reads())]) }).collect();
     let mut s = summarize(&r, Path::new("/tmp/r.ioscope"));
     s.duration_s = 3.0;
-    let notes = crate::notes::notes(&s);
+    let notes: Vec<String> = crate::notes::notes(&s).into_iter().map(|v| v.message).collect();
     assert!(!notes.iter().any(|n| n.contains("of the planned")), "{notes:?}");
     // One measured second missing is said, with the warm-up named as not counted.
     s.duration_s = 2.0;
-    let notes = crate::notes::notes(&s);
+    let notes: Vec<String> = crate::notes::notes(&s).into_iter().map(|v| v.message).collect();
     assert!(notes.iter().any(|n| n == "measured 2 s of the planned 3 s (warm-up of 2 s not counted)"), "{notes:?}");
 }
 
 mod notes;
+mod verdicts;
 
 mod hosts;
 
+mod compare;
+
 #[test]
 fn checks_are_evaluated_from_the_summary_figures() {
-    use crate::check::Check;
+    use ioscope_workload::check::Check;
     let s = summarize(&results(Status::Completed), Path::new("/tmp/r.ioscope"));
-    let eval = |text: &str| Check::parse(text).unwrap().evaluate(&s, None);
+    let eval = |text: &str| crate::check::evaluate(&Check::parse(text).unwrap(), &s, None);
     // read: 800 IOPS, latency p99 10,015 ns (from its histogram), max 1 ms.
     let r = eval("read.latency.p99 < 20us");
     assert!(r.passed, "{r:?}");
@@ -547,4 +590,136 @@ fn checks_are_evaluated_from_the_summary_figures() {
     // A figure the run does not have fails, saying why.
     let r = eval("trim.iops > 0");
     assert!(!r.passed && r.measured.is_none() && r.message.contains("no trim operations"), "{r:?}");
+}
+
+/// `n` one-second reads, `iops(second)` of them each second.
+fn paced(n: u32, iops: impl Fn(u32) -> u64) -> Vec<Snapshot> {
+    (0..n)
+        .map(|i| {
+            let ops = iops(i);
+            let mut d = writes(ops, 0);
+            d.offset_bytes = hist(&[(0, ops)]);
+            // Slower seconds have proportionally longer latency, as a throttle gives.
+            d.latency_ns = hist(&[(1_000_000_000 / ops.max(1), ops)]);
+            snap(i, 1_000_000_000, vec![("read", d)])
+        })
+        .collect()
+}
+
+#[test]
+fn a_run_that_falls_out_of_steady_state_gets_the_verdict_naming_the_second_and_what_changed() {
+    let mut r = results(Status::Completed);
+    r.seconds = paced(40, |i| if i < 25 { 52_000 } else { 11_000 });
+    let s = summarize(&r, Path::new("/tmp/r.ioscope"));
+    assert_eq!(s.steady.len(), 1);
+    assert_eq!((s.steady[0].state.as_str(), s.steady[0].steady_from_s), ("steady", Some(0)));
+    let v: Vec<_> = s.verdicts.iter().filter(|v| v.id == "fell-out-of-steady-state").collect();
+    assert_eq!(v.len(), 1, "{:#?}", s.verdicts);
+    assert_eq!(v[0].severity, crate::verdict::Severity::Warning);
+    assert!(v[0].message.contains("at second 25 IOPS fell from 52,000 to 11,000 (−79%)"), "{}", v[0].message);
+    assert!(v[0].message.contains("latency p50 rose from"), "{}", v[0].message);
+    assert_eq!(v[0].evidence["second"], 25);
+    assert_eq!(v[0].evidence["iops_steady"], 52_000.0);
+    assert_eq!(v[0].evidence["iops_after"], 11_000.0);
+    assert!(
+        render_text(&s).contains("steady   steady from second 0 (window 10 s); fell out at second 25"),
+        "{}",
+        render_text(&s)
+    );
+    assert!(
+        validate(&serde_json::to_value(&s).unwrap()).is_empty(),
+        "{:#?}",
+        validate(&serde_json::to_value(&s).unwrap())
+    );
+    // The same run without the drop: steady, no verdict.
+    r.seconds = paced(40, |_| 52_000);
+    let s = summarize(&r, Path::new("/tmp/r.ioscope"));
+    assert!(s.verdicts.iter().all(|v| !v.id.contains("steady")), "{:#?}", s.verdicts);
+}
+
+#[test]
+fn a_run_that_swings_every_second_is_not_steady_and_a_short_one_is_not_judged() {
+    let mut r = results(Status::Completed);
+    r.seconds = paced(30, |i| if i % 2 == 0 { 10_000 } else { 30_000 });
+    let s = summarize(&r, Path::new("/tmp/r.ioscope"));
+    assert_eq!(s.steady[0].state, "not-steady");
+    let v: Vec<_> = s.verdicts.iter().filter(|v| v.id == "not-steady").collect();
+    assert_eq!(v.len(), 1, "{:#?}", s.verdicts);
+    assert!(v[0].message.starts_with("the run never became steady"), "{}", v[0].message);
+    assert_eq!(
+        (v[0].evidence["iops_min"].as_f64(), v[0].evidence["iops_max"].as_f64()),
+        (Some(10_000.0), Some(30_000.0))
+    );
+    assert!(validate(&serde_json::to_value(&s).unwrap()).is_empty());
+    // Shorter than the window: not judged, and no verdict either way.
+    r.seconds = paced(5, |i| if i % 2 == 0 { 10_000 } else { 30_000 });
+    let s = summarize(&r, Path::new("/tmp/r.ioscope"));
+    assert_eq!(s.steady[0].state, "too-short");
+    assert!(s.verdicts.iter().all(|v| !v.id.contains("steady")), "{:#?}", s.verdicts);
+}
+
+/// A run of one step repeated 4 times (1 s each, one second between repeats), reads at
+/// `per_repeat[r]` times the fixture's 1000 per second.
+fn repeated(status: Status, per_repeat: &[u64]) -> Results {
+    let mut r = results(status);
+    let scaled = |k: u64| {
+        let mut d = reads();
+        d.counts.ops *= k;
+        d.counts.bytes *= k;
+        d.latency_ns = hist(&[(2_000 * k, 1000 * k)]);
+        d
+    };
+    r.seconds = per_repeat
+        .iter()
+        .enumerate()
+        .map(|(i, k)| Snapshot { step: i as u32, ..snap(2 * i as u32, 1_000_000_000, vec![("read", scaled(*k))]) })
+        .collect();
+    r.steps = (0..per_repeat.len() as u32)
+        .map(|i| ioscope_store::StepRow {
+            index: i,
+            repeat: i,
+            label: "threads=2".into(),
+            threads: Some(2),
+            rate_iops: None,
+            curve_pct: None,
+            start_second: 2 * i,
+            warmup_ns: 0,
+            duration_ns: 1_000_000_000,
+        })
+        .collect();
+    r
+}
+
+#[test]
+fn repeats_give_each_figure_per_repeat_with_its_interval_and_a_stopped_run_leaves_its_last_out() {
+    let s = summarize(&repeated(Status::Completed, &[1, 2, 3, 4]), Path::new("r.db"));
+    let rep = s.repeats.as_ref().expect("a repeats section");
+    assert_eq!((rep.count, rep.confidence_pct, rep.stopped.as_str()), (4, 95.0, "count"));
+    let step = &rep.steps[0];
+    assert_eq!((step.step, step.label.as_str()), (0, "threads=2"));
+    let iops = &step.ops["total"]["iops"];
+    assert_eq!(iops.values, [1000.0, 2000.0, 3000.0, 4000.0]);
+    // Mean 2500, s = 1290.99, t(0.975, 3) = 3.182: half-width 2054.
+    assert!((iops.ci_high - 2500.0 - 2054.0).abs() < 1.0, "{iops:?}");
+    assert_eq!(step.ops["read"]["latency_p50_ns"].values.len(), 4);
+    assert_eq!(step.ops["total"]["bytes_per_sec"].mean, 2500.0 * 4096.0);
+    // 1000, 2000, 3000, 4000: a straight climb, named as a trend.
+    assert!(step.trend.as_deref().is_some_and(|t| t.contains("IOPS rose")), "{:?}", step.trend);
+    // Summary.steps: one per repeat, labelled with it; the text has the block.
+    let labels: Vec<(u32, &str)> = s.steps.iter().map(|st| (st.repeat, st.label.as_str())).collect();
+    assert_eq!(labels[1], (1, "repeat 1 threads=2"));
+    assert!(validate(&serde_json::to_value(&s).unwrap()).is_empty());
+    let text = render_text(&s);
+    assert!(
+        text.contains("repeats: 4 (as asked)") && text.contains("total IOPS 2,500 ± 82.2% (95% CI 446–4,554"),
+        "{text}"
+    );
+    assert!(!text.contains("knee"), "a repeated single step has no knee line: {text}");
+
+    // Interrupted: the last repeat may be partial and is left out.
+    let s = summarize(&repeated(Status::Interrupted, &[1, 1, 1, 3]), Path::new("r.db"));
+    let rep = s.repeats.expect("three whole repeats");
+    assert_eq!((rep.count, rep.stopped.as_str()), (3, "interrupted"));
+    assert_eq!(rep.steps[0].ops["total"]["iops"].values, [1000.0; 3]);
+    assert!(summarize(&repeated(Status::Interrupted, &[1, 1]), Path::new("r.db")).repeats.is_none());
 }

@@ -1,5 +1,5 @@
 //! The terminal summary: a header, the workload in one line, an aligned table per
-//! operation, how latency was measured, the system, and the methodology notes.
+//! operation, how latency was measured, the system, and the verdicts.
 
 use crate::{format, Summary};
 use ioscope_metrics::StatId;
@@ -18,7 +18,7 @@ fn op_order(s: &Summary) -> Vec<&str> {
 }
 
 /// Renders rows as columns: the first left-aligned, the others right-aligned.
-fn table(rows: &[Vec<String>]) -> String {
+pub(crate) fn table(rows: &[Vec<String>]) -> String {
     let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
     let width: Vec<usize> =
         (0..cols).map(|c| rows.iter().filter_map(|r| r.get(c)).map(|x| x.chars().count()).max().unwrap_or(0)).collect();
@@ -134,9 +134,7 @@ pub fn render_text(s: &Summary) -> String {
         for (host, t) in &s.target {
             target_lines(&mut out, host, t);
         }
-        for n in s.notes.iter().filter(|n| n.starts_with("target ")) {
-            out.push_str(&format!("note: {n}\n"));
-        }
+        verdict_lines(&mut out, s.verdicts.iter().filter(|v| v.message.starts_with("target ")));
         return out;
     }
 
@@ -221,12 +219,17 @@ pub fn render_text(s: &Summary) -> String {
         }
         out.push('\n');
         out.push_str(&table(&rows));
+        let one_step_repeated = s.repeats.as_ref().is_some_and(|r| r.steps.len() < 2);
         match &s.knee {
             Some(k) => out.push_str(&format!("knee: step {} ({}): {}\n", k.step, k.label, k.reason)),
+            None if one_step_repeated => {}
             None => out.push_str(
                 "knee: none found (throughput reached 90% of its peak only at the last step, or p99 latency did not climb 20% after it)\n",
             ),
         }
+    }
+    if let Some(rep) = &s.repeats {
+        out.push_str(&crate::repeat::text_lines(rep, &s.total_label));
     }
     if !s.probes.is_empty() {
         let mut rows = vec![["probe", "at", "duration", "exit"].map(String::from).to_vec()];
@@ -266,13 +269,31 @@ pub fn render_text(s: &Summary) -> String {
     for (host, t) in &s.target {
         target_lines(&mut out, host, t);
     }
-    for n in &s.notes {
-        out.push_str(&format!("note: {n}\n"));
+    for line in crate::steady::text_lines(s) {
+        out.push_str(&format!("steady   {line}\n"));
     }
+    for line in s.verification.iter().flat_map(crate::verification::text_lines) {
+        out.push_str(&line);
+        out.push('\n');
+    }
+    verdict_lines(&mut out, s.verdicts.iter());
     for c in &s.checks {
         out.push_str(&format!("check {}  ({})\n", c.message, c.check));
     }
     out
+}
+
+/// The verdicts block: one line each, severity first, then the message and the id (the
+/// evidence is in the JSON).
+fn verdict_lines<'a>(out: &mut String, verdicts: impl Iterator<Item = &'a crate::verdict::Verdict>) {
+    let mut verdicts = verdicts.peekable();
+    if verdicts.peek().is_none() {
+        return;
+    }
+    out.push_str("verdicts (evidence: ioscope show --json)\n");
+    for v in verdicts {
+        out.push_str(&format!("  {:<8} {} [{}]\n", v.severity.word(), v.message, v.id));
+    }
 }
 
 /// The target section: one line for the host, then one per disk, interface and process.

@@ -25,7 +25,7 @@ pub use check::MAX_GAP_SECONDS;
 pub use ioscope_metrics::{Op, Snapshot};
 pub use read::{open, refresh, sidecar};
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
-pub use write::{check_new_path, Finished, Writer};
+pub use write::{check_new_path, mark_warmup, Finished, Writer};
 
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -52,6 +52,10 @@ pub struct RunInfo {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StepRow {
     pub index: u32,
+    /// The run of the plan's steps it belongs to (`--repeat`; 0 for the first, and for
+    /// files before version 7).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub repeat: u32,
     /// What sets the step apart ("threads=4 rate=50%"); empty for a plain run.
     pub label: String,
     /// Threads of every workload; None = each workload its own.
@@ -63,6 +67,10 @@ pub struct StepRow {
     pub start_second: u32,
     pub warmup_ns: u64,
     pub duration_ns: u64,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// One start of a probe command.
@@ -138,6 +146,46 @@ pub struct StoredRun {
     pub status_detail: Option<String>,
 }
 
+/// Data validation of one host's run (`--verify`): table `verify_run`.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct VerifyRun {
+    pub host: String,
+    /// The run id every header of the run carries, in hex.
+    pub run_id: String,
+    /// Bytes each header and checksum cover.
+    pub block_len: u32,
+    /// Blocks stamped with a header, and the time spent stamping them.
+    pub stamped_blocks: u64,
+    pub stamp_ns: u64,
+    /// Every mismatch found (the `verify_mismatch` table keeps the first ones).
+    pub mismatches: u64,
+}
+
+/// One block that failed its check: table `verify_mismatch`.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct MismatchRow {
+    pub host: String,
+    /// The run's second the read completed in.
+    pub second: u32,
+    /// The file's index in the working set, and its path.
+    pub file: u32,
+    pub path: String,
+    pub offset: u64,
+    /// corrupt, misplaced, stale or lost.
+    pub kind: String,
+    /// The generations the block could hold ("4" or "4..6"; "0" for nothing written yet).
+    pub expected_generation: String,
+    /// The header found, as JSON (None: no header could be read).
+    pub found_header_json: Option<String>,
+}
+
+/// What verification found (absent for a run without `--verify`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Verification {
+    pub runs: Vec<VerifyRun>,
+    pub mismatches: Vec<MismatchRow>,
+}
+
 /// Everything in a results file, in memory.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Results {
@@ -152,6 +200,8 @@ pub struct Results {
     pub probes: Vec<ProbeRow>,
     /// The target side's series (`--probe`, `ioscope probe`), each with its samples.
     pub target: Vec<StoredTarget>,
+    /// Data validation (`--verify`); None for a run without it.
+    pub verification: Option<Verification>,
 }
 
 /// A target series as stored: a statistic of the target side, its host and dimension
@@ -237,6 +287,10 @@ impl StoreError {
     pub(crate) fn sqlite(path: &Path) -> impl FnOnce(rusqlite::Error) -> StoreError + '_ {
         move |source| match source.sqlite_error_code() {
             Some(rusqlite::ErrorCode::DiskFull) => StoreError::Full { path: path.to_path_buf(), source },
+            // "database disk image is malformed" alone does not say it is the file that is bad.
+            Some(rusqlite::ErrorCode::DatabaseCorrupt) => {
+                StoreError::Corrupt { path: path.to_path_buf(), detail: format!("SQLite: {source}") }
+            }
             _ => StoreError::Sqlite { path: path.to_path_buf(), source },
         }
     }
@@ -255,5 +309,7 @@ pub fn hostname() -> Option<String> {
     std::env::var("HOSTNAME").ok().filter(|s| !s.is_empty())
 }
 
+#[cfg(test)]
+mod damage_tests;
 #[cfg(test)]
 mod tests;

@@ -145,6 +145,7 @@ fn read(path: &Path, from_second: Option<u32>) -> Result<Results, StoreError> {
     let probes = r.probes()?;
     let (target, target_ids) = r.target()?;
     let seconds = r.seconds(&steps, &target_ids)?;
+    let verification = r.verification()?;
     // The target side's seconds are the run's: none far past its last tick (a probe may be
     // a second or two ahead of a collector that fell behind).
     let last_tick = seconds.iter().map(|s| s.second).max().unwrap_or(0);
@@ -176,6 +177,7 @@ fn read(path: &Path, from_second: Option<u32>) -> Result<Results, StoreError> {
         steps,
         probes,
         target,
+        verification,
     };
     Ok(results)
 }
@@ -284,6 +286,15 @@ impl Reader<'_> {
         Ok(())
     }
 
+    /// Whether the file has the (optional) table `name`.
+    fn has_table(&self, name: &str) -> Result<bool, StoreError> {
+        let n: i64 = self
+            .conn
+            .query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1", [name], |r| r.get(0))
+            .map_err(self.sql())?;
+        Ok(n > 0)
+    }
+
     /// Every table is there.
     fn tables(&self) -> Result<(), StoreError> {
         let mut stmt = self.conn.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").map_err(self.sql())?;
@@ -350,9 +361,12 @@ impl Reader<'_> {
     fn steps(&self) -> Result<Vec<StepRow>, StoreError> {
         let p = self.path;
         let mut steps: Vec<StepRow> = Vec::new();
+        let repeat = if self.version >= 7 { "repeat" } else { "0" };
         self.rows(
-            "SELECT idx, label, threads, rate_iops, curve_pct, start_second, warmup_ns, duration_ns
-             FROM step ORDER BY idx",
+            &format!(
+                "SELECT idx, label, threads, rate_iops, curve_pct, start_second, warmup_ns, duration_ns, {repeat}
+                 FROM step ORDER BY idx"
+            ),
             [],
             "step",
             &[0],
@@ -366,9 +380,15 @@ impl Reader<'_> {
                     start_second: c.at(5, "start_second")?.u32(p)?,
                     warmup_ns: c.at(6, "warmup_ns")?.uint(p, i64::MAX as u64)?,
                     duration_ns: c.at(7, "duration_ns")?.uint(p, i64::MAX as u64)?,
+                    repeat: c.at(8, "repeat")?.u32(p)?,
                 };
                 if steps.last().is_some_and(|s| s.index == step.index) {
                     return Err(check::corrupt(p, "step", &row(), "a second row for the same step"));
+                }
+                // Repeats run one after the other: a later step never belongs to an earlier one.
+                if let Some(before) = steps.last().filter(|s| s.repeat > step.repeat) {
+                    let what = format!("repeat {} after a step of repeat {}", step.repeat, before.repeat);
+                    return Err(check::corrupt(p, "step", &row(), what));
                 }
                 steps.push(step);
                 Ok(())
@@ -400,6 +420,56 @@ impl Reader<'_> {
             },
         )?;
         Ok(probes)
+    }
+
+    /// What data validation found (`--verify`); None when the file has no such tables.
+    fn verification(&self) -> Result<Option<crate::Verification>, StoreError> {
+        if !self.has_table("verify_run")? {
+            return Ok(None);
+        }
+        let p = self.path;
+        let mut v = crate::Verification::default();
+        let max = i64::MAX as u64;
+        self.rows(
+            "SELECT host, run_id, block_len, stamped_blocks, stamp_ns, mismatches FROM verify_run ORDER BY host",
+            [],
+            "verify_run",
+            &[0],
+            |c, _| {
+                v.runs.push(crate::VerifyRun {
+                    host: c.at(0, "host")?.text(p)?,
+                    run_id: c.at(1, "run_id")?.text(p)?,
+                    block_len: c.at(2, "block_len")?.u32(p)?,
+                    stamped_blocks: c.at(3, "stamped_blocks")?.uint(p, max)?,
+                    stamp_ns: c.at(4, "stamp_ns")?.uint(p, max)?,
+                    mismatches: c.at(5, "mismatches")?.uint(p, max)?,
+                });
+                Ok(())
+            },
+        )?;
+        if self.has_table("verify_mismatch")? {
+            self.rows(
+                "SELECT host, second, file, path, offset, kind, expected_generation, found_header_json
+                 FROM verify_mismatch ORDER BY rowid LIMIT 100000",
+                [],
+                "verify_mismatch",
+                &[0, 1, 4],
+                |c, _| {
+                    v.mismatches.push(crate::MismatchRow {
+                        host: c.at(0, "host")?.text(p)?,
+                        second: c.at(1, "second")?.u32(p)?,
+                        file: c.at(2, "file")?.u32(p)?,
+                        path: c.at(3, "path")?.text(p)?,
+                        offset: c.at(4, "offset")?.uint(p, max)?,
+                        kind: c.at(5, "kind")?.text(p)?,
+                        expected_generation: c.at(6, "expected_generation")?.text(p)?,
+                        found_header_json: c.at(7, "found_header_json")?.opt_text(p)?,
+                    });
+                    Ok(())
+                },
+            )?;
+        }
+        Ok(Some(v))
     }
 
     /// The target side's series with samples (version 6), ordered by id, and the ids of
@@ -642,6 +712,7 @@ impl Reader<'_> {
                     worker_dists: Vec::new(),
                     file_dists: Vec::new(),
                     not_broken_down,
+                    worker_cpu: Vec::new(),
                 };
                 let building = Building {
                     snap,
@@ -657,6 +728,30 @@ impl Reader<'_> {
                 Ok(())
             },
         )?;
+
+        // Worker threads' CPU time: a table files of earlier versions do not have.
+        if self.has_table("worker_cpu")? {
+            self.rows(
+                &format!(
+                    "SELECT host, second, worker, cpu_ns, wait_ns FROM worker_cpu {newer} ORDER BY second, host, worker"
+                ),
+                [self.from_second],
+                "worker_cpu",
+                &[0, 1, 2],
+                |c, _| {
+                    let host = c.at(0, "host")?.text(p)?;
+                    let second = c.at(1, "second")?.u32(p)?;
+                    let worker = c.at(2, "worker")?.u32(p)?;
+                    let cpu_ns = c.at(3, "cpu_ns")?.uint(p, i64::MAX as u64)?;
+                    let wait_ns = c.at(4, "wait_ns")?.uint(p, i64::MAX as u64)?;
+                    let Some(b) = snaps.get_mut(&(second, host.clone())) else {
+                        return Err(c.at(1, "second")?.err(p, format_args!("no row of table tick for host {host:?}")));
+                    };
+                    b.snap.worker_cpu.push(ioscope_metrics::WorkerCpu { worker, cpu_ns, wait_ns });
+                    Ok(())
+                },
+            )?;
+        }
 
         self.rows(
             &format!(

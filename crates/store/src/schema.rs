@@ -5,6 +5,15 @@
 //! second. Every value is in the unit named by its series (`series.unit`), and
 //! distributions carry their sparse histogram beside the exact count, sum, min and max.
 //!
+//! A run with `--verify` adds the tables `verify_run` and `verify_mismatch`
+//! (`CREATE_VERIFY`) to a version 7 file; readers take a file without them as a run
+//! without verification, so no version change was needed.
+//!
+//! Version 7 adds `step.repeat`: a run of the plan's steps repeated (`--repeat`,
+//! `--until-ci`) has one step row per step and repeat (repeat r, the same label), in one
+//! timeline whose seconds continue; the views carry it. Version 6 files are read as
+//! repeat 0.
+//!
 //! Version 6 adds the target side: `series.side` ('client' or 'target': what
 //! `ioscope probe` samplers recorded on a server), the target dimensions `cpu`, `mode`,
 //! `nic`, `disk`, `process` and `syscall`, and kind 'gauge'. Version 5 files are read as
@@ -16,7 +25,35 @@
 //! 4 files are read as they are (they have no per-worker or per-file distributions).
 
 /// `PRAGMA user_version` of files this crate writes and reads.
-pub const SCHEMA_VERSION: i32 = 6;
+pub const SCHEMA_VERSION: i32 = 7;
+
+/// The tables of data validation (`--verify`), created by the run that verifies: files
+/// of runs without it (and of earlier versions) have none, and read as no verification.
+pub(crate) const CREATE_VERIFY: &str = r#"
+-- Per host: the run id its blocks carry, the verify block, the cost of stamping, and the
+-- exact count of mismatches (verify_mismatch keeps the first 1,000).
+CREATE TABLE IF NOT EXISTS verify_run(
+    host           TEXT PRIMARY KEY,
+    run_id         TEXT NOT NULL,
+    block_len      INTEGER NOT NULL,
+    stamped_blocks INTEGER NOT NULL,
+    stamp_ns       INTEGER NOT NULL,
+    mismatches     INTEGER NOT NULL
+);
+
+-- A block read back that failed its check: kind corrupt, misplaced, stale or lost; the
+-- generations it could hold; the header found (JSON, NULL when none could be read).
+CREATE TABLE IF NOT EXISTS verify_mismatch(
+    host                TEXT NOT NULL,
+    second              INTEGER NOT NULL,
+    file                INTEGER NOT NULL,
+    path                TEXT NOT NULL,
+    offset              INTEGER NOT NULL,
+    kind                TEXT NOT NULL,
+    expected_generation TEXT NOT NULL,
+    found_header_json   TEXT
+);
+"#;
 
 /// `PRAGMA application_id` of an ioscope results file: "IOSC" in ASCII.
 pub const APPLICATION_ID: i32 = 0x494F_5343;
@@ -73,8 +110,11 @@ CREATE TABLE tick(
 -- The run's steps (a staircase, a curve, for-loops; one row for a plain run). `rate_iops`
 -- is the rate asked (NULL = max; a curve step's rate is filled in once its max step has
 -- been measured); `threads` is the threads of every workload (NULL = each its own).
+-- `repeat`: which run of the plan's steps the step belongs to (0 for the first; a run
+-- with `--repeat`/`--until-ci` has each step once per repeat, with the same label).
 CREATE TABLE step(
     idx          INTEGER PRIMARY KEY,
+    repeat       INTEGER NOT NULL DEFAULT 0,
     label        TEXT    NOT NULL,
     threads      INTEGER,
     rate_iops    INTEGER,
@@ -93,6 +133,20 @@ CREATE TABLE probe(
     exit_code   INTEGER,
     detail      TEXT
 );
+
+-- How busy each worker thread of a host was in a second: cpu_ns on a CPU (user and
+-- system), wait_ns runnable but waiting for a CPU (the kernel's schedstat; 0 where it
+-- is not readable). (cpu_ns + wait_ns) / interval_ns of the tick near 1: the thread never
+-- waited for its storage. Worker numbers are those of per-worker series. Absent from
+-- files of earlier versions.
+CREATE TABLE worker_cpu(
+    host    TEXT    NOT NULL,
+    second  INTEGER NOT NULL,
+    worker  INTEGER NOT NULL,
+    cpu_ns  INTEGER NOT NULL,
+    wait_ns INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (host, second, worker)
+) WITHOUT ROWID;
 
 -- A statistic with its dimensions. `worker`, `file` and `error` are NULL for the
 -- per-host, per-workload, per-op series (all statistics; io.size only for operations that
@@ -166,16 +220,17 @@ CREATE TABLE quantiles(
 -- per-file and per-error-kind rows are all here: summing io.ops over this view counts
 -- the same I/O several times (use op_seconds for totals).
 CREATE VIEW samples AS
-SELECT x.second, t.step, t.warmup, s.side, s.host, s.workload, s.op, s.worker, s.file, s.error,
+SELECT x.second, t.step, st.repeat, t.warmup, s.side, s.host, s.workload, s.op, s.worker, s.file, s.error,
        s.cpu, s.mode, s.nic, s.disk, s.process, s.syscall, s.stat, s.unit,
        x.interval_ns, x.value, x.sum, x.min, x.max, length(x.hist) AS hist_bytes
 FROM sample x JOIN series s ON s.id = x.series_id
-LEFT JOIN tick t ON t.host = s.host AND t.second = x.second;
+LEFT JOIN tick t ON t.host = s.host AND t.second = x.second
+LEFT JOIN step st ON st.idx = t.step;
 
 -- One row per second, host, workload and operation: each I/O counted once. Rates divide
 -- by the second's measured interval.
 CREATE VIEW op_seconds AS
-SELECT x.second, t.step, t.warmup, s.host, s.workload, s.op, x.interval_ns,
+SELECT x.second, t.step, st.repeat, t.warmup, s.host, s.workload, s.op, x.interval_ns,
        sum(CASE s.stat WHEN 'io.ops' THEN x.value END) AS ops,
        sum(CASE s.stat WHEN 'io.bytes' THEN x.value END) AS bytes,
        sum(CASE s.stat WHEN 'io.errors' THEN x.value END) AS errors,
@@ -183,6 +238,7 @@ SELECT x.second, t.step, t.warmup, s.host, s.workload, s.op, x.interval_ns,
        sum(CASE s.stat WHEN 'io.bytes' THEN x.value END) * 1e9 / x.interval_ns AS bytes_per_s
 FROM sample x JOIN series s ON s.id = x.series_id
 LEFT JOIN tick t ON t.host = s.host AND t.second = x.second
+LEFT JOIN step st ON st.idx = t.step
 WHERE s.side = 'client' AND s.worker IS NULL AND s.file IS NULL AND s.error IS NULL AND s.stat IN ('io.ops', 'io.bytes', 'io.errors')
 GROUP BY x.second, s.host, s.workload, s.op;
 
@@ -190,12 +246,13 @@ GROUP BY x.second, s.host, s.workload, s.op;
 -- io.size, io.offset, per op, per worker and per file; block.* and syscall.latency of the
 -- target side), in the series' unit.
 CREATE VIEW percentiles AS
-SELECT x.second, t.step, t.warmup, s.side, s.host, s.workload, s.op, s.worker, s.file, s.disk, s.process, s.syscall,
+SELECT x.second, t.step, st.repeat, t.warmup, s.side, s.host, s.workload, s.op, s.worker, s.file, s.disk, s.process, s.syscall,
        s.stat, s.unit,
        x.value AS count, x.min, q.p50, q.p90, q.p99, q.p999, x.max
 FROM quantiles q JOIN sample x ON x.series_id = q.series_id AND x.second = q.second
 JOIN series s ON s.id = q.series_id
-LEFT JOIN tick t ON t.host = s.host AND t.second = q.second;
+LEFT JOIN tick t ON t.host = s.host AND t.second = q.second
+LEFT JOIN step st ON st.idx = t.step;
 "#;
 
 /// Rows of the `meta` table written at creation.

@@ -4,7 +4,7 @@ use ioscope_metrics::{
 };
 use std::process::Command;
 
-fn run_info(pid: u32, host: &str) -> RunInfo {
+pub(crate) fn run_info(pid: u32, host: &str) -> RunInfo {
     RunInfo {
         ioscope_version: "0.1.0-test".into(),
         host: host.into(),
@@ -18,11 +18,11 @@ fn run_info(pid: u32, host: &str) -> RunInfo {
     }
 }
 
-fn hosts() -> Vec<(String, serde_json::Value)> {
+pub(crate) fn hosts() -> Vec<(String, serde_json::Value)> {
     vec![("h1".into(), serde_json::json!({"memory_bytes": 1u64 << 34, "cpu_model": "Test CPU"}))]
 }
 
-fn hist(values: impl IntoIterator<Item = u64>) -> Histogram {
+pub(crate) fn hist(values: impl IntoIterator<Item = u64>) -> Histogram {
     let mut h = Histogram::new();
     for v in values {
         h.record(v);
@@ -59,7 +59,7 @@ fn part(second: u64, n: u64) -> OpInterval {
     }
 }
 
-fn snapshot(second: u32, host: &str) -> Snapshot {
+pub(crate) fn snapshot(second: u32, host: &str) -> Snapshot {
     let mut write = op_interval(second as u64, 10);
     // Values past i64::MAX and an empty distribution must round-trip too.
     write.offset_bytes.record(u64::MAX);
@@ -101,6 +101,7 @@ fn snapshot(second: u32, host: &str) -> Snapshot {
             },
         ],
         not_broken_down: second as u64 * 1000,
+        worker_cpu: Vec::new(),
     }
 }
 
@@ -141,6 +142,7 @@ fn finished_run_round_trips_exactly_into_one_file() {
     let steps: Vec<StepRow> = (0..2)
         .map(|i| StepRow {
             index: i,
+            repeat: i,
             label: format!("rate={}%", 50 * (i + 1)),
             threads: Some(4),
             rate_iops: None,
@@ -757,4 +759,100 @@ fn target_series_round_trip_beside_the_client_series_and_sql_finds_them_by_dimen
     ) {
         assert_eq!(out.trim(), "303");
     }
+}
+
+#[test]
+fn marked_warmup_seconds_are_warmup_for_every_reader_and_the_step_row_moves_their_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.ioscope");
+    let mut w = Writer::create(&path, &run_info(std::process::id(), "h1"), &hosts()).unwrap();
+    let step = StepRow {
+        index: 0,
+        repeat: 0,
+        label: String::new(),
+        threads: None,
+        rate_iops: None,
+        curve_pct: None,
+        start_second: 0,
+        warmup_ns: 0,
+        duration_ns: 6_000_000_000,
+    };
+    w.write_steps(&[step]).unwrap();
+    for s in 0..6 {
+        w.write_second(&Snapshot { warmup: false, step: 0, ..snapshot(s, "h1") }).unwrap();
+    }
+    w.finish(Status::Completed, None, 1_700_000_006_000).unwrap();
+    crate::mark_warmup(&path, &[(0, 2)]).unwrap();
+    assert!(!sidecar(&path, "-wal").exists(), "still one file");
+    let r = open(&path).unwrap();
+    let warm: Vec<bool> = r.seconds.iter().map(|s| s.warmup).collect();
+    assert_eq!(warm, [true, true, false, false, false, false]);
+    assert_eq!((r.steps[0].warmup_ns, r.steps[0].duration_ns), (2_000_000_000, 4_000_000_000));
+    let c = rusqlite::Connection::open(&path).unwrap();
+    let warm_rows: i64 =
+        c.query_row("SELECT COUNT(*) FROM op_seconds WHERE warmup = 1 AND second >= 2", [], |r| r.get(0)).unwrap();
+    let cold_rows: i64 =
+        c.query_row("SELECT COUNT(*) FROM op_seconds WHERE warmup = 0 AND second < 2", [], |r| r.get(0)).unwrap();
+    assert_eq!((warm_rows, cold_rows), (0, 0));
+}
+
+#[test]
+fn steps_keep_their_repeat_the_views_carry_it_and_version_6_files_read_as_repeat_0() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.ioscope");
+    let mut w = Writer::create(&path, &run_info(std::process::id(), "h1"), &hosts()).unwrap();
+    // One plan step run twice: repeat 1's step starts after a second without a tick.
+    let step = |index: u32, repeat: u32, start_second: u32| StepRow {
+        index,
+        repeat,
+        label: String::new(),
+        threads: None,
+        rate_iops: None,
+        curve_pct: None,
+        start_second,
+        warmup_ns: 0,
+        duration_ns: 2_000_000_000,
+    };
+    w.write_steps(&[step(0, 0, 0)]).unwrap();
+    let mut snaps: Vec<Snapshot> = (0..2).map(|s| Snapshot { step: 0, warmup: false, ..snapshot(s, "h1") }).collect();
+    w.write_steps(&[step(1, 1, 3)]).unwrap();
+    snaps.extend((3..5).map(|s| Snapshot { step: 1, ..snapshot(s, "h1") }));
+    snaps.iter().for_each(|s| w.write_second(s).unwrap());
+    w.finish(Status::Completed, None, 1).unwrap();
+    let r = open(&path).unwrap();
+    assert_eq!(r.steps, [step(0, 0, 0), step(1, 1, 3)]);
+    assert_eq!(r.seconds, snaps);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let per_repeat: Vec<(i64, i64)> = conn
+        .prepare(
+            "SELECT repeat, count(DISTINCT second) FROM op_seconds WHERE NOT warmup GROUP BY repeat ORDER BY repeat",
+        )
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(per_repeat, [(0, 2), (1, 2)]);
+    for view in ["samples", "percentiles"] {
+        let n: i64 =
+            conn.query_row(&format!("SELECT count(*) FROM {view} WHERE repeat = 1"), [], |r| r.get(0)).unwrap();
+        assert!(n > 0, "{view} has no rows of repeat 1");
+    }
+
+    // A later step of an earlier repeat is damage, named as such.
+    conn.execute_batch("UPDATE step SET repeat = 0 WHERE idx = 1; UPDATE step SET repeat = 2 WHERE idx = 0").unwrap();
+    let err = open(&path).unwrap_err().to_string();
+    assert!(err.contains("table step") && err.contains("repeat 0 after a step of repeat 2"), "{err}");
+
+    // The same file as version 6 wrote it: no repeat column.
+    conn.execute_batch(
+        "DROP VIEW samples; DROP VIEW op_seconds; DROP VIEW percentiles;
+         ALTER TABLE step DROP COLUMN repeat; PRAGMA user_version = 6;",
+    )
+    .unwrap();
+    drop(conn);
+    let old = open(&path).unwrap();
+    assert_eq!(old.schema_version, 6);
+    assert!(old.steps.iter().all(|s| s.repeat == 0));
+    assert_eq!(old.seconds, snaps);
 }

@@ -235,6 +235,12 @@ impl Writer {
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                 params![s.host, s.second, int(s.interval_ns), s.step, s.warmup, int(s.not_broken_down)],
             )?;
+            let mut cpu = tx.prepare_cached(
+                "INSERT INTO worker_cpu(host, second, worker, cpu_ns, wait_ns) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?;
+            for w in &s.worker_cpu {
+                cpu.execute(params![s.host, s.second, w.worker, int(w.cpu_ns), int(w.wait_ns)])?;
+            }
             let interval = int(s.interval_ns);
             let mut insert = tx.prepare_cached(
                 "INSERT INTO sample(series_id, second, interval_ns, value, sum, min, max, hist)
@@ -437,13 +443,56 @@ impl Writer {
         Ok(())
     }
 
-    /// Records the run's steps (before the first second).
+    /// Records what data validation found (`--verify`): the host's run and its first
+    /// mismatches.
+    pub fn write_verification(
+        &mut self,
+        run: &crate::VerifyRun,
+        rows: &[crate::MismatchRow],
+    ) -> Result<(), StoreError> {
+        let tx = self.conn.transaction().map_err(StoreError::sqlite(&self.path))?;
+        tx.execute_batch(schema::CREATE_VERIFY).map_err(StoreError::sqlite(&self.path))?;
+        tx.execute(
+            "INSERT OR REPLACE INTO verify_run(host, run_id, block_len, stamped_blocks, stamp_ns, mismatches)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![
+                run.host,
+                run.run_id,
+                run.block_len,
+                run.stamped_blocks.min(i64::MAX as u64) as i64,
+                run.stamp_ns.min(i64::MAX as u64) as i64,
+                run.mismatches.min(i64::MAX as u64) as i64
+            ],
+        )
+        .map_err(StoreError::sqlite(&self.path))?;
+        for m in rows {
+            tx.execute(
+                "INSERT INTO verify_mismatch(host, second, file, path, offset, kind, expected_generation, found_header_json)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                params![
+                    m.host,
+                    m.second,
+                    m.file,
+                    m.path,
+                    m.offset.min(i64::MAX as u64) as i64,
+                    m.kind,
+                    m.expected_generation,
+                    m.found_header_json
+                ],
+            )
+            .map_err(StoreError::sqlite(&self.path))?;
+        }
+        tx.commit().map_err(StoreError::sqlite(&self.path))?;
+        Ok(())
+    }
+
+    /// Records the run's steps (before their first second; a repeat's steps as it starts).
     pub fn write_steps(&mut self, steps: &[StepRow]) -> Result<(), StoreError> {
         let tx = self.conn.transaction().map_err(StoreError::sqlite(&self.path))?;
         for st in steps {
             tx.execute(
-                "INSERT INTO step(idx, label, threads, rate_iops, curve_pct, start_second, warmup_ns, duration_ns)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                "INSERT INTO step(idx, label, threads, rate_iops, curve_pct, start_second, warmup_ns, duration_ns, repeat)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
                 params![
                     st.index,
                     st.label,
@@ -452,7 +501,8 @@ impl Writer {
                     st.curve_pct,
                     st.start_second,
                     int(st.warmup_ns),
-                    int(st.duration_ns)
+                    int(st.duration_ns),
+                    st.repeat
                 ],
             )
             .map_err(StoreError::sqlite(&self.path))?;
@@ -464,6 +514,19 @@ impl Writer {
     pub fn set_step_rate(&mut self, index: u32, rate_iops: u64) -> Result<(), StoreError> {
         self.conn
             .execute("UPDATE step SET rate_iops = ?2 WHERE idx = ?1", params![index, int(rate_iops)])
+            .map_err(StoreError::sqlite(&self.path))?;
+        Ok(())
+    }
+
+    /// Sets a step's measured duration to the time its seconds of `host` really lasted
+    /// (a step ended early, once steady).
+    pub fn end_step_early(&mut self, index: u32, host: &str) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "UPDATE step SET duration_ns = (SELECT COALESCE(SUM(interval_ns), 0) FROM tick
+                     WHERE step = ?1 AND host = ?2 AND warmup = 0) WHERE idx = ?1",
+                params![index, host],
+            )
             .map_err(StoreError::sqlite(&self.path))?;
         Ok(())
     }
@@ -536,4 +599,30 @@ pub(crate) fn set_journal_mode(conn: &Connection, path: &Path, mode: &str) -> Re
         }
         std::thread::sleep(Duration::from_millis(10));
     }
+}
+
+/// Marks seconds of a finished run as warm-up (`warmup = "auto"`): for each (step, second),
+/// the step's seconds before that one, on every host, and the step's row takes their time
+/// from its measured duration into its warm-up. Every reader (summary, SQL views, UI)
+/// leaves warm-up seconds out, so they all agree.
+pub fn mark_warmup(path: &Path, marks: &[(u32, u32)]) -> Result<(), StoreError> {
+    let err = |e| StoreError::sqlite(path)(e);
+    let mut conn =
+        Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+            .map_err(err)?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(err)?;
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(err)?;
+    for (step, second) in marks {
+        tx.execute("UPDATE tick SET warmup = 1 WHERE step = ?1 AND second < ?2 AND warmup = 0", params![step, second])
+            .map_err(err)?;
+        tx.execute(
+            "UPDATE step SET warmup_ns = warmup_ns + (?2 - start_second) * 1000000000,
+                 duration_ns = MAX(0, duration_ns - (?2 - start_second) * 1000000000)
+             WHERE idx = ?1 AND ?2 > start_second",
+            params![step, second],
+        )
+        .map_err(err)?;
+    }
+    tx.commit().map_err(err)?;
+    conn.close().map_err(|(_, e)| err(e))
 }

@@ -172,6 +172,15 @@ export async function getRun(runId) {
   return getJson(runPath(runId));
 }
 
+// Run `withId` (B) compared with run `runId` (A): docs/api.md, schema/compare.schema.json.
+export function comparePath(runId, withId) {
+  return `/api/v1/runs/${runId}/compare?with=${encodeURIComponent(withId)}`;
+}
+
+export async function getCompare(runId, withId) {
+  return getJson(comparePath(runId, withId));
+}
+
 export async function getData(runId, kind, opts) {
   const resp = await getJson(queryPath(runId, kind, opts));
   return kind === 'heatmap' ? unpackHeatmap(resp) : resp;

@@ -1,4 +1,4 @@
-// modules: format.js color.js histo.js series.js state.js api.js draw.js worksheet.js target.js panels.js app.js
+// modules: format.js color.js histo.js series.js state.js api.js draw.js worksheet.js target.js compare.js panels.js app.js
 // app.js: the entry. Loads the runs, keeps the worksheet state in the URL (location.hash;
 // back/forward restore it), draws the top bar (run, LIVE, compare, time range, link),
 // the worksheet and the panels, and follows live runs: each new second arrives as a
@@ -6,7 +6,7 @@
 
 import { fmtElapsed, fmtDateTime } from './format.js';
 import { decodeState, encodeState, completeState, defaultKind, kindsFor, KIND_LABELS, makeChart, visibleRange, zoomOut, pan, drillDims, statTakes, serverCharts, hasTarget, statGroups, targetHosts } from './state.js';
-import { getRuns, getRun, isEmbedded, embeddedWorksheet } from './api.js';
+import { getRuns, getRun, getCompare, isEmbedded, embeddedWorksheet } from './api.js';
 import { Worksheet, h, fill } from './worksheet.js';
 import { renderPanels, hostEntries, fmtOffset } from './panels.js';
 
@@ -115,7 +115,7 @@ function renderPanelsIfNeeded(force) {
   renderPanels(els.panels, runs, (range) => {
     change({ range, follow: false }, true);
     els.worksheet.scrollIntoView({ behavior: 'smooth', block: 'start' });
-  });
+  }, ids.length > 1 ? () => getCompare(ids[0], ids[1]) : null);
 }
 
 // --- time range ------------------------------------------------------------------------

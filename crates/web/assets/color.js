@@ -25,6 +25,7 @@ const NAMED = {
   rmdir: '#e0a07a',
   copy: '#7bc8a4',
   move: '#d98fcf',
+  verify: '#e6b673',
 };
 
 export const PALETTE = [

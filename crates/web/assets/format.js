@@ -260,3 +260,11 @@ export function timeTicks(from, to, target) {
   for (let t = Math.ceil(from / step) * step; t <= to; t += step) ticks.push(t);
   return { step, ticks };
 }
+
+// A step's name, with its repeat when the run has repeats (--repeat; the API's step rows
+// carry `repeat` from the second repeat on): "repeat 1 threads=4".
+export function stepName(step, steps) {
+  if (!(steps || []).some((x) => x.repeat)) return step.label;
+  const r = `repeat ${step.repeat || 0}`;
+  return step.label ? `${r} ${step.label}` : r;
+}

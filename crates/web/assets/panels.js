@@ -1,12 +1,13 @@
 // panels.js: the run's paperwork below the worksheet, each panel collapsible: the summary
-// (totals, per-operation table with latency percentiles, knee, notes), the step table,
+// (totals, per-operation table with latency percentiles, knee, verdicts), the step table,
 // the probes, the system configuration of every host, and the workload as run.
 
-import { fmtInt, fmtNs, fmtBytes, fmtElapsed, fmtDateTime, fmtNum } from './format.js';
+import { fmtInt, fmtNs, fmtBytes, fmtElapsed, fmtDateTime, fmtNum, stepName } from './format.js';
 import { h, fill } from './worksheet.js';
 import { targetSections } from './target.js';
+import { compareBlock } from './compare.js';
 
-const openState = new Map([['summary', true], ['steps', true], ['probes', true], ['config', false], ['workload', false]]);
+const openState = new Map([['compare', true], ['summary', true], ['steps', true], ['probes', true], ['config', false], ['workload', false]]);
 
 function panel(id, title, count, body) {
   const d = h('details', { class: 'panel', 'data-panel': id, open: openState.get(id) !== false },
@@ -166,21 +167,104 @@ function summaryBlock(run, which) {
     'Latency counts from the moment each I/O was meant to start (queueing included); ',
     err != null ? `percentiles within ±${(err * 100).toFixed(2)}% (log-linear histogram).` : '');
   const knee = s.knee ? h('div', { class: 'callout knee' }, h('b', {}, `Knee: step ${s.knee.step} (${s.knee.label})`), ' — ', s.knee.reason) : null;
-  const notes = (s.notes || []).length
-    ? h('ul', { class: 'notes' }, s.notes.map((n) => h('li', {}, h('span', { class: 'note-icon', 'aria-hidden': 'true' }, '!'), n)))
-    : null;
+  const notes = verdictList(s);
+  const verification = verificationBlock(s);
   // The run's checks (--check), as the summary evaluated them: passed or failed, with the figure.
   const checks = (s.checks || []).length
     ? h('ul', { class: 'checks' }, s.checks.map((c) => h('li', { class: c.passed ? 'check-passed' : 'check-failed' },
       h('span', { class: 'check-icon', 'aria-hidden': 'true' }, c.passed ? '✓' : '✗'),
       h('span', {}, c.message), h('code', {}, c.check))))
     : null;
+  const repeats = repeatsBlock(s);
   const meta = h('div', { class: 'meta-line' },
     h('span', {}, s.results_file || run.path || ''),
     s.host ? h('span', {}, `host ${s.host}`) : null,
     s.started_unix_ms ? h('span', {}, `started ${fmtDateTime(s.started_unix_ms)}`) : null,
     s.ioscope_version ? h('span', {}, `ioscope ${s.ioscope_version}`) : null);
-  return h('div', { class: 'summary-block' }, figs, knee, h('div', { class: 'table-scroll' }, table), foot, agentsTable(s), targetBlock(s), notes, checks, meta);
+  return h('div', { class: 'summary-block' }, figs, knee, h('div', { class: 'table-scroll' }, table), foot, agentsTable(s), targetBlock(s), verification, notes, checks, repeats, meta);
+}
+
+// Data validation (--verify): blocks checked, mismatches by kind, unverified blocks and the
+// cost, then the first mismatch of each bad block (kind, file, offset, expected and found
+// header) listed like the verdicts.
+export function verificationBlock(s) {
+  const v = s.verification;
+  if (!v) return null;
+  const kinds = Object.entries(v.by_kind || {}).map(([k, n]) => `${fmtInt(n)} ${k}`).join(', ');
+  const cost = (ns) => (ns == null ? '–' : fmtNs(ns));
+  const line = h('p', { class: 'foot verification-line' },
+    h('b', {}, 'Verification'), ` (--verify ${v.mode}, blocks of ${fmtBytes(v.block_len)}): `,
+    `${fmtInt(v.blocks_checked)} blocks checked, ${fmtInt(v.verified)} verified, `,
+    h('span', { class: v.mismatches ? 'bad' : '' }, `${fmtInt(v.mismatches)} mismatches${kinds ? ` (${kinds})` : ''}`),
+    `, ${fmtInt(v.unverified)} unverified; stamp ${cost(v.stamp_ns_per_block)}, check ${cost(v.check_ns_per_block)} per block.`);
+  const list = (v.first_mismatches || []).length
+    ? h('ul', { class: 'notes verdicts mismatches' }, v.first_mismatches.map((m) => h('li', { class: 'verdict verdict-error', 'data-mismatch': m.kind, 'data-offset': String(m.offset) },
+      h('span', { class: 'severity severity-error' }, m.kind),
+      h('div', { class: 'verdict-body' },
+        h('span', { class: 'verdict-message' }, `${m.path} at offset ${fmtInt(m.offset)} (second ${m.second})`),
+        h('div', { class: 'evidence' },
+          h('span', {}, h('span', { class: 'ek' }, 'expected generation:'), ` ${m.expected_generation}`),
+          h('span', {}, h('span', { class: 'ek' }, 'found:'), ` ${m.found_header_json || 'no header'}`))))))
+    : null;
+  return h('div', { class: 'verification' }, line, list);
+}
+
+// The run's repeats (--repeat, --until-ci): each step's total over the repeats, its mean
+// with the Student t interval and the spread, and a trend when the repeats drift.
+function repeatsBlock(s) {
+  const r = s.repeats;
+  if (!r || !(r.steps || []).length) return null;
+  const figs = [['iops', 'IOPS', fmtInt], ['bytes_per_sec', 'MB/s', mbs], ['latency_p50_ns', 'p50', fmtNs], ['latency_p99_ns', 'p99', fmtNs]];
+  const rows = [];
+  for (const st of r.steps) {
+    const total = (st.ops || {}).total || {};
+    for (const [key, name, f] of figs) {
+      const x = total[key];
+      if (!x) continue;
+      const v = (n) => f(Math.max(0, key === 'iops' ? Math.round(n) : n));
+      rows.push(h('tr', { 'data-repeat-step': String(st.step) },
+        h('td', { class: 'l key' }, r.steps.length > 1 ? `${st.step} ${st.label}` : (st.label || 'run')), h('td', { class: 'l' }, name),
+        h('td', {}, v(x.mean)), h('td', { class: 'em' }, `± ${x.half_width_pct.toFixed(1)}%`),
+        h('td', {}, `${v(x.ci_low)} – ${v(x.ci_high)}`), h('td', {}, v(x.min)), h('td', {}, v(x.max))));
+    }
+  }
+  const stopped = { count: 'as asked', interval: 'stopped: intervals narrow enough', max: 'stopped at the most repeats: intervals still wider than asked' }[r.stopped]
+    || 'the run stopped early: its last repeat is left out';
+  const trends = r.steps.filter((st) => st.trend);
+  return h('div', { class: 'repeats' },
+    h('p', { class: 'foot' }, `${r.count} repeats (${stopped}); ${r.confidence_pct}% intervals, Student t on the repeat means.`),
+    h('div', { class: 'table-scroll' }, h('table', { class: 'grid repeats' },
+      h('thead', {}, h('tr', {}, ['step', 'figure', 'mean', '±', `${r.confidence_pct}% interval`, 'min', 'max'].map((c, i) => h('th', { class: i < 2 ? 'l' : '' }, c)))),
+      h('tbody', {}, rows))),
+    trends.length ? h('ul', { class: 'notes' }, trends.map((st) => h('li', {}, h('span', { class: 'note-icon', 'aria-hidden': 'true' }, '!'), `step ${st.step}: ${st.trend}`))) : null);
+}
+
+// One evidence figure in words: its key names the unit (read_latency_p50_ns: 1.4 µs).
+export function evidenceValue(key, v) {
+  if (typeof v !== 'number') return typeof v === 'object' && v !== null ? JSON.stringify(v) : String(v);
+  if (key.endsWith('_ns')) return fmtNs(v);
+  if (key.endsWith('_bytes')) return fmtBytes(v);
+  if (key.endsWith('_pct')) return `${fmtNum(v)}%`;
+  return Number.isInteger(v) ? fmtInt(v) : fmtNum(v);
+}
+
+// The verdicts (what the measurements say about how far the numbers can be trusted), most
+// severe first as the summary lists them: a severity badge, the message, and the measured
+// evidence as a small key: value line. Summaries without verdicts show their notes.
+export function verdictList(s) {
+  const verdicts = s.verdicts || [];
+  if (!verdicts.length) {
+    return (s.notes || []).length
+      ? h('ul', { class: 'notes' }, s.notes.map((n) => h('li', {}, h('span', { class: 'note-icon', 'aria-hidden': 'true' }, '!'), n)))
+      : null;
+  }
+  return h('ul', { class: 'notes verdicts' }, verdicts.map((v) => h('li', { class: `verdict verdict-${v.severity}`, 'data-verdict': v.id },
+    h('span', { class: `severity severity-${v.severity}` }, v.severity),
+    h('div', { class: 'verdict-body' },
+      h('span', { class: 'verdict-message' }, v.message, ' ', h('span', { class: 'verdict-id' }, v.id)),
+      Object.keys(v.evidence || {}).length
+        ? h('div', { class: 'evidence' }, Object.entries(v.evidence).map(([k, x]) => h('span', {}, h('span', { class: 'ek' }, `${k}:`), ` ${evidenceValue(k, x)}`)))
+        : null))));
 }
 
 function stepsBlock(run, which, onZoom) {
@@ -217,7 +301,7 @@ function stepsBlock(run, which, onZoom) {
     : planned.map((p) => {
       const z = zoomFor(p.index);
       return h('tr', { class: 'click', 'data-action': 'zoom-step', 'data-step': String(p.index), onclick: () => onZoom(z) },
-        h('td', { class: 'l' }, String(p.index)), h('td', { class: 'l key' }, p.label), h('td', {}, p.threads == null ? '—' : String(p.threads)),
+        h('td', { class: 'l' }, String(p.index)), h('td', { class: 'l key' }, stepName(p, planned)), h('td', {}, p.threads == null ? '—' : String(p.threads)),
         h('td', {}, p.rate_iops == null ? 'max' : fmtInt(p.rate_iops)), h('td', {}, String(Math.round((p.duration_ns || 0) / 1e9))),
         h('td', {}, '—'), h('td', {}, '—'), h('td', {}, '—'), h('td', {}, '—'), h('td', {}, '—'));
     });
@@ -311,11 +395,23 @@ function workloadBlock(run, which) {
     toml ? h('pre', { class: 'toml' }, toml) : h('p', { class: 'muted' }, 'No workload file stored.'));
 }
 
-// Render every panel for the run (and the compare run) into `root`.
-export function renderPanels(root, runs, onZoom) {
+// The compare panel: filled when `load` (the /compare answer of the two runs) resolves.
+function comparePanel(runs, load) {
+  const body = h('div', { class: 'compare-body' }, h('p', { class: 'muted' }, 'comparing…'));
+  load().then(
+    (answer) => fill(body, compareBlock(answer, runs.map((r) => r.name))),
+    (err) => fill(body, h('p', { class: 'muted' }, err && err.notIncluded ? 'The comparison is not included in this report.' : `No comparison: ${err && err.message}`)),
+  );
+  return panel('compare', 'Compare: B against A', null, body);
+}
+
+// Render every panel for the run (and the compare run) into `root`; `loadCompare`, with
+// two runs, answers their comparison.
+export function renderPanels(root, runs, onZoom, loadCompare) {
   const both = runs.length > 1;
   const list = (fn) => runs.map((r, i) => fn(r, both ? i : null, onZoom)).filter(Boolean);
   const out = [];
+  if (both && loadCompare) out.push(comparePanel(runs, loadCompare));
   out.push(panel('summary', 'Summary', null, h('div', { class: both ? 'two-col' : '' }, list(summaryBlock))));
   const steps = list(stepsBlock);
   const nSteps = Math.max(...runs.map((r) => ((r.summary && r.summary.steps) || r.steps || []).length), 0);

@@ -4,7 +4,7 @@
 // Fetches each query once for the whole run (live runs: only the newer seconds), zooms
 // and pans in the client, and broadcasts the hovered second to every chart.
 
-import { fmtValue, fmtNum, fmtInt, fmtRange, fmtElapsed, fmtClock, fmtNs, fmtTick } from './format.js';
+import { fmtValue, fmtNum, fmtInt, fmtRange, fmtElapsed, fmtClock, fmtNs, fmtTick, stepName } from './format.js';
 import { keyColor, PERCENTILE_COLORS, HEAT_STOPS, hueLut } from './color.js';
 import { prepareHeat, indexRange, bucketCounts, heatRange, heatRangeLinear, keyTotals, mergeHeat, binSeconds, coveredSeconds, columnSecondsFor, valueBounds, coarseEdges, coarseRanges, OUTLIER_CUTS } from './histo.js';
 import { prepareSeries, sideTotals, linearRange, percentileRange, probeRange, timelineMarks, timelineFromSteps, mergeSeries, PERCENTILES, PERCENTILE_LABELS } from './series.js';
@@ -982,7 +982,7 @@ export class Worksheet {
   stepLabel(runId, step) {
     const d = this.host.runDetail(runId);
     const st = d && d.steps ? d.steps.find((x) => x.index === step) : null;
-    return st ? `step ${step} · ${st.label}` : `step ${step}`;
+    return st ? `step ${step} · ${stepName(st, d.steps)}` : `step ${step}`;
   }
 
   probeMarks(runId) {

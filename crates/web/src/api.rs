@@ -224,6 +224,8 @@ impl Api {
         let parts: Vec<&str> = path.trim_start_matches("/api/v1").split('/').filter(|p| !p.is_empty()).collect();
         match parts.as_slice() {
             ["runs"] => Answer::ok(&self.run_list()),
+            // Two files: not kept with either run's answers (each may change on its own).
+            ["runs", id, "compare"] => self.compare(id, &params),
             ["runs", id, rest @ ..] => {
                 let run = match self.find(id) {
                     Ok(run) => run,
@@ -265,6 +267,30 @@ impl Api {
             }
             _ => Answer::error(404, format!("no such path {} (see docs/api.md)", query::echo(path))),
         }
+    }
+
+    /// `GET /api/v1/runs/{id}/compare?with={other}`: run `other` (B) compared with run `id` (A).
+    fn compare(&self, id: &str, params: &[(String, String)]) -> Answer {
+        let Some(with) = params.iter().rev().find(|(k, _)| k == "with").map(|(_, v)| v.as_str()) else {
+            return Answer::error(400, "compare needs with=RUN_ID, the run compared with this one (see docs/api.md)");
+        };
+        let mut summaries = Vec::new();
+        for run_id in [id, with] {
+            let run = match self.find(run_id) {
+                Ok(run) => run,
+                Err(e) => return Answer::error(404, e.to_string()),
+            };
+            match run.results_or_starting() {
+                Ok(Some(r)) => summaries.push(ioscope_report::summarize(&r, &run.path)),
+                Ok(None) => {
+                    let why = format!("run {run_id} is starting and has stored nothing yet; try again in a second");
+                    return Answer::error(404, why);
+                }
+                Err(e) => return Answer::error(500, e.to_string()),
+            }
+        }
+        let comparison = ioscope_report::compare::compare(&summaries[0], &summaries[1]);
+        Answer::ok(&CompareAnswer { a: id.to_string(), b: with.to_string(), comparison })
     }
 
     fn run_list(&self) -> RunList {
@@ -361,6 +387,17 @@ fn checked<'a>(
 pub struct RunList {
     pub api_version: u32,
     pub runs: Vec<ListEntry>,
+}
+
+/// `GET /api/v1/runs/{id}/compare?with={other}`.
+#[derive(Serialize, Debug)]
+pub struct CompareAnswer {
+    /// Run A's id (the run shown; the baseline).
+    pub a: String,
+    /// Run B's id (the run compared with it).
+    pub b: String,
+    /// As `ioscope compare A B --json` (schema/compare.schema.json).
+    pub comparison: ioscope_report::compare::Comparison,
 }
 
 /// A run in `GET /api/v1/runs`: its entry, or why its file cannot be read.
@@ -483,14 +520,11 @@ fn percent_decode(s: &str) -> String {
     while i < bytes.len() {
         match bytes[i] {
             b'+' => out.push(b' '),
-            b'%' if i + 2 < bytes.len() => {
-                match std::str::from_utf8(&bytes[i + 1..i + 3]).ok().and_then(|h| u8::from_str_radix(h, 16).ok()) {
-                    Some(b) => {
-                        out.push(b);
-                        i += 2;
-                    }
-                    None => out.push(b'%'),
-                }
+            // Two hex digits exactly: from_str_radix alone would also take a sign ("%+1").
+            b'%' if i + 2 < bytes.len() && bytes[i + 1..i + 3].iter().all(u8::is_ascii_hexdigit) => {
+                let hex = |c: u8| (c as char).to_digit(16).unwrap_or(0) as u8;
+                out.push(hex(bytes[i + 1]) * 16 + hex(bytes[i + 2]));
+                i += 2;
             }
             b => out.push(b),
         }

@@ -94,6 +94,7 @@ pub fn second_of(h: usize, second: u32) -> Snapshot {
         worker_dists,
         file_dists,
         not_broken_down: 0,
+        worker_cpu: Vec::new(),
     }
 }
 

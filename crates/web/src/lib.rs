@@ -40,4 +40,6 @@ mod tests_hosts;
 #[cfg(test)]
 mod tests_http;
 #[cfg(test)]
+mod tests_props;
+#[cfg(test)]
 mod tests_server;

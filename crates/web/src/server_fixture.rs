@@ -107,6 +107,7 @@ pub fn client_second(second: u32) -> Snapshot {
         worker_dists: Vec::new(),
         file_dists: Vec::new(),
         not_broken_down: 0,
+        worker_cpu: Vec::new(),
     }
 }
 

@@ -75,6 +75,7 @@ fn snapshot(second: u32, host: &str) -> Snapshot {
             FileDists { file: OTHER.into(), op: Op::Write, data: part(45..50, 2_000_000, 65536) },
         ],
         not_broken_down: 0,
+        worker_cpu: Vec::new(),
     }
 }
 

@@ -71,3 +71,36 @@ fn answers_are_byte_for_byte_what_clients_have_read() {
     }
     assert!(changed.is_empty(), "answers changed:\n{}", changed.join("\n"));
 }
+
+/// The compare answer of the small results file (run 0) and the four-host run (run 1):
+/// byte for byte, with the temporary directory written as `DIR`.
+#[test]
+fn the_compare_answer_is_byte_for_byte_what_clients_have_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let hosts = dir.path().join("hosts.ioscope");
+    crate::hosts_fixture::write_hosts_results(&hosts).unwrap();
+    let api = Api::new(&[write_results(dir.path()), hosts]);
+    let answer = api.get("/api/v1/runs/0/compare", "with=1");
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let body = answer.body.replace(&dir.path().display().to_string(), "DIR");
+    let target = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/answers/compare-0-with-1.json");
+    if std::env::var_os("IOSCOPE_WRITE_ANSWERS").is_some() {
+        std::fs::write(&target, format!("{body}\n")).unwrap();
+        return;
+    }
+    let kept = std::fs::read_to_string(&target).unwrap_or_default();
+    assert_eq!(kept.strip_suffix('\n').unwrap_or(&kept), body, "the compare answer changed");
+    // What a client needs to know, besides the bytes.
+    let json: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!((json["a"].as_str(), json["b"].as_str()), (Some("0"), Some("1")));
+    assert_eq!(json["comparison"]["schema"], "ioscope.compare/1");
+    assert_eq!(json["comparison"]["method"], "single");
+    // Asked wrongly: a 400 or 404 saying what is expected.
+    let missing = api.get("/api/v1/runs/0/compare", "");
+    assert_eq!(missing.status, 400);
+    assert!(missing.json()["error"].as_str().unwrap().contains("with=RUN_ID"), "{}", missing.body);
+    let unknown = api.get("/api/v1/runs/0/compare", "with=7");
+    assert_eq!(unknown.status, 404);
+    assert!(unknown.json()["error"].as_str().unwrap().contains("expected a run id from 0 to 1"), "{}", unknown.body);
+    assert_eq!(api.get("/api/v1/runs/9/compare", "with=0").status, 404);
+}

@@ -39,16 +39,22 @@ const SERVER_FIXTURES: &[(&str, &str, &str)] = &[
     ("server-heatmap-block-latency-by-op.json", "/api/v1/runs/0/heatmap", "stat=block_latency&by=op"),
 ];
 
+/// Run 0 compared with the four-host run, for the UI's compare table.
+const COMPARE_FIXTURES: &[(&str, &str, &str)] = &[("compare-0-with-1.json", "/api/v1/runs/0/compare", "with=1")];
+
 #[test]
 fn ui_fixtures_are_what_the_api_answers() {
     let dir = tempfile::tempdir().unwrap();
     let api = Api::new(&[write_results(dir.path())]);
     let hosts_path = dir.path().join("hosts.ioscope");
     crate::hosts_fixture::write_hosts_results(&hosts_path).unwrap();
-    let hosts_api = Api::new(&[hosts_path]);
+    let hosts_api = Api::new(std::slice::from_ref(&hosts_path));
     let server_path = dir.path().join("server.ioscope");
     crate::server_fixture::write_server_results(&server_path).unwrap();
     let server_api = Api::new(&[server_path]);
+    let compare_dir = dir.path().join("compare");
+    std::fs::create_dir(&compare_dir).unwrap();
+    let compare_api = Api::new(&[write_results(&compare_dir), hosts_path.clone()]);
     let out = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../ui-tests/fixtures/generated");
     let write = std::env::var_os("IOSCOPE_WRITE_FIXTURES").is_some();
     let mut stale = Vec::new();
@@ -56,7 +62,8 @@ fn ui_fixtures_are_what_the_api_answers() {
         .iter()
         .map(|f| (&api, f))
         .chain(HOSTS_FIXTURES.iter().map(|f| (&hosts_api, f)))
-        .chain(SERVER_FIXTURES.iter().map(|f| (&server_api, f)));
+        .chain(SERVER_FIXTURES.iter().map(|f| (&server_api, f)))
+        .chain(COMPARE_FIXTURES.iter().map(|f| (&compare_api, f)));
     for (api, (file, path, query)) in all {
         let answer = api.get(path, query);
         assert_eq!(answer.status, 200, "{path}?{query}: {}", answer.body);

@@ -83,7 +83,14 @@ pub fn to_toml(plan: &Plan) -> String {
     }
     if plan.dataset.is_none() {
         let size_note = format!("working set over all files = {}", format_size(plan.size_bytes));
-        top.kv("size", toml_string(&size_literal(plan.size_bytes)), &size_note);
+        if plan.size_default {
+            // Not given: written as a comment, so that the text means what the plan does
+            // (a block device target is then used whole).
+            let note = format!("not given: the default, {size_note}; a block device: all of it");
+            top.kv("# size", toml_string(&size_literal(plan.size_bytes)), &note);
+        } else {
+            top.kv("size", toml_string(&size_literal(plan.size_bytes)), &size_note);
+        }
         top.kv("files", plan.files.to_string(), "files the working set is split over");
     }
     top.kv("direct", plan.direct.to_string(), "O_DIRECT: bypass the page cache");
@@ -113,6 +120,17 @@ pub fn to_toml(plan: &Plan) -> String {
     if !plan.warmup.is_zero() {
         top.kv("warmup", toml_string(&duration_literal(plan.warmup)), "before each step, not measured");
     }
+    if plan.warmup_auto {
+        top.kv("warmup", toml_string("auto"), "each step's seconds before it became steady, not measured");
+    }
+    if let Some(w) = plan.steady_window_s.filter(|_| plan.until_steady_s.is_none()) {
+        let w = duration_literal(std::time::Duration::from_secs(w.into()));
+        top.kv("steady_window", toml_string(&w), "the steady-state rule's window");
+    }
+    if let Some(w) = plan.until_steady_s {
+        let w = duration_literal(std::time::Duration::from_secs(w.into()));
+        top.kv("until_steady", toml_string(&w), "the run ends once steady over this window");
+    }
     match plan.rate_iops {
         Some(r) => top.kv("rate_iops", r.to_string(), "I/Os per second over all workloads"),
         None => top.kv("# rate_iops", "(none)".into(), "closed loop: as fast as possible"),
@@ -139,8 +157,20 @@ pub fn to_toml(plan: &Plan) -> String {
         m => toml_string(&m.to_string()),
     };
     top.kv("max_errors", max_errors, "past this many failed I/Os the run ends as failed");
+    if !plan.verify.is_off() {
+        top.kv("verify", toml_string(plan.verify.name()), "check every block read back: fail | report");
+    }
+    if let Some(b) = plan.verify_block {
+        top.kv("verify_block", toml_string(&size_literal(u64::from(b))), "bytes each verify header covers");
+    }
     if let Some(n) = plan.breakdown_top {
         top.kv("breakdown_top", n.to_string(), "busiest workers and files with distributions of their own");
+    }
+    if let Some(n) = plan.repeat {
+        top.kv("repeat", n.to_string(), "runs of the steps (with until_ci: the most)");
+    }
+    if let Some(u) = plan.until_ci {
+        top.kv("until_ci", toml_string(&u.to_string()), "repeat until the interval is this narrow");
     }
     if !plan.hosts.is_empty() {
         top.kv("on_host_loss", toml_string(plan.on_host_loss.name()), "a lost host: stop | continue the run");
@@ -248,11 +278,21 @@ pub fn to_toml(plan: &Plan) -> String {
         out.push_str("\n[[host]]\n");
         l.write(&mut out);
     }
+    for c in &plan.checks {
+        let mut l = Lines::default();
+        l.kv("expr", toml_string(c), "");
+        out.push_str("\n[[check]]\n");
+        l.write(&mut out);
+    }
     out
 }
 
-/// SHA-256 (lowercase hex) of [`to_toml`]: the workload hash stored with results.
+/// SHA-256 (lowercase hex) of [`to_toml`] without the checks and repeats: the workload
+/// hash stored with results (the same load with other checks, or repeated, is the same
+/// workload).
 pub fn plan_hash(plan: &Plan) -> String {
-    let digest = Sha256::digest(to_toml(plan).as_bytes());
+    // A size left to its default is the same load as that size written out.
+    let load = Plan { checks: Vec::new(), repeat: None, until_ci: None, size_default: false, ..plan.clone() };
+    let digest = Sha256::digest(to_toml(&load).as_bytes());
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }

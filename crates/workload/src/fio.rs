@@ -214,6 +214,13 @@ fn not_valid(job_file: &Path, files: &[PathBuf], toml: &str) -> Vec<Finding> {
                 Some((option.to_string(), path.clone(), line.parse::<usize>().ok()?))
             });
             let (option, path, line) = origin.unwrap_or((d.key.clone(), job_file.to_path_buf(), 1));
+            // No key: the converted text itself is not TOML, which is the converter's fault.
+            if d.key.is_empty() {
+                let message =
+                    format!("the converted file is not valid TOML ({}): a bug in ioscope import fio", d.value);
+                let option = "(converted file)".to_string();
+                return Finding { severity: Severity::Error, path, line, option, message, expected: d.expected };
+            }
             let mut message = format!("the converted {} {} is not valid in ioscope", d.key, d.value);
             if !d.message.is_empty() {
                 message = format!("{message}: {}", d.message.replace('\n', "; "));
@@ -301,6 +308,8 @@ struct Job {
     sync: Option<V<&'static str>>,
     sqpoll: Option<V<bool>>,
     unlink: Option<V<bool>>,
+    /// `verify=md5|crc32c|...`: ioscope's own header and checksum (`verify = "fail"`).
+    verify: Option<V<bool>>,
     target: Option<V<String>>,
     wait_for: Option<V<String>>,
     /// `name` was set in [global].
@@ -408,7 +417,9 @@ const WARN_ONLY: &[(&str, &str)] = &[
     ("prio", "ioscope does not set an I/O priority"),
     ("prioclass", "ioscope does not set an I/O priority"),
     ("serialize_overlap", "ioscope does not order overlapping I/Os"),
-    ("loops", "fio repeats the job this many times; ioscope runs each step for its duration (runtime, else 60s), going over the working set as often as it takes"),
+    ("loops", "fio repeats the job this many times; ioscope runs each step for its duration (runtime, else 60s), going over the working set as often as it takes"),    ("do_verify", "with verify, ioscope checks every block as it is read during the run (no separate verify pass)"),
+    ("verify_pattern", "ioscope's verified blocks carry a header and random data, not a pattern"),
+    ("verify_backlog", "ioscope checks every block as it is read during the run"),
 ];
 
 /// fio options whose loss changes what is measured, with why.
@@ -428,10 +439,6 @@ const REFUSED: &[(&str, &str)] = &[
     ("zonesize", "ioscope has no zoned I/O"),
     ("zonerange", "ioscope has no zoned I/O"),
     ("zoneskip", "ioscope has no zoned I/O"),
-    ("verify", "ioscope does not verify data"),
-    ("do_verify", "ioscope does not verify data"),
-    ("verify_pattern", "ioscope does not verify data"),
-    ("verify_backlog", "ioscope does not verify data"),
     ("buffer_pattern", "ioscope writes random data"),
     ("buffer_compress_percentage", "ioscope's write data is random and incompressible"),
     ("buffer_compress_chunk", "ioscope's write data is random and incompressible"),
@@ -775,6 +782,15 @@ impl Converter {
             },
             "sqthread_poll" => j.sqpoll = at(o, need!(flag(&o.value), "1 or 0")),
             "unlink" => j.unlink = at(o, need!(flag(&o.value), "1 or 0")),
+            "verify" => match word.as_str() {
+                "0" | "null" | "" => j.verify = at(o, false),
+                "md5" | "crc64" | "crc32c" | "crc32c-intel" | "crc32" | "crc16" | "crc7" | "xxhash" | "sha1"
+                | "sha256" | "sha512" | "sha3-224" | "sha3-256" | "sha3-384" | "sha3-512" | "meta" | "pattern" => {
+                    self.warn(o, "ioscope stamps its own 64-byte header (run, file, offset, write number) with an XXH3-64 checksum of the whole block instead, and checks every block as it is read during the run (no separate verify pass): verify = \"fail\"");
+                    j.verify = at(o, true);
+                }
+                _ => self.error(o, "not a fio verify method", "verify=crc32c, md5, xxhash, ... or verify=0"),
+            },
             "nfs_url" => j.target = at(o, raw),
             "wait_for" => j.wait_for = at(o, raw),
             "startdelay" if matches!(word.as_str(), "0" | "0s") => {}
@@ -784,7 +800,7 @@ impl Converter {
                 } else if let Some((_, why)) = REFUSED.iter().find(|(n, _)| *n == k) {
                     self.error(o, *why, "");
                 } else if k.starts_with("verify_") {
-                    self.error(o, "ioscope does not verify data", "");
+                    self.error(o, "ioscope's verification (verify=...) has no such option", "see docs/verify.md");
                 } else {
                     self.error(
                         o,
@@ -866,6 +882,9 @@ impl Converter {
         if let Some(s) = self.same(&all, "sqthread_poll", Some(false), |j| j.sqpoll.clone()).filter(|s| s.v) {
             top.push(("sqpoll".into(), "true".into(), from(&Some(s), "", &self.files)));
         }
+        if let Some(v) = self.same(&all, "verify", Some(false), |j| j.verify.clone()).filter(|v| v.v) {
+            top.push(("verify".into(), toml_string("fail"), from(&Some(v), "", &self.files)));
+        }
         if let Some(d) = self.same(&all, "direct", Some(false), |j| j.direct.clone()).filter(|d| d.v) {
             top.push(("direct".into(), "true".into(), from(&Some(d), "", &self.files)));
         }
@@ -930,7 +949,9 @@ impl Converter {
             let _ = writeln!(out, "# {which}");
         }
         for (k, v, src) in &top {
-            let _ = writeln!(out, "{k} = {v}{}", if src.is_empty() { String::new() } else { format!("  # {src}") });
+            // Every comment is made safe here too: a section name or value may hold any character.
+            let comment = if src.is_empty() { String::new() } else { format!("  # {}", comment_safe(src)) };
+            let _ = writeln!(out, "{k} = {v}{comment}");
         }
         let mut names: Vec<String> = Vec::new();
         let lone = groups[0].len() == 1;
@@ -1030,11 +1051,12 @@ impl Converter {
                 for name in f.v.split(':').filter(|n| !n.is_empty()) {
                     let o = Opt { key: f.from.clone(), value: None, at: f.at };
                     if name.starts_with("/dev/") {
-                        self.error(
+                        // A block device is the target itself (engines posix and uring).
+                        self.warn(
                             &o,
-                            format!("{name} is a device: ioscope measures files in a directory it creates them in"),
-                            "a file path, or directory=",
+                            format!("{name}: a block device is run on as it is, from offset 0 to size; ioscope refuses it without --force (a run that writes destroys its data)"),
                         );
+                        dirs.push((name.to_string(), self.src(f), f.at));
                         continue;
                     }
                     let path = match (&base, Path::new(name).is_absolute()) {
@@ -1289,8 +1311,11 @@ impl Converter {
             return Some(Some("for_threads"));
         };
         let values: Vec<String> = groups.iter().map(|g| (d.2)(g[0])).collect();
-        let src =
-            groups.iter().map(|g| format!("[{}] {}", g[0].section, self.place(g[0].at))).collect::<Vec<_>>().join(", ");
+        let src = groups
+            .iter()
+            .map(|g| format!("[{}] {}", comment_safe(&g[0].section), self.place(g[0].at)))
+            .collect::<Vec<_>>()
+            .join(", ");
         top.push((d.0.into(), format!("[{}]", values.join(", ")), format!("one step per stonewall group: {src}")));
         Some(Some(d.0))
     }
@@ -1613,14 +1638,26 @@ mod tests {
     }
 
     #[test]
+    fn fio_verify_methods_become_ioscope_verify_with_the_approximation_said() {
+        let t = run("[global]\nsize=1g\nruntime=5\ndirectory=/tmp/x\n[a]\nrw=randrw\nverify=crc32c\ndo_verify=1\n")
+            .unwrap();
+        assert!(t.toml.contains("verify = \"fail\""), "{}", t.toml);
+        assert!(t.warnings.iter().any(|w| w.message.contains("XXH3-64")), "{:?}", t.warnings);
+        let t = run("[global]\nsize=1g\nruntime=5\n[a]\nrw=randrw\nverify=0\n").unwrap();
+        assert!(!t.toml.contains("verify ="), "{}", t.toml);
+        let e = run("[global]\nsize=1g\nruntime=5\n[a]\nrw=randrw\nverify=sparkle\n").unwrap_err();
+        assert!(e.iter().any(|f| f.message.contains("not a fio verify method")), "{e:?}");
+    }
+
+    #[test]
     fn with_group_only_that_groups_sections_and_global_count() {
-        let text = "[global]\nsize=1g\nruntime=5\n[w]\nrw=write\n[r]\nstonewall\nrw=randread\nverify=md5\n";
+        let text = "[global]\nsize=1g\nruntime=5\n[w]\nrw=write\n[r]\nstonewall\nrw=randread\nthinktime=10\n";
         let read = |_: &Path| Err(ReadError::NotText { file: String::new(), line: 1 });
         let g1 = convert(Path::new("job.fio"), text, Some(1), &read).unwrap();
         assert!(g1.toml.contains("rw = \"write\""), "{}", g1.toml);
         let Err(FioError::Refused(e)) = convert(Path::new("job.fio"), text, Some(2), &read) else { panic!() };
         assert!(e.iter().any(|f| f.line == 9 && f.severity == Severity::Error), "{e:?}");
-        assert!(run(text).is_err(), "without --group, the groups differ in access and verify is refused");
+        assert!(run(text).is_err(), "without --group, the groups differ in access and thinktime is refused");
     }
 
     #[test]

@@ -9,7 +9,8 @@ use crate::host::{OnHostLoss, MAX_HOSTS};
 use crate::keys::{self, FioMeaning, Section, PATTERN_KEYS};
 use crate::plan::{
     BlockSize, Dataset, DatasetFormat, EngineKind, FileIo, FileSelect, MaxErrors, Operation, Pattern, PatternMap, Plan,
-    Probe, Rw, Staircase, StaircaseOf, Steps, SyncMode, Workload,
+    Probe, Rw, Staircase, StaircaseOf, Steps, SyncMode, UntilCi, VerifyMode, Workload, DEFAULT_MAX_REPEATS_UNTIL_CI,
+    MAX_REPEATS, MIN_REPEATS_UNTIL_CI,
 };
 use crate::units::{duration_literal, format_size, parse_duration, parse_size, UnitError};
 use ioscope_engine_table::{Capability, Target, TargetRule, ENGINES};
@@ -178,6 +179,8 @@ const FORMATS: &[(&str, DatasetFormat)] =
 const MAX_STEPS: u64 = 10_000;
 /// Most files a dataset may have.
 const MAX_DATASET_FILES: u128 = crate::layout::MAX_DATASET_FILES as u128;
+const VERIFY_MODES: &[(&str, VerifyMode)] =
+    &[("off", VerifyMode::Off), ("fail", VerifyMode::Fail), ("report", VerifyMode::Report)];
 const SYNCS: &[(&str, SyncMode)] = &[
     ("none", SyncMode::None),
     ("fsync", SyncMode::Fsync),
@@ -491,7 +494,12 @@ impl<'a> Ctx<'a> {
                 Diagnostic::in_file(&f.path, &f.text, span.clone(), key, shown, expected, message)
             }
             Loc::Flag { flag, text } => Diagnostic::at_flag(flag, key, text, expected, message),
-            Loc::Default => Diagnostic::at_flag(flag_name(key), key, "", expected, message),
+            // Nothing to point at (a required key missing, a value from `--set`): name the
+            // key's flag, or the key itself when it has no flag.
+            Loc::Default => {
+                let flag = Some(flag_name(key)).filter(|f| !f.is_empty()).unwrap_or_else(|| key.to_string());
+                Diagnostic::at_flag(flag, key, "", expected, message)
+            }
         };
         self.diags.push(d);
     }
@@ -559,7 +567,7 @@ impl<'a> Ctx<'a> {
             let mut notes = Vec::new();
             if item.is_table_like() {
                 notes.push(format!(
-                    "[{name}] is not a section of a workload file: the sections are [dataset], [[workload]], [[probe]] and [[host]]"
+                    "[{name}] is not a section of a workload file: the sections are [dataset], [[workload]], [[probe]], [[host]] and [[check]]"
                 ));
             }
             let names = top_names();
@@ -702,6 +710,16 @@ impl<'a> Ctx<'a> {
         Some(text)
     }
 
+    /// `verify`: off, fail or report; the flag alone (`--verify`) is fail.
+    fn verify_mode(&mut self) -> Got<VerifyMode> {
+        if let Some((Raw::Flag(t), loc)) = self.raw("verify") {
+            if t.trim().is_empty() {
+                return Got::Ok(VerifyMode::Fail, loc);
+            }
+        }
+        self.choice("verify", VERIFY_MODES)
+    }
+
     /// One of a fixed set of names (case-insensitive).
     fn choice<T: Copy>(&mut self, key: &str, choices: &[(&str, T)]) -> Got<T> {
         let Some((raw, loc)) = self.raw(key) else {
@@ -804,6 +822,24 @@ impl<'a> Ctx<'a> {
         Got::Bad
     }
 
+    /// `warmup`: a step time, or `auto` (each step's seconds before it became steady).
+    fn warmup(&mut self) -> (Got<Duration>, bool) {
+        let auto = match self.raw("warmup") {
+            Some((Raw::Flag(t), _)) => t.trim() == "auto",
+            Some((Raw::Toml(item), _)) => item.as_str() == Some("auto"),
+            None => false,
+        };
+        if auto {
+            return (Got::Absent, true);
+        }
+        let before = self.diags.len();
+        let got = self.step_time("warmup", 0);
+        if let Some(d) = self.diags.get_mut(before) {
+            d.expected = format!("auto, or {}", d.expected);
+        }
+        (got, false)
+    }
+
     /// `max_errors`: a count (a TOML integer or its text), a share like "1%", or "off".
     fn max_errors(&mut self) -> Got<MaxErrors> {
         let Some((raw, loc)) = self.raw("max_errors") else {
@@ -824,6 +860,25 @@ impl<'a> Ctx<'a> {
             Ok(m) => Got::Ok(m, loc),
             Err(note) => {
                 self.err(&loc, "max_errors", expected, note.to_string());
+                Got::Bad
+            }
+        }
+    }
+
+    /// `until_ci = "95:5%"`: the confidence and the half-width of the interval.
+    fn until_ci(&mut self) -> Got<UntilCi> {
+        let Some((raw, loc)) = self.raw("until_ci") else {
+            return Got::Absent;
+        };
+        let expected = "CONFIDENCE:HALF_WIDTH%, like \"95:5%\" (a 95% interval within ±5% of the mean): \
+                        the confidence from 50 to 99.9, the half-width above 0 and at most 100%";
+        let Some(text) = self.string("until_ci", raw, &loc, expected) else {
+            return Got::Bad;
+        };
+        match UntilCi::parse(text) {
+            Some(u) => Got::Ok(u, loc),
+            None => {
+                self.err(&loc, "until_ci", expected, "");
                 Got::Bad
             }
         }
@@ -1423,11 +1478,15 @@ impl<'a> Ctx<'a> {
         let iodepth_g = self.int("iodepth", 1, 1024);
         let sqpoll_g = self.boolean("sqpoll");
         let duration_g = self.step_time("duration", 1);
-        let warmup_g = self.step_time("warmup", 0);
-        let dir_g = self.dir("dir");
-        let target_g = self.text_value("target", TARGET_EXPECTED);
+        let (warmup_g, warmup_auto) = self.warmup();
+        let steady_window_g = self.step_time("steady_window", 2);
+        let until_steady_g = self.step_time("until_steady", 2);
+        let mut dir_g = self.dir("dir");
+        let mut target_g = self.text_value("target", TARGET_EXPECTED);
         let direct_g = self.boolean("direct");
         let sync_g = self.choice("sync", SYNCS);
+        let verify_g = self.verify_mode();
+        let verify_block_g = self.size("verify_block");
         let rate_g = self.int("rate_iops", 1, 100_000_000);
         let curve_g = self.curve();
         let for_threads_g = self.int_list("for_threads", 1, 4096);
@@ -1438,6 +1497,8 @@ impl<'a> Ctx<'a> {
         let cleanup_g = self.boolean("cleanup");
         let max_errors_g = self.max_errors();
         let breakdown_top_g = self.int("breakdown_top", 0, 10_000);
+        let repeat_g = self.int("repeat", 1, u64::from(MAX_REPEATS));
+        let until_ci_g = self.until_ci();
         let on_host_loss_g = self.choice("on_host_loss", ON_HOST_LOSS);
         let host_timeout_g = match self.duration("host_timeout") {
             Got::Ok(d, loc) if d < HOST_TIMEOUT_RANGE.0 || d > HOST_TIMEOUT_RANGE.1 => {
@@ -1453,6 +1514,14 @@ impl<'a> Ctx<'a> {
         let text = self.text();
         // The target, parsed once; its errors are reported with the other engine rules below.
         let target_rule = engine.and_then(|e| e.spec().caps.target);
+        // A block device (`--target /dev/X`) for an engine of local files is its `dir`:
+        // the device itself is the target (see ioscope_exec::blockdev).
+        if let (Got::Ok(dev, loc), None, Got::Absent) = (&target_g, target_rule, &dir_g) {
+            if dev.starts_with("/dev/") && engine.is_some_and(|e| e.spec().caps.local_files()) {
+                dir_g = Got::Ok(PathBuf::from(dev), loc.clone());
+                target_g = Got::Absent;
+            }
+        }
         let parsed_target = match (&target_g, target_rule) {
             (Got::Ok(url, _), Some(rule)) => Some((rule.parse)(url)),
             _ => None,
@@ -1524,6 +1593,33 @@ impl<'a> Ctx<'a> {
                 p
             })
             .collect();
+        let checks: Vec<Option<String>> = (0..self.arrays.get("check").map_or(0, Vec::len))
+            .map(|i| {
+                self.current = Some(("check", i));
+                let c = self.check(i);
+                self.current = None;
+                c
+            })
+            .collect();
+
+        // Repeats.
+        if let (Got::Ok(n, loc), Got::Ok(..)) = (&repeat_g, &until_ci_g) {
+            if *n < u64::from(MIN_REPEATS_UNTIL_CI) {
+                let note = format!(
+                    "with until_ci, repeat is the most repeats, and until_ci measures at least {MIN_REPEATS_UNTIL_CI}"
+                );
+                self.err(loc, "repeat", format!("at least {MIN_REPEATS_UNTIL_CI} with until_ci"), note);
+            }
+        }
+        if hosts.as_ref().is_some_and(|h| !h.is_empty()) {
+            for (key, loc) in [("repeat", repeat_g.loc()), ("until_ci", until_ci_g.loc())] {
+                if !matches!(loc, Loc::Default) {
+                    let note =
+                        "repeats run on one host; for many hosts, run the plan several times (one results file each)";
+                    self.err(&loc, key, "no repeats in a run with hosts ([[host]] tables or --hosts)", note);
+                }
+            }
+        }
 
         // Steps.
         if let (Got::Ok(_, loc), Got::Ok(..)) = (&curve_g, &rate_g) {
@@ -1786,6 +1882,54 @@ impl<'a> Ctx<'a> {
                 self.err(loc, "sync", "none when nothing is written", note);
             }
         }
+        // Data validation: blocks every transfer covers whole, on an engine that keeps data.
+        if let Got::Ok(mode, loc) = &verify_g {
+            if !mode.is_off() {
+                let refuse = if engine.is_some_and(|e| !e.spec().caps.does_io) {
+                    Some("engine null stores nothing to read back")
+                } else if hosts.as_ref().is_some_and(|h| !h.is_empty()) {
+                    Some("each host keeps its own record of the blocks it wrote, so blocks written by one host and read by another cannot be checked: verify on one host")
+                } else if patterned {
+                    Some("a pattern workload draws its offsets by picture, not by block")
+                } else {
+                    None
+                };
+                if let Some(why) = refuse {
+                    self.err(loc, "verify", "verify = \"off\" here", why);
+                }
+            }
+        }
+        let verify_block = match &verify_block_g {
+            Got::Ok(b, loc) => {
+                let ok = (u64::from(crate::plan::MIN_VERIFY_BLOCK)..=u64::from(crate::plan::MAX_VERIFY_BLOCK))
+                    .contains(b)
+                    && b % 512 == 0;
+                if !ok {
+                    self.err(loc, "verify_block", "a multiple of 512 bytes from 512 to 64m, like \"4k\"", "");
+                }
+                ok.then_some(*b as u32)
+            }
+            _ => None,
+        };
+        if matches!(&verify_g, Got::Ok(m, _) if !m.is_off()) {
+            let sizes: Vec<u64> = all_bs.iter().map(|e| e.bs.bytes).collect();
+            let block = verify_block.unwrap_or_else(|| crate::plan::default_verify_block(&sizes));
+            // A default that is no multiple of a sector: the sizes themselves must be.
+            let block = if block % crate::plan::MIN_VERIFY_BLOCK == 0 { block } else { crate::plan::MIN_VERIFY_BLOCK };
+            for e in all_bs.iter().filter(|e| e.bs.bytes % u64::from(block) != 0) {
+                let note = format!(
+                    "with verify on, every transfer covers whole verify blocks of {} ({}); {} is not a multiple of it",
+                    format_size(u64::from(block)),
+                    match verify_block_g.loc() {
+                        Loc::Default =>
+                            "the greatest common divisor of the block sizes, at least 512 bytes".to_string(),
+                        l => format!("verify_block, {}", l.describe(text)),
+                    },
+                    format_size(e.bs.bytes),
+                );
+                self.err(&e.loc.clone(), "bs", format!("a multiple of {block} bytes with verify on"), note);
+            }
+        }
         // The files need a home, unless the engine does no I/O.
         let no_local_files = engine.is_some_and(|e| !e.spec().caps.local_files());
         if matches!(dir_g, Got::Absent) && !has_dataset && !no_local_files && !self.syntax_failed && !hosts_dirs {
@@ -1798,6 +1942,7 @@ impl<'a> Ctx<'a> {
         }
 
         let (staircase_loc, duration_loc) = (staircase_g.loc(), duration_g.loc());
+        let (repeat_loc, until_ci_loc) = (repeat_g.loc(), until_ci_g.loc());
         // The first loop that is set, to point at when there are too many steps.
         let loops = [
             ("for_threads", for_threads_g.loc()),
@@ -1847,6 +1992,7 @@ impl<'a> Ctx<'a> {
                 _ => target,
             },
             size_bytes: if has_dataset { 0 } else { size? },
+            size_default: !has_dataset && matches!(size_g, Got::Absent),
             files: if has_dataset { 0 } else { files? as u32 },
             dataset: dataset?,
             workloads: workloads.into_iter().map(|w| w.map(|w| w.workload)).collect::<Option<Vec<_>>>()?,
@@ -1871,7 +2017,33 @@ impl<'a> Ctx<'a> {
             on_host_loss: on_host_loss_g.or(OnHostLoss::Stop)?,
             host_timeout: host_timeout_g.or(crate::host::DEFAULT_HOST_TIMEOUT)?,
             host_share: None,
-            checks: Vec::new(),
+            checks: checks.into_iter().collect::<Option<Vec<_>>>()?,
+            warmup_auto,
+            steady_window_s: match &steady_window_g {
+                Got::Ok(d, _) => Some(d.as_secs() as u32),
+                Got::Absent => None,
+                Got::Bad => return None,
+            },
+            until_steady_s: match &until_steady_g {
+                Got::Ok(d, _) => Some(d.as_secs() as u32),
+                Got::Absent => None,
+                Got::Bad => return None,
+            },
+            repeat: match repeat_g {
+                Got::Ok(n, _) => Some(n as u32),
+                Got::Absent => None,
+                Got::Bad => return None,
+            },
+            until_ci: match until_ci_g {
+                Got::Ok(u, _) => Some(u),
+                Got::Absent => None,
+                Got::Bad => return None,
+            },
+            verify: verify_g.or(VerifyMode::Off)?,
+            verify_block: match verify_block_g {
+                Got::Bad => return None,
+                _ => verify_block,
+            },
         };
         // Counted, not built: a few long lists multiply into more steps than memory holds.
         let steps = plan.step_count();
@@ -1893,6 +2065,45 @@ impl<'a> Ctx<'a> {
                 duration_literal(total)
             );
             self.err(&loc, key, "a run of at most 30d in all", note);
+            return None;
+        }
+        // `until_steady` ends the run: with several steps it would cut the later ones.
+        if let Some(w) = plan.until_steady_s {
+            if steps > 1 {
+                let note = format!("the loops or staircase make {steps} steps; until_steady ends the run, so only a run of one step takes it");
+                self.err(&until_steady_g.loc(), "until_steady", "until_steady on a run of one step", note);
+            }
+            if !plan.hosts.is_empty() {
+                let note = "each host would stop on its own seconds; run it on one host".to_string();
+                self.err(&until_steady_g.loc(), "until_steady", "until_steady on a run without hosts", note);
+            }
+            if plan.steady_window_s.is_some_and(|s| s != w) {
+                let note = "until_steady sets the steady-state window itself; give one of the two".to_string();
+                self.err(
+                    &steady_window_g.loc(),
+                    "steady_window",
+                    "steady_window equal to until_steady, or only one of them",
+                    note,
+                );
+            }
+        }
+        let repeats = plan.max_repeats();
+        if repeats > 1 && total_ns.saturating_mul(u128::from(repeats)) > MAX_DURATION.as_nanos() {
+            let (key, loc) = match &repeat_loc {
+                Loc::Default => ("until_ci", until_ci_loc),
+                l => ("repeat", l.clone()),
+            };
+            let run = Duration::from_secs(u64::try_from(total_ns / 1_000_000_000).unwrap_or(u64::MAX));
+            let note = format!(
+                "{repeats} repeat(s){} × {} each = more than 30d",
+                if key == "until_ci" {
+                    format!(" (the most until_ci runs by default: {DEFAULT_MAX_REPEATS_UNTIL_CI})")
+                } else {
+                    String::new()
+                },
+                duration_literal(run)
+            );
+            self.err(&loc, key, "a run of at most 30d in all, repeats included", note);
             return None;
         }
         // A probe start after the end of the run would never happen.
@@ -2160,6 +2371,44 @@ impl<'a> Ctx<'a> {
             self.err(&loc, "dataset.dir", NFS_DATASET_DIR_EXPECTED, note);
         }
         under
+    }
+
+    /// One [[check]] table: its expression, which must parse (a malformed one is pointed
+    /// at in the file, at the column the check's parser names).
+    fn check(&mut self, i: usize) -> Option<String> {
+        let expected = "a condition like \"read.latency.p99 < 2ms\" (SCOPE.FIGURE OPERATOR VALUE, see docs/checks.md)";
+        match self.text_value("check.expr", expected) {
+            Got::Ok(text, loc) => match crate::check::Check::parse(&text) {
+                Ok(_) => Some(text),
+                Err(e) => {
+                    let at = self.inside_string(&loc, &text, e.column);
+                    self.err(&at, "check.expr", e.expected, format!("in \"{text}\""));
+                    None
+                }
+            },
+            Got::Absent => {
+                let header = self.arrays.get("check").and_then(|a| a.get(i)).and_then(|(s, _)| s.clone());
+                let loc = header.map_or(Loc::Default, |s| self.file_loc(s));
+                self.err(&loc, "check.expr", "expr in each [[check]]", "`check.expr` is missing");
+                None
+            }
+            Got::Bad => None,
+        }
+    }
+
+    /// The location of the character at `column` (1-based) of a string value written at
+    /// `loc` (a quoted string with no escapes before it); the whole value otherwise.
+    fn inside_string(&self, loc: &Loc, value: &str, column: usize) -> Loc {
+        let Loc::File { span, .. } = loc else { return loc.clone() };
+        let written = self.text().get(span.clone()).unwrap_or("");
+        let offset = value.char_indices().nth(column.saturating_sub(1)).map_or(value.len(), |(i, _)| i);
+        let plain = written.len() >= 2 && written.get(1..written.len() - 1) == Some(value);
+        if !plain {
+            return loc.clone();
+        }
+        let start = span.start + 1 + offset;
+        let end = (start + 1).min(span.end - 1).max(start);
+        self.file_loc(start..end)
     }
 
     /// One [[probe]] table, and where its `at` is written.

@@ -18,6 +18,8 @@ pub enum Section {
     Probe,
     /// Each `[[host]]`.
     Host,
+    /// Each `[[check]]`.
+    Check,
 }
 
 impl Section {
@@ -29,16 +31,19 @@ impl Section {
             Section::Workload => "workload",
             Section::Probe => "probe",
             Section::Host => "host",
+            Section::Check => "check",
         }
     }
     /// Whether the file holds several of it (`[[workload]]`).
     pub fn is_array(self) -> bool {
-        matches!(self, Section::Workload | Section::Probe | Section::Host)
+        matches!(self, Section::Workload | Section::Probe | Section::Host | Section::Check)
     }
     /// The sections, in file order.
-    pub const ALL: [Section; 5] = [Section::Top, Section::Dataset, Section::Workload, Section::Probe, Section::Host];
+    pub const ALL: [Section; 6] =
+        [Section::Top, Section::Dataset, Section::Workload, Section::Probe, Section::Host, Section::Check];
     /// The sub-tables: every section but the top level.
-    pub const TABLES: [Section; 4] = [Section::Dataset, Section::Workload, Section::Probe, Section::Host];
+    pub const TABLES: [Section; 5] =
+        [Section::Dataset, Section::Workload, Section::Probe, Section::Host, Section::Check];
 }
 
 /// One workload key.
@@ -117,6 +122,7 @@ const DATASET: &[Section] = &[Section::Dataset];
 const WORKLOAD: &[Section] = &[Section::Workload];
 const PROBE: &[Section] = &[Section::Probe];
 const HOST: &[Section] = &[Section::Host];
+const CHECK: &[Section] = &[Section::Check];
 
 /// A key with no flag, no fio name and no default: most section keys.
 const fn plain(name: &'static str, sections: &'static [Section], help: &'static str, example: &'static str) -> Key {
@@ -205,7 +211,7 @@ pub const KEYS: &[Key] = &[
         default: "1g",
         help: "Working-set size over all files (256m, 10g); without a [dataset].",
         help_from: None,
-        doc: "all threads share this one working set (fio's `size` is per job, each of its numjobs with its own files)",
+        doc: "all threads share this one working set (fio's `size` is per job, each of its numjobs with its own files); on a block device, the device's first `size` bytes, and without `size` the whole device (the run records the size it used)",
         fio: &["size"],
         fio_values: &[],
         example: "\"256m\"",
@@ -301,9 +307,9 @@ pub const KEYS: &[Key] = &[
         short: None,
         form: "PATH",
         default: "",
-        help: "Directory for the working set; ioscope creates and marks its own files there.",
+        help: "Directory for the working set; ioscope creates and marks its own files there. A block device (/dev/X, engines posix and uring) is used itself, with --force.",
         help_from: None,
-        doc: "also the default dataset anchor; one run at a time (a second run on it is refused, naming the first's pid and results file); its parent must exist: ioscope makes only the last part of the path, and `--cleanup` removes it again",
+        doc: "a block device is read and written from offset 0 to `size` (at most the device's size; without `size`, all of it; `files` = 1), with `direct` every block size a multiple of its logical block size (else refused, naming it), with nothing else written on it (no marker, no lock file); it is refused without `--force`, since a run that writes destroys its data, and refused even with it while mounted or in use by another run (the run holds it open exclusively, O_EXCL); also the default dataset anchor; one run at a time (a second run on it is refused, naming the first's pid and results file); its parent must exist: ioscope makes only the last part of the path, and `--cleanup` removes it again",
         fio: &["directory"],
         fio_values: &[],
         example: "\"/mnt/test\"",
@@ -315,9 +321,9 @@ pub const KEYS: &[Key] = &[
         short: None,
         form: "URL",
         default: "",
-        help: "Engine nfs: the NFSv3 server, export and directory, nfs://HOST[:PORT]/EXPORT[/DIR][?nconnect=N&uid=U&gid=G].",
+        help: "Engine nfs: the NFS server, export and directory, nfs://HOST[:PORT]/EXPORT[/DIR][?version=3|4.1&nconnect=N&uid=U&gid=G]. Engines posix and uring: a block device /dev/X, as --dir.",
         help_from: None,
-        doc: "flat working sets and `[dataset]` file trees both live there (see docs/testing-nfs.md); options `version=3`, `nconnect=N` (connections per thread, 1 to 64), `uid=U`, `gid=G` (AUTH_SYS), `mountport=P` (else the portmapper on port 111 is asked), `timeout=S` (seconds before a call counts as timed out, 1 to 3600; default 10); an IPv6 address goes in brackets (`nfs://[::1]:2049/export`); a value out of range is refused, never clamped",
+        doc: "flat working sets and `[dataset]` file trees both live there (see docs/testing-nfs.md); options `version=3` (the default) or `version=4.1` (NFSv4.1: no portmapper or MOUNT, port 2049 unless given, the path walked from the server's pseudo root; NFSv4.0 and 4.2 are refused; docs/testing-nfs.md), `nconnect=N` (connections per thread, 1 to 64), `uid=U`, `gid=G` (AUTH_SYS), `mountport=P` (else the portmapper on port 111 is asked), `timeout=S` (seconds before a call counts as timed out, 1 to 3600; default 10); an IPv6 address goes in brackets (`nfs://[::1]:2049/export`); a value out of range is refused, never clamped",
         fio: &[],
         fio_values: &[],
         example: "\"nfs://server/export/dir?nconnect=4\"",
@@ -355,14 +361,42 @@ pub const KEYS: &[Key] = &[
         sections: TOP,
         flag: Some("warmup"),
         short: None,
-        form: "DUR",
+        form: "DUR|auto",
         default: "0",
-        help: "Unmeasured time before each step (excluded from the summary); 0 or whole seconds.",
+        help: "Unmeasured time before each step (excluded from the summary); 0, whole seconds, or auto (each step's seconds before it became steady).",
         help_from: None,
-        doc: "",
+        doc: "`auto` runs each step for its duration and then marks the seconds before the step became steady (docs/steady-state.md) as warm-up in the results file, so the summary, SQL views and UI leave them out; a step that never becomes steady keeps every second, and the summary says it was not steady",
         fio: &["ramp_time"],
         fio_values: &[],
         example: "\"5s\"",
+    },
+    Key {
+        name: "steady_window",
+        sections: TOP,
+        flag: Some("steady-window"),
+        short: None,
+        form: "DUR",
+        default: "10s",
+        help: "Seconds a step must hold steady throughput and latency to be called steady (docs/steady-state.md).",
+        help_from: None,
+        doc: "the window of the steady-state rule: over it, the least-squares slope of IOPS, MB/s and p50 latency stays within 2% of the mean per second and their range within 50% of the mean; at least 2s",
+        fio: &["ss_dur"],
+        fio_values: &[],
+        example: "\"20s\"",
+    },
+    Key {
+        name: "until_steady",
+        sections: TOP,
+        flag: Some("until-steady"),
+        short: None,
+        form: "DUR",
+        default: "",
+        help: "End the run once it has been steady for this window; the duration becomes its maximum.",
+        help_from: None,
+        doc: "evaluated every second with the steady-state rule over this window (which it sets, in place of `steady_window`); the step's row records the real duration and the summary says it ended early, steady; for a run of one step (no loops or staircase)",
+        fio: &[],
+        fio_values: &[],
+        example: "\"10s\"",
     },
     Key {
         name: "rate_iops",
@@ -429,7 +463,7 @@ pub const KEYS: &[Key] = &[
         short: None,
         form: "",
         default: "false",
-        help: "Write into files ioscope did not create.",
+        help: "Write into files ioscope did not create, or onto a block device (destroying its data).",
         help_from: None,
         doc: "",
         fio: &[],
@@ -459,10 +493,52 @@ pub const KEYS: &[Key] = &[
         default: "\"1%\"",
         help: "End the run as failed past N failed I/Os or PCT% of the I/Os (off: never).",
         help_from: None,
-        doc: "the run then ends with exit 1 and its results kept; a count (`1000`, `0` = any error), a share of the I/Os attempted (`\"0.1%\"`, judged once 1,000 I/Os were attempted), or `\"off\"`; with any limit but `\"off\"`, a run in which every I/O fails for 5 s in a row ends too (a dead device)",
+        doc: "the run then ends with exit 1 and its results kept; a count (`1000`, `0` = any error), a share of the I/Os attempted (`\"0.1%\"`, judged once 1,000 I/Os were attempted), or `\"off\"`; with any limit but `\"off\"`, a run in which every I/O fails for 5 s in a row ends too (a dead device), and so does one in which the file system refuses every write for a whole second (ENOSPC, EDQUOT, EROFS: full or read-only; docs/exit-codes.md)",
         fio: &[],
         fio_values: &[],
         example: "\"off\"",
+    },
+    Key {
+        name: "verify",
+        sections: TOP,
+        flag: Some("verify"),
+        short: None,
+        form: "[fail|report]",
+        default: "\"off\"",
+        help: "Stamp a header into every written block and check every block read back: off, fail (any mismatch fails the run, exit 1) or report; the flag alone is fail.",
+        help_from: None,
+        doc: "each block carries run, file, offset, write number and an XXH3 checksum; reads report corrupt, misplaced, stale and lost blocks with file, offset, expected and found header (docs/verify.md); verification is its own series (op `verify`: blocks checked, the check's time per block) and the summary's `verification` section; `--verify report` counts and shows mismatches without failing the run; covers flat working sets and [dataset] trees (a file a dataset operation replaces is checked again once written); not with hosts, a pattern workload or engine null; fio's `verify=md5|crc32c|xxhash|...` is `fail` (ioscope's own header and checksum are used)",
+        fio: &["verify"],
+        fio_values: &[
+            ("0", "off"),
+            ("md5", "fail"),
+            ("crc64", "fail"),
+            ("crc32c", "fail"),
+            ("crc32c-intel", "fail"),
+            ("crc32", "fail"),
+            ("crc16", "fail"),
+            ("crc7", "fail"),
+            ("xxhash", "fail"),
+            ("sha1", "fail"),
+            ("sha256", "fail"),
+            ("sha512", "fail"),
+            ("meta", "fail"),
+        ],
+        example: "\"report\"",
+    },
+    Key {
+        name: "verify_block",
+        sections: TOP,
+        flag: Some("verify-block"),
+        short: None,
+        form: "SIZE",
+        default: "gcd of the block sizes",
+        help: "Bytes each verify header and checksum cover; every block size must be a multiple of it.",
+        help_from: None,
+        doc: "at least 512 bytes (a sector); the default is the greatest common divisor of every block size the run uses, at least 512; a bigger block needs less memory for the run's per-block state (about 24 bytes per block of the working set)",
+        fio: &["verify_interval"],
+        fio_values: &[],
+        example: "\"4k\"",
     },
     Key {
         name: "breakdown_top",
@@ -477,6 +553,34 @@ pub const KEYS: &[Key] = &[
         fio: &[],
         fio_values: &[],
         example: "32",
+    },
+    Key {
+        name: "repeat",
+        sections: TOP,
+        flag: Some("repeat"),
+        short: None,
+        form: "N",
+        default: "1",
+        help: "Run the steps N times in one results file; the summary gives each step's mean and 95% interval (with --until-ci: at most N).",
+        help_from: None,
+        doc: "each repeat runs every step again, in the same results file (`step.repeat`), after the files were prepared once; caches are not dropped between repeats; from 1 to 1000; see docs/repeats.md",
+        fio: &[],
+        fio_values: &[],
+        example: "5",
+    },
+    Key {
+        name: "until_ci",
+        sections: TOP,
+        flag: Some("until-ci"),
+        short: None,
+        form: "CONF:PCT%",
+        default: "",
+        help: "Repeat until each step's CONF% Student t interval of IOPS (and MB/s) is within ±PCT% of the mean, like 95:5%.",
+        help_from: None,
+        doc: "at least 3 repeats, at most `repeat` (default 10); the interval is over the repeats' means of the step's total IOPS, and of its MB/s when bytes move; the confidence from 50 to 99.9, the half-width above 0 and at most 100%; see docs/repeats.md",
+        fio: &[],
+        fio_values: &[],
+        example: "\"95:5%\"",
     },
     Key {
         name: "hosts",
@@ -600,6 +704,16 @@ pub const KEYS: &[Key] = &[
     plain("command", PROBE, "The command, run with sh -c.", "\"true\""),
     plain("at", PROBE, "When to start it, from the start of the run, before its end.", "[\"1s\"]"),
     plain("timeout", PROBE, "Kill it after this long.", "\"20m\""),
+    // [[check]]
+    Key {
+        doc: "`SCOPE.FIGURE OPERATOR VALUE`, evaluated from the run's summary after it; a failed check makes the exit code 3 (see [checks.md](checks.md)); `--check EXPR` on the command line adds one",
+        ..plain(
+            "expr",
+            CHECK,
+            "Required: a condition on the run's figures, as in \"read.latency.p99 < 2ms\".",
+            "\"total.errors == 0\"",
+        )
+    },
     // [[host]]
     plain(
         "address",
@@ -780,9 +894,11 @@ pub const FIO_OPTIONS: &[FioOption] = &[
     refused("stonewall", ONE_JOB),
     refused("wait_for_previous", ONE_JOB),
     refused("new_group", ONE_JOB),
-    refused("verify", "ioscope does not verify the data it reads back"),
     refused("readonly", "ioscope has no read-only guard (it writes its working set when it prepares it)"),
-    off_only("do_verify", "ioscope does not verify the data it reads back"),
+    FioOption {
+        name: "do_verify",
+        meaning: FioMeaning::NoOp("with --verify, ioscope checks every block it reads while the workload runs (no separate verify pass)"),
+    },
     off_only("zero_buffers", OWN_DATA),
     off_only("buffer_compress_percentage", OWN_DATA),
     off_only("dedupe_percentage", OWN_DATA),

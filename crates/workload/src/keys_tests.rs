@@ -64,6 +64,7 @@ fn every_key_specs() -> Vec<Spec> {
                 ("breakdown_top", "32"),
                 ("on_host_loss", "\"continue\""),
                 ("host_timeout", "\"30s\""),
+                ("steady_window", "\"20s\""),
             ],
             tables: vec![
                 (
@@ -98,12 +99,26 @@ fn every_key_specs() -> Vec<Spec> {
             ],
             tables: vec![],
         },
+        // until_steady ends a run of one step, on one host.
+        Spec { top: vec![("engine", "\"null\""), ("dir", "\"/tmp/x\""), ("until_steady", "\"15s\"")], tables: vec![] },
+        Spec {
+            top: vec![
+                ("engine", "\"posix\""),
+                ("dir", "\"/tmp/x\""),
+                ("bs", "\"8k\""),
+                ("verify", "\"report\""),
+                ("verify_block", "\"4k\""),
+            ],
+            tables: vec![],
+        },
         Spec {
             top: vec![
                 ("engine", "\"null\""),
                 ("dir", "\"/tmp/x\""),
                 ("curve", "[50, 100]"),
                 ("staircase", "\"1-2/1s\""),
+                ("repeat", "5"),
+                ("until_ci", "\"95:5%\""),
             ],
             tables: vec![
                 (
@@ -128,7 +143,11 @@ fn every_key_specs() -> Vec<Spec> {
             ],
         },
         Spec {
-            top: vec![("engine", "\"nfs\""), ("target", "\"nfs://server/export/dir?nconnect=4\"")],
+            top: vec![
+                ("engine", "\"nfs\""),
+                ("target", "\"nfs://server/export/dir?nconnect=4\""),
+                ("warmup", "\"auto\""),
+            ],
             tables: vec![
                 (
                     Section::Dataset,
@@ -145,6 +164,7 @@ fn every_key_specs() -> Vec<Spec> {
                 ),
                 (Section::Workload, vec![("operation", "\"create\""), ("fileio", "\"sequential\"")]),
                 (Section::Host, vec![("address", "\"client1\""), ("target", "\"nfs://server/export/client1\"")]),
+                (Section::Check, vec![("expr", "\"read.latency.p99 < 2ms\"")]),
             ],
         },
     ]

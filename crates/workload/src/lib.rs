@@ -4,6 +4,7 @@
 //! every [`Diagnostic`] found; [`to_toml`] and [`plan_hash`] give a plan's canonical form.
 
 mod canonical;
+pub mod check;
 mod diagnostic;
 pub mod fio;
 pub mod font;
@@ -22,8 +23,9 @@ pub use host::{HostKind, HostShare, HostSpec, OnHostLoss};
 pub use input::{build_plan, validate_file, Flags, ReadError, SourceFile, MAX_SOURCE_BYTES};
 pub use plan::{
     BlockSize, Dataset, DatasetFormat, EngineKind, FileIo, FileSelect, MaxErrors, Operation, Pattern, PatternMap, Plan,
-    Probe, Rate, Rw, Staircase, StaircaseOf, Step, Steps, SyncMode, Target, TargetKind, Workload,
-    DEFAULT_BREAKDOWN_TOP,
+    Probe, Rate, Rw, Staircase, StaircaseOf, Step, Steps, SyncMode, Target, TargetKind, UntilCi, VerifyMode, Workload,
+    DEFAULT_BREAKDOWN_TOP, DEFAULT_CONFIDENCE_PCT, DEFAULT_MAX_REPEATS_UNTIL_CI, MAX_REPEATS, MAX_VERIFY_BLOCK,
+    MIN_REPEATS_UNTIL_CI, MIN_VERIFY_BLOCK,
 };
 pub use units::{format_size, parse_duration, parse_size, UnitError};
 

@@ -61,6 +61,33 @@ pub enum SyncMode {
     Dsync,
 }
 
+/// Data validation (`verify`, `--verify`): every written block carries a header that
+/// reads check (docs/verify.md).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VerifyMode {
+    /// No headers, no checks.
+    #[default]
+    Off,
+    /// Check; any mismatch makes the run fail (exit 1).
+    Fail,
+    /// Check and report mismatches; the exit code ignores them.
+    Report,
+}
+
+impl VerifyMode {
+    pub fn is_off(&self) -> bool {
+        *self == VerifyMode::Off
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            VerifyMode::Off => "off",
+            VerifyMode::Fail => "fail",
+            VerifyMode::Report => "report",
+        }
+    }
+}
+
 /// Which engine performs the I/O, and what each can do: the engine table.
 pub use ioscope_engine_table::{EngineKind, EngineSpec, Target, TargetKind};
 
@@ -376,6 +403,10 @@ pub struct Plan {
     pub target: Option<Target>,
     /// Flat working set (no dataset): total size in bytes, split evenly over `files`.
     pub size_bytes: u64,
+    /// `size` was not given: `size_bytes` is the default, and a block device target uses
+    /// the whole device instead (resolved before the run, which records the size it used).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub size_default: bool,
     pub files: u32,
     pub dataset: Option<Dataset>,
     /// Never empty.
@@ -415,11 +446,101 @@ pub struct Plan {
     /// its steps give that host's threads and rate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_share: Option<HostShare>,
+    /// `warmup = "auto"`: after each step, its seconds before it became steady are warm-up
+    /// (`warmup` is then zero).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub warmup_auto: bool,
+    /// `steady_window`: the window of the steady-state rule, whole seconds; None = the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steady_window_s: Option<u32>,
+    /// `until_steady`: end the (one) step once steady over this window, whole seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until_steady_s: Option<u32>,
     /// Conditions on the run's figures, evaluated from its summary after it (`--check`,
     /// as written: `read.latency.p99 < 2ms`; parsed by ioscope_report::check). Not part
     /// of the workload's hash: the same load with other checks is the same workload.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<String>,
+    /// Runs of the plan's steps in one results file (`repeat`, `--repeat`): the count, or
+    /// with `until_ci` the most; None: one run. Not part of the workload's hash.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<u32>,
+    /// Repeat until the confidence interval of each step's headline figures is narrow
+    /// enough (`until_ci`, `--until-ci 95:5%`). Not part of the workload's hash.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until_ci: Option<UntilCi>,
+    /// Data validation (`verify`, `--verify`).
+    #[serde(default, skip_serializing_if = "VerifyMode::is_off")]
+    pub verify: VerifyMode,
+    /// The verify block in bytes (`verify_block`); None: [`Plan::verify_block_bytes`]'s default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify_block: Option<u32>,
+}
+
+/// `until_ci = "95:5%"`: repeat until the Student t interval of the repeat means, at
+/// `confidence_pct`, has a half-width within `half_width_pct` of the mean.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct UntilCi {
+    pub confidence_pct: f64,
+    pub half_width_pct: f64,
+}
+
+impl UntilCi {
+    /// Parses `CONFIDENCE:HALF_WIDTH%` ("95:5%"); the confidence from 50 to 99.9, the
+    /// half-width above 0 and at most 100.
+    pub fn parse(text: &str) -> Option<UntilCi> {
+        let (c, w) = text.trim().split_once(':')?;
+        let c: f64 = c.trim().trim_end_matches('%').trim().parse().ok()?;
+        let w: f64 = w.trim().strip_suffix('%')?.trim().parse().ok()?;
+        ((50.0..=99.9).contains(&c) && w > 0.0 && w <= 100.0)
+            .then_some(UntilCi { confidence_pct: c, half_width_pct: w })
+    }
+}
+
+impl std::fmt::Display for UntilCi {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}%", self.confidence_pct, self.half_width_pct)
+    }
+}
+
+/// The smallest verify block: a sector (ioscope_verify::MIN_BLOCK_LEN).
+pub const MIN_VERIFY_BLOCK: u32 = 512;
+/// The largest verify block.
+pub const MAX_VERIFY_BLOCK: u32 = 64 << 20;
+
+/// The default verify block of these block sizes: their greatest common divisor, kept
+/// within [`MIN_VERIFY_BLOCK`]..=[`MAX_VERIFY_BLOCK`].
+pub fn default_verify_block(sizes: &[u64]) -> u32 {
+    fn gcd(a: u64, b: u64) -> u64 {
+        if b == 0 {
+            a
+        } else {
+            gcd(b, a % b)
+        }
+    }
+    let g = sizes.iter().fold(0, |g, s| gcd(g, *s));
+    g.clamp(u64::from(MIN_VERIFY_BLOCK), u64::from(MAX_VERIFY_BLOCK)) as u32
+}
+
+/// Repeats `--until-ci` always measures before it may stop.
+pub const MIN_REPEATS_UNTIL_CI: u32 = 3;
+/// The most repeats `--until-ci` runs when `repeat` does not say.
+pub const DEFAULT_MAX_REPEATS_UNTIL_CI: u32 = 10;
+/// The most repeats a plan may ask for.
+pub const MAX_REPEATS: u32 = 1000;
+/// The confidence of the summary's intervals without `until_ci`, in percent.
+pub const DEFAULT_CONFIDENCE_PCT: f64 = 95.0;
+
+impl Plan {
+    /// The most runs of the steps: `repeat`, or with `until_ci` and no `repeat`
+    /// [`DEFAULT_MAX_REPEATS_UNTIL_CI`]; 1 without either.
+    pub fn max_repeats(&self) -> u32 {
+        match (self.repeat, self.until_ci) {
+            (Some(n), _) => n.max(1),
+            (None, Some(_)) => DEFAULT_MAX_REPEATS_UNTIL_CI,
+            (None, None) => 1,
+        }
+    }
 }
 
 /// The busiest workers and files of each second with distributions of their own when
@@ -509,6 +630,19 @@ impl Plan {
     pub fn writes(&self) -> bool {
         self.workloads.iter().any(Workload::writes)
     }
+    /// Every block size the plan can use (its workloads' and its for_bs steps').
+    pub fn block_sizes_bytes(&self) -> Vec<u64> {
+        let steps = self.steps.for_bs.iter().flatten().map(|b| b.bytes);
+        self.workloads.iter().flat_map(|w| w.block_sizes.iter().map(|b| b.bytes)).chain(steps).collect()
+    }
+
+    /// The verify block: `verify_block`, or the greatest common divisor of the block sizes
+    /// (every offset is a multiple of the smallest size or a sum of sizes), at least
+    /// [`MIN_VERIFY_BLOCK`] (the plan's check refuses sizes that are not multiples of it).
+    pub fn verify_block_bytes(&self) -> u32 {
+        self.verify_block.unwrap_or_else(|| default_verify_block(&self.block_sizes_bytes()))
+    }
+
     pub fn max_block_bytes(&self) -> u64 {
         let steps = self.steps.for_bs.iter().flatten().map(|b| b.bytes);
         self.workloads.iter().map(Workload::max_block_bytes).chain(steps).max().unwrap_or(1)
@@ -593,6 +727,12 @@ impl Plan {
     /// Warm-up and measured time of every step.
     pub fn total_duration(&self) -> Duration {
         self.steps().iter().map(|s| s.warmup + s.duration).sum()
+    }
+
+    /// The window of the steady-state rule when the plan sets one (`until_steady`, else
+    /// `steady_window`); None: the rule's default.
+    pub fn steady_window_s(&self) -> Option<u32> {
+        self.until_steady_s.or(self.steady_window_s)
     }
 
     /// The largest thread count of each workload over all steps.

@@ -397,7 +397,7 @@ fn only_known_sections() {
     let d = one_error(&format!("{DIR}[job]\nthreads = 4\n"));
     assert_eq!(d.key, "job");
     assert_eq!(pos(&d), (2, 2));
-    assert!(d.message.contains("the sections are [dataset], [[workload]], [[probe]] and [[host]]"), "{d}");
+    assert!(d.message.contains("the sections are [dataset], [[workload]], [[probe]], [[host]] and [[check]]"), "{d}");
     let d = one_error(&format!("{DIR}job.threads = 4\n"));
     assert_eq!(d.key, "job");
     assert!(d.message.contains("not a section"), "{d}");
@@ -479,6 +479,19 @@ fn flag_errors_point_at_the_flag_and_come_with_file_errors() {
 }
 
 #[test]
+fn a_size_not_given_stays_not_given_in_the_canonical_form_and_hashes_as_the_default() {
+    let default = plan(DIR);
+    assert!(default.size_default && default.size_bytes == 1 << 30);
+    let text = to_toml(&default);
+    assert!(text.contains("# size = \"1g\""), "written as a comment, never as a given size: {text}");
+    let back = validate_file(&SourceFile { path: "canon.toml".into(), text: text.clone() }).unwrap();
+    assert!(back.size_default, "read back as not given: {text}");
+    let given = plan(&format!("size = \"1g\"\n{DIR}"));
+    assert!(!given.size_default);
+    assert_eq!(plan_hash(&default), plan_hash(&given), "the same load on a directory");
+}
+
+#[test]
 fn canonical_toml_round_trips() {
     let plans = [
         plan(DIR),
@@ -497,7 +510,7 @@ fn canonical_toml_round_trips() {
         assert_eq!(back, p, "{text}");
         assert_eq!(to_toml(&back), text);
     }
-    let text = to_toml(&plan(DIR));
+    let text = to_toml(&plan(&format!("size = \"1g\"\n{DIR}")));
     let keys: Vec<&str> =
         text.lines().filter(|l| !l.starts_with('#')).map(|l| l.split(" = ").next().unwrap()).collect();
     assert_eq!(
@@ -980,4 +993,87 @@ fn a_fio_job_file_given_as_a_workload_is_named_as_one_with_the_import_command() 
     assert!(!d.to_string().contains("fio"), "{d}");
     let d = one_error("rw = randread\nthreads = 2\n");
     assert!(!d.to_string().contains("fio"), "one unquoted value is a TOML slip: {d}");
+}
+
+#[test]
+fn check_tables_are_parsed_and_a_malformed_one_points_at_its_column() {
+    let p =
+        plan(&format!("{DIR}[[check]]\nexpr = \"read.latency.p99 < 2ms\"\n[[check]]\nexpr = \"total.errors == 0\"\n"));
+    assert_eq!(p.checks, ["read.latency.p99 < 2ms", "total.errors == 0"]);
+    // Checks are not the load: the workload's hash does not change with them.
+    assert_eq!(crate::plan_hash(&p), crate::plan_hash(&plan(DIR)));
+    let d = one_error(&format!("{DIR}[[check]]\nexpr = \"read.latency.p99 < 2\"\n"));
+    assert_eq!(d.key, "check.expr");
+    // Line 3; the value's quote is column 8, so the check's column 20 (the 2) is column 28.
+    assert_eq!(pos(&d), (3, 28), "{d}");
+    assert!(d.to_string().contains("time unit"), "{d}");
+    let d = file_errors(&format!("{DIR}[[check]]\n"));
+    assert!(d.iter().any(|d| d.to_string().contains("`check.expr` is missing")), "{}", render_diagnostics(&d));
+}
+
+#[test]
+fn warmup_auto_and_until_steady_reach_the_plan_and_its_toml() {
+    let p = plan("engine = \"null\"\nwarmup = \"auto\"\nuntil_steady = \"8s\"\nduration = \"60s\"\n");
+    assert!(p.warmup_auto);
+    assert!(p.warmup.is_zero());
+    assert_eq!((p.until_steady_s, p.steady_window_s()), (Some(8), Some(8)));
+    let again = plan(&crate::to_toml(&p));
+    assert_eq!((again.warmup_auto, again.until_steady_s), (true, Some(8)));
+}
+
+#[test]
+fn until_steady_on_a_run_of_several_steps_is_refused_at_its_line() {
+    let d = one_error("engine = \"null\"\nfor_threads = [1, 2]\nuntil_steady = \"10s\"\n");
+    assert_eq!((d.key.as_str(), pos(&d).0), ("until_steady", 3), "{d}");
+    assert!(d.message.contains("2 steps"), "{d}");
+}
+
+#[test]
+fn a_steady_window_below_two_seconds_is_refused() {
+    let d = one_error("engine = \"null\"\nsteady_window = \"1s\"\n");
+    assert_eq!(d.key, "steady_window", "{d}");
+}
+
+#[test]
+fn a_bad_warmup_names_auto_among_the_expected_values() {
+    let d = one_error("engine = \"null\"\nwarmup = \"soon\"\n");
+    assert_eq!(d.key, "warmup");
+    assert!(d.expected.starts_with("auto, or 0 or a whole number of seconds"), "{d}");
+}
+
+#[test]
+fn repeats_are_read_with_their_limits_and_stay_out_of_the_workload_hash() {
+    let p = plan(&format!("repeat = 5\nuntil_ci = \"90:2.5%\"\n{DIR}"));
+    assert_eq!(p.repeat, Some(5));
+    assert_eq!(p.until_ci, Some(UntilCi { confidence_pct: 90.0, half_width_pct: 2.5 }));
+    assert_eq!(p.max_repeats(), 5);
+    assert_eq!(plan_hash(&p), plan_hash(&plan(DIR)), "repeating a load does not make it another workload");
+    let back = validate_file(&SourceFile { path: "c.toml".into(), text: to_toml(&p) }).unwrap();
+    assert_eq!((back.repeat, back.until_ci), (p.repeat, p.until_ci));
+    // --until-ci alone: at most DEFAULT_MAX_REPEATS_UNTIL_CI.
+    let flags = Flags::default().with("until-ci", "95:5%");
+    assert_eq!(build_plan(Some(&src(DIR)), &flags).unwrap().max_repeats(), DEFAULT_MAX_REPEATS_UNTIL_CI);
+
+    // A malformed interval: its line and column, and the expected form.
+    let d = one_error(&format!("{DIR}until_ci = \"95%\"\n"));
+    assert_eq!((d.key.as_str(), pos(&d)), ("until_ci", (2, 12)));
+    assert!(d.expected.contains("CONFIDENCE:HALF_WIDTH%"), "{d}");
+    for bad in ["95:0%", "95:5", "100:5%", "x:5%", "95:101%"] {
+        let d = errors(DIR, &Flags::default().with("until-ci", bad));
+        assert_eq!(flag_of(&d[0]), "--until-ci", "{bad}");
+    }
+    // The fewest repeats until_ci measures is 3, so a maximum below it is refused.
+    let d = one_error(&format!("{DIR}repeat = 2\nuntil_ci = \"95:5%\"\n"));
+    assert_eq!((d.key.as_str(), pos(&d)), ("repeat", (2, 10)));
+    assert!(d.expected.contains("at least 3 with until_ci"), "{d}");
+    let d = errors(DIR, &Flags::default().with("repeat", "0"));
+    assert_eq!(flag_of(&d[0]), "--repeat");
+    // Many hosts: refused, naming the flag.
+    let flags = Flags::default().with("repeat", "3");
+    let d = errors("engine = \"null\"\nhosts = [\"client1\"]\n", &flags);
+    let text = render_diagnostics(&d);
+    assert!(text.contains("--repeat") && text.contains("no repeats in a run with hosts"), "{text}");
+    // Repeats multiply the run's length, which stays under 30 days.
+    let d = one_error(&format!("{DIR}duration = \"10d\"\nrepeat = 4\n"));
+    assert_eq!(d.key, "repeat");
 }

@@ -182,6 +182,18 @@ pub fn convert(text: &str) -> Result<String, Vec<ImportError>> {
                 let msg = format!("{what} are not supported: ioscope's vdbench import covers file-system workloads");
                 c.errors.push(head.err(msg, "fsd=, fwd= and rd= definitions"));
             }
+            // Data validation: ioscope's own (`verify`), with its own header and checks, is
+            // not vdbench's; the importer does not turn one into the other.
+            "validate" | "data_errors" if head.word() == "no" => {}
+            "validate" | "data_errors" => {
+                let msg = format!(
+                    "{}: ioscope validates data with its own verify = \"fail\" (docs/verify.md), for flat working sets and [dataset] trees alike; import without it, then add verify = \"fail\" to the workload (or run with --verify)",
+                    head.name
+                );
+                c.errors.push(
+                    head.err(msg, "no validate or data_errors (then verify = \"fail\" in the imported workload)"),
+                );
+            }
             _ => {
                 for p in std::iter::once(&head).chain(&rest) {
                     let msg = format!("the general parameter {} is not supported", p.name);
@@ -684,6 +696,14 @@ rd=rd1,fwd=(fwd1,fwd2),fwdrate=10000,format=no,ela psed=72000,interval=1
 
     fn errors(text: &str) -> Vec<ImportError> {
         convert(text).expect_err("should not convert")
+    }
+
+    #[test]
+    fn vdbench_data_validation_is_refused_naming_verify_and_why() {
+        let e = convert("validate=yes\nfsd=fsd1,anchor=/d,depth=1,width=1,files=10,size=4k\n").unwrap_err();
+        assert!(e.iter().any(|x| x.message.contains("verify = \"fail\"")), "{e:?}");
+        let e = convert("data_errors=1\nfsd=fsd1,anchor=/d,depth=1,width=1,files=10,size=4k\n").unwrap_err();
+        assert!(e.iter().any(|x| x.parameter == "data_errors"), "{e:?}");
     }
 
     #[test]

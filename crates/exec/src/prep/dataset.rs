@@ -300,6 +300,9 @@ fn connect<'f>(fs: &'f dyn FileSystem, anchor: &Path) -> Result<Box<dyn FsConn +
 pub struct Prepared {
     pub reused: bool,
     pub layout: Layout,
+    /// Files created now with a verify header (generation 0) in every whole block
+    /// ([`prepare_stamped`]), in no order; empty when reused or without headers.
+    pub stamped: Vec<u32>,
 }
 
 /// Creates, re-creates or reuses the tree: directories, then the files, filled with
@@ -316,12 +319,27 @@ pub fn prepare(
     threads: usize,
     progress: &(dyn Fn(u64, u64, u64) + Sync),
 ) -> Result<Prepared, DatasetError> {
+    prepare_stamped(fs, spec, force, created_anchor, threads, progress, None)
+}
+
+/// As [`prepare`]; with `headers` (run id, verify block length: a run with `--verify`),
+/// the files it creates carry a verify header of generation 0 in every whole block, file
+/// id = the file's index (see `Prepared::stamped`).
+pub fn prepare_stamped(
+    fs: &dyn FileSystem,
+    spec: &Dataset,
+    force: bool,
+    created_anchor: bool,
+    threads: usize,
+    progress: &(dyn Fn(u64, u64, u64) + Sync),
+    headers: Option<(u64, u32)>,
+) -> Result<Prepared, DatasetError> {
     let layout = Layout::new(spec);
     let anchor = layout.anchor();
     let mut c = connect(fs, anchor)?;
     let state = inspect(&mut *c, &layout, force)?;
     if state.reuse {
-        return Ok(Prepared { reused: true, layout });
+        return Ok(Prepared { reused: true, layout, stamped: Vec::new() });
     }
     let created_dir = match &state.old {
         Some(old) => {
@@ -339,24 +357,30 @@ pub fn prepare(
         Tree { complete: false, files: layout.files(), total_bytes: layout.total_bytes(), spec: Shape::of(spec) };
     let mut marker = Marker::new(created_dir, tree);
     write_marker(&mut *c, anchor, &marker)?;
-    if let Err(e) = create_files(fs, &mut *c, &layout, threads, progress) {
-        // Everything under the marker is this run's: take it away again.
-        let _ = cleanup(fs, anchor);
-        return Err(e);
-    }
+    let stamped = match create_files(fs, &mut *c, &layout, threads, progress, headers) {
+        Ok(s) => s,
+        Err(e) => {
+            // Everything under the marker is this run's: take it away again.
+            let _ = cleanup(fs, anchor);
+            return Err(e);
+        }
+    };
     marker.body.complete = true;
     write_marker(&mut *c, anchor, &marker)?;
-    Ok(Prepared { reused: false, layout })
+    Ok(Prepared { reused: false, layout, stamped })
 }
 
-/// The directories, then the files with their data.
+/// The directories, then the files with their data (and verify headers: the files every
+/// whole block of which got one are returned).
 fn create_files(
     fs: &dyn FileSystem,
     c: &mut dyn FsConn,
     layout: &Layout,
     threads: usize,
     progress: &(dyn Fn(u64, u64, u64) + Sync),
-) -> Result<(), DatasetError> {
+    headers: Option<(u64, u32)>,
+) -> Result<Vec<u32>, DatasetError> {
+    let stamped = Mutex::new(Vec::new());
     let anchor = layout.anchor();
     for leaf in 0..layout.leaf_dirs() {
         let dir = layout.leaf_path(leaf);
@@ -379,22 +403,38 @@ fn create_files(
         || connect(fs, anchor),
         |c, i| {
             let path = layout.file_path(i);
+            let size = layout.file_size(i);
+            let file_id = u32::try_from(i).ok().filter(|_| headers.is_some());
+            // Every whole block stamped: each chunk starts on a block and holds whole ones
+            // (or ends the file, whose partial last block is not verified).
+            let mut whole = file_id.is_some();
             // Seeded per file and offset: no two chunks are alike, so nothing dedupes. The
             // data is durable when write_file returns: before the marker says complete, and
             // so the run does not measure the write-back of the format.
-            let mut fill = |off, chunk: &mut [u8]| {
+            let mut fill = |off: u64, chunk: &mut [u8]| {
                 fill_random(chunk, mix(mix(i) ^ off));
+                if let (Some((run_id, bl)), Some(id)) = (headers, file_id) {
+                    let b = u64::from(bl.max(1));
+                    if off % b == 0 && (chunk.len() as u64 % b == 0 || off + chunk.len() as u64 == size) {
+                        crate::verify::stamp_laid_out(chunk, run_id, id, bl, off);
+                    } else {
+                        whole = false;
+                    }
+                }
                 bytes.fetch_add(chunk.len() as u64, Relaxed);
                 tick();
             };
-            c.write_file(&path, layout.file_size(i), &mut fill).map_err(io_err(&path))?;
+            c.write_file(&path, size, &mut fill).map_err(io_err(&path))?;
+            if let (true, Some(id)) = (whole, file_id) {
+                stamped.lock().unwrap_or_else(|p| p.into_inner()).push(id);
+            }
             done.fetch_add(1, Relaxed);
             tick();
             Ok(())
         },
     )?;
     progress(total, total, layout.total_bytes());
-    Ok(())
+    Ok(stamped.into_inner().unwrap_or_else(|p| p.into_inner()))
 }
 
 /// What cleanup removed, and what it left.

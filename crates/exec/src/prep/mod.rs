@@ -22,6 +22,10 @@ pub fn cleanup(plan: &ioscope_workload::Plan) -> Result<(u64, u64), String> {
     if plan.dataset.is_none() && !plan.engine.spec().caps.does_io {
         return Ok((0, 0));
     }
+    // A block device: nothing was created on it, nothing is removed.
+    if plan.dataset.is_none() && crate::blockdev::is_block_device(&plan.dir) {
+        return Ok((0, 0));
+    }
     let (fs, dir) = crate::storage(plan).map_err(|e| e.to_string())?;
     match &plan.dataset {
         Some(d) => dataset::cleanup(&*fs, &d.dir).map(|c| (c.files, c.bytes)).map_err(|e| e.to_string()),

@@ -63,6 +63,9 @@ pub struct Layout {
     foreign: Vec<usize>,
     dir_exists: bool,
     marker: Marker<Files>,
+    /// With `--verify`: (run id, verify block) to stamp a header of generation 0 into each
+    /// block the fill writes (see [`crate::verify::LaidOut`]).
+    pub verify_headers: Option<(u64, u32)>,
 }
 
 impl Layout {
@@ -151,7 +154,7 @@ pub fn check(fs: &dyn FileSystem, dir: &Path, plan: &Plan) -> Result<Layout, Wor
             return Err(WorksetError::NoSpace { dir, need, free });
         }
     }
-    Ok(Layout { dir, files, file_size_bytes: size, to_fill, foreign, dir_exists, marker })
+    Ok(Layout { dir, files, file_size_bytes: size, to_fill, foreign, dir_exists, marker, verify_headers: None })
 }
 
 fn write_marker(c: &mut dyn FsConn, dir: &Path, m: &Marker<Files>) -> Result<(), WorksetError> {
@@ -195,6 +198,15 @@ fn undo(fs: &dyn FileSystem, layout: &mut Layout) {
     }
 }
 
+/// Bytes the fill writes at a time.
+const CHUNK: u64 = 8 << 20;
+
+/// Whether the fill can stamp verify headers in blocks of `block_len` (with `--verify`):
+/// each chunk it writes must hold whole blocks.
+pub fn stamps_headers(block_len: u32) -> bool {
+    block_len > 0 && CHUNK % u64::from(block_len) == 0
+}
+
 fn fill(
     fs: &dyn FileSystem,
     layout: &mut Layout,
@@ -218,9 +230,11 @@ fn fill(
     write_marker(&mut *c, &layout.dir, &layout.marker)?;
 
     // Every file in 8 MiB chunks, taken by the writers in turn; the first error stops them.
-    const CHUNK: u64 = 8 << 20;
     let size = layout.file_size_bytes;
     let opened: Vec<&PathBuf> = layout.to_fill.iter().map(|&i| &layout.files[i]).collect();
+    let file_ids: Vec<u32> = layout.to_fill.iter().map(|&i| i as u32).collect();
+    // Headers only where chunks hold whole verify blocks (a verify block divides a chunk).
+    let headers = layout.verify_headers.filter(|(_, bl)| stamps_headers(*bl));
     for path in &opened {
         c.create_empty(path).map_err(io_err(path))?;
     }
@@ -238,6 +252,11 @@ fn fill(
             let chunk = &mut buf[..CHUNK.min(size - off) as usize];
             // Seeded per chunk: no two chunks are alike, so nothing dedupes.
             fill_random(chunk, super::mix(k) ^ off);
+            if let (Some((run_id, bl)), Some(&file_id)) =
+                (headers, usize::try_from(f).ok().and_then(|f| file_ids.get(f)))
+            {
+                crate::verify::stamp_laid_out(chunk, run_id, file_id, bl, off);
+            }
             c.write_at(path, off, chunk).map_err(io_err(path))?;
             let len = chunk.len() as u64;
             progress(written.fetch_add(len, std::sync::atomic::Ordering::Relaxed) + len, total);

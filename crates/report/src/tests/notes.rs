@@ -82,7 +82,7 @@ fn an_open_loop_run_whose_responses_far_exceed_its_service_times_says_the_schedu
     let note = notes.iter().find(|n| n.starts_with("the open-loop schedule fell behind")).unwrap_or_else(|| {
         panic!("no note in {notes:#?}");
     });
-    assert!(note.contains("write p99 1.3 s from the intended start, 215 µs from issue"), "{note}");
+    assert!(note.contains("write p99 1.3 s from the intended start against 215 µs service time"), "{note}");
     assert!(note.contains("includes the wait"), "{note}");
     // fdatasync's response is near its service time: not behind.
     assert!(!note.contains("fdatasync"), "{note}");
@@ -147,4 +147,25 @@ fn a_shortfall_that_is_a_last_second_without_io_says_so() {
     r.seconds = (0..30).map(|i| snap(i, 960_000_000, vec![("read", reads())])).collect();
     let short = notes_with(art, r);
     assert!(short.iter().any(|n| n == "measured 28.8 s of the planned 30 s"), "{short:#?}");
+}
+
+#[test]
+fn a_rate_not_reached_says_how_late_ios_started_in_words_and_evidence() {
+    let mut r = behind();
+    let p = Plan { rate_iops: Some(2000), ..plan() };
+    r.run.info.plan_json = serde_json::to_string(&p).unwrap();
+    let s = summarize(&r, Path::new("r"));
+    let v = s.verdicts.iter().find(|v| v.id == "rate-not-held").unwrap_or_else(|| panic!("{:#?}", s.verdicts));
+    assert!(v.message.starts_with("the target rate of 2,000 IOPS was not reached (500 IOPS)"), "{}", v.message);
+    assert!(v.message.contains("I/Os started up to about 1.3 s late at the 99th percentile"), "{}", v.message);
+    assert_eq!(v.evidence["asked_iops"], 2000);
+    assert_eq!(v.evidence["achieved_iops"], 500.0);
+    let late = v.evidence["write_start_delay_p99_ns"].as_u64().unwrap();
+    let (response, service) = (
+        v.evidence["write_latency_p99_ns"].as_u64().unwrap(),
+        v.evidence["write_service_time_p99_ns"].as_u64().unwrap(),
+    );
+    assert_eq!(late, response - service);
+    // One verdict per concern: not also a "fell behind" one.
+    assert_eq!(s.verdicts.iter().filter(|v| v.id == "rate-not-held").count(), 1);
 }
