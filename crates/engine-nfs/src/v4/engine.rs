@@ -217,6 +217,10 @@ pub(crate) fn slot_reply(
             seq_status = s;
             return Ok(Err(s));
         }
+        if r.uncached_retry() {
+            seq_status = status::RETRY_UNCACHED_REP;
+            return Ok(Err(seq_status));
+        }
         if let Err(s) = r.plain(op::PUTFH, 0)? {
             return Ok(Err(s));
         }
@@ -573,5 +577,17 @@ mod tests {
             SlotReply { result: status_result(status::SEQ_MISORDERED), seq_status: status::SEQ_MISORDERED }
         );
         assert_eq!(slot_reply(Op::Read, 4096, &[0, 0], None, None, &mut None).result, -(libc::EPROTO as i64));
+        // nfs-ganesha's answer to a retried id it did not cache: SEQUENCE passes, the next
+        // operation says NFS4ERR_RETRY_UNCACHED_REP; the call is sent again, not failed.
+        let held = status::RETRY_UNCACHED_REP;
+        let body = reply(held, &[(op::SEQUENCE, 0, &seq), (op::PUTFH, held, &[])]);
+        assert_eq!(
+            slot_reply(Op::Write, 4096, &body, None, None, &mut None),
+            SlotReply { result: status_result(held), seq_status: held }
+        );
+        let mut slot = SlotSeq::default();
+        let id = slot.take();
+        assert!(slot.answered(id, held), "sent again with the next id");
+        assert_eq!(slot.take(), id + 1);
     }
 }

@@ -46,6 +46,7 @@ pub mod status {
     pub const EXPIRED: u32 = 10011;
     pub const BADSESSION: u32 = 10052;
     pub const SEQ_MISORDERED: u32 = 10063;
+    pub const RETRY_UNCACHED_REP: u32 = 10068;
 }
 
 /// Attribute numbers ioscope reads or sets.
@@ -476,6 +477,14 @@ impl<'a> Reply<'a> {
             }
             s => Ok(Err(s)),
         }
+    }
+
+    /// After a SEQUENCE that passed: the compound is a retry of the slot's last id whose
+    /// reply the server did not cache. A server may say so in the operation after
+    /// SEQUENCE rather than at SEQUENCE (RFC 8881 section 2.10.6.1.3; nfs-ganesha does):
+    /// like a refusal at SEQUENCE, the call executed nothing.
+    pub fn uncached_retry(&self) -> bool {
+        self.status == status::RETRY_UNCACHED_REP
     }
 
     /// A SEQUENCE result: the slot's sequence id the server answered with.

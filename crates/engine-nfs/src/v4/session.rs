@@ -90,7 +90,7 @@ pub struct SlotSeq {
 
 /// NFS4ERR_RETRY_UNCACHED_REP and NFS4ERR_SEQ_FALSE_RETRY: the id sent is the one the
 /// server holds.
-const HELD: [u32; 2] = [10068, 10076];
+const HELD: [u32; 2] = [status::RETRY_UNCACHED_REP, 10076];
 
 impl SlotSeq {
     /// The id of the next call.
@@ -249,7 +249,11 @@ impl Calls {
             // Without a reply the id stays taken (see SlotSeq).
             let body = self.conn.call(NFS_PROG, 4, proto::COMPOUND, &e.buf)?;
             let mut r = Reply::parse(&body)?;
-            let status = r.sequence()?.err().unwrap_or(status::OK);
+            let status = match r.sequence()? {
+                Err(s) => s,
+                Ok(_) if r.uncached_retry() => status::RETRY_UNCACHED_REP,
+                Ok(_) => status::OK,
+            };
             let again = self.seq.answered(seq, status);
             sends += 1;
             match status {
