@@ -221,13 +221,13 @@ fn warmup_auto_marks_the_seconds_before_steady_state_as_warmup_and_every_view_le
     let db = dir.path().join("r.db");
     // Throttled for its first seconds, then free: not steady until a window after that.
     // Held at 2M IOPS (as the other runs that must become steady), far above what the
-    // throttle leaves.
+    // throttle leaves; 20 s leave room for a steady window on a busy machine.
     let args = [
         "run",
         "--engine",
         "null",
         "--duration",
-        "12s",
+        "20s",
         "--rate-iops",
         "2000000",
         "--steady-window",
