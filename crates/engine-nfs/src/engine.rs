@@ -97,7 +97,7 @@ pub(crate) const LAND_FROM: u32 = 64 << 10;
 
 /// Failed results carrying an NFS status are `-(NFS_STATUS_BASE + status)`, above every
 /// errno, so that [`Engine::error_text`] can name the status (NFS3ERR_NOSPC, ...).
-pub const NFS_STATUS_BASE: i64 = 1 << 20;
+pub const NFS_STATUS_BASE: i64 = ioscope_engine::STATUS_BASE;
 
 /// A COMMIT whose verifier differs from that of the UNSTABLE writes it covers: the server
 /// restarted in between and the writes may be gone. Between the errnos and the statuses.

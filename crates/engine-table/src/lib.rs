@@ -8,6 +8,7 @@
 //! if it has one), a variant of [`EngineKind`], and its line in [`ENGINES`].
 
 pub mod nfs;
+pub mod s3;
 
 use serde::{Deserialize, Serialize};
 
@@ -19,10 +20,11 @@ pub enum EngineKind {
     Uring,
     Nfs,
     Null,
+    S3,
 }
 
 /// Every engine, one line each, in [`EngineKind`] order (checked at compile time below).
-pub const ENGINES: &[EngineSpec] = &[POSIX, URING, nfs::SPEC, NULL];
+pub const ENGINES: &[EngineSpec] = &[POSIX, URING, nfs::SPEC, NULL, s3::SPEC];
 
 const _: () = {
     let mut i = 0;
@@ -117,6 +119,9 @@ pub struct Capabilities {
     pub does_io: bool,
     /// Works on a server named by a target URL (`--target`), not in a local `--dir`.
     pub target: Option<TargetRule>,
+    /// Objects, not files: a write replaces a whole object, there are no directories to
+    /// make or remove, no attributes to set and no per-write sync.
+    pub objects: bool,
 }
 
 impl Capabilities {
@@ -130,6 +135,7 @@ impl Capabilities {
         sqpoll: false,
         does_io: true,
         target: None,
+        objects: false,
     };
 
     pub fn queued(&self) -> bool {
@@ -221,6 +227,7 @@ pub struct Target {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TargetKind {
     Nfs(nfs::Target),
+    S3(s3::Target),
 }
 
 impl Target {

@@ -96,7 +96,7 @@ pub fn clip(s: &str) -> String {
 
 /// `HOST`, `HOST:PORT`, `[IPV6]` or `[IPV6]:PORT` → (host, port). An IPv6 address must be
 /// in brackets and parse as one; a name has only letters, digits, `-`, `.` and `_`.
-fn split_authority(authority: &str) -> Result<(String, Option<u16>), TargetError> {
+pub(crate) fn split_authority(authority: &str) -> Result<(String, Option<u16>), TargetError> {
     let (host, port) = if let Some(rest) = authority.strip_prefix('[') {
         let (addr, after) = rest.split_once(']').ok_or_else(|| {
             TargetError(format!("{:?}: an IPv6 address needs its closing ] ([::1]:2049)", clip(authority)))

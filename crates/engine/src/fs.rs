@@ -63,6 +63,10 @@ pub trait FsConn {
 /// Bytes [`FsConn::write_file`] writes per call.
 const CHUNK: u64 = 1 << 20;
 
+/// Bytes a working set's fill passes to each [`FsConn::write_at`]: every chunk but a file's
+/// last is this long and starts at a multiple of it (an S3 object's parts).
+pub const FILL_CHUNK: u64 = 8 << 20;
+
 /// The local file system through std::fs.
 pub struct LocalFs;
 

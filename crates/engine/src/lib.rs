@@ -43,6 +43,8 @@ pub struct OpenSpec {
     pub dsync: bool,
     /// Queue depth the core will use.
     pub queue_depth: u32,
+    /// Bytes in each file (a flat working set's files are all alike); 0 if not known.
+    pub file_size: u64,
 }
 
 impl OpenSpec {
@@ -128,6 +130,11 @@ pub trait Engine: Send {
     /// Closes the target. Also done on drop.
     fn close(&mut self) {}
 }
+
+/// Failed results carrying a status of the target's own protocol (an NFS status, an S3
+/// error code's number) are `-(STATUS_BASE + status)`, above every errno; the engine's
+/// [`Engine::error_text`] names them, and the recorders count them by kind.
+pub const STATUS_BASE: i64 = 1 << 20;
 
 /// Turns a negative errno result into a readable message.
 pub fn error_name(result: i64) -> String {

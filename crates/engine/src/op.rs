@@ -27,6 +27,7 @@ pub struct FileReq<'p> {
     pub file: u32,
     /// Open: for writing too.
     pub write: bool,
-    /// Create: bytes to write into the new file (from buffer slot 0, repeated).
+    /// Create: bytes to write into the new file (from buffer slot 0, repeated); Open: the
+    /// file's size where known (0 if not).
     pub size: u64,
 }

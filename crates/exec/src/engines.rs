@@ -11,6 +11,7 @@ use ioscope_engine_nfs::engine::NfsEngine;
 use ioscope_engine_nfs::fs::NfsFs;
 use ioscope_engine_nfs::target::Version;
 use ioscope_engine_nfs::v4::{engine::Nfs41Engine, fs::Nfs41Fs};
+use ioscope_engine_s3::{engine::S3Engine, fs::S3Fs};
 use ioscope_workload::{EngineKind, Plan, TargetKind};
 use std::path::PathBuf;
 
@@ -29,7 +30,8 @@ pub(crate) fn with_engine<F: WithEngine>(plan: &Plan, f: F) -> F::Out {
         (EngineKind::Null, _) => f.with(NullEngine::default()),
         (EngineKind::Nfs, Some(TargetKind::Nfs(t))) if t.version == Version::V41 => f.with(Nfs41Engine::new(t.clone())),
         (EngineKind::Nfs, Some(TargetKind::Nfs(t))) => f.with(NfsEngine::new(t.clone())),
-        (EngineKind::Nfs, None) => unreachable!("validation gives engine nfs its target"),
+        (EngineKind::S3, Some(TargetKind::S3(t))) => f.with(S3Engine::new(t.clone())),
+        (EngineKind::Nfs | EngineKind::S3, _) => unreachable!("validation gives engines nfs and s3 their target"),
     }
 }
 
@@ -57,6 +59,9 @@ pub fn storage(plan: &Plan) -> Result<(Box<dyn FileSystem>, PathBuf), StorageErr
                 Version::V3 => Box::new(NfsFs::mount(t).map_err(failed)?),
                 Version::V41 => Box::new(Nfs41Fs::mount(t).map_err(failed)?),
             }
+        }
+        TargetKind::S3(t) => {
+            Box::new(S3Fs::connect_to(t).map_err(|reason| StorageError::Mount { url: target.url.clone(), reason })?)
         }
     };
     Ok((fs, PathBuf::from(&target.root)))

@@ -6,7 +6,8 @@
 //! Numbers: 1..=255 errno; `STATUS_LOW`.. NFS statuses 0..=127, `STATUS_HIGH`.. NFS
 //! statuses 10000..=10063, `STATUS_HIGHER`.. 10064..=10099 (NFSv4.1's session errors);
 //! [`SHORT`] a transfer of fewer bytes than asked; 0 anything else. The statuses are
-//! named as the target's NFS version names them ([`namer`]).
+//! named as the target's protocol names them ([`namer`]): NFSv3 or NFSv4 statuses, or S3
+//! error codes (which the s3 engine encodes in the low range).
 
 use ioscope_engine::Op;
 use ioscope_engine_nfs::engine::NFS_STATUS_BASE;
@@ -53,6 +54,7 @@ pub fn namer(plan: &ioscope_workload::Plan) -> ioscope_metrics::KindNamer {
     use ioscope_workload::TargetKind;
     match plan.target.as_ref().map(|t| &t.kind) {
         Some(TargetKind::Nfs(t)) if t.version == ioscope_engine_nfs::target::Version::V41 => kind_name_nfs4,
+        Some(TargetKind::S3(_)) => kind_name_s3,
         _ => kind_name,
     }
 }
@@ -64,6 +66,14 @@ fn status_of(kind: u16) -> Option<u32> {
         STATUS_HIGH..SHORT => Some(10_000 + (kind - STATUS_HIGH) as u32),
         STATUS_HIGHER..=488 => Some(10_064 + (kind - STATUS_HIGHER) as u32),
         _ => None,
+    }
+}
+
+/// [`kind_name`] with S3 error codes and HTTP statuses (NoSuchKey, SlowDown, HTTP 503).
+pub fn kind_name_s3(op: usize, kind: u16) -> String {
+    match status_of(kind) {
+        Some(status) => ioscope_engine_s3::errors::status_name(status),
+        None => kind_name(op, kind),
     }
 }
 

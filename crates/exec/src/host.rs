@@ -82,6 +82,18 @@ pub fn describe_run(plan: &ioscope_workload::Plan) -> Value {
             config["nfs"] = crate::system::nfs_record(t, None);
             Some(t.host.clone())
         }
+        Some(ioscope_workload::TargetKind::S3(t)) => {
+            // What the target says (never the credentials: they are not part of it).
+            config["s3"] = serde_json::json!({
+                "bucket": t.bucket,
+                "prefix": t.prefix,
+                "endpoint": t.endpoint.as_ref().map(|e| format!("{}://{}:{}", if e.https { "https" } else { "http" }, e.host, e.port)),
+                "region": t.region,
+                "style": format!("{:?}", t.style).to_lowercase(),
+                "part_size_bytes": t.part_size_bytes,
+            });
+            t.endpoint.as_ref().map(|e| e.host.clone())
+        }
         None => config["target"]
             .get("fs_type")
             .and_then(|f| crate::system::mount_server(f.as_str()?, config["target"]["mount_source"].as_str()?)),

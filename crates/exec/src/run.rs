@@ -620,6 +620,7 @@ pub fn measure<S: Sink>(plan: &Plan, files: &[PathBuf], sink: &mut S, m: Measure
         direct: plan.direct,
         dsync: plan.sync == SyncMode::Dsync,
         queue_depth: plan.iodepth,
+        file_size: if tree.is_some() { 0 } else { plan.file_size_bytes() },
     };
     let (probe_tx, probe_rx) = std::sync::mpsc::channel::<ProbeRow>();
     let cpu: Vec<crate::cpu::ThreadCpu> = (0..threads).map(|_| crate::cpu::ThreadCpu::new()).collect();

@@ -318,12 +318,12 @@ impl<'a, E: Engine> Worker<'a, E> {
             let path = tree.layout.file_path(i);
             held = v.and_then(|v| u32::try_from(i).ok().and_then(|f| v.hold(f)));
             task.open_epoch = held.as_deref().copied().unwrap_or(0);
+            let size = tree.layout.file_size(i);
             let (r, done) =
-                self.file_op(Op::Open, &FileReq { op: Op::Open, write, ..req(&path) }, intended, file_no(i));
+                self.file_op(Op::Open, &FileReq { op: Op::Open, write, size, ..req(&path) }, intended, file_no(i));
             if r < 0 {
                 return done;
             }
-            let size = tree.layout.file_size(i);
             let block = task.eff.block_sizes.iter().map(|b| b.bytes).min().unwrap_or(1).max(1);
             task.open = Some((i, size, 0, size.div_ceil(block).max(1)));
         }

@@ -143,9 +143,10 @@ const MAX_BUFFER_BYTES: u64 = 64 << 30;
 const MAX_DURATION: Duration = Duration::from_secs(30 * 86_400);
 const SIZE_EXAMPLE: &str = "a size like 4k, 64k, 1m";
 const DIR_EXPECTED: &str = "a directory path, e.g. --dir /mnt/test or dir = \"/mnt/test\"";
-const NFS_DATASET_DIR_EXPECTED: &str =
-    "a directory under the NFS target: a relative path like \"tree\", or nfs://... under the target";
-const TARGET_EXPECTED: &str = "an NFS target like nfs://server/export/dir?nconnect=4";
+const TARGET_DATASET_DIR_EXPECTED: &str =
+    "a directory under the target: a relative path like \"tree\", or nfs://... or s3://... under the target";
+const TARGET_EXPECTED: &str =
+    "a target like nfs://server/export/dir?nconnect=4 or s3://bucket/prefix?endpoint=http://127.0.0.1:9000";
 
 const RWS: &[(&str, Rw)] = &[
     ("read", Rw::Read),
@@ -1772,6 +1773,59 @@ impl<'a> Ctx<'a> {
                 }
             }
         }
+        // An object store writes whole objects: no partial or random writes, no sync, no
+        // directories or attributes.
+        if let Some(e) = engine.filter(|e| e.spec().caps.objects) {
+            let name = e.name();
+            if let Got::Ok(sync, loc) = &sync_g {
+                if *sync != SyncMode::None {
+                    let note = format!("engine {name}: a PUT is durable when it succeeds; there is nothing to sync");
+                    self.err(loc, "sync", "none", note);
+                }
+            }
+            if let (false, Some(size), Some(files)) = (has_dataset, size, files) {
+                let object = size / files.max(1);
+                for w in parsed.iter().filter(|w| w.workload.writes()) {
+                    if let Some(b) = w.bs.iter().find(|b| b.bs.bytes != object) {
+                        let note = format!(
+                            "engine {name} writes whole objects: each write PUTs one object of size / files = {}, so bs must be that size",
+                            format_size(object)
+                        );
+                        self.err(
+                            &b.loc.clone(),
+                            "bs",
+                            format!("{} (the object size) for a workload that writes", format_size(object)),
+                            note,
+                        );
+                    }
+                }
+            }
+            for w in parsed.iter().filter(|_| has_dataset) {
+                let op = w.workload.operation;
+                let refused = match op {
+                    Operation::Mkdir | Operation::Rmdir => {
+                        Some("there are no directories to make or remove: a prefix exists while an object is under it")
+                    }
+                    Operation::Setattr => Some("objects have no attributes to set"),
+                    Operation::Write if w.workload.fileio == FileIo::Random => {
+                        Some("an object is written whole or in order, part after part: use fileio = \"sequential\"")
+                    }
+                    _ => None,
+                };
+                if let Some(why) = refused {
+                    let (key, expected) = match op {
+                        Operation::Write => ("fileio", "sequential"),
+                        _ => ("operation", "read, write, create, delete, open, close, getattr, copy or move"),
+                    };
+                    self.err(
+                        &w.name_loc.clone(),
+                        key,
+                        format!("{expected} with engine {name}"),
+                        format!("engine {name}: {why}"),
+                    );
+                }
+            }
+        }
         // Each thread holds iodepth buffers of the largest block size, allocated before the
         // run: more than memory can hold must be refused here, not fail in a worker.
         let largest_bs = all_bs.iter().map(|e| e.bs.bytes).max().unwrap_or(4096);
@@ -2340,9 +2394,9 @@ impl<'a> Ctx<'a> {
         }))
     }
 
-    /// With an engine that has a target (nfs) the dataset lives on the server, under the
+    /// With an engine that has a target (nfs, s3) the dataset lives on the server, under the
     /// target: `dataset.dir` is a relative path there (the target's directory itself when
-    /// absent), or its URL spelling (`nfs://...`), which is how the plan keeps it.
+    /// absent), or its URL spelling (`nfs://...`, `s3://...`), which is how the plan keeps it.
     fn target_anchor(
         &mut self,
         dir_g: Got<PathBuf>,
@@ -2368,7 +2422,7 @@ impl<'a> Ctx<'a> {
         if under.is_none() {
             let name = engine.map_or("nfs", EngineKind::name);
             let note = format!("with engine {name} the dataset lives on the server, under {}", base.display());
-            self.err(&loc, "dataset.dir", NFS_DATASET_DIR_EXPECTED, note);
+            self.err(&loc, "dataset.dir", TARGET_DATASET_DIR_EXPECTED, note);
         }
         under
     }

@@ -199,7 +199,7 @@ fn undo(fs: &dyn FileSystem, layout: &mut Layout) {
 }
 
 /// Bytes the fill writes at a time.
-const CHUNK: u64 = 8 << 20;
+const CHUNK: u64 = ioscope_engine::fs::FILL_CHUNK;
 
 /// Whether the fill can stamp verify headers in blocks of `block_len` (with `--verify`):
 /// each chunk it writes must hold whole blocks.
