@@ -29,8 +29,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sigv4::http_request::{
-    sign, PayloadChecksumKind, PercentEncodingMode, SignableBody, SignableRequest,
-    SigningSettings, UriPathNormalizationMode,
+    sign, PayloadChecksumKind, PercentEncodingMode, SignableBody, SignableRequest, SigningSettings,
+    UriPathNormalizationMode,
 };
 use aws_sigv4::sign::v4;
 use aws_smithy_runtime_api::client::identity::Identity;
@@ -143,9 +143,8 @@ struct Target {
 impl Target {
     fn from_env() -> Result<Target, String> {
         let var = |name: &str| {
-            std::env::var(name).map_err(|_| {
-                format!("{name} is not set: source the env file of scripts/s3-server.sh start")
-            })
+            std::env::var(name)
+                .map_err(|_| format!("{name} is not set: source the env file of scripts/s3-server.sh start"))
         };
         let endpoint = var("IOSCOPE_S3_ENDPOINT")?.trim_end_matches('/').to_string();
         let authority = endpoint
@@ -217,21 +216,12 @@ impl HyperStack {
         for _ in 0..depth {
             senders.push(connect_one(&t.authority).await?);
         }
-        let identity =
-            aws_credential_types::Credentials::new(&t.access_key, &t.secret_key, None, None, "env")
-                .into();
+        let identity = aws_credential_types::Credentials::new(&t.access_key, &t.secret_key, None, None, "env").into();
         Ok(HyperStack { senders, identity })
     }
 
     /// One signed request on connection `conn`; returns the response body's length.
-    async fn request(
-        &mut self,
-        t: &Target,
-        conn: usize,
-        op: Op,
-        key: &str,
-        body: &Bytes,
-    ) -> Result<usize, BoxError> {
+    async fn request(&mut self, t: &Target, conn: usize, op: Op, key: &str, body: &Bytes) -> Result<usize, BoxError> {
         let path = format!("/{}/{}", t.bucket, key);
         let url = format!("{}{}", t.endpoint, path);
         let (method, payload) = match op {
@@ -350,13 +340,7 @@ fn sdk_client(t: &Target) -> aws_sdk_s3::Client {
     let conf = aws_sdk_s3::Config::builder()
         .region(aws_sdk_s3::config::Region::new(t.region.clone()))
         .endpoint_url(&t.endpoint)
-        .credentials_provider(aws_sdk_s3::config::Credentials::new(
-            &t.access_key,
-            &t.secret_key,
-            None,
-            None,
-            "env",
-        ))
+        .credentials_provider(aws_sdk_s3::config::Credentials::new(&t.access_key, &t.secret_key, None, None, "env"))
         .force_path_style(true)
         .build();
     aws_sdk_s3::Client::from_conf(conf)
@@ -371,13 +355,7 @@ async fn sdk_request(
 ) -> Result<usize, BoxError> {
     match op {
         Op::Put => {
-            client
-                .put_object()
-                .bucket(&t.bucket)
-                .key(key)
-                .body(ByteStream::from(body.clone()))
-                .send()
-                .await?;
+            client.put_object().bucket(&t.bucket).key(key).body(ByteStream::from(body.clone())).send().await?;
             Ok(0)
         }
         Op::Get => {
@@ -508,9 +486,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 async fn run(o: Options) -> Result<(), BoxError> {
     let t = Target::from_env()?;
     // Incompressible-looking payload, the same for every PUT.
-    let body = Bytes::from(
-        (0..o.size).map(|i| (i as u32).wrapping_mul(2654435761) as u8 >> 1).collect::<Vec<u8>>(),
-    );
+    let body = Bytes::from((0..o.size).map(|i| (i as u32).wrapping_mul(2654435761) as u8 >> 1).collect::<Vec<u8>>());
     let mut stacks = Vec::new();
     for &s in &o.stacks {
         let state = match s {
@@ -536,11 +512,8 @@ async fn run(o: Options) -> Result<(), BoxError> {
     let mut results: Vec<[Vec<Sample>; 2]> = o.stacks.iter().map(|_| [Vec::new(), Vec::new()]).collect();
     for round in 1..=o.rounds {
         // Alternate the order of the stacks from round to round.
-        let order: Vec<usize> = if round % 2 == 1 {
-            (0..stacks.len()).collect()
-        } else {
-            (0..stacks.len()).rev().collect()
-        };
+        let order: Vec<usize> =
+            if round % 2 == 1 { (0..stacks.len()).collect() } else { (0..stacks.len()).rev().collect() };
         for si in order {
             for (oi, op) in [(0, Op::Get), (1, Op::Put)] {
                 let (s, st) = &mut stacks[si];
@@ -553,7 +526,9 @@ async fn run(o: Options) -> Result<(), BoxError> {
     println!();
     println!("Medians over {} rounds:", o.rounds);
     println!();
-    println!("| stack | op | req/s | client CPU µs/req (process) | client CPU µs/req (runtime thread) | server CPU µs/req |");
+    println!(
+        "| stack | op | req/s | client CPU µs/req (process) | client CPU µs/req (runtime thread) | server CPU µs/req |"
+    );
     println!("|---|---|---|---|---|---|");
     for (si, (s, _)) in stacks.iter().enumerate() {
         for (oi, op) in [(0, Op::Get), (1, Op::Put)] {
@@ -562,22 +537,11 @@ async fn run(o: Options) -> Result<(), BoxError> {
             let cpu = median(v.iter().map(|x| x.cpu_process_s * 1e6 / x.requests as f64).collect());
             let cpu_t = median(v.iter().map(|x| x.cpu_thread_s * 1e6 / x.requests as f64).collect());
             let srv = if v.iter().all(|x| x.cpu_server_s.is_some()) {
-                format!(
-                    "{:.1}",
-                    median(v.iter().map(|x| x.cpu_server_s.unwrap() * 1e6 / x.requests as f64).collect())
-                )
+                format!("{:.1}", median(v.iter().map(|x| x.cpu_server_s.unwrap() * 1e6 / x.requests as f64).collect()))
             } else {
                 "-".into()
             };
-            println!(
-                "| {} | {} | {:.0} | {:.1} | {:.1} | {} |",
-                s.name(),
-                op_name(op),
-                rps,
-                cpu,
-                cpu_t,
-                srv
-            );
+            println!("| {} | {} | {:.0} | {:.1} | {:.1} | {} |", s.name(), op_name(op), rps, cpu, cpu_t, srv);
         }
     }
     Ok(())
@@ -614,10 +578,7 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("tokio runtime");
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
     let local = tokio::task::LocalSet::new();
     if let Err(e) = local.block_on(&rt, run(o)) {
         eprintln!("s3client-bench: error: {e}");
