@@ -2,8 +2,9 @@
 # Installs what the tests need and runs them all: formatting, lints, unit and
 # integration tests (the real binary in temporary directories), the UI's data-shaping
 # modules under node:test, browser tests driving Debian Chromium with playwright-core, and
-# the NFSv3 client against a real nfs-ganesha in a network namespace, and the many-host
-# lab: four ssh hosts and nfs-ganesha in network namespaces (needs root).
+# the NFSv3 client against a real nfs-ganesha in a network namespace, the s3 engine against
+# a real MinIO (built with Go from the module proxy, cached), and the many-host lab: four
+# ssh hosts and nfs-ganesha in network namespaces (needs root).
 # Usage: scripts/test.sh        (from anywhere inside the repository)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -96,6 +97,17 @@ cargo test --test journal --locked --features ebpf -- --ignored --test-threads=1
 cargo test --test nfs41 --locked --features ebpf -- --ignored --test-threads=1 server_
 cargo test --test cli --locked --features ebpf -- --ignored nfs_server_killed   # last: it kills the server
 scripts/nfs-ganesha.sh stop
+trap - EXIT
+echo "== the s3 engine against a real MinIO, read back with s5cmd (scripts/s3-server.sh)"
+s3_env=$(scripts/s3-server.sh start | tail -n1)
+trap 'scripts/s3-server.sh stop >/dev/null 2>&1 || true' EXIT
+# shellcheck disable=SC1090 # the server's credentials, endpoint and bucket
+. "$s3_env"
+IOSCOPE_S5CMD=$(scripts/s3-server.sh tools | head -n1)
+export IOSCOPE_S5CMD IOSCOPE_S3_STATE_DIR=/tmp/ioscope-s3
+cargo test --test s3 --locked --features ebpf -- --ignored --skip server_
+cargo test --test s3 --locked --features ebpf -- --ignored server_   # last: it kills the server
+scripts/s3-server.sh stop
 trap - EXIT
 echo "== many-host lab: four ssh hosts and nfs-ganesha in network namespaces (scripts/hosts-lab.sh)"
 # Each test process starts the lab once and stops it when it ends; the trap also stops
