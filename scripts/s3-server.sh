@@ -11,7 +11,7 @@
 #        scripts/s3-server.sh restart-server [STATE_DIR]  start again: same port, data and
 #                                                  credentials
 #        scripts/s3-server.sh status [STATE_DIR]  exit 0 if up and healthy
-#        scripts/s3-server.sh tools               build s5cmd and warp, print their paths
+#        scripts/s3-server.sh tools [s5cmd|warp]  build s5cmd and warp (or one), print their paths
 # STATE_DIR defaults to /tmp/ioscope-s3. It holds data/ (MinIO's drive), env (mode 600:
 # credentials, region, endpoint, bucket, for `source`), minio.pid, port, minio.log.
 # Progress goes to stderr; `start` prints the env file's path as its last line on stdout.
@@ -299,8 +299,9 @@ EOF
     fi
     ;;
   tools)
-    go_bin s5cmd "$S5CMD_MOD" "$S5CMD_VERSION"
-    go_bin warp "$WARP_MOD" "$WARP_VERSION" "$WARP_GOSUM"
+    # `tools s5cmd` or `tools warp` builds just that one.
+    case "${2:-all}" in s5cmd|all) go_bin s5cmd "$S5CMD_MOD" "$S5CMD_VERSION" ;; esac
+    case "${2:-all}" in warp|all) go_bin warp "$WARP_MOD" "$WARP_VERSION" "$WARP_GOSUM" ;; esac
     ;;
   *)
     sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2

@@ -103,7 +103,7 @@ s3_env=$(scripts/s3-server.sh start | tail -n1)
 trap 'scripts/s3-server.sh stop >/dev/null 2>&1 || true' EXIT
 # shellcheck disable=SC1090 # the server's credentials, endpoint and bucket
 . "$s3_env"
-IOSCOPE_S5CMD=$(scripts/s3-server.sh tools | head -n1)
+IOSCOPE_S5CMD=$(scripts/s3-server.sh tools s5cmd)
 export IOSCOPE_S5CMD IOSCOPE_S3_STATE_DIR=/tmp/ioscope-s3
 cargo test --test s3 --locked --features ebpf -- --ignored --skip server_
 cargo test --test s3 --locked --features ebpf -- --ignored server_   # last: it kills the server
