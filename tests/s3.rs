@@ -199,8 +199,8 @@ fn s3_every_dataset_operation_runs_and_failures_are_named_by_their_s3_code() {
     let Some((endpoint, bucket, bin)) = server() else { return };
     let tmp = tempfile::tempdir().unwrap();
     let t = target(&endpoint, &bucket, "tree");
-    // GET, PUT (create), HEAD, DELETE at once: the only failures are the races of a
-    // delete with a read or a HEAD of the same object, named NoSuchKey and NotFound.
+    // GET, PUT (create), HEAD, DELETE and LIST at once: the only failures are the races of
+    // a delete with a read or a HEAD of the same object, named NoSuchKey and NotFound.
     let file = dataset_file(
         tmp.path(),
         "64k",
@@ -209,6 +209,7 @@ fn s3_every_dataset_operation_runs_and_failures_are_named_by_their_s3_code() {
             ("put", "operation = \"create\""),
             ("head", "operation = \"getattr\""),
             ("del", "operation = \"delete\""),
+            ("ls", "operation = \"list\""),
         ],
     );
     let out = ioscope()
@@ -217,7 +218,8 @@ fn s3_every_dataset_operation_runs_and_failures_are_named_by_their_s3_code() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let v = json_of(&out);
-    for op in ["read", "create", "getattr", "delete"] {
+    assert_eq!(v["ops"]["list"]["errors"], 0, "a listing under a prefix never fails: {}", v["ops"]["list"]);
+    for op in ["read", "create", "getattr", "delete", "list"] {
         assert!(v["ops"][op]["ops"].as_u64().unwrap() > 0, "{op}: {}", v["ops"][op]);
         let kinds = v["ops"][op]["errors_by_kind"].as_object().cloned().unwrap_or_default();
         assert!(kinds.keys().all(|k| k == "NoSuchKey" || k == "NotFound"), "{op}: {kinds:?}");

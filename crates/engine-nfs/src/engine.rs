@@ -240,6 +240,7 @@ impl Engine for NfsEngine {
             (Op::Mkdir, _) => paths.mkdir(path).map(|()| 0),
             (Op::Rmdir, _) => paths.rmdir(path).map(|()| 0),
             (Op::Getattr, _) => paths.getattr(path).map(|_| 0),
+            (Op::List, _) => paths.readdir(path).map(|_| 0),
             (Op::Setattr, _) => paths.touch(path).map(|()| 0),
             (Op::Copy, Some(to)) => paths.copy_new(path, to).map(|n| n as i64),
             (Op::Move, Some(to)) => paths.rename_new(path, to).map(|()| 0),

@@ -144,6 +144,15 @@ impl Paths {
         self.fresh(|p| p.file(path))
     }
 
+    /// READDIRPLUS of a directory, every page: how many entries it has.
+    pub fn readdir(&mut self, dir: &Path) -> Result<usize, NfsError> {
+        let rel = self.below(dir)?.to_path_buf();
+        self.fresh(|p| {
+            let fh = p.dir(&rel)?;
+            p.session.readdirplus(&fh).map(|e| e.len())
+        })
+    }
+
     /// GETATTR of a file by its handle (looked up once).
     pub fn getattr(&mut self, path: &Path) -> Result<Attr, NfsError> {
         self.fresh(|p| {

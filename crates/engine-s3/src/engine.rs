@@ -182,6 +182,8 @@ impl S3Engine {
                 None => Err(errors::result_of(404, None)),
             },
             (Op::Copy, Some(to)) => conn.copy(&key, &to).map(|()| 0),
+            // Every page of the listing under the directory's prefix (ListObjectsV2).
+            (Op::List, _) => conn.list(&format!("{}/", key.trim_end_matches('/')), Some("/")).map(|_| 0),
             (Op::Move, Some(to)) => {
                 conn.copy(&key, &to)?;
                 conn.delete(&key).map(|()| 0)

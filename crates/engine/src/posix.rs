@@ -82,6 +82,8 @@ impl Engine for PosixEngine {
                 Some(to) => std::fs::rename(req.path, to).map(|()| 0),
                 None => Err(std::io::Error::from_raw_os_error(libc::EINVAL)),
             },
+            // Every entry read, as `ls` would.
+            Op::List => std::fs::read_dir(req.path).and_then(|mut d| d.try_for_each(|e| e.map(drop))).map(|()| 0),
             Op::Read | Op::Write | Op::Fsync | Op::Fdatasync | Op::Verify => {
                 Err(std::io::Error::from_raw_os_error(libc::EINVAL))
             }

@@ -243,6 +243,7 @@ pub fn ops_of(plan: &Plan, w: &Workload) -> Vec<Op> {
         Operation::Setattr => ops.push(Op::Setattr),
         Operation::Copy => ops.push(Op::Copy),
         Operation::Move => ops.push(Op::Move),
+        Operation::List => ops.push(Op::List),
     }
     ops
 }

@@ -260,6 +260,13 @@ impl<'a, E: Engine> Worker<'a, E> {
                 }
                 self.file_op(Op::Close, &FileReq { op: Op::Close, ..req(&path) }, t, file_no(i)).1
             }
+            Operation::List => {
+                // Any leaf directory, whatever its state: listing an empty or missing one
+                // is a listing too (the server says which).
+                let d = task.below(tree.layout.leaf_dirs().max(1));
+                let path = layout.leaf_path(d);
+                self.file_op(Op::List, &FileReq { op: Op::List, ..req(&path) }, intended, NO_FILE).1
+            }
             Operation::Getattr | Operation::Setattr => {
                 let op = if task.eff.operation == Operation::Getattr { Op::Getattr } else { Op::Setattr };
                 let Some(i) = task.pick(tree, PRESENT, false) else { return self.no_target(op, task) };

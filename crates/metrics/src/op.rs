@@ -24,10 +24,12 @@ pub enum Op {
     /// check's time per block, its errors the mismatch kinds, its skips the blocks that
     /// could not be checked (unverified).
     Verify = 14,
+    /// A directory's entries listed (READDIR, a bucket listing under a prefix).
+    List = 15,
 }
 
 /// Number of [`Op`] kinds.
-pub const OP_KINDS: usize = 15;
+pub const OP_KINDS: usize = 16;
 
 impl Op {
     pub const ALL: [Op; OP_KINDS] = [
@@ -46,6 +48,7 @@ impl Op {
         Op::Copy,
         Op::Move,
         Op::Verify,
+        Op::List,
     ];
 
     /// The name in results files, summaries and the API.
@@ -66,6 +69,7 @@ impl Op {
             Op::Copy => "copy",
             Op::Move => "move",
             Op::Verify => "verify",
+            Op::List => "list",
         }
     }
 

@@ -169,6 +169,7 @@ const OPERATIONS: &[(&str, Operation)] = &[
     ("setattr", Operation::Setattr),
     ("copy", Operation::Copy),
     ("move", Operation::Move),
+    ("list", Operation::List),
 ];
 const ON_HOST_LOSS: &[(&str, OnHostLoss)] = &[("stop", OnHostLoss::Stop), ("continue", OnHostLoss::Continue)];
 /// Shortest and longest `host_timeout`.
@@ -1815,7 +1816,7 @@ impl<'a> Ctx<'a> {
                 if let Some(why) = refused {
                     let (key, expected) = match op {
                         Operation::Write => ("fileio", "sequential"),
-                        _ => ("operation", "read, write, create, delete, open, close, getattr, copy or move"),
+                        _ => ("operation", "read, write, create, delete, open, close, getattr, copy, move or list"),
                     };
                     self.err(
                         &w.name_loc.clone(),

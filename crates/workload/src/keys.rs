@@ -676,7 +676,7 @@ pub const KEYS: &[Key] = &[
         ..plain(
             "operation",
             WORKLOAD,
-            "read, write, create, delete, mkdir, rmdir, open, close, getattr, setattr, copy or move.",
+            "read, write, create, delete, mkdir, rmdir, open, close, getattr, setattr, copy, move or list (a leaf directory listed).",
             "\"read\"",
         )
     },

@@ -117,10 +117,12 @@ pub enum Operation {
     Setattr,
     Copy,
     Move,
+    /// Lists a leaf directory of the tree (READDIR; on S3, a listing under its prefix).
+    List,
 }
 
 impl Operation {
-    pub const ALL: [Operation; 12] = [
+    pub const ALL: [Operation; 13] = [
         Operation::Read,
         Operation::Write,
         Operation::Create,
@@ -133,6 +135,7 @@ impl Operation {
         Operation::Setattr,
         Operation::Copy,
         Operation::Move,
+        Operation::List,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -148,6 +151,7 @@ impl Operation {
             Operation::Setattr => "setattr",
             Operation::Copy => "copy",
             Operation::Move => "move",
+            Operation::List => "list",
         }
     }
     /// Reads or writes file data (the only operations on a flat working set).
@@ -213,7 +217,12 @@ impl Workload {
     pub fn writes(&self) -> bool {
         match self.operation {
             Operation::Read => self.read_pct < 100,
-            Operation::Open | Operation::Close | Operation::Getattr | Operation::Mkdir | Operation::Rmdir => false,
+            Operation::Open
+            | Operation::Close
+            | Operation::Getattr
+            | Operation::Mkdir
+            | Operation::Rmdir
+            | Operation::List => false,
             _ => true,
         }
     }

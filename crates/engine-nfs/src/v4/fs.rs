@@ -245,6 +245,15 @@ impl Paths41 {
         self.on("GETATTR", fh, 1, |e| proto::getattr(e, proto::FILE_ATTRS), |r| r.getattr())
     }
 
+    /// READDIR of a directory, every page: how many entries it has.
+    pub fn list_len(&mut self, dir: &Path) -> Result<usize, NfsError> {
+        let rel = self.below(dir)?.to_path_buf();
+        self.fresh(|p| {
+            let fh = p.dir(&rel)?;
+            p.readdir(&fh).map(|e| e.len())
+        })
+    }
+
     pub fn getattr(&mut self, path: &Path) -> Result<Attrs, NfsError> {
         self.fresh(|p| {
             let fh = p.file(path)?;
