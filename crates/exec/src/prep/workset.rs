@@ -20,7 +20,7 @@ pub const MARKER: &str = ".ioscope-workset.json";
 #[derive(Debug, thiserror::Error)]
 pub enum WorksetError {
     /// The plan would write into data ioscope did not create.
-    #[error("{path}: {reason}; ioscope writes only into files it created (listed in {marker}). Pass --force to write into it anyway, or choose another --dir (--target for engine nfs)", marker = MARKER)]
+    #[error("{path}: {reason}; ioscope writes only into files it created (listed in {marker}). Pass --force to write into it anyway, or choose another --dir (--target for engines nfs and s3)", marker = MARKER)]
     NotOurs { path: PathBuf, reason: String },
     /// Only the last part of the path is ever created.
     #[error("{dir}: the parent directory {parent} does not exist; ioscope creates only the last part of the path (and removes it again with --cleanup). Create {parent} first, or check the path for a typo")]
