@@ -290,6 +290,7 @@ impl Engine for S3Engine {
         let Some(obj) = self.objects.get(io.file as usize) else { return Submitted::Done(-(libc::EBADF as i64)) };
         let len = io.len as usize;
         let built = match io.op {
+            _ if len == 0 => return Submitted::Done(0),
             Op::Read if len > cap => Err(-(libc::EINVAL as i64)),
             Op::Read => {
                 let whole = obj.exact && io.offset == 0 && obj.size > 0 && io.len as u64 >= obj.size;

@@ -48,4 +48,20 @@ mod tests {
         assert_eq!(first("<Code>é</Code>", "Code").as_deref(), Some("é"));
         assert_eq!(escape("a&<b>"), "a&amp;&lt;b&gt;");
     }
+
+    #[test]
+    fn any_mix_of_tags_and_text_is_read_without_a_panic() {
+        let pieces = ["<Code>", "</Code>", "<Key>", "</Key>", "&amp;", "&", "é", "<", ">", "x", ""];
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..20_000 {
+            let mut text = String::new();
+            for _ in 0..(state % 12) {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                text.push_str(pieces[(state >> 33) as usize % pieces.len()]);
+            }
+            let codes: Vec<String> = all(&text, "Code").collect();
+            assert!(codes.iter().all(|c| !c.contains("</Code>")), "{text:?}");
+            let _ = first(&text, "Key");
+        }
+    }
 }
