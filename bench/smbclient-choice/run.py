@@ -82,29 +82,44 @@ def main():
                         pass
                 cmd = [BIN, "--client", client, "--op", op, "--depth", str(depth), "--file", FILE,
                        "--size", str(FILE_SIZE), "--secs", str(args.secs)] + extra
-                r = subprocess.run(cmd, env=env, text=True, capture_output=True)
-                line = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ""
-                if r.returncode != 0 or not line:
-                    print(f"FAILED: {' '.join(cmd)}\n{r.stderr}", file=sys.stderr)
-                    sys.exit(1)
+                try:
+                    r = subprocess.run(cmd, env=env, text=True, capture_output=True,
+                                       timeout=args.secs + 60)
+                    line = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ""
+                    failure = "" if r.returncode == 0 and line else f"exit {r.returncode}: {r.stderr.strip()[-300:]}"
+                except subprocess.TimeoutExpired:
+                    failure = f"killed after {args.secs + 60:g} s"
+                if failure:
+                    # Kept as a failed round (no figures); the other cases go on.
+                    print(f"FAILED: {' '.join(cmd)}: {failure}", file=sys.stderr)
+                    raw.setdefault(f"{label} | {op}", []).append({"failed": failure})
+                    continue
                 res = json.loads(line)
                 raw.setdefault(f"{label} | {op}", []).append(res)
                 print(f"round {rnd + 1} {label:55} {op:5} {res['requests_per_s']:10.1f} req/s "
-                      f"{res['client_cpu_us_per_request']:7.1f} us cpu/req  [{res['smbstatus']}]",
-                      file=sys.stderr)
+                      f"{res['client_cpu_us_per_request']:7.1f} us cpu/req  [{res['smbstatus']}] "
+                      f"{res['first_error']}", file=sys.stderr)
                 time.sleep(0.5)
 
+    def ok(key):
+        return [r for r in raw[key] if "failed" not in r and not r.get("hung")]
+
     def med(key, field):
-        return statistics.median(r[field] for r in raw[key])
+        vals = [r[field] for r in ok(key)]
+        return statistics.median(vals) if vals else float("nan")
 
     lines = []
-    lines.append("| case | op | requests/s | client CPU µs/request | smbd CPU µs/request | errors | smbstatus: dialect, encryption, signing |")
+    lines.append("| case | op | requests/s | client CPU µs/request | smbd CPU µs/request | errors (requests) | smbstatus: dialect, encryption, signing |")
     lines.append("|---|---|---|---|---|---|---|")
     for label, _, _, _ in CASES:
         for op in ("read", "write"):
             key = f"{label} | {op}"
-            errs = sum(r["errors"] for r in raw[key])
-            status = raw[key][-1]["smbstatus"].split(") ", 1)[-1]
+            errs = sum(r.get("errors", 0) for r in raw[key])
+            bad = len(raw[key]) - len(ok(key))
+            if bad:
+                errs = f"{errs} ({bad} of {len(raw[key])} rounds hung or failed)"
+            status = next((r["smbstatus"] for r in reversed(raw[key]) if "smbstatus" in r), "")
+            status = status.split(") ", 1)[-1]
             lines.append(f"| {label} | {op} | {med(key, 'requests_per_s'):,.0f} | "
                          f"{med(key, 'client_cpu_us_per_request'):.1f} | "
                          f"{med(key, 'smbd_cpu_us_per_request'):.1f} | {errs} | {status} |")

@@ -55,6 +55,8 @@ pub struct Counts {
     /// Requests that failed or moved fewer than BLOCK bytes.
     pub errors: u64,
     pub first_error: Option<String>,
+    /// The crate only: reap gave up waiting (see smbcrate.rs).
+    pub hung: bool,
 }
 
 /// Random 4 KiB-aligned offsets in the file (xorshift64*; the same sequence for every client).
@@ -248,7 +250,7 @@ fn run() -> Result<(), String> {
     let n = counts.requests.max(1) as f64;
     println!(
         "{{\"client\":\"{client}\",\"op\":\"{:?}\",\"depth\":{},\"encrypt\":{},\"sign\":{},\
-         \"runtime\":\"{}\",\"nodelay\":{},\"requests\":{},\"errors\":{},\"wall_s\":{:.3},\
+         \"runtime\":\"{}\",\"nodelay\":{},\"requests\":{},\"errors\":{},\"hung\":{},\"wall_s\":{:.3},\
          \"requests_per_s\":{:.1},\"client_cpu_us_per_request\":{:.2},\
          \"smbd_cpu_us_per_request\":{:.2},\"smbstatus\":\"{}\",\"first_error\":\"{}\"}}",
         target.op,
@@ -259,6 +261,7 @@ fn run() -> Result<(), String> {
         target.nodelay,
         counts.requests,
         counts.errors,
+        counts.hung,
         wall.as_secs_f64(),
         counts.requests as f64 / wall.as_secs_f64(),
         cpu.as_secs_f64() * 1e6 / n,

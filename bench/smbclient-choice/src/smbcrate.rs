@@ -7,7 +7,10 @@
 
 use std::str::FromStr;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// How long reap waits for one completion before calling the connection hung.
+const REAP_TIMEOUT: Duration = Duration::from_secs(10);
 
 use futures::stream::{FuturesUnordered, StreamExt};
 use smb::connection::EncryptionMode;
@@ -77,8 +80,20 @@ pub fn run(t: &Target, meter: &mut Meter) -> Result<Counts, String> {
         if inflight.is_empty() {
             break;
         }
-        // reap(min = 1): drive the runtime until one request completes.
-        let (buf, r) = rt.block_on(inflight.next()).expect("not empty");
+        // reap(min = 1, timeout): drive the runtime until one request completes. The crate
+        // has no timeout of its own on a request (one run here waited for 9 minutes with
+        // 16 requests in flight, the socket idle both ways): give up after REAP_TIMEOUT.
+        let Ok(next) = rt.block_on(tokio::time::timeout(REAP_TIMEOUT, inflight.next())) else {
+            counts.errors += inflight.len() as u64;
+            counts.hung = true;
+            counts.first_error.get_or_insert(format!(
+                "hang: no completion within {} s, {} requests in flight",
+                REAP_TIMEOUT.as_secs(),
+                inflight.len()
+            ));
+            break;
+        };
+        let (buf, r) = next.expect("not empty");
         free.push(buf);
         counts.requests += 1;
         match r {
@@ -97,9 +112,20 @@ pub fn run(t: &Target, meter: &mut Meter) -> Result<Counts, String> {
         }
     }
     meter.stop();
+    if counts.hung {
+        // Closing would wait on the same connection: leave it to the process's exit.
+        std::mem::forget(inflight);
+        std::mem::forget(file);
+        std::mem::forget(client);
+        return Ok(counts);
+    }
+    drop(inflight);
     rt.block_on(async {
-        let _ = file.close().await;
-        let _ = client.close().await;
+        let _ = tokio::time::timeout(REAP_TIMEOUT, async {
+            let _ = file.close().await;
+            let _ = client.close().await;
+        })
+        .await;
     });
     Ok(counts)
 }
