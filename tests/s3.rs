@@ -126,12 +126,17 @@ fn s3_gets_and_puts_of_whole_objects_run_and_read_back_through_s5cmd() {
         "8",
         "--duration",
         "3s",
+        "--verify",
         "--json",
         "--out",
         s(&results),
     ]);
     let v = json_of(&out);
     assert_eq!(v["status"], "completed", "{}", v["status_detail"]);
+    // Every object read back was the one last written (headers and checksums, --verify).
+    let checked = &v["verification"];
+    assert!(checked["verified"].as_u64().unwrap() > 20, "{checked}");
+    assert_eq!((checked["mismatches"].as_u64(), checked["unverified"].as_u64()), (Some(0), Some(0)), "{checked}");
     for op in ["read", "write"] {
         assert!(v["ops"][op]["ops"].as_u64().unwrap() > 20, "{op}: {}", v["ops"][op]);
         assert_eq!(v["ops"][op]["errors"], 0, "{op}: {}", v["ops"][op]);
@@ -155,6 +160,23 @@ fn s3_gets_and_puts_of_whole_objects_run_and_read_back_through_s5cmd() {
     // GETs of part of an object only when asked: here every GET was whole.
     let show = json_of(&run_ok(&["show", s(&results), "--json"]));
     assert!(show.to_string().contains(&endpoint), "the endpoint is recorded");
+    // An object ioscope did not make is never written into: the run is refused before any
+    // I/O, naming it, and the object is left as it was.
+    let foreign = target(&endpoint, &bucket, "foreign");
+    let theirs = tmp.path().join("theirs.txt");
+    std::fs::write(&theirs, b"not ioscope's").unwrap();
+    let put = s5cmd(&bin, &endpoint, &["cp", s(&theirs), &format!("{}/ioscope.0.dat", prefix_of(&foreign))]);
+    assert!(put.status.success(), "{}", String::from_utf8_lossy(&put.stderr));
+    let out = ioscope()
+        .args(["run", "--engine", "s3", "--target", &foreign, "--rw", "randwrite", "--bs", "64k", "--size", "128k"])
+        .args(["--files", "2", "--duration", "1s", "--out", s(&tmp.path().join("f.db"))])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("ioscope.0.dat") && stderr.contains("--force"), "{stderr}");
+    let got = s5cmd(&bin, &endpoint, &["cat", &format!("{}/ioscope.0.dat", prefix_of(&foreign))]);
+    assert_eq!(got.stdout, b"not ioscope's");
     // Cleanup removes what the run made, and only that.
     run_ok(&[
         "run",
