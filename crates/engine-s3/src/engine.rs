@@ -192,7 +192,8 @@ impl S3Engine {
         }
     }
 
-    /// Handles a finished request; false if it was a part whose result must fail its upload.
+    /// Takes a finished request back: its connection to the slot, a part's ETag (or its
+    /// failure) to its upload; the completion the core gets.
     fn finished(&mut self, d: Done) -> Completion {
         if let Some(s) = self.idle.get_mut(d.slot as usize) {
             *s = d.sender;
