@@ -6,31 +6,15 @@
 //! why it skips); the `server_` tests run alone, one at a time, after the others (the
 //! kill test restarts the server when done).
 
+mod common;
 mod skip;
+
+use common::run::{ioscope, json_of, run_ok, s};
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn ioscope() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_ioscope"))
-}
-
-fn run_ok(args: &[&str]) -> Output {
-    let out = ioscope().args(args).output().unwrap();
-    assert!(out.status.success(), "ioscope {args:?} failed: {}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
-    out
-}
-
-fn json_of(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
 
 /// The server scripts/nfs-ganesha.sh started: (URL, its export directory on this host).
 fn nfs_server() -> Option<(String, PathBuf)> {

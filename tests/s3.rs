@@ -6,31 +6,14 @@
 //! IOSCOPE_S5CMD (else they say why they skip); `server_` runs alone, last (it kills the
 //! server and restarts it).
 
+mod common;
 mod skip;
 
-use serde_json::Value;
+use common::run::{ioscope, json_of, run_ok, s};
+
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
-
-fn ioscope() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_ioscope"))
-}
-
-fn run_ok(args: &[&str]) -> Output {
-    let out = ioscope().args(args).output().unwrap();
-    assert!(out.status.success(), "ioscope {args:?} failed: {}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
-    out
-}
-
-fn json_of(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
 
 /// The server: (endpoint, bucket, s5cmd).
 fn server() -> Option<(String, String, String)> {

@@ -2,3 +2,4 @@
 //! A test file uses them with `mod common;` next to `mod skip;` (they report through it).
 
 pub mod lab;
+pub mod run;
