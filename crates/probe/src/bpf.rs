@@ -12,7 +12,10 @@
 //! maps. An entry of an earlier second found then (a program that ran across the second's
 //! end and updated its map after the take, or a second the caller did not take) is not
 //! reported under a second already handed over, so never counted twice: its events are
-//! added to [`BpfSecond::dropped`], as are events lost to a full map.
+//! added to [`BpfSecond::dropped`], as are events lost to a full map and runs the kernel
+//! skipped (a program does not run on a CPU where it already runs: a device's completion
+//! interrupting the program while it handles another's; the kernel counts these per
+//! program, and which device's they were is not known).
 
 #[cfg(feature = "ebpf")]
 mod loader;
@@ -38,8 +41,9 @@ pub struct BpfSecond {
     pub block: Vec<BlockSeries>,
     /// One entry per process name and call that returned in the second.
     pub syscalls: Vec<SyscallSeries>,
-    /// I/Os and calls not in `block`/`syscalls`: lost to a full kernel map, or counted
-    /// in the kernel after their second had been taken.
+    /// I/Os and calls not in `block`/`syscalls`: lost to a full kernel map, counted in
+    /// the kernel after their second had been taken, or skipped by the kernel (of any
+    /// device or process: it does not say which).
     pub dropped: u64,
 }
 

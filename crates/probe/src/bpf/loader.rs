@@ -8,6 +8,7 @@ use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags, MapHandle, TracepointCategory};
 use std::collections::HashMap;
 use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
 mod block_skel {
     include!(concat!(env!("OUT_DIR"), "/block.skel.rs"));
@@ -48,8 +49,45 @@ pub(super) struct Loaded {
     syscalls: Option<Syscalls>,
     /// The programs' `.bss`, which holds their one variable: the run's time zero.
     t0_maps: Vec<MapHandle>,
+    /// Runs the kernel skipped, over every attached program (see [`Misses`]).
+    misses: Misses,
     _links: Vec<Link>,
     disks: HashMap<u32, String>,
+}
+
+/// Runs of the programs the kernel skipped: a tracing program does not run on a CPU where
+/// it is already running (an interrupt's block completion arriving while the program
+/// handles another), and the kernel counts each such miss per program (`recursion_misses`
+/// of its info, Linux 5.12 on). Each is an I/O or call not counted: dropped.
+struct Misses {
+    programs: Vec<OwnedFd>,
+    seen: u64,
+}
+
+impl Misses {
+    fn watch(&mut self, program: &impl AsFd) -> Result<(), String> {
+        let fd = program.as_fd().try_clone_to_owned().map_err(|e| format!("eBPF program handle: {e}"))?;
+        self.programs.push(fd);
+        Ok(())
+    }
+
+    /// Runs skipped since the last call, over every program.
+    fn take(&mut self) -> u64 {
+        let total = self.programs.iter().map(|fd| recursion_misses(fd).unwrap_or(0)).fold(0u64, u64::saturating_add);
+        let new = total.saturating_sub(self.seen);
+        self.seen = self.seen.max(total);
+        new
+    }
+}
+
+/// The kernel's count of a program's skipped runs; None where the call fails.
+fn recursion_misses(program: &OwnedFd) -> Option<u64> {
+    let mut info = libbpf_rs::libbpf_sys::bpf_prog_info::default();
+    let mut len = std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_prog_info>() as u32;
+    // SAFETY: info is a valid bpf_prog_info of `len` bytes; its pointer fields are zero,
+    // so the kernel fills in the fixed fields only.
+    let r = unsafe { libbpf_rs::libbpf_sys::bpf_prog_get_info_by_fd(program.as_raw_fd(), &mut info, &mut len) };
+    (r == 0).then_some(info.recursion_misses)
 }
 
 /// Why loading failed, in the words a user acts on.
@@ -94,6 +132,8 @@ impl Loaded {
         let mut t0_maps = vec![handle(&skel.maps.bss)?];
         set_t0(&t0_maps, t0_ns)?;
         links.push(skel.progs.block_complete.attach().map_err(|e| why("attach", e))?);
+        let mut misses = Misses { programs: Vec::new(), seen: 0 };
+        misses.watch(&skel.progs.block_complete)?;
         let block = Maps {
             hist: handle(&skel.maps.block_hist)?,
             stats: handle(&skel.maps.block_stats)?,
@@ -104,9 +144,9 @@ impl Loaded {
         let syscalls = if processes.is_empty() || syscalls::FS_SYSCALLS.is_empty() {
             None
         } else {
-            Some(Syscalls::start(t0_ns, processes, &mut links, &mut t0_maps)?)
+            Some(Syscalls::start(t0_ns, processes, &mut links, &mut t0_maps, &mut misses)?)
         };
-        Ok(Loaded { block, syscalls, t0_maps, _links: links, disks: HashMap::new() })
+        Ok(Loaded { block, syscalls, t0_maps, misses, _links: links, disks: HashMap::new() })
     }
 
     pub fn set_t0(&mut self, t0_ns: u64) -> Result<(), String> {
@@ -118,7 +158,7 @@ impl Loaded {
         // A second past u32 (136 years) never comes: the kernel programs stop counting.
         let Ok(second) = u32::try_from(second) else { return out };
         let taken = self.block.take(second, |tag| tag[1] == BLK_STAT_LATENCY);
-        out.dropped = taken.late_events.saturating_add(self.block.take_dropped());
+        out.dropped = taken.late_events.saturating_add(self.block.take_dropped()).saturating_add(self.misses.take());
         let mut by_disk_op: HashMap<(u32, u8), [ioscope_metrics::Histogram; 3]> = HashMap::new();
         for ((dev, [op, stat]), histogram) in taken.series {
             let slot = match stat {
@@ -266,6 +306,7 @@ impl Syscalls {
         processes: &[String],
         links: &mut Vec<Link>,
         t0_maps: &mut Vec<MapHandle>,
+        misses: &mut Misses,
     ) -> Result<Syscalls, String> {
         let mut object = MaybeUninit::uninit();
         let mut open = syscalls_skel::SyscallsSkelBuilder::default().open(&mut object).map_err(|e| why("open", e))?;
@@ -315,6 +356,11 @@ impl Syscalls {
         if attached == 0 {
             links.push(skel.progs.syscall_enter.attach().map_err(|e| why("attach", e))?);
             links.push(skel.progs.syscall_exit.attach().map_err(|e| why("attach", e))?);
+            misses.watch(&skel.progs.syscall_enter)?;
+            misses.watch(&skel.progs.syscall_exit)?;
+        } else {
+            misses.watch(&skel.progs.syscall_enter_tp)?;
+            misses.watch(&skel.progs.syscall_exit_tp)?;
         }
         Ok(sys)
     }
@@ -354,4 +400,25 @@ fn matching_processes(names: &[String]) -> HashMap<u32, u32> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The skipped-run count is the kernel's, read per program: a failed read would show
+    /// as no drops at all.
+    #[test]
+    fn the_kernel_says_how_many_runs_of_each_program_it_skipped() {
+        // SAFETY: no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            crate::test_skip::skip("the eBPF samplers need root");
+            return;
+        }
+        let loaded = Loaded::start(1, &[]).expect("as root, eBPF loads here");
+        assert_eq!(loaded.misses.programs.len(), 1, "the block program");
+        for fd in &loaded.misses.programs {
+            assert!(recursion_misses(fd).is_some(), "bpf_prog_get_info_by_fd failed");
+        }
+    }
 }
