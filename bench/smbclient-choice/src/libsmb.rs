@@ -126,6 +126,7 @@ pub fn run(t: &Target, meter: &mut Meter) -> Result<Counts, String> {
     let t0 = Instant::now();
     while t0.elapsed() < t.duration {
         let off = offsets.next_offset();
+        let started = Instant::now();
         // SAFETY: fd is open; buf holds BLOCK bytes.
         let n = unsafe {
             if smbc_lseek(fd, off as libc::off_t, libc::SEEK_SET) < 0 {
@@ -137,6 +138,7 @@ pub fn run(t: &Target, meter: &mut Meter) -> Result<Counts, String> {
                 }
             }
         };
+        counts.latencies_ns.push(started.elapsed().as_nanos() as u64);
         counts.requests += 1;
         if n != BLOCK as isize {
             counts.errors += 1;

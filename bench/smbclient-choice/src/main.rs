@@ -11,6 +11,9 @@
 //! Usage: smbclient-choice --client crate|libsmbclient --op read|write --file NAME
 //!        --size BYTES [--depth N] [--secs S] [--encrypt] [--sign] [--runtime current|multi]
 //!        [--nodelay]
+//!
+//! libsmbclient runs also record each request's latency (p50_ms, p99_ms in the JSON: exact
+//! order statistics of every request, no histogram); crate runs print null there.
 
 mod libsmb;
 mod smbcrate;
@@ -57,6 +60,18 @@ pub struct Counts {
     pub first_error: Option<String>,
     /// The crate only: reap gave up waiting (see smbcrate.rs).
     pub hung: bool,
+    /// libsmbclient only: each request's time, from before its seek to its return (one
+    /// request in flight, so nothing waits to be sent).
+    pub latencies_ns: Vec<u64>,
+}
+
+/// The q-quantile (0..1) of the recorded latencies, in ms; "null" when none were.
+fn quantile_ms(sorted: &[u64], q: f64) -> String {
+    if sorted.is_empty() {
+        return "null".into();
+    }
+    let i = ((sorted.len() - 1) as f64 * q).round() as usize;
+    format!("{:.4}", sorted[i.min(sorted.len() - 1)] as f64 / 1e6)
 }
 
 /// Random 4 KiB-aligned offsets in the file (xorshift64*; the same sequence for every client).
@@ -236,7 +251,7 @@ fn run() -> Result<(), String> {
         status_conf: conf.exists().then(|| conf.to_string_lossy().into_owned()),
         status: String::new(),
     };
-    let counts = match client.as_str() {
+    let mut counts = match client.as_str() {
         "crate" => smbcrate::run(&target, &mut meter)?,
         "libsmbclient" => {
             if target.depth != 1 {
@@ -247,12 +262,14 @@ fn run() -> Result<(), String> {
         c => return Err(format!("--client {c}: expected crate or libsmbclient")),
     };
     let (wall, cpu, smbd) = meter.result.ok_or("the client did not time its loop")?;
+    let mut latencies = std::mem::take(&mut counts.latencies_ns);
+    latencies.sort_unstable();
     let n = counts.requests.max(1) as f64;
     println!(
         "{{\"client\":\"{client}\",\"op\":\"{:?}\",\"depth\":{},\"encrypt\":{},\"sign\":{},\
          \"runtime\":\"{}\",\"nodelay\":{},\"requests\":{},\"errors\":{},\"hung\":{},\"wall_s\":{:.3},\
          \"requests_per_s\":{:.1},\"client_cpu_us_per_request\":{:.2},\
-         \"smbd_cpu_us_per_request\":{:.2},\"smbstatus\":\"{}\",\"first_error\":\"{}\"}}",
+         \"smbd_cpu_us_per_request\":{:.2},\"p50_ms\":{},\"p99_ms\":{},\"smbstatus\":\"{}\",\"first_error\":\"{}\"}}",
         target.op,
         target.depth,
         target.encrypt,
@@ -266,6 +283,8 @@ fn run() -> Result<(), String> {
         counts.requests as f64 / wall.as_secs_f64(),
         cpu.as_secs_f64() * 1e6 / n,
         smbd * 1e6 / n,
+        quantile_ms(&latencies, 0.5),
+        quantile_ms(&latencies, 0.99),
         meter.status.replace('"', "'"),
         counts.first_error.unwrap_or_default().replace('"', "'"),
     );
