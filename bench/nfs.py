@@ -24,7 +24,6 @@ import datetime
 import json
 import os
 import platform
-import resource
 import socket
 import statistics
 import subprocess
@@ -32,31 +31,16 @@ import sys
 import tempfile
 import time
 
+import cpu
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "scripts", "nfs-ganesha.sh")
 STATE = "/tmp/ioscope-nfs"
-TICK = os.sysconf("SC_CLK_TCK")
-
-
-def ganesha_cpu_s():
-    with open(os.path.join(STATE, "ganesha.pid")) as f:
-        pid = f.read().strip()
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
-
-
-def children_cpu_s():
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
 
 
 def measured(cmd):
-    """Runs cmd; returns (stdout, wall s, client CPU s, server CPU s)."""
-    c0, s0, t0 = children_cpu_s(), ganesha_cpu_s(), time.monotonic()
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    t1, c1, s1 = time.monotonic(), children_cpu_s(), ganesha_cpu_s()
-    return out, t1 - t0, c1 - c0, s1 - s0
+    """Runs cmd; returns (stdout, wall s, client CPU s, ganesha's CPU s)."""
+    return cpu.measured(cmd, lambda: cpu.process_cpu_s(os.path.join(STATE, "ganesha.pid")))
 
 
 class Unsupported(Exception):

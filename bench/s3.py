@@ -25,38 +25,21 @@ import json
 import os
 import platform
 import re
-import resource
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
+
+import cpu
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "scripts", "s3-server.sh")
 STATE = "/tmp/ioscope-s3-bench"
-TICK = os.sysconf("SC_CLK_TCK")
-
-
-def server_cpu_s():
-    with open(os.path.join(STATE, "minio.pid")) as f:
-        pid = f.read().strip()
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
-
-
-def children_cpu_s():
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
 
 
 def measured(cmd, env):
-    """Runs cmd; returns (stdout, wall s, client CPU s, server CPU s)."""
-    c0, s0, t0 = children_cpu_s(), server_cpu_s(), time.monotonic()
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
-    t1, c1, s1 = time.monotonic(), children_cpu_s(), server_cpu_s()
-    return out, t1 - t0, c1 - c0, s1 - s0
+    """Runs cmd; returns (stdout, wall s, client CPU s, MinIO's CPU s)."""
+    return cpu.measured(cmd, lambda: cpu.process_cpu_s(os.path.join(STATE, "minio.pid")), env)
 
 
 def load_env():
