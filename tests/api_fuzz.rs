@@ -3,21 +3,16 @@
 //! request handler that panics mid-run. Each time the server answers and the run ends
 //! completed.
 
+mod common;
 mod skip;
+
+use common::run::{ioscope, s};
 use serde_json::Value;
 use std::io::{BufRead, Read, Write};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::mpsc::Receiver;
 use std::time::Duration;
-
-fn ioscope() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_ioscope"))
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
 
 /// Starts `ioscope ARGS`; returns the child, "127.0.0.1:PORT" from the first line
 /// `Analytics UI: http://...`, and the lines of stderr from there on.

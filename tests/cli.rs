@@ -5,33 +5,17 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
+mod common;
 mod skip;
+
+use common::run::{ioscope, json_of, run_ok, s};
 use skip::skip;
-
-fn ioscope() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_ioscope"))
-}
-
-fn run_ok(args: &[&str]) -> Output {
-    let out = ioscope().args(args).output().unwrap();
-    assert!(out.status.success(), "ioscope {args:?} failed: {}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
-    out
-}
-
-fn json_of(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
-}
 
 fn schema_check(summary: &Value) {
     let schema: Value = serde_json::from_str(include_str!("../schema/summary.schema.json")).unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
     let errors: Vec<String> = validator.iter_errors(summary).map(|e| format!("{} at {}", e, e.instance_path)).collect();
     assert!(errors.is_empty(), "summary does not match schema: {errors:#?}");
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
 }
 
 #[test]

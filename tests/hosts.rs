@@ -8,14 +8,11 @@ mod common;
 mod skip;
 
 use common::lab::Lab;
+use common::run::ioscope;
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
-
-fn ioscope() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_ioscope"))
-}
 
 /// `ioscope run` over the lab's hosts (ssh as root with the lab's ssh configuration).
 fn run_on(lab: &Lab, hosts: &[&str], args: &[&str]) -> Output {

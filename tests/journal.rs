@@ -6,20 +6,14 @@
 //!
 //! The nfs tests kill the nfs-ganesha that scripts/test.sh started (run them alone).
 
+mod common;
 mod skip;
 
+use common::run::{ioscope, s};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
-
-fn ioscope() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_ioscope"))
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()

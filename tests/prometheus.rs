@@ -4,8 +4,10 @@
 //! histogram quantile that must be finite and plausible. Also: the token rule of both
 //! flags (no token beyond loopback: exit 2 naming the flag).
 
+mod common;
 mod skip;
 
+use common::run::ioscope;
 use serde_json::Value;
 use skip::skip;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -14,10 +16,6 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-
-fn ioscope() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_ioscope"))
-}
 
 /// A child process killed when the test ends, however it ends.
 struct Killed(Child);
