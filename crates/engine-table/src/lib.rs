@@ -9,6 +9,7 @@
 
 pub mod nfs;
 pub mod s3;
+pub mod smb;
 
 use serde::{Deserialize, Serialize};
 
@@ -21,10 +22,11 @@ pub enum EngineKind {
     Nfs,
     Null,
     S3,
+    Smb,
 }
 
 /// Every engine, one line each, in [`EngineKind`] order (checked at compile time below).
-pub const ENGINES: &[EngineSpec] = &[POSIX, URING, nfs::SPEC, NULL, s3::SPEC];
+pub const ENGINES: &[EngineSpec] = &[POSIX, URING, nfs::SPEC, NULL, s3::SPEC, smb::SPEC];
 
 const _: () = {
     let mut i = 0;
@@ -228,6 +230,7 @@ pub struct Target {
 pub enum TargetKind {
     Nfs(nfs::Target),
     S3(s3::Target),
+    Smb(smb::Target),
 }
 
 impl Target {

@@ -12,6 +12,7 @@ use ioscope_engine_nfs::fs::NfsFs;
 use ioscope_engine_nfs::target::Version;
 use ioscope_engine_nfs::v4::{engine::Nfs41Engine, fs::Nfs41Fs};
 use ioscope_engine_s3::{engine::S3Engine, fs::S3Fs};
+use ioscope_engine_smb::{engine::SmbEngine, fs::SmbFs};
 use ioscope_workload::{EngineKind, Plan, TargetKind};
 use std::path::PathBuf;
 
@@ -31,7 +32,10 @@ pub(crate) fn with_engine<F: WithEngine>(plan: &Plan, f: F) -> F::Out {
         (EngineKind::Nfs, Some(TargetKind::Nfs(t))) if t.version == Version::V41 => f.with(Nfs41Engine::new(t.clone())),
         (EngineKind::Nfs, Some(TargetKind::Nfs(t))) => f.with(NfsEngine::new(t.clone())),
         (EngineKind::S3, Some(TargetKind::S3(t))) => f.with(S3Engine::new(t.clone())),
-        (EngineKind::Nfs | EngineKind::S3, _) => unreachable!("validation gives engines nfs and s3 their target"),
+        (EngineKind::Smb, Some(TargetKind::Smb(t))) => f.with(SmbEngine::new(t.clone())),
+        (EngineKind::Nfs | EngineKind::S3 | EngineKind::Smb, _) => {
+            unreachable!("validation gives engines nfs, s3 and smb their target")
+        }
     }
 }
 
@@ -43,8 +47,8 @@ pub enum StorageError {
 }
 
 /// Where a plan's files live: the file system, and the working set's directory in it.
-/// An engine with a target: the target's file system (an NFS export, mounted here) and
-/// directory (`nfs://HOST/EXPORT/DIR`); otherwise the local file system and `dir`.
+/// An engine with a target: the target's file system (an NFS export, mounted here; an S3
+/// bucket; an SMB share) and directory (`nfs://HOST/EXPORT/DIR`, `smb://HOST/SHARE/DIR`); otherwise the local file system and `dir`.
 pub fn storage(plan: &Plan) -> Result<(Box<dyn FileSystem>, PathBuf), StorageError> {
     let Some(target) = &plan.target else {
         return Ok((Box::new(LocalFs), plan.dir.clone()));
@@ -62,6 +66,9 @@ pub fn storage(plan: &Plan) -> Result<(Box<dyn FileSystem>, PathBuf), StorageErr
         }
         TargetKind::S3(t) => {
             Box::new(S3Fs::connect_to(t).map_err(|reason| StorageError::Mount { url: target.url.clone(), reason })?)
+        }
+        TargetKind::Smb(t) => {
+            Box::new(SmbFs::connect_to(t).map_err(|reason| StorageError::Mount { url: target.url.clone(), reason })?)
         }
     };
     Ok((fs, PathBuf::from(&target.root)))

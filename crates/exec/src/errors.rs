@@ -6,8 +6,8 @@
 //! Numbers: 1..=255 errno; `STATUS_LOW`.. NFS statuses 0..=127, `STATUS_HIGH`.. NFS
 //! statuses 10000..=10063, `STATUS_HIGHER`.. 10064..=10099 (NFSv4.1's session errors);
 //! [`SHORT`] a transfer of fewer bytes than asked; 0 anything else. The statuses are
-//! named as the target's protocol names them ([`namer`]): NFSv3 or NFSv4 statuses, or S3
-//! error codes (which the s3 engine encodes in the low range).
+//! named as the target's protocol names them ([`namer`]): NFSv3 or NFSv4 statuses, S3
+//! error codes or SMB NTSTATUS names (which the s3 and smb engines encode in the low range).
 
 use ioscope_engine::Op;
 use ioscope_engine_nfs::engine::NFS_STATUS_BASE;
@@ -55,6 +55,7 @@ pub fn namer(plan: &ioscope_workload::Plan) -> ioscope_metrics::KindNamer {
     match plan.target.as_ref().map(|t| &t.kind) {
         Some(TargetKind::Nfs(t)) if t.version == ioscope_engine_nfs::target::Version::V41 => kind_name_nfs4,
         Some(TargetKind::S3(_)) => kind_name_s3,
+        Some(TargetKind::Smb(_)) => kind_name_smb,
         _ => kind_name,
     }
 }
@@ -74,6 +75,14 @@ pub fn kind_name_s3(op: usize, kind: u16) -> String {
     match status_of(kind) {
         Some(status) => ioscope_engine_s3::errors::status_name(status),
         None => kind_name(op, kind),
+    }
+}
+
+/// [`kind_name`] with NTSTATUS names (STATUS_OBJECT_NAME_NOT_FOUND, STATUS_DISK_FULL).
+pub fn kind_name_smb(op: usize, kind: u16) -> String {
+    match status_of(kind) {
+        Some(status) if status < 128 => ioscope_engine_smb::errors::status_name(status),
+        _ => kind_name(op, kind),
     }
 }
 

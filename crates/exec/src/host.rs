@@ -94,6 +94,19 @@ pub fn describe_run(plan: &ioscope_workload::Plan) -> Value {
             });
             t.endpoint.as_ref().map(|e| e.host.clone())
         }
+        Some(ioscope_workload::TargetKind::Smb(t)) => {
+            // What the target says (never the password: it is not part of it).
+            config["smb"] = serde_json::json!({
+                "host": t.host,
+                "port": t.port,
+                "share": t.share,
+                "dir": t.dir,
+                "user": t.user,
+                "encrypt": t.encrypt.name(),
+                "timeout_s": t.timeout.as_secs(),
+            });
+            Some(t.host.clone())
+        }
         None => config["target"]
             .get("fs_type")
             .and_then(|f| crate::system::mount_server(f.as_str()?, config["target"]["mount_source"].as_str()?)),

@@ -101,11 +101,11 @@ impl Diagnostic {
         message: impl Into<String>,
     ) -> Diagnostic {
         let (line, col, line_text, span_len) = locate(text, span);
-        let (line_text, caret_col, span_len) = window(&line_text, col, span_len);
+        let (line_text, caret_col, span_len) = window(&redact(&line_text), col, span_len);
         Diagnostic {
             origin: Origin::File { path: path.into(), line, col, line_text, caret_col, span_len },
             key: clip(&key.into(), MAX_ECHO_CHARS),
-            value: clip(&value.into(), MAX_ECHO_CHARS),
+            value: clip(&redact(&value.into()), MAX_ECHO_CHARS),
             expected: clip_lines(&expected.into(), MAX_NOTE_CHARS),
             message: clip_lines(&message.into(), MAX_NOTE_CHARS),
         }
@@ -122,7 +122,7 @@ impl Diagnostic {
         Diagnostic {
             origin: Origin::Flag { flag: clip(&flag.into(), MAX_ECHO_CHARS) },
             key: clip(&key.into(), MAX_ECHO_CHARS),
-            value: clip(&value.into(), MAX_ECHO_CHARS),
+            value: clip(&redact(&value.into()), MAX_ECHO_CHARS),
             expected: clip_lines(&expected.into(), MAX_NOTE_CHARS),
             message: clip_lines(&message.into(), MAX_NOTE_CHARS),
         }
@@ -191,6 +191,31 @@ fn window(line: &str, col: usize, span_len: usize) -> (String, usize, usize) {
     }
     let span_len = span_len.min(end.saturating_sub(col.saturating_sub(1))).max(1);
     (shown, caret_col, span_len)
+}
+
+/// `text` with the password of every URL's `SCHEME://USER:PASSWORD@` replaced by as many
+/// `*` (so that carets under the line still line up): a target refused for holding a
+/// password is not echoed with it.
+fn redact(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("://") {
+        let (head, tail) = rest.split_at(i + 3);
+        out.push_str(head);
+        let auth_end = tail.find(['/', '?', '#', ' ', '"', '\'']).unwrap_or(tail.len());
+        let authority = &tail[..auth_end];
+        match (authority.rfind('@'), authority.find(':')) {
+            (Some(at), Some(colon)) if colon < at => {
+                out.push_str(&authority[..=colon]);
+                out.push_str(&"*".repeat(authority[colon + 1..at].chars().count()));
+                out.push_str(&authority[at..]);
+            }
+            _ => out.push_str(authority),
+        }
+        rest = &tail[auth_end..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Byte span → (line, col, line text, span length in chars on that line), all 1-based chars.
@@ -334,6 +359,19 @@ mod tests {
         let at = text.find("-4").unwrap();
         let (line, col, lt, len) = locate(text, at..at + 2);
         assert_eq!((line, col, lt.as_str(), len), (2, 11, "threads = -4", 2));
+    }
+
+    #[test]
+    fn a_password_in_a_url_is_not_echoed() {
+        assert_eq!(redact("smb://u:hunter2@h/s"), "smb://u:*******@h/s");
+        assert_eq!(redact("target = \"smb://u:pw@h/s\" # smb://x@y"), "target = \"smb://u:**@h/s\" # smb://x@y");
+        assert_eq!(
+            redact("nfs://h:2049/e and s3://b/k?endpoint=http://h:9/"),
+            "nfs://h:2049/e and s3://b/k?endpoint=http://h:9/"
+        );
+        assert_eq!(redact("no url"), "no url");
+        let d = Diagnostic::at_flag("--target", "target", "smb://u:hunter2@h/s", "an SMB target", "");
+        assert!(!d.to_string().contains("hunter2"), "{d}");
     }
 
     #[test]

@@ -144,9 +144,9 @@ const MAX_DURATION: Duration = Duration::from_secs(30 * 86_400);
 const SIZE_EXAMPLE: &str = "a size like 4k, 64k, 1m";
 const DIR_EXPECTED: &str = "a directory path, e.g. --dir /mnt/test or dir = \"/mnt/test\"";
 const TARGET_DATASET_DIR_EXPECTED: &str =
-    "a directory under the target: a relative path like \"tree\", or nfs://... or s3://... under the target";
+    "a directory under the target: a relative path like \"tree\", or nfs://..., s3://... or smb://... under the target";
 const TARGET_EXPECTED: &str =
-    "a target like nfs://server/export/dir?nconnect=4 or s3://bucket/prefix?endpoint=http://127.0.0.1:9000";
+    "a target like nfs://server/export/dir?nconnect=4, s3://bucket/prefix?endpoint=http://127.0.0.1:9000 or smb://user@server/share/dir";
 
 const RWS: &[(&str, Rw)] = &[
     ("read", Rw::Read),
@@ -2395,7 +2395,7 @@ impl<'a> Ctx<'a> {
         }))
     }
 
-    /// With an engine that has a target (nfs, s3) the dataset lives on the server, under the
+    /// With an engine that has a target (nfs, s3, smb) the dataset lives on the server, under the
     /// target: `dataset.dir` is a relative path there (the target's directory itself when
     /// absent), or its URL spelling (`nfs://...`, `s3://...`), which is how the plan keeps it.
     fn target_anchor(

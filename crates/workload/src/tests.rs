@@ -691,7 +691,7 @@ fn an_nfs_dataset_lives_under_the_target_and_keeps_its_nfs_spelling() {
         assert!(d[0].expected.contains("under the target"), "{}", d[0]);
     }
     let d = file_errors("engine = \"uring\"\ndir = \"/tmp\"\n[dataset]\nfiles = 3\n");
-    assert!(d[0].expected.contains("posix, nfs, null or s3"), "{}", d[0]);
+    assert!(d[0].expected.contains("posix, nfs, null, s3 or smb"), "{}", d[0]);
 }
 
 #[test]
