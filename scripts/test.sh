@@ -3,7 +3,8 @@
 # integration tests (the real binary in temporary directories), the UI's data-shaping
 # modules under node:test, browser tests driving Debian Chromium with playwright-core, and
 # the NFSv3 client against a real nfs-ganesha in a network namespace, the s3 engine against
-# a real MinIO (built with Go from the module proxy, cached), and the many-host lab: four
+# a real MinIO (built with Go from the module proxy, cached), the smb engine against a real
+# Samba (scripts/smb-server.sh), and the many-host lab: four
 # ssh hosts and nfs-ganesha in network namespaces (needs root).
 # Usage: scripts/test.sh        (from anywhere inside the repository)
 set -euo pipefail
@@ -108,6 +109,17 @@ export IOSCOPE_S5CMD IOSCOPE_S3_STATE_DIR=/tmp/ioscope-s3
 cargo test --test s3 --locked --features ebpf -- --ignored --skip server_
 cargo test --test s3 --locked --features ebpf -- --ignored server_   # last: it kills the server
 scripts/s3-server.sh stop
+trap - EXIT
+echo "== the smb engine against a real Samba, read back with smbclient (scripts/smb-server.sh)"
+scripts/smb-server.sh start /tmp/ioscope-smb >/dev/null
+trap 'scripts/smb-server.sh stop /tmp/ioscope-smb >/dev/null 2>&1 || true' EXIT
+# shellcheck disable=SC1091 # the server's URL and password file
+. /tmp/ioscope-smb/env
+export IOSCOPE_SMB_STATE_DIR=/tmp/ioscope-smb
+# One at a time: the QD1 test asserts a request rate (the TCP_NODELAY guard).
+cargo test --test smb --locked --features ebpf -- --ignored --skip server_ --test-threads=1
+cargo test --test smb --locked --features ebpf -- --ignored server_   # last: it kills the server
+scripts/smb-server.sh stop /tmp/ioscope-smb
 trap - EXIT
 echo "== many-host lab: four ssh hosts and nfs-ganesha in network namespaces (scripts/hosts-lab.sh)"
 # Each test process starts the lab once and stops it when it ends; the trap also stops

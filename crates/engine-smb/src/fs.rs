@@ -12,6 +12,9 @@ use std::io::{self, ErrorKind};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// The largest file [`FsConn::read_file`] reads (markers are a few KiB).
+const MAX_READ_FILE: u64 = 64 << 20;
+
 pub struct SmbFs {
     target: Target,
 }
@@ -113,8 +116,13 @@ impl FsConn for SmbConn<'_> {
         self.call(&p.clone(), |tree| async move {
             use smb::resource::GetLen;
             let f = session::open_file(&tree, &p, false, false).await?;
+            // The size is the server's word: markers are small, and nothing larger is read.
             let len = f.get_len().await.unwrap_or(0);
-            let mut out = vec![0u8; usize::try_from(len).map_err(|_| -(libc::EFBIG as i64))?];
+            if len > MAX_READ_FILE {
+                let _ = f.close().await;
+                return Err(-(libc::EFBIG as i64));
+            }
+            let mut out = vec![0u8; len as usize];
             let mut at = 0usize;
             let mut r = Ok(());
             while at < out.len() {

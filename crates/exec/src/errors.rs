@@ -292,6 +292,22 @@ mod tests {
     }
 
     #[test]
+    fn smb_statuses_are_named_by_their_ntstatus_names() {
+        use ioscope_engine_smb::errors::status_result;
+        let name = |op: Op, result: i64| kind_name_smb(op as usize, kind_of(result));
+        assert_eq!(name(Op::Read, status_result(0xC000_0034)), "STATUS_OBJECT_NAME_NOT_FOUND");
+        assert_eq!(name(Op::Write, status_result(0xC000_007F)), "STATUS_DISK_FULL");
+        assert_eq!(name(Op::Create, status_result(0xC000_0022)), "STATUS_ACCESS_DENIED");
+        assert_eq!(name(Op::Read, -(libc::ETIMEDOUT as i64)), "ETIMEDOUT", "a request that timed out");
+        assert_eq!(kind_name_smb(Op::Read as usize, SHORT), "short read");
+        for k in 0..ERROR_KINDS as u16 {
+            assert!(!kind_name_smb(0, k).is_empty());
+        }
+        let plan = crate::test_plan("engine = 'smb'\ntarget = 'smb://u@s/share/d'");
+        assert_eq!(namer(&plan)(0, kind_of(status_result(0xC000_0043))), "STATUS_SHARING_VIOLATION");
+    }
+
+    #[test]
     fn nfs4_statuses_are_named_by_their_nfs4err_names_up_to_the_session_errors() {
         let name = |op: Op, result: i64| kind_name_nfs4(op as usize, kind_of(result));
         assert_eq!(name(Op::Write, -(NFS_STATUS_BASE + 28)), "NFS4ERR_NOSPC");
