@@ -118,7 +118,7 @@ trap 'scripts/smb-server.sh stop /tmp/ioscope-smb >/dev/null 2>&1 || true' EXIT
 export IOSCOPE_SMB_STATE_DIR=/tmp/ioscope-smb
 # One at a time: the QD1 test asserts a request rate (the TCP_NODELAY guard).
 cargo test --test smb --locked --features ebpf -- --ignored --skip server_ --test-threads=1
-cargo test --test smb --locked --features ebpf -- --ignored server_   # last: it kills the server
+cargo test --test smb --locked --features ebpf -- --ignored --test-threads=1 server_   # last: pauses, then kills the server
 scripts/smb-server.sh stop /tmp/ioscope-smb
 trap - EXIT
 echo "== many-host lab: four ssh hosts and nfs-ganesha in network namespaces (scripts/hosts-lab.sh)"

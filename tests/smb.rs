@@ -415,3 +415,54 @@ fn server_killed_mid_run_ends_the_run_with_errors_counted_and_the_results_kept()
     assert!(show["total"]["ops"].as_u64().unwrap() > 100, "the seconds before the kill are kept");
     assert!(restarted.status.success(), "{}", String::from_utf8_lossy(&restarted.stderr));
 }
+
+/// The pids of smbd's process group (scripts/smb-server.sh starts it as the leader of its
+/// own): the main smbd, one per client connection, and its helpers.
+fn smbd_group(state: &Path) -> Vec<String> {
+    let leader = std::fs::read_to_string(state.join("smbd.pid")).unwrap().trim().to_string();
+    let mut pids = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else { continue };
+        let Some((_, rest)) = stat.rsplit_once(") ") else { continue };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if fields.get(2) == Some(&leader.as_str()) && fields.first() != Some(&"Z") {
+            pids.push(e.file_name().to_string_lossy().into_owned());
+        }
+    }
+    pids
+}
+
+#[test]
+#[ignore = "pauses the Samba server scripts/test.sh started (run alone)"]
+fn server_paused_requests_time_out_as_errors_never_successes() {
+    let Some((url, state)) = server() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let (t, _) = target(&url, "pause");
+    let t = format!("{t}?timeout=2");
+    let child = ioscope()
+        .args(["run", "--engine", "smb", "--target", &t, "--rw", "randread", "--bs", "4k", "--size", "1m"])
+        .args(["--iodepth", "4", "--duration", "12s", "--max-errors", "off", "--json"])
+        .args(["--out", s(&tmp.path().join("p.db"))])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(4));
+    let pids = smbd_group(&state);
+    assert!(!pids.is_empty());
+    let stopped = Command::new("kill").arg("-STOP").args(&pids).status().unwrap();
+    std::thread::sleep(Duration::from_secs(5));
+    let resumed = Command::new("kill").arg("-CONT").args(&pids).status().unwrap();
+    assert!(stopped.success() && resumed.success());
+    let out = child.wait_with_output().unwrap();
+    let v = json_of(&out);
+    let read = &v["ops"]["read"];
+    // The requests in flight while the server was stopped failed as ETIMEDOUT after 2 s
+    // (4 at a time, as the worker sent new ones) and are the only errors; no read that
+    // completed waited longer than the timeout.
+    let timed_out = read["errors_by_kind"]["ETIMEDOUT"].as_u64().unwrap_or(0);
+    assert!(timed_out >= 4, "{read}");
+    assert_eq!(read["errors"].as_u64(), Some(timed_out), "{read}");
+    assert!(read["latency_ns"]["max"].as_u64().unwrap() < 3_000_000_000, "{read}");
+    assert!(read["ops"].as_u64().unwrap() > 1000, "reads before and after the pause: {read}");
+}
