@@ -62,7 +62,6 @@ pub struct Negotiated {
     pub dialect: String,
     pub max_read_bytes: u32,
     pub max_write_bytes: u32,
-    pub encrypted: bool,
 }
 
 pub struct Session {
@@ -125,7 +124,6 @@ impl Session {
                 dialect: format!("{:?}", i.negotiation.dialect_rev),
                 max_read_bytes: i.negotiation.max_read_size,
                 max_write_bytes: i.negotiation.max_write_size,
-                encrypted: false,
             };
         }
         let client = s.client.as_ref().ok_or("no client")?;
@@ -136,7 +134,6 @@ impl Session {
             }))
             .map_err(|_| format!("{place}: no answer within {} s while logging in", target.timeout.as_secs()))?
             .map_err(|e| format!("{place} share {} as {}: {}", target.share, target.user, describe(&e)))?;
-        s.negotiated.encrypted = target.encrypt == Encrypt::Required;
         s.tree = Some(tree);
         drop(_ctx);
         Ok(s)
