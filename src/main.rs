@@ -163,14 +163,15 @@ fn exit_code(outcome: CmdResult) -> u8 {
 }
 
 /// A panic in the UI server's threads is caught there (the request is answered 500) and
-/// the server and the run go on. Anywhere else it ends the process at once, as it always
+/// the server and the run go on; so is one inside an engine's `caught::catching` (a
+/// client library fed a peer's reply: that request fails). Anywhere else it ends the process at once, as it always
 /// did: a run's threads wait for one another, so a run that lost one would never end; the
 /// results file keeps every committed second and reads as interrupted.
 fn panic_policy() {
     let report = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         report(info);
-        if !ioscope_web::server::on_ui_thread() {
+        if !ioscope_web::server::on_ui_thread() && !ioscope_engine::caught::is_catching() {
             std::process::abort();
         }
     }));

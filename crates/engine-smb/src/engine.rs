@@ -246,8 +246,14 @@ impl Engine for SmbEngine {
                 // completion is handed back; `len <= cap` was checked. A future dropped
                 // (timed out, or the engine closed) writes nothing more.
                 let buf = unsafe { std::slice::from_raw_parts_mut(at as *mut u8, len) };
-                let r = tokio::time::timeout(timeout, file.read_block(buf, off, None, unbuffered)).await;
-                (slot, done(r))
+                // The crate copies the reply into `buf` unchecked: a server that sends more
+                // than asked makes it panic, caught here as this read's failure (EPROTO).
+                let read = std::panic::AssertUnwindSafe(file.read_block(buf, off, None, unbuffered));
+                match tokio::time::timeout(timeout, read.catch_unwind()).await {
+                    Ok(Err(_)) => (slot, -(libc::EPROTO as i64)),
+                    Ok(Ok(r)) => (slot, done(Ok(r))),
+                    Err(elapsed) => (slot, done(Err(elapsed))),
+                }
             }),
             Op::Write => {
                 let data: Arc<[u8]> = Arc::from(&buffers.slot(slot)[..len]);
@@ -276,28 +282,35 @@ impl Engine for SmbEngine {
         // long, plus a margin for the runtime, for the first completion.
         let bound = s.target.timeout + Duration::from_secs(1);
         let until = deadline.map_or(Instant::now() + bound, |d| d.min(Instant::now() + bound));
-        s.rt().block_on(async {
-            let mut polled = false;
-            loop {
-                while let Some(Some(d)) = in_flight.next().now_or_never() {
-                    got.push(d);
-                }
-                if got.len() >= min || in_flight.is_empty() {
-                    // Once at least, so that the connection's tasks send what was queued.
-                    if polled || in_flight.is_empty() {
-                        return;
+        // Polled under `catching`: a panic of the crate on a reply is that request's
+        // failure (see submit), not the process's end.
+        let caught = ioscope_engine::caught::catching(|| {
+            s.rt().block_on(async {
+                let mut polled = false;
+                loop {
+                    while let Some(Some(d)) = in_flight.next().now_or_never() {
+                        got.push(d);
                     }
-                    tokio::task::yield_now().await;
+                    if got.len() >= min || in_flight.is_empty() {
+                        // Once at least, so that the connection's tasks send what was queued.
+                        if polled || in_flight.is_empty() {
+                            return;
+                        }
+                        tokio::task::yield_now().await;
+                        polled = true;
+                        continue;
+                    }
+                    match tokio::time::timeout_at(until.into(), in_flight.next()).await {
+                        Ok(Some(d)) => got.push(d),
+                        Ok(None) | Err(_) => return,
+                    }
                     polled = true;
-                    continue;
                 }
-                match tokio::time::timeout_at(until.into(), in_flight.next()).await {
-                    Ok(Some(d)) => got.push(d),
-                    Ok(None) | Err(_) => return,
-                }
-                polled = true;
-            }
+            })
         });
+        if let Err(why) = caught {
+            self.lost.get_or_insert_with(|| format!("the SMB client failed on a reply of the server: {why}"));
+        }
         for (slot, result) in got {
             self.note(result);
             out.push(Completion { slot, result });

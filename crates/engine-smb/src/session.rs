@@ -147,11 +147,14 @@ impl Session {
         self.tree.clone().ok_or(-(libc::EBADF as i64))
     }
 
-    /// Runs `f` to its end on this thread, at most the target's timeout (ETIMEDOUT).
+    /// Runs `f` to its end on this thread, at most the target's timeout (ETIMEDOUT). A
+    /// panic of the crate on a reply fails the call (EPROTO) instead of ending the process.
     pub fn block<T>(&self, f: impl Future<Output = Result<T, Failed>>) -> Result<T, Failed> {
         // (The timer is made inside the runtime: it needs its context.)
         let t = self.target.timeout;
-        self.rt.block_on(async move { tokio::time::timeout(t, f).await }).unwrap_or(Err(-(libc::ETIMEDOUT as i64)))
+        ioscope_engine::caught::catching(|| self.rt.block_on(async move { tokio::time::timeout(t, f).await }))
+            .unwrap_or(Ok(Err(-(libc::EPROTO as i64))))
+            .unwrap_or(Err(-(libc::ETIMEDOUT as i64)))
     }
 
     /// Drops `v` (the crate's objects) inside the runtime's context.

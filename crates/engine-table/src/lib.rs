@@ -8,6 +8,7 @@
 //! if it has one), a variant of [`EngineKind`], and its line in [`ENGINES`].
 
 pub mod nfs;
+pub mod query;
 pub mod s3;
 pub mod smb;
 

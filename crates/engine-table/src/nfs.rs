@@ -183,20 +183,9 @@ impl Target {
             gid: 0,
             timeout: Duration::from_secs(10),
         };
-        let mut seen: Vec<&str> = Vec::new();
-        for pair in query.split('&').filter(|p| !p.is_empty()) {
-            let (k, v) = pair.split_once('=').ok_or_else(|| err(format!("{:?}: expected NAME=VALUE", clip(pair))))?;
-            if seen.contains(&k) {
-                return Err(err(format!("{:?} is given twice", clip(k))));
-            }
-            seen.push(k);
+        for (k, v) in crate::query::options(query).map_err(err)? {
             // Out of range is refused, never clamped: the run would not be what was asked.
-            let num = |min: u64, max: u64| -> Result<u64, TargetError> {
-                v.parse::<u64>()
-                    .ok()
-                    .filter(|n| (min..=max).contains(n))
-                    .ok_or_else(|| err(format!("{k}={:?}: expected a number from {min} to {max}", clip(v))))
-            };
+            let num = |min, max| crate::query::number(k, v, min, max).map_err(err);
             match k {
                 "version" => {
                     t.version = match v {
@@ -214,7 +203,7 @@ impl Target {
                 "uid" => t.uid = num(0, u32::MAX as u64)? as u32,
                 "gid" => t.gid = num(0, u32::MAX as u64)? as u32,
                 "mountport" => t.mount_port = Some(num(1, 65535)? as u16),
-                "timeout" => t.timeout = Duration::from_secs(num(1, 3600)?),
+                "timeout" => t.timeout = crate::query::timeout(v).map_err(err)?,
                 _ => {
                     return Err(err(format!(
                         "unknown option {:?} (version, nconnect, uid, gid, mountport, timeout)",

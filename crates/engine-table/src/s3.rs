@@ -139,13 +139,7 @@ impl Target {
             part_size_bytes: DEFAULT_PART_BYTES,
         };
         let mut style = None;
-        let mut seen: Vec<&str> = Vec::new();
-        for pair in query.split('&').filter(|p| !p.is_empty()) {
-            let (k, v) = pair.split_once('=').ok_or_else(|| err(format!("{:?}: expected NAME=VALUE", clip(pair))))?;
-            if seen.contains(&k) {
-                return Err(err(format!("{:?} is given twice", clip(k))));
-            }
-            seen.push(k);
+        for (k, v) in crate::query::options(query).map_err(err)? {
             let word = |what: &str| -> Result<String, TargetError> {
                 let ok =
                     !v.is_empty() && v.len() <= 64 && v.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
@@ -180,12 +174,7 @@ impl Target {
                         _ => return Err(err(format!("style={:?}: expected path or virtual", clip(v)))),
                     })
                 }
-                "timeout" => {
-                    t.timeout =
-                        Duration::from_secs(v.parse::<u64>().ok().filter(|n| (1..=3600).contains(n)).ok_or_else(
-                            || err(format!("timeout={:?}: expected a number of seconds from 1 to 3600", clip(v))),
-                        )?)
-                }
+                "timeout" => t.timeout = crate::query::timeout(v).map_err(err)?,
                 "part_size" => {
                     t.part_size_bytes =
                         parse_size(v).filter(|n| (MIN_PART_BYTES..=MAX_PART_BYTES).contains(n)).ok_or_else(|| {

@@ -164,20 +164,9 @@ impl Target {
             timeout: Duration::from_secs(30),
             encrypt: Encrypt::Allowed,
         };
-        let mut seen: Vec<&str> = Vec::new();
-        for pair in query.split('&').filter(|p| !p.is_empty()) {
-            let (k, v) = pair.split_once('=').ok_or_else(|| err(format!("{:?}: expected NAME=VALUE", clip(pair))))?;
-            if seen.contains(&k) {
-                return Err(err(format!("{:?} is given twice", clip(k))));
-            }
-            seen.push(k);
+        for (k, v) in crate::query::options(query).map_err(err)? {
             match k {
-                "timeout" => {
-                    t.timeout =
-                        Duration::from_secs(v.parse::<u64>().ok().filter(|n| (1..=3600).contains(n)).ok_or_else(
-                            || err(format!("timeout={:?}: expected a number of seconds from 1 to 3600", clip(v))),
-                        )?)
-                }
+                "timeout" => t.timeout = crate::query::timeout(v).map_err(err)?,
                 "encrypt" => {
                     t.encrypt = match v {
                         "allowed" => Encrypt::Allowed,

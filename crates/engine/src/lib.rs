@@ -8,6 +8,7 @@
 //! crate, like `ioscope-engine-nfs`) plus its line in that table and its arm in the executor.
 
 pub mod buffers;
+pub mod caught;
 pub mod fs;
 pub mod null;
 pub mod op;
