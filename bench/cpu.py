@@ -8,6 +8,7 @@ Python 3 standard library only.
 import os
 import resource
 import subprocess
+import sys
 import time
 
 TICK = os.sysconf("SC_CLK_TCK")
@@ -54,6 +55,9 @@ def children_cpu_s():
 def measured(cmd, server_cpu_s, env=None):
     """Runs cmd; returns (stdout, wall s, client CPU s, server CPU s)."""
     c0, s0, t0 = children_cpu_s(), server_cpu_s(), time.monotonic()
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env)
     t1, c1, s1 = time.monotonic(), children_cpu_s(), server_cpu_s()
-    return out, t1 - t0, c1 - c0, s1 - s0
+    if done.returncode != 0:
+        print(done.stderr[-3000:], file=sys.stderr)
+        raise subprocess.CalledProcessError(done.returncode, cmd, done.stdout, done.stderr)
+    return done.stdout, t1 - t0, c1 - c0, s1 - s0
