@@ -89,7 +89,7 @@ def ioscope_case(binary, env, rw, bs, size, depth, seconds, dir_name):
 def libsmbclient_case(choice, env, op, seconds):
     warm(os.path.join(STATE, "share", "ref-4k.dat"))
     cmd = [choice, "--client", "libsmbclient", "--op", op, "--file", "ref-4k.dat", "--size", str(SMALL_FILE),
-           "--secs", str(seconds)]
+           "--secs", str(seconds), "--sign"]
     out, wall, cpu, server = measured(cmd, env)
     v = json.loads(out.strip().splitlines()[-1])
     n = max(v["requests"], 1)
@@ -108,7 +108,7 @@ def smbclient_case(env, op, seconds, local_file):
     # One copy first, to size the repeat count to the case's duration.
     one = "get ref-seq.dat /dev/null" if op == "read" else f"put {local_file} ref-seq-put.dat"
     base = ["smbclient", "//127.0.0.1/ioscope", "-p", port, "-A", os.path.join(STATE, "smbclient.auth"),
-            "-m", "SMB3_11", "-E"]
+            "-m", "SMB3_11", "--client-protection=sign", "-E"]
     _, wall, _, _ = measured(base + ["-c", one], env)
     copies = max(1, round(seconds / max(wall, 0.05)))
     out, wall, cpu, server = measured(base + ["-c", "; ".join([one] * copies)], env)
@@ -198,7 +198,9 @@ def main():
         "",
         f"Command: `bench/smb.py --rounds {a.rounds} --seconds {a.seconds} --depth {a.depth}` (as root); "
         f"{os.cpu_count()} CPUs, Linux {platform.release()}; smbd ({version}), ioscope and the peers on this one "
-        "machine (127.0.0.1), SMB 3.1.1, signed.",
+        "machine (127.0.0.1), SMB 3.1.1, every client signing "
+        "(the smb crate signs every logged-in session; libsmbclient runs with `client signing = required`, "
+        "smbclient with `--client-protection=sign`).",
         f"{a.seconds} s per case, medians of {a.rounds} rounds (order alternating). A request is 4 KiB (random rows) "
         "or 1 MiB (sequential rows; smbclient's copies are counted in MiB, whatever its own request size). CPU per "
         "request: the client process's user+system time over the case, setup included, divided by its requests; "
@@ -222,9 +224,10 @@ def main():
                 f"{fmt_ms(med(rs, 'p99_ms'))} | {med(rs, 'cpu_us'):.1f} | {med(rs, 'server_us'):.1f} | "
                 f"{med(rs, 'cpu_us') / med(rs, 'server_us'):.2f} | {core:.0f} | {ratio} |")
     errors = sum(x["errors"] for rs in results.values() for x in rs)
-    lines += ["", f"Errors over every run: {errors}.", "", "Per round (req/s, client CPU µs/req):", ""]
+    lines += ["", f"Errors over every run: {errors}.", "", "Per round (req/s, client CPU µs/req, errors):", ""]
     for (kind, op, name), rs in results.items():
-        lines.append(f"- {kind} {op} {name}: " + ", ".join(f"{x['rps']:.0f} ({x['cpu_us']:.1f})" for x in rs))
+        lines.append(f"- {kind} {op} {name}: "
+                     + ", ".join(f"{x['rps']:.0f} ({x['cpu_us']:.1f}, {x['errors']})" for x in rs))
     text = "\n".join(lines) + "\n"
     print(text)
     out = a.out or os.path.join(ROOT, "bench", "results", f"{datetime.date.today()}-{platform.node()}-smb.md")

@@ -162,6 +162,22 @@ fn exit_code(outcome: CmdResult) -> u8 {
     }
 }
 
+/// glibc's allocator hands a freed block of a megabyte or so back to the kernel
+/// (its dynamic mmap threshold, and the trim of a thread's arena) and faults it in again,
+/// zeroed, at the next allocation of that size. A client library that allocates each reply
+/// (the smb crate: a 1 MiB READ is three such buffers) then spends most of its CPU in page
+/// faults: 1 MiB SMB reads at QD4 took 1.97 ms of CPU each, 0.66 ms with freed memory kept
+/// for reuse (bench/results/2026-11-28-vm-smb.md). Blocks under 32 MiB come from the heap
+/// and freed ones stay there; the heap is as large as the run's peak, no larger.
+fn allocator_policy() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets allocator parameters; called before any other thread runs.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, i32::MAX);
+    }
+}
+
 /// A panic in the UI server's threads is caught there (the request is answered 500) and
 /// the server and the run go on; so is one inside an engine's `caught::catching` (a
 /// client library fed a peer's reply: that request fails). Anywhere else it ends the process at once, as it always
@@ -178,6 +194,7 @@ fn panic_policy() {
 }
 
 fn main() -> ExitCode {
+    allocator_policy();
     panic_policy();
     let cli = cli::Cli::parse_from(cli::join_optional_values(std::env::args_os().collect()));
     let outcome = match cli.command {
