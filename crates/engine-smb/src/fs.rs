@@ -195,7 +195,7 @@ impl FsConn for SmbConn<'_> {
         Ok(())
     }
 
-    /// WRITEs of at most the server's largest write, four in flight.
+    /// WRITEs of at most 64 KiB (`session::FILL_WRITE_BYTES`), 16 in flight.
     fn write_at(&mut self, path: &Path, offset: u64, data: &[u8]) -> io::Result<()> {
         let f = self.file(path)?;
         let max = self.session.negotiated.max_write_bytes;
@@ -206,7 +206,8 @@ impl FsConn for SmbConn<'_> {
             chunk[..end - start].copy_from_slice(&data[start..end]);
         };
         let len = data.len() as u64;
-        let written = self.session.block(session::write_generated(&f, offset, len, max, 4, &mut fill));
+        let written =
+            self.session.block(session::write_generated(&f, offset, len, max, session::FILL_DEPTH, &mut fill));
         written.map_err(|e| io_err(e, &p)).map(drop)
     }
 

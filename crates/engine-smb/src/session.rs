@@ -311,8 +311,18 @@ pub async fn create_file(tree: &Tree, path: &str, new: bool) -> Result<File, Fai
     a_file(create(tree, path, &args(d, file_access(true), options, false)).await?)
 }
 
+/// The largest WRITE that fills a file (working sets, dataset creates), and how many are
+/// in flight. A WRITE of 64 KiB costs one credit and is seldom slow enough for Samba to
+/// answer it first with an interim STATUS_PENDING, as it does slower ones (1 MiB, 16
+/// credits). The smb crate loses the credits of interim responses until a session has none
+/// left and stops (docs/smb.md, "Known fault"): 1 MiB WRITEs, 4 in flight, stalled 4 of 6
+/// preparations of 256 MiB; 64 KiB, 16 in flight, none of 10 preparations of 1 GiB.
+pub const FILL_WRITE_BYTES: u32 = 64 << 10;
+pub const FILL_DEPTH: usize = 16;
+
 /// Writes `len` bytes from `fill(offset, chunk)` (offsets from 0) at `offset` of `file`,
-/// up to `depth` writes of at most `max_write` bytes in flight: the bytes written.
+/// up to `depth` writes of at most `max_write` (and [`FILL_WRITE_BYTES`]) bytes in flight:
+/// the bytes written.
 pub async fn write_generated(
     file: &File,
     offset: u64,
@@ -322,7 +332,7 @@ pub async fn write_generated(
     fill: &mut dyn FnMut(u64, &mut [u8]),
 ) -> Result<u64, Failed> {
     use futures_util::stream::{FuturesUnordered, StreamExt};
-    let chunk = u64::from(max_write.clamp(4096, 1 << 20));
+    let chunk = u64::from(max_write.clamp(4096, FILL_WRITE_BYTES));
     let mut off = 0u64;
     let mut in_flight = FuturesUnordered::new();
     let mut written = 0u64;
@@ -351,7 +361,7 @@ pub async fn write_generated(
 pub async fn create_with(tree: &Tree, path: &str, len: u64, max_write: u32, src: &[u8]) -> Result<u64, Failed> {
     let file = create_file(tree, path, true).await?;
     let mut fill = |off: u64, chunk: &mut [u8]| repeat_into(src, off, chunk);
-    let r = write_generated(&file, 0, len, max_write, 4, &mut fill).await;
+    let r = write_generated(&file, 0, len, max_write, FILL_DEPTH, &mut fill).await;
     closing(Resource::File(file), r).await
 }
 
