@@ -188,14 +188,30 @@ fn smb_a_1_gib_working_set_is_prepared_without_a_stall() {
     let Some((url, state)) = server() else { return };
     let tmp = tempfile::tempdir().unwrap();
     let (t, dir) = target(&url, "fill");
-    let out = ioscope()
-        .args(["run", "--engine", "smb", "--target", &t, "--rw", "randread", "--bs", "4k", "--size", "1g"])
-        .args(["--files", "4", "--iodepth", "16", "--duration", "1s", "--json", "--quiet"])
-        .args(["--out", s(&tmp.path().join("r.db"))])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    let v = json_of(&out);
+    let results = tmp.path().join("r.db");
+    let v = json_of(&run_ok(&[
+        "run",
+        "--engine",
+        "smb",
+        "--target",
+        &t,
+        "--rw",
+        "randread",
+        "--bs",
+        "4k",
+        "--size",
+        "1g",
+        "--files",
+        "4",
+        "--iodepth",
+        "16",
+        "--duration",
+        "1s",
+        "--json",
+        "--quiet",
+        "--out",
+        s(&results),
+    ]));
     assert_eq!(v["ops"]["read"]["errors"], 0, "{}", v["ops"]["read"]);
     let sizes: Vec<u64> = names_in(&state, &dir)
         .iter()
