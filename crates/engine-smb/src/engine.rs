@@ -1,9 +1,9 @@
-//! The `smb` engine: each worker thread has one SMB session on one TCP connection, driven
-//! by the thread's own current-thread runtime, with `iodepth` READ or WRITE requests in
-//! flight on it (the server's credits allow it). `submit` queues a request's future;
-//! `reap` runs the runtime until enough have completed (batched submission: the core
-//! stamps the issue time before reaping). Every request is bounded by the target's
-//! timeout: one that outlives it completes as ETIMEDOUT, never as a success.
+//! The `smb` engine: each worker thread has one SMB session on one TCP connection
+//! ([`crate::conn`]), with `iodepth` READ or WRITE requests in flight on it. `submit`
+//! queues a request's bytes; `reap` sends what is queued and receives replies until enough
+//! have completed (batched submission: the core stamps the issue time before reaping).
+//! Every request is bounded by the target's timeout: one that outlives it completes as
+//! ETIMEDOUT, never as a success.
 //!
 //! Path operations (one at a time, each CREATE, the call, CLOSE): open (CREATE, kept open
 //! until close), create (CREATE new + WRITEs), delete (CREATE with delete-on-close),
@@ -12,28 +12,17 @@
 //! COPYCHUNK), move (SET_INFO FileRenameInformation). Flat-set fsync is FLUSH; dsync opens
 //! with write-through.
 
+use crate::conn::Sink;
 use crate::errors;
-use crate::session::{self, Failed, Session};
-use futures_util::stream::{FuturesUnordered, StreamExt};
-use futures_util::FutureExt;
+use crate::session::{Failed, Session};
+use crate::wire::{self, FileId};
 use ioscope_engine::{Completion, Engine, FileReq, Io, IoBuffers, Op, OpenSpec, Submission, Submitted};
 use ioscope_engine_table::smb::Target;
-use smb::File;
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-type InFlight = Pin<Box<dyn Future<Output = (u32, i64)> + Send>>;
-
-/// A file the engine reads and writes: its path in the share, its handle, and the bytes it
-/// is known to hold (the crate answers a read at or past the size it saw at open with 0
-/// bytes without asking the server, so a file written past that is opened again).
+/// A file the engine reads and writes: its path in the share and its handle.
 struct Open {
-    path: String,
-    file: Option<Arc<File>>,
-    known_size: u64,
-    opened_size: u64,
+    id: FileId,
 }
 
 pub struct SmbEngine {
@@ -42,10 +31,10 @@ pub struct SmbEngine {
     files: Vec<Open>,
     write: bool,
     write_through: bool,
-    unbuffered: bool,
+    /// READ flags (unbuffered, SMB 3.0.2 and later).
+    read_flags: u8,
     /// Per slot: the buffer's address and length.
     bufs: Vec<(usize, usize)>,
-    in_flight: FuturesUnordered<InFlight>,
     lost: Option<String>,
 }
 
@@ -57,9 +46,8 @@ impl SmbEngine {
             files: Vec::new(),
             write: false,
             write_through: false,
-            unbuffered: false,
+            read_flags: 0,
             bufs: Vec::new(),
-            in_flight: FuturesUnordered::new(),
             lost: None,
         }
     }
@@ -70,42 +58,29 @@ impl SmbEngine {
 
     /// Notes a result that says the connection is gone: the run ends.
     fn note(&mut self, result: i64) {
-        if result < 0 && errors::is_gone(result) && self.lost.is_none() {
+        let gone = self.session.as_ref().is_some_and(Session::gone);
+        if result < 0 && (gone || errors::is_gone(result)) && self.lost.is_none() {
             let why = errors::error_text(result);
             self.lost = Some(format!(
                 "{}:{} share {}: the connection is gone ({why})",
                 self.target.host, self.target.port, self.target.share
             ));
-            if let Some(s) = self.session.as_mut() {
-                s.gone = true;
-            }
         }
     }
 
-    /// Opens `path` (a handle for reads and writes).
-    fn open_file(&self, path: &str, write: bool) -> Result<(Arc<File>, u64), Failed> {
-        use smb::resource::GetLen;
-        let s = self.session.as_ref().ok_or(-(libc::EBADF as i64))?;
-        let tree = s.tree()?;
+    /// Opens `path` for reads (and writes).
+    fn open_file(&mut self, path: &str, write: bool) -> Result<FileId, Failed> {
         let through = self.write_through;
-        s.block(async move {
-            let f = session::open_file(&tree, path, write, through).await?;
-            let size = f.get_len().await.unwrap_or(0);
-            Ok((Arc::new(f), size))
-        })
+        let s = self.session.as_mut().ok_or(-(libc::EBADF as i64))?;
+        s.open_file(path, write, through).map(|c| c.file_id)
     }
 
-    /// Closes a handle (bounded by the timeout), inside the runtime's context.
-    fn close_file(&self, f: Arc<File>) -> i64 {
-        let Some(s) = self.session.as_ref() else { return 0 };
-        let r = if s.gone {
-            Ok(())
-        } else {
-            let f2 = f.clone();
-            s.block(async move { f2.close().await.map_err(|e| errors::result_of(&e)) })
-        };
-        s.drop_here(f);
-        r.map_or_else(|e| e, |()| 0)
+    /// Closes a handle (bounded by the timeout; nothing once the connection is gone).
+    fn close_file(&mut self, id: &FileId) -> i64 {
+        match self.session.as_mut() {
+            Some(s) if !s.gone() => s.close(id).map_or_else(|e| e, |()| 0),
+            _ => 0,
+        }
     }
 
     fn path_op(&mut self, req: &FileReq<'_>, buffers: &mut IoBuffers) -> Result<i64, Failed> {
@@ -114,26 +89,21 @@ impl SmbEngine {
             Some(to) => Some(self.path_of(to).ok_or(-(libc::EXDEV as i64))?),
             None => None,
         };
-        let s = self.session.as_ref().ok_or(-(libc::EBADF as i64))?;
-        let tree = s.tree()?;
+        let s = self.session.as_mut().ok_or(-(libc::EBADF as i64))?;
         let p = path.as_str();
         match (req.op, to.as_deref()) {
-            (Op::Create, _) => {
-                let src = buffers.slot(0).to_vec();
-                let max = s.negotiated.max_write_bytes;
-                s.block(async move { session::create_with(&tree, p, req.size, max, &src).await }).map(|n| n as i64)
-            }
-            (Op::Delete, _) => s.block(async move { session::remove(&tree, p, false).await }).map(|()| 0),
-            (Op::Rmdir, _) => s.block(async move { session::remove(&tree, p, true).await }).map(|()| 0),
-            (Op::Mkdir, _) => s.block(async move { session::mkdir(&tree, p).await }).map(|()| 0),
-            (Op::Getattr, _) => match s.block(async move { session::stat(&tree, p).await })? {
+            (Op::Create, _) => s.create_with(p, req.size, buffers.slot(0)).map(|n| n as i64),
+            (Op::Delete, _) => s.remove(p, false).map(|()| 0),
+            (Op::Rmdir, _) => s.remove(p, true).map(|()| 0),
+            (Op::Mkdir, _) => s.mkdir(p).map(|()| 0),
+            (Op::Getattr, _) => match s.stat(p)? {
                 Some(_) => Ok(0),
                 None => Err(errors::status_result(0xC000_0034)),
             },
-            (Op::Setattr, _) => s.block(async move { session::touch(&tree, p).await }).map(|()| 0),
-            (Op::List, _) => s.block(async move { session::list(&tree, p).await }).map(|_| 0),
-            (Op::Copy, Some(to)) => s.block(async move { session::copy(&tree, p, to).await }).map(|n| n as i64),
-            (Op::Move, Some(to)) => s.block(async move { session::rename(&tree, p, to, false).await }).map(|()| 0),
+            (Op::Setattr, _) => s.touch(p).map(|()| 0),
+            (Op::List, _) => s.list(p).map(|_| 0),
+            (Op::Copy, Some(to)) => s.copy(p, to).map(|n| n as i64),
+            (Op::Move, Some(to)) => s.rename(p, to, false).map(|()| 0),
             _ => Err(-(libc::EINVAL as i64)),
         }
     }
@@ -147,14 +117,14 @@ impl Engine for SmbEngine {
     fn describe(&self) -> String {
         match &self.session {
             Some(s) => format!(
-                "smb {}:{} share {} dir {:?} as {} ({}, encryption {}, max read {} KiB, max write {} KiB, {} request(s) in flight)",
+                "smb {}:{} share {} dir {:?} as {} ({}, {}, max read {} KiB, max write {} KiB, {} request(s) in flight)",
                 self.target.host,
                 self.target.port,
                 self.target.share,
                 self.target.dir,
                 self.target.user,
                 s.negotiated.dialect,
-                self.target.encrypt.name(),
+                s.negotiated.protection,
                 s.negotiated.max_read_bytes >> 10,
                 s.negotiated.max_write_bytes >> 10,
                 self.bufs.len().max(1)
@@ -187,18 +157,18 @@ impl Engine for SmbEngine {
         }
         self.write = spec.write;
         self.write_through = spec.dsync;
-        self.unbuffered = spec.direct;
+        self.read_flags =
+            if spec.direct && s.conn.agreed.dialect >= wire::DIALECT_302 { wire::READ_UNBUFFERED } else { 0 };
         self.session = Some(s);
         self.files = Vec::new();
         for p in &spec.files {
             let path = self.path_of(p).ok_or_else(|| {
                 std::io::Error::other(format!("{} is not in share {}", p.display(), self.target.share_root()))
             })?;
-            let (file, size) = self
+            let id = self
                 .open_file(&path, spec.write)
                 .map_err(|e| std::io::Error::other(format!("{}: {}", p.display(), errors::error_text(e))))?;
-            let known = size.max(spec.file_size);
-            self.files.push(Open { path, file: Some(file), known_size: known, opened_size: size });
+            self.files.push(Open { id });
         }
         self.bufs = (0..slots).map(|i| (buffers.slot_ptr(i as u32) as usize, buffers.slot_len())).collect();
         Ok(())
@@ -213,107 +183,51 @@ impl Engine for SmbEngine {
         if len > cap && matches!(io.op, Op::Read | Op::Write) {
             return Submitted::Done(-(libc::EINVAL as i64));
         }
-        let k = io.file as usize;
-        // A read past the size the handle saw at open, of a file since written past it:
-        // a fresh handle sees the size.
-        let stale = self
-            .files
-            .get(k)
-            .is_some_and(|o| io.op == Op::Read && io.offset >= o.opened_size && io.offset < o.known_size);
-        if stale {
-            let path = self.files[k].path.clone();
-            match self.open_file(&path, self.write) {
-                Ok((f, size)) => {
-                    let old = self.files[k].file.replace(f);
-                    self.files[k].opened_size = size;
-                    if let Some(old) = old {
-                        self.close_file(old);
-                    }
-                }
-                Err(e) => {
-                    self.note(e);
-                    return Submitted::Done(e);
-                }
+        let Some(open) = self.files.get(io.file as usize) else { return Submitted::Done(-(libc::EBADF as i64)) };
+        let id = open.id;
+        let Some(s) = self.session.as_mut() else { return Submitted::Done(-(libc::EBADF as i64)) };
+        let (tag, off, n) = (u64::from(io.slot), io.offset, io.len);
+        let sent = match io.op {
+            // The reply's data lands in the slot's buffer (`cap` bytes, the in-flight read's
+            // alone until its completion is handed back).
+            Op::Read => {
+                let flags = self.read_flags;
+                s.conn.send(
+                    wire::READ,
+                    len,
+                    tag,
+                    Sink::Into { at, cap: len },
+                    |o| wire::read(o, &id, off, n, flags),
+                    &[],
+                )
             }
-        }
-        let Some(open) = self.files.get_mut(k) else { return Submitted::Done(-(libc::EBADF as i64)) };
-        let Some(file) = open.file.clone() else { return Submitted::Done(-(libc::EBADF as i64)) };
-        let (slot, off, timeout, unbuffered) = (io.slot, io.offset, self.target.timeout, self.unbuffered);
-        let fut: InFlight = match io.op {
-            Op::Read => Box::pin(async move {
-                // SAFETY: (at, cap) is the slot's buffer (allocated by IoBuffers, alive
-                // while the engine is open), the in-flight read's alone until its
-                // completion is handed back; `len <= cap` was checked. A future dropped
-                // (timed out, or the engine closed) writes nothing more.
-                let buf = unsafe { std::slice::from_raw_parts_mut(at as *mut u8, len) };
-                // The crate copies the reply into `buf` unchecked: a server that sends more
-                // than asked makes it panic, caught here as this read's failure (EPROTO).
-                let read = std::panic::AssertUnwindSafe(file.read_block(buf, off, None, unbuffered));
-                match tokio::time::timeout(timeout, read.catch_unwind()).await {
-                    Ok(Err(_)) => (slot, -(libc::EPROTO as i64)),
-                    Ok(Ok(r)) => (slot, done(Ok(r))),
-                    Err(elapsed) => (slot, done(Err(elapsed))),
-                }
-            }),
             Op::Write => {
-                let data: Arc<[u8]> = Arc::from(&buffers.slot(slot)[..len]);
-                open.known_size = open.known_size.max(off.saturating_add(len as u64));
-                Box::pin(async move {
-                    let r = tokio::time::timeout(timeout, file.write_block_zc(data, off, None)).await;
-                    (slot, done(r))
-                })
+                let data = &buffers.slot(io.slot)[..len];
+                s.conn.send(wire::WRITE, len, tag, Sink::Count, |o| wire::write(o, &id, off, n, 0), data)
             }
-            Op::Fsync | Op::Fdatasync => Box::pin(async move {
-                let r = tokio::time::timeout(timeout, file.flush()).await;
-                (slot, done(r.map(|r| r.map(|()| 0))))
-            }),
+            Op::Fsync | Op::Fdatasync => s.conn.send(wire::FLUSH, 0, tag, Sink::Status, |o| wire::flush(o, &id), &[]),
             _ => return Submitted::Done(-(libc::EOPNOTSUPP as i64)),
         };
-        self.in_flight.push(fut);
-        Submitted::Queued
+        match sent {
+            Ok(_) => Submitted::Queued,
+            Err(e) => {
+                self.note(e);
+                Submitted::Done(e)
+            }
+        }
     }
 
     fn reap(&mut self, min: usize, timeout_ns: Option<u64>, out: &mut Vec<Completion>) -> std::io::Result<()> {
-        let Some(s) = self.session.as_ref() else { return Ok(()) };
-        let deadline = timeout_ns.map(|t| Instant::now() + Duration::from_nanos(t));
-        let in_flight = &mut self.in_flight;
-        let mut got = Vec::new();
-        // Each request is under the target's timeout (see submit): this waits at most that
-        // long, plus a margin for the runtime, for the first completion.
-        let bound = s.target.timeout + Duration::from_secs(1);
-        let until = deadline.map_or(Instant::now() + bound, |d| d.min(Instant::now() + bound));
-        // Polled under `catching`: a panic of the crate on a reply is that request's
-        // failure (see submit), not the process's end.
-        let caught = ioscope_engine::caught::catching(|| {
-            s.rt().block_on(async {
-                let mut polled = false;
-                loop {
-                    while let Some(Some(d)) = in_flight.next().now_or_never() {
-                        got.push(d);
-                    }
-                    if got.len() >= min || in_flight.is_empty() {
-                        // Once at least, so that the connection's tasks send what was queued.
-                        if polled || in_flight.is_empty() {
-                            return;
-                        }
-                        tokio::task::yield_now().await;
-                        polled = true;
-                        continue;
-                    }
-                    match tokio::time::timeout_at(until.into(), in_flight.next()).await {
-                        Ok(Some(d)) => got.push(d),
-                        Ok(None) | Err(_) => return,
-                    }
-                    polled = true;
-                }
-            })
-        });
-        if let Err(why) = caught {
-            self.lost.get_or_insert_with(|| format!("the SMB client failed on a reply of the server: {why}"));
-        }
-        for (slot, result) in got {
-            self.note(result);
-            out.push(Completion { slot, result });
+        let Some(s) = self.session.as_mut() else { return Ok(()) };
+        // Each request has the target's timeout as its deadline: this waits at most that
+        // long, plus a margin, for the completions asked for.
+        let bound = Instant::now() + s.target.timeout + Duration::from_secs(1);
+        let deadline = timeout_ns.map_or(bound, |t| bound.min(Instant::now() + Duration::from_nanos(t)));
+        let _ = s.conn.pump(deadline, |c| c.completed_count() >= min.min(c.completed_count() + c.in_flight()));
+        let done: Vec<_> = s.conn.completed().collect();
+        for d in done {
+            self.note(d.result);
+            out.push(Completion { slot: d.tag as u32, result: d.result });
         }
         Ok(())
     }
@@ -323,16 +237,13 @@ impl Engine for SmbEngine {
             Op::Open => {
                 let Some(path) = self.path_of(req.path) else { return -(libc::EXDEV as i64) };
                 // Handles are opened and closed last-in, first-out (one per worker today).
-                let mut gone: Vec<Open> = self.files.drain((req.file as usize).min(self.files.len())..).collect();
-                for o in gone.iter_mut() {
-                    if let Some(f) = o.file.take() {
-                        self.close_file(f);
-                    }
+                let gone: Vec<Open> = self.files.drain((req.file as usize).min(self.files.len())..).collect();
+                for o in &gone {
+                    self.close_file(&o.id);
                 }
                 match self.open_file(&path, self.write || req.write) {
-                    Ok((file, size)) => {
-                        let known = size.max(req.size);
-                        self.files.push(Open { path, file: Some(file), known_size: known, opened_size: size });
+                    Ok(id) => {
+                        self.files.push(Open { id });
                         0
                     }
                     Err(e) => e,
@@ -340,14 +251,12 @@ impl Engine for SmbEngine {
             }
             Op::Close => {
                 let k = (req.file as usize).min(self.files.len());
-                let mut closed: Vec<Open> = self.files.drain(k..).collect();
+                let closed: Vec<Open> = self.files.drain(k..).collect();
                 let mut r = 0;
-                for o in closed.iter_mut() {
-                    if let Some(f) = o.file.take() {
-                        let c = self.close_file(f);
-                        if r == 0 {
-                            r = c;
-                        }
+                for o in &closed {
+                    let c = self.close_file(&o.id);
+                    if r == 0 {
+                        r = c;
                     }
                 }
                 r
@@ -366,28 +275,14 @@ impl Engine for SmbEngine {
         self.lost.as_deref()
     }
 
-    /// Drops what is in flight, closes the handles and logs off (each bounded by the
-    /// timeout; nothing is waited for once the connection is gone).
+    /// Closes the handles and logs off (each bounded by the timeout; nothing is waited for
+    /// once the connection is gone). Replies still in flight are not waited for.
     fn close(&mut self) {
-        let Some(s) = self.session.as_ref() else { return };
-        let in_flight = std::mem::take(&mut self.in_flight);
-        s.drop_here(in_flight);
         let files = std::mem::take(&mut self.files);
-        for mut o in files {
-            if let Some(f) = o.file.take() {
-                self.close_file(f);
-            }
+        for o in &files {
+            self.close_file(&o.id);
         }
         self.session = None;
-    }
-}
-
-/// A request's result: bytes moved, or its failure (ETIMEDOUT when it outlived the timeout).
-fn done(r: Result<std::io::Result<usize>, tokio::time::error::Elapsed>) -> i64 {
-    match r {
-        Ok(Ok(n)) => i64::try_from(n).unwrap_or(i64::MAX),
-        Ok(Err(e)) => errors::result_of_io(&e),
-        Err(_) => -(libc::ETIMEDOUT as i64),
     }
 }
 

@@ -155,46 +155,10 @@ fn errno(e: i32) -> i64 {
     -(e as i64)
 }
 
-/// The NTSTATUS in a message of the `smb` crate: its errors print a status as
-/// "Access Denied (0xc0000022)", or "0xc000007f" for one it has no name for. Read and write
-/// failures reach the engine only as such text (the crate wraps them in `io::Error::other`).
-pub fn status_in_text(text: &str) -> Option<u32> {
-    let at = text.find("status: ")? + "status: ".len();
-    let rest = text.get(at..)?;
-    let hex_at = rest.find("0x")? + 2;
-    let digits: String = rest.get(hex_at..)?.chars().take_while(char::is_ascii_hexdigit).take(8).collect();
-    u32::from_str_radix(&digits, 16).ok().filter(|_| !digits.is_empty())
-}
-
-/// The failed result of an error of the `smb` crate.
-pub fn result_of(e: &smb::Error) -> i64 {
-    use smb::transport::TransportError;
-    match e {
-        smb::Error::ReceivedErrorMessage(status, _) | smb::Error::UnexpectedMessageStatus(status) => {
-            status_result(*status)
-        }
-        smb::Error::OperationTimeout(..) | smb::Error::TransportError(TransportError::Timeout(_)) => {
-            errno(libc::ETIMEDOUT)
-        }
-        smb::Error::ConnectionStopped
-        | smb::Error::TransportError(TransportError::NotConnected)
-        | smb::Error::Cancelled(_) => errno(libc::ECONNRESET),
-        smb::Error::TransportError(TransportError::IoError(e)) | smb::Error::IoError(e) => result_of_io(e),
-        smb::Error::SignatureVerificationFailed => errno(libc::EBADMSG),
-        smb::Error::MissingPermissions(_) => errno(libc::EACCES),
-        _ => errno(libc::EPROTO),
-    }
-}
-
-/// The failed result of an `io::Error` from the `smb` crate (reads, writes, flushes, and
-/// the transport): an errno of the socket, else the NTSTATUS in its text.
+/// The failed result of a socket's `io::Error`: its errno, else one of its kind.
 pub fn result_of_io(e: &std::io::Error) -> i64 {
     if let Some(n) = e.raw_os_error() {
         return errno(n);
-    }
-    let text = e.to_string();
-    if let Some(status) = status_in_text(&text) {
-        return status_result(status);
     }
     match e.kind() {
         std::io::ErrorKind::PermissionDenied => errno(libc::EACCES),
@@ -204,8 +168,6 @@ pub fn result_of_io(e: &std::io::Error) -> i64 {
         | std::io::ErrorKind::ConnectionAborted
         | std::io::ErrorKind::BrokenPipe
         | std::io::ErrorKind::NotConnected => errno(libc::ECONNRESET),
-        _ if text.contains("connection is stopped") || text.contains("Not connected") => errno(libc::ECONNRESET),
-        _ if text.contains("timed out") => errno(libc::ETIMEDOUT),
         _ => errno(libc::EPROTO),
     }
 }
@@ -247,31 +209,14 @@ mod tests {
     }
 
     #[test]
-    fn the_crates_errors_map_to_their_status_or_errno() {
-        use smb::transport::TransportError;
-        // The crate's own wording, as read and write failures carry it (io::Error::other).
-        let e = smb::Error::UnexpectedMessageStatus(0xC000_0022);
-        assert_eq!(result_of(&e), status_result(0xC000_0022));
-        let io = std::io::Error::other(e.to_string());
-        assert_eq!(error_text(result_of_io(&io)), "STATUS_ACCESS_DENIED", "{io}");
-        // A status the crate has no name for prints as bare hex.
-        let io = std::io::Error::other(smb::Error::UnexpectedMessageStatus(0xC000_007F).to_string());
-        assert_eq!(error_text(result_of_io(&io)), "STATUS_DISK_FULL", "{io}");
-        let io = std::io::Error::other(smb::Error::ConnectionStopped.to_string());
-        assert_eq!(result_of_io(&io), errno(libc::ECONNRESET));
-        assert!(is_gone(result_of(&smb::Error::ConnectionStopped)));
+    fn socket_errors_map_to_their_errno_and_lost_sessions_end_the_run() {
+        let refused = std::io::Error::from_raw_os_error(libc::ECONNREFUSED);
+        assert_eq!(result_of_io(&refused), errno(libc::ECONNREFUSED));
+        let eof = std::io::Error::from(std::io::ErrorKind::UnexpectedEof);
+        assert_eq!(result_of_io(&eof), errno(libc::ECONNRESET));
+        assert!(is_gone(errno(libc::ECONNRESET)));
         assert!(is_gone(status_result(0xC000_0203)));
         assert!(!is_gone(status_result(0xC000_0034)));
-        let t = smb::Error::TransportError(TransportError::Timeout(std::time::Duration::from_secs(1)));
-        assert_eq!(result_of(&t), errno(libc::ETIMEDOUT));
-        let refused = smb::Error::IoError(std::io::Error::from_raw_os_error(libc::ECONNREFUSED));
-        assert_eq!(result_of(&refused), errno(libc::ECONNREFUSED));
-        // Text that is not the crate's: no status is made up.
-        for text in ["", "status: ", "status: 0x", "status: zz", "no status here 0xc0000022"] {
-            assert_eq!(status_in_text(text), None, "{text:?}");
-        }
-        assert_eq!(status_in_text("status: Access Denied (0xc0000022)."), Some(0xC000_0022));
-        assert_eq!(status_in_text("status: 0xc000007f."), Some(0xC000_007F));
-        assert_eq!(status_in_text("status: 0xffffffffff"), Some(u32::MAX));
+        assert!(!is_gone(errno(libc::ETIMEDOUT)));
     }
 }

@@ -1,16 +1,15 @@
 //! The share as a file system, for what prepares, checks and removes a working set or a
 //! dataset tree (and its marker): a path `smb://HOST[:PORT]/SHARE/P` is the file or
 //! directory P of the share. Each connection is a session of its own (its own TCP
-//! connection and runtime), so the fill's writers write in parallel.
+//! connection), so the fill's writers write in parallel.
 
 use crate::errors;
 use crate::session::{self, Failed, Session};
+use crate::wire::FileId;
 use ioscope_engine::fs::{FileSystem, FsConn, Stat};
 use ioscope_engine_table::smb::Target;
-use smb::File;
 use std::io::{self, ErrorKind};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 /// The largest file [`FsConn::read_file`] reads (markers are a few KiB).
 const MAX_READ_FILE: u64 = 64 << 20;
@@ -57,7 +56,7 @@ struct SmbConn<'a> {
     target: &'a Target,
     session: Session,
     /// The file written last, kept open for the next write to it.
-    open: Option<(PathBuf, Arc<File>)>,
+    open: Option<(PathBuf, FileId)>,
 }
 
 impl SmbConn<'_> {
@@ -68,83 +67,60 @@ impl SmbConn<'_> {
         })
     }
 
-    /// Runs a path operation on the session's tree.
-    fn call<T, F, Fut>(&self, path: &str, f: F) -> io::Result<T>
-    where
-        F: FnOnce(Arc<smb::Tree>) -> Fut,
-        Fut: std::future::Future<Output = Result<T, Failed>>,
-    {
-        let tree = self.session.tree().map_err(|e| io_err(e, path))?;
-        self.session.block(f(tree)).map_err(|e| io_err(e, path))
+    /// Runs a path operation on the session.
+    fn call<T>(&mut self, path: &Path, f: impl FnOnce(&mut Session, &str) -> Result<T, Failed>) -> io::Result<T> {
+        let p = self.path(path)?;
+        f(&mut self.session, &p).map_err(|e| io_err(e, &p))
     }
 
     /// Closes the file kept open, if any.
     fn close_open(&mut self) -> io::Result<()> {
         let Some((p, f)) = self.open.take() else { return Ok(()) };
-        let f2 = f.clone();
-        let r = self.session.block(async move { f2.close().await.map_err(|e| errors::result_of(&e)) });
-        self.session.drop_here(f);
-        r.map_err(|e| io_err(e, &p.to_string_lossy()))
+        if self.session.gone() {
+            return Ok(());
+        }
+        self.session.close(&f).map_err(|e| io_err(e, &p.to_string_lossy()))
     }
 
     /// The handle of `path` for writing: the one kept open, or a new one.
-    fn file(&mut self, path: &Path) -> io::Result<Arc<File>> {
+    fn file(&mut self, path: &Path) -> io::Result<FileId> {
         if let Some((p, f)) = &self.open {
             if p == path {
-                return Ok(f.clone());
+                return Ok(*f);
             }
         }
         self.close_open()?;
-        let p = self.path(path)?;
-        let f = self.call(&p.clone(), |tree| async move { session::open_file(&tree, &p, true, false).await })?;
-        let f = Arc::new(f);
-        self.open = Some((path.to_path_buf(), f.clone()));
-        Ok(f)
+        let f = self.call(path, |s, p| s.open_file(p, true, false))?;
+        self.open = Some((path.to_path_buf(), f.file_id));
+        Ok(f.file_id)
     }
 }
 
 impl FsConn for SmbConn<'_> {
     fn stat(&mut self, path: &Path) -> io::Result<Option<Stat>> {
-        let p = self.path(path)?;
-        let got = self.call(&p.clone(), |tree| async move { session::stat(&tree, &p).await })?;
+        let got = self.call(path, |s, p| s.stat(p))?;
         Ok(got.map(|(dir, len)| Stat { dir, file: !dir, len }))
     }
 
     fn read_file(&mut self, path: &Path) -> io::Result<Vec<u8>> {
-        let p = self.path(path)?;
-        let max = self.session.negotiated.max_read_bytes.clamp(4096, 1 << 20) as usize;
-        self.call(&p.clone(), |tree| async move {
-            use smb::resource::GetLen;
-            let f = session::open_file(&tree, &p, false, false).await?;
+        self.call(path, |s, p| {
+            let f = s.open_file(p, false, false)?;
             // The size is the server's word: markers are small, and nothing larger is read.
-            let len = f.get_len().await.unwrap_or(0);
-            if len > MAX_READ_FILE {
-                let _ = f.close().await;
-                return Err(-(libc::EFBIG as i64));
+            let r = if f.end_of_file > MAX_READ_FILE {
+                Err(-(libc::EFBIG as i64))
+            } else {
+                s.read_all(&f.file_id, f.end_of_file)
+            };
+            let closed = s.close(&f.file_id);
+            match (r, closed) {
+                (Ok(v), Ok(())) => Ok(v),
+                (Ok(_), Err(e)) | (Err(e), _) => Err(e),
             }
-            let mut out = vec![0u8; len as usize];
-            let mut at = 0usize;
-            let mut r = Ok(());
-            while at < out.len() {
-                let end = out.len().min(at + max);
-                match f.read_block(&mut out[at..end], at as u64, None, false).await {
-                    Ok(0) => break,
-                    Ok(n) => at += n,
-                    Err(e) => {
-                        r = Err(errors::result_of_io(&e));
-                        break;
-                    }
-                }
-            }
-            out.truncate(at);
-            let closed = f.close().await.map_err(|e| errors::result_of(&e));
-            r.and(closed).map(|()| out)
         })
     }
 
     fn list(&mut self, dir: &Path) -> io::Result<Vec<(String, Option<Stat>)>> {
-        let p = self.path(dir)?;
-        let entries = self.call(&p.clone(), |tree| async move { session::list(&tree, &p).await })?;
+        let entries = self.call(dir, |s, p| s.list(p))?;
         Ok(entries.into_iter().map(|(name, dir, len)| (name, Some(Stat { dir, file: !dir, len }))).collect())
     }
 
@@ -156,8 +132,7 @@ impl FsConn for SmbConn<'_> {
                 at.push('/');
             }
             at.push_str(part);
-            let here = at.clone();
-            match self.call(&here.clone(), |tree| async move { session::mkdir(&tree, &here).await }) {
+            match self.session.mkdir(&at).map_err(|e| io_err(e, &at)) {
                 Ok(()) => {}
                 Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
                 Err(e) => return Err(e),
@@ -170,35 +145,31 @@ impl FsConn for SmbConn<'_> {
         if self.open.as_ref().is_some_and(|(p, _)| p == path) {
             self.close_open()?;
         }
-        let p = self.path(path)?;
-        self.call(&p.clone(), |tree| async move { session::remove(&tree, &p, false).await })
+        self.call(path, |s, p| s.remove(p, false))
     }
 
     fn remove_dir(&mut self, path: &Path) -> io::Result<()> {
-        let p = self.path(path)?;
-        self.call(&p.clone(), |tree| async move { session::remove(&tree, &p, true).await })
+        self.call(path, |s, p| s.remove(p, true))
     }
 
     fn rename(&mut self, from: &Path, to: &Path) -> io::Result<()> {
         if self.open.as_ref().is_some_and(|(p, _)| p == from || p == to) {
             self.close_open()?;
         }
-        let (f, t) = (self.path(from)?, self.path(to)?);
-        self.call(&f.clone(), |tree| async move { session::rename(&tree, &f, &t, true).await })
+        let t = self.path(to)?;
+        self.call(from, |s, f| s.rename(f, &t, true))
     }
 
     fn create_empty(&mut self, path: &Path) -> io::Result<()> {
         self.close_open()?;
-        let p = self.path(path)?;
-        let f = self.call(&p.clone(), |tree| async move { session::create_file(&tree, &p, false).await })?;
-        self.open = Some((path.to_path_buf(), Arc::new(f)));
+        let f = self.call(path, |s, p| s.create_file(p, false))?;
+        self.open = Some((path.to_path_buf(), f.file_id));
         Ok(())
     }
 
-    /// WRITEs of at most 64 KiB (`session::FILL_WRITE_BYTES`), 16 in flight.
+    /// WRITEs of at most 1 MiB (`session::FILL_WRITE_BYTES`), 4 in flight.
     fn write_at(&mut self, path: &Path, offset: u64, data: &[u8]) -> io::Result<()> {
         let f = self.file(path)?;
-        let max = self.session.negotiated.max_write_bytes;
         let p = path.to_string_lossy().into_owned();
         let mut fill = |off: u64, chunk: &mut [u8]| {
             let start = usize::try_from(off).unwrap_or(usize::MAX).min(data.len());
@@ -206,8 +177,7 @@ impl FsConn for SmbConn<'_> {
             chunk[..end - start].copy_from_slice(&data[start..end]);
         };
         let len = data.len() as u64;
-        let written =
-            self.session.block(session::write_generated(&f, offset, len, max, session::FILL_DEPTH, &mut fill));
+        let written = self.session.write_generated(&f, offset, len, session::FILL_DEPTH, &mut fill);
         written.map_err(|e| io_err(e, &p)).map(drop)
     }
 
@@ -215,15 +185,13 @@ impl FsConn for SmbConn<'_> {
     fn sync(&mut self, path: &Path) -> io::Result<()> {
         let f = self.file(path)?;
         let p = path.to_string_lossy().into_owned();
-        self.session
-            .block(async move { f.flush().await.map_err(|e| errors::result_of_io(&e)) })
-            .map_err(|e| io_err(e, &p))?;
+        self.session.flush(&f).map_err(|e| io_err(e, &p))?;
         self.close_open()
     }
 
     fn free_bytes(&mut self, _path: &Path) -> io::Result<Option<u64>> {
         let root = self.target.share_root();
-        self.call(&root.clone(), |tree| async move { session::free_bytes(&tree).await }).map(Some)
+        self.session.free_bytes().map(Some).map_err(|e| io_err(e, &root))
     }
 }
 

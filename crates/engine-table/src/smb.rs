@@ -14,7 +14,7 @@ pub const SPEC: EngineSpec = EngineSpec {
     kind: EngineKind::Smb,
     name: "smb",
     aliases: &[],
-    description: "SMB2/SMB3 from user space (signed, optionally encrypted), no client cache; needs --target smb://...",
+    description: "SMB2/SMB3 from user space (signed or encrypted when asked or required), no client cache; needs --target smb://...",
     caps: Capabilities {
         // No page cache on this host to bypass: direct = true asks the server for
         // unbuffered reads (SMB 3.0.2 and later) and needs no alignment.
@@ -43,11 +43,10 @@ fn parse(url: &str) -> Result<crate::Target, InvalidTarget> {
 
 /// What is wrong with a target, and the form expected.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0} (expected smb://[USER@]HOST[:PORT]/SHARE[/DIR][?timeout=S&encrypt=required|allowed|disabled])")]
+#[error("{0} (expected smb://[USER@]HOST[:PORT]/SHARE[/DIR][?timeout=S&encrypt=required|allowed|disabled&sign=required|auto])")]
 pub struct TargetError(pub String);
 
-/// Whether the session encrypts (SMB 3 encryption); signing is always on for a logged-in
-/// session that does not encrypt.
+/// Whether the session encrypts (SMB 3 encryption).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Encrypt {
     /// Encrypt only if the server asks for it.
@@ -89,6 +88,10 @@ pub struct Target {
     /// How long a request may take before it counts as timed out.
     pub timeout: Duration,
     pub encrypt: Encrypt,
+    /// Sign every request even if the server does not require it (`sign=required`); by
+    /// default requests are signed only when the server requires it, as Windows and
+    /// Samba's clients do.
+    pub sign: bool,
 }
 
 /// Characters a name on an SMB share cannot hold (MS-FSCC 2.1.5.2), beside controls.
@@ -163,6 +166,7 @@ impl Target {
             dir: dir.to_string(),
             timeout: Duration::from_secs(30),
             encrypt: Encrypt::Allowed,
+            sign: false,
         };
         for (k, v) in crate::query::options(query).map_err(err)? {
             match k {
@@ -175,12 +179,19 @@ impl Target {
                         _ => return Err(err(format!("encrypt={:?}: expected required, allowed or disabled", clip(v)))),
                     }
                 }
+                "sign" => {
+                    t.sign = match v {
+                        "required" => true,
+                        "auto" => false,
+                        _ => return Err(err(format!("sign={:?}: expected required or auto", clip(v)))),
+                    }
+                }
                 "password" => {
                     return Err(err("a password in the URL is refused (it would be stored with the results): \
                          set IOSCOPE_SMB_PASSWORD or IOSCOPE_SMB_PASSWORD_FILE"
                         .to_string()))
                 }
-                _ => return Err(err(format!("unknown option {:?} (timeout, encrypt)", clip(k)))),
+                _ => return Err(err(format!("unknown option {:?} (timeout, encrypt, sign)", clip(k)))),
             }
         }
         Ok(t)
