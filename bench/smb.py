@@ -68,8 +68,11 @@ def warm(path):
                     pass
 
 
+SIGN = False  # --sign: every client signs; else none does
+
+
 def ioscope_case(binary, env, rw, bs, size, depth, seconds, dir_name):
-    target = env["IOSCOPE_SMB_URL"] + "/" + dir_name
+    target = env["IOSCOPE_SMB_URL"] + "/" + dir_name + ("?sign=required" if SIGN else "")
     warm(os.path.join(STATE, "share", dir_name))
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [binary, "run", "--engine", "smb", "--target", target, "--rw", rw, "--bs", str(bs),
@@ -89,7 +92,7 @@ def ioscope_case(binary, env, rw, bs, size, depth, seconds, dir_name):
 def libsmbclient_case(choice, env, op, seconds):
     warm(os.path.join(STATE, "share", "ref-4k.dat"))
     cmd = [choice, "--client", "libsmbclient", "--op", op, "--file", "ref-4k.dat", "--size", str(SMALL_FILE),
-           "--secs", str(seconds), "--sign"]
+           "--secs", str(seconds)] + (["--sign"] if SIGN else [])
     out, wall, cpu, server = measured(cmd, env)
     v = json.loads(out.strip().splitlines()[-1])
     n = max(v["requests"], 1)
@@ -108,7 +111,7 @@ def smbclient_case(env, op, seconds, local_file):
     # One copy first, to size the repeat count to the case's duration.
     one = "get ref-seq.dat /dev/null" if op == "read" else f"put {local_file} ref-seq-put.dat"
     base = ["smbclient", "//127.0.0.1/ioscope", "-p", port, "-A", os.path.join(STATE, "smbclient.auth"),
-            "-m", "SMB3_11", "--client-protection=sign", "-E"]
+            "-m", "SMB3_11", "--client-protection=" + ("sign" if SIGN else "off"), "-E"]
     _, wall, _, _ = measured(base + ["-c", one], env)
     copies = max(1, round(seconds / max(wall, 0.05)))
     out, wall, cpu, server = measured(base + ["-c", "; ".join([one] * copies)], env)
@@ -131,7 +134,10 @@ def main():
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--depth", type=int, default=16)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--sign", action="store_true", help="every client signs (default: none does, as none must)")
     a = ap.parse_args()
+    global SIGN
+    SIGN = a.sign
     subprocess.run([SCRIPT, "start", STATE], check=True, stdout=subprocess.DEVNULL)
     subprocess.run(["cargo", "build", "--release", "--locked", "--quiet"], check=True, cwd=CHOICE,
                    env=dict(os.environ, CARGO_TARGET_DIR=CHOICE_TARGET))
@@ -196,11 +202,14 @@ def main():
     lines = [
         f"# ioscope smb engine vs libsmbclient and smbclient on the same Samba ({datetime.date.today()}, {platform.node()})",
         "",
-        f"Command: `bench/smb.py --rounds {a.rounds} --seconds {a.seconds} --depth {a.depth}` (as root); "
+        f"Command: `bench/smb.py --rounds {a.rounds} --seconds {a.seconds} --depth {a.depth}"
+        f"{' --sign' if SIGN else ''}` (as root); "
         f"{os.cpu_count()} CPUs, Linux {platform.release()}; smbd ({version}), ioscope and the peers on this one "
-        "machine (127.0.0.1), SMB 3.1.1, every client signing "
-        "(the smb crate signs every logged-in session; libsmbclient runs with `client signing = required`, "
-        "smbclient with `--client-protection=sign`).",
+        "machine (127.0.0.1), SMB 3.1.1, "
+        + ("every client signing (ioscope with `?sign=required`, libsmbclient with `client signing = required`, "
+           "smbclient with `--client-protection=sign`)." if SIGN else
+           "no client signing (the server does not require it; ioscope's default, libsmbclient's "
+           "`client signing = default`, smbclient with `--client-protection=off`)."),
         f"{a.seconds} s per case, medians of {a.rounds} rounds (order alternating). A request is 4 KiB (random rows) "
         "or 1 MiB (sequential rows; smbclient's copies are counted in MiB, whatever its own request size). CPU per "
         "request: the client process's user+system time over the case, setup included, divided by its requests; "
@@ -230,7 +239,8 @@ def main():
                      + ", ".join(f"{x['rps']:.0f} ({x['cpu_us']:.1f}, {x['errors']})" for x in rs))
     text = "\n".join(lines) + "\n"
     print(text)
-    out = a.out or os.path.join(ROOT, "bench", "results", f"{datetime.date.today()}-{platform.node()}-smb.md")
+    out = a.out or os.path.join(ROOT, "bench", "results",
+                                f"{datetime.date.today()}-{platform.node()}-smb{'-signed' if SIGN else ''}.md")
     with open(out, "w") as f:
         f.write(text)
 

@@ -21,7 +21,7 @@ use crate::errors;
 use crate::wire::{self, Header, HEADER};
 use ioscope_engine_table::smb::{Encrypt, Target, GUEST};
 use std::collections::{HashMap, VecDeque};
-use std::io::{Read, Write};
+use std::io::Read;
 use std::net::{TcpStream, ToSocketAddrs};
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
@@ -29,9 +29,10 @@ use std::time::{Duration, Instant};
 /// A failed result: a negative errno or an NTSTATUS as [`errors`] encodes it.
 pub type Failed = i64;
 
-/// The largest message accepted from a server: an 8 MiB READ reply and its header, with
-/// room for a larger server maximum up to 16 MiB.
+/// The largest message accepted from a server: its largest READ, WRITE or transaction
+/// (at most 16 MiB) and the headers (a transform's included); before NEGOTIATE, 64 KiB.
 const MAX_FRAME: usize = 16 << 20 | 4096;
+const FRAME_SLACK: usize = 4096;
 /// The receive buffer's usual size: many small replies per read(2).
 const RX_BYTES: usize = 256 << 10;
 /// Tags of the connection's own calls (the engine's are slot numbers).
@@ -69,6 +70,20 @@ pub struct Done {
     pub result: i64,
     pub msg: Vec<u8>,
 }
+
+/// WRITE data to send from where it lies: at `pos` of the output buffer, `len` bytes at
+/// `at` (the I/O's buffer, or `own` once the request no longer owns that buffer).
+struct Lent {
+    pos: usize,
+    at: usize,
+    len: usize,
+    id: u64,
+    own: Option<Box<[u8]>>,
+}
+
+/// WRITE data at least this long is sent from the I/O's buffer when the session neither
+/// signs nor encrypts (a copy costs more than the bookkeeping).
+const LEND_BYTES: usize = 16 << 10;
 
 /// A READ reply whose data is being received into the I/O's buffer.
 struct Direct {
@@ -114,11 +129,18 @@ pub struct Conn {
     pub agreed: Agreed,
     out: Vec<u8>,
     out_at: usize,
+    /// WRITE data sent from the I/O's own buffer, each after the bytes of `out` before its
+    /// position (no copy into `out`).
+    lent: VecDeque<Lent>,
+    /// Bytes of the first of `lent` already sent.
+    lent_sent: usize,
     rx: Vec<u8>,
     rx_start: usize,
     rx_end: usize,
     direct: Option<Direct>,
     next_id: u64,
+    /// The largest message accepted (see [`MAX_FRAME`]).
+    max_frame: usize,
     large_mtu: bool,
     credits: u32,
     in_flight_charge: u32,
@@ -158,11 +180,14 @@ impl Conn {
             agreed: Agreed::default(),
             out: Vec::with_capacity(64 << 10),
             out_at: 0,
+            lent: VecDeque::new(),
+            lent_sent: 0,
             rx: vec![0u8; RX_BYTES],
             rx_start: 0,
             rx_end: 0,
             direct: None,
             next_id: 0,
+            max_frame: 64 << 10,
             large_mtu: false,
             credits: 1,
             in_flight_charge: 0,
@@ -198,6 +223,8 @@ impl Conn {
             h.update(&msg);
         }
         c.large_mtu = n.dialect != wire::DIALECT_202 && n.capabilities & wire::CAP_LARGE_MTU != 0;
+        let largest = n.max_read.max(n.max_write).max(n.max_transact).max(64 << 10) as usize;
+        c.max_frame = largest.saturating_add(FRAME_SLACK).min(MAX_FRAME);
         let signing = match n.dialect {
             wire::DIALECT_202 | wire::DIALECT_210 => SigningAlg::HmacSha256,
             wire::DIALECT_311 => match n.signing {
@@ -347,6 +374,35 @@ impl Conn {
         body: impl FnOnce(&mut Vec<u8>),
         data: &[u8],
     ) -> Result<u64, Failed> {
+        self.send_data(command, bytes, tag, sink, body, data, false)
+    }
+
+    /// [`Conn::send`] of data that stays where it is, unchanged, until the request
+    /// completes (an I/O's buffer): sent from there, without a copy, when the session
+    /// neither signs nor encrypts.
+    pub fn send_lent(
+        &mut self,
+        command: u16,
+        bytes: usize,
+        tag: u64,
+        sink: Sink,
+        body: impl FnOnce(&mut Vec<u8>),
+        data: &[u8],
+    ) -> Result<u64, Failed> {
+        self.send_data(command, bytes, tag, sink, body, data, true)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn send_data(
+        &mut self,
+        command: u16,
+        bytes: usize,
+        tag: u64,
+        sink: Sink,
+        body: impl FnOnce(&mut Vec<u8>),
+        data: &[u8],
+        lent: bool,
+    ) -> Result<u64, Failed> {
         if let Some(e) = self.gone {
             return Err(e);
         }
@@ -383,8 +439,14 @@ impl Conn {
         let m0 = msg.len();
         wire::put_header(msg, command, wire_charge, ask, id, tree, session);
         body(msg);
-        msg.extend_from_slice(data);
-        let len = msg.len() - m0;
+        let lend = lent && !seal && !sign && data.len() >= LEND_BYTES;
+        if lend {
+            let pos = msg.len();
+            self.lent.push_back(Lent { pos, at: data.as_ptr() as usize, len: data.len(), id, own: None });
+        } else {
+            msg.extend_from_slice(data);
+        }
+        let len = msg.len() - m0 + if lend { data.len() } else { 0 };
         if sign {
             if let Some(s) = &self.signer {
                 s.sign(&mut msg[m0..]);
@@ -484,11 +546,14 @@ impl Conn {
     /// (requests past their own deadline complete as ETIMEDOUT meanwhile). Fails only when
     /// the connection is gone.
     pub fn pump(&mut self, deadline: Instant, until: impl Fn(&Conn) -> bool) -> Result<(), Failed> {
+        // Read only once poll(2) says there is something: at one request in flight, a
+        // read before the reply has come would be a wasted system call.
+        let mut readable = false;
         loop {
             if let Some(e) = self.gone {
                 return if until(self) { Ok(()) } else { Err(e) };
             }
-            let r = self.flush_out().and_then(|()| self.receive());
+            let r = self.flush_out().and_then(|()| if readable { self.receive() } else { Ok(()) });
             if let Err(e) = r {
                 self.lose(e);
                 continue;
@@ -501,19 +566,21 @@ impl Conn {
             let next = self.calls.values().filter(|c| !c.abandoned).map(|c| c.deadline).min().unwrap_or(deadline);
             let wait = next.min(deadline).saturating_duration_since(now);
             let mut events = libc::POLLIN;
-            if self.out_at < self.out.len() {
+            if self.sending() {
                 events |= libc::POLLOUT;
             }
             let mut p = libc::pollfd { fd: self.sock.as_raw_fd(), events, revents: 0 };
-            let ms = wait.as_millis().min(i32::MAX as u128) as i32;
+            // Rounded up: a wait of 0.3 ms is not a busy loop of zero-timeout polls.
+            let ms = wait.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
             // SAFETY: one pollfd, alive for the call.
-            let n = unsafe { libc::poll(&mut p, 1, ms.max(if wait.is_zero() { 0 } else { 1 })) };
+            let n = unsafe { libc::poll(&mut p, 1, ms) };
             if n < 0 {
                 let e = std::io::Error::last_os_error();
                 if e.kind() != std::io::ErrorKind::Interrupted {
                     self.lose(errors::result_of_io(&e));
                 }
             }
+            readable = n > 0 && p.revents & (libc::POLLIN | libc::POLLERR | libc::POLLHUP) != 0;
         }
     }
 
@@ -526,11 +593,16 @@ impl Conn {
                 return;
             }
         }
-        for c in self.calls.values_mut() {
+        let mut lent_out = Vec::new();
+        for (id, c) in self.calls.iter_mut() {
             if !c.abandoned && c.deadline <= now {
                 c.abandoned = true;
                 self.done.push_back(Done { tag: c.tag, status: 0, result: errno(libc::ETIMEDOUT), msg: Vec::new() });
+                lent_out.push(*id);
             }
+        }
+        for id in lent_out {
+            self.own_lent(Some(id));
         }
     }
 
@@ -548,22 +620,95 @@ impl Conn {
                 self.done.push_back(Done { tag: c.tag, status: 0, result: e, msg: Vec::new() });
             }
         }
+        self.out.clear();
+        self.out_at = 0;
+        self.lent.clear();
+        self.lent_sent = 0;
         let _ = self.sock.shutdown(std::net::Shutdown::Both);
     }
 
+    /// Whether bytes wait to be sent.
+    fn sending(&self) -> bool {
+        self.out_at < self.out.len() || !self.lent.is_empty()
+    }
+
+    /// Sends what is queued, as far as the socket takes it (writev of the output buffer
+    /// and the lent data between its parts).
     fn flush_out(&mut self) -> Result<(), Failed> {
-        while self.out_at < self.out.len() {
-            match self.sock.write(&self.out[self.out_at..]) {
-                Ok(0) => return Err(errno(libc::ECONNRESET)),
-                Ok(n) => self.out_at += n,
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(()),
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(errors::result_of_io(&e)),
+        while self.sending() {
+            let mut iov = [libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 }; 16];
+            let mut n_iov = 0;
+            let mut pos = self.out_at;
+            let mut k = 0;
+            while n_iov < iov.len() {
+                let next = self.lent.get(k).map_or(self.out.len(), |l| l.pos);
+                if pos < next {
+                    iov[n_iov] = libc::iovec { iov_base: self.out[pos..].as_ptr() as *mut _, iov_len: next - pos };
+                    pos = next;
+                } else if let Some(l) = self.lent.get(k) {
+                    let skip = if k == 0 { self.lent_sent } else { 0 };
+                    iov[n_iov] = libc::iovec { iov_base: (l.at + skip) as *mut _, iov_len: l.len - skip };
+                    k += 1;
+                } else {
+                    break;
+                }
+                n_iov += 1;
+            }
+            // SAFETY: every iovec points into `out` or at lent data that is alive until its
+            // request completes (or into its own copy).
+            let r = unsafe { libc::writev(self.sock.as_raw_fd(), iov.as_ptr(), n_iov as libc::c_int) };
+            if r < 0 {
+                let e = std::io::Error::last_os_error();
+                match e.kind() {
+                    std::io::ErrorKind::WouldBlock => return Ok(()),
+                    std::io::ErrorKind::Interrupted => continue,
+                    _ => return Err(errors::result_of_io(&e)),
+                }
+            }
+            if r == 0 {
+                return Err(errno(libc::ECONNRESET));
+            }
+            let mut n = r as usize;
+            while n > 0 {
+                let next = self.lent.front().map_or(self.out.len(), |l| l.pos);
+                if self.out_at < next {
+                    let take = n.min(next - self.out_at);
+                    self.out_at += take;
+                    n -= take;
+                } else if let Some(l) = self.lent.front() {
+                    let take = n.min(l.len - self.lent_sent);
+                    self.lent_sent += take;
+                    n -= take;
+                    if self.lent_sent == l.len {
+                        self.lent.pop_front();
+                        self.lent_sent = 0;
+                    }
+                } else {
+                    break;
+                }
             }
         }
         self.out.clear();
         self.out_at = 0;
         Ok(())
+    }
+
+    /// Copies the lent data of request `id` (or of every request, `None`) that is not
+    /// sent yet: its I/O's buffer is about to be handed back.
+    fn own_lent(&mut self, id: Option<u64>) {
+        for l in self.lent.iter_mut() {
+            if l.own.is_none() && id.is_none_or(|i| i == l.id) {
+                // SAFETY: the lent data, still alive (its request has not completed).
+                let copy: Box<[u8]> = unsafe { std::slice::from_raw_parts(l.at as *const u8, l.len) }.into();
+                l.at = copy.as_ptr() as usize;
+                l.own = Some(copy);
+            }
+        }
+    }
+
+    /// Before the I/O buffers go away: no request's data is sent from them any more.
+    pub fn release_buffers(&mut self) {
+        self.own_lent(None);
     }
 
     /// Reads what has arrived and handles every whole reply in it.
@@ -573,31 +718,42 @@ impl Conn {
                 // SAFETY: the buffer of an I/O in flight (see Sink::Into), `len` bytes,
                 // of which `got` are in; the engine does not touch it until completion.
                 let buf = unsafe { std::slice::from_raw_parts_mut((d.at + d.got) as *mut u8, d.len - d.got) };
-                match self.sock.read(buf) {
+                let asked = buf.len();
+                let n = match self.sock.read(buf) {
                     Ok(0) => return Err(errno(libc::ECONNRESET)),
-                    Ok(n) => d.got += n,
+                    Ok(n) => n,
                     Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(()),
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                     Err(e) => return Err(errors::result_of_io(&e)),
-                }
+                };
+                d.got += n;
                 if d.got == d.len {
                     if let Some(d) = self.direct.take() {
                         self.finish_direct(d);
                     }
+                }
+                // A short read drained the socket: poll(2) says when there is more.
+                if n < asked {
+                    return Ok(());
                 }
                 continue;
             }
             if self.rx_end == self.rx.len() {
                 self.make_room(0);
             }
-            match self.sock.read(&mut self.rx[self.rx_end..]) {
+            let asked = self.rx.len() - self.rx_end;
+            let n = match self.sock.read(&mut self.rx[self.rx_end..]) {
                 Ok(0) => return Err(errno(libc::ECONNRESET)),
-                Ok(n) => self.rx_end += n,
+                Ok(n) => n,
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(()),
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(errors::result_of_io(&e)),
-            }
+            };
+            self.rx_end += n;
             self.frames()?;
+            if n < asked && self.direct.is_none() {
+                return Ok(());
+            }
         }
     }
 
@@ -612,7 +768,7 @@ impl Conn {
             self.rx.resize(need, 0);
         } else if need == 0 && self.rx_end == self.rx.len() {
             let n = self.rx.len() * 2;
-            self.rx.resize(n.min(MAX_FRAME + 4), 0);
+            self.rx.resize(n.min(self.max_frame + 4), 0);
         }
     }
 
@@ -632,7 +788,7 @@ impl Conn {
             let len = u32::from_be_bytes([0, lenb[1], lenb[2], lenb[3]]) as usize;
             // A transform (52-byte header) may wrap a message shorter than a header.
             let least = if self.sealer.is_some() { 52 } else { HEADER };
-            if !(least..=MAX_FRAME).contains(&len) {
+            if !(least..=self.max_frame).contains(&len) {
                 return Err(errno(libc::EPROTO));
             }
             if avail >= 4 + len {
@@ -731,9 +887,6 @@ impl Conn {
         if h.status == wire::STATUS_PENDING && h.is_async() {
             // An interim reply: its credits count now; the request stays in flight.
             self.credits = self.credits.saturating_add(u32::from(h.credits));
-            if let Some(c) = self.calls.get_mut(&h.message_id) {
-                c.deadline = c.deadline.max(Instant::now() + self.timeout / 2).min(c.deadline + self.timeout);
-            }
             return Ok(());
         }
         let Some(call) = self.calls.remove(&h.message_id) else {
@@ -742,6 +895,10 @@ impl Conn {
             return Ok(());
         };
         self.credit(&h, call.charge);
+        if call.command == wire::WRITE && self.lent.iter().any(|l| l.id == h.message_id) {
+            // Answered before all its data left (a server may): the buffer goes back now.
+            self.own_lent(Some(h.message_id));
+        }
         if call.abandoned {
             return Ok(());
         }
@@ -807,5 +964,87 @@ pub fn describe(r: Failed) -> String {
     match errors::status_of(r) {
         Some(code) => format!("{} ({code:#010x})", errors::error_text(r)),
         None => errors::error_text(r),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    /// A peer that reads the client's first message and answers it with `reply` (raw
+    /// bytes, length prefix included), then closes.
+    fn hostile(reply: Vec<u8>) -> Target {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            if let Ok((mut s, _)) = l.accept() {
+                let mut buf = [0u8; 4096];
+                let _ = s.read(&mut buf);
+                let _ = std::io::Write::write_all(&mut s, &reply);
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        });
+        Target::parse(&format!("smb://u@127.0.0.1:{port}/share?timeout=2")).unwrap()
+    }
+
+    fn framed(m: &[u8]) -> Vec<u8> {
+        let mut f = (m.len() as u32).to_be_bytes().to_vec();
+        f.extend_from_slice(m);
+        f
+    }
+
+    /// A NEGOTIATE reply header (a server's), then `body`.
+    fn negotiate_reply(body: &[u8]) -> Vec<u8> {
+        let mut m = Vec::new();
+        wire::put_header(&mut m, wire::NEGOTIATE, 0, 1, 0, 0, 0);
+        m[16] = 1; // SMB2_FLAGS_SERVER_TO_REDIR
+        m.extend_from_slice(body);
+        m
+    }
+
+    #[test]
+    fn a_peer_that_sends_garbage_fails_the_connection_with_a_reason_never_a_panic() {
+        let mut too_long = vec![0u8, 0xFF, 0xFF, 0xFF];
+        too_long.extend_from_slice(&[0xFE; 64]);
+        let mut random = vec![0u8; 300];
+        random.iter_mut().enumerate().for_each(|(i, b)| *b = (i * 131 + 7) as u8);
+        let short_body = framed(&negotiate_reply(&[65, 0, 0x11, 0x03]));
+        let mut unoffered = vec![0u8; 64];
+        unoffered[0] = 65;
+        unoffered[2..4].copy_from_slice(&0x0399u16.to_le_bytes());
+        let unoffered = framed(&negotiate_reply(&unoffered));
+        let mut not_smb = framed(&[0x42; 80]);
+        not_smb[0] = 0x85; // a NetBIOS keepalive type, not a session message
+        for (reply, says) in [
+            (Vec::new(), "Connection reset"),
+            (too_long, "Protocol error"),
+            (framed(&random), "Protocol error"),
+            (not_smb, "Protocol error"),
+            (short_body, "does not parse"),
+            (unoffered, "was not offered"),
+        ] {
+            let t = hostile(reply);
+            let e = match Conn::connect(&t, "pw", 16) {
+                Ok(_) => panic!("a hostile peer was taken for a server"),
+                Err(e) => e,
+            };
+            assert!(e.contains("127.0.0.1:") && e.contains(says), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_peer_that_never_answers_times_out_within_the_targets_timeout() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let t = Target::parse(&format!("smb://u@127.0.0.1:{port}/share?timeout=1")).unwrap();
+        let started = Instant::now();
+        let e = match Conn::connect(&t, "pw", 16) {
+            Ok(_) => panic!("connected to nothing"),
+            Err(e) => e,
+        };
+        assert!(e.contains("timed out"), "{e}");
+        assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+        drop(l);
     }
 }

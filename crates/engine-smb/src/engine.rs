@@ -203,7 +203,7 @@ impl Engine for SmbEngine {
             }
             Op::Write => {
                 let data = &buffers.slot(io.slot)[..len];
-                s.conn.send(wire::WRITE, len, tag, Sink::Count, |o| wire::write(o, &id, off, n, 0), data)
+                s.conn.send_lent(wire::WRITE, len, tag, Sink::Count, |o| wire::write(o, &id, off, n, 0), data)
             }
             Op::Fsync | Op::Fdatasync => s.conn.send(wire::FLUSH, 0, tag, Sink::Status, |o| wire::flush(o, &id), &[]),
             _ => return Submitted::Done(-(libc::EOPNOTSUPP as i64)),
@@ -278,6 +278,9 @@ impl Engine for SmbEngine {
     /// Closes the handles and logs off (each bounded by the timeout; nothing is waited for
     /// once the connection is gone). Replies still in flight are not waited for.
     fn close(&mut self) {
+        if let Some(s) = self.session.as_mut() {
+            s.conn.release_buffers();
+        }
         let files = std::mem::take(&mut self.files);
         for o in &files {
             self.close_file(&o.id);

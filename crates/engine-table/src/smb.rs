@@ -1,4 +1,4 @@
-//! The `smb://` target: `smb://[USER@]HOST[:PORT]/SHARE[/DIR][?timeout=S&encrypt=MODE]`.
+//! The `smb://` target: `smb://[USER@]HOST[:PORT]/SHARE[/DIR][?timeout=S&encrypt=MODE&sign=MODE]`.
 //! SHARE is the share's name on the server, DIR a directory inside it where the files go
 //! (the share's root when absent); PORT defaults to 445. USER is the account to log in as
 //! (`DOMAIN;USER` for a domain account; `guest` when absent). The password is never part of

@@ -103,6 +103,7 @@ pub fn describe_run(plan: &ioscope_workload::Plan) -> Value {
                 "dir": t.dir,
                 "user": t.user,
                 "encrypt": t.encrypt.name(),
+                "sign": if t.sign { "required" } else { "auto" },
                 "timeout_s": t.timeout.as_secs(),
             });
             Some(t.host.clone())
