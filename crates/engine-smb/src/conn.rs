@@ -81,8 +81,8 @@ struct Lent {
     own: Option<Box<[u8]>>,
 }
 
-/// WRITE data at least this long is sent from the I/O's buffer when the session neither
-/// signs nor encrypts (a copy costs more than the bookkeeping).
+/// WRITE data at least this long is sent from the I/O's buffer (signed there when the
+/// session signs) unless the session encrypts (a copy costs more than the bookkeeping).
 const LEND_BYTES: usize = 16 << 10;
 
 /// A READ reply whose data is being received into the I/O's buffer.
@@ -170,7 +170,6 @@ impl Conn {
     /// to keep asking the server for (requests in flight times their cost).
     pub fn connect(target: &Target, password: &str, credits: u16) -> Result<Conn, String> {
         let place = format!("{}:{}", target.host, target.port);
-        let deadline = Instant::now() + target.timeout;
         let sock = dial(&target.host, target.port, target.timeout).map_err(|e| format!("{place}: {e}"))?;
         sock.set_nodelay(true).map_err(|e| format!("{place}: TCP_NODELAY: {e}"))?;
         sock.set_nonblocking(true).map_err(|e| format!("{place}: {e}"))?;
@@ -348,7 +347,6 @@ impl Conn {
         }
         c.agreed.signing = if c.sign { Some(signing) } else { None };
         c.agreed.cipher = if seal { cipher } else { None };
-        let _ = deadline;
         Ok(c)
     }
 
@@ -378,8 +376,8 @@ impl Conn {
     }
 
     /// [`Conn::send`] of data that stays where it is, unchanged, until the request
-    /// completes (an I/O's buffer): sent from there, without a copy, when the session
-    /// neither signs nor encrypts.
+    /// completes (an I/O's buffer): sent from there, without a copy, unless the session
+    /// encrypts.
     pub fn send_lent(
         &mut self,
         command: u16,
@@ -439,7 +437,7 @@ impl Conn {
         let m0 = msg.len();
         wire::put_header(msg, command, wire_charge, ask, id, tree, session);
         body(msg);
-        let lend = lent && !seal && !sign && data.len() >= LEND_BYTES;
+        let lend = lent && !seal && data.len() >= LEND_BYTES;
         if lend {
             let pos = msg.len();
             self.lent.push_back(Lent { pos, at: data.as_ptr() as usize, len: data.len(), id, own: None });
@@ -449,7 +447,7 @@ impl Conn {
         let len = msg.len() - m0 + if lend { data.len() } else { 0 };
         if sign {
             if let Some(s) = &self.signer {
-                s.sign(&mut msg[m0..]);
+                s.sign_with_tail(&mut msg[m0..], if lend { data } else { &[] });
             }
         }
         if let Some(h) = self.preauth.as_mut() {
@@ -828,7 +826,7 @@ impl Conn {
         }
         let m = &self.rx[s..self.rx_end];
         let Some(h) = Header::parse(m) else { return false };
-        if h.command != wire::READ || h.status != 0 || h.is_async() && h.status == wire::STATUS_PENDING {
+        if h.command != wire::READ || h.status != 0 || h.flags & wire::FLAG_SERVER_TO_REDIR == 0 {
             return false;
         }
         let Some((off, n)) = wire::read_data(m, len) else { return false };

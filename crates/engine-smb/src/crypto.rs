@@ -257,6 +257,13 @@ impl Signer {
     /// bit 0 is set for a server-to-client message (SMB2_FLAGS_SERVER_TO_REDIR) and bit 1 for a
     /// CANCEL (Command 0x000C). A message shorter than 64 bytes is left alone.
     pub fn sign(&self, msg: &mut [u8]) {
+        self.sign_with_tail(msg, &[]);
+    }
+
+    /// Like [`sign`](Self::sign), for a message whose end (`tail`, a WRITE's data) is sent
+    /// from where it lies: the signature, written into `msg`'s header, covers `msg` and then
+    /// `tail`.
+    pub fn sign_with_tail(&self, msg: &mut [u8], tail: &[u8]) {
         if msg.len() < HDR {
             return;
         }
@@ -265,6 +272,7 @@ impl Signer {
         msg[SIG].fill(0);
         let mut st = self.start(&gmac_nonce(msg));
         st.update(msg);
+        st.update(tail);
         msg[SIG].copy_from_slice(&st.finish());
     }
 
@@ -1048,6 +1056,22 @@ mod tests {
                 }
             }
             assert!(s.verify(&m) && !s.verify(&bad));
+        }
+    }
+
+    #[test]
+    fn a_message_signed_with_its_tail_apart_is_signed_as_if_whole() {
+        for alg in ALGS {
+            let s = Signer::new(alg, &[5; 16]);
+            let whole = message(70_000, 9, 0, 8);
+            let mut m = whole.clone();
+            s.sign(&mut m);
+            for cut in [64, 112, 5000, 70_000] {
+                let mut head = whole[..cut].to_vec();
+                s.sign_with_tail(&mut head, &whole[cut..]);
+                assert_eq!(head[..64], m[..64], "{alg:?} {cut}");
+                assert!(s.verify_parts(&[&head, &whole[cut..]]), "{alg:?} {cut}");
+            }
         }
     }
 
