@@ -20,7 +20,7 @@ use ioscope_engine::{Completion, Engine, FileReq, Io, IoBuffers, Op, OpenSpec, S
 use ioscope_engine_table::smb::Target;
 use std::time::{Duration, Instant};
 
-/// A file the engine reads and writes: its path in the share and its handle.
+/// A file the engine reads and writes: its handle.
 struct Open {
     id: FileId,
 }

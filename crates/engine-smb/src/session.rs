@@ -137,8 +137,8 @@ impl Session {
     }
 
     /// Writes `len` bytes from `fill(offset, chunk)` (offsets from 0) at `offset` of `file`,
-    /// up to `depth` writes of at most `max_write` (and [`FILL_WRITE_BYTES`]) bytes in flight:
-    /// the bytes written.
+    /// up to `depth` WRITEs in flight, each of at most [`FILL_WRITE_BYTES`] and the server's
+    /// largest WRITE: the bytes written.
     pub fn write_generated(
         &mut self,
         file: &FileId,
