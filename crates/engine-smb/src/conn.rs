@@ -361,37 +361,12 @@ impl Conn {
     }
 
     /// Queues a request: `body` appends its body after the header, `data` follows it (a
-    /// WRITE's), `bytes`: what it moves (its credit cost). Waits for credits when the
-    /// session has too few (under the request's deadline). Returns its message id.
-    pub fn send(
-        &mut self,
-        command: u16,
-        bytes: usize,
-        tag: u64,
-        sink: Sink,
-        body: impl FnOnce(&mut Vec<u8>),
-        data: &[u8],
-    ) -> Result<u64, Failed> {
-        self.send_data(command, bytes, tag, sink, body, data, false)
-    }
-
-    /// [`Conn::send`] of data that stays where it is, unchanged, until the request
-    /// completes (an I/O's buffer): sent from there, without a copy, unless the session
-    /// encrypts.
-    pub fn send_lent(
-        &mut self,
-        command: u16,
-        bytes: usize,
-        tag: u64,
-        sink: Sink,
-        body: impl FnOnce(&mut Vec<u8>),
-        data: &[u8],
-    ) -> Result<u64, Failed> {
-        self.send_data(command, bytes, tag, sink, body, data, true)
-    }
-
+    /// WRITE's), `bytes`: what it moves (its credit cost). `lent`: `data` stays where it
+    /// is, unchanged, until the request completes (an I/O's buffer), so it is sent from
+    /// there without a copy unless the session encrypts. Waits for credits when the session
+    /// has too few (under the request's deadline). Returns its message id.
     #[allow(clippy::too_many_arguments)]
-    fn send_data(
+    pub fn send(
         &mut self,
         command: u16,
         bytes: usize,
@@ -483,7 +458,7 @@ impl Conn {
     ) -> Result<(u32, Vec<u8>), Failed> {
         let id = self.next_id;
         let tag = CALL_TAG | id;
-        self.send(command, bytes, tag, Sink::Keep, body, &[])?;
+        self.send(command, bytes, tag, Sink::Keep, body, &[], false)?;
         let deadline = Instant::now() + self.timeout + Duration::from_millis(100);
         self.pump(deadline, |c| c.has_done(|t| t == tag))?;
         match self.take(tag) {

@@ -199,13 +199,16 @@ impl Engine for SmbEngine {
                     Sink::Into { at, cap: len },
                     |o| wire::read(o, &id, off, n, flags),
                     &[],
+                    false,
                 )
             }
             Op::Write => {
                 let data = &buffers.slot(io.slot)[..len];
-                s.conn.send_lent(wire::WRITE, len, tag, Sink::Count, |o| wire::write(o, &id, off, n, 0), data)
+                s.conn.send(wire::WRITE, len, tag, Sink::Count, |o| wire::write(o, &id, off, n, 0), data, true)
             }
-            Op::Fsync | Op::Fdatasync => s.conn.send(wire::FLUSH, 0, tag, Sink::Status, |o| wire::flush(o, &id), &[]),
+            Op::Fsync | Op::Fdatasync => {
+                s.conn.send(wire::FLUSH, 0, tag, Sink::Status, |o| wire::flush(o, &id), &[], false)
+            }
             _ => return Submitted::Done(-(libc::EOPNOTSUPP as i64)),
         };
         match sent {

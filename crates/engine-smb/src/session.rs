@@ -166,6 +166,7 @@ impl Session {
                     Sink::Count,
                     |o| wire::write(o, file, at, n as u32, 0),
                     data,
+                    false,
                 ) {
                     Ok(_) => {
                         sizes.insert(tag, n);
@@ -209,7 +210,7 @@ impl Session {
             let tag = FILL_TAG | at;
             let buf = &mut out[at as usize..(at + n) as usize];
             let sink = Sink::Into { at: buf.as_mut_ptr() as usize, cap: buf.len() };
-            self.conn.send(wire::READ, n as usize, tag, sink, |o| wire::read(o, file, at, n as u32, 0), &[])?;
+            self.conn.send(wire::READ, n as usize, tag, sink, |o| wire::read(o, file, at, n as u32, 0), &[], false)?;
             let deadline = std::time::Instant::now() + self.target.timeout + std::time::Duration::from_secs(1);
             self.conn.pump(deadline, |c| c.has_done(|t| t == tag))?;
             match self.conn.take_where(|t| t == tag).map(|d| d.result) {

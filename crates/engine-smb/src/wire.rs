@@ -220,24 +220,21 @@ pub fn negotiate(out: &mut Vec<u8>, security_mode: u16, client_guid: &[u8; 16], 
     put16(out, 1);
     out.extend_from_slice(salt);
     pad(out);
-    // ENCRYPTION_CAPABILITIES.
-    let ciphers: [u16; 4] = [2, 1, 4, 3];
-    put16(out, 2);
-    put16(out, 2 + 2 * ciphers.len() as u16);
-    put32(out, 0);
-    put16(out, ciphers.len() as u16);
-    for c in ciphers {
-        put16(out, c);
-    }
+    // ENCRYPTION_CAPABILITIES: AES-128-GCM, AES-128-CCM, AES-256-GCM, AES-256-CCM.
+    put_ids_context(out, 2, &[2, 1, 4, 3]);
     pad(out);
     // SIGNING_CAPABILITIES: AES-GMAC, AES-CMAC, HMAC-SHA256.
-    let algs: [u16; 3] = [2, 1, 0];
-    put16(out, 8);
-    put16(out, 2 + 2 * algs.len() as u16);
+    put_ids_context(out, 8, &[2, 1, 0]);
+}
+
+/// A negotiate context that is a count and a list of ids (ciphers, signing algorithms).
+fn put_ids_context(out: &mut Vec<u8>, kind: u16, ids: &[u16]) {
+    put16(out, kind);
+    put16(out, 2 + 2 * ids.len() as u16);
     put32(out, 0);
-    put16(out, algs.len() as u16);
-    for a in algs {
-        put16(out, a);
+    put16(out, ids.len() as u16);
+    for &id in ids {
+        put16(out, id);
     }
 }
 
