@@ -104,7 +104,6 @@ pub struct Agreed {
     pub max_transact: u32,
     pub signing: Option<SigningAlg>,
     pub cipher: Option<Cipher>,
-    pub guest: bool,
 }
 
 impl Agreed {
@@ -155,7 +154,11 @@ pub struct Conn {
     seal: bool,
     preauth: Option<PreauthHash>,
     calls: HashMap<u64, Call>,
+    /// Completions of the engine's requests, in order (taken by [`Conn::completed`]).
     done: VecDeque<Done>,
+    /// Completions of the connection's and the session's own requests (tags with
+    /// [`CALL_TAG`]), taken by tag.
+    own: VecDeque<Done>,
     /// Why the connection is gone (an errno), once it is.
     gone: Option<i64>,
     scratch: Vec<u8>,
@@ -200,6 +203,7 @@ impl Conn {
             preauth: Some(PreauthHash::new()),
             calls: HashMap::new(),
             done: VecDeque::new(),
+            own: VecDeque::new(),
             gone: None,
             scratch: Vec::new(),
         };
@@ -207,8 +211,8 @@ impl Conn {
         // NEGOTIATE.
         let mut guid = [0u8; 16];
         let mut salt = [0u8; 32];
-        random(&mut guid);
-        random(&mut salt);
+        crypto::random_bytes(&mut guid);
+        crypto::random_bytes(&mut salt);
         let mode = if target.sign { wire::SIGNING_REQUIRED } else { wire::SIGNING_ENABLED };
         let (status, msg) = c.call(wire::NEGOTIATE, 0, |o| wire::negotiate(o, mode, &guid, &salt)).map_err(why)?;
         if status != 0 {
@@ -226,11 +230,7 @@ impl Conn {
         c.max_frame = largest.saturating_add(FRAME_SLACK).min(MAX_FRAME);
         let signing = match n.dialect {
             wire::DIALECT_202 | wire::DIALECT_210 => SigningAlg::HmacSha256,
-            wire::DIALECT_311 => match n.signing {
-                Some(2) => SigningAlg::AesGmac,
-                Some(0) => SigningAlg::HmacSha256,
-                _ => SigningAlg::AesCmac,
-            },
+            wire::DIALECT_311 => n.signing.and_then(SigningAlg::from_id).unwrap_or(SigningAlg::AesCmac),
             _ => SigningAlg::AesCmac,
         };
         let cipher = match n.dialect {
@@ -247,7 +247,6 @@ impl Conn {
             max_transact: n.max_transact,
             signing: None,
             cipher: None,
-            guest: false,
         };
         // SESSION_SETUP rounds.
         let guest = target.user == GUEST;
@@ -281,7 +280,6 @@ impl Conn {
         };
         let preauth = c.preauth.take().map(|h| h.0).unwrap_or([0u8; 64]);
         let is_guest = flags & (wire::SESSION_IS_GUEST | wire::SESSION_IS_NULL) != 0;
-        c.agreed.guest = is_guest;
         if !is_guest {
             let key = login.session_key().map_err(|e| format!("{place}: {e}"))?;
             let keys = crypto::session_keys(n.dialect, &key, &preauth, cipher);
@@ -461,27 +459,31 @@ impl Conn {
         self.send(command, bytes, tag, Sink::Keep, body, &[], false)?;
         let deadline = Instant::now() + self.timeout + Duration::from_millis(100);
         self.pump(deadline, |c| c.has_done(|t| t == tag))?;
-        match self.take(tag) {
+        match self.take_where(|t| t == tag) {
             Some(d) if d.result < 0 && d.msg.is_empty() => Err(d.result),
             Some(d) => Ok((d.status, d.msg)),
             None => Err(self.gone.unwrap_or(errno(libc::ETIMEDOUT))),
         }
     }
 
-    /// The completion of `tag`, if it has come.
-    pub fn take(&mut self, tag: u64) -> Option<Done> {
-        self.take_where(|t| t == tag)
-    }
-
-    /// The first completion whose tag `pred` accepts.
+    /// The first of the connection's own completions whose tag `pred` accepts.
     pub fn take_where(&mut self, pred: impl Fn(u64) -> bool) -> Option<Done> {
-        let i = self.done.iter().position(|d| pred(d.tag))?;
-        self.done.remove(i)
+        let i = self.own.iter().position(|d| pred(d.tag))?;
+        self.own.remove(i)
     }
 
-    /// Whether a completion whose tag `pred` accepts has come.
+    /// Whether one of the connection's own completions whose tag `pred` accepts has come.
     pub fn has_done(&self, pred: impl Fn(u64) -> bool) -> bool {
-        self.done.iter().any(|d| pred(d.tag))
+        self.own.iter().any(|d| pred(d.tag))
+    }
+
+    /// Files a completion where its taker looks for it.
+    fn finish(&mut self, d: Done) {
+        if d.tag & CALL_TAG == 0 {
+            self.done.push_back(d);
+        } else {
+            self.own.push_back(d);
+        }
     }
 
     /// LOGOFF, waiting at most 2 s for its reply.
@@ -490,24 +492,14 @@ impl Conn {
         self.call(wire::LOGOFF, 0, wire::logoff).map(drop)
     }
 
-    /// Completions of the engine's requests (not the connection's own calls).
-    pub fn completed(&mut self) -> impl Iterator<Item = Done> + '_ {
-        let mut keep = VecDeque::new();
-        let mut out = Vec::new();
-        while let Some(d) = self.done.pop_front() {
-            if d.tag & CALL_TAG == 0 {
-                out.push(d);
-            } else {
-                keep.push_back(d);
-            }
-        }
-        self.done = keep;
-        out.into_iter()
+    /// Completions of the engine's requests, oldest first.
+    pub fn completed(&mut self) -> std::collections::vec_deque::Drain<'_, Done> {
+        self.done.drain(..)
     }
 
     /// How many of the engine's requests have completed and not been taken.
     pub fn completed_count(&self) -> usize {
-        self.done.iter().filter(|d| d.tag & CALL_TAG == 0).count()
+        self.done.len()
     }
 
     /// Requests sent and not completed (timed-out ones excluded).
@@ -566,15 +558,15 @@ impl Conn {
                 return;
             }
         }
-        let mut lent_out = Vec::new();
+        let mut late = Vec::new();
         for (id, c) in self.calls.iter_mut() {
             if !c.abandoned && c.deadline <= now {
                 c.abandoned = true;
-                self.done.push_back(Done { tag: c.tag, status: 0, result: errno(libc::ETIMEDOUT), msg: Vec::new() });
-                lent_out.push(*id);
+                late.push((*id, c.tag));
             }
         }
-        for id in lent_out {
+        for (id, tag) in late {
+            self.finish(Done { tag, status: 0, result: errno(libc::ETIMEDOUT), msg: Vec::new() });
             self.own_lent(Some(id));
         }
     }
@@ -586,11 +578,11 @@ impl Conn {
         }
         self.gone = Some(e);
         if let Some(d) = self.direct.take() {
-            self.done.push_back(Done { tag: d.tag, status: 0, result: e, msg: Vec::new() });
+            self.finish(Done { tag: d.tag, status: 0, result: e, msg: Vec::new() });
         }
-        for (_, c) in self.calls.drain() {
+        for (_, c) in std::mem::take(&mut self.calls) {
             if !c.abandoned {
-                self.done.push_back(Done { tag: c.tag, status: 0, result: e, msg: Vec::new() });
+                self.finish(Done { tag: c.tag, status: 0, result: e, msg: Vec::new() });
             }
         }
         self.out.clear();
@@ -692,13 +684,7 @@ impl Conn {
                 // of which `got` are in; the engine does not touch it until completion.
                 let buf = unsafe { std::slice::from_raw_parts_mut((d.at + d.got) as *mut u8, d.len - d.got) };
                 let asked = buf.len();
-                let n = match self.sock.read(buf) {
-                    Ok(0) => return Err(errno(libc::ECONNRESET)),
-                    Ok(n) => n,
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(()),
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(errors::result_of_io(&e)),
-                };
+                let Some(n) = read_some(&self.sock, buf)? else { return Ok(()) };
                 d.got += n;
                 if d.got == d.len {
                     if let Some(d) = self.direct.take() {
@@ -715,13 +701,7 @@ impl Conn {
                 self.make_room(0);
             }
             let asked = self.rx.len() - self.rx_end;
-            let n = match self.sock.read(&mut self.rx[self.rx_end..]) {
-                Ok(0) => return Err(errno(libc::ECONNRESET)),
-                Ok(n) => n,
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(()),
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(errors::result_of_io(&e)),
-            };
+            let Some(n) = read_some(&self.sock, &mut self.rx[self.rx_end..])? else { return Ok(()) };
             self.rx_end += n;
             self.frames()?;
             if n < asked && self.direct.is_none() {
@@ -833,7 +813,7 @@ impl Conn {
         let data = unsafe { std::slice::from_raw_parts(d.at as *const u8, d.len) };
         let ok = !self.sign || self.signer.as_ref().is_some_and(|s| s.verify_parts(&[&d.head, data]));
         let result = if ok { d.len as i64 } else { errno(libc::EBADMSG) };
-        self.done.push_back(Done { tag: d.tag, status: 0, result, msg: Vec::new() });
+        self.finish(Done { tag: d.tag, status: 0, result, msg: Vec::new() });
     }
 
     /// Adds the credits a reply grants; a final reply ends its request's charge.
@@ -903,8 +883,22 @@ impl Conn {
                 Sink::Status => (0, 0, Vec::new()),
             }
         };
-        self.done.push_back(Done { tag: call.tag, status, result, msg });
+        self.finish(Done { tag: call.tag, status, result, msg });
         Ok(())
+    }
+}
+
+/// One read(2) into `buf`: the bytes read, `None` when nothing has come (the socket is
+/// non-blocking), a failure when the connection is closed or broken.
+fn read_some(mut sock: &TcpStream, buf: &mut [u8]) -> Result<Option<usize>, Failed> {
+    loop {
+        return match sock.read(buf) {
+            Ok(0) => Err(errno(libc::ECONNRESET)),
+            Ok(n) => Ok(Some(n)),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(None),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => Err(errors::result_of_io(&e)),
+        };
     }
 }
 
@@ -918,13 +912,6 @@ fn dial(host: &str, port: u16, timeout: Duration) -> std::io::Result<TcpStream> 
         }
     }
     Err(last.unwrap_or_else(|| std::io::Error::other("no address")))
-}
-
-/// Random bytes from the kernel (a GUID, a salt).
-fn random(buf: &mut [u8]) {
-    if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
-        let _ = f.read_exact(buf);
-    }
 }
 
 /// A status as text: its name (when ioscope knows it) and its code.

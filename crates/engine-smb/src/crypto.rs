@@ -229,11 +229,6 @@ impl Signer {
         Signer { alg, key }
     }
 
-    /// The algorithm this signer uses.
-    pub fn alg(&self) -> SigningAlg {
-        self.alg
-    }
-
     /// A MAC computation under `nonce` (used by AES-GMAC only).
     fn start(&self, nonce: &[u8; 12]) -> MacState {
         match &self.key {
@@ -419,14 +414,14 @@ impl Aead {
     }
 }
 
-/// 12 bytes from the OS's random source. Nonces need be unique, not secret: should
-/// /dev/urandom be unreadable, std's randomly keyed hasher, the time and the process id stand in.
-fn os_random() -> [u8; 12] {
+/// Fills `buf` from the OS's random source (nonces, a client GUID, a salt: unique, not
+/// secret). Should /dev/urandom be unreadable, std's randomly keyed hasher, the time and
+/// the process id stand in.
+pub fn random_bytes(buf: &mut [u8]) {
     use std::io::Read;
-    let mut r = [0u8; 12];
     if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
-        if f.read_exact(&mut r).is_ok() {
-            return r;
+        if f.read_exact(buf).is_ok() {
+            return;
         }
     }
     use std::hash::{BuildHasher, Hasher};
@@ -434,12 +429,11 @@ fn os_random() -> [u8; 12] {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
     h.write_u128(now.map_or(0, |d| d.as_nanos()));
     h.write_u32(std::process::id());
-    let a = h.finish();
-    h.write_u64(a);
-    let b = h.finish();
-    r[..8].copy_from_slice(&a.to_le_bytes());
-    r[8..].copy_from_slice(&b.to_le_bytes()[..4]);
-    r
+    for chunk in buf.chunks_mut(8) {
+        let v = h.finish();
+        h.write_u64(v);
+        chunk.copy_from_slice(&v.to_le_bytes()[..chunk.len()]);
+    }
 }
 
 /// The transform (encryption) of messages of one session (MS-SMB2 2.2.41, 3.1.4.3).
@@ -467,7 +461,8 @@ impl Sealer {
     /// client's Session.EncryptionKey and Session.DecryptionKey). The cipher's
     /// [`key_bytes`](Cipher::key_bytes) are used, a shorter key right-padded with zeros.
     pub fn new(cipher: Cipher, encrypt_key: &[u8], decrypt_key: &[u8]) -> Sealer {
-        let r = os_random();
+        let mut r = [0u8; 12];
+        random_bytes(&mut r);
         let mut start = [0u8; 8];
         start.copy_from_slice(&r[..8]);
         let mut salt = [0u8; 4];
@@ -479,11 +474,6 @@ impl Sealer {
             counter: u64::from_le_bytes(start),
             salt,
         }
-    }
-
-    /// The cipher this sealer uses.
-    pub fn cipher(&self) -> Cipher {
-        self.cipher
     }
 
     /// Appends to `out` the SMB2 TRANSFORM_HEADER (52 bytes: ProtocolId 0xFD 'S' 'M' 'B',

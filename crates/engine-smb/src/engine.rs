@@ -227,10 +227,10 @@ impl Engine for SmbEngine {
         let bound = Instant::now() + s.target.timeout + Duration::from_secs(1);
         let deadline = timeout_ns.map_or(bound, |t| bound.min(Instant::now() + Duration::from_nanos(t)));
         let _ = s.conn.pump(deadline, |c| c.completed_count() >= min.min(c.completed_count() + c.in_flight()));
-        let done: Vec<_> = s.conn.completed().collect();
-        for d in done {
-            self.note(d.result);
-            out.push(Completion { slot: d.tag as u32, result: d.result });
+        let from = out.len();
+        out.extend(s.conn.completed().map(|d| Completion { slot: d.tag as u32, result: d.result }));
+        for c in &out[from..] {
+            self.note(c.result);
         }
         Ok(())
     }

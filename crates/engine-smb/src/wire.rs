@@ -25,10 +25,8 @@ pub const FLAG_SERVER_TO_REDIR: u32 = 0x1;
 pub const FLAG_ASYNC: u32 = 0x2;
 pub const FLAG_SIGNED: u32 = 0x8;
 
-pub const STATUS_SUCCESS: u32 = 0;
 pub const STATUS_PENDING: u32 = 0x0000_0103;
 pub const STATUS_MORE_PROCESSING_REQUIRED: u32 = 0xC000_0016;
-pub const STATUS_BUFFER_OVERFLOW: u32 = 0x8000_0005;
 pub const STATUS_NO_MORE_FILES: u32 = 0x8000_0006;
 pub const STATUS_END_OF_FILE: u32 = 0xC000_0011;
 
@@ -70,7 +68,6 @@ pub const ATTR_DIRECTORY: u32 = 0x10;
 pub const ATTR_NORMAL: u32 = 0x80;
 
 pub const READ_UNBUFFERED: u8 = 0x1;
-pub const WRITE_FLAG_THROUGH: u32 = 0x1;
 
 pub const INFO_FILE: u8 = 1;
 pub const INFO_FILESYSTEM: u8 = 2;
