@@ -49,7 +49,7 @@ mod token;
 
 pub use client::{Client, ClientTls};
 pub use error::{ApiError, CallError, ProtoError};
-pub use server::{authorized, needs_tls, serve_stream, serve_tcp, MAX_TCP_CONNECTIONS};
+pub use server::{authorized, needs_tls, serve_stream, serve_tcp, serve_tcp_within, MAX_TCP_CONNECTIONS, TCP_LIMITS};
 pub use stdio::{stdio, StdinHalf, StdoutHalf};
 pub use tls::tls_server_config;
 pub use token::{Token, TokenError};

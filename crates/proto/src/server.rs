@@ -1,5 +1,6 @@
 //! The agent's side: the token check in front of every route, and serving HTTP/2 on a TCP
-//! listener (TLS or h2c) or on one byte stream.
+//! listener (TLS or h2c; the accept loop, cap and time limits are crates/serve's, shared by
+//! every ioscope server) or on one byte stream.
 
 use crate::{ApiError, ProtoError, Token, MAX_REQUEST_BYTES};
 use axum::extract::{DefaultBodyLimit, Request};
@@ -16,18 +17,34 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 /// A TLS handshake that takes longer is dropped (a peer that connects and says nothing).
 const TLS_HANDSHAKE_TIME: Duration = Duration::from_secs(10);
+/// After the handshake, a connection whose first call with the token is not answered
+/// within this (a silent peer, a 1 B/s preface, calls without the token) is closed.
+const FIRST_CALL_TIME: Duration = Duration::from_secs(10);
 /// HTTP/2 pings find a peer that is gone without closing (a link down).
 const PING_INTERVAL: Duration = Duration::from_secs(10);
 const PING_TIMEOUT: Duration = Duration::from_secs(20);
 const MAX_HEADER_LIST_BYTES: u32 = 64 << 10;
 const MAX_CONCURRENT_STREAMS: u32 = 256;
-/// Connections served at once on a TCP listener; more are closed at once. An agent serves one
-/// coordinator: this only bounds what strangers can hold open.
+/// Connections served at once on a TCP listener. An agent serves one coordinator: this only
+/// bounds what strangers can hold open. When strangers hold every slot the oldest of them is
+/// closed for a newcomer; when connections that carried the token hold every slot, a
+/// newcomer is closed at once.
 pub const MAX_TCP_CONNECTIONS: usize = 256;
+
+/// The agent's limits on a TCP listener ([`serve_tcp`]). A connection that carried the token
+/// has no idle limit: the coordinator may wait hours between calls (while other hosts
+/// prepare), and HTTP/2 pings find a coordinator that is gone.
+pub const TCP_LIMITS: ioscope_serve::Limits = ioscope_serve::Limits {
+    max_connections: MAX_TCP_CONNECTIONS,
+    handshake_time: TLS_HANDSHAKE_TIME,
+    first_request_time: FIRST_CALL_TIME,
+    idle_time: None,
+};
 
 /// Wraps an axum Router so that every route (and the fallback) needs
 /// `Authorization: Bearer <token>`, compared in constant time; other requests get
-/// 401 `{"error": ...}` and no handler runs. Request bodies are limited to
+/// 401 `{"error": ...}` and no handler runs; an answered call admits its connection
+/// ([`ioscope_serve::Admitted`]: it is the coordinator's, not a stranger's). Request bodies are limited to
 /// [`MAX_REQUEST_BYTES`]: a larger declared length is refused with 413 before the handler,
 /// and extractors stop reading at the limit.
 pub fn authorized(app: axum::Router, token: Token) -> axum::Router {
@@ -58,7 +75,10 @@ async fn admit(token: &Token, req: Request, next: Next) -> Response {
             .into_response();
     }
     // Also a bound for handlers that read the body themselves (no Content-Length in HTTP/2).
-    next.run(req.map(|body| axum::body::Body::new(http_body_util::Limited::new(body, MAX_REQUEST_BYTES)))).await
+    let mut response =
+        next.run(req.map(|body| axum::body::Body::new(http_body_util::Limited::new(body, MAX_REQUEST_BYTES)))).await;
+    response.extensions_mut().insert(ioscope_serve::Admitted);
+    response
 }
 
 /// The credentials of `Bearer <credentials>` (the scheme's case does not matter).
@@ -117,65 +137,42 @@ fn peer_gone(e: &(dyn std::error::Error + 'static)) -> bool {
 }
 
 /// Serves HTTP/2 only on a TCP listener: TLS (ALPN h2) when `tls` is Some, prior-knowledge
-/// h2c without it. Each connection runs in its own task; at most [`MAX_TCP_CONNECTIONS`] at
-/// once. Returns when `shutdown` resolves;
-/// the open connections are then told to close (GOAWAY) once their calls are answered.
+/// h2c without it, within [`TCP_LIMITS`]. Returns when `shutdown` resolves; the open
+/// connections are then told to close (GOAWAY) once their calls are answered.
 pub async fn serve_tcp(
     listener: tokio::net::TcpListener,
     tls: Option<Arc<rustls::ServerConfig>>,
     app: axum::Router,
     shutdown: impl Future<Output = ()> + Send,
 ) -> std::io::Result<()> {
+    serve_tcp_within(listener, tls, app, TCP_LIMITS, shutdown).await
+}
+
+/// [`serve_tcp`] within other limits (shorter ones in tests).
+pub async fn serve_tcp_within(
+    listener: tokio::net::TcpListener,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    app: axum::Router,
+    limits: ioscope_serve::Limits,
+    shutdown: impl Future<Output = ()> + Send,
+) -> std::io::Result<()> {
     let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_TCP_CONNECTIONS));
-    let mut shutdown = std::pin::pin!(shutdown);
-    loop {
-        let accepted = tokio::select! {
-            () = &mut shutdown => break,
-            accepted = listener.accept() => accepted,
-        };
-        let conn = match accepted {
-            Ok((conn, _)) => conn,
-            Err(_) => {
-                // Out of file descriptors, for one: let connections end rather than spin.
-                tokio::time::sleep(Duration::from_millis(10)).await;
-                continue;
-            }
-        };
-        let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
-            drop(conn);
-            continue;
-        };
-        let _ = conn.set_nodelay(true);
-        let (app, acceptor, stop) = (app.clone(), acceptor.clone(), stop_rx.clone());
-        tokio::spawn(async move {
-            let _slot = slot;
-            match acceptor {
-                None => serve_until_stopped(conn, app, stop).await,
-                Some(acceptor) => {
-                    if let Ok(Ok(tls)) = tokio::time::timeout(TLS_HANDSHAKE_TIME, acceptor.accept(conn)).await {
-                        serve_until_stopped(tls, app, stop).await;
-                    }
-                }
-            }
-        });
-    }
-    let _ = stop_tx.send(true);
+    let connections = ioscope_serve::Connections::default();
+    // No slot: closed at once (an HTTP/2 client sees the connection end).
+    ioscope_serve::serve(listener, acceptor, limits, connections, drop, move |conn| serve_until_stopped(conn, app.clone()), shutdown)
+        .await;
     Ok(())
 }
 
 /// One TCP connection's HTTP/2 service; a failed connection only ends itself.
-async fn serve_until_stopped<IO>(io: IO, app: axum::Router, mut stop: tokio::sync::watch::Receiver<bool>)
-where
-    IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
-{
+async fn serve_until_stopped(conn: ioscope_serve::Conn, app: axum::Router) {
+    let ioscope_serve::Conn { io, tracker, mut stopping } = conn;
     let http = http2();
-    let conn = http.serve_connection(TokioIo::new(io), TowerToHyperService::new(app));
+    let conn = http.serve_connection(TokioIo::new(io), tracker.service(TowerToHyperService::new(app)));
     let mut conn = std::pin::pin!(conn);
     tokio::select! {
         _ = conn.as_mut() => return,
-        _ = stop.wait_for(|stopped| *stopped) => {}
+        () = stopping.wait() => {}
     }
     conn.as_mut().graceful_shutdown();
     let _ = conn.await;

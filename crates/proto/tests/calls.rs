@@ -402,14 +402,15 @@ async fn an_answer_over_the_clients_limit_is_a_bad_answer() {
 async fn connections_beyond_the_cap_are_closed_and_a_slot_frees_when_one_ends() {
     use ioscope_proto::MAX_TCP_CONNECTIONS;
     let (addr, _stop, _server) = tcp_agent(None).await;
+    // Connections that carried the token hold every slot (strangers would make room: the
+    // oldest idle one is closed for a newcomer, tests/slots.rs)...
     let mut held = Vec::new();
     for _ in 0..MAX_TCP_CONNECTIONS {
-        held.push(tokio::net::TcpStream::connect(&addr).await.unwrap());
+        let client = Client::connect(&addr, &ClientTls::None, &token(), GUARD).await.unwrap();
+        assert_eq!(client.call::<_, u32>("/v1/echo", &1, GUARD).await.unwrap(), 1);
+        held.push(client);
     }
-    // Served connections answer the preface with SETTINGS; one over the cap reads EOF.
-    let mut first = [0u8; 9];
-    held[0].write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n").await.unwrap();
-    tokio::time::timeout(GUARD, held[0].read_exact(&mut first)).await.unwrap().unwrap();
+    // ...so one over the cap reads EOF.
     let mut extra = tokio::net::TcpStream::connect(&addr).await.unwrap();
     let mut byte = [0u8; 1];
     let read = tokio::time::timeout(GUARD, extra.read(&mut byte)).await.unwrap();
