@@ -1,5 +1,10 @@
 //! TLS configurations (rustls with ring, ALPN `h2`): the agent's from its certificate and
 //! key files, the client's from the certificate or CA it trusts.
+//!
+//! The agent's certificate must be an end-entity one: a CA certificate (basicConstraints
+//! CA:TRUE, what `openssl req -x509` makes by default) is refused by every client
+//! (`CaUsedAsEndEntity`), so the agent refuses it when it starts, saying what to make
+//! instead (docs/security.md, "Certificates").
 
 use crate::ProtoError;
 use rustls::pki_types::pem::PemObject;
@@ -13,6 +18,9 @@ const ALPN_H2: &[u8] = b"h2";
 /// name the file.
 pub fn tls_server_config(cert_pem: &Path, key_pem: &Path) -> Result<Arc<rustls::ServerConfig>, ProtoError> {
     let certs = read_certs(cert_pem).map_err(|why| ProtoError::Cert { path: cert_pem.to_path_buf(), why })?;
+    if is_a_ca(&certs) {
+        return Err(ProtoError::Cert { path: cert_pem.to_path_buf(), why: CA_AS_AGENT.into() });
+    }
     let key = PrivateKeyDer::from_pem_file(key_pem)
         .map_err(|e| ProtoError::Key { path: key_pem.to_path_buf(), why: pem_reason(&e) })?;
     let mut config = rustls::ServerConfig::builder_with_provider(provider())
@@ -41,6 +49,33 @@ pub(crate) fn client_config(ca_pem: &Path) -> Result<Arc<rustls::ClientConfig>, 
     Ok(Arc::new(config))
 }
 
+const CA_AS_AGENT: &str = "this is a CA certificate (basicConstraints CA:TRUE), which clients refuse as a \
+    server's (CaUsedAsEndEntity); make a CA and, signed by it, a certificate for the agent with \
+    CA:FALSE, extendedKeyUsage serverAuth and a subjectAltName naming the agent's addresses \
+    (the openssl commands are in docs/security.md, \"Certificates\"); give the agent that \
+    certificate and its key, and the coordinator the CA (--tls-ca or `ca`)";
+
+/// Whether the first certificate of the chain is a CA's: webpki, which every client here
+/// uses, checks its basic constraints before anything else of the chain, so verifying it
+/// against itself as the only anchor fails with `CaUsedAsEndEntity` exactly then.
+fn is_a_ca(chain: &[CertificateDer<'static>]) -> bool {
+    let Some(leaf) = chain.first() else { return false };
+    let Ok(end_entity) = webpki::EndEntityCert::try_from(leaf) else { return false };
+    let Ok(anchor) = webpki::anchor_from_trusted_cert(leaf) else { return false };
+    let anchors = [anchor];
+    let verified = end_entity.verify_for_usage(
+        webpki::ALL_VERIFICATION_ALGS,
+        &anchors,
+        &chain[1..],
+        rustls::pki_types::UnixTime::now(),
+        webpki::KeyUsage::server_auth(),
+        None,
+        None,
+    );
+    let refused = matches!(verified, Err(webpki::Error::CaUsedAsEndEntity));
+    refused
+}
+
 fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
@@ -61,5 +96,40 @@ fn pem_reason(e: &rustls::pki_types::pem::Error) -> String {
         rustls::pki_types::pem::Error::Io(io) => io.to_string(),
         rustls::pki_types::pem::Error::NoItemsFound => "no matching PEM block found".into(),
         other => format!("not valid PEM ({other:?})"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    #[test]
+    fn a_ca_certificate_given_to_the_agent_is_refused_saying_what_to_make_instead() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let ca = params.self_signed(&key).unwrap();
+        let (cert_path, key_path) = (write(dir.path(), "ca.pem", &ca.pem()), write(dir.path(), "ca.key", &key.serialize_pem()));
+        let err = tls_server_config(&cert_path, &key_path).unwrap_err().to_string();
+        assert!(err.contains("ca.pem") && err.contains("this is a CA certificate (basicConstraints CA:TRUE)"), "{err}");
+        assert!(err.contains("CA:FALSE") && err.contains("docs/security.md") && err.contains("--tls-ca"), "{err}");
+
+        // The certificate the CA signs for the agent is taken, alone or followed by the CA.
+        let leaf_key = rcgen::KeyPair::generate().unwrap();
+        let mut leaf = rcgen::CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).unwrap();
+        leaf.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
+        let leaf = leaf.signed_by(&leaf_key, &ca, &key).unwrap();
+        let leaf_key_path = write(dir.path(), "agent.key", &leaf_key.serialize_pem());
+        for chain in [leaf.pem(), format!("{}{}", leaf.pem(), ca.pem())] {
+            let leaf_path = write(dir.path(), "agent.pem", &chain);
+            tls_server_config(&leaf_path, &leaf_key_path).unwrap();
+        }
     }
 }
