@@ -10,20 +10,8 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 /// The cookie that carries the token after the first request.
 pub const TOKEN_COOKIE: &str = "ioscope_token";
 
-/// Whether a loopback server listening on `listen` answers a request with this `Host`:
-/// 127.0.0.1, localhost, [::1] or the listen address itself, with the listen port (the
-/// port may be left out only when it is 80, as browsers do).
-pub fn host_allowed(host: &str, listen: SocketAddr) -> bool {
-    let host = host.trim().to_ascii_lowercase();
-    let port = listen.port();
-    let listen_host = match listen.ip() {
-        IpAddr::V4(ip) => ip.to_string(),
-        IpAddr::V6(ip) => format!("[{ip}]"),
-    };
-    ["127.0.0.1", "localhost", "[::1]", listen_host.as_str()]
-        .iter()
-        .any(|name| host == format!("{name}:{port}") || (port == 80 && host == *name))
-}
+/// The Host check is crates/serve's, the same for every ioscope server.
+pub use ioscope_serve::host_allowed;
 
 /// Whether `given` is the token, in time that does not depend on where they differ (the
 /// length is not secret: every token is 32 hex digits).

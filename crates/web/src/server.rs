@@ -8,9 +8,12 @@
 //! axum on hyper (HTTP/1.1, keep-alive) on a tokio runtime of its own: one thread runs
 //! every connection, and API answers are computed on a small blocking pool, so the
 //! threads that measure a run never see tokio. Answers are gzip-compressed when the client
-//! accepts it. At most [`Limits::max_connections`] connections are served at once; more
-//! are answered 503 and closed (`busy.rs`). Request heads are read with size and
-//! time limits ([`crate::request`]), answers written with a stall limit (`stall.rs`). A panic while answering is caught and answered 500;
+//! accepts it. The accept loop, the Host check and the connection limits are crates/serve's,
+//! shared by every ioscope server: at most [`Limits::max_connections`] connections are
+//! served at once (when strangers that sent nothing hold every slot, the oldest is closed for
+//! a newcomer; otherwise more are answered 503 and closed, `busy.rs`), a connection with no
+//! request for [`request::Limits::request_time`] is closed. Request heads are read with size
+//! and time limits ([`crate::request`]), answers written with a stall limit (`stall.rs`). A panic while answering is caught and answered 500;
 //! the server, and a run it serves, go on.
 
 use crate::access;
@@ -31,8 +34,7 @@ use axum::Router;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use std::cell::Cell;
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -80,8 +82,8 @@ pub struct Server {
     pub token: Option<String>,
     /// Whether it speaks HTTPS.
     pub tls: bool,
-    stop: Arc<AtomicBool>,
-    active: Arc<AtomicUsize>,
+    stop: tokio::sync::oneshot::Sender<()>,
+    connections: ioscope_serve::Connections,
     thread: JoinHandle<()>,
 }
 
@@ -137,19 +139,20 @@ impl Server {
             .build()
             .map_err(StartError::Runtime)?;
         let shared = Arc::new(Shared { api, addr, token: token.clone(), limits: options.limits });
-        let (stop, active) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicUsize::new(0)));
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let connections = ioscope_serve::Connections::default();
         let thread = {
-            let (stop, active) = (Arc::clone(&stop), Arc::clone(&active));
+            let connections = connections.clone();
             std::thread::Builder::new()
                 .name("ioscope-ui".into())
                 .spawn(move || {
                     mark_ui_thread();
-                    runtime.block_on(accept_loop(listener, shared, acceptor, stop, active));
+                    runtime.block_on(accept_loop(listener, shared, acceptor, connections, stopped));
                     runtime.shutdown_timeout(Duration::from_secs(1));
                 })
                 .map_err(StartError::Runtime)?
         };
-        Ok(Server { addr, token, tls: options.tls.is_some(), stop, active, thread })
+        Ok(Server { addr, token, tls: options.tls.is_some(), stop, connections, thread })
     }
 
     /// The address to open in a browser (with the token when one is needed).
@@ -170,7 +173,7 @@ impl Server {
 
     /// Connections being served now.
     pub fn active_connections(&self) -> usize {
-        self.active.load(Ordering::Relaxed)
+        self.connections.active()
     }
 
     /// Serves until the process ends.
@@ -179,9 +182,7 @@ impl Server {
     }
 
     pub fn stop(self) {
-        self.stop.store(true, Ordering::Relaxed);
-        // Wakes the accept loop, which then sees `stop`.
-        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
+        let _ = self.stop.send(());
         let _ = self.thread.join();
     }
 }
@@ -190,51 +191,36 @@ async fn accept_loop(
     listener: TcpListener,
     shared: Arc<Shared>,
     acceptor: Option<tokio_rustls::TlsAcceptor>,
-    stop: Arc<AtomicBool>,
-    active: Arc<AtomicUsize>,
+    connections: ioscope_serve::Connections,
+    stopped: tokio::sync::oneshot::Receiver<()>,
 ) {
     let Ok(listener) = tokio::net::TcpListener::from_std(listener) else { return };
     let app = router(Arc::clone(&shared));
+    let request = shared.limits.request;
+    let limits = ioscope_serve::Limits {
+        max_connections: shared.limits.max_connections,
+        // The handshake, and the first request head, each within the request's deadline.
+        handshake_time: request.request_time,
+        first_request_time: request.request_time,
+        idle_time: Some(request.request_time),
+    };
     let refuser = Refuser::new();
-    loop {
-        let accepted = listener.accept().await;
-        if stop.load(Ordering::Relaxed) {
-            break;
+    let serve_one = move |conn: ioscope_serve::Conn| {
+        let app = app.clone();
+        async move { serve_connection(conn, app, &request).await }
+    };
+    // Only `stop` ends the server: a Server dropped without it serves on.
+    let shutdown = async move {
+        if stopped.await.is_err() {
+            std::future::pending::<()>().await;
         }
-        let conn = match accepted {
-            Ok((c, _)) => c,
-            Err(_) => {
-                // Out of file descriptors, for one: wait for connections to end, do not spin.
-                tokio::time::sleep(Duration::from_millis(10)).await;
-                continue;
-            }
-        };
-        let Some(slot) = Slot::take(&active, shared.limits.max_connections) else {
-            refuser.refuse(conn);
-            continue;
-        };
-        let _ = conn.set_nodelay(true);
-        let (app, acceptor, limits) = (app.clone(), acceptor.clone(), shared.limits.request);
-        tokio::spawn(async move {
-            match acceptor {
-                None => serve_connection(conn, app, &limits).await,
-                Some(acceptor) => {
-                    // The handshake is part of the request's deadline.
-                    if let Ok(Ok(tls)) = tokio::time::timeout(limits.request_time, acceptor.accept(conn)).await {
-                        serve_connection(tls, app, &limits).await;
-                    }
-                }
-            }
-            drop(slot);
-        });
-    }
+    };
+    ioscope_serve::serve(listener, acceptor, limits, connections, move |conn| refuser.refuse(conn), serve_one, shutdown)
+        .await;
 }
 
 /// Serves the requests of one connection (kept alive between them) until it closes.
-async fn serve_connection<IO>(io: IO, app: Router, limits: &request::Limits)
-where
-    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
-{
+async fn serve_connection(conn: ioscope_serve::Conn, app: Router, limits: &request::Limits) {
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(limits.request_time)
@@ -242,8 +228,8 @@ where
         .keep_alive(true)
         // As HTTP/1.1 clients have always seen them from ioscope (Content-Length, Set-Cookie).
         .title_case_headers(true);
-    let io = TokioIo::new(WriteDeadline::new(io));
-    let _ = http.serve_connection(io, TowerToHyperService::new(app)).await;
+    let io = TokioIo::new(WriteDeadline::new(conn.io));
+    let _ = http.serve_connection(io, conn.tracker.service(TowerToHyperService::new(app))).await;
 }
 
 fn router(shared: Arc<Shared>) -> Router {
@@ -255,25 +241,6 @@ fn router(shared: Arc<Shared>) -> Router {
         .layer(CompressionLayer::new().quality(CompressionLevel::Fastest))
         .layer(middleware::from_fn_with_state(Arc::clone(&shared), guard))
         .with_state(shared)
-}
-
-/// One of the connections allowed at once; given back when dropped.
-struct Slot(Arc<AtomicUsize>);
-
-impl Slot {
-    fn take(active: &Arc<AtomicUsize>, max: usize) -> Option<Slot> {
-        if active.fetch_add(1, Ordering::AcqRel) >= max {
-            active.fetch_sub(1, Ordering::AcqRel);
-            return None;
-        }
-        Some(Slot(Arc::clone(active)))
-    }
-}
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
-    }
 }
 
 /// 128 random bits as 32 hex digits. Without a source of randomness there is no token,
@@ -306,6 +273,8 @@ async fn guard(State(shared): State<Arc<Shared>>, req: Request, next: Next) -> R
         Err((status, why)) => text(status, why),
         Ok(cookie) => {
             let mut response = next.run(req).await;
+            // The Host or the token was right: this connection is a client's, not a stranger's.
+            response.extensions_mut().insert(ioscope_serve::Admitted);
             if let Some(c) = cookie.and_then(|c| HeaderValue::from_str(&c).ok()) {
                 response.headers_mut().insert(header::SET_COOKIE, c);
             }
@@ -328,32 +297,8 @@ fn admit(shared: &Shared, req: &Request) -> Result<Option<String>, (StatusCode, 
     match &shared.token {
         // Loopback: no token, so the page must have been loaded from a loopback name.
         None => {
-            let hosts: Vec<String> = req
-                .headers()
-                .get_all(header::HOST)
-                .iter()
-                .map(|h| String::from_utf8_lossy(h.as_bytes()).into_owned())
-                .collect();
-            let allowed = match hosts.as_slice() {
-                [host] => access::host_allowed(host, shared.addr),
-                _ => false,
-            };
-            if !allowed {
-                let port = shared.addr.port();
-                let mut names = format!("127.0.0.1:{port}, localhost:{port}, [::1]:{port}");
-                if !matches!(shared.addr.ip().to_string().as_str(), "127.0.0.1" | "::1") {
-                    names.push_str(&format!(", {}", shared.addr));
-                }
-                let given = match hosts.as_slice() {
-                    [] => "none".to_string(),
-                    [host] => echo(host),
-                    _ => "several".to_string(),
-                };
-                return Err((
-                    StatusCode::MISDIRECTED_REQUEST,
-                    format!("this server answers only requests for {names} (Host header: {given})\n"),
-                ));
-            }
+            ioscope_serve::check_host(req.headers(), shared.addr)
+                .map_err(|why| (StatusCode::MISDIRECTED_REQUEST, format!("{why}\n")))?;
         }
         Some(token) => {
             let given = parse_query(query)

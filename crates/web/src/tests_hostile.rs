@@ -182,7 +182,18 @@ fn connections_beyond_the_cap_are_answered_503_and_closed_without_a_thread() {
     let (_d, api) = api();
     let server = loopback(api, Limits { max_connections: 4, ..Limits::default() });
     let addr = server.addr;
-    let idle: Vec<TcpStream> = (0..4).map(|_| TcpStream::connect(addr).unwrap()).collect();
+    // Clients that asked once and keep their connections (strangers that sent nothing would
+    // make room: the oldest is closed for a newcomer, see the test below).
+    let idle: Vec<TcpStream> = (0..4)
+        .map(|_| {
+            let mut s = TcpStream::connect(addr).unwrap();
+            write!(s, "GET /api/v1/runs HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
+            let mut first = [0u8; 12];
+            s.read_exact(&mut first).unwrap();
+            assert_eq!(&first, b"HTTP/1.1 200");
+            s
+        })
+        .collect();
     for _ in 0..3000 {
         if server.active_connections() == 4 {
             break;
@@ -203,6 +214,24 @@ fn connections_beyond_the_cap_are_answered_503_and_closed_without_a_thread() {
         std::thread::sleep(Duration::from_millis(10));
     }
     assert_eq!(get(addr, "/api/v1/runs").0, 200, "served again once the idle clients left");
+    server.stop();
+}
+
+#[test]
+fn silent_connections_holding_every_slot_do_not_keep_a_client_out() {
+    let (_d, api) = api();
+    let server = loopback(api, Limits { max_connections: 4, ..Limits::default() });
+    let addr = server.addr;
+    let _silent: Vec<TcpStream> = (0..4).map(|_| TcpStream::connect(addr).unwrap()).collect();
+    for _ in 0..3000 {
+        if server.active_connections() == 4 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    for _ in 0..8 {
+        assert_eq!(get(addr, "/api/v1/runs").0, 200, "the oldest silent connection made room");
+    }
     server.stop();
 }
 
