@@ -2,7 +2,8 @@
 //! installed by scripts/test.sh): `ioscope probe --listen` and `ioscope run --metrics`
 //! serve, Prometheus scrapes them every second, and its HTTP API answers a rate and a
 //! histogram quantile that must be finite and plausible. Also: the token rule of both
-//! flags (no token beyond loopback: exit 2 naming the flag).
+//! flags (no token beyond loopback: exit 2 naming the flag), and the Host check of both
+//! without a token (421 for a name that is not loopback's: DNS rebinding).
 
 mod common;
 mod skip;
@@ -241,4 +242,43 @@ fn metrics_beyond_loopback_without_a_token_exit_2_naming_the_flag() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("--token-file") && stderr.contains("only 3 characters"), "{stderr}");
+}
+
+/// GET /metrics with these `Host` lines: the status.
+fn status_with_hosts(addr: SocketAddr, hosts: &[String]) -> u16 {
+    let mut conn = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let hosts: String = hosts.iter().map(|h| format!("Host: {h}\r\n")).collect();
+    write!(conn, "GET /metrics HTTP/1.1\r\n{hosts}Connection: close\r\n\r\n").unwrap();
+    let mut answer = String::new();
+    conn.read_to_string(&mut answer).unwrap();
+    answer.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("{answer}"))
+}
+
+#[test]
+fn metrics_answers_421_to_a_foreign_or_missing_or_doubled_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_probe, probe_addr) = serving(ioscope().args(["probe", "--listen", "127.0.0.1:0", "--duration", "60s"]));
+    let (_run, run_addr) = serving(
+        ioscope()
+            .args(["run", "--metrics", "127.0.0.1:0", "--duration", "60s", "--size", "1m", "--rate-iops", "100"])
+            .args(["--quiet", "--dir"])
+            .arg(dir.path().join("data"))
+            .arg("-o")
+            .arg(dir.path().join("run.db")),
+    );
+    for (what, addr) in [("probe --listen", probe_addr), ("run --metrics", run_addr)] {
+        let port = addr.port();
+        for hosts in [
+            vec!["evil.example".to_string()],
+            vec![format!("evil.example:{port}")],
+            vec![],
+            vec![addr.to_string(), addr.to_string()],
+        ] {
+            assert_eq!(status_with_hosts(addr, &hosts), 421, "{what} with Host {hosts:?}");
+        }
+        for host in [addr.to_string(), format!("localhost:{port}")] {
+            assert_eq!(status_with_hosts(addr, &[host.clone()]), 200, "{what} with Host {host}");
+        }
+    }
 }
