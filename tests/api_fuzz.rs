@@ -395,12 +395,13 @@ fn three_thousand_idle_connections_do_not_make_three_thousand_threads() {
     }
     eprintln!("threads: {before} before, at most {most} with {} idle connections", idle.len());
     assert!(most <= before + 64 + 2, "{most} threads for {} connections", idle.len());
-    // Idle connections are cut at the request deadline (10 s), which opening 3000 of them on
-    // a loaded machine can reach: fill every slot again with fresh ones before asking.
+    // Silent connections hold every slot (fresh ones too, in case the first were cut at the
+    // 10 s deadline on a loaded machine): a client is served all the same, at once, as the
+    // oldest silent one is closed for it.
     let fresh: Vec<std::net::TcpStream> = (0..70).filter_map(|_| std::net::TcpStream::connect(&addr).ok()).collect();
     let (status, _) = request(&addr, b"/api/v1/runs").unwrap();
     drop(fresh);
-    assert_eq!(status, 503, "full: refused at once, not queued");
+    assert_eq!(status, 200, "silent strangers do not keep a client out");
     drop(idle);
     let mut status = 0;
     for _ in 0..300 {
