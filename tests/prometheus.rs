@@ -278,7 +278,7 @@ fn metrics_answers_421_to_a_foreign_or_missing_or_doubled_host() {
             assert_eq!(status_with_hosts(addr, &hosts), 421, "{what} with Host {hosts:?}");
         }
         for host in [addr.to_string(), format!("localhost:{port}")] {
-            assert_eq!(status_with_hosts(addr, &[host.clone()]), 200, "{what} with Host {host}");
+            assert_eq!(status_with_hosts(addr, std::slice::from_ref(&host)), 200, "{what} with Host {host}");
         }
     }
 }

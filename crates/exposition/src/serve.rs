@@ -85,7 +85,9 @@ pub fn serve_metrics(addr: SocketAddr, token: Option<Token>, state: Shared) -> R
     let app = Router::new().route("/metrics", get(move || answer(Arc::clone(&state))));
     let app = match token {
         Some(token) => ioscope_proto::authorized(app, token),
-        None => app.layer(axum::middleware::from_fn(move |req: Request, next: Next| loopback_names_only(bound, req, next))),
+        None => {
+            app.layer(axum::middleware::from_fn(move |req: Request, next: Next| loopback_names_only(bound, req, next)))
+        }
     };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let thread = std::thread::Builder::new()
@@ -120,7 +122,11 @@ async fn accept_loop(listener: TcpListener, app: Router, stopped: tokio::sync::o
 /// Without a token: only requests for a loopback name (421 otherwise, as the UI).
 async fn loopback_names_only(listen: SocketAddr, req: Request, next: Next) -> Response {
     if let Err(why) = ioscope_serve::check_host(req.headers(), listen) {
-        return (StatusCode::MISDIRECTED_REQUEST, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], format!("{why}\n"))
+        return (
+            StatusCode::MISDIRECTED_REQUEST,
+            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            format!("{why}\n"),
+        )
             .into_response();
     }
     let mut response = next.run(req).await;

@@ -159,8 +159,16 @@ pub async fn serve_tcp_within(
     let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
     let connections = ioscope_serve::Connections::default();
     // No slot: closed at once (an HTTP/2 client sees the connection end).
-    ioscope_serve::serve(listener, acceptor, limits, connections, drop, move |conn| serve_until_stopped(conn, app.clone()), shutdown)
-        .await;
+    ioscope_serve::serve(
+        listener,
+        acceptor,
+        limits,
+        connections,
+        drop,
+        move |conn| serve_until_stopped(conn, app.clone()),
+        shutdown,
+    )
+    .await;
     Ok(())
 }
 

@@ -72,8 +72,7 @@ fn is_a_ca(chain: &[CertificateDer<'static>]) -> bool {
         None,
         None,
     );
-    let refused = matches!(verified, Err(webpki::Error::CaUsedAsEndEntity));
-    refused
+    matches!(verified, Err(webpki::Error::CaUsedAsEndEntity))
 }
 
 fn provider() -> Arc<rustls::crypto::CryptoProvider> {
@@ -116,7 +115,8 @@ mod tests {
         let mut params = rcgen::CertificateParams::new(vec!["localhost".to_string()]).unwrap();
         params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
         let ca = params.self_signed(&key).unwrap();
-        let (cert_path, key_path) = (write(dir.path(), "ca.pem", &ca.pem()), write(dir.path(), "ca.key", &key.serialize_pem()));
+        let (cert_path, key_path) =
+            (write(dir.path(), "ca.pem", &ca.pem()), write(dir.path(), "ca.key", &key.serialize_pem()));
         let err = tls_server_config(&cert_path, &key_path).unwrap_err().to_string();
         assert!(err.contains("ca.pem") && err.contains("this is a CA certificate (basicConstraints CA:TRUE)"), "{err}");
         assert!(err.contains("CA:FALSE") && err.contains("docs/security.md") && err.contains("--tls-ca"), "{err}");

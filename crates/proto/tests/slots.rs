@@ -73,7 +73,10 @@ async fn silent_tls(addr: &str, connector: &tokio_rustls::TlsConnector) -> tokio
 }
 
 /// Sends the HTTP/2 preface a byte at a time, one each `every`, until the agent closes.
-fn trickle_preface<S: AsyncWrite + Unpin + Send + 'static>(mut stream: S, every: Duration) -> tokio::task::JoinHandle<S> {
+fn trickle_preface<S: AsyncWrite + Unpin + Send + 'static>(
+    mut stream: S,
+    every: Duration,
+) -> tokio::task::JoinHandle<S> {
     tokio::spawn(async move {
         for b in PREFACE.iter().cycle().take(PREFACE.len() * 100) {
             if stream.write_all(&[*b]).await.is_err() || stream.flush().await.is_err() {

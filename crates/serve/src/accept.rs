@@ -80,7 +80,8 @@ impl Connections {
     fn register(&self, max: usize) -> Option<(Registration, oneshot::Receiver<()>)> {
         let mut table = self.lock();
         if table.open.len() >= max {
-            let stranger = table.open.iter().find(|(_, e)| !e.state.admitted() && !e.state.busy()).map(|(id, _)| *id)?;
+            let stranger =
+                table.open.iter().find(|(_, e)| !e.state.admitted() && !e.state.busy()).map(|(id, _)| *id)?;
             if let Some(evicted) = table.open.remove(&stranger) {
                 let _ = evicted.evict.send(());
             }

@@ -117,7 +117,9 @@ async fn a_connection_that_sends_no_complete_request_is_closed_after_the_first_r
     let mut trickling = TcpStream::connect(server.addr).await.unwrap();
     let trickle = tokio::spawn(async move {
         // One byte each 50 ms: a request head that is never done within the limit.
-        for b in b"GET /ok HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n" {
+        for b in
+            b"GET /ok HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n"
+        {
             if trickling.write_all(&[*b]).await.is_err() {
                 return (trickling, true);
             }
@@ -174,11 +176,11 @@ async fn when_silent_strangers_hold_every_slot_the_oldest_is_closed_for_a_newcom
     assert_eq!(server.connections.active(), 4);
     assert_eq!(server.refused.load(Ordering::Relaxed), 0);
     // The newcomer is admitted now: the next newcomers take the strangers' slots, never its.
-    for i in 1..4 {
+    for stranger in strangers.iter_mut().skip(1) {
         let mut next = TcpStream::connect(server.addr).await.unwrap();
         assert!(ask(&mut next, "/ok").await.starts_with("HTTP/1.1 200"));
-        assert!(closed(&mut strangers[i]).await.is_empty());
-        strangers[i] = next;
+        assert!(closed(stranger).await.is_empty());
+        *stranger = next;
     }
     assert!(ask(&mut newcomer, "/ok").await.starts_with("HTTP/1.1 200"));
 }

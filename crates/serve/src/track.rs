@@ -59,7 +59,11 @@ impl State {
 
     /// When the connection is to be closed if nothing changes; None: not while it is as it is
     /// (a request in flight, or admitted with no idle limit).
-    pub(crate) fn deadline(&self, first_request: std::time::Duration, idle: Option<std::time::Duration>) -> Option<Instant> {
+    pub(crate) fn deadline(
+        &self,
+        first_request: std::time::Duration,
+        idle: Option<std::time::Duration>,
+    ) -> Option<Instant> {
         if self.busy() {
             return None;
         }

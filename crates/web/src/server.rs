@@ -215,8 +215,16 @@ async fn accept_loop(
             std::future::pending::<()>().await;
         }
     };
-    ioscope_serve::serve(listener, acceptor, limits, connections, move |conn| refuser.refuse(conn), serve_one, shutdown)
-        .await;
+    ioscope_serve::serve(
+        listener,
+        acceptor,
+        limits,
+        connections,
+        move |conn| refuser.refuse(conn),
+        serve_one,
+        shutdown,
+    )
+    .await;
 }
 
 /// Serves the requests of one connection (kept alive between them) until it closes.
