@@ -44,9 +44,9 @@ pub const TCP_LIMITS: ioscope_serve::Limits = ioscope_serve::Limits {
 /// Wraps an axum Router so that every route (and the fallback) needs
 /// `Authorization: Bearer <token>`, compared in constant time; other requests get
 /// 401 `{"error": ...}` and no handler runs; an answered call admits its connection
-/// ([`ioscope_serve::Admitted`]: it is the coordinator's, not a stranger's). Request bodies are limited to
-/// [`MAX_REQUEST_BYTES`]: a larger declared length is refused with 413 before the handler,
-/// and extractors stop reading at the limit.
+/// ([`ioscope_serve::Admitted`]: it is the coordinator's, not a stranger's). Request bodies
+/// are limited to [`MAX_REQUEST_BYTES`]: a larger declared length is refused with 413 before
+/// the handler, and extractors stop reading at the limit.
 pub fn authorized(app: axum::Router, token: Token) -> axum::Router {
     let token = Arc::new(token);
     app.layer(DefaultBodyLimit::max(MAX_REQUEST_BYTES)).layer(axum::middleware::from_fn(

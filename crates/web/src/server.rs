@@ -13,8 +13,9 @@
 //! served at once (when strangers that sent nothing hold every slot, the oldest is closed for
 //! a newcomer; otherwise more are answered 503 and closed, `busy.rs`), a connection with no
 //! request for [`request::Limits::request_time`] is closed. Request heads are read with size
-//! and time limits ([`crate::request`]), answers written with a stall limit (`stall.rs`). A panic while answering is caught and answered 500;
-//! the server, and a run it serves, go on.
+//! and time limits ([`crate::request`]), answers written with a stall limit (`stall.rs`).
+//! A panic while answering is caught and answered 500; the server, and a run it serves, go
+//! on.
 
 use crate::access;
 use crate::api::{parse_query, Api};
