@@ -211,7 +211,7 @@ mod tests {
         let agent = tokio::spawn(async move { tokio_rustls::TlsAcceptor::from(Arc::new(server)).accept(far).await });
         let connector = tokio_rustls::TlsConnector::from(client_config(&ca_path).unwrap());
         let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
-        let err = connector.connect(name, near).await.err().expect("refused").to_string();
+        let err = connector.connect(name, near).await.expect_err("refused").to_string();
         assert!(err.contains("the agent's certificate is a CA certificate (basicConstraints CA:TRUE)"), "{err}");
         assert!(err.contains("CA:FALSE") && err.contains("docs/security.md"), "{err}");
         let _ = agent.await;
