@@ -67,6 +67,8 @@ pub fn left_message(left: &[String]) -> Option<String> {
 }
 
 #[cfg(test)]
+mod forged;
+#[cfg(test)]
 pub(crate) mod testfs;
 
 #[cfg(test)]
