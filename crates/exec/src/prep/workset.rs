@@ -330,7 +330,9 @@ fn fill(
         c.create_dir_all(&layout.dir).map_err(io_err(&layout.dir))?;
         layout.dir_exists = true;
     }
-    if layout.to_fill.is_empty() && layout.marker.body.files.len() >= layout.files.len() {
+    // Nothing to fill, nothing new to record: the marker as it is stays (one whose entries
+    // did not prove ours is not rewritten without them).
+    if layout.to_fill.is_empty() {
         return Ok(());
     }
     // Create the files, then mark them ours (incomplete) with the identity each has now,
