@@ -17,19 +17,21 @@ fn text(o: &Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
 }
 
-/// A victim's content and mtime, to compare after.
-fn seen(p: &Path) -> (Vec<u8>, i64, i64) {
+/// A victim's content and mtime (seconds, nanoseconds), to compare after.
+type Seen = (Vec<u8>, i64, i64);
+
+fn seen(p: &Path) -> Seen {
     let m = std::fs::metadata(p).unwrap_or_else(|e| panic!("victim {} is gone: {e}", p.display()));
     (std::fs::read(p).unwrap(), m.mtime(), m.mtime_nsec())
 }
 
-fn victim(p: &Path, byte: u8) -> (PathBuf, (Vec<u8>, i64, i64)) {
+fn victim(p: &Path, byte: u8) -> (PathBuf, Seen) {
     std::fs::create_dir_all(p.parent().unwrap()).unwrap();
     std::fs::write(p, vec![byte; 64 << 10]).unwrap();
     (p.to_path_buf(), seen(p))
 }
 
-fn assert_untouched(victims: &[(PathBuf, (Vec<u8>, i64, i64))], what: &str) {
+fn assert_untouched(victims: &[(PathBuf, Seen)], what: &str) {
     for (p, before) in victims {
         assert!(&seen(p) == before, "{what}: {} was changed", p.display());
     }

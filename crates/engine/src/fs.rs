@@ -204,7 +204,8 @@ impl FsConn for LocalConn {
         };
         // The birth time (statx), where the file system keeps one, tells a reused inode apart.
         let born = m.created().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
-        let born = born.map_or(0, |d| d.as_secs().wrapping_mul(1_000_000_000).wrapping_add(u64::from(d.subsec_nanos())));
+        let born =
+            born.map_or(0, |d| d.as_secs().wrapping_mul(1_000_000_000).wrapping_add(u64::from(d.subsec_nanos())));
         Ok(Some(Entry { kind, len: m.len(), id: Some(m.ino().wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ born) }))
     }
 }

@@ -163,7 +163,8 @@ fn acquire(path: &Path) -> Result<File, Acquire> {
         match f.metadata() {
             Ok(m) if m.is_file() && m.nlink() == 1 => {}
             Ok(_) => {
-                let what = format!("{} is not a regular file of its own (a FIFO, a device, or a hard link)", path.display());
+                let what =
+                    format!("{} is not a regular file of its own (a FIFO, a device, or a hard link)", path.display());
                 return Err(Acquire::Io(std::io::Error::other(what)));
             }
             Err(e) => return Err(Acquire::Io(e)),

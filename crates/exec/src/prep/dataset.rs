@@ -212,7 +212,10 @@ impl marker::Body for Tree {
             ));
         }
         if files.is_none_or(|f| f > ioscope_workload::layout::MAX_DATASET_FILES) {
-            return Err(format!("spec width^depth × files_per_leaf is more than {} files", ioscope_workload::layout::MAX_DATASET_FILES));
+            return Err(format!(
+                "spec width^depth × files_per_leaf is more than {} files",
+                ioscope_workload::layout::MAX_DATASET_FILES
+            ));
         }
         if s.sizes.is_empty() || s.sizes.len() > MAX_SIZES || s.sizes.iter().any(|&(b, w)| b == 0 || w == 0) {
             return Err(format!("spec sizes must be 1 to {MAX_SIZES} (bytes, weight) pairs, none 0"));
@@ -443,13 +446,8 @@ pub fn prepare_stamped(
     // Marked ours (incomplete) before the first file, so an interrupted format can be
     // cleaned up or recreated, but is not reused.
     let made = Some(Made { anchor_id: c.identify(anchor).map_err(io_err(anchor))?.and_then(|e| e.id) });
-    let tree = Tree {
-        complete: false,
-        files: layout.files(),
-        total_bytes: layout.total_bytes(),
-        spec: Shape::of(spec),
-        made,
-    };
+    let tree =
+        Tree { complete: false, files: layout.files(), total_bytes: layout.total_bytes(), spec: Shape::of(spec), made };
     let mut marker = Marker::new(created_dir, tree);
     write_marker(&mut *c, anchor, &marker)?;
     let stamped = match create_files(fs, &mut *c, &layout, threads, progress, headers) {
@@ -603,7 +601,12 @@ fn remove_tree(
 
 /// Whether every directory from below the anchor down to leaf `leaf` is a directory itself
 /// (a link to one is never walked: it is kept, and listed); false too if one is missing.
-fn real_dirs_to(c: &mut dyn FsConn, layout: &Layout, leaf: u64, kept: &Mutex<Vec<PathBuf>>) -> Result<bool, DatasetError> {
+fn real_dirs_to(
+    c: &mut dyn FsConn,
+    layout: &Layout,
+    leaf: u64,
+    kept: &Mutex<Vec<PathBuf>>,
+) -> Result<bool, DatasetError> {
     let (depth, width) = (layout.spec().depth, u64::from(layout.spec().width.max(1)));
     for level in 1..=depth {
         let path = layout.dir_path(level, leaf / width.saturating_pow(depth - level));

@@ -216,7 +216,9 @@ pub fn check(fs: &dyn FileSystem, dir: &Path, plan: &Plan) -> Result<Layout, Wor
         // A link is read through (a run that only reads does no harm), never written through.
         let existing = match entry {
             Some(e) if e.kind == Kind::Link => c.stat(&path).map_err(io_err(&path))?,
-            Some(e) => Some(ioscope_engine::fs::Stat { dir: e.kind == Kind::Dir, file: e.kind == Kind::File, len: e.len }),
+            Some(e) => {
+                Some(ioscope_engine::fs::Stat { dir: e.kind == Kind::Dir, file: e.kind == Kind::File, len: e.len })
+            }
             None => None,
         };
         let held = existing.map_or(0, |m| m.len);
