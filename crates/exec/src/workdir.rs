@@ -229,4 +229,26 @@ mod tests {
         std::fs::write(&file, b"x").unwrap();
         assert!(matches!(lock(&file, Path::new("r.db")).unwrap_err(), WorkdirError::NotADir { .. }));
     }
+
+    #[test]
+    fn a_lock_file_that_is_a_link_or_a_hard_link_of_another_file_is_refused_and_that_file_kept() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (dir, victim) = (tmp.path().join("ws"), tmp.path().join("victim"));
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(&victim, b"precious").unwrap();
+        std::os::unix::fs::symlink(&victim, dir.join(LOCK)).unwrap();
+        let err = lock(&dir, Path::new("r.db")).unwrap_err();
+        assert!(err.to_string().contains("is a symbolic link"), "{err}");
+        std::fs::remove_file(dir.join(LOCK)).unwrap();
+        std::fs::hard_link(&victim, dir.join(LOCK)).unwrap();
+        let err = lock(&dir, Path::new("r.db")).unwrap_err();
+        assert!(err.to_string().contains("hard link"), "{err}");
+        // A probe name planted in advance is neither written nor removed.
+        std::fs::remove_file(dir.join(LOCK)).unwrap();
+        let probe = dir.join(format!("{LOCK}.{}.probe", std::process::id()));
+        std::os::unix::fs::symlink(&victim, &probe).unwrap();
+        assert!(lock(&dir, Path::new("r.db")).is_err());
+        assert!(probe.is_symlink());
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+    }
 }
