@@ -146,6 +146,7 @@ pub fn execute(plan: &Plan, output: &OutputFlags, probes: &crate::probe::Probes,
             }
             Err(
                 e @ (workset::WorksetError::NotOurs { .. }
+                | workset::WorksetError::NotAFile { .. }
                 | workset::WorksetError::NoSpace { .. }
                 | workset::WorksetError::NoParent { .. }),
             ) => return Err(Failure::invalid(e)),
@@ -252,10 +253,14 @@ pub fn execute(plan: &Plan, output: &OutputFlags, probes: &crate::probe::Probes,
     }
     if plan.cleanup && (plan.dataset.is_some() || plan.engine.spec().caps.does_io) {
         match ioscope_exec::prep::cleanup(plan) {
-            Ok((files, bytes)) if !output.quiet => {
-                eprintln!("cleanup: removed {files} file(s), {}", terminal::size(bytes))
+            Ok(r) => {
+                if !output.quiet {
+                    eprintln!("cleanup: removed {} file(s), {}", r.files, terminal::size(r.bytes));
+                }
+                if let Some(m) = ioscope_exec::prep::left_message(&r.left) {
+                    eprintln!("{m}");
+                }
             }
-            Ok(_) => {}
             Err(e) => eprintln!("cleanup failed: {e}"),
         }
     }

@@ -8,7 +8,7 @@
 use crate::client::{mount_export, Mounted, NfsError, Session};
 use crate::proto::{status_name, Attr, Fh, Stable};
 use crate::target::Target;
-use ioscope_engine::fs::{FileSystem, FsConn, Stat};
+use ioscope_engine::fs::{Entry, FileSystem, FsConn, Kind, Stat};
 use std::collections::HashMap;
 use std::io::{self, ErrorKind};
 use std::path::{Path, PathBuf};
@@ -374,11 +374,31 @@ fn stat_of(a: &Attr) -> Stat {
     Stat { dir: a.kind == 2, file: a.kind == 1, len: a.size }
 }
 
+/// ftype3: 1 regular, 2 directory, 5 symbolic link (LOOKUP does not follow one).
+fn entry_of(a: &Attr) -> Entry {
+    let kind = match a.kind {
+        1 => Kind::File,
+        2 => Kind::Dir,
+        5 => Kind::Link,
+        _ => Kind::Other,
+    };
+    Entry { kind, len: a.size, id: Some(a.fileid) }
+}
+
 impl FsConn for Paths {
     fn stat(&mut self, path: &Path) -> io::Result<Option<Stat>> {
         match self.fresh(|p| p.lookup(path)) {
             Ok((_, Some(a))) => Ok(Some(stat_of(&a))),
             Ok((fh, None)) => self.session.getattr(&fh).map(|a| Some(stat_of(&a))).map_err(to_io),
+            Err(e) if e.status() == Some(status::NOENT) => Ok(None),
+            Err(e) => Err(to_io(e)),
+        }
+    }
+
+    fn identify(&mut self, path: &Path) -> io::Result<Option<Entry>> {
+        match self.fresh(|p| p.lookup(path)) {
+            Ok((_, Some(a))) => Ok(Some(entry_of(&a))),
+            Ok((fh, None)) => self.session.getattr(&fh).map(|a| Some(entry_of(&a))).map_err(to_io),
             Err(e) if e.status() == Some(status::NOENT) => Ok(None),
             Err(e) => Err(to_io(e)),
         }

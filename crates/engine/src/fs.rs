@@ -16,6 +16,28 @@ pub struct Stat {
     pub len: u64,
 }
 
+/// What [`FsConn::identify`] tells of the entry at a path itself (a link is not followed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub kind: Kind,
+    pub len: u64,
+    /// The file system's identity of the file, the same for its whole life whatever its
+    /// name, compared only for equality: locally the inode number mixed with the birth time
+    /// (an inode number is reused at once for the next file created), on NFS the fileid.
+    /// None where the file system has none (an object store).
+    pub id: Option<u64>,
+}
+
+/// What an entry is, a symbolic link not followed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    File,
+    Dir,
+    Link,
+    /// A device, FIFO, socket, or what the file system does not say.
+    Other,
+}
+
 /// A file system that datasets can live on.
 pub trait FileSystem: Sync {
     /// A connection for one thread; its calls are made one at a time.
@@ -44,6 +66,24 @@ pub trait FsConn {
     /// None where the file system does not say.
     fn free_bytes(&mut self, _path: &Path) -> io::Result<Option<u64>> {
         Ok(None)
+    }
+
+    /// What is at `path` itself, a link not followed, with its file id where the file
+    /// system has one: what decides whether a file is the one ioscope made. By default
+    /// what [`FsConn::stat`] says, without an id (a file system that has neither links
+    /// nor file ids: an object store).
+    fn identify(&mut self, path: &Path) -> io::Result<Option<Entry>> {
+        Ok(self.stat(path)?.map(|s| Entry {
+            kind: if s.file {
+                Kind::File
+            } else if s.dir {
+                Kind::Dir
+            } else {
+                Kind::Other
+            },
+            len: s.len,
+            id: None,
+        }))
     }
 
     /// Creates or empties `path` and writes `len` bytes, `fill(offset, chunk)` providing
@@ -144,5 +184,28 @@ impl FsConn for LocalConn {
     fn free_bytes(&mut self, path: &Path) -> io::Result<Option<u64>> {
         let s = rustix::fs::statvfs(path)?;
         Ok(Some(s.f_bavail.saturating_mul(s.f_frsize)))
+    }
+    fn identify(&mut self, path: &Path) -> io::Result<Option<Entry>> {
+        use std::os::unix::fs::MetadataExt;
+        let m = match std::fs::symlink_metadata(path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let t = m.file_type();
+        let kind = if t.is_symlink() {
+            Kind::Link
+        } else if t.is_file() {
+            Kind::File
+        } else if t.is_dir() {
+            Kind::Dir
+        } else {
+            Kind::Other
+        };
+        // The birth time (statx), where the file system keeps one, tells a reused inode apart.
+        let born = m.created().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+        let born =
+            born.map_or(0, |d| d.as_secs().wrapping_mul(1_000_000_000).wrapping_add(u64::from(d.subsec_nanos())));
+        Ok(Some(Entry { kind, len: m.len(), id: Some(m.ino().wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ born) }))
     }
 }

@@ -5,6 +5,10 @@
 //! kill -9, so a file left behind never blocks anyone. Taking the lock also proves that
 //! ioscope can create, write and remove files there, before any working set is written.
 //!
+//! The lock file is opened without following a link, and used only if it is a regular
+//! file with no other name (a link to someone's file, or a hard link of one, would have
+//! that file truncated); the probe file is created new, never opened if it exists.
+//!
 //! Only local directories (and network file systems mounted here whose locks the kernel
 //! forwards) are protected; engine nfs talks to its server directly and takes no lock.
 
@@ -122,8 +126,12 @@ pub fn lock(dir: &Path, results: &Path) -> Result<DirLock, WorkdirError> {
     }
     // Removing is what cleanup does at the end: find out now if it cannot.
     let probe = dir.join(format!("{LOCK}.{}.probe", std::process::id()));
-    if let Err(e) = File::create(&probe).and_then(|_| std::fs::remove_file(&probe)) {
-        let _ = std::fs::remove_file(&probe);
+    let created = std::fs::OpenOptions::new().write(true).create_new(true).open(&probe);
+    if let Err(e) = created.and_then(|_| std::fs::remove_file(&probe)) {
+        // Only a probe of ours is removed: one that was there already stays.
+        if e.kind() != ErrorKind::AlreadyExists {
+            let _ = std::fs::remove_file(&probe);
+        }
         drop(lock(file));
         return Err(unusable("create and remove a file", e));
     }
@@ -138,9 +146,29 @@ enum Acquire {
 
 fn acquire(path: &Path) -> Result<File, Acquire> {
     use rustix::fs::{flock, FlockOperation};
+    use std::os::unix::fs::OpenOptionsExt;
     loop {
-        let mut file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path);
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(path)
+            .map_err(|e| match e.raw_os_error() {
+                Some(libc::ELOOP) => std::io::Error::other(format!("{} is a symbolic link", path.display())),
+                _ => e,
+            });
         let Ok(f) = file.as_mut() else { return Err(Acquire::Io(file.unwrap_err())) };
+        match f.metadata() {
+            Ok(m) if m.is_file() && m.nlink() == 1 => {}
+            Ok(_) => {
+                let what =
+                    format!("{} is not a regular file of its own (a FIFO, a device, or a hard link)", path.display());
+                return Err(Acquire::Io(std::io::Error::other(what)));
+            }
+            Err(e) => return Err(Acquire::Io(e)),
+        }
         match flock(&*f, FlockOperation::NonBlockingLockExclusive) {
             Ok(()) => {}
             Err(rustix::io::Errno::WOULDBLOCK) => return Err(Acquire::Held(holder(f))),
@@ -200,5 +228,27 @@ mod tests {
         let file = tmp.path().join("f");
         std::fs::write(&file, b"x").unwrap();
         assert!(matches!(lock(&file, Path::new("r.db")).unwrap_err(), WorkdirError::NotADir { .. }));
+    }
+
+    #[test]
+    fn a_lock_file_that_is_a_link_or_a_hard_link_of_another_file_is_refused_and_that_file_kept() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (dir, victim) = (tmp.path().join("ws"), tmp.path().join("victim"));
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(&victim, b"precious").unwrap();
+        std::os::unix::fs::symlink(&victim, dir.join(LOCK)).unwrap();
+        let err = lock(&dir, Path::new("r.db")).unwrap_err();
+        assert!(err.to_string().contains("is a symbolic link"), "{err}");
+        std::fs::remove_file(dir.join(LOCK)).unwrap();
+        std::fs::hard_link(&victim, dir.join(LOCK)).unwrap();
+        let err = lock(&dir, Path::new("r.db")).unwrap_err();
+        assert!(err.to_string().contains("hard link"), "{err}");
+        // A probe name planted in advance is neither written nor removed.
+        std::fs::remove_file(dir.join(LOCK)).unwrap();
+        let probe = dir.join(format!("{LOCK}.{}.probe", std::process::id()));
+        std::os::unix::fs::symlink(&victim, &probe).unwrap();
+        assert!(lock(&dir, Path::new("r.db")).is_err());
+        assert!(probe.is_symlink());
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
     }
 }

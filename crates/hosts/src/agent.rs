@@ -355,8 +355,13 @@ fn run_load(a: Agent, p: Prepared, start_at_ns: u64) {
         _ => m.detail,
     };
     if p.plan.cleanup {
-        if let Err(e) = ioscope_exec::prep::cleanup(&p.plan) {
-            eprintln!("agent: cleanup failed: {e}");
+        match ioscope_exec::prep::cleanup(&p.plan) {
+            Ok(r) => {
+                if let Some(m) = ioscope_exec::prep::left_message(&r.left) {
+                    eprintln!("agent: {m}");
+                }
+            }
+            Err(e) => eprintln!("agent: cleanup failed: {e}"),
         }
     }
     drop(p.lock);

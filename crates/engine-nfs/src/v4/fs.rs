@@ -11,7 +11,7 @@ use super::session::{failed, Calls};
 use crate::client::NfsError;
 use crate::proto::{Fh, Stable};
 use crate::target::Target;
-use ioscope_engine::fs::{FileSystem, FsConn, Stat};
+use ioscope_engine::fs::{Entry, FileSystem, FsConn, Kind, Stat};
 use std::collections::HashMap;
 use std::io::{self, ErrorKind};
 use std::path::{Path, PathBuf};
@@ -567,11 +567,31 @@ fn stat_of(a: &Attrs) -> Stat {
     Stat { dir: a.kind == Some(2), file: a.kind == Some(1), len: a.size.unwrap_or(0) }
 }
 
+/// nfs_ftype4: 1 regular, 2 directory, 5 symbolic link (LOOKUP does not follow one).
+fn entry_of(a: &Attrs) -> Entry {
+    let kind = match a.kind {
+        Some(1) => Kind::File,
+        Some(2) => Kind::Dir,
+        Some(5) => Kind::Link,
+        _ => Kind::Other,
+    };
+    Entry { kind, len: a.size.unwrap_or(0), id: a.fileid }
+}
+
 impl FsConn for Paths41 {
     fn stat(&mut self, path: &Path) -> io::Result<Option<Stat>> {
         match self.fresh(|p| p.lookup(path)) {
             Ok((_, Some(a))) => Ok(Some(stat_of(&a))),
             Ok((fh, None)) => self.getattr_fh(&fh).map(|a| Some(stat_of(&a))).map_err(to_io),
+            Err(e) if e.status() == Some(status::NOENT) => Ok(None),
+            Err(e) => Err(to_io(e)),
+        }
+    }
+
+    fn identify(&mut self, path: &Path) -> io::Result<Option<Entry>> {
+        match self.fresh(|p| p.lookup(path)) {
+            Ok((_, Some(a))) => Ok(Some(entry_of(&a))),
+            Ok((fh, None)) => self.getattr_fh(&fh).map(|a| Some(entry_of(&a))).map_err(to_io),
             Err(e) if e.status() == Some(status::NOENT) => Ok(None),
             Err(e) => Err(to_io(e)),
         }

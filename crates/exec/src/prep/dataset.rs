@@ -8,12 +8,20 @@
 //! All of it goes through a [`FileSystem`]: the tree lives in a local directory or on an
 //! NFS server alike. The definition is the plan's [`Dataset`]; the marker and the parallel
 //! loop are the ones of every preparation (`marker.rs`, `parallel.rs`).
+//!
+//! The marker names no file: the names follow from its definition (`dNN`, `fNNNNNN`),
+//! which is refused on read unless it is one a plan may have (bounded depth, width,
+//! files and sizes). It records the anchor's file id when the tree was made: a marker
+//! copied or forged into another directory is not this tree's, and one of an earlier
+//! version (no id) makes the tree usable but never removed. Cleanup walks only real
+//! directories of ours below the anchor, never a link, and removes only regular files
+//! with our names.
 
 use super::marker::{self, Marker};
 use super::mix;
 use super::parallel::par_for;
 use ioscope_engine::buffers::fill_random;
-use ioscope_engine::fs::{FileSystem, FsConn};
+use ioscope_engine::fs::{FileSystem, FsConn, Kind};
 use ioscope_workload::layout::FileSizes;
 use ioscope_workload::{BlockSize, Dataset, DatasetFormat};
 use serde::{Deserialize, Serialize};
@@ -174,6 +182,65 @@ struct Tree {
     files: u64,
     total_bytes: u64,
     spec: Shape,
+    /// The anchor's identity once ioscope had made the tree's marker in it; absent in the
+    /// markers of earlier versions (their trees are not provably ioscope's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    made: Option<Made>,
+}
+
+/// The anchor's identity when ioscope made the tree.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq)]
+struct Made {
+    /// What [`FsConn::identify`] says of the anchor: its file id (null where there is none).
+    anchor_id: Option<u64>,
+}
+
+/// The most weighted sizes a definition of ioscope's has.
+const MAX_SIZES: usize = 4096;
+
+impl marker::Body for Tree {
+    const MAX_BYTES: u64 = 1 << 20;
+    /// The bounds of a plan's `[dataset]` (crates/workload/src/input.rs), so that a forged
+    /// definition cannot make a walk endless.
+    fn check(&self) -> Result<(), String> {
+        let s = &self.spec;
+        let files = u64::from(s.width).checked_pow(s.depth).and_then(|d| d.checked_mul(u64::from(s.files_per_leaf)));
+        if s.depth > 8 || !(1..=10_000).contains(&s.width) || !(1..=10_000_000).contains(&s.files_per_leaf) {
+            return Err(format!(
+                "spec depth {}, width {}, files_per_leaf {} are not a dataset's (depth 0..=8, width 1..=10000, files 1..=10000000)",
+                s.depth, s.width, s.files_per_leaf
+            ));
+        }
+        if files.is_none_or(|f| f > ioscope_workload::layout::MAX_DATASET_FILES) {
+            return Err(format!(
+                "spec width^depth × files_per_leaf is more than {} files",
+                ioscope_workload::layout::MAX_DATASET_FILES
+            ));
+        }
+        if s.sizes.is_empty() || s.sizes.len() > MAX_SIZES || s.sizes.iter().any(|&(b, w)| b == 0 || w == 0) {
+            return Err(format!("spec sizes must be 1 to {MAX_SIZES} (bytes, weight) pairs, none 0"));
+        }
+        Ok(())
+    }
+}
+
+impl Tree {
+    /// Ok if the anchor (what identify says of it now) is the one this marker was made in.
+    fn proves(&self, anchor: Option<ioscope_engine::fs::Entry>) -> Result<(), String> {
+        let Some(made) = self.made else {
+            return Err("the marker is of an earlier ioscope, which does not record the anchor's identity".into());
+        };
+        let now = anchor.and_then(|e| e.id);
+        if anchor.is_none_or(|e| !matches!(e.kind, Kind::Dir | Kind::Link)) || now != made.anchor_id {
+            let id = |v: Option<u64>| v.map_or("none".to_string(), |v| v.to_string());
+            return Err(format!(
+                "the anchor's file id is {}, the marker's {}: the marker was made in another directory",
+                id(now),
+                id(made.anchor_id)
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// The definition as the marker records it (the file format since the first dataset, so
@@ -247,11 +314,36 @@ fn inspect(c: &mut dyn FsConn, layout: &Layout, force: bool) -> Result<State, Da
             return Err(DatasetError::NoParent { path: anchor.to_path_buf(), parent: parent.to_path_buf() });
         }
     }
-    let old = read_marker(c, anchor, force)?;
+    let mut old = read_marker(c, anchor, force)?;
     let same_tree = |m: &Marker<Tree>| same_tree(&m.body.spec.at(anchor), layout.spec());
+    // A marker made in another directory is not this tree's; one of an earlier version
+    // may be used as it is, never removed or rewritten (see `Tree::proves`).
+    let proof = match &old {
+        Some(m) => m.body.proves(c.identify(anchor).map_err(io_err(anchor))?),
+        None => Ok(()),
+    };
+    let legacy = old.as_ref().is_some_and(|m| m.body.made.is_none());
+    if proof.is_err() && !legacy {
+        if force {
+            old = None;
+        } else {
+            let reason = proof.clone().err().unwrap_or_default();
+            return Err(DatasetError::NotOurs { path: anchor.join(MARKER), reason });
+        }
+    }
     let reuse = format != DatasetFormat::Always
         && old.as_ref().is_some_and(|m| m.body.complete && same_tree(m))
         && layout.looks_complete(c);
+    if legacy && !reuse && format != DatasetFormat::Never {
+        if !force {
+            let reason = format!(
+                "{}: ioscope cannot tell the tree is its own, so it neither removes nor rewrites it (remove it by hand, or pass --force to write over it)",
+                proof.err().unwrap_or_default()
+            );
+            return Err(DatasetError::NotOurs { path: anchor.join(MARKER), reason });
+        }
+        old = None;
+    }
     if format == DatasetFormat::Never && !reuse {
         let reason = match &old {
             None => "no dataset here".to_string(),
@@ -353,8 +445,9 @@ pub fn prepare_stamped(
     c.create_dir_all(anchor).map_err(io_err(anchor))?;
     // Marked ours (incomplete) before the first file, so an interrupted format can be
     // cleaned up or recreated, but is not reused.
+    let made = Some(Made { anchor_id: c.identify(anchor).map_err(io_err(anchor))?.and_then(|e| e.id) });
     let tree =
-        Tree { complete: false, files: layout.files(), total_bytes: layout.total_bytes(), spec: Shape::of(spec) };
+        Tree { complete: false, files: layout.files(), total_bytes: layout.total_bytes(), spec: Shape::of(spec), made };
     let mut marker = Marker::new(created_dir, tree);
     write_marker(&mut *c, anchor, &marker)?;
     let stamped = match create_files(fs, &mut *c, &layout, threads, progress, headers) {
@@ -445,6 +538,8 @@ pub struct Cleaned {
     /// Entries in our directories that ioscope did not name; left in place.
     pub kept: Vec<PathBuf>,
     pub removed_anchor: bool,
+    /// Why nothing was removed, when the marker does not prove the tree is ioscope's.
+    pub left: Option<String>,
 }
 
 /// Removes our files and directories per the layout (not the marker). Walks the directories
@@ -464,6 +559,9 @@ fn remove_tree(
         || connect(fs, layout.anchor()),
         |c, leaf| {
             let dir = layout.leaf_path(leaf);
+            if !real_dirs_to(&mut **c, layout, leaf, &kept)? {
+                return Ok(());
+            }
             let entries = match c.list(&dir) {
                 Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
                 r => r.map_err(io_err(&dir))?,
@@ -498,17 +596,49 @@ fn remove_tree(
             remove_dir_or_list(c, layout, &layout.dir_path(level, d), &mut kept)?;
         }
     }
-    Ok(Cleaned { files: files.into_inner(), bytes: bytes.into_inner(), kept, removed_anchor: false })
+    Ok(Cleaned { files: files.into_inner(), bytes: bytes.into_inner(), kept, removed_anchor: false, left: None })
+}
+
+/// Whether every directory from below the anchor down to leaf `leaf` is a directory itself
+/// (a link to one is never walked: it is kept, and listed); false too if one is missing.
+fn real_dirs_to(
+    c: &mut dyn FsConn,
+    layout: &Layout,
+    leaf: u64,
+    kept: &Mutex<Vec<PathBuf>>,
+) -> Result<bool, DatasetError> {
+    let (depth, width) = (layout.spec().depth, u64::from(layout.spec().width.max(1)));
+    for level in 1..=depth {
+        let path = layout.dir_path(level, leaf / width.saturating_pow(depth - level));
+        match c.identify(&path).map_err(io_err(&path))? {
+            Some(e) if e.kind == Kind::Dir => {}
+            None => return Ok(false),
+            Some(_) => {
+                let mut kept = kept.lock().unwrap_or_else(|p| p.into_inner());
+                if !kept.contains(&path) {
+                    kept.push(path);
+                }
+                return Ok(false);
+            }
+        }
+    }
+    Ok(true)
 }
 
 /// Removes a directory above the leaves; if something is left in it, lists what is not one
-/// of our directories (those hold what was already listed).
+/// of our directories (those hold what was already listed). A link is not listed through.
 fn remove_dir_or_list(
     c: &mut dyn FsConn,
     layout: &Layout,
     dir: &Path,
     kept: &mut Vec<PathBuf>,
 ) -> Result<bool, DatasetError> {
+    if c.identify(dir).map_err(io_err(dir))?.is_some_and(|e| e.kind != Kind::Dir) {
+        if !kept.iter().any(|k| k == dir) {
+            kept.push(dir.to_path_buf());
+        }
+        return Ok(false);
+    }
     match c.remove_dir(dir) {
         Err(e) if e.kind() != ErrorKind::NotFound => {
             let entries = c.list(dir).map_err(io_err(dir))?;
@@ -524,6 +654,9 @@ fn remove_dir_or_list(
 pub fn cleanup(fs: &dyn FileSystem, anchor: &Path) -> Result<Cleaned, DatasetError> {
     let mut c = connect(fs, anchor)?;
     let Some(marker) = read_marker(&mut *c, anchor, false)? else { return Ok(Cleaned::default()) };
+    if let Err(why) = marker.body.proves(c.identify(anchor).map_err(io_err(anchor))?) {
+        return Ok(Cleaned { left: Some(why), ..Cleaned::default() });
+    }
     let layout = Layout::new(&marker.body.spec.at(anchor));
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(16);
     let mut cleaned = remove_tree(fs, &mut *c, &layout, threads)?;
@@ -695,12 +828,12 @@ mod tests {
     }
 
     #[test]
-    fn a_tree_marked_by_an_earlier_version_is_still_reused() {
+    fn a_tree_marked_by_an_earlier_version_is_reused_but_never_removed() {
         let tmp = tempfile::tempdir().unwrap();
         let anchor = tmp.path().join("tree");
         let s = spec(&anchor, 1, 2, 2, &[(4096, 3), (8192, 1)]);
         let l = prepare(&LocalFs, &s, false, false, 2, NO_PROGRESS).unwrap().layout;
-        // The marker as the first datasets wrote it.
+        // The marker as the first datasets wrote it: no identity of the anchor.
         let old = format!(
             r#"{{"created_by": "ioscope 0.1.0", "created_dir": true, "complete": true, "files": 4, "total_bytes": {},
                 "spec": {{"anchor": "{}", "depth": 1, "width": 2, "files_per_leaf": 2,
@@ -710,8 +843,52 @@ mod tests {
         );
         fs::write(anchor.join(MARKER), old).unwrap();
         assert!(check(&LocalFs, &s, false).unwrap(), "reused");
+        let e = check(&LocalFs, &fmt(&s, DatasetFormat::Always), false).unwrap_err();
+        assert!(matches!(e, DatasetError::NotOurs { .. }) && e.to_string().contains("earlier ioscope"), "{e}");
         let c = cleanup(&LocalFs, &anchor).unwrap();
-        assert_eq!((c.files, c.removed_anchor), (4, true));
+        assert_eq!((c.files, c.removed_anchor), (0, false));
+        assert!(c.left.unwrap().contains("earlier ioscope"));
+        assert_eq!(walk(&anchor).len(), 5, "nothing removed");
+    }
+
+    #[test]
+    fn a_dataset_marker_from_another_directory_or_a_linked_subdirectory_never_leads_cleanup_out() {
+        let tmp = tempfile::tempdir().unwrap();
+        let anchor = tmp.path().join("tree");
+        let s = spec(&anchor, 2, 2, 2, &[(4096, 1)]);
+        prepare(&LocalFs, &s, false, false, 2, NO_PROGRESS).unwrap();
+        // A victim tree shaped like ours, outside the anchor; d01 replaced by a link to it.
+        let victim = tmp.path().join("victim");
+        for d in ["d00", "d01"] {
+            fs::create_dir_all(victim.join(d)).unwrap();
+            fs::write(victim.join(d).join("f000000"), b"theirs").unwrap();
+        }
+        fs::remove_dir_all(anchor.join("d01")).unwrap();
+        std::os::unix::fs::symlink(&victim, anchor.join("d01")).unwrap();
+        let c = cleanup(&LocalFs, &anchor).unwrap();
+        assert_eq!(c.files, 4, "the real half of the tree");
+        assert!(c.kept.contains(&anchor.join("d01")), "{:?}", c.kept);
+        assert_eq!(walk(&victim).len(), 2, "nothing removed through the link");
+
+        // The marker copied into another directory with files of our names: not its tree.
+        let other = tmp.path().join("other");
+        prepare(&LocalFs, &Dataset { dir: other.clone(), ..s.clone() }, false, false, 2, NO_PROGRESS).unwrap();
+        let copy = tmp.path().join("copy");
+        fs::create_dir(&copy).unwrap();
+        fs::copy(other.join(MARKER), copy.join(MARKER)).unwrap();
+        fs::create_dir_all(copy.join("d00/d00")).unwrap();
+        fs::write(copy.join("d00/d00/f000000"), b"theirs").unwrap();
+        let c = cleanup(&LocalFs, &copy).unwrap();
+        assert_eq!(c.files, 0);
+        assert!(c.left.unwrap().contains("another directory"));
+        let e = check(&LocalFs, &Dataset { dir: copy.clone(), ..s.clone() }, false).unwrap_err();
+        assert!(matches!(e, DatasetError::NotOurs { .. }), "{e}");
+        assert_eq!(fs::read(copy.join("d00/d00/f000000")).unwrap(), b"theirs");
+        // A definition no plan has is refused on read.
+        let m = fs::read_to_string(other.join(MARKER)).unwrap().replace("\"depth\": 2", "\"depth\": 4000000000");
+        fs::write(other.join(MARKER), m).unwrap();
+        let e = cleanup(&LocalFs, &other).unwrap_err().to_string();
+        assert!(e.contains("invalid marker (spec depth 4000000000"), "{e}");
     }
 
     #[test]

@@ -16,23 +16,58 @@ pub mod workset;
 
 pub(crate) use ioscope_workload::layout::mix;
 
-/// `--cleanup`: removes what the plan's run created (its dataset or working set); returns
-/// the files and bytes removed. Nothing for an engine that does no I/O.
-pub fn cleanup(plan: &ioscope_workload::Plan) -> Result<(u64, u64), String> {
+/// What `--cleanup` removed, and what it left because it could not prove ioscope made it.
+#[derive(Debug, Default, PartialEq)]
+pub struct Removed {
+    pub files: u64,
+    pub bytes: u64,
+    /// "PATH: why", one a file (or tree) left in place.
+    pub left: Vec<String>,
+}
+
+/// `--cleanup`: removes what the plan's run created (its dataset or working set), and only
+/// what its marker and the files themselves prove ioscope made. Nothing for an engine
+/// that does no I/O.
+pub fn cleanup(plan: &ioscope_workload::Plan) -> Result<Removed, String> {
     if plan.dataset.is_none() && !plan.engine.spec().caps.does_io {
-        return Ok((0, 0));
+        return Ok(Removed::default());
     }
     // A block device: nothing was created on it, nothing is removed.
     if plan.dataset.is_none() && crate::blockdev::is_block_device(&plan.dir) {
-        return Ok((0, 0));
+        return Ok(Removed::default());
     }
     let (fs, dir) = crate::storage(plan).map_err(|e| e.to_string())?;
     match &plan.dataset {
-        Some(d) => dataset::cleanup(&*fs, &d.dir).map(|c| (c.files, c.bytes)).map_err(|e| e.to_string()),
-        None => workset::cleanup(&*fs, &dir).map(|c| (c.files as u64, c.bytes)).map_err(|e| e.to_string()),
+        Some(d) => dataset::cleanup(&*fs, &d.dir).map_err(|e| e.to_string()).map(|c| Removed {
+            files: c.files,
+            bytes: c.bytes,
+            left: c.left.map(|why| format!("{}: {why}", d.dir.display())).into_iter().collect(),
+        }),
+        None => workset::cleanup(&*fs, &dir).map_err(|e| e.to_string()).map(|c| Removed {
+            files: c.files as u64,
+            bytes: c.bytes,
+            left: c.left.iter().map(|(p, why)| format!("{}: {why}", p.display())).collect(),
+        }),
     }
 }
 
+/// What a user is told of the files cleanup left: the first few named, with the count.
+pub fn left_message(left: &[String]) -> Option<String> {
+    let first: Vec<&str> = left.iter().take(5).map(String::as_str).collect();
+    let more = left.len().saturating_sub(first.len());
+    let more = if more > 0 { format!("; and {more} more") } else { String::new() };
+    (!left.is_empty()).then(|| {
+        format!(
+            "cleanup: left {} entr{} of the marker in place, not provably made by ioscope (remove by hand what is yours to remove): {}{more}",
+            left.len(),
+            if left.len() == 1 { "y" } else { "ies" },
+            first.join("; ")
+        )
+    })
+}
+
+#[cfg(test)]
+mod forged;
 #[cfg(test)]
 pub(crate) mod testfs;
 

@@ -4,11 +4,19 @@
 //! it did not create unless forced, and removes only its own files on cleanup. All of it
 //! goes through a [`FileSystem`]: a local directory or an NFS server's alike. The marker
 //! and the parallel fill are the ones of every preparation (`marker.rs`, `parallel.rs`).
+//!
+//! The marker is a claim, checked twice: on read, every entry must be a name ioscope gives
+//! (`ioscope.N.dat`, so directly in the marker's directory); before a file is rewritten or
+//! removed, the file itself must be what the entry recorded when ioscope made it (a
+//! regular file, not a link, with the same file id and a size the entry allows). An entry
+//! that fails is not ioscope's: it is never written into, removed, or copied into the
+//! marker written back. Entries of markers from earlier versions record no identity: their
+//! files may still be read, never rewritten or removed (cleanup says so).
 
-use super::marker::{self, Marker};
+use super::marker::{self, quoted, Marker};
 use super::parallel::par_for;
 use ioscope_engine::buffers::fill_random;
-use ioscope_engine::fs::{FileSystem, FsConn};
+use ioscope_engine::fs::{Entry, FileSystem, FsConn, Kind};
 use ioscope_workload::Plan;
 use serde::{Deserialize, Serialize};
 use std::io::ErrorKind;
@@ -28,6 +36,9 @@ pub enum WorksetError {
     /// The file system has too little room for what preparation would write.
     #[error("{dir}: the working set needs {need} more, {free} free on that file system; free some space, lower --size, or choose another --dir", need = ioscope_workload::format_size(*need), free = ioscope_workload::format_size(*free))]
     NoSpace { dir: PathBuf, need: u64, free: u64 },
+    /// A link, FIFO or device where the working set's file goes.
+    #[error("{path}: {what}; ioscope reads and writes only regular files of its own, never through a link or into a device or FIFO, --force or not. Remove it, or choose another --dir")]
+    NotAFile { path: PathBuf, what: &'static str },
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
 }
@@ -48,6 +59,75 @@ struct MarkerFile {
     size_bytes: u64,
     /// Fully written with data.
     complete: bool,
+    /// What the file system said of the file once ioscope had created it; absent in the
+    /// markers of earlier versions (their files are not provably ioscope's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    made: Option<Made>,
+}
+
+/// A file's identity when ioscope made it.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq)]
+struct Made {
+    /// The file system's file id (inode, NFS fileid); null where it has none (S3).
+    file_id: Option<u64>,
+}
+
+/// The most files a plan has (`files`, 1..=1,000,000), so the most a marker lists.
+const MAX_FILES: usize = 1_000_000;
+
+impl marker::Body for Files {
+    /// An entry as written (pretty, with the largest numbers) is under 256 bytes.
+    const MAX_BYTES: u64 = 256 * MAX_FILES as u64 + 4096;
+    fn check(&self) -> Result<(), String> {
+        if self.files.len() > MAX_FILES {
+            return Err(format!("{} files listed, more than the {MAX_FILES} a working set has", self.files.len()));
+        }
+        let mut seen = std::collections::HashSet::with_capacity(self.files.len());
+        for (k, f) in self.files.iter().enumerate() {
+            let Some(i) = file_index(&f.name) else {
+                return Err(format!(
+                    "files[{k}].name {} is not a name ioscope gives its files (ioscope.N.dat, directly in the marker's directory)",
+                    quoted(&f.name)
+                ));
+            };
+            if !seen.insert(i) {
+                return Err(format!("files[{k}].name {} is listed twice", quoted(&f.name)));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// N of a name `ioscope.N.dat` as [`file_name`] writes it (decimal, no sign, no leading
+/// zero): no other name, and so no separator, `..`, or control character, is ever ours.
+fn file_index(name: &str) -> Option<u32> {
+    let n = name.strip_prefix("ioscope.")?.strip_suffix(".dat")?;
+    let canonical = !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) && (n == "0" || !n.starts_with('0'));
+    canonical.then(|| n.parse().ok()).flatten()
+}
+
+impl MarkerFile {
+    /// Ok if `now` (what is at the entry's name) is the file this entry says ioscope made;
+    /// else why not.
+    fn proves(&self, now: &Entry) -> Result<(), String> {
+        let Some(made) = self.made else {
+            return Err("listed by a marker of an earlier ioscope, which does not record the file's identity".into());
+        };
+        match now.kind {
+            Kind::File => {}
+            Kind::Link => return Err("it is a symbolic link, not the file ioscope made".into()),
+            _ => return Err("it is not a regular file".into()),
+        }
+        if made.file_id != now.id {
+            let id = |v: Option<u64>| v.map_or("none".to_string(), |v| v.to_string());
+            return Err(format!("its file id is {}, the marker's {} (another file)", id(now.id), id(made.file_id)));
+        }
+        let fits = if self.complete { now.len == self.size_bytes } else { now.len <= self.size_bytes };
+        if !fits {
+            return Err(format!("it holds {} bytes, the marker says {}", now.len, self.size_bytes));
+        }
+        Ok(())
+    }
 }
 
 /// What has to happen before the run, decided without writing anything.
@@ -106,7 +186,18 @@ pub fn check(fs: &dyn FileSystem, dir: &Path, plan: &Plan) -> Result<Layout, Wor
             return Err(WorksetError::NoParent { parent: parent.to_path_buf(), dir });
         }
     }
-    let marker = read_marker(&mut *c, &dir, plan.force)?.unwrap_or_else(|| Marker::new(!dir_exists, Files::default()));
+    let mut marker =
+        read_marker(&mut *c, &dir, plan.force)?.unwrap_or_else(|| Marker::new(!dir_exists, Files::default()));
+    // What is at each name the marker lists, and whether it is the file the entry recorded:
+    // only those stay ours (and in the marker written back).
+    let mut at = std::collections::HashMap::new();
+    if dir_exists {
+        for f in &marker.body.files {
+            let path = dir.join(&f.name);
+            at.insert(f.name.clone(), c.identify(&path).map_err(io_err(&path))?);
+        }
+    }
+    marker.body.files.retain(|f| at.get(&f.name).copied().flatten().is_some_and(|e| f.proves(&e).is_ok()));
     let size = plan.file_size_bytes();
     let mut files = Vec::new();
     let mut to_fill = Vec::new();
@@ -117,8 +208,31 @@ pub fn check(fs: &dyn FileSystem, dir: &Path, plan: &Plan) -> Result<Layout, Wor
         let name = file_name(i);
         let path = dir.join(&name);
         let ours = marker.body.files.iter().find(|f| f.name == name);
-        let existing = if dir_exists { c.stat(&path).map_err(io_err(&path))? } else { None };
+        let entry = match at.remove(&name) {
+            Some(e) => e,
+            None if dir_exists => c.identify(&path).map_err(io_err(&path))?,
+            None => None,
+        };
+        // A link is read through (a run that only reads does no harm), never written through.
+        let existing = match entry {
+            Some(e) if e.kind == Kind::Link => c.stat(&path).map_err(io_err(&path))?,
+            Some(e) => {
+                Some(ioscope_engine::fs::Stat { dir: e.kind == Kind::Dir, file: e.kind == Kind::File, len: e.len })
+            }
+            None => None,
+        };
         let held = existing.map_or(0, |m| m.len);
+        if let Some(e) = entry.filter(|e| e.kind != Kind::File) {
+            let what = match e.kind {
+                Kind::Link => "a symbolic link",
+                Kind::Dir => "a directory",
+                _ => "not a regular file",
+            };
+            let too_small = existing.is_none_or(|m| m.len < size || !m.file);
+            if plan.writes() || too_small {
+                return Err(WorksetError::NotAFile { path, what });
+            }
+        }
         match (ours, existing) {
             (Some(f), Some(m)) if f.complete && f.size_bytes == size && m.len == size => {}
             (Some(_), _) | (None, None) => {
@@ -218,26 +332,31 @@ fn fill(
         c.create_dir_all(&layout.dir).map_err(io_err(&layout.dir))?;
         layout.dir_exists = true;
     }
-    if layout.to_fill.is_empty() && layout.marker.body.files.len() >= layout.files.len() {
+    // Nothing to fill, nothing new to record: the marker as it is stays (one whose entries
+    // did not prove ours is not rewritten without them).
+    if layout.to_fill.is_empty() {
         return Ok(());
     }
-    // Mark the files as ours (incomplete) before writing, so an interrupted fill is still ours.
-    for &i in &layout.to_fill {
+    // Create the files, then mark them ours (incomplete) with the identity each has now,
+    // before the data: an interrupted fill is still ours, to rewrite or remove.
+    let size = layout.file_size_bytes;
+    let opened: Vec<&PathBuf> = layout.to_fill.iter().map(|&i| &layout.files[i]).collect();
+    for (&i, path) in layout.to_fill.iter().zip(&opened) {
+        c.create_empty(path).map_err(io_err(path))?;
+        let made = match c.identify(path).map_err(io_err(path))? {
+            Some(e) if e.kind == Kind::File => Made { file_id: e.id },
+            _ => return Err(io_err(path)(std::io::Error::other("the file just created is not a regular file"))),
+        };
         let name = file_name(i as u32);
         layout.marker.body.files.retain(|f| f.name != name);
-        layout.marker.body.files.push(MarkerFile { name, size_bytes: layout.file_size_bytes, complete: false });
+        layout.marker.body.files.push(MarkerFile { name, size_bytes: size, complete: false, made: Some(made) });
     }
     write_marker(&mut *c, &layout.dir, &layout.marker)?;
 
     // Every file in 8 MiB chunks, taken by the writers in turn; the first error stops them.
-    let size = layout.file_size_bytes;
-    let opened: Vec<&PathBuf> = layout.to_fill.iter().map(|&i| &layout.files[i]).collect();
     let file_ids: Vec<u32> = layout.to_fill.iter().map(|&i| i as u32).collect();
     // Headers only where chunks hold whole verify blocks (a verify block divides a chunk).
     let headers = layout.verify_headers.filter(|(_, bl)| stamps_headers(*bl));
-    for path in &opened {
-        c.create_empty(path).map_err(io_err(path))?;
-    }
     let per_file = size.div_ceil(CHUNK);
     let written = std::sync::atomic::AtomicU64::new(0);
     let total = layout.bytes_to_fill();
@@ -274,34 +393,41 @@ fn fill(
     Ok(())
 }
 
-/// What cleanup removed.
+/// What cleanup removed, and what it left.
 #[derive(Debug, Default)]
 pub struct Cleaned {
     pub files: usize,
     pub bytes: u64,
     pub removed_dir: bool,
+    /// Files the marker lists that are not provably ioscope's, left in place (with the
+    /// marker): each with why.
+    pub left: Vec<(PathBuf, String)>,
 }
 
-/// Removes the files listed in the directory's marker, the marker, and the directory
-/// if ioscope created it and it is now empty. Touches nothing else.
+/// Removes the files listed in the directory's marker that are still the files ioscope
+/// made (see [`MarkerFile::proves`]), then the marker if nothing it lists was left, and
+/// the directory if ioscope created it and it is now empty. Touches nothing else.
 pub fn cleanup(fs: &dyn FileSystem, dir: &Path) -> Result<Cleaned, WorksetError> {
     let mut c = connect(fs, dir)?;
     let Some(marker) = read_marker(&mut *c, dir, false)? else { return Ok(Cleaned::default()) };
     let mut cleaned = Cleaned::default();
     for f in &marker.body.files {
         let path = dir.join(&f.name);
-        match c.stat(&path) {
-            Ok(Some(m)) => {
-                match c.remove_file(&path) {
-                    Err(e) if e.kind() == ErrorKind::NotFound => {}
-                    r => r.map_err(io_err(&path))?,
-                }
-                cleaned.files += 1;
-                cleaned.bytes += m.len;
-            }
-            Ok(None) => {}
-            Err(e) => return Err(io_err(&path)(e)),
+        let Some(now) = c.identify(&path).map_err(io_err(&path))? else { continue };
+        if let Err(why) = f.proves(&now) {
+            cleaned.left.push((path, why));
+            continue;
         }
+        match c.remove_file(&path) {
+            Err(e) if e.kind() == ErrorKind::NotFound => {}
+            r => r.map_err(io_err(&path))?,
+        }
+        cleaned.files += 1;
+        cleaned.bytes += now.len;
+    }
+    // A marker none of whose files proved ours may not be ours either: it stays.
+    if !cleaned.left.is_empty() || (cleaned.files == 0 && !marker.body.files.is_empty()) {
+        return Ok(cleaned);
     }
     let marker_path = dir.join(MARKER);
     c.remove_file(&marker_path).map_err(io_err(&marker_path))?;
@@ -357,18 +483,53 @@ mod tests {
     }
 
     #[test]
-    fn a_working_set_marked_by_an_earlier_version_is_still_reused() {
+    fn a_working_set_marked_by_an_earlier_version_is_read_but_never_rewritten_or_removed() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path();
         let p = plan(dir, "randwrite", "2m", false);
         prepare(&LocalFs, &mut check(&LocalFs, dir, &p).unwrap(), 1, &|_, _| {}).unwrap();
-        // The marker as the first working sets wrote it.
+        // The marker as the first working sets wrote it: no identity of the files.
         let old = r#"{"created_by": "ioscope", "created_dir": false, "files": [
             {"name": "ioscope.0.dat", "size_bytes": 1048576, "complete": true},
             {"name": "ioscope.1.dat", "size_bytes": 1048576, "complete": true}]}"#;
         fs::write(dir.join(MARKER), old).unwrap();
-        assert!(check(&LocalFs, dir, &p).unwrap().to_fill.is_empty(), "reused");
-        assert_eq!(cleanup(&LocalFs, dir).unwrap().files, 2);
+        let reads = plan(dir, "randread", "2m", false);
+        assert!(check(&LocalFs, dir, &reads).unwrap().to_fill.is_empty(), "reused for reads");
+        let e = check(&LocalFs, dir, &p).unwrap_err();
+        assert!(matches!(e, WorksetError::NotOurs { .. }) && e.to_string().contains("--force"), "{e}");
+        let c = cleanup(&LocalFs, dir).unwrap();
+        assert_eq!((c.files, c.left.len()), (0, 2), "{:?}", c.left);
+        assert!(c.left[0].1.contains("earlier ioscope"), "{:?}", c.left);
+        assert!(dir.join("ioscope.0.dat").exists() && dir.join(MARKER).exists(), "nothing removed");
+    }
+
+    #[test]
+    fn cleanup_removes_only_the_files_the_marker_recorded_and_only_while_they_are_those_files() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let p = plan(dir, "randwrite", "2m", false);
+        prepare(&LocalFs, &mut check(&LocalFs, dir, &p).unwrap(), 1, &|_, _| {}).unwrap();
+        // ioscope.0.dat replaced by another file of the same size; ioscope.1.dat by a link.
+        let victim = tmp.path().join("victim");
+        fs::write(&victim, vec![5u8; 1 << 20]).unwrap();
+        fs::remove_file(dir.join("ioscope.0.dat")).unwrap();
+        fs::write(dir.join("ioscope.0.dat"), vec![6u8; 1 << 20]).unwrap();
+        fs::remove_file(dir.join("ioscope.1.dat")).unwrap();
+        std::os::unix::fs::symlink(&victim, dir.join("ioscope.1.dat")).unwrap();
+        // Preparing again: neither is ours (a writing run is refused), nor in the marker.
+        let e = check(&LocalFs, dir, &p).unwrap_err();
+        assert!(e.to_string().contains("ioscope.0.dat"), "{e}");
+        let c = cleanup(&LocalFs, dir).unwrap();
+        assert_eq!(c.files, 0);
+        let why: Vec<&str> = c.left.iter().map(|(_, w)| w.as_str()).collect();
+        assert!(why[0].contains("file id") && why[1].contains("symbolic link"), "{why:?}");
+        assert_eq!(fs::read(dir.join("ioscope.0.dat")).unwrap(), vec![6u8; 1 << 20]);
+        assert_eq!(fs::read(&victim).unwrap(), vec![5u8; 1 << 20]);
+        // A link where a writing run puts a file: refused even with --force.
+        fs::remove_file(dir.join("ioscope.0.dat")).unwrap();
+        let e = check(&LocalFs, dir, &plan(dir, "randwrite", "2m", true)).unwrap_err();
+        assert!(matches!(e, WorksetError::NotAFile { .. }), "{e}");
+        assert!(e.to_string().contains("ioscope.1.dat: a symbolic link"), "{e}");
     }
 
     #[test]
