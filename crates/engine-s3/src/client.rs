@@ -368,7 +368,7 @@ mod tests {
         let client = https_client(addr);
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         let t = Instant::now();
-        let e = rt.block_on(client.connect()).err().expect("no connection to a server that never answers");
+        let e = rt.block_on(client.connect()).expect_err("no connection to a server that never answers");
         assert_eq!(e.kind(), std::io::ErrorKind::TimedOut, "{e}");
         assert!(e.to_string().contains("no connection within 1s"), "{e}");
         assert!(t.elapsed() < Duration::from_secs(10), "took {:?}", t.elapsed());
