@@ -21,3 +21,5 @@ pub mod xdr;
 
 #[cfg(test)]
 mod decode_tests;
+#[cfg(test)]
+mod hostile_tests;

@@ -1,7 +1,10 @@
 //! Many RPC calls in flight over N TCP connections (`nconnect`): calls go out round-robin,
 //! replies are matched to their caller's tag by XID, and a call without a reply within
 //! the timeout completes as timed out (counted by the caller, never waited on forever).
-//! This is what the engine's queue depth rides on.
+//! This is what the engine's queue depth rides on. The timeout is a deadline for the whole
+//! call, from the start of its send: a reply that trickles in, or fragments that never end
+//! a record (at most [`MAX_FRAGMENTS`] are taken, then the connection is dropped), do not
+//! move it; opening the connections is bounded by one timeout too.
 //!
 //! Built for few system calls per call, since CPU per operation is what a benchmark client
 //! is judged on: a call is one vectored write (a WRITE's data goes from the caller's buffer,
@@ -13,7 +16,7 @@
 //! [`Landing`] has its reply's head read first (a bounded read), and the data then read
 //! from the socket straight into the caller's buffer ([`Pipe::poll_replies`] says so).
 
-use crate::rpc::{encode_call_into, parse_reply, AuthSys, RpcError, MAX_RECORD};
+use crate::rpc::{encode_call_into, parse_reply, AuthSys, RpcError, MAX_FRAGMENTS, MAX_RECORD};
 use crate::xdr::{pad, Encoder};
 use std::collections::HashMap;
 use std::io::{IoSlice, Read};
@@ -116,8 +119,10 @@ struct Link {
     rbuf: Vec<u8>,
     start: usize,
     end: usize,
-    /// A reply spread over several fragments, so far.
+    /// A reply spread over several fragments, so far, and how many fragments it has had
+    /// (empty ones too).
     partial: Vec<u8>,
+    fragments: usize,
     alive: bool,
     /// The socket's receive timeout (SO_RCVTIMEO) as last set.
     read_timeout: Duration,
@@ -315,9 +320,15 @@ pub struct Pipe {
 impl Pipe {
     pub fn connect(addr: SocketAddr, connections: u32, auth: AuthSys, timeout: Duration) -> Result<Pipe, RpcError> {
         let mut links = Vec::new();
+        // All the connections within one timeout, not one each.
+        let deadline = Instant::now() + timeout;
         for _ in 0..connections.max(1) {
             let io = |source| RpcError::Io { addr, source };
-            let stream = TcpStream::connect_timeout(&addr, timeout).map_err(io)?;
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(RpcError::Timeout { addr, timeout });
+            }
+            let stream = TcpStream::connect_timeout(&addr, left).map_err(io)?;
             stream.set_nodelay(true).map_err(io)?;
             // A send waits for room in the socket buffer no longer than a reply may take.
             stream.set_write_timeout(Some(timeout)).map_err(io)?;
@@ -328,6 +339,7 @@ impl Pipe {
                 start: 0,
                 end: 0,
                 partial: Vec::new(),
+                fragments: 0,
                 alive: true,
                 read_timeout: timeout,
                 landing: None,
@@ -429,13 +441,36 @@ impl Pipe {
         self.next_xid = self.next_xid.wrapping_add(1);
         let padding = &[0u8; 3][..pad(data.len())];
         encode_call_into(&mut self.out, xid, prog, vers, proc_, &self.credential, data.len() + padding.len(), args);
+        // The call's deadline starts with its send: a server that takes the record slowly
+        // spends the time its reply has.
+        let (sent, timeout) = (Instant::now(), self.timeout);
         let stream = &self.links[link].stream;
-        if send_all(|slices| send_no_signal(stream, slices), [&self.out.buf, data, padding]).is_err() {
+        let (mut writes, mut shortened) = (0, false);
+        let write = |slices: &[IoSlice]| {
+            writes += 1;
+            if writes > 1 {
+                // A write after a partial one (rare: the socket's buffer was full) waits
+                // only for what is left of the deadline; the first waits at most the
+                // socket's send timeout, the whole timeout.
+                let left = timeout.saturating_sub(sent.elapsed());
+                if left.is_zero() {
+                    return Err(std::io::ErrorKind::TimedOut.into());
+                }
+                stream.set_write_timeout(Some(left))?;
+                shortened = true;
+            }
+            send_no_signal(stream, slices)
+        };
+        let result = send_all(write, [&self.out.buf, data, padding]);
+        if shortened {
+            let _ = stream.set_write_timeout(Some(timeout));
+        }
+        if result.is_err() {
             self.links[link].alive = false;
             self.orphans = true;
             return Err(CallError::Lost(self.addr));
         }
-        self.inflight.insert(xid, InFlight { tag, link, sent: Instant::now(), landing });
+        self.inflight.insert(xid, InFlight { tag, link, sent, landing });
         Ok(())
     }
 
@@ -620,7 +655,10 @@ impl Pipe {
             link.start += 4 + len;
             link.plain = false;
             let last = mark & 0x8000_0000 != 0;
-            if !(last && link.partial.is_empty()) && link.partial.len() + len > MAX_RECORD {
+            link.fragments = if last { 0 } else { link.fragments + 1 };
+            if !(last && link.partial.is_empty()) && link.partial.len() + len > MAX_RECORD
+                || link.fragments >= MAX_FRAGMENTS
+            {
                 // Fragments that never end: not a reply to anything sent here.
                 link.partial = Vec::new();
                 link.alive = false;
@@ -728,7 +766,7 @@ fn land_plan(record: &[u8], len: usize, landing: Landing) -> Option<(usize, usiz
 }
 
 /// Writes `parts` back to back with `write` (a vectored write), in one call unless the
-/// socket's buffer fills (each wait for room is bounded by the socket's send timeout).
+/// socket's buffer fills (each wait for room is bounded by `write`: the call's deadline).
 fn send_all(mut write: impl FnMut(&[IoSlice]) -> std::io::Result<usize>, parts: [&[u8]; 3]) -> std::io::Result<()> {
     let total: usize = parts.iter().map(|p| p.len()).sum();
     let mut sent = 0;

@@ -1,11 +1,17 @@
 //! ONC RPC v2 (RFC 5531) over TCP: calls with AUTH_SYS credentials, record marking,
 //! replies matched by XID. A [`Conn`] can keep many calls outstanding: [`Conn::send`]
 //! and [`Conn::recv`] are separate, and [`Conn::call`] is one of each.
+//!
+//! The timeout bounds each whole call, not each read: a deadline is set when the call
+//! starts, and every write and read of it waits only for what is left, so a server that
+//! trickles a reply, or sends fragments that never end a record, cannot hold a call (a
+//! mount, a session's setup) past it. A record has at most [`MAX_FRAGMENTS`] fragments and
+//! [`MAX_RECORD`] bytes.
 
 use crate::xdr::{Decoder, Encoder, XdrError};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 const CALL: u32 = 0;
 const REPLY: u32 = 1;
@@ -13,6 +19,9 @@ const AUTH_NONE: u32 = 0;
 const AUTH_SYS: u32 = 1;
 /// Largest record accepted from a server (a READ of 1 MiB plus headers fits easily).
 pub(crate) const MAX_RECORD: usize = 8 << 20;
+/// Most fragments accepted in one record. Servers send a reply in one fragment (or a few);
+/// more is a peer out of step, or one spinning the client on empty fragments.
+pub(crate) const MAX_FRAGMENTS: usize = 1024;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RpcError {
@@ -28,6 +37,8 @@ pub enum RpcError {
     Rejected { addr: SocketAddr, why: String },
     #[error("{addr}: record of {len} bytes is larger than {MAX_RECORD}")]
     TooLarge { addr: SocketAddr, len: usize },
+    #[error("{addr}: a record of more than {MAX_FRAGMENTS} fragments (not an answer to this client)")]
+    TooManyFragments { addr: SocketAddr },
     /// The first bytes of the answer cannot start an RPC reply (an HTTP or SSH server,
     /// say): `answered` is how the answer begins, made printable.
     #[error("the peer at {addr} is not an RPC server (it answered with '{answered}')")]
@@ -158,8 +169,6 @@ impl Conn {
     pub fn connect(addr: SocketAddr, auth: AuthSys, timeout: Duration) -> Result<Conn, RpcError> {
         let stream = TcpStream::connect_timeout(&addr, timeout).map_err(|source| RpcError::Io { addr, source })?;
         stream.set_nodelay(true).map_err(|source| RpcError::Io { addr, source })?;
-        stream.set_read_timeout(Some(timeout)).map_err(|source| RpcError::Io { addr, source })?;
-        stream.set_write_timeout(Some(timeout)).map_err(|source| RpcError::Io { addr, source })?;
         let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
         let credential = auth.credential();
         Ok(Conn {
@@ -172,33 +181,64 @@ impl Conn {
         })
     }
 
-    /// Sends a call and returns its XID.
+    /// Sends a call and returns its XID (within the timeout).
     pub fn send(&mut self, prog: u32, vers: u32, proc_: u32, args: &[u8]) -> Result<u32, RpcError> {
+        let deadline = Instant::now() + self.timeout;
+        self.send_by(prog, vers, proc_, args, deadline)
+    }
+
+    fn send_by(&mut self, prog: u32, vers: u32, proc_: u32, args: &[u8], deadline: Instant) -> Result<u32, RpcError> {
         let xid = self.next_xid;
         self.next_xid = self.next_xid.wrapping_add(1);
         encode_call_into(&mut self.out, xid, prog, vers, proc_, &self.credential, 0, |e| e.buf.extend_from_slice(args));
-        self.stream.write_all(&self.out.buf).map_err(|e| self.io(e))?;
+        let mut sent = 0;
+        while sent < self.out.buf.len() {
+            let left = self.left(deadline)?;
+            self.stream.set_write_timeout(Some(left)).map_err(|e| self.io(e))?;
+            match self.stream.write(&self.out.buf[sent..]) {
+                Ok(0) => return Err(RpcError::Closed { addr: self.addr }),
+                Ok(n) => sent += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(self.io(e)),
+            }
+        }
         Ok(xid)
     }
 
-    /// Reads the next reply record: (XID, the procedure's results).
+    /// Reads the next reply record (within the timeout): (XID, the procedure's results).
     pub fn recv(&mut self) -> Result<(u32, Vec<u8>), RpcError> {
-        let record = self.read_record()?;
+        let deadline = Instant::now() + self.timeout;
+        self.recv_by(deadline)
+    }
+
+    fn recv_by(&mut self, deadline: Instant) -> Result<(u32, Vec<u8>), RpcError> {
+        let record = self.read_record(deadline)?;
         match parse_reply(&record) {
             Ok((xid, body)) => Ok((xid, body.to_vec())),
             Err(r) => Err(RpcError::Rejected { addr: self.addr, why: r.why }),
         }
     }
 
-    /// One call, waited for.
+    /// One call, waited for: the send, and every reply read until its own, within one
+    /// timeout.
     pub fn call(&mut self, prog: u32, vers: u32, proc_: u32, args: &[u8]) -> Result<Vec<u8>, RpcError> {
-        let xid = self.send(prog, vers, proc_, args)?;
+        let deadline = Instant::now() + self.timeout;
+        let xid = self.send_by(prog, vers, proc_, args, deadline)?;
         loop {
-            let (got, body) = self.recv()?;
+            let (got, body) = self.recv_by(deadline)?;
             if got == xid {
                 return Ok(body);
             }
         }
+    }
+
+    /// The time left until `deadline`, or the call's timeout error once it has passed.
+    fn left(&self, deadline: Instant) -> Result<Duration, RpcError> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(RpcError::Timeout { addr: self.addr, timeout: self.timeout });
+        }
+        Ok(left)
     }
 
     fn io(&self, e: std::io::Error) -> RpcError {
@@ -211,11 +251,28 @@ impl Conn {
         }
     }
 
-    fn read_record(&mut self) -> Result<Vec<u8>, RpcError> {
+    /// Fills `buf` from the socket by `deadline`: each read waits only for the time left
+    /// (a system call per read to set it, which the blocking path can afford).
+    fn read_by(&mut self, buf: &mut [u8], deadline: Instant) -> Result<(), RpcError> {
+        let mut got = 0;
+        while got < buf.len() {
+            let left = self.left(deadline)?;
+            self.stream.set_read_timeout(Some(left)).map_err(|e| self.io(e))?;
+            match self.stream.read(&mut buf[got..]) {
+                Ok(0) => return Err(RpcError::Closed { addr: self.addr }),
+                Ok(n) => got += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(self.io(e)),
+            }
+        }
+        Ok(())
+    }
+
+    fn read_record(&mut self, deadline: Instant) -> Result<Vec<u8>, RpcError> {
         let mut record = Vec::new();
-        loop {
+        for _ in 0..MAX_FRAGMENTS {
             let mut mark = [0u8; 4];
-            self.stream.read_exact(&mut mark).map_err(|e| self.io(e))?;
+            self.read_by(&mut mark, deadline)?;
             let bytes = mark;
             let mark = u32::from_be_bytes(mark);
             let len = (mark & 0x7fff_ffff) as usize;
@@ -229,11 +286,12 @@ impl Conn {
             }
             let start = record.len();
             record.resize(start + len, 0);
-            self.stream.read_exact(&mut record[start..]).map_err(|e| self.io(e))?;
+            self.read_by(&mut record[start..], deadline)?;
             if mark & 0x8000_0000 != 0 {
                 return Ok(record);
             }
         }
+        Err(RpcError::TooManyFragments { addr: self.addr })
     }
 
     /// The peer is not an RPC server: says how its answer begins (`first` and what else

@@ -126,16 +126,26 @@ impl Client {
         &self.origin
     }
 
-    /// Opens a connection (TCP, TLS for https, HTTP/1.1); its driver runs on the current
-    /// runtime until the connection closes.
+    /// Opens a connection (TCP, TLS for https, HTTP/1.1) within the target's timeout (an
+    /// endpoint that accepts and never finishes the TLS handshake is a timeout, not a
+    /// hang); its driver runs on the current runtime until the connection closes.
     pub async fn connect(&self) -> std::io::Result<Sender> {
-        let tcp = tokio::net::TcpStream::connect(self.addr).await?;
-        tcp.set_nodelay(true)?;
-        let sender = match &self.tls {
-            None => handshake(tcp).await?,
-            Some((connector, name)) => handshake(connector.connect(name.clone(), tcp).await?).await?,
+        let timeout = self.target.timeout;
+        let connect = async {
+            let tcp = tokio::net::TcpStream::connect(self.addr).await?;
+            tcp.set_nodelay(true)?;
+            match &self.tls {
+                None => handshake(tcp).await,
+                Some((connector, name)) => handshake(connector.connect(name.clone(), tcp).await?).await,
+            }
         };
-        Ok(sender)
+        match tokio::time::timeout(timeout, connect).await {
+            Ok(r) => r,
+            Err(_) => Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("no connection within {timeout:?} (timeout=)"),
+            )),
+        }
     }
 
     /// A signed request for `key` (and `query`, already escaped) with `headers` and `body`.
@@ -244,7 +254,10 @@ pub async fn exchange(
 }
 
 fn io_result(e: &std::io::Error) -> i64 {
-    -(e.raw_os_error().unwrap_or(libc::ECONNRESET) as i64)
+    match e.kind() {
+        std::io::ErrorKind::TimedOut => -(libc::ETIMEDOUT as i64),
+        _ => -(e.raw_os_error().unwrap_or(libc::ECONNRESET) as i64),
+    }
 }
 
 async fn exchange_now(
@@ -310,4 +323,54 @@ async fn exchange_now(
     reply.body = text;
     *sender = Some(s);
     Ok(reply)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    /// A client of an https endpoint at `addr` that trusts nothing (no handshake this test
+    /// makes gets that far).
+    fn https_client(addr: SocketAddr) -> Client {
+        let target =
+            Target::parse(&format!("s3://bkt/p?endpoint=https://127.0.0.1:{}&timeout=1", addr.port())).unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(rustls::RootCertStore::empty())
+            .with_no_client_auth();
+        let name = rustls::pki_types::ServerName::try_from("127.0.0.1".to_string()).unwrap();
+        Client {
+            target,
+            addr,
+            host: addr.to_string(),
+            origin: format!("https://{addr}"),
+            bucket_path: "/bkt".into(),
+            tls: Some((tokio_rustls::TlsConnector::from(Arc::new(config)), name)),
+            identity: aws_credential_types::Credentials::new("id", "secret", None, None, "test").into(),
+            region: "us-east-1".into(),
+            credentials_from: "the test".into(),
+        }
+    }
+
+    #[test]
+    fn an_endpoint_that_accepts_and_never_finishes_the_tls_handshake_is_a_timeout() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        // Accepts, reads what comes, never answers (for longer than the bound below).
+        std::thread::spawn(move || {
+            let held: Vec<_> = l.incoming().take(1).collect();
+            std::thread::sleep(Duration::from_secs(30));
+            drop(held);
+        });
+        let client = https_client(addr);
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let t = Instant::now();
+        let e = rt.block_on(client.connect()).expect_err("no connection to a server that never answers");
+        assert_eq!(e.kind(), std::io::ErrorKind::TimedOut, "{e}");
+        assert!(e.to_string().contains("no connection within 1s"), "{e}");
+        assert!(t.elapsed() < Duration::from_secs(10), "took {:?}", t.elapsed());
+    }
 }

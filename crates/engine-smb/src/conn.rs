@@ -1007,4 +1007,38 @@ mod tests {
         assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
         drop(l);
     }
+
+    #[test]
+    fn a_peer_that_trickles_its_reply_or_sends_empty_frames_times_out_within_the_targets_timeout() {
+        // A NEGOTIATE reply 2 bytes a second, and empty session messages every 20 ms: each
+        // read gets something, none completes the request.
+        let reply = framed(&negotiate_reply(&[0u8; 64]));
+        for trickle in [true, false] {
+            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            let port = l.local_addr().unwrap().port();
+            let reply = reply.clone();
+            std::thread::spawn(move || {
+                let Ok((mut s, _)) = l.accept() else { return };
+                let _ = s.read(&mut [0u8; 4096]);
+                let start = Instant::now();
+                let mut at = 0;
+                while start.elapsed() < Duration::from_secs(30) {
+                    let piece: &[u8] = if trickle { &reply[at.min(reply.len() - 1)..][..1] } else { &[0u8; 4] };
+                    at += 1;
+                    if std::io::Write::write_all(&mut s, piece).is_err() {
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(if trickle { 500 } else { 20 }));
+                }
+            });
+            let t = Target::parse(&format!("smb://u@127.0.0.1:{port}/share?timeout=1")).unwrap();
+            let started = Instant::now();
+            let e = match Conn::connect(&t, "pw", 16) {
+                Ok(_) => panic!("connected to a peer that never answered"),
+                Err(e) => e,
+            };
+            assert!(e.contains("127.0.0.1:") && (e.contains("timed out") || e.contains("Protocol error")), "{e}");
+            assert!(started.elapsed() < Duration::from_secs(10), "{:?}: {e}", started.elapsed());
+        }
+    }
 }

@@ -1,18 +1,28 @@
-//! `max_errors`: the collector adds up each second's failed and attempted I/Os and ends
-//! the run as failed once failures pass the limit (a count, or a share of the I/Os
-//! attempted), or once every I/O has failed for [`DEAD_SECONDS`] seconds in a row (a dead
-//! device fails millions of I/Os per second; the run must not go on for minutes), or
-//! once an operation was refused by the file system itself for a whole second (every
-//! write failing with ENOSPC, EDQUOT or EROFS, or their NFS statuses, and none
-//! succeeding): a full or read-only file system does not recover by itself, so the run
-//! ends at once with a sentence that names the file system, rather than measuring
-//! refusals for the rest of its planned time.
+//! `max_errors`: the collector adds up each second's failed and attempted I/Os
+//! ([`ErrorLimit::add`], once per collected second) and ends the run as failed once
+//! failures pass the limit (a count, or a share of the I/Os attempted), or once no I/O
+//! has succeeded for [`DEAD_SECONDS`] seconds in a row while I/Os failed (a dead device
+//! fails millions of I/Os per second, a hung one fails each at its timeout; the run must
+//! not go on for minutes), or once an operation was refused by the file system itself for
+//! a whole second (every write failing with ENOSPC, EDQUOT or EROFS, or their NFS
+//! statuses, and none succeeding): a full or read-only file system does not recover by
+//! itself, so the run ends at once with a sentence that names the file system, rather
+//! than measuring refusals for the rest of its planned time.
+//!
+//! A second in which nothing completed at all (a hung target: its I/Os are in flight until
+//! their timeout) is not a success: it goes on with a dead streak begun by failures and
+//! never ends one; only a success does. And a run in which I/Os were attempted and none
+//! succeeded is a failed run whatever the limit's count or share ([`ErrorLimit::at_end`],
+//! asked once the run has ended); only `off` lets it complete. A success is any completed
+//! I/O or operation (a read, a write, an S3 LIST or HEAD, a file tree's create...) but
+//! fsync/fdatasync; data mismatches (`--verify`) are not failures here (their reads
+//! succeeded): the verify mode judges them.
 
 use ioscope_metrics::{Op, Snapshot};
 use ioscope_workload::{MaxErrors, Plan};
 
-/// Seconds in a row in which I/Os failed and none succeeded after which a run ends as
-/// failed (with any limit but `off`).
+/// Seconds in a row without a success, from one in which I/Os failed, after which a run
+/// ends as failed (with any limit but `off`).
 pub const DEAD_SECONDS: u32 = 5;
 /// A share limit is judged once at least this many I/Os were attempted, so that one
 /// early failure among a handful of I/Os does not end a run.
@@ -23,6 +33,8 @@ pub struct ErrorLimit {
     limit: MaxErrors,
     attempts: u64,
     errors: u64,
+    /// I/Os that succeeded (any operation but fsync/fdatasync).
+    successes: u64,
     /// (op, error kind) -> failed I/Os, in order of first appearance.
     kinds: Vec<(Op, String, u64)>,
     dead_seconds: u32,
@@ -33,7 +45,7 @@ pub struct ErrorLimit {
 impl ErrorLimit {
     /// A limit for a run whose files are in `place` (named in the messages).
     pub fn new(limit: MaxErrors, place: impl Into<String>) -> Self {
-        Self { limit, attempts: 0, errors: 0, kinds: Vec::new(), dead_seconds: 0, place: place.into() }
+        Self { limit, attempts: 0, errors: 0, successes: 0, kinds: Vec::new(), dead_seconds: 0, place: place.into() }
     }
 
     /// Adds one collected second; returns why the run must end, once it must.
@@ -45,6 +57,7 @@ impl ErrorLimit {
         t.errors = t.errors.saturating_sub(mismatches);
         self.attempts += t.ops + t.errors;
         self.errors += t.errors;
+        self.successes += t.ops;
         for o in s.ops.iter().filter(|o| o.op != Op::Verify) {
             for (kind, n) in &o.data.errors_by_kind {
                 match self.kinds.iter_mut().find(|(op, k, _)| *op == o.op && k == kind) {
@@ -53,7 +66,13 @@ impl ErrorLimit {
                 }
             }
         }
-        self.dead_seconds = if t.errors > 0 && t.ops == 0 { self.dead_seconds + 1 } else { 0 };
+        // Only a success ends a dead streak; failures start or continue one, and a second
+        // in which nothing completed (I/Os hung until their timeout) continues one begun.
+        self.dead_seconds = match (t.ops, t.errors) {
+            (0, 0) if self.dead_seconds == 0 => 0,
+            (0, _) => self.dead_seconds + 1,
+            _ => 0,
+        };
         let passed = match self.limit {
             MaxErrors::Off => return None,
             MaxErrors::Count(n) => self.errors > n,
@@ -85,10 +104,30 @@ impl ErrorLimit {
         }
         (self.dead_seconds >= DEAD_SECONDS).then(|| {
             format!(
-                "every I/O failed for {DEAD_SECONDS} s in a row (the target looks unusable; max_errors = \"off\" lets such a run go on); {}",
+                "no I/O succeeded for {DEAD_SECONDS} s in a row and every one that ended failed (the target looks unusable; max_errors = \"off\" lets such a run go on); {}",
                 self.kinds_text()
             )
         })
+    }
+
+    /// Once the run has ended (every second added): why it failed although [`add`] never
+    /// said so, if it did. I/Os were attempted and not one succeeded: whatever the limit's
+    /// count or share, such a run measured nothing but failures (a share is not judged
+    /// below [`SHARE_MIN_ATTEMPTS`]; a short run on a hung target has a handful of
+    /// timeouts). None with `off`, when nothing was attempted, or when anything succeeded.
+    ///
+    /// [`add`]: ErrorLimit::add
+    pub fn at_end(&self) -> Option<String> {
+        if matches!(self.limit, MaxErrors::Off) || self.successes > 0 || self.errors == 0 {
+            return None;
+        }
+        Some(format!(
+            "{}no I/O succeeded: all {} attempted failed (a run in which nothing succeeds fails whatever max_errors = {} allows; \"off\" lets it complete); {}",
+            self.lead(),
+            group(self.errors),
+            self.limit,
+            self.kinds_text()
+        ))
     }
 
     /// "no space left on the file system of /data (ENOSPC): " when the most frequent kind
@@ -241,13 +280,102 @@ mod tests {
             assert_eq!(l.add(&second(0, &[("ETIMEDOUT", 2)])), None);
         }
         let why = l.add(&second(0, &[("ETIMEDOUT", 2)])).expect("dead for 5 s");
-        assert!(why.contains("every I/O failed for 5 s") && why.contains("write ETIMEDOUT 10"), "{why}");
+        assert!(why.contains("no I/O succeeded for 5 s in a row") && why.contains("write ETIMEDOUT 10"), "{why}");
         // A second with a success in between starts the count again.
         let mut l = ErrorLimit::new(MaxErrors::SharePpm(1_000_000), "/data");
         for i in 0..3 * DEAD_SECONDS {
             let ok = if i % DEAD_SECONDS == 0 { 1 } else { 0 };
             assert_eq!(l.add(&second(ok, &[("EIO", 1)])), None, "second {i}");
         }
+    }
+
+    #[test]
+    fn seconds_in_which_nothing_completed_continue_a_dead_streak_and_only_a_success_ends_it() {
+        // A hung target with a 3 s timeout: nothing completes, then every I/O in flight
+        // times out at once, and so on. Before the first failure nothing is judged.
+        let mut l = ErrorLimit::new(MaxErrors::default(), "s3://bucket");
+        for _ in 0..3 {
+            assert_eq!(l.add(&second(0, &[])), None, "nothing completed yet: not a failure");
+        }
+        assert_eq!(l.add(&second(0, &[("ETIMEDOUT", 4)])), None);
+        for _ in 1..DEAD_SECONDS - 1 {
+            assert_eq!(l.add(&second(0, &[])), None);
+        }
+        let why = l.add(&second(0, &[])).expect("5 s without a success since I/Os failed");
+        assert!(why.contains("no I/O succeeded for 5 s in a row") && why.contains("write ETIMEDOUT 4"), "{why}");
+        // A success ends the streak; a second without completions after it starts none.
+        let mut l = ErrorLimit::new(MaxErrors::default(), "/data");
+        assert_eq!(l.add(&second(0, &[("ETIMEDOUT", 4)])), None);
+        for i in 0..3 * DEAD_SECONDS {
+            let ok = if i % (DEAD_SECONDS - 1) == 0 { 1 } else { 0 };
+            assert_eq!(l.add(&second(ok, &[])), None, "second {i}");
+        }
+        // "off" never ends a run.
+        let mut off = ErrorLimit::new(MaxErrors::Off, "/data");
+        assert_eq!(off.add(&second(0, &[("ETIMEDOUT", 4)])), None);
+        for _ in 0..2 * DEAD_SECONDS {
+            assert_eq!(off.add(&second(0, &[])), None);
+        }
+    }
+
+    #[test]
+    fn a_run_in_which_nothing_succeeded_fails_at_its_end_whatever_the_limit_but_off() {
+        // 16 timeouts: below every share's 1,000 attempts and below a count of 100.
+        for limit in [MaxErrors::default(), MaxErrors::SharePpm(1_000_000), MaxErrors::Count(100)] {
+            let mut l = ErrorLimit::new(limit, "s3://bucket");
+            for s in [second(0, &[]), second(0, &[("ETIMEDOUT", 8)]), second(0, &[("ETIMEDOUT", 8)])] {
+                assert_eq!(l.add(&s), None, "{limit}");
+            }
+            let why = l.at_end().expect("nothing succeeded");
+            assert!(
+                why.starts_with("no I/O succeeded: all 16 attempted failed")
+                    && why.contains(&format!("max_errors = {limit}"))
+                    && why.ends_with("write ETIMEDOUT 16"),
+                "{why}"
+            );
+        }
+        let mut off = ErrorLimit::new(MaxErrors::Off, "s3://bucket");
+        off.add(&second(0, &[("ETIMEDOUT", 16)]));
+        assert_eq!(off.at_end(), None, "off lets it complete");
+        // One success, or nothing attempted at all, is not this rule's.
+        let mut one = ErrorLimit::new(MaxErrors::Count(100), "/data");
+        one.add(&second(1, &[("EIO", 50)]));
+        assert_eq!(one.at_end(), None);
+        assert_eq!(ErrorLimit::new(MaxErrors::default(), "/data").at_end(), None);
+        let mut idle = ErrorLimit::new(MaxErrors::default(), "/data");
+        idle.add(&second(0, &[]));
+        assert_eq!(idle.at_end(), None);
+    }
+
+    #[test]
+    fn a_metadata_success_is_a_success_and_mismatches_are_not_failures_at_the_end() {
+        // Every GET timed out but the LISTs succeeded: something worked.
+        let mut s = second(0, &[("ETIMEDOUT", 8)]);
+        let mut list = OpInterval::empty();
+        list.counts = Counts { ops: 3, bytes: 0, errors: 0 };
+        s.ops.push(OpSeries { workload: String::new(), op: Op::List, data: list });
+        let mut l = ErrorLimit::new(MaxErrors::Count(100), "s3://bucket");
+        l.add(&s);
+        assert_eq!(l.at_end(), None);
+        // Only fsyncs succeeded while every write failed: nothing was transferred.
+        let mut s = second(0, &[("EIO", 8)]);
+        let mut sync = OpInterval::empty();
+        sync.counts = Counts { ops: 3, bytes: 0, errors: 0 };
+        s.ops.push(OpSeries { workload: String::new(), op: Op::Fsync, data: sync });
+        let mut l = ErrorLimit::new(MaxErrors::Count(100), "/data");
+        l.add(&s);
+        assert!(l.at_end().is_some_and(|w| w.contains("write EIO 8")));
+        // Reads that all found mismatches succeeded as reads: the verify mode judges them.
+        let mut s = second(0, &[]);
+        s.ops[0].op = Op::Read;
+        s.ops[0].data.counts.ops = 100;
+        let mut verify = OpInterval::empty();
+        verify.counts = Counts { ops: 0, bytes: 0, errors: 100 };
+        verify.errors_by_kind = vec![("corrupt".to_string(), 100)];
+        s.ops.push(OpSeries { workload: String::new(), op: Op::Verify, data: verify });
+        let mut l = ErrorLimit::new(MaxErrors::Count(0), "/data");
+        assert_eq!(l.add(&s), None);
+        assert_eq!(l.at_end(), None);
     }
 
     /// A second of reads that all succeed and writes that all fail with `kind`, `ok` of

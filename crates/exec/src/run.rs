@@ -628,8 +628,9 @@ pub fn measure<S: Sink>(plan: &Plan, files: &[PathBuf], sink: &mut S, m: Measure
 
     let mut seconds_written = 0u32;
     let mut sink_error = None;
-    // Why failed I/Os ended the run (max_errors), if they did.
+    // Why failed I/Os ended the run (max_errors), if they did; asked again at the end.
     let mut too_many_errors: Option<String> = None;
+    let mut error_limit = crate::limit::ErrorLimit::new(plan.max_errors, crate::limit::place_of(plan));
     let mut until_steady = crate::steady::UntilSteady::of(plan);
     let mut ended_steady = false;
     let first_errors: Vec<FirstErrors> = std::thread::scope(|s| {
@@ -693,7 +694,6 @@ pub fn measure<S: Sink>(plan: &Plan, files: &[PathBuf], sink: &mut S, m: Measure
         let deadline = t0 + total_ns;
         let mut readers: Vec<WorkerReader> =
             (0..threads).map(|_| WorkerReader::new(OP_KINDS).naming(crate::errors::namer(plan))).collect();
-        let mut error_limit = crate::limit::ErrorLimit::new(plan.max_errors, crate::limit::place_of(plan));
         // Measured transfers and time of each step so far (for curves).
         let mut step_ops = vec![0u64; steps.len()];
         let mut step_ns = vec![0u64; steps.len()];
@@ -825,6 +825,9 @@ pub fn measure<S: Sink>(plan: &Plan, files: &[PathBuf], sink: &mut S, m: Measure
         (Status::Failed, Some(why))
     } else if m.interrupt.load(Relaxed) {
         (Status::Interrupted, Some("interrupted by signal".to_string()))
+    } else if let Some(why) = error_limit.at_end() {
+        // I/Os were attempted and none succeeded: a failed run, whatever the count.
+        (Status::Failed, Some(why))
     } else {
         (Status::Completed, None)
     };
