@@ -106,6 +106,8 @@ pub enum JournalError {
     Io { path: PathBuf, source: std::io::Error },
     #[error("{path}: not an ioscope journal ({why})")]
     NotAJournal { path: PathBuf, why: String },
+    #[error("{path}: not a regular file ({kind}): expected an ioscope journal")]
+    NotAFile { path: PathBuf, kind: &'static str },
     #[error("{path}: a damaged journal: {why}")]
     Damaged { path: PathBuf, why: String },
     #[error("{path}: the journal of another run ({run_id:016x}) is there; remove it or choose another file")]
@@ -409,6 +411,7 @@ fn open(path: &Path) -> Result<File, JournalError> {
     use ioscope_workload::readfile::{self, FileError};
     readfile::open(path, false).map_err(|e| match e {
         FileError::Io(source) => JournalError::Io { path: path.to_path_buf(), source },
+        FileError::NotRegular(kind) => JournalError::NotAFile { path: path.to_path_buf(), kind },
         other => not_a_journal(path, other.to_string()),
     })
 }

@@ -602,7 +602,7 @@ impl Converter {
         let named = Path::new(name);
         let dir_shown = if base.as_os_str().is_empty() { ".".to_string() } else { base.display().to_string() };
         let why = format!(
-            "the included file is outside {}, the including file's directory: ioscope reads includes from there only",
+            "the included file is outside the including file's directory ({}): ioscope reads includes from there only",
             crate::diagnostic::clip(&dir_shown, 200)
         );
         if named.components().any(|c| c == std::path::Component::ParentDir) {
