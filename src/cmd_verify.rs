@@ -165,19 +165,30 @@ fn reopen_nfs41(target: &ioscope_engine_nfs::target::Target, c: &Contents) -> Re
     Ok(Box::new(Nfs41 { paths, files }))
 }
 
-fn reopen(c: &Contents) -> Result<Box<dyn Blocks>, Failure> {
+fn reopen(path: &Path, c: &Contents) -> Result<Box<dyn Blocks>, Failure> {
     let d = &c.description;
     match d.engine.as_str() {
-        "posix" | "uring" => Ok(Box::new(Posix(
-            d.files
-                .iter()
-                .map(|f| match std::fs::File::open(&f.path) {
+        "posix" | "uring" => {
+            use ioscope_workload::readfile::{self, FileError};
+            let mut files = Vec::with_capacity(d.files.len());
+            for f in &d.files {
+                // A file or the block device a run wrote; opened without waiting, so a FIFO
+                // put in its place is refused, never waited on.
+                files.push(match readfile::open(Path::new(&f.path), true) {
                     Ok(file) => Ok(Some(file)),
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-                    Err(e) => Err(format!("cannot open it: {e}")),
-                })
-                .collect(),
-        ))),
+                    Err(FileError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                    Err(FileError::Io(e)) => Err(format!("cannot open it: {e}")),
+                    Err(e) => {
+                        return Err(Failure::invalid(anyhow::anyhow!(
+                            "{}: the journal's file {}: {e}; a run writes regular files or a block device",
+                            path.display(),
+                            f.path.escape_debug()
+                        )))
+                    }
+                });
+            }
+            Ok(Box::new(Posix(files)))
+        }
         "nfs" => {
             use ioscope_engine_nfs::client::{mount, Session};
             let target = ioscope_engine_nfs::target::Target::parse(&d.target)
@@ -238,7 +249,7 @@ fn header_text(h: &Option<Header>) -> String {
 pub fn verify(path: &Path, strict: bool, json: bool) -> CmdResult {
     let c = journal::read(path).map_err(Failure::invalid)?;
     let d = &c.description;
-    let mut blocks = reopen(&c)?;
+    let mut blocks = reopen(path, &c)?;
     let mut t = Tally::default();
     let len = d.block_len as usize;
     let mut buf = vec![0u8; len];

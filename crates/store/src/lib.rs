@@ -17,6 +17,7 @@
 //! `PRAGMA user_version` is [`SCHEMA_VERSION`].
 
 mod check;
+mod liveness;
 mod read;
 pub mod schema;
 mod write;

@@ -185,25 +185,13 @@ fn read(path: &Path, from_second: Option<u32>) -> Result<Results, StoreError> {
 /// The effective status: a file that says `running` but whose process is gone was
 /// interrupted.
 fn settle_status(results: &mut Results) {
-    if results.run.stored_status == Status::Running && !still_running(&results.run.info) {
+    if results.run.stored_status == Status::Running && !crate::liveness::still_running(&results.path, &results.run.info)
+    {
         results.run.status = Status::Interrupted;
         results.run.status_detail = Some(format!(
             "the run stopped without finishing (killed or crashed); {} seconds kept",
             results.seconds_kept()
         ));
-    }
-}
-
-/// Whether the process that wrote a `running` file is still at it: same host, the pid
-/// exists and it is an ioscope process. A run from another host cannot be checked and
-/// counts as stopped.
-fn still_running(run: &RunInfo) -> bool {
-    if crate::hostname().as_deref() != Some(run.host.as_str()) || run.pid == 0 {
-        return false;
-    }
-    match std::fs::read_to_string(format!("/proc/{}/comm", run.pid)) {
-        Ok(comm) => comm.trim_end() == "ioscope",
-        Err(_) => false,
     }
 }
 

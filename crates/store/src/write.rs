@@ -82,6 +82,8 @@ pub struct Writer {
     series: HashMap<SeriesKey, i64>,
     /// Target series by (stat, host, dimension values).
     target_series: HashMap<TargetKey, i64>,
+    /// Tells readers the run is still writing (crate::liveness), until the writer is dropped.
+    _alive: Option<crate::liveness::Held>,
 }
 
 impl std::fmt::Debug for Writer {
@@ -132,6 +134,8 @@ impl Writer {
     }
 
     fn init(path: &Path, run: &RunInfo, hosts: &[(String, serde_json::Value)]) -> Result<Self, StoreError> {
+        // Before the file says `running`: from then on a reader can tell whether it is.
+        let _alive = crate::liveness::hold(path);
         let err = StoreError::sqlite(path);
         let mut conn =
             Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)
@@ -180,7 +184,7 @@ impl Writer {
                 .map_err(StoreError::sqlite(path))?;
         }
         tx.commit().map_err(err)?;
-        Ok(Writer { conn, path: path.to_path_buf(), series: HashMap::new(), target_series: HashMap::new() })
+        Ok(Writer { conn, path: path.to_path_buf(), series: HashMap::new(), target_series: HashMap::new(), _alive })
     }
 
     pub fn path(&self) -> &Path {

@@ -26,6 +26,10 @@
 //! once and waits for a sync that started after the call,
 //! so a durable floor is on stable storage before the core counts its durability point
 //! done. See docs/verify.md, "Journal", for the guarantees.
+//!
+//! Every floor only rises, and a durable floor is never above the acknowledged one (a
+//! durable store raises the acknowledged floor first), so a reader can refuse a journal that
+//! says otherwise as damaged, as it refuses a state other than writing or closed.
 
 use crate::sink::Sink;
 use memmap2::MmapRaw;
@@ -102,6 +106,10 @@ pub enum JournalError {
     Io { path: PathBuf, source: std::io::Error },
     #[error("{path}: not an ioscope journal ({why})")]
     NotAJournal { path: PathBuf, why: String },
+    #[error("{path}: not a regular file ({kind}): expected an ioscope journal")]
+    NotAFile { path: PathBuf, kind: &'static str },
+    #[error("{path}: a damaged journal: {why}")]
+    Damaged { path: PathBuf, why: String },
     #[error("{path}: the journal of another run ({run_id:016x}) is there; remove it or choose another file")]
     OtherRun { path: PathBuf, run_id: u64 },
 }
@@ -296,17 +304,28 @@ impl Journal {
     }
 }
 
+/// Raises a little-endian floor in the table to `generation`, never lowers it: two
+/// workers' stores of one block may arrive in either order.
+fn raise(floor: &AtomicU32, generation: u64) {
+    let g = generation.min(u64::from(u32::MAX)) as u32;
+    let _ = floor.fetch_update(Ordering::Release, Ordering::Acquire, |v| (u32::from_le(v) < g).then_some(g.to_le()));
+}
+
 impl Sink for Journal {
     fn floor(&self, file: u32, block: u64, generation: u64) {
         if let Some((floor, _)) = self.entry(file, block) {
-            floor.store((generation.min(u64::from(u32::MAX)) as u32).to_le(), Ordering::Release);
+            raise(floor, generation);
             self.mark_dirty();
         }
     }
 
     fn durable(&self, file: u32, block: u64, generation: u64) {
-        if let Some((_, durable)) = self.entry(file, block) {
-            durable.store((generation.min(u64::from(u32::MAX)) as u32).to_le(), Ordering::Release);
+        if let Some((floor, durable)) = self.entry(file, block) {
+            // A durable write was acknowledged: its floor may not have been stored yet (the
+            // worker that completed it stores it outside the block's lock), and a kill in
+            // between must not leave a durable floor above the acknowledged one.
+            raise(floor, generation);
+            raise(durable, generation);
             self.mark_dirty();
         }
     }
@@ -379,7 +398,7 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 fn read_header(path: &Path) -> Result<(u64, u32), JournalError> {
     use std::io::Read as _;
     let mut head = [0u8; HEADER_LEN];
-    let mut f = File::open(path).map_err(io(path))?;
+    let mut f = open(path)?;
     f.read_exact(&mut head).map_err(|_| not_a_journal(path, "shorter than a journal's header"))?;
     if head[0..8] != MAGIC {
         return Err(not_a_journal(path, "no journal magic at its start"));
@@ -387,31 +406,55 @@ fn read_header(path: &Path) -> Result<(u64, u32), JournalError> {
     Ok((u64_at(&head, 16), u32_at(&head, 8)))
 }
 
+/// Opens a journal to read: a regular file (a FIFO is refused, not waited on).
+fn open(path: &Path) -> Result<File, JournalError> {
+    use ioscope_workload::readfile::{self, FileError};
+    readfile::open(path, false).map_err(|e| match e {
+        FileError::Io(source) => JournalError::Io { path: path.to_path_buf(), source },
+        FileError::NotRegular(kind) => JournalError::NotAFile { path: path.to_path_buf(), kind },
+        other => not_a_journal(path, other.to_string()),
+    })
+}
+
 /// Reads a journal: its description and every block's floors. Whatever the file holds,
-/// this returns an error naming what is wrong rather than trusting it.
+/// this returns an error naming what is wrong rather than trusting it. What is read is
+/// bounded by the file: the header, a description of at most [`MAX_DESCRIPTION`], and a
+/// table that must lie within the file's length before it is read.
 pub fn read(path: &Path) -> Result<Contents, JournalError> {
-    let bytes = std::fs::read(path).map_err(io(path))?;
-    let head = bytes.get(..HEADER_LEN).ok_or_else(|| not_a_journal(path, "shorter than a journal's header"))?;
+    use std::io::{Read as _, Seek as _};
+    let mut file = open(path)?;
+    let file_len = file.metadata().map_err(io(path))?.len();
+    let mut head = [0u8; HEADER_LEN];
+    file.read_exact(&mut head).map_err(|_| not_a_journal(path, "shorter than a journal's header"))?;
     if head[0..8] != MAGIC {
         return Err(not_a_journal(path, "no journal magic at its start"));
     }
-    let version = u32_at(head, 8);
+    let version = u32_at(&head, 8);
     if version != VERSION {
         return Err(not_a_journal(path, format!("version {version}; this ioscope reads version {VERSION}")));
     }
-    let len = u32_at(head, 12);
+    let state = u32_at(&head, 28);
+    if state != STATE_WRITING && state != STATE_CLOSED {
+        return Err(JournalError::Damaged {
+            path: path.to_path_buf(),
+            why: format!("state {state} (a run writes {STATE_WRITING}, writing, or {STATE_CLOSED}, closed)"),
+        });
+    }
+    let len = u32_at(&head, 12);
     if len > MAX_DESCRIPTION {
         return Err(not_a_journal(path, format!("a description of {len} bytes")));
     }
-    let text = bytes
-        .get(HEADER_LEN..HEADER_LEN + len as usize)
-        .ok_or_else(|| not_a_journal(path, "cut short in its description"))?;
-    if xxhash_rust::xxh3::xxh3_64(text) != u64_at(head, 48) {
+    let mut text = Vec::new();
+    (&mut file).take(u64::from(len)).read_to_end(&mut text).map_err(io(path))?;
+    if text.len() != len as usize {
+        return Err(not_a_journal(path, "cut short in its description"));
+    }
+    if xxhash_rust::xxh3::xxh3_64(&text) != u64_at(&head, 48) {
         return Err(not_a_journal(path, "its description does not match its checksum"));
     }
-    let description: Description =
-        serde_json::from_slice(text).map_err(|e| not_a_journal(path, format!("its description does not read: {e}")))?;
-    if description.run_id != u64_at(head, 16) || description.block_len != u32_at(head, 24) {
+    let description: Description = serde_json::from_slice(&text)
+        .map_err(|e| not_a_journal(path, format!("its description does not read: {e}")))?;
+    if description.run_id != u64_at(&head, 16) || description.block_len != u32_at(&head, 24) {
         return Err(not_a_journal(path, "its header and description disagree"));
     }
     if description.block_len < crate::MIN_BLOCK_LEN {
@@ -419,19 +462,48 @@ pub fn read(path: &Path) -> Result<Contents, JournalError> {
     }
     let first = description.first();
     let entries = *first.last().unwrap_or(&0);
-    let table_offset = u64_at(head, 32);
-    if entries != u64_at(head, 40) || table_offset % PAGE != 0 || table_offset < (HEADER_LEN as u64 + u64::from(len)) {
+    let table_offset = u64_at(&head, 32);
+    if entries != u64_at(&head, 40) || table_offset % PAGE != 0 || table_offset < (HEADER_LEN as u64 + u64::from(len)) {
         return Err(not_a_journal(path, "its table does not match its files"));
     }
-    let table = usize::try_from(table_offset)
-        .ok()
-        .zip(usize::try_from(entries.saturating_mul(ENTRY_LEN)).ok())
-        .and_then(|(at, n)| bytes.get(at..at.checked_add(n)?))
-        .ok_or_else(|| {
-            not_a_journal(path, format!("cut short: its table of {entries} blocks ends past the file's end"))
-        })?;
-    let entries = table.chunks_exact(ENTRY_LEN as usize).map(|e| (u32_at(e, 0), u32_at(e, 4))).collect();
-    Ok(Contents { description, closed: u32_at(head, 28) == STATE_CLOSED, first, entries })
+    let cut_short =
+        || not_a_journal(path, format!("cut short: its table of {entries} blocks ends past the file's end"));
+    let table_len = entries.checked_mul(ENTRY_LEN).ok_or_else(cut_short)?;
+    if table_offset.checked_add(table_len).is_none_or(|end| end > file_len) {
+        return Err(cut_short());
+    }
+    file.seek(std::io::SeekFrom::Start(table_offset)).map_err(io(path))?;
+    let mut table = Vec::new();
+    file.take(table_len).read_to_end(&mut table).map_err(io(path))?;
+    if table.len() as u64 != table_len {
+        return Err(cut_short());
+    }
+    let entries: Vec<(u32, u32)> =
+        table.chunks_exact(ENTRY_LEN as usize).map(|e| (u32_at(e, 0), u32_at(e, 4))).collect();
+    check_floors(path, &description, &first, &entries)?;
+    Ok(Contents { description, closed: state == STATE_CLOSED, first, entries })
+}
+
+/// A durable floor above the acknowledged one (0 included) is never written (see the
+/// module's docs): the journal is damaged, and the first such entry is named.
+fn check_floors(path: &Path, d: &Description, first: &[u64], entries: &[(u32, u32)]) -> Result<(), JournalError> {
+    let mut bad = entries.iter().enumerate().filter(|(_, (ack, durable))| durable > ack);
+    let Some((at, &(ack, durable))) = bad.next() else { return Ok(()) };
+    let more = bad.count();
+    let at = at as u64;
+    let file = first.partition_point(|&f| f <= at).saturating_sub(1);
+    let (name, block) = match (d.files.get(file), first.get(file)) {
+        (Some(f), Some(&start)) => (f.path.chars().take(200).collect::<String>(), at - start),
+        _ => ("?".to_string(), at),
+    };
+    let name = name.escape_debug();
+    let also = if more > 0 { format!(" ({more} more entries like it)") } else { String::new() };
+    Err(JournalError::Damaged {
+        path: path.to_path_buf(),
+        why: format!(
+            "{name} block {block}: a durable floor of generation {durable} above its acknowledged floor of {ack}, which a run never writes{also}"
+        ),
+    })
 }
 
 #[cfg(test)]
@@ -546,5 +618,84 @@ mod tests {
             let e = read(&path).unwrap_err().to_string();
             assert!(e.contains(want), "{want}: {e}");
         }
+    }
+
+    /// The journal at `path` with its bytes changed by `edit`.
+    fn damaged(path: &Path, edit: impl Fn(&mut Vec<u8>)) -> String {
+        let mut bytes = std::fs::read(path).unwrap();
+        edit(&mut bytes);
+        let damaged = path.with_extension("damaged");
+        std::fs::write(&damaged, &bytes).unwrap();
+        read(&damaged).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn a_journal_state_other_than_writing_or_closed_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j");
+        drop(Journal::create(&path, &description()).unwrap());
+        for state in [0u32, 3, 99, u32::MAX] {
+            let e = damaged(&path, |b| b[28..32].copy_from_slice(&state.to_le_bytes()));
+            assert!(e.contains("a damaged journal") && e.contains(&format!("state {state} ")), "{e}");
+        }
+    }
+
+    #[test]
+    fn an_entry_with_a_durable_floor_but_no_acknowledged_floor_is_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j");
+        let j = Journal::create(&path, &description()).unwrap();
+        j.floor(0, 1, 4);
+        j.durable(0, 1, 4);
+        drop(j);
+        let c = read(&path).unwrap();
+        // File 1's block 1 is entry 4 + 1: durable 3, acknowledged 0.
+        let at = c.first[1] as usize + 1;
+        let table = PAGE as usize;
+        let e = damaged(&path, |b| b[table + at * 8 + 4..table + at * 8 + 8].copy_from_slice(&3u32.to_le_bytes()));
+        assert!(
+            e.contains(
+                "a damaged journal: /t/f1 block 1: a durable floor of generation 3 above its acknowledged floor of 0"
+            ),
+            "{e}"
+        );
+        // Above a non-zero acknowledged floor too, and every such entry is counted.
+        let e = damaged(&path, |b| {
+            b[table + 8 + 4..table + 8 + 8].copy_from_slice(&5u32.to_le_bytes());
+            b[table + at * 8 + 4..table + at * 8 + 8].copy_from_slice(&3u32.to_le_bytes());
+        });
+        assert!(
+            e.contains("/t/f0 block 1: a durable floor of generation 5 above its acknowledged floor of 4,")
+                && e.contains("(1 more entries"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_durable_store_raises_the_acknowledged_floor_and_no_floor_goes_down() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j");
+        let j = Journal::create(&path, &description()).unwrap();
+        // The worker that acknowledged generation 6 has not stored its floor yet.
+        j.durable(0, 2, 6);
+        j.floor(0, 2, 6);
+        // Two workers' stores arriving out of order.
+        j.floor(0, 3, 9);
+        j.floor(0, 3, 8);
+        j.durable(0, 3, 9);
+        j.durable(0, 3, 7);
+        j.barrier();
+        let c = read(&path).unwrap();
+        assert_eq!((c.floors(0, 2), c.floors(0, 3)), (Some((6, 6)), Some((9, 9))));
+    }
+
+    #[test]
+    fn a_fifo_is_refused_as_a_journal_not_waited_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        let e = read(&fifo).unwrap_err().to_string();
+        assert!(e.contains("not a regular file (a FIFO)"), "{e}");
+        assert!(Journal::create(&fifo, &description()).err().unwrap().to_string().contains("a FIFO"));
     }
 }

@@ -2,6 +2,11 @@
 //! `include` files and `${VAR}` expansion) into an ioscope workload file (TOML, see
 //! docs/workload.md, "Importing fio job files").
 //!
+//! An `include` is data from a file, not a licence to read any file: it names a regular file
+//! in the including file's own directory (no `..`, no absolute path or symlink leading out,
+//! checked before anything is read), and the job file with all its includes shares one byte
+//! budget and one bound on option lines, so memory stays in proportion to one job file.
+//!
 //! Jobs that run together (no `stonewall` between them) become the `[[workload]]`s of one
 //! run; `stonewall` groups become steps when they differ only in what an ioscope step can
 //! change (numjobs, bs, the read share), else one group is imported at a time (`--group`).
@@ -75,6 +80,8 @@ pub enum FioError {
 pub enum ReadError {
     #[error("{file}: error: cannot read the file: {error}")]
     Unreadable { file: String, error: std::io::Error },
+    #[error("{file}: error: not a regular file ({kind}): expected a fio job file (text)")]
+    NotAFile { file: String, kind: &'static str },
     #[error("{file}: error: the file is larger than {max}: expected a fio job file (text)")]
     TooLarge { file: String, max: String },
     #[error("{file}:{line}: error: this line is not UTF-8 text: expected a fio job file (text)")]
@@ -102,41 +109,54 @@ const MAX_FINDINGS: usize = 10_000;
 const MAX_OPTION_COPIES: usize = 1_000_000;
 /// Most entries a `bsrange` may expand to.
 const MAX_RANGE_SIZES: u64 = 64;
+/// Bytes a job file and every file it includes may hold in all: one budget, so that 64
+/// includes of one large file cost no more than one job file.
+pub const MAX_TOTAL_BYTES: u64 = crate::MAX_SOURCE_BYTES;
+/// Most option and section lines (blank and comment lines are not kept) in all.
+const MAX_LINES: usize = 100_000;
+/// Most characters of a line of an included file echoed in a finding: enough to tell
+/// which option it is, not a whole line of whatever that file holds.
+const INCLUDED_EXCERPT: usize = 32;
 
 /// Reads `path` and converts it; `group` picks one stonewall group (1-based).
 pub fn import(path: &Path, group: Option<usize>) -> Result<Imported, FioError> {
-    let text = read_text(path).map_err(FioError::Read)?;
+    let text = read_text(path, MAX_TOTAL_BYTES).map_err(FioError::Read)?;
     convert(path, &text, group, &read_text)
 }
 
-/// A job file's text: at most [`crate::MAX_SOURCE_BYTES`] of UTF-8, else why not.
-fn read_text(path: &Path) -> Result<String, ReadError> {
-    use std::io::Read;
+/// A job file's text: a regular file (never waited on) of at most `max` bytes of UTF-8,
+/// else why not.
+fn read_text(path: &Path, max: u64) -> Result<String, ReadError> {
+    use crate::readfile::FileError;
     let file = crate::diagnostic::clip(&path.display().to_string(), 200);
-    let mut bytes = Vec::new();
-    if let Err(error) =
-        std::fs::File::open(path).and_then(|f| f.take(crate::MAX_SOURCE_BYTES + 1).read_to_end(&mut bytes))
-    {
-        return Err(ReadError::Unreadable { file, error });
-    }
-    if bytes.len() as u64 > crate::MAX_SOURCE_BYTES {
-        return Err(ReadError::TooLarge { file, max: crate::format_size(crate::MAX_SOURCE_BYTES) });
-    }
+    let bytes = crate::readfile::read(path, max).map_err(|e| match e {
+        FileError::Io(error) => ReadError::Unreadable { file: file.clone(), error },
+        FileError::NotRegular(kind) => ReadError::NotAFile { file: file.clone(), kind },
+        FileError::TooLarge(max) => ReadError::TooLarge { file: file.clone(), max: crate::format_size(max) },
+    })?;
     String::from_utf8(bytes).map_err(|e| {
         let line = e.as_bytes()[..e.utf8_error().valid_up_to()].iter().filter(|b| **b == b'\n').count() + 1;
         ReadError::NotText { file, line }
     })
 }
 
-/// Converts job file `text` (read from `path`); `read` reads included files.
+/// Converts job file `text` (read from `path`); `read(file, max)` reads an included file
+/// of at most `max` bytes (what is left of the budget), once it is known to be allowed.
 pub fn convert(
     path: &Path,
     text: &str,
     group: Option<usize>,
-    read: &dyn Fn(&Path) -> Result<String, ReadError>,
+    read: &dyn Fn(&Path, u64) -> Result<String, ReadError>,
 ) -> Result<Imported, FioError> {
-    let mut c =
-        Converter { files: vec![path.to_path_buf()], findings: Vec::new(), chosen: None, dropped: 0, has_error: false };
+    let mut c = Converter {
+        files: vec![path.to_path_buf()],
+        findings: Vec::new(),
+        chosen: None,
+        dropped: 0,
+        has_error: false,
+        budget: MAX_TOTAL_BYTES.saturating_sub(text.len() as u64),
+        kept: 0,
+    };
     let lines = c.lines(0, text, read, 0);
     let jobs = c.sections(&lines);
     let specs: Vec<Job> = jobs.iter().map(|j| c.resolve(j)).collect();
@@ -346,6 +366,10 @@ struct Converter {
     /// Findings past [`MAX_FINDINGS`], counted only.
     dropped: usize,
     has_error: bool,
+    /// Bytes the files still to be included may hold (see [`MAX_TOTAL_BYTES`]).
+    budget: u64,
+    /// Lines kept so far (see [`MAX_LINES`]).
+    kept: usize,
 }
 
 /// fio options that do not change what ioscope measures, with what ioscope does.
@@ -496,6 +520,7 @@ impl Converter {
         }
         self.has_error |= severity == Severity::Error;
         let path = self.files.get(at.file).cloned().unwrap_or_default();
+        let option = if at.file == 0 { option } else { crate::diagnostic::clip(&option, INCLUDED_EXCERPT) };
         self.findings.push(Finding { severity, path, line: at.line, option, message, expected: expected.into() });
     }
     fn error(&mut self, o: &Opt, message: impl Into<String>, expected: &str) {
@@ -505,42 +530,95 @@ impl Converter {
         self.push(Severity::Warning, o.at, o.shown(), message.into(), "");
     }
 
-    /// The file's lines with `include`s replaced by the included files' lines.
+    /// The file's lines with `include`s replaced by the included files' lines. Blank and
+    /// comment lines are not kept (nothing reads them).
     fn lines(
         &mut self,
         file: usize,
         text: &str,
-        read: &dyn Fn(&Path) -> Result<String, ReadError>,
+        read: &dyn Fn(&Path, u64) -> Result<String, ReadError>,
         depth: usize,
     ) -> Vec<Line> {
         let mut out = Vec::new();
         for (i, raw) in text.lines().enumerate() {
             let at = At { file, line: i + 1 };
             let t = raw.trim();
+            if strip_comment(t).trim().is_empty() {
+                continue;
+            }
+            if self.kept >= MAX_LINES {
+                let o = Opt { key: crate::diagnostic::clip(t, 20), value: None, at };
+                self.error(
+                    &o,
+                    format!("the job file and its includes hold more than {MAX_LINES} option lines in all"),
+                    "",
+                );
+                break;
+            }
             let Some(name) = t.strip_prefix("include").filter(|r| r.starts_with([' ', '\t'])) else {
+                self.kept += 1;
                 out.push(Line { at, text: raw.to_string() });
                 continue;
             };
             let name = strip_comment(name).trim();
-            let base = self.files.get(file).and_then(|p| p.parent()).unwrap_or(Path::new(""));
-            let path = base.join(name);
             let o = Opt { key: "include".into(), value: Some(name.into()), at };
             if depth >= MAX_INCLUDE_DEPTH || self.files.len() >= MAX_FILES {
                 self.error(&o, format!("more than {MAX_INCLUDE_DEPTH} levels or {MAX_FILES} files of includes"), "");
                 continue;
             }
-            let included = match read(&path) {
+            let (shown, open) = match self.confine(file, name) {
+                Ok(p) => p,
+                Err(why) => {
+                    self.error(&o, why, "include NAME, a file in the including file's directory");
+                    continue;
+                }
+            };
+            let included = match read(&open, self.budget) {
                 Ok(t) => t,
+                Err(ReadError::TooLarge { .. }) => {
+                    let total = crate::format_size(MAX_TOTAL_BYTES);
+                    self.error(&o, format!("the job file and its includes hold more than {total} in all"), "");
+                    continue;
+                }
                 Err(e) => {
                     self.error(&o, format!("the included file cannot be read: {e}"), "");
                     continue;
                 }
             };
-            self.files.push(path);
+            self.budget = self.budget.saturating_sub(included.len() as u64);
+            self.files.push(shown);
             let idx = self.files.len() - 1;
             out.extend(self.lines(idx, &included, read, depth + 1));
         }
         out
+    }
+
+    /// Where `include name` in file `file` leads: (the path shown, the path to open), or
+    /// why it is refused. Checked before anything is read, so a file outside the including
+    /// file's directory is never opened: a `..`, an absolute path elsewhere, or a symlink
+    /// (of the file or of a directory on the way) resolving outside it.
+    fn confine(&self, file: usize, name: &str) -> Result<(PathBuf, PathBuf), String> {
+        let base = self.files.get(file).and_then(|p| p.parent()).unwrap_or(Path::new(""));
+        let named = Path::new(name);
+        let dir_shown = if base.as_os_str().is_empty() { ".".to_string() } else { base.display().to_string() };
+        let why = format!(
+            "the included file is outside the including file's directory ({}): ioscope reads includes from there only",
+            crate::diagnostic::clip(&dir_shown, 200)
+        );
+        if named.components().any(|c| c == std::path::Component::ParentDir) {
+            return Err(why);
+        }
+        let shown = base.join(named);
+        let dir = if base.as_os_str().is_empty() { Path::new(".") } else { base };
+        let real_dir = std::fs::canonicalize(dir).map_err(|e| format!("the including file's directory: {e}"))?;
+        match std::fs::canonicalize(&shown) {
+            Ok(real) if real.starts_with(&real_dir) && real != real_dir => Ok((shown, real)),
+            Ok(_) => Err(why),
+            // An absolute name not under the directory as written is refused as it stands.
+            Err(_) if named.is_absolute() && !named.starts_with(&real_dir) && !named.starts_with(dir) => Err(why),
+            // Not there (or not reachable): the read says why, and nothing is read.
+            Err(_) => Ok((shown.clone(), shown)),
+        }
     }
 
     /// Splits the lines into job sections, each with the `[global]` options in force.
@@ -1535,7 +1613,7 @@ mod tests {
     use super::*;
 
     fn run(text: &str) -> Result<Imported, Vec<Finding>> {
-        let read = |p: &Path| match p.to_str() {
+        let read = |p: &Path, _: u64| match p.to_str() {
             Some("inc.fio") => Ok("bs=8k ; from the include\n".to_string()),
             _ => Err(ReadError::Unreadable {
                 file: p.display().to_string(),
@@ -1563,7 +1641,7 @@ mod tests {
         );
         let bad = std::env::temp_dir().join(format!("ioscope-not-text-{}.fio", std::process::id()));
         std::fs::write(&bad, b"[a]\nrw=read\nbs=\xff\n").unwrap();
-        let err = read_text(&bad).unwrap_err().to_string();
+        let err = read_text(&bad, MAX_TOTAL_BYTES).unwrap_err().to_string();
         let _ = std::fs::remove_file(&bad);
         assert_eq!(
             err,
@@ -1571,7 +1649,7 @@ mod tests {
         );
         let missing = std::env::temp_dir().join("ioscope-surely-missing/job.fio");
         assert_eq!(
-            read_text(&missing).unwrap_err().to_string(),
+            read_text(&missing, MAX_TOTAL_BYTES).unwrap_err().to_string(),
             format!("{}: error: cannot read the file: No such file or directory (os error 2)", missing.display())
         );
     }
@@ -1649,10 +1727,92 @@ mod tests {
         assert!(e.iter().any(|f| f.message.contains("not a fio verify method")), "{e:?}");
     }
 
+    /// Findings of importing `job` (written in `dir` as job.fio), and every file read.
+    fn import_in(dir: &Path, job: &str) -> (Vec<Finding>, Vec<PathBuf>) {
+        let path = dir.join("job.fio");
+        std::fs::write(&path, job).unwrap();
+        let opened = std::cell::RefCell::new(Vec::new());
+        let read = |p: &Path, max: u64| {
+            opened.borrow_mut().push(p.to_path_buf());
+            read_text(p, max)
+        };
+        let findings = match convert(&path, job, None, &read) {
+            Ok(i) => i.warnings,
+            Err(FioError::Refused(f)) => f,
+            Err(FioError::Read(e)) => panic!("{e}"),
+        };
+        (findings, opened.into_inner())
+    }
+
+    #[test]
+    fn an_include_outside_the_job_files_directory_is_refused_before_it_is_read() {
+        let top = tempfile::tempdir().unwrap();
+        let (jobs, elsewhere) = (top.path().join("jobs"), top.path().join("secrets"));
+        std::fs::create_dir_all(jobs.join("sub")).unwrap();
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        let secret = elsewhere.join("credentials");
+        std::fs::write(&secret, "aws_secret_access_key=wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY\n").unwrap();
+        std::os::unix::fs::symlink(&secret, jobs.join("link.fio")).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, jobs.join("dirlink")).unwrap();
+        std::fs::write(jobs.join("sub/ok.fio"), "bs=8k\ninclude ../../secrets/credentials\n").unwrap();
+        let job = format!(
+            "[global]\nsize=1g\n[a]\nrw=read\ninclude ../secrets/credentials\ninclude {}\ninclude link.fio\n\
+             include dirlink/credentials\ninclude sub/ok.fio\n",
+            secret.display()
+        );
+        let (findings, opened) = import_in(&jobs, &job);
+        let outside: Vec<(bool, usize)> = findings
+            .iter()
+            .filter(|f| f.message.contains("is outside") && f.severity == Severity::Error)
+            .map(|f| (f.path.ends_with("ok.fio"), f.line))
+            .collect();
+        // Lines 5-8 of the job file, and line 2 of sub/ok.fio (`..` from an included file).
+        assert_eq!(outside, vec![(false, 5), (false, 6), (false, 7), (false, 8), (true, 2)], "{findings:#?}");
+        assert_eq!(
+            opened,
+            vec![std::fs::canonicalize(jobs.join("sub/ok.fio")).unwrap()],
+            "only the file inside is read"
+        );
+        let all: String = findings.iter().map(|f| f.to_string() + "\n").collect();
+        assert!(!all.contains("wJalrXUtnFEMI"), "{all}");
+    }
+
+    #[test]
+    fn includes_share_one_byte_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        // Each fits the bound of one file alone; together they do not.
+        let half = format!("bs=4k\n{}", "\n".repeat(MAX_TOTAL_BYTES as usize / 2));
+        std::fs::write(dir.path().join("big.fio"), &half).unwrap();
+        let job = "[global]\nsize=1g\n[a]\nrw=read\ninclude big.fio\ninclude big.fio\ninclude big.fio\n";
+        let (findings, opened) = import_in(dir.path(), job);
+        let over: Vec<usize> = findings.iter().filter(|f| f.message.contains("in all")).map(|f| f.line).collect();
+        assert_eq!(over, vec![6, 7], "{findings:#?}");
+        assert!(findings
+            .iter()
+            .any(|f| f.message.contains(&format!("more than {} in all", crate::format_size(MAX_TOTAL_BYTES)))));
+        assert_eq!(opened.len(), 3, "the budget left is the bound of each read");
+        // Lines: a bound on option lines in all, whatever their bytes.
+        let many = "bs=4k\n".repeat(MAX_LINES / 2 + 1);
+        std::fs::write(dir.path().join("many.fio"), &many).unwrap();
+        let job = "[global]\nsize=1g\n[a]\nrw=read\ninclude many.fio\ninclude many.fio\n";
+        let (findings, _) = import_in(dir.path(), job);
+        assert!(findings.iter().any(|f| f.message.contains("option lines in all")), "{findings:#?}");
+    }
+
+    #[test]
+    fn a_line_of_an_included_file_is_echoed_only_as_a_short_excerpt() {
+        let dir = tempfile::tempdir().unwrap();
+        let long = format!("some_unknown_option={}", "x".repeat(200));
+        std::fs::write(dir.path().join("inc.fio"), format!("{long}\n")).unwrap();
+        let (findings, _) = import_in(dir.path(), "[global]\nsize=1g\n[a]\nrw=read\ninclude inc.fio\n");
+        let f = findings.iter().find(|f| f.path.ends_with("inc.fio")).expect("a finding in inc.fio");
+        assert!(f.option.chars().count() <= INCLUDED_EXCERPT + 1, "{f}");
+    }
+
     #[test]
     fn with_group_only_that_groups_sections_and_global_count() {
         let text = "[global]\nsize=1g\nruntime=5\n[w]\nrw=write\n[r]\nstonewall\nrw=randread\nthinktime=10\n";
-        let read = |_: &Path| Err(ReadError::NotText { file: String::new(), line: 1 });
+        let read = |_: &Path, _: u64| Err(ReadError::NotText { file: String::new(), line: 1 });
         let g1 = convert(Path::new("job.fio"), text, Some(1), &read).unwrap();
         assert!(g1.toml.contains("rw = \"write\""), "{}", g1.toml);
         let Err(FioError::Refused(e)) = convert(Path::new("job.fio"), text, Some(2), &read) else { panic!() };
@@ -1690,7 +1850,7 @@ mod tests {
             }
             let text: String = t.into_iter().collect();
             for group in [None, Some(1), Some(2)] {
-                let read = |_: &Path| Ok("bs=8k\n".to_string());
+                let read = |_: &Path, _: u64| Ok("bs=8k\n".to_string());
                 let _ = convert(Path::new("job.fio"), &text, group, &read);
             }
         }

@@ -492,9 +492,9 @@ fn fio_jobs() -> Vec<(PathBuf, String)> {
 
 /// A fio import: a refusal lists findings, each with a message and a line of its file.
 fn check_fio(path: &Path, text: &str, group: Option<usize>) {
-    let dir = path.parent().unwrap().to_path_buf();
+    let dir = std::fs::canonicalize(path.parent().unwrap()).unwrap();
     // Includes are read from the test's job directory only.
-    let read = move |p: &Path| -> Result<String, fio::ReadError> {
+    let read = move |p: &Path, _: u64| -> Result<String, fio::ReadError> {
         let file = p.display().to_string();
         let error = || std::io::Error::from(std::io::ErrorKind::NotFound);
         if !p.starts_with(&dir) {
@@ -586,7 +586,7 @@ fn a_bad_field_in_a_set_table_is_refused_naming_the_key() {
 fn a_control_character_in_a_section_name_stays_out_of_the_converted_comments() {
     let text = "[global]\ndescription=scaling\nsize=1g\nruntime=10\nrw=randread\nstonewall\n[qd-1job]\nnumjobs=1\n\
                 [\u{0}qd-2jobs]\nnumjobs=2\n";
-    let unreadable = |p: &Path| -> Result<String, fio::ReadError> {
+    let unreadable = |p: &Path, _: u64| -> Result<String, fio::ReadError> {
         Err(fio::ReadError::Unreadable { file: p.display().to_string(), error: std::io::ErrorKind::NotFound.into() })
     };
     let imported = match fio::convert(Path::new("job.fio"), text, None, &unreadable) {

@@ -55,19 +55,18 @@ pub struct SourceFile {
 pub const MAX_SOURCE_BYTES: u64 = 4 << 20;
 
 impl SourceFile {
-    /// Reads a workload file: at most [`MAX_SOURCE_BYTES`], UTF-8 (TOML is), else why not,
+    /// Reads a workload file: a regular file (a FIFO is refused, not waited on) of at most
+    /// [`MAX_SOURCE_BYTES`], UTF-8 (TOML is), else why not,
     /// as one line for the terminal (`path: error: ...`, with line and column for bad bytes).
     pub fn read(path: &std::path::Path) -> Result<SourceFile, ReadError> {
-        use std::io::Read;
+        use crate::readfile::FileError;
         // A path too long to open is still echoed short.
         let shown = crate::diagnostic::clip(&path.display().to_string(), 200);
-        let mut bytes = Vec::new();
-        std::fs::File::open(path)
-            .and_then(|f| f.take(MAX_SOURCE_BYTES + 1).read_to_end(&mut bytes))
-            .map_err(|source| ReadError::Io { path: shown.clone(), source })?;
-        if bytes.len() as u64 > MAX_SOURCE_BYTES {
-            return Err(ReadError::TooLarge { path: shown, limit: format_size(MAX_SOURCE_BYTES) });
-        }
+        let bytes = crate::readfile::read(path, MAX_SOURCE_BYTES).map_err(|e| match e {
+            FileError::Io(source) => ReadError::Io { path: shown.clone(), source },
+            FileError::NotRegular(kind) => ReadError::NotAFile { path: shown.clone(), kind },
+            FileError::TooLarge(_) => ReadError::TooLarge { path: shown.clone(), limit: format_size(MAX_SOURCE_BYTES) },
+        })?;
         match String::from_utf8(bytes) {
             Ok(text) => Ok(SourceFile { path: path.to_path_buf(), text }),
             Err(e) => {
@@ -87,6 +86,8 @@ impl SourceFile {
 pub enum ReadError {
     #[error("{path}: error: cannot read the file: {source}")]
     Io { path: String, source: std::io::Error },
+    #[error("{path}: error: not a regular file ({kind}): expected a workload file (TOML text)")]
+    NotAFile { path: String, kind: &'static str },
     #[error("{path}: error: the file is larger than {limit}: expected a workload file (TOML text)")]
     TooLarge { path: String, limit: String },
     #[error("{path}:{line}:{col}: error: byte 0x{byte:02x} is not UTF-8 text: expected a workload file (TOML, which is UTF-8)")]

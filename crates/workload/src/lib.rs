@@ -13,6 +13,7 @@ mod input;
 pub mod keys;
 pub mod layout;
 pub mod plan;
+pub mod readfile;
 pub mod reference;
 mod units;
 pub mod vdbench;
