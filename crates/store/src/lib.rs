@@ -16,12 +16,14 @@
 //! The schema is in [`schema`]; `PRAGMA application_id` is [`APPLICATION_ID`] and
 //! `PRAGMA user_version` is [`SCHEMA_VERSION`].
 
-mod check;
+pub mod check;
+mod printable;
 mod read;
 pub mod schema;
 mod write;
 
 pub use check::MAX_GAP_SECONDS;
+pub use printable::printable;
 pub use ioscope_metrics::{Op, Snapshot};
 pub use read::{open, refresh, sidecar};
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
