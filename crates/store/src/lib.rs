@@ -286,6 +286,13 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// Whether the file refused the data written (a constraint, such as a second stored
+    /// twice), rather than failed: the data's fault, not the file's.
+    pub fn is_refused_data(&self) -> bool {
+        matches!(self, StoreError::Sqlite { source, .. }
+            if source.sqlite_error_code() == Some(rusqlite::ErrorCode::ConstraintViolation))
+    }
+
     pub(crate) fn sqlite(path: &Path) -> impl FnOnce(rusqlite::Error) -> StoreError + '_ {
         move |source| match source.sqlite_error_code() {
             Some(rusqlite::ErrorCode::DiskFull) => StoreError::Full { path: path.to_path_buf(), source },
