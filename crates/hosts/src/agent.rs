@@ -225,7 +225,9 @@ async fn prepared(State(a): State<Agent>, Body(req): Body<PrepareWait>) -> Resul
         {
             let inner = a.inner.lock().unwrap();
             match &inner.prepare_outcome {
-                Some((run, outcome)) if *run == req.run => return outcome.clone().map(|p| Json(PreparedAnswer { done: Some(p) })),
+                Some((run, outcome)) if *run == req.run => {
+                    return outcome.clone().map(|p| Json(PreparedAnswer { done: Some(p) }))
+                }
                 _ if inner.preparing.as_deref() != Some(req.run.as_str()) => {
                     return Err(ApiError::conflict("this agent is not preparing that run".to_string()))
                 }

@@ -573,7 +573,11 @@ pub(crate) async fn measure_clock(client: &Client) -> Result<Offset, String> {
 /// coordinator asks whether it has ended, each call bounded by `timeout` (a preparation
 /// may take hours while the agent keeps answering; an agent that stops answering is lost
 /// after `timeout`).
-pub(crate) async fn prepare_host(client: &Client, req: &Prepare, timeout: Duration) -> Result<PrepareAnswer, CallError> {
+pub(crate) async fn prepare_host(
+    client: &Client,
+    req: &Prepare,
+    timeout: Duration,
+) -> Result<PrepareAnswer, CallError> {
     client.call::<_, Empty>(PREPARE, req, timeout).await?;
     let wait = PrepareWait { run: req.run.clone(), wait_ms: POLL_WAIT_MS };
     loop {
@@ -692,16 +696,22 @@ fn check_answer(
         // A second may follow a gap only as long as its interval covers (a collector's gap).
         let next = prev.map_or(0, |p| p as u64 + 1);
         if second as u64 > next + s.interval_ns / SECOND_NS + 1 {
-            return Err(format!("it sent second {second} after second {prev:?} with an interval that does not cover the gap"));
+            return Err(format!(
+                "it sent second {second} after second {prev:?} with an interval that does not cover the gap"
+            ));
         }
         let ends = rules.start_unix_ns.saturating_add((second as i64 + 1).saturating_mul(SECOND_NS as i64));
         if ends > now_unix_ns.saturating_add(AHEAD_NS) {
             return Err(format!("it sent second {second} before that second could have ended"));
         }
         if s.interval_ns > (rules.last_planned as u64 + 2) * SECOND_NS {
-            return Err(format!("it sent second {second} with an interval of {} ns, longer than the run", s.interval_ns));
+            return Err(format!(
+                "it sent second {second} with an interval of {} ns, longer than the run",
+                s.interval_ns
+            ));
         }
-        ioscope_store::check::peer_second(s, &rules.steps).map_err(|why| format!("its second {second} is not valid: {why}"))?;
+        ioscope_store::check::peer_second(s, &rules.steps)
+            .map_err(|why| format!("its second {second} is not valid: {why}"))?;
         for o in &s.ops {
             for (k, _) in &o.data.errors_by_kind {
                 if judge.kinds.len() < MAX_KINDS_PER_HOST || judge.kinds.contains(&(o.op, k.clone())) {

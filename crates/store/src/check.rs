@@ -397,7 +397,8 @@ pub(crate) fn second(s: &Snapshot, steps: &[u32], histograms: bool) -> Result<()
     }
     let mut seen = HashSet::new();
     for w in &s.worker_dists {
-        let what = format!("worker {} op {:?}", w.worker.map_or_else(|| "(other)".into(), |w| w.to_string()), w.op.name());
+        let what =
+            format!("worker {} op {:?}", w.worker.map_or_else(|| "(other)".into(), |w| w.to_string()), w.op.name());
         if !seen.insert((w.worker, w.op)) {
             return Err(format!("{what} has two distributions"));
         }
@@ -430,7 +431,8 @@ pub const MAX_BUCKETS_PER_SECOND: usize = 262_144;
 /// store, read and show), and names without control characters (they reach terminals); a
 /// file or error kind has a name.
 pub fn peer_second(s: &Snapshot, steps: &[u32]) -> Result<(), String> {
-    let rows = [s.ops.len(), s.workers.len(), s.files.len(), s.worker_dists.len(), s.file_dists.len(), s.worker_cpu.len()];
+    let rows =
+        [s.ops.len(), s.workers.len(), s.files.len(), s.worker_dists.len(), s.file_dists.len(), s.worker_cpu.len()];
     if rows.iter().any(|n| *n > MAX_ROWS_PER_SECOND) {
         return Err(format!("more than {MAX_ROWS_PER_SECOND} rows of one kind in a second"));
     }
@@ -448,7 +450,10 @@ pub fn peer_second(s: &Snapshot, steps: &[u32]) -> Result<(), String> {
     };
     let mut buckets = 0usize;
     let mut count = |d: &ioscope_metrics::OpInterval| {
-        buckets += [&d.latency_ns, &d.service_ns, &d.size_bytes, &d.offset_bytes].iter().map(|h| h.nonzero().count()).sum::<usize>();
+        buckets += [&d.latency_ns, &d.service_ns, &d.size_bytes, &d.offset_bytes]
+            .iter()
+            .map(|h| h.nonzero().count())
+            .sum::<usize>();
     };
     for o in &s.ops {
         name("workload", &o.workload, true)?;

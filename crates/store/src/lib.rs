@@ -23,8 +23,8 @@ pub mod schema;
 mod write;
 
 pub use check::MAX_GAP_SECONDS;
-pub use printable::printable;
 pub use ioscope_metrics::{Op, Snapshot};
+pub use printable::printable;
 pub use read::{open, refresh, sidecar};
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
 pub use write::{check_new_path, mark_warmup, Finished, Writer};
