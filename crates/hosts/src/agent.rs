@@ -56,8 +56,10 @@ struct Run {
 
 #[derive(Default)]
 struct Inner {
-    /// A prepare in progress (another waits: both would prepare at once).
-    preparing: bool,
+    /// The run whose prepare is in progress (another is refused: both would prepare at once).
+    preparing: Option<String>,
+    /// How the last prepare ended, for `/v1/prepared`: its run, and its answer or refusal.
+    prepare_outcome: Option<(String, Result<PrepareAnswer, ApiError>)>,
     prepared: Option<Prepared>,
     running: bool,
     run: Run,
@@ -101,6 +103,7 @@ impl Agent {
             .route(HELLO, post(hello))
             .route(CLOCK, post(clock))
             .route(PREPARE, post(prepare))
+            .route(PREPARED, post(prepared))
             .route(START, post(start))
             .route(SECONDS, post(seconds))
             .route(STOP, post(stop))
@@ -168,6 +171,7 @@ async fn hello(State(a): State<Agent>, Body(_): Body<Hello>) -> Json<HelloAnswer
         version: env!("CARGO_PKG_VERSION").to_string(),
         hostname: ioscope_exec::host::hostname(),
         pid: std::process::id(),
+        protocol: PROTOCOL,
     })
 }
 
@@ -176,29 +180,62 @@ async fn clock(State(a): State<Agent>, Body(_): Body<Empty>) -> Json<ClockAnswer
     Json(ClockAnswer { unix_ns: crate::clock::unix_ns() })
 }
 
-async fn prepare(State(a): State<Agent>, Body(req): Body<Prepare>) -> Result<Json<PrepareAnswer>, ApiError> {
+/// Starts preparing and answers at once: the coordinator follows with `/v1/prepared`, each
+/// call bounded by its host_timeout, however long a working set takes to write.
+async fn prepare(State(a): State<Agent>, Body(req): Body<Prepare>) -> Result<Json<Empty>, ApiError> {
     a.heard();
     {
         let mut inner = a.inner.lock().unwrap();
-        if inner.running || inner.preparing {
+        if inner.running || inner.preparing.is_some() {
             return Err(ApiError::conflict("this agent is preparing or running another load".to_string()));
         }
         // A new run replaces one prepared and never started (its lock is released); the
         // coordinator of that one is refused when it asks to start it.
-        inner.preparing = true;
+        inner.preparing = Some(req.run.clone());
         inner.prepared = None;
+        inner.prepare_outcome = None;
     }
-    let answer = prepare_run(&a, req).await;
-    let mut inner = a.inner.lock().unwrap();
-    inner.preparing = false;
-    match answer {
-        Ok((prepared, answer)) => {
-            inner.prepared = Some(prepared);
-            drop(inner);
-            a.heard();
-            Ok(Json(answer))
+    let agent = a.clone();
+    tokio::spawn(async move {
+        let run = req.run.clone();
+        let answer = prepare_run(&agent, req).await;
+        let mut inner = agent.inner.lock().unwrap();
+        inner.preparing = None;
+        let outcome = match answer {
+            Ok((prepared, answer)) => {
+                inner.prepared = Some(prepared);
+                Ok(answer)
+            }
+            Err(e) => Err(e),
+        };
+        inner.prepare_outcome = Some((run, outcome));
+        drop(inner);
+        agent.heard();
+        agent.changed.notify_waiters();
+    });
+    Ok(Json(Empty {}))
+}
+
+/// How the prepare of `run` ended, waiting up to `wait_ms` (at most 10 s) for its end.
+async fn prepared(State(a): State<Agent>, Body(req): Body<PrepareWait>) -> Result<Json<PreparedAnswer>, ApiError> {
+    a.heard();
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(req.wait_ms.min(10_000));
+    loop {
+        let notified = a.changed.notified();
+        {
+            let inner = a.inner.lock().unwrap();
+            match &inner.prepare_outcome {
+                Some((run, outcome)) if *run == req.run => {
+                    return outcome.clone().map(|p| Json(PreparedAnswer { done: Some(p) }))
+                }
+                _ if inner.preparing.as_deref() != Some(req.run.as_str()) => {
+                    return Err(ApiError::conflict("this agent is not preparing that run".to_string()))
+                }
+                _ if tokio::time::Instant::now() >= deadline => return Ok(Json(PreparedAnswer { done: None })),
+                _ => {}
+            }
         }
-        Err(e) => Err(e),
+        let _ = tokio::time::timeout_at(deadline, notified).await;
     }
 }
 
@@ -426,9 +463,6 @@ fn mono_to_unix(t: u64) -> i64 {
     crate::clock::unix_ns().saturating_add(ahead)
 }
 
-/// Most seconds in one answer (a coordinator that fell behind catches up over a few calls).
-const MAX_SECONDS_PER_ANSWER: usize = 32;
-
 async fn seconds(State(a): State<Agent>, Body(req): Body<Seconds>) -> Json<SecondsAnswer> {
     a.heard();
     let deadline = tokio::time::Instant::now() + Duration::from_millis(req.wait_ms.min(10_000));
@@ -503,8 +537,8 @@ mod tests {
         };
         let wait = Duration::from_secs(30);
         // Coordinator A prepares, then B prepares over it: A may not start B's run.
-        client.call::<_, PrepareAnswer>(PREPARE, &prepare("run-a"), wait).await.unwrap();
-        client.call::<_, PrepareAnswer>(PREPARE, &prepare("run-b"), wait).await.unwrap();
+        crate::coordinator::prepare_host(&client, &prepare("run-a"), wait).await.unwrap();
+        crate::coordinator::prepare_host(&client, &prepare("run-b"), wait).await.unwrap();
         match client.call::<_, Empty>(START, &Start { run: "run-a".into(), at_unix_ns: 0 }, wait).await {
             Err(CallError::Refused { status: 409, message }) => assert!(message.contains("another"), "{message}"),
             other => panic!("expected 409, got {other:?}"),
@@ -543,7 +577,7 @@ mod tests {
             name: "h1".to_string(),
             results: "/tmp/r.db".to_string(),
         };
-        match client.call::<_, PrepareAnswer>(PREPARE, &prepare, Duration::from_secs(30)).await {
+        match crate::coordinator::prepare_host(&client, &prepare, Duration::from_secs(30)).await {
             Err(CallError::Refused { status: 400, message }) => {
                 assert!(message.contains("a block device") && message.contains("--force"), "{message}")
             }

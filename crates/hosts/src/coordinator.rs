@@ -25,6 +25,8 @@ const CLOCK_EXCHANGES: usize = 16;
 /// Time between the start call and the common start instant, beyond the round trips:
 /// room for every host to open its engines (an NFS mount per worker) before it.
 const START_LEAD_NS: i64 = 1_000_000_000;
+/// The largest clock offset of a host: past it, its clock is wrong, not merely unsynchronized.
+const MAX_CLOCK_OFFSET_NS: u64 = 30 * 86_400 * SECOND_NS;
 /// How long one long poll for seconds waits on the agent's side.
 const POLL_WAIT_MS: u64 = 1000;
 
@@ -91,7 +93,7 @@ pub(crate) struct Host {
 
 impl Host {
     fn fail(&self, why: impl std::fmt::Display) -> CoordError {
-        CoordError::Host { name: self.name.clone(), address: self.address.clone(), why: why.to_string() }
+        CoordError::Host { name: self.name.clone(), address: self.address.clone(), why: text(&why.to_string()) }
     }
 }
 
@@ -164,15 +166,13 @@ async fn run(plan: &Plan, mut c: Coordinate<'_>, started: &AtomicBool) -> Result
             results: results.clone(),
         };
         let client = h.client.clone();
-        preparing.spawn(async move {
-            (index, client.call::<_, PrepareAnswer>(PREPARE, &req, Duration::from_secs(24 * 3600)).await)
-        });
+        preparing.spawn(async move { (index, prepare_host(&client, &req, timeout).await) });
     }
     while let Some(r) = preparing.join_next().await {
         let (i, answer) = r.map_err(|e| CoordError::Setup(e.to_string()))?;
         let h = &mut hosts[i];
         let a = answer.map_err(|e| h.fail(format!("preparing: {e}")))?;
-        (c.say)(&format!("host {}: {}", h.name, a.prepared));
+        (c.say)(&format!("host {}: {}", h.name, text(&a.prepared)));
         h.config = a.config;
         h.plan_json = a.plan_json;
     }
@@ -181,6 +181,13 @@ async fn run(plan: &Plan, mut c: Coordinate<'_>, started: &AtomicBool) -> Result
     for h in hosts.iter_mut() {
         h.offset = measure_clock(&h.client).await.map_err(|e| h.fail(e))?;
         crate::clock::alignable(&h.offset).map_err(|why| h.fail(why))?;
+        if h.offset.offset_ns.unsigned_abs() > MAX_CLOCK_OFFSET_NS {
+            return Err(h.fail(format!(
+                "its clock is {:+} s away from this host's (at most {} days are allowed): set its clock",
+                h.offset.offset_ns / SECOND_NS as i64,
+                MAX_CLOCK_OFFSET_NS / SECOND_NS / 86_400
+            )));
+        }
     }
     let steps = plan.steps();
     let planned_ns: u64 = steps.iter().map(|s| (s.warmup + s.duration).as_nanos() as u64).sum();
@@ -242,13 +249,26 @@ async fn run(plan: &Plan, mut c: Coordinate<'_>, started: &AtomicBool) -> Result
         return Err(e);
     }
 
-    // Seconds as they come, from one poller per host.
+    // Seconds as they come, from one poller per host; each answer is checked before
+    // anything of it is stored (see `check_answer`).
     let (tx, mut rx) = mpsc::channel::<(usize, Result<SecondsAnswer, String>)>(256);
     for (i, h) in hosts.iter().enumerate() {
-        tokio::spawn(poll(i, h.client.clone(), timeout, tx.clone()));
+        tokio::spawn(poll(i, h.client.clone().answer_limit(MAX_ANSWER_BYTES), timeout, tx.clone()));
     }
     drop(tx);
     let last_planned = (planned_ns.saturating_sub(1) / SECOND_NS) as u32;
+    let rules = Rules {
+        last_planned,
+        steps: steps.iter().map(|s| s.index).collect(),
+        // Each host's sums stay within its share: all of them together fit the file's.
+        share: u64::MAX as u128 / hosts.len().max(1) as u128,
+        start_unix_ns: at,
+    };
+    let place = ioscope_exec::limit::place_of(plan);
+    let mut judges: Vec<Judge> =
+        hosts.iter().map(|_| Judge { totals: Default::default(), kinds: Default::default() }).collect();
+    let mut limits: Vec<_> =
+        hosts.iter().map(|_| ioscope_exec::limit::ErrorLimit::new(plan.max_errors, place.clone())).collect();
     let mut seconds_written = 0u32;
     let mut pending: std::collections::BTreeMap<u32, Vec<Option<Snapshot>>> = Default::default();
     let mut stopping: Option<String> = None;
@@ -256,70 +276,91 @@ async fn run(plan: &Plan, mut c: Coordinate<'_>, started: &AtomicBool) -> Result
     let mut store_failure = None;
     let mut ticker = tokio::time::interval(Duration::from_millis(100));
     loop {
+        if c.interrupt.load(Relaxed) && !interrupted {
+            interrupted = true;
+            stop_all(&hosts).await;
+        }
         if hosts.iter().all(|h| h.done.is_some() || h.lost.is_some()) {
             break;
         }
         let event = tokio::select! {
             e = rx.recv() => e,
-            _ = ticker.tick() => {
-                if c.interrupt.load(Relaxed) && !interrupted {
-                    interrupted = true;
-                    stop_all(&hosts).await;
-                }
-                continue;
-            }
+            _ = ticker.tick() => continue,
         };
         let Some((i, answer)) = event else { break };
         let h = &mut hosts[i];
         if h.done.is_some() || h.lost.is_some() {
             continue;
         }
-        let answer = match answer.and_then(|a| check_answer(a, h.last_second, last_planned)) {
-            Ok(a) => a,
-            Err(why) => {
-                let at = h.last_second.map_or(0, |s| s + 1);
-                (c.say)(&format!("host {} ({}) lost at second {at}: {why}", h.name, h.address));
-                h.lost = Some((at, why.clone()));
-                if plan.on_host_loss == OnHostLoss::Stop && stopping.is_none() {
-                    stopping = Some(format!(
-                        "host {} ({}) was lost at second {at}: {why}; the other hosts were stopped and every second \
-                         received is kept",
-                        h.name, h.address
-                    ));
-                    stop_all(&hosts).await;
+        let checked = answer.and_then(|a| check_answer(a, h, &judges[i], &rules, unix_ns()));
+        let mut failed_host = None;
+        let loss = match checked {
+            Err(why) => Some(why),
+            Ok((answer, judge)) => {
+                judges[i] = judge;
+                if let (None, Some(s)) = (h.started_unix_ns, answer.started_unix_ns) {
+                    h.started_unix_ns = s.checked_sub(h.offset.offset_ns);
                 }
-                continue;
+                let mut loss = None;
+                for mut snap in answer.seconds {
+                    snap.host = h.name.clone();
+                    if let Err(e) = writer.write_second(&snap) {
+                        if e.is_refused_data() {
+                            loss = Some(format!("its second {} could not be stored ({e})", snap.second));
+                            break;
+                        }
+                        store_failure.get_or_insert(e);
+                        break;
+                    }
+                    h.last_second = Some(snap.second);
+                    for t in probes.iter_mut().flat_map(|p| p.take()) {
+                        if let Err(e) = writer.write_target(&t) {
+                            store_failure.get_or_insert(e);
+                        }
+                    }
+                    seconds_written += 1;
+                    if let Some(why) = limits[i].add(&snap) {
+                        failed_host.get_or_insert(why);
+                    }
+                    if let Some(t0) = h.started_unix_ns {
+                        let end = t0.saturating_add((snap.second as i64 + 1) * SECOND_NS as i64);
+                        let delay = unix_ns().saturating_sub(end).max(0) as u64;
+                        let d = &mut h.store_delay_ns;
+                        *d = (d.0.saturating_add(delay), d.1 + 1, d.2.max(delay));
+                    }
+                    let slot = pending.entry(snap.second).or_insert_with(|| vec![None; plan.hosts.len()]);
+                    if let Some(s) = slot.get_mut(i) {
+                        *s = Some(snap);
+                    }
+                }
+                if loss.is_none() {
+                    if let Some(d) = answer.done {
+                        h.done = Some(d);
+                    }
+                }
+                loss
             }
         };
-        if let (None, Some(s)) = (h.started_unix_ns, answer.started_unix_ns) {
-            h.started_unix_ns = Some(s - h.offset.offset_ns);
-        }
-        for mut snap in answer.seconds {
-            snap.host = h.name.clone();
-            h.last_second = Some(snap.second);
-            if let Err(e) = writer.write_second(&snap) {
-                store_failure.get_or_insert(e);
-                continue;
-            }
-            for t in probes.iter_mut().flat_map(|p| p.take()) {
-                if let Err(e) = writer.write_target(&t) {
-                    store_failure.get_or_insert(e);
-                }
-            }
-            seconds_written += 1;
-            if let Some(t0) = h.started_unix_ns {
-                let end = t0 + (snap.second as i64 + 1) * SECOND_NS as i64;
-                let delay = unix_ns().saturating_sub(end).max(0) as u64;
-                let d = &mut h.store_delay_ns;
-                *d = (d.0 + delay, d.1 + 1, d.2.max(delay));
-            }
-            let slot = pending.entry(snap.second).or_insert_with(|| vec![None; plan.hosts.len()]);
-            if let Some(s) = slot.get_mut(i) {
-                *s = Some(snap);
+        if let Some(why) = loss {
+            let h = &mut hosts[i];
+            let at = h.last_second.map_or(0, |s| s + 1);
+            (c.say)(&format!("host {} ({}) lost at second {at}: {why}", h.name, h.address));
+            h.lost = Some((at, why.clone()));
+            if plan.on_host_loss == OnHostLoss::Stop && stopping.is_none() {
+                stopping = Some(format!(
+                    "host {} ({}) was lost at second {at}: {why}; the other hosts were stopped and every second \
+                     received is kept",
+                    h.name, h.address
+                ));
+                stop_all(&hosts).await;
             }
         }
-        if let Some(d) = answer.done {
-            h.done = Some(d);
+        // max_errors holds over each host's seconds as over a local run's.
+        if let Some(why) = failed_host {
+            if stopping.is_none() {
+                stopping = Some(format!("host {}: {why}", hosts[i].name));
+                stop_all(&hosts).await;
+            }
         }
         if store_failure.is_some() && stopping.is_none() {
             stopping = Some("the results file could not be written".to_string());
@@ -353,10 +394,14 @@ async fn run(plan: &Plan, mut c: Coordinate<'_>, started: &AtomicBool) -> Result
         if let Err(e) = writer.update_host(&h.name, &host_config(h)) {
             store_failure.get_or_insert(e);
         }
-        if let Some(d) = &h.done {
+        if let (Some(d), None) = (&h.done, &h.lost) {
             first_errors.extend(d.first_errors.iter().map(|e| format!("host {}: {e}", h.name)));
             if d.status == "failed" && failed.is_none() {
                 failed = Some(format!("host {}: {}", h.name, d.detail.clone().unwrap_or_else(|| "failed".into())));
+            }
+            // A host that says it completed what was planned without one second of it did not.
+            if d.status == "completed" && h.last_second.is_none() && planned_ns > 0 && failed.is_none() {
+                failed = Some(format!("host {} said its run completed but sent none of its seconds", h.name));
             }
         }
     }
@@ -414,7 +459,7 @@ pub(crate) async fn end_sessions(hosts: &mut Vec<Host>) {
 pub(crate) async fn reach(index: usize, spec: &HostSpec, timeout: Duration) -> Result<(Host, String), CoordError> {
     let name = spec.name.clone();
     let address = spec.kind.address();
-    let fail = |why: String| CoordError::Host { name: name.clone(), address: address.clone(), why };
+    let fail = |why: String| CoordError::Host { name: name.clone(), address: address.clone(), why: text(&why) };
     let tail: Tail = Default::default();
     let (client, mut child, transport, mut said) = match &spec.kind {
         HostKind::Ssh { user, host, port } => {
@@ -454,14 +499,15 @@ pub(crate) async fn reach(index: usize, spec: &HostSpec, timeout: Duration) -> R
         Ok(a) => a,
         Err(e) => return Err(fail(agent_failure(e, child.as_mut(), &tail).await)),
     };
-    if answer.version != env!("CARGO_PKG_VERSION") {
+    if answer.version != env!("CARGO_PKG_VERSION") || answer.protocol != PROTOCOL {
         return Err(fail(format!(
-            "the agent is ioscope {}, this coordinator is {}: use the same version",
-            answer.version,
+            "the agent is ioscope {} (protocol {}), this coordinator is {} (protocol {PROTOCOL}): use the same version",
+            text(&answer.version),
+            answer.protocol,
             env!("CARGO_PKG_VERSION")
         )));
     }
-    said.push_str(&format!(", agent pid {} on {}", answer.pid, answer.hostname));
+    said.push_str(&format!(", agent pid {} on {}", answer.pid, text(&answer.hostname)));
     let host = Host {
         index,
         name: spec.name.clone(),
@@ -523,6 +569,36 @@ pub(crate) async fn measure_clock(client: &Client) -> Result<Offset, String> {
     estimate(&exchanges).ok_or_else(|| "the clock went backwards during every exchange".to_string())
 }
 
+/// Has one agent prepare its part: the prepare call is answered at once, then the
+/// coordinator asks whether it has ended, each call bounded by `timeout` (a preparation
+/// may take hours while the agent keeps answering; an agent that stops answering is lost
+/// after `timeout`).
+pub(crate) async fn prepare_host(
+    client: &Client,
+    req: &Prepare,
+    timeout: Duration,
+) -> Result<PrepareAnswer, CallError> {
+    client.call::<_, Empty>(PREPARE, req, timeout).await?;
+    let wait = PrepareWait { run: req.run.clone(), wait_ms: POLL_WAIT_MS };
+    loop {
+        let a: PreparedAnswer = client.call(PREPARED, &wait, Duration::from_millis(POLL_WAIT_MS) + timeout).await?;
+        if let Some(done) = a.done {
+            return Ok(done);
+        }
+    }
+}
+
+/// Text from an agent as the coordinator keeps and shows it: escaped for terminals, cut
+/// to [`MAX_TEXT_BYTES`].
+pub(crate) fn text(s: &str) -> String {
+    let mut end = s.len().min(MAX_TEXT_BYTES);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    let cut = if end < s.len() { "…" } else { "" };
+    format!("{}{cut}", ioscope_store::printable(&s[..end]))
+}
+
 /// Asks one agent for its seconds until its run is done; a host that does not answer for
 /// `timeout` (or whose connection is gone) is reported lost.
 async fn poll(i: usize, client: Client, timeout: Duration, tx: mpsc::Sender<(usize, Result<SecondsAnswer, String>)>) {
@@ -559,26 +635,114 @@ async fn poll(i: usize, client: Client, timeout: Duration, tx: mpsc::Sender<(usi
     }
 }
 
-/// Refuses what a well-behaved agent never sends: seconds out of order or past the plan,
-/// and numbers too large to add up without overflow.
-fn check_answer(a: SecondsAnswer, last: Option<u32>, last_planned: u32) -> Result<SecondsAnswer, String> {
-    const MAX: u64 = 1 << 52;
-    let mut prev = last;
-    for s in &a.seconds {
-        if prev.is_some_and(|p| s.second <= p) || s.second > last_planned {
-            return Err(format!("it sent second {} out of order or past the plan's end", s.second));
-        }
-        prev = Some(s.second);
-        let big = |c: &ioscope_metrics::Counts| c.ops > MAX || c.bytes > MAX || c.errors > MAX;
-        let too_big = s.ops.iter().any(|o| big(&o.data.counts) || o.data.latency_ns.count() > MAX)
-            || s.workers.iter().any(|w| big(&w.counts))
-            || s.files.iter().any(|f| big(&f.counts))
-            || s.interval_ns > (last_planned as u64 + 2) * SECOND_NS;
-        if too_big {
-            return Err(format!("it sent impossible numbers in second {}", s.second));
+/// What every host's answers are held to in this run.
+struct Rules {
+    last_planned: u32,
+    /// The run's step indexes.
+    steps: Vec<u32>,
+    /// The most each of a host's sums over the run may reach (see `Totals::within`).
+    share: u128,
+    /// The start instant every host was given, on the coordinator's clock.
+    start_unix_ns: i64,
+}
+
+/// What the coordinator keeps of one host's answers to judge the next.
+#[derive(Clone)]
+struct Judge {
+    totals: ioscope_store::check::Totals,
+    /// (op, kind) named so far.
+    kinds: std::collections::HashSet<(ioscope_metrics::Op, String)>,
+}
+
+/// How far ahead of the coordinator's clock a host's second may end (clocks are aligned
+/// to within `clock::MAX_UNCERTAINTY_NS`; this leaves room for it).
+const AHEAD_NS: i64 = 2 * SECOND_NS as i64;
+/// How far a host's time zero may lie before the start instant it was given.
+const EARLY_START_NS: i64 = 5 * SECOND_NS as i64;
+/// Most distinct (op, error kind) pairs of one host over a run.
+const MAX_KINDS_PER_HOST: usize = 4096;
+
+/// Checks one answer before anything of it is stored: at most [`MAX_SECONDS_PER_ANSWER`]
+/// seconds, each after the last one received, within the plan, not ending before its
+/// time (a second N is over N+1 s after the start, not sooner), with the results file's
+/// own rules and the limits of a peer's second (`ioscope_store::check::peer_second`),
+/// sums that stay within the host's share, a time zero near the start instant, and a
+/// `done` whose status is one the file knows. Returns the answer (its texts made safe to
+/// show) and the host's judge once it is stored.
+fn check_answer(
+    mut a: SecondsAnswer,
+    h: &Host,
+    judge: &Judge,
+    rules: &Rules,
+    now_unix_ns: i64,
+) -> Result<(SecondsAnswer, Judge), String> {
+    if a.seconds.len() > MAX_SECONDS_PER_ANSWER {
+        return Err(format!("it sent {} seconds in one answer (at most {MAX_SECONDS_PER_ANSWER})", a.seconds.len()));
+    }
+    if let (None, Some(t0)) = (h.started_unix_ns, a.started_unix_ns) {
+        let ours = t0.checked_sub(h.offset.offset_ns);
+        let early = rules.start_unix_ns.saturating_sub(EARLY_START_NS);
+        if !ours.is_some_and(|t| t >= early && t <= now_unix_ns.saturating_add(AHEAD_NS)) {
+            return Err(format!("it said its run started at {t0} ns, far from the start instant it was given"));
         }
     }
-    Ok(a)
+    let mut judge = judge.clone();
+    let mut prev = h.last_second;
+    for s in &a.seconds {
+        let second = s.second;
+        if prev.is_some_and(|p| second <= p) || second > rules.last_planned {
+            return Err(format!("it sent second {second} out of order, twice or past the plan's end"));
+        }
+        // A second may follow a gap only as long as its interval covers (a collector's gap).
+        let next = prev.map_or(0, |p| p as u64 + 1);
+        if second as u64 > next + s.interval_ns / SECOND_NS + 1 {
+            return Err(format!(
+                "it sent second {second} after second {prev:?} with an interval that does not cover the gap"
+            ));
+        }
+        let ends = rules.start_unix_ns.saturating_add((second as i64 + 1).saturating_mul(SECOND_NS as i64));
+        if ends > now_unix_ns.saturating_add(AHEAD_NS) {
+            return Err(format!("it sent second {second} before that second could have ended"));
+        }
+        if s.interval_ns > (rules.last_planned as u64 + 2) * SECOND_NS {
+            return Err(format!(
+                "it sent second {second} with an interval of {} ns, longer than the run",
+                s.interval_ns
+            ));
+        }
+        ioscope_store::check::peer_second(s, &rules.steps)
+            .map_err(|why| format!("its second {second} is not valid: {why}"))?;
+        for o in &s.ops {
+            for (k, _) in &o.data.errors_by_kind {
+                if judge.kinds.len() < MAX_KINDS_PER_HOST || judge.kinds.contains(&(o.op, k.clone())) {
+                    judge.kinds.insert((o.op, k.clone()));
+                } else {
+                    return Err(format!("it named more than {MAX_KINDS_PER_HOST} kinds of failure"));
+                }
+            }
+        }
+        judge.totals.add(s);
+        judge.totals.within(rules.share).map_err(|why| format!("its second {second}: {why} for one host"))?;
+        prev = Some(second);
+    }
+    if let Some(d) = &mut a.done {
+        match d.status.parse::<Status>() {
+            Ok(Status::Completed | Status::Failed | Status::Interrupted) => {}
+            _ => return Err(format!("it ended with status {:?}, not one a run can end with", text(&d.status))),
+        }
+        if let Some(t) = d.first_io_unix_ns {
+            let ours = t.checked_sub(h.offset.offset_ns);
+            let early = rules.start_unix_ns.saturating_sub(EARLY_START_NS);
+            if !ours.is_some_and(|t| t >= early && t <= now_unix_ns.saturating_add(AHEAD_NS)) {
+                return Err(format!("it said its first I/O was at {t} ns, outside its run"));
+            }
+        }
+        d.detail = d.detail.as_deref().map(text);
+        d.first_errors.truncate(MAX_FIRST_ERRORS);
+        d.first_errors.iter_mut().for_each(|e| *e = text(e));
+        d.engine = d.engine.as_deref().map(text);
+    }
+    Ok((a, judge))
 }
 
 /// One second merged over hosts (for the progress line): ops of the same workload add up.
@@ -639,7 +803,7 @@ fn host_config(h: &Host) -> serde_json::Value {
         "rtt_ns": h.offset.rtt_ns,
         "started_unix_ns": h.started_unix_ns,
         "planned_start_unix_ns": h.planned_start_unix_ns,
-        "first_io_unix_ns": h.done.as_ref().and_then(|d| d.first_io_unix_ns).map(|t| t - h.offset.offset_ns),
+        "first_io_unix_ns": h.done.as_ref().and_then(|d| d.first_io_unix_ns).and_then(|t| t.checked_sub(h.offset.offset_ns)),
         "lost_at_second": h.lost.as_ref().map(|l| l.0),
         "store_delay_ns": {"mean": h.store_delay_ns.0.checked_div(h.store_delay_ns.1), "max": h.store_delay_ns.2},
         "plan_json": h.plan_json,

@@ -4,9 +4,26 @@
 use ioscope_metrics::Snapshot;
 use serde::{Deserialize, Serialize};
 
+/// The protocol's version: the coordinator refuses an agent that speaks another. 2: a
+/// prepare is answered at once and followed with `/v1/prepared` (version 1 answered the
+/// prepare call itself once the working set was ready, however long that took).
+pub const PROTOCOL: u32 = 2;
+
+/// Most bytes of one answer the coordinator reads (its client refuses more before
+/// decoding): 32 seconds of a few thousand series each.
+pub const MAX_ANSWER_BYTES: usize = 16 << 20;
+/// Most seconds in one answer to `/v1/seconds`.
+pub const MAX_SECONDS_PER_ANSWER: usize = 32;
+/// Most bytes of a text from an agent that the coordinator keeps (its host name, a
+/// status detail, a first error); longer ones are cut.
+pub const MAX_TEXT_BYTES: usize = 4096;
+/// Most first errors an agent's `done` may carry.
+pub const MAX_FIRST_ERRORS: usize = 64;
+
 pub const HELLO: &str = "/v1/hello";
 pub const CLOCK: &str = "/v1/clock";
 pub const PREPARE: &str = "/v1/prepare";
+pub const PREPARED: &str = "/v1/prepared";
 pub const START: &str = "/v1/start";
 pub const SECONDS: &str = "/v1/seconds";
 pub const STOP: &str = "/v1/stop";
@@ -28,6 +45,9 @@ pub struct HelloAnswer {
     /// The agent host's kernel node name.
     pub hostname: String,
     pub pid: u32,
+    /// [`PROTOCOL`] of the agent (0 from agents before version 2).
+    #[serde(default)]
+    pub protocol: u32,
 }
 
 /// The agent's wall clock (CLOCK_REALTIME, ns since the Unix epoch) when it answered.
@@ -53,7 +73,7 @@ pub struct Prepare {
     pub results: String,
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PrepareAnswer {
     /// The plan this host runs ([`crate::host_plan`]), as JSON.
     pub plan_json: String,
@@ -61,6 +81,20 @@ pub struct PrepareAnswer {
     pub config: serde_json::Value,
     /// What preparing the working set did ("reusing 4 files, 1 GiB", ...).
     pub prepared: String,
+}
+
+/// Whether the preparation of `run` has ended, waiting up to `wait_ms` (at most 10 s)
+/// for it to end.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct PrepareWait {
+    pub run: String,
+    pub wait_ms: u64,
+}
+
+/// None while the agent is still preparing; a failed preparation is a refusal of the call.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct PreparedAnswer {
+    pub done: Option<PrepareAnswer>,
 }
 
 /// Start the measured run at this instant of the agent's own wall clock.

@@ -245,40 +245,242 @@ pub(crate) fn whole(path: &Path, parts: &[&[Snapshot]]) -> Result<(), StoreError
 
     // Sums of counts and intervals must fit u64 wherever consumers add them up: checked
     // here once for the whole run (every partial sum is smaller).
-    let mut interval_ns = 0u128;
-    let mut ops = [0u128; 4]; // ops + errors, bytes of per-op series; the same per worker and file
-    for s in all() {
-        interval_ns += s.interval_ns as u128;
+    let mut totals = Totals::default();
+    all().for_each(|s| totals.add(s));
+    let table = |why: &str| if why.contains("intervals") { "tick" } else { "sample" };
+    totals.within(u64::MAX as u128).map_err(|why| corrupt(path, table(&why), "", why))?;
+    Ok(())
+}
+
+/// Sums over a run that consumers form (see [`whole`]): they must fit u64. Kept as the
+/// seconds come, so that a writer of seconds from a peer (the coordinator, one per host)
+/// can refuse a second that would push them past what the reader accepts.
+#[derive(Clone, Debug, Default)]
+pub struct Totals {
+    interval_ns: u128,
+    /// ops + errors, bytes of per-op series; the same per worker and file.
+    ops: [u128; 4],
+    /// Values of each distribution statistic over every op.
+    dists: [u128; 4],
+}
+
+impl Totals {
+    pub fn add(&mut self, s: &Snapshot) {
+        self.interval_ns += s.interval_ns as u128;
         for c in s.ops.iter().map(|o| o.data.counts) {
-            ops[0] += c.ops as u128 + c.errors as u128;
-            ops[1] += c.bytes as u128;
+            self.ops[0] += c.ops as u128 + c.errors as u128;
+            self.ops[1] += c.bytes as u128;
         }
         for c in s.workers.iter().map(|w| w.counts).chain(s.files.iter().map(|f| f.counts)) {
-            ops[2] += c.ops as u128 + c.errors as u128;
-            ops[3] += c.bytes as u128;
+            self.ops[2] += c.ops as u128 + c.errors as u128;
+            self.ops[3] += c.bytes as u128;
         }
-    }
-    let limit = u64::MAX as u128;
-    if interval_ns > limit {
-        return Err(corrupt(path, "tick", "", "the intervals add up to more than 584 years"));
-    }
-    for (total, what) in ops.iter().zip(["ops", "bytes", "per-worker or per-file ops", "per-worker or per-file bytes"])
-    {
-        if *total > limit {
-            return Err(corrupt(path, "sample", "", format_args!("the {what} add up past 2^64")));
-        }
-    }
-    let distributions = || STATS.iter().filter(|st| st.kind == Kind::Distribution);
-    let mut counts = vec![0u128; distributions().count()];
-    for s in all() {
+        let distributions = STATS.iter().filter(|st| st.kind == Kind::Distribution);
         for o in &s.ops {
-            for (t, st) in counts.iter_mut().zip(distributions()) {
+            for (t, st) in self.dists.iter_mut().zip(distributions.clone()) {
                 *t += o.data.histogram(st.id).map_or(0, |h| h.count() as u128);
             }
         }
     }
-    if counts.iter().any(|c| *c > limit) {
-        return Err(corrupt(path, "sample", "", "the histogram counts add up past 2^64"));
+
+    /// Every sum is at most `limit` (u64::MAX for a whole file; a share of it for one of
+    /// several hosts, so that the hosts' sums together still fit).
+    pub fn within(&self, limit: u128) -> Result<(), String> {
+        let past = if limit == u64::MAX as u128 { "2^64".to_string() } else { limit.to_string() };
+        if self.interval_ns > limit {
+            return Err(format!("the intervals add up past {past} ns"));
+        }
+        let what = ["ops", "bytes", "per-worker or per-file ops", "per-worker or per-file bytes"];
+        if let Some((_, what)) = self.ops.iter().zip(what).find(|(t, _)| **t > limit) {
+            return Err(format!("the {what} add up past {past}"));
+        }
+        if self.dists.iter().any(|c| *c > limit) {
+            return Err(format!("the histogram counts add up past {past}"));
+        }
+        Ok(())
+    }
+}
+
+/// The rules of one second of one host that a results file must keep, as the reader
+/// applies them to its rows: what [`crate::Writer::write_second`] stores of a second that
+/// passes them reads back. The reader checks each second it assembles with it; the
+/// coordinator checks each second an agent sends with it (and [`peer_second`]) before
+/// storing it. `steps`: the run's step indexes (empty: any).
+pub fn snapshot(s: &Snapshot, steps: &[u32]) -> Result<(), String> {
+    second(s, steps, true)
+}
+
+/// [`snapshot`]; `histograms`: whether to check each histogram too (the reader has, row
+/// by row, with [`histogram`]).
+pub(crate) fn second(s: &Snapshot, steps: &[u32], histograms: bool) -> Result<(), String> {
+    use ioscope_metrics::stat::StatId;
+    use std::collections::HashSet;
+    if s.interval_ns == 0 {
+        return Err("interval_ns is 0: a second must have lasted some time".into());
+    }
+    if !steps.is_empty() && !steps.contains(&s.step) {
+        return Err(format!("step {} is not a step of the run", s.step));
+    }
+    let stored = i64::MAX as u64;
+    if s.not_broken_down > stored {
+        return Err(format!("not_broken_down {} is past 2^63-1", s.not_broken_down));
+    }
+    let mut cpu = HashSet::new();
+    for w in &s.worker_cpu {
+        if w.cpu_ns > stored || w.wait_ns > stored {
+            return Err(format!("worker {} cpu_ns {} / wait_ns {} past 2^63-1", w.worker, w.cpu_ns, w.wait_ns));
+        }
+        if !cpu.insert(w.worker) {
+            return Err(format!("worker {} has two CPU rows", w.worker));
+        }
+    }
+    // A distribution as its row is read back; one an operation does not have is not
+    // stored, so it must be empty.
+    let dists = |what: &str, op: ioscope_metrics::Op, d: &ioscope_metrics::OpInterval| -> Result<(), String> {
+        for st in STATS.iter().filter(|st| st.kind == Kind::Distribution) {
+            let Some(h) = d.histogram(st.id) else { continue };
+            if !st.id.applies_to(op) {
+                if !h.is_empty() {
+                    return Err(format!("{what}: {} values for an operation without them", st.stored));
+                }
+                continue;
+            }
+            if histograms && !h.is_empty() {
+                histogram(&h.encode_sparse(), h.count(), Some(h.sum()), h.min(), h.max())
+                    .map_err(|e| format!("{what} {}: {e}", st.stored))?;
+            }
+        }
+        Ok(())
+    };
+    let mut seen = HashSet::new();
+    for o in &s.ops {
+        let what = format!("workload {:?} op {:?}", o.workload, o.op.name());
+        if !seen.insert((o.workload.as_str(), o.op)) {
+            return Err(format!("{what} appears twice"));
+        }
+        let mut kinds = HashSet::new();
+        for (kind, n) in &o.data.errors_by_kind {
+            if *n > 0 && !kinds.insert(kind.as_str()) {
+                return Err(format!("{what}: error kind {kind:?} appears twice"));
+            }
+        }
+        dists(&what, o.op, &o.data)?;
+        let d = &o.data;
+        let name = |id| ioscope_metrics::stat::stat(id).stored;
+        // (The recorder derives the counts so: see ioscope_metrics::recorder.)
+        if d.counts.ops != d.latency_ns.count() {
+            return Err(format!(
+                "{what}: {} {} but {} {} values",
+                d.counts.ops,
+                name(StatId::Ops),
+                d.latency_ns.count(),
+                name(StatId::Latency)
+            ));
+        }
+        if d.counts.bytes as u128 != d.size_bytes.sum() {
+            return Err(format!(
+                "{what}: {} {} but {} values add up to {}",
+                d.counts.bytes,
+                name(StatId::Bytes),
+                name(StatId::Size),
+                d.size_bytes.sum()
+            ));
+        }
+    }
+    let mut seen = HashSet::new();
+    if let Some(w) = s.workers.iter().find(|w| !seen.insert((w.worker, w.op))) {
+        return Err(format!("worker {} op {:?} appears twice", w.worker, w.op.name()));
+    }
+    let mut seen = HashSet::new();
+    if let Some(f) = s.files.iter().find(|f| !seen.insert((f.file.as_str(), f.op))) {
+        return Err(format!("file {:?} op {:?} appears twice", f.file, f.op.name()));
+    }
+    let mut seen = HashSet::new();
+    for w in &s.worker_dists {
+        let what =
+            format!("worker {} op {:?}", w.worker.map_or_else(|| "(other)".into(), |w| w.to_string()), w.op.name());
+        if !seen.insert((w.worker, w.op)) {
+            return Err(format!("{what} has two distributions"));
+        }
+        dists(&what, w.op, &w.data)?;
+    }
+    let mut seen = HashSet::new();
+    for f in &s.file_dists {
+        let what = format!("file {:?} op {:?}", f.file, f.op.name());
+        if !seen.insert((f.file.as_str(), f.op)) {
+            return Err(format!("{what} has two distributions"));
+        }
+        dists(&what, f.op, &f.data)?;
     }
     Ok(())
+}
+
+/// Most rows of each kind (ops, workers, files, their distributions, worker CPU) in one
+/// second from a peer.
+pub const MAX_ROWS_PER_SECOND: usize = 4096;
+/// Most error kinds of one operation in one second from a peer (an agent's recorder names
+/// at most this many: `ioscope_metrics::recorder::ERROR_KINDS`).
+pub const MAX_ERROR_KINDS: usize = 512;
+/// Most bytes of a name from a peer: a workload, a file, an error kind.
+pub const MAX_NAME_BYTES: usize = 256;
+/// Most non-empty histogram buckets in one second from a peer, over all its histograms.
+pub const MAX_BUCKETS_PER_SECOND: usize = 262_144;
+
+/// What a second from a peer (an agent) must be besides [`snapshot`]'s rules: rows,
+/// error kinds, names and buckets within the limits above (what one second may cost to
+/// store, read and show), and names without control characters (they reach terminals); a
+/// file or error kind has a name.
+pub fn peer_second(s: &Snapshot, steps: &[u32]) -> Result<(), String> {
+    let rows =
+        [s.ops.len(), s.workers.len(), s.files.len(), s.worker_dists.len(), s.file_dists.len(), s.worker_cpu.len()];
+    if rows.iter().any(|n| *n > MAX_ROWS_PER_SECOND) {
+        return Err(format!("more than {MAX_ROWS_PER_SECOND} rows of one kind in a second"));
+    }
+    let name = |what: &str, n: &str, empty_ok: bool| -> Result<(), String> {
+        if n.len() > MAX_NAME_BYTES {
+            return Err(format!("a {what} name of {} bytes (at most {MAX_NAME_BYTES})", n.len()));
+        }
+        if n.is_empty() && !empty_ok {
+            return Err(format!("an empty {what} name"));
+        }
+        if n.chars().any(unprintable) {
+            return Err(format!("a {what} name with control characters: {}", crate::printable(n)));
+        }
+        Ok(())
+    };
+    let mut buckets = 0usize;
+    let mut count = |d: &ioscope_metrics::OpInterval| {
+        buckets += [&d.latency_ns, &d.service_ns, &d.size_bytes, &d.offset_bytes]
+            .iter()
+            .map(|h| h.nonzero().count())
+            .sum::<usize>();
+    };
+    for o in &s.ops {
+        name("workload", &o.workload, true)?;
+        if o.data.errors_by_kind.len() > MAX_ERROR_KINDS {
+            return Err(format!("more than {MAX_ERROR_KINDS} error kinds of one operation in a second"));
+        }
+        for (k, _) in &o.data.errors_by_kind {
+            name("error kind", k, false)?;
+        }
+        count(&o.data);
+    }
+    for f in &s.files {
+        name("file", &f.file, false)?;
+    }
+    for f in &s.file_dists {
+        name("file", &f.file, false)?;
+        count(&f.data);
+    }
+    s.worker_dists.iter().for_each(|w| count(&w.data));
+    if buckets > MAX_BUCKETS_PER_SECOND {
+        return Err(format!("{buckets} histogram buckets in a second (at most {MAX_BUCKETS_PER_SECOND})"));
+    }
+    snapshot(s, steps)
+}
+
+/// A character that must not reach a terminal as it is: a control character (C0, DEL,
+/// C1: escapes, newlines, carriage returns) or a bidirectional override.
+pub(crate) fn unprintable(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}')
 }

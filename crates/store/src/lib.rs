@@ -16,14 +16,16 @@
 //! The schema is in [`schema`]; `PRAGMA application_id` is [`APPLICATION_ID`] and
 //! `PRAGMA user_version` is [`SCHEMA_VERSION`].
 
-mod check;
+pub mod check;
 mod liveness;
+mod printable;
 mod read;
 pub mod schema;
 mod write;
 
 pub use check::MAX_GAP_SECONDS;
 pub use ioscope_metrics::{Op, Snapshot};
+pub use printable::printable;
 pub use read::{open, refresh, sidecar};
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
 pub use write::{check_new_path, mark_warmup, Finished, Writer};
@@ -285,6 +287,13 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// Whether the file refused the data written (a constraint, such as a second stored
+    /// twice), rather than failed: the data's fault, not the file's.
+    pub fn is_refused_data(&self) -> bool {
+        matches!(self, StoreError::Sqlite { source, .. }
+            if source.sqlite_error_code() == Some(rusqlite::ErrorCode::ConstraintViolation))
+    }
+
     pub(crate) fn sqlite(path: &Path) -> impl FnOnce(rusqlite::Error) -> StoreError + '_ {
         move |source| match source.sqlite_error_code() {
             Some(rusqlite::ErrorCode::DiskFull) => StoreError::Full { path: path.to_path_buf(), source },

@@ -661,8 +661,11 @@ impl Reader<'_> {
             files: HashMap<(String, Op), (usize, u32)>,
             worker_dists: HashMap<(Option<u32>, Op), (usize, u32)>,
             file_dists: HashMap<(String, Op), (usize, u32)>,
+            /// (op row, error kind): each kind once (a set, not a search per kind).
+            kinds: HashSet<(usize, String)>,
         }
         let step_ids: HashSet<u32> = steps.iter().map(|s| s.index).collect();
+        let step_list: Vec<u32> = steps.iter().map(|s| s.index).collect();
         let mut snaps: BTreeMap<(u32, String), Building> = BTreeMap::new();
         // Every row unless refreshing: a negative or NULL second is damage to report,
         // not a row to leave out.
@@ -709,6 +712,7 @@ impl Reader<'_> {
                     files: HashMap::new(),
                     worker_dists: HashMap::new(),
                     file_dists: HashMap::new(),
+                    kinds: HashSet::new(),
                 };
                 if snaps.insert((second, host), building).is_some() {
                     return Err(check::corrupt(p, "tick", &row(), "a second row for the same host and second"));
@@ -855,7 +859,7 @@ impl Reader<'_> {
                 let d = &mut snap.ops[*i].data;
                 // Error kinds and skips come beside the per-op statistics, not among them.
                 if let Some(kind) = &s.error {
-                    if d.errors_by_kind.iter().any(|(k, _)| k == kind) {
+                    if !b.kinds.insert((*i, kind.clone())) {
                         return Err(corrupt(format!("a second row of series {id} for second {second}")));
                     }
                     d.errors_by_kind.push((kind.clone(), value));
@@ -906,31 +910,11 @@ impl Reader<'_> {
             for ((file, op), (_, bits)) in &b.file_dists {
                 full(*bits, of_dists, *op, &format!("file {file:?} op {:?}", op.name()))?;
             }
-            for ((workload, op), (i, bits)) in &b.ops {
+            for ((workload, op), (_, bits)) in &b.ops {
                 full(*bits, of_op, *op, &format!("workload {workload:?} op {:?}", op.name()))?;
-                let op = op.name();
-                let d = &b.snap.ops[*i].data;
-                // (The recorder derives the counts so: see ioscope_metrics::recorder.)
-                let name = |id| stat::stat(id).stored;
-                if d.counts.ops != d.latency_ns.count() {
-                    return Err(at(format!(
-                        "workload {workload:?} op {op:?}: {} {} but {} {} values",
-                        d.counts.ops,
-                        name(StatId::Ops),
-                        d.latency_ns.count(),
-                        name(StatId::Latency),
-                    )));
-                }
-                if d.counts.bytes != d.size_bytes.sum() as u64 {
-                    return Err(at(format!(
-                        "workload {workload:?} op {op:?}: {} {} but {} values add up to {}",
-                        d.counts.bytes,
-                        name(StatId::Bytes),
-                        name(StatId::Size),
-                        d.size_bytes.sum()
-                    )));
-                }
             }
+            // The rules of a second, the same a coordinator applies to an agent's.
+            check::second(&b.snap, &step_list, false).map_err(at)?;
             for ((worker, op), (_, bits)) in &b.workers {
                 full(*bits, of_worker, *op, &format!("worker {worker} op {:?}", op.name()))?;
             }
