@@ -28,9 +28,9 @@ fn output_within(cmd: &mut Command, limit: Duration) -> Output {
     child.wait_with_output().unwrap()
 }
 
-/// One HTTP/1.1 request's method and target (its body read and dropped), or None once the
-/// client has closed the connection.
-fn request(c: &mut TcpStream, buf: &mut Vec<u8>) -> Option<(String, String)> {
+/// One HTTP/1.1 request's method, target and body length (the body read and dropped), or
+/// None once the client has closed the connection.
+fn request(c: &mut TcpStream, buf: &mut Vec<u8>) -> Option<(String, String, u64)> {
     let end = loop {
         if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
             break i + 4;
@@ -57,7 +57,7 @@ fn request(c: &mut TcpStream, buf: &mut Vec<u8>) -> Option<(String, String)> {
         }
     }
     buf.drain(..length);
-    Some((method, target))
+    Some((method, target, length as u64))
 }
 
 fn answer(c: &mut TcpStream, status: &str, headers: &str, body: &str) -> std::io::Result<()> {
@@ -67,16 +67,38 @@ fn answer(c: &mut TcpStream, status: &str, headers: &str, body: &str) -> std::io
 
 /// An S3 endpoint that takes everything preparing a working set asks (listings, the
 /// marker, uploads) and then never answers a GET of an object's data: the connection
-/// stays open and silent. Returns its port.
+/// stays open and silent. It keeps each object's size (a PUT's body, or the parts of a
+/// completed upload), so that a HEAD after a PUT finds the object, as on any S3. Returns
+/// its port.
 fn s3_that_hangs_on_reads() -> u16 {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex};
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port();
+    // Object path -> size, and path -> bytes of the parts uploaded so far.
+    type Sizes = HashMap<String, u64>;
+    let objects: Arc<Mutex<(Sizes, Sizes)>> = Arc::default();
     std::thread::spawn(move || {
         for c in l.incoming() {
             let Ok(mut c) = c else { return };
+            let objects = Arc::clone(&objects);
             std::thread::spawn(move || {
                 let mut buf = Vec::new();
-                while let Some((method, target)) = request(&mut c, &mut buf) {
+                while let Some((method, target, length)) = request(&mut c, &mut buf) {
+                    let path = target.split('?').next().unwrap_or_default().to_string();
+                    let mut known = objects.lock().unwrap();
+                    match method.as_str() {
+                        "PUT" if target.contains("partNumber=") => *known.1.entry(path.clone()).or_default() += length,
+                        "PUT" => drop(known.0.insert(path.clone(), length)),
+                        "POST" if target.contains("uploadId=") => {
+                            let size = known.1.remove(&path).unwrap_or(0);
+                            known.0.insert(path.clone(), size);
+                        }
+                        "DELETE" => drop(known.0.remove(&path)),
+                        _ => {}
+                    }
+                    let size = known.0.get(&path).copied();
+                    drop(known);
                     let sent = match method.as_str() {
                         "GET" if target.contains("list-type=") => answer(
                             &mut c,
@@ -92,7 +114,12 @@ fn s3_that_hangs_on_reads() -> u16 {
                             while c.read(&mut [0u8; 4096]).is_ok_and(|n| n > 0) {}
                             return;
                         }
-                        "HEAD" => answer(&mut c, "404 Not Found", "", ""),
+                        "HEAD" => match size {
+                            Some(n) => c.write_all(
+                                format!("HTTP/1.1 200 OK\r\nETag: \"e\"\r\nContent-Length: {n}\r\n\r\n").as_bytes(),
+                            ),
+                            None => answer(&mut c, "404 Not Found", "", ""),
+                        },
                         "POST" if target.contains("uploads") => answer(
                             &mut c,
                             "200 OK",
