@@ -493,7 +493,7 @@ pub const KEYS: &[Key] = &[
         default: "\"1%\"",
         help: "End the run as failed past N failed I/Os or PCT% of the I/Os (off: never).",
         help_from: None,
-        doc: "the run then ends with exit 1 and its results kept; a count (`1000`, `0` = any error), a share of the I/Os attempted (`\"0.1%\"`, judged once 1,000 I/Os were attempted), or `\"off\"`; with any limit but `\"off\"`, a run in which every I/O fails for 5 s in a row ends too (a dead device), and so does one in which the file system refuses every write for a whole second (ENOSPC, EDQUOT, EROFS: full or read-only; docs/exit-codes.md)",
+        doc: "the run then ends with exit 1 and its results kept; a count (`1000`, `0` = any error), a share of the I/Os attempted (`\"0.1%\"`, judged once 1,000 I/Os were attempted), or `\"off\"`; with any limit but `\"off\"`, a run in which no I/O succeeds for 5 s in a row while I/Os fail ends too (a dead device, a hung server), one in which nothing succeeded at all is failed at its end whatever the count, and so does one in which the file system refuses every write for a whole second (ENOSPC, EDQUOT, EROFS: full or read-only; docs/exit-codes.md)",
         fio: &[],
         fio_values: &[],
         example: "\"off\"",
