@@ -8,7 +8,7 @@ use std::time::Duration;
 mod common;
 mod skip;
 
-use common::run::{ioscope, json_of, run_ok, s};
+use common::run::{ioscope, json_of, output_within, run_ok, s};
 use skip::skip;
 
 fn schema_check(summary: &Value) {
@@ -1385,21 +1385,6 @@ fn a_dead_device_ends_the_run_as_failed_within_seconds() {
 
 // ---- The working directory and the measured core: one run per directory, every check
 // ---- before I/O, clean failures of opens and preparation, seconds under overload.
-
-/// The command's output, or a test failure if it has not ended within `limit` (killed).
-fn output_within(cmd: &mut Command, limit: Duration) -> Output {
-    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    let started = std::time::Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if started.elapsed() > limit {
-            child.kill().unwrap();
-            let out = child.wait_with_output().unwrap();
-            panic!("{cmd:?} still running after {limit:?}: {}", String::from_utf8_lossy(&out.stderr));
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    child.wait_with_output().unwrap()
-}
 
 /// `ioscope ARGS` under `sh -c 'ulimit -n NOFILE; exec ...'`, given 60 s.
 fn ioscope_with_nofile(nofile: u32, args: &[&str]) -> Output {

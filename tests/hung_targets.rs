@@ -7,26 +7,10 @@
 mod common;
 mod skip;
 
-use common::run::{ioscope, json_of, s};
+use common::run::{ioscope, json_of, output_within, s};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
-
-/// The command's output, or a test failure if it has not ended within `limit` (killed).
-fn output_within(cmd: &mut Command, limit: Duration) -> Output {
-    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    let started = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if started.elapsed() > limit {
-            child.kill().unwrap();
-            let out = child.wait_with_output().unwrap();
-            panic!("{cmd:?} still running after {limit:?}: {}", String::from_utf8_lossy(&out.stderr));
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    child.wait_with_output().unwrap()
-}
 
 /// One HTTP/1.1 request's method, target and body length (the body read and dropped), or
 /// None once the client has closed the connection.

@@ -4,7 +4,8 @@
 
 use serde_json::Value;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
 
 /// The binary under test.
 pub fn ioscope() -> Command {
@@ -27,4 +28,19 @@ pub fn json_of(out: &Output) -> Value {
 /// A path as an argument.
 pub fn s(p: &Path) -> &str {
     p.to_str().unwrap()
+}
+
+/// The command's output, or a test failure if it has not ended within `limit` (killed).
+pub fn output_within(cmd: &mut Command, limit: Duration) -> Output {
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > limit {
+            child.kill().unwrap();
+            let out = child.wait_with_output().unwrap();
+            panic!("{cmd:?} still running after {limit:?}: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
 }
