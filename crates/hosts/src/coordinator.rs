@@ -275,10 +275,31 @@ async fn run(plan: &Plan, mut c: Coordinate<'_>, started: &AtomicBool) -> Result
     let mut interrupted = false;
     let mut store_failure = None;
     let mut ticker = tokio::time::interval(Duration::from_millis(100));
+    // Every host must say its run is over by its planned end, or by the stop it was sent,
+    // plus this allowance; one that keeps answering without ending is lost then.
+    let allowance_ns = end_allowance_ns(timeout, plan.cleanup);
+    let mut end_by = at.saturating_add(planned_ns as i64).saturating_add(allowance_ns);
+    let mut stop_sent = false;
     loop {
         if c.interrupt.load(Relaxed) && !interrupted {
             interrupted = true;
             stop_all(&hosts).await;
+        }
+        if (interrupted || stopping.is_some()) && !stop_sent {
+            stop_sent = true;
+            end_by = end_by.min(unix_ns().saturating_add(allowance_ns));
+        }
+        if unix_ns() > end_by {
+            let late: Vec<usize> =
+                (0..hosts.len()).filter(|&i| hosts[i].done.is_none() && hosts[i].lost.is_none()).collect();
+            let after = if stop_sent { "it was asked to stop" } else { "the run's planned end" };
+            for i in late {
+                let why = format!(
+                    "it had not ended its run {} s after {after} (host_timeout plus the time its I/Os may take to end)",
+                    allowance_ns / SECOND_NS as i64
+                );
+                lose_host(&mut hosts, i, why, plan.on_host_loss, &mut stopping, c.say).await;
+            }
         }
         if hosts.iter().all(|h| h.done.is_some() || h.lost.is_some()) {
             break;
@@ -342,18 +363,7 @@ async fn run(plan: &Plan, mut c: Coordinate<'_>, started: &AtomicBool) -> Result
             }
         };
         if let Some(why) = loss {
-            let h = &mut hosts[i];
-            let at = h.last_second.map_or(0, |s| s + 1);
-            (c.say)(&format!("host {} ({}) lost at second {at}: {why}", h.name, h.address));
-            h.lost = Some((at, why.clone()));
-            if plan.on_host_loss == OnHostLoss::Stop && stopping.is_none() {
-                stopping = Some(format!(
-                    "host {} ({}) was lost at second {at}: {why}; the other hosts were stopped and every second \
-                     received is kept",
-                    h.name, h.address
-                ));
-                stop_all(&hosts).await;
-            }
+            lose_host(&mut hosts, i, why, plan.on_host_loss, &mut stopping, c.say).await;
         }
         // max_errors holds over each host's seconds as over a local run's.
         if let Some(why) = failed_host {
@@ -390,7 +400,7 @@ async fn run(plan: &Plan, mut c: Coordinate<'_>, started: &AtomicBool) -> Result
     // The end: every host's record, then the run's status.
     let mut first_errors = Vec::new();
     let mut failed = None;
-    for h in &hosts {
+    for (h, limit) in hosts.iter().zip(&limits) {
         if let Err(e) = writer.update_host(&h.name, &host_config(h)) {
             store_failure.get_or_insert(e);
         }
@@ -398,6 +408,11 @@ async fn run(plan: &Plan, mut c: Coordinate<'_>, started: &AtomicBool) -> Result
             first_errors.extend(d.first_errors.iter().map(|e| format!("host {}: {e}", h.name)));
             if d.status == "failed" && failed.is_none() {
                 failed = Some(format!("host {}: {}", h.name, d.detail.clone().unwrap_or_else(|| "failed".into())));
+            }
+            // Its seconds judged as a local run's at its end: not one I/O succeeded (an
+            // interrupted run is interrupted, as a local one).
+            if let (Some(why), None, false) = (limit.at_end(), &failed, interrupted) {
+                failed = Some(format!("host {}: {why}", h.name));
             }
             // A host that says it completed what was planned without one second of it did not.
             if d.status == "completed" && h.last_second.is_none() && planned_ns > 0 && failed.is_none() {
@@ -600,7 +615,7 @@ pub(crate) fn text(s: &str) -> String {
 }
 
 /// Asks one agent for its seconds until its run is done; a host that does not answer for
-/// `timeout` (or whose connection is gone) is reported lost.
+/// `timeout`, whose connection is gone or whose answer cannot be read is reported lost.
 async fn poll(i: usize, client: Client, timeout: Duration, tx: mpsc::Sender<(usize, Result<SecondsAnswer, String>)>) {
     let mut after = None;
     let mut last_answer = tokio::time::Instant::now();
@@ -620,8 +635,12 @@ async fn poll(i: usize, client: Client, timeout: Duration, tx: mpsc::Sender<(usi
             }
             Err(e) => {
                 let closed = client.is_closed() || matches!(e, CallError::Closed(_));
-                if closed || last_answer.elapsed() >= timeout {
-                    let why = if closed {
+                // An answer too large or not the JSON of the protocol is a lie, not a delay.
+                let refused = matches!(e, CallError::BadAnswer(_));
+                if closed || refused || last_answer.elapsed() >= timeout {
+                    let why = if refused {
+                        format!("its answer was refused ({e})")
+                    } else if closed {
                         format!("its connection ended ({e})")
                     } else {
                         format!("no answer for {} s ({e})", timeout.as_secs())
@@ -666,7 +685,7 @@ const MAX_KINDS_PER_HOST: usize = 4096;
 /// seconds, each after the last one received, within the plan, not ending before its
 /// time (a second N is over N+1 s after the start, not sooner), with the results file's
 /// own rules and the limits of a peer's second (`ioscope_store::check::peer_second`),
-/// sums that stay within the host's share, a time zero near the start instant, and a
+/// sums that stay within the host's share, a time zero near the start instant (the same in every answer), and a
 /// `done` whose status is one the file knows. Returns the answer (its texts made safe to
 /// show) and the host's judge once it is stored.
 fn check_answer(
@@ -679,9 +698,12 @@ fn check_answer(
     if a.seconds.len() > MAX_SECONDS_PER_ANSWER {
         return Err(format!("it sent {} seconds in one answer (at most {MAX_SECONDS_PER_ANSWER})", a.seconds.len()));
     }
-    if let (None, Some(t0)) = (h.started_unix_ns, a.started_unix_ns) {
+    if let Some(t0) = a.started_unix_ns {
         let ours = t0.checked_sub(h.offset.offset_ns);
         let early = rules.start_unix_ns.saturating_sub(EARLY_START_NS);
+        if h.started_unix_ns.is_some_and(|t| ours != Some(t)) {
+            return Err(format!("it said its run started at {t0} ns, not when it said before"));
+        }
         if !ours.is_some_and(|t| t >= early && t <= now_unix_ns.saturating_add(AHEAD_NS)) {
             return Err(format!("it said its run started at {t0} ns, far from the start instant it was given"));
         }
@@ -766,6 +788,38 @@ fn merge<'a>(snaps: impl Iterator<Item = &'a Snapshot>) -> Option<Snapshot> {
         }
     }
     out
+}
+
+/// Marks host `i` lost (its series end at its last second) and says so; with
+/// `on_host_loss = "stop"` the first loss stops every other host.
+async fn lose_host(
+    hosts: &mut [Host],
+    i: usize,
+    why: String,
+    on_loss: OnHostLoss,
+    stopping: &mut Option<String>,
+    say: &dyn Fn(&str),
+) {
+    let h = &mut hosts[i];
+    let at = h.last_second.map_or(0, |s| s + 1);
+    say(&format!("host {} ({}) lost at second {at}: {why}", h.name, h.address));
+    h.lost = Some((at, why.clone()));
+    if on_loss == OnHostLoss::Stop && stopping.is_none() {
+        *stopping = Some(format!(
+            "host {} ({}) was lost at second {at}: {why}; the other hosts were stopped and every second \
+             received is kept",
+            h.name, h.address
+        ));
+        stop_all(hosts).await;
+    }
+}
+
+/// How long after its planned end (or a stop) a host has to say its run is over: twice
+/// `host_timeout` (its I/Os in flight end by their own timeouts, its last seconds are
+/// sent), and ten minutes more when it removes its files afterwards (`cleanup`).
+fn end_allowance_ns(host_timeout: Duration, cleanup: bool) -> i64 {
+    let cleanup_ns = if cleanup { 600 * SECOND_NS } else { 0 };
+    (host_timeout.as_nanos().min(u64::MAX as u128 / 8) as u64 * 2).saturating_add(cleanup_ns) as i64
 }
 
 async fn stop_all(hosts: &[Host]) {

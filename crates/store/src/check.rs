@@ -321,9 +321,31 @@ pub(crate) fn second(s: &Snapshot, steps: &[u32], histograms: bool) -> Result<()
     if !steps.is_empty() && !steps.contains(&s.step) {
         return Err(format!("step {} is not a step of the run", s.step));
     }
+    // Counters and intervals are INTEGER columns: past 2^63-1 they would not read back.
     let stored = i64::MAX as u64;
     if s.not_broken_down > stored {
         return Err(format!("not_broken_down {} is past 2^63-1", s.not_broken_down));
+    }
+    if s.interval_ns > stored {
+        return Err(format!("interval_ns {} is past 2^63-1", s.interval_ns));
+    }
+    let past = |what: &str, c: &ioscope_metrics::Counts| match [c.ops, c.bytes, c.errors].into_iter().max() {
+        Some(v) if v > stored => Err(format!("{what}: a count of {v} is past 2^63-1")),
+        _ => Ok(()),
+    };
+    for o in &s.ops {
+        let what = format!("workload {:?} op {:?}", o.workload, o.op.name());
+        past(&what, &o.data.counts)?;
+        let most = o.data.errors_by_kind.iter().map(|(_, n)| *n).chain([o.data.skipped]).max().unwrap_or(0);
+        if most > stored {
+            return Err(format!("{what}: a count of {most} is past 2^63-1"));
+        }
+    }
+    for w in &s.workers {
+        past(&format!("worker {} op {:?}", w.worker, w.op.name()), &w.counts)?;
+    }
+    for f in &s.files {
+        past(&format!("file {:?} op {:?}", f.file, f.op.name()), &f.counts)?;
     }
     let mut cpu = HashSet::new();
     for w in &s.worker_cpu {

@@ -834,3 +834,34 @@ fn steps_keep_their_repeat_the_views_carry_it_and_version_6_files_read_as_repeat
     assert!(old.steps.iter().all(|s| s.repeat == 0));
     assert_eq!(old.seconds, snaps);
 }
+
+#[test]
+fn a_count_the_file_cannot_hold_is_refused_by_the_checker_and_the_largest_it_can_reads_back() {
+    // Counters are INTEGER columns: SQLite keeps 2^63-1 and turns anything larger into a
+    // float the reader must refuse. The checker is what stands between a peer and that.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.ioscope");
+    let mut w = Writer::create(&path, &run_info(std::process::id(), "h1"), &hosts()).unwrap();
+    let mut s = Snapshot::new(0, 1_000_000_000, "h1");
+    let mut d = OpInterval::empty();
+    d.skipped = i64::MAX as u64;
+    d.counts.errors = i64::MAX as u64;
+    d.errors_by_kind = vec![("EIO".into(), i64::MAX as u64)];
+    s.ops.push(OpSeries { workload: String::new(), op: Op::Read, data: d });
+    check::snapshot(&s, &[]).unwrap();
+    w.write_second(&s).unwrap();
+    w.finish(Status::Completed, None, 1_700_000_003_500).unwrap();
+    assert_eq!(open(&path).unwrap().seconds, vec![s.clone()]);
+    for past in 0..4 {
+        let mut t = s.clone();
+        let d = &mut t.ops[0].data;
+        match past {
+            0 => d.skipped = i64::MAX as u64 + 1,
+            1 => d.counts.errors = u64::MAX,
+            2 => d.errors_by_kind[0].1 = u64::MAX,
+            _ => t.interval_ns = u64::MAX,
+        }
+        let why = check::snapshot(&t, &[]).unwrap_err();
+        assert!(why.contains("past 2^63-1"), "{past}: {why}");
+    }
+}
