@@ -685,9 +685,9 @@ const MAX_KINDS_PER_HOST: usize = 4096;
 /// seconds, each after the last one received, within the plan, not ending before its
 /// time (a second N is over N+1 s after the start, not sooner), with the results file's
 /// own rules and the limits of a peer's second (`ioscope_store::check::peer_second`),
-/// sums that stay within the host's share, a time zero near the start instant (the same in every answer), and a
-/// `done` whose status is one the file knows. Returns the answer (its texts made safe to
-/// show) and the host's judge once it is stored.
+/// sums that stay within the host's share, a time zero near the start instant (the same
+/// in every answer), and a `done` whose status is one the file knows. Returns the answer
+/// (its texts made safe to show) and the host's judge once it is stored.
 fn check_answer(
     mut a: SecondsAnswer,
     h: &Host,

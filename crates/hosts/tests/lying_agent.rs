@@ -84,6 +84,8 @@ enum Expect {
     /// Either: a boundary value may be one a second can hold (a count of failures past
     /// max_errors), or not.
     LostOrFailed(&'static str),
+    /// Interrupted midway: every host stops, none is lost.
+    Interrupted,
 }
 
 fn expect(lie: &str) -> Expect {
@@ -92,6 +94,7 @@ fn expect(lie: &str) -> Expect {
         "half_eio" => Expect::Failed("max_errors"),
         "nothing_succeeds" => Expect::Failed("no I/O succeeded"),
         "random_boundaries" => Expect::LostOrFailed("max_errors"),
+        "at_limits" => Expect::Interrupted,
         _ => Expect::Lost,
     }
 }
@@ -99,6 +102,10 @@ fn expect(lie: &str) -> Expect {
 struct Liar {
     rng: Rng,
     lie: &'static str,
+    /// The run's planned seconds.
+    duration_s: u32,
+    /// Seconds sent so far (for the test that interrupts a run midway).
+    sent: Arc<AtomicUsize>,
     /// The second whose answer carries the lie.
     lie_second: u32,
     start_unix_ns: Option<i64>,
@@ -158,6 +165,26 @@ fn failed_second(second: u32, kind: &str, ops: u64, errors: u64) -> Snapshot {
     d.counts = ioscope_metrics::Counts { ops, bytes: 4096 * ops, errors };
     d.errors_by_kind = vec![(kind.into(), errors)];
     s.ops.push(OpSeries { workload: String::new(), op: Op::Read, data: d });
+    s
+}
+
+/// A valid second as costly as a peer's second may be: every row and error kind limit
+/// reached, names at their longest (an answer of about 2 MB).
+fn second_at_limits(second: u32) -> Snapshot {
+    use ioscope_store::check::{MAX_ERROR_KINDS, MAX_NAME_BYTES, MAX_ROWS_PER_SECOND};
+    let kinds = MAX_ERROR_KINDS as u64;
+    let mut s = failed_second(second, "E", 1000, kinds);
+    s.ops[0].data.errors_by_kind = (0..kinds).map(|k| (format!("{k:0>w$}", w = MAX_NAME_BYTES), 1)).collect();
+    s.worker_cpu = (0..MAX_ROWS_PER_SECOND as u32)
+        .map(|w| ioscope_metrics::WorkerCpu { worker: w, cpu_ns: 1, wait_ns: 0 })
+        .collect();
+    s.files = (0..MAX_ROWS_PER_SECOND)
+        .map(|i| ioscope_metrics::FileCounts {
+            file: format!("{i:0>w$}", w = MAX_NAME_BYTES),
+            op: Op::Read,
+            counts: Default::default(),
+        })
+        .collect();
     s
 }
 
@@ -260,7 +287,7 @@ fn lie(l: &mut Liar) -> SecondsAnswer {
             1 => d.counts.ops = l.rng.boundary().max(1 << 52),
             2 => s.not_broken_down = l.rng.boundary().max(i64::MAX as u64 + 1),
             3 => s.interval_ns = l.rng.boundary().max(u32::MAX as u64 * 1_000_000_000),
-            4 => d.counts.errors = l.rng.boundary().max(d.counts.ops + 1),
+            4 => d.counts.errors = l.rng.boundary().max(1 << 52),
             _ => {
                 d.latency_ns = Histogram::from_sparse(
                     [(l.rng.below(ioscope_metrics::histogram::BUCKETS as u64) as usize, l.rng.boundary().max(1))],
@@ -284,6 +311,7 @@ fn own_second(l: &mut Liar, second: u32) -> Snapshot {
     match l.lie {
         "half_eio" => failed_second(second, "EIO", 2000, 1000),
         "nothing_succeeds" => failed_second(second, "ETIMEDOUT", 0, 2),
+        "at_limits" => second_at_limits(second),
         _ => valid_second(&mut l.rng, second),
     }
 }
@@ -297,7 +325,8 @@ async fn seconds(State(l): State<Arc<Mutex<Liar>>>, Json(_): Json<Seconds>) -> J
         }
         let t0 = l.start_unix_ns;
         let ripe = move |n: u32| t0.is_some_and(|t0| now() >= t0 + (n as i64 + 1) * 1_000_000_000 + 50_000_000);
-        let lies_in_answer = !matches!(l.lie, "half_eio" | "nothing_succeeds" | "done_without_seconds" | "never_ends");
+        let lies_in_answer =
+            !matches!(l.lie, "half_eio" | "nothing_succeeds" | "done_without_seconds" | "never_ends" | "at_limits");
         if !l.lied {
             l.counted.fetch_add(1, Relaxed);
         }
@@ -313,7 +342,7 @@ async fn seconds(State(l): State<Arc<Mutex<Liar>>>, Json(_): Json<Seconds>) -> J
         } else {
             // Honest: the ripe seconds, some held back to the next answer.
             let mut a = empty_answer(l);
-            while l.next_second < DURATION_S
+            while l.next_second < l.duration_s
                 && ripe(l.next_second)
                 && (l.lied || !lies_in_answer || l.next_second < l.lie_second)
                 && l.rng.below(3) != 0
@@ -322,8 +351,9 @@ async fn seconds(State(l): State<Arc<Mutex<Liar>>>, Json(_): Json<Seconds>) -> J
                 let s = own_second(l, n);
                 a.seconds.push(s);
                 l.next_second += 1;
+                l.sent.fetch_add(1, Relaxed);
             }
-            let over = l.stopped || l.next_second >= DURATION_S;
+            let over = l.stopped || l.next_second >= l.duration_s;
             if over && a.seconds.is_empty() && l.lie != "never_ends" {
                 a.done = Some(done(if l.stopped { "interrupted" } else { "completed" }));
             }
@@ -353,7 +383,10 @@ fn liar_router(liar: Arc<Mutex<Liar>>) -> Router {
     async fn empty(Json(_): Json<serde_json::Value>) -> Json<Empty> {
         Json(Empty {})
     }
-    async fn prepared(Json(_): Json<PrepareWait>) -> Json<PreparedAnswer> {
+    async fn prepared(State(l): State<Arc<Mutex<Liar>>>, Json(_): Json<PrepareWait>) -> Json<PreparedAnswer> {
+        if l.lock().unwrap().lie == "prepare_hangs" {
+            std::future::pending::<()>().await;
+        }
         Json(PreparedAnswer {
             done: Some(PrepareAnswer {
                 plan_json: String::new(),
@@ -394,6 +427,8 @@ fn serve(rt: &tokio::runtime::Runtime, app: Router) -> u16 {
 struct Ran {
     answers: usize,
     slowest_ns: u64,
+    /// From the interrupt to the run's end, when it was interrupted.
+    interrupt_to_end: Option<Duration>,
 }
 
 /// One run of the honest agent and a liar telling `lie`; checks everything the module
@@ -407,9 +442,15 @@ fn one_run(rt: &tokio::runtime::Runtime, dir: &std::path::Path, lie: &'static st
         "future_second" => 0,
         _ => rng.below(DURATION_S as u64) as u32,
     };
+    // A run interrupted midway is long, and its failures (every kind of them) are not judged.
+    let interrupted = lie == "at_limits";
+    let duration_s = if interrupted { 60 } else { DURATION_S };
+    let sent = Arc::new(AtomicUsize::new(0));
     let liar = Liar {
         rng,
         lie,
+        duration_s,
+        sent: sent.clone(),
         lie_second,
         start_unix_ns: None,
         next_second: 0,
@@ -425,10 +466,11 @@ fn one_run(rt: &tokio::runtime::Runtime, dir: &std::path::Path, lie: &'static st
     let token_file = dir.join(format!("token-{seed}"));
     std::fs::write(&token_file, TOKEN).unwrap();
     let text = format!(
-        "engine = \"null\"\nduration = \"{DURATION_S}s\"\nhost_timeout = \"3s\"\non_host_loss = \"{}\"\n\
+        "engine = \"null\"\nduration = \"{duration_s}s\"\nhost_timeout = \"3s\"\non_host_loss = \"{}\"\n{}\
          [[host]]\nname = \"honest\"\naddress = \"agent://127.0.0.1:{honest_port}\"\ntoken_file = \"{t}\"\n\
          [[host]]\nname = \"liar\"\naddress = \"agent://127.0.0.1:{liar_port}\"\ntoken_file = \"{t}\"\n",
         if stop { "stop" } else { "continue" },
+        if interrupted { "max_errors = \"off\"\n" } else { "" },
         t = token_file.display()
     );
     let source = ioscope_workload::SourceFile { path: "w.toml".into(), text };
@@ -437,20 +479,43 @@ fn one_run(rt: &tokio::runtime::Runtime, dir: &std::path::Path, lie: &'static st
     let interrupt = AtomicBool::new(false);
     let said = Mutex::new(Vec::<String>::new());
     let say = |line: &str| said.lock().unwrap().push(line.to_string());
-    let outcome = ioscope_hosts::coordinate(
-        &plan,
-        ioscope_hosts::Coordinate {
-            out: out.clone(),
-            command_line: "test".into(),
-            workload_toml: ioscope_workload::to_toml(&plan),
-            workload_hash: ioscope_workload::plan_hash(&plan),
-            interrupt: &interrupt,
-            on_second: &mut |_| {},
-            say: &say,
-            probes: Vec::new(),
-        },
-    );
+    // The interrupt (Ctrl-C, SIGTERM) once the liar has sent two seconds, and how long the
+    // run then took to end.
+    let mut interrupt_to_end = None;
+    let outcome = std::thread::scope(|scope| {
+        let (interrupt, sent) = (&interrupt, &sent);
+        let watcher = scope.spawn(move || {
+            while interrupted && sent.load(Relaxed) < 2 {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            interrupted.then(|| {
+                interrupt.store(true, Relaxed);
+                Instant::now()
+            })
+        });
+        let outcome = ioscope_hosts::coordinate(
+            &plan,
+            ioscope_hosts::Coordinate {
+                out: out.clone(),
+                command_line: "test".into(),
+                workload_toml: ioscope_workload::to_toml(&plan),
+                workload_hash: ioscope_workload::plan_hash(&plan),
+                interrupt,
+                on_second: &mut |_| {},
+                say: &say,
+                probes: Vec::new(),
+            },
+        );
+        interrupt_to_end = watcher.join().unwrap().map(|at| at.elapsed());
+        outcome
+    });
     let why = format!("LIAR_SEED={seed}: lie {lie} in second {lie_second} (on_host_loss stop: {stop})");
+    if lie == "prepare_hangs" {
+        // Nothing was measured: the run ends naming the host, after host_timeout.
+        let e = outcome.err().unwrap_or_else(|| panic!("{why}: the run went on"));
+        assert!(e.to_string().contains("host liar") && e.to_string().contains("preparing"), "{why}: {e}");
+        return Ran { answers: 0, slowest_ns: 0, interrupt_to_end: None };
+    }
     let outcome = outcome.unwrap_or_else(|e| panic!("{why}: {e}"));
     for line in said.lock().unwrap().iter() {
         assert!(!line.chars().any(|c| c.is_control()), "{why}: a raw control character reached the terminal: {line:?}");
@@ -466,6 +531,12 @@ fn one_run(rt: &tokio::runtime::Runtime, dir: &std::path::Path, lie: &'static st
     };
     match expected {
         Expect::LostOrFailed(_) => unreachable!(),
+        Expect::Interrupted => {
+            assert!(!lost, "{why}: {liar}");
+            let stored = r.seconds.iter().filter(|s| s.host == "liar").count();
+            assert!(stored >= 2, "{why}: the liar's seconds at the limits are stored, not refused ({stored})");
+            assert_eq!(outcome.status, Status::Interrupted, "{why}: {:?}", outcome.detail);
+        }
         Expect::Failed(because) => {
             assert!(!lost, "{why}: its own data should fail the run, not lose it: {liar}");
             assert_eq!(outcome.status, Status::Failed, "{why}: {:?}", outcome.detail);
@@ -487,7 +558,7 @@ fn one_run(rt: &tokio::runtime::Runtime, dir: &std::path::Path, lie: &'static st
     for s in r.seconds.iter().filter(|s| s.host == "liar") {
         ioscope_store::check::peer_second(s, &[0]).unwrap_or_else(|e| panic!("{why}: stored: {e}"));
     }
-    Ran { answers: counted.load(Relaxed), slowest_ns: slowest.load(Relaxed) }
+    Ran { answers: counted.load(Relaxed), slowest_ns: slowest.load(Relaxed), interrupt_to_end }
 }
 
 fn seed() -> u64 {
@@ -552,4 +623,25 @@ fn thousands_of_random_and_boundary_valued_answers_never_cost_the_honest_host_or
     assert!(answers >= 5000, "only {answers} answers reached the coordinator");
     // A wait bound, not a speed test: an answer within the limits costs milliseconds.
     assert!(slowest_ns < 10_000_000_000, "one answer took the coordinator {} ms", slowest_ns / 1_000_000);
+}
+
+#[test]
+fn an_interrupt_ends_a_run_within_seconds_while_an_agent_sends_the_costliest_answers_allowed() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let ran = one_run(&rt, dir.path(), "at_limits", seed(), false);
+    let took = ran.interrupt_to_end.expect("interrupted");
+    eprintln!("the run ended {} ms after its interrupt", took.as_millis());
+    // A wait bound (the issue saw 248 s): stopping takes a round trip and the last answers.
+    assert!(took < Duration::from_secs(30), "the run ended {} ms after its interrupt", took.as_millis());
+}
+
+#[test]
+fn a_prepare_that_never_answers_ends_the_run_after_host_timeout_naming_the_host() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let began = Instant::now();
+    one_run(&rt, dir.path(), "prepare_hangs", seed(), false);
+    // host_timeout is 3 s (the issue saw 24 hours); a wait bound, generous for a busy machine.
+    assert!(began.elapsed() < Duration::from_secs(30), "took {} ms", began.elapsed().as_millis());
 }
