@@ -89,6 +89,8 @@ pub(crate) struct Host {
     lost: Option<(u32, String)>,
     /// From each second's end (on the coordinator's clock) to its storage: sum, count, max.
     store_delay_ns: (u64, u64, u64),
+    /// The task asking it for seconds (ended once the host is lost: its answers cost nothing more).
+    poller: Option<tokio::task::AbortHandle>,
 }
 
 impl Host {
@@ -252,8 +254,9 @@ async fn run(plan: &Plan, mut c: Coordinate<'_>, started: &AtomicBool) -> Result
     // Seconds as they come, from one poller per host; each answer is checked before
     // anything of it is stored (see `check_answer`).
     let (tx, mut rx) = mpsc::channel::<(usize, Result<SecondsAnswer, String>)>(256);
-    for (i, h) in hosts.iter().enumerate() {
-        tokio::spawn(poll(i, h.client.clone().answer_limit(MAX_ANSWER_BYTES), timeout, tx.clone()));
+    for (i, h) in hosts.iter_mut().enumerate() {
+        let poller = tokio::spawn(poll(i, h.client.clone().answer_limit(MAX_ANSWER_BYTES), timeout, tx.clone()));
+        h.poller = Some(poller.abort_handle());
     }
     drop(tx);
     let last_planned = (planned_ns.saturating_sub(1) / SECOND_NS) as u32;
@@ -280,6 +283,8 @@ async fn run(plan: &Plan, mut c: Coordinate<'_>, started: &AtomicBool) -> Result
     let allowance_ns = end_allowance_ns(timeout, plan.cleanup);
     let mut end_by = at.saturating_add(planned_ns as i64).saturating_add(allowance_ns);
     let mut stop_sent = false;
+    // The stop calls to lost hosts, each bounded (2 s), awaited before the run ends.
+    let mut stops = tokio::task::JoinSet::new();
     loop {
         if c.interrupt.load(Relaxed) && !interrupted {
             interrupted = true;
@@ -298,7 +303,7 @@ async fn run(plan: &Plan, mut c: Coordinate<'_>, started: &AtomicBool) -> Result
                     "it had not ended its run {} s after {after} (host_timeout plus the time its I/Os may take to end)",
                     allowance_ns / SECOND_NS as i64
                 );
-                lose_host(&mut hosts, i, why, plan.on_host_loss, &mut stopping, c.say).await;
+                lose_host(&mut hosts, i, why, plan.on_host_loss, &mut stopping, &mut stops, c.say).await;
             }
         }
         if hosts.iter().all(|h| h.done.is_some() || h.lost.is_some()) {
@@ -363,7 +368,7 @@ async fn run(plan: &Plan, mut c: Coordinate<'_>, started: &AtomicBool) -> Result
             }
         };
         if let Some(why) = loss {
-            lose_host(&mut hosts, i, why, plan.on_host_loss, &mut stopping, c.say).await;
+            lose_host(&mut hosts, i, why, plan.on_host_loss, &mut stopping, &mut stops, c.say).await;
         }
         // max_errors holds over each host's seconds as over a local run's.
         if let Some(why) = failed_host {
@@ -420,6 +425,7 @@ async fn run(plan: &Plan, mut c: Coordinate<'_>, started: &AtomicBool) -> Result
             }
         }
     }
+    while stops.join_next().await.is_some() {}
     let lost: Vec<String> = hosts
         .iter()
         .filter_map(|h| h.lost.as_ref().map(|(at, why)| format!("host {} was lost at second {at}: {why}", h.name)))
@@ -539,6 +545,7 @@ pub(crate) async fn reach(index: usize, spec: &HostSpec, timeout: Duration) -> R
         done: None,
         lost: None,
         store_delay_ns: (0, 0, 0),
+        poller: None,
     };
     Ok((host, said))
 }
@@ -790,20 +797,31 @@ fn merge<'a>(snaps: impl Iterator<Item = &'a Snapshot>) -> Option<Snapshot> {
     out
 }
 
-/// Marks host `i` lost (its series end at its last second) and says so; with
-/// `on_host_loss = "stop"` the first loss stops every other host.
+/// Marks host `i` lost (its series end at its last second), says so, stops asking it for
+/// seconds and asks it to stop; with `on_host_loss = "stop"` the first loss stops every
+/// other host.
 async fn lose_host(
     hosts: &mut [Host],
     i: usize,
     why: String,
     on_loss: OnHostLoss,
     stopping: &mut Option<String>,
+    stops: &mut tokio::task::JoinSet<()>,
     say: &dyn Fn(&str),
 ) {
     let h = &mut hosts[i];
     let at = h.last_second.map_or(0, |s| s + 1);
     say(&format!("host {} ({}) lost at second {at}: {why}", h.name, h.address));
     h.lost = Some((at, why.clone()));
+    // Nothing more is read from it, and its load (if it still runs) stops: it must not
+    // weigh on a target the other hosts measure. A host out of reach does not delay this.
+    if let Some(p) = h.poller.take() {
+        p.abort();
+    }
+    let client = h.client.clone();
+    stops.spawn(async move {
+        let _ = client.call::<_, Empty>(STOP, &Empty {}, Duration::from_secs(2)).await;
+    });
     if on_loss == OnHostLoss::Stop && stopping.is_none() {
         *stopping = Some(format!(
             "host {} ({}) was lost at second {at}: {why}; the other hosts were stopped and every second \

@@ -118,6 +118,8 @@ struct Liar {
     /// one answer cost it.
     slowest_ns: Arc<AtomicU64>,
     answered: Option<Instant>,
+    /// Polls for seconds after the lie (the coordinator stops asking a host it lost).
+    after_lie: usize,
 }
 
 fn now() -> i64 {
@@ -329,6 +331,8 @@ async fn seconds(State(l): State<Arc<Mutex<Liar>>>, Json(_): Json<Seconds>) -> J
             !matches!(l.lie, "half_eio" | "nothing_succeeds" | "done_without_seconds" | "never_ends" | "at_limits");
         if !l.lied {
             l.counted.fetch_add(1, Relaxed);
+        } else {
+            l.after_lie += 1;
         }
         if !l.lied && lies_in_answer && l.next_second == l.lie_second && ripe(l.lie_second) {
             l.lied = true;
@@ -353,7 +357,8 @@ async fn seconds(State(l): State<Arc<Mutex<Liar>>>, Json(_): Json<Seconds>) -> J
                 l.next_second += 1;
                 l.sent.fetch_add(1, Relaxed);
             }
-            let over = l.stopped || l.next_second >= l.duration_s;
+            // A liar ignores the stop once it has lied: only the coordinator ends its polls.
+            let over = (l.stopped && !l.lied) || l.next_second >= l.duration_s;
             if over && a.seconds.is_empty() && l.lie != "never_ends" {
                 a.done = Some(done(if l.stopped { "interrupted" } else { "completed" }));
             }
@@ -459,10 +464,12 @@ fn one_run(rt: &tokio::runtime::Runtime, dir: &std::path::Path, lie: &'static st
         counted: counted.clone(),
         slowest_ns: slowest.clone(),
         answered: None,
+        after_lie: 0,
     };
     let honest = Agent::new(AgentConfig { root: None, coordinator_timeout: Duration::from_secs(10) });
     let honest_port = serve(rt, honest.router());
-    let liar_port = serve(rt, liar_router(Arc::new(Mutex::new(liar))));
+    let liar_state = Arc::new(Mutex::new(liar));
+    let liar_port = serve(rt, liar_router(liar_state.clone()));
     let token_file = dir.join(format!("token-{seed}"));
     std::fs::write(&token_file, TOKEN).unwrap();
     let text = format!(
@@ -545,6 +552,10 @@ fn one_run(rt: &tokio::runtime::Runtime, dir: &std::path::Path, lie: &'static st
         }
         Expect::Lost => {
             assert!(lost, "{why}: the liar is not named lost: {liar}");
+            // Once lost, it is asked to stop and no longer asked for seconds.
+            let l = liar_state.lock().unwrap();
+            assert!(l.stopped, "{why}: the lost host was not asked to stop");
+            assert!(l.after_lie <= 3, "{why}: polled {} times after it was lost", l.after_lie);
             let expected = if stop { Status::Failed } else { Status::Completed };
             assert_eq!(outcome.status, expected, "{why}: {:?}", outcome.detail);
             assert!(outcome.detail.as_deref().is_some_and(|d| d.contains("host liar")), "{why}: {:?}", outcome.detail);
