@@ -99,6 +99,15 @@ fn expect(lie: &str) -> Expect {
     }
 }
 
+/// Lies that end the run before it starts, with what the message says.
+fn before_start(lie: &str) -> Option<&'static str> {
+    match lie {
+        "prepare_hangs" => Some("preparing"),
+        "clock_far" => Some("its clock is"),
+        _ => None,
+    }
+}
+
 struct Liar {
     rng: Rng,
     lie: &'static str,
@@ -382,8 +391,9 @@ fn liar_router(liar: Arc<Mutex<Liar>>) -> Router {
             protocol: PROTOCOL,
         })
     }
-    async fn clock(Json(_): Json<Empty>) -> Json<ClockAnswer> {
-        Json(ClockAnswer { unix_ns: now() })
+    async fn clock(State(l): State<Arc<Mutex<Liar>>>, Json(_): Json<Empty>) -> Json<ClockAnswer> {
+        let far = if l.lock().unwrap().lie == "clock_far" { 365 * 86_400 * 1_000_000_000 } else { 0 };
+        Json(ClockAnswer { unix_ns: now() + far })
     }
     async fn empty(Json(_): Json<serde_json::Value>) -> Json<Empty> {
         Json(Empty {})
@@ -517,10 +527,11 @@ fn one_run(rt: &tokio::runtime::Runtime, dir: &std::path::Path, lie: &'static st
         outcome
     });
     let why = format!("LIAR_SEED={seed}: lie {lie} in second {lie_second} (on_host_loss stop: {stop})");
-    if lie == "prepare_hangs" {
-        // Nothing was measured: the run ends naming the host, after host_timeout.
+    if let Some(because) = before_start(lie) {
+        // Nothing was measured: the run ends naming the host.
         let e = outcome.err().unwrap_or_else(|| panic!("{why}: the run went on"));
-        assert!(e.to_string().contains("host liar") && e.to_string().contains("preparing"), "{why}: {e}");
+        assert!(e.to_string().contains("host liar") && e.to_string().contains(because), "{why}: {e}");
+        assert!(!out.exists(), "{why}: a results file of nothing");
         return Ran { answers: 0, slowest_ns: 0, interrupt_to_end: None };
     }
     let outcome = outcome.unwrap_or_else(|e| panic!("{why}: {e}"));
@@ -655,4 +666,11 @@ fn a_prepare_that_never_answers_ends_the_run_after_host_timeout_naming_the_host(
     one_run(&rt, dir.path(), "prepare_hangs", seed(), false);
     // host_timeout is 3 s (the issue saw 24 hours); a wait bound, generous for a busy machine.
     assert!(began.elapsed() < Duration::from_secs(30), "took {} ms", began.elapsed().as_millis());
+}
+
+#[test]
+fn a_clock_a_year_off_ends_the_run_before_it_starts_naming_the_host() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    one_run(&rt, dir.path(), "clock_far", seed(), false);
 }
