@@ -37,6 +37,8 @@ pub struct ErrorLimit {
     successes: u64,
     /// (op, error kind) -> failed I/Os, in order of first appearance.
     kinds: Vec<(Op, String, u64)>,
+    /// Where each (op, kind) is in `kinds`: a host may name thousands of kinds.
+    kind_index: std::collections::HashMap<(Op, String), usize>,
     dead_seconds: u32,
     /// Where the run's files are (a directory, an `nfs://` URL), for the messages.
     place: String,
@@ -45,7 +47,16 @@ pub struct ErrorLimit {
 impl ErrorLimit {
     /// A limit for a run whose files are in `place` (named in the messages).
     pub fn new(limit: MaxErrors, place: impl Into<String>) -> Self {
-        Self { limit, attempts: 0, errors: 0, successes: 0, kinds: Vec::new(), dead_seconds: 0, place: place.into() }
+        Self {
+            limit,
+            attempts: 0,
+            errors: 0,
+            successes: 0,
+            kinds: Vec::new(),
+            kind_index: Default::default(),
+            dead_seconds: 0,
+            place: place.into(),
+        }
     }
 
     /// Adds one collected second; returns why the run must end, once it must.
@@ -53,16 +64,21 @@ impl ErrorLimit {
         let mut t = s.total();
         // Data mismatches (`--verify`) are judged by the verify mode, not as failed I/Os:
         // the reads that found them succeeded.
-        let mismatches: u64 = s.ops.iter().filter(|o| o.op == Op::Verify).map(|o| o.data.counts.errors).sum();
+        // (Counts from an agent are checked before they get here; the sums saturate anyway.)
+        let mismatches =
+            s.ops.iter().filter(|o| o.op == Op::Verify).fold(0u64, |m, o| m.saturating_add(o.data.counts.errors));
         t.errors = t.errors.saturating_sub(mismatches);
-        self.attempts += t.ops + t.errors;
-        self.errors += t.errors;
-        self.successes += t.ops;
+        self.attempts = self.attempts.saturating_add(t.ops.saturating_add(t.errors));
+        self.errors = self.errors.saturating_add(t.errors);
+        self.successes = self.successes.saturating_add(t.ops);
         for o in s.ops.iter().filter(|o| o.op != Op::Verify) {
             for (kind, n) in &o.data.errors_by_kind {
-                match self.kinds.iter_mut().find(|(op, k, _)| *op == o.op && k == kind) {
-                    Some((_, _, m)) => *m += n,
-                    None => self.kinds.push((o.op, kind.clone(), *n)),
+                match self.kind_index.get(&(o.op, kind.clone())) {
+                    Some(&i) => self.kinds[i].2 = self.kinds[i].2.saturating_add(*n),
+                    None => {
+                        self.kind_index.insert((o.op, kind.clone()), self.kinds.len());
+                        self.kinds.push((o.op, kind.clone(), *n));
+                    }
                 }
             }
         }
