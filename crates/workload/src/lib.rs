@@ -13,11 +13,13 @@ mod input;
 pub mod keys;
 pub mod layout;
 pub mod plan;
-pub mod readfile;
 pub mod reference;
 mod units;
 pub mod vdbench;
 
+/// The one reader of paths given by the user or a file (its own crate, for the crates
+/// below this one).
+pub use ioscope_readfile as readfile;
 pub use canonical::{plan_hash, to_toml};
 pub use diagnostic::{render_diagnostics, Diagnostic, Origin};
 pub use host::{HostKind, HostShare, HostSpec, OnHostLoss};
