@@ -170,7 +170,10 @@ fn a_forced_run_over_a_forged_marker_says_it_was_refused_and_leaves_a_true_marke
     let out = forced("c.db", "randread", true);
     let said = text(&out);
     assert!(out.status.success(), "{said}");
-    assert!(said.contains(&refused) && said.contains("this run creates no file, so the marker is left as it is"), "{said}");
+    assert!(
+        said.contains(&refused) && said.contains("this run creates no file, so the marker is left as it is"),
+        "{said}"
+    );
     assert!(said.contains("it removed nothing here") && !said.contains("Pass --force"), "{said}");
     assert_eq!(std::fs::read_to_string(&m).unwrap(), forged);
     assert_untouched(&victims, "a forced read run with --cleanup");

@@ -50,8 +50,10 @@ impl Token {
             .map_err(|source| TokenError::Read { path: path.to_path_buf(), source })?;
         let origin = || format!("token file {}", path.display());
         // Not text: refused as a character that cannot be in a token, without echoing it.
-        let text = String::from_utf8(bytes)
-            .map_err(|e| TokenError::Invalid { origin: origin(), why: format!("is not text (UTF-8) at byte {}", e.utf8_error().valid_up_to()) })?;
+        let text = String::from_utf8(bytes).map_err(|e| TokenError::Invalid {
+            origin: origin(),
+            why: format!("is not text (UTF-8) at byte {}", e.utf8_error().valid_up_to()),
+        })?;
         check(&text, origin)
     }
 

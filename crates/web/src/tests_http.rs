@@ -168,10 +168,14 @@ fn with_a_certificate_the_server_speaks_https_and_refuses_plain_http() {
 fn the_ui_refuses_a_ca_certificate_as_its_own_saying_what_to_make_instead() {
     let dir = tempfile::tempdir().unwrap();
     let start = |files: TlsFiles| {
-        Server::start_opts("127.0.0.1:0".parse().unwrap(), Api::new(&[]), Options { tls: Some(files), ..Options::default() })
-            .err()
-            .expect("refused")
-            .to_string()
+        Server::start_opts(
+            "127.0.0.1:0".parse().unwrap(),
+            Api::new(&[]),
+            Options { tls: Some(files), ..Options::default() },
+        )
+        .err()
+        .expect("refused")
+        .to_string()
     };
     let key = rcgen::KeyPair::generate().unwrap();
     let mut params = rcgen::CertificateParams::new(vec!["localhost".to_string()]).unwrap();

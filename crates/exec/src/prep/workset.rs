@@ -452,8 +452,8 @@ pub struct Cleaned {
 /// the directory if ioscope created it and it is now empty. Touches nothing else.
 pub fn cleanup(fs: &dyn FileSystem, dir: &Path) -> Result<Cleaned, WorksetError> {
     let mut c = connect(fs, dir)?;
-    let marker = read_marker(&mut *c, dir)
-        .map_err(|e| WorksetError::CleanupRefused { path: e.path, reason: e.reason })?;
+    let marker =
+        read_marker(&mut *c, dir).map_err(|e| WorksetError::CleanupRefused { path: e.path, reason: e.reason })?;
     let Some(marker) = marker else { return Ok(Cleaned::default()) };
     let mut cleaned = Cleaned::default();
     for f in &marker.body.files {
