@@ -475,6 +475,12 @@ fn prepare_dataset(
         ) => return Err(Failure::invalid(e)),
         Err(e) => return Err(Failure::failed(e)),
     };
+    if let Some(refused) = dataset::refused_marker(&*fs, d).filter(|_| plan.force) {
+        eprintln!(
+            "note: {refused}; with --force the directory is taken as not ioscope's: nothing that marker \
+             describes is removed, and the marker is replaced by one of the tree this run creates"
+        );
+    }
     let layout = dataset::Layout::new(d);
     if !output.quiet {
         let what = if reusable { "reusing" } else { "creating" };

@@ -178,6 +178,25 @@ fn a_forced_run_over_a_forged_marker_says_it_was_refused_and_leaves_a_true_marke
     assert_eq!(std::fs::read_to_string(&m).unwrap(), forged);
     assert_untouched(&victims, "a forced read run with --cleanup");
     assert_untouched(&[users], "the user's file at our name, read");
+
+    // A dataset's marker refused under --force: said so, replaced by the tree's own.
+    let anchor = tmp.path().join("ds");
+    std::fs::create_dir(&anchor).unwrap();
+    let dm = anchor.join(".ioscope-dataset.json");
+    std::fs::write(&dm, b"{\"created_by\": \"ioscope\", \"spec\": [").unwrap();
+    let toml = tmp.path().join("ds.toml");
+    let workload = format!(
+        "rw = \"read\"\nduration = \"1s\"\nforce = true\n[dataset]\ndir = \"{}\"\ndepth = 0\nwidth = 1\nfiles = 2\nsizes = \"4k\"\n",
+        anchor.display()
+    );
+    std::fs::write(&toml, workload).unwrap();
+    let out = ioscope().arg("run").arg(&toml).arg("--out").arg(tmp.path().join("d.db")).output().unwrap();
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    let note = format!("note: {}: unreadable marker (", dm.display());
+    assert!(said.contains(&note) && said.contains("replaced by one of the tree this run creates"), "{said}");
+    let written: Value = serde_json::from_slice(&std::fs::read(&dm).unwrap()).unwrap();
+    assert!(written["made"]["anchor_id"].is_u64(), "{written}");
 }
 
 /// splitmix64, to pick the forged entries.

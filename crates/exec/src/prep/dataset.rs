@@ -378,6 +378,14 @@ fn inspect(c: &mut dyn FsConn, layout: &Layout, force: bool) -> Result<State, Da
     Ok(State { reuse, anchor_exists, old })
 }
 
+/// The anchor's marker, when it is there and refused ("PATH: why"): with `--force` the
+/// anchor is then taken as not ioscope's, and preparation replaces the marker with one of
+/// the tree it creates (what the user is told before the run).
+pub fn refused_marker(fs: &dyn FileSystem, spec: &Dataset) -> Option<String> {
+    let mut c = fs.connect().ok()?;
+    marker::read::<Tree>(&mut *c, &spec.dir, MARKER, false).err().map(|e| format!("{}: {}", e.path.display(), e.reason))
+}
+
 /// Checks the anchor, writing nothing: whether the existing tree can be reused. Errors if
 /// the anchor holds data that is not ours (unless force), or format = "never" and no
 /// matching tree.
