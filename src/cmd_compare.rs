@@ -14,10 +14,13 @@ fn summary(file: &Path, which: &str) -> Result<ioscope_report::Summary, Failure>
 /// Prints the comparison of run `b` with run `a` as a table or JSON.
 pub fn compare(a: &Path, b: &Path, json: bool) -> CmdResult {
     let (a, b) = (summary(a, "A")?, summary(b, "B")?);
-    let c = ioscope_report::compare::compare(&a, &b);
     if json {
+        let c = ioscope_report::compare::compare(&a, &b);
         output::print(&format!("{}\n", ioscope_report::compare::render_compare_json(&c)));
     } else {
+        // The files' strings (host names, kinds, labels) reach the terminal escaped.
+        let (a, b) = (ioscope_report::for_terminal(&a), ioscope_report::for_terminal(&b));
+        let c = ioscope_report::compare::compare(&a, &b);
         output::print(&ioscope_report::compare::render_compare_text(&c));
     }
     Ok(())

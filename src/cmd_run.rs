@@ -152,6 +152,9 @@ pub fn execute(plan: &Plan, output: &OutputFlags, probes: &crate::probe::Probes,
             ) => return Err(Failure::invalid(e)),
             Err(e) => return Err(Failure::failed(e)),
         };
+        if let Some(note) = layout.refused_note() {
+            eprintln!("{note}");
+        }
         // With --verify, the files filled now carry headers of this run (generation 0).
         if !plan.verify.is_off() && !layout.to_fill.is_empty() && workset::stamps_headers(plan.verify_block_bytes()) {
             let run_id = ioscope_exec::verify::new_run_id();
@@ -472,6 +475,12 @@ fn prepare_dataset(
         ) => return Err(Failure::invalid(e)),
         Err(e) => return Err(Failure::failed(e)),
     };
+    if let Some(refused) = dataset::refused_marker(&*fs, d).filter(|_| plan.force) {
+        eprintln!(
+            "note: {refused}; with --force the directory is taken as not ioscope's: nothing that marker \
+             describes is removed, and the marker is replaced by one of the tree this run creates"
+        );
+    }
     let layout = dataset::Layout::new(d);
     if !output.quiet {
         let what = if reusable { "reusing" } else { "creating" };

@@ -116,6 +116,89 @@ fn a_forged_entry_is_never_copied_into_the_marker_a_run_writes_back() {
     assert_untouched(&victims, "a run with a forged entry");
 }
 
+/// `--force` over a marker that is refused: the run says so (not "pass --force", which was
+/// given), writes a marker of the files it created in its place, and cleanup removes those
+/// and nothing else; a run that created nothing leaves the forged marker as it was.
+#[test]
+fn a_forced_run_over_a_forged_marker_says_it_was_refused_and_leaves_a_true_marker() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ws");
+    std::fs::create_dir(&dir).unwrap();
+    let victims = [victim(&tmp.path().join("victim/file.dat"), 1), victim(&dir.join("notes.txt"), 2)];
+    let m = dir.join(".ioscope-workset.json");
+    let forged = marker(&[entry("../victim/file.dat")]);
+    let forced = |db: &str, rw: &str, cleanup: bool| {
+        let mut c = ioscope();
+        c.args(["run", "--size", "64k", "--rw", rw, "--duration", "1s", "--force", "--dir"]).arg(&dir);
+        c.arg("--out").arg(tmp.path().join(db));
+        if cleanup {
+            c.arg("--cleanup");
+        }
+        c.output().unwrap()
+    };
+    let refused = format!("note: {}: invalid marker (files[0].name \"../victim/file.dat\"", m.display());
+
+    // Without --cleanup: the forged marker is replaced by one of the file the run made.
+    std::fs::write(&m, &forged).unwrap();
+    let out = forced("a.db", "randwrite", false);
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains(&refused) && said.contains("with --force the directory is taken as not ioscope's"), "{said}");
+    assert!(said.contains("replaced by one listing only the files this run creates"), "{said}");
+    assert!(!said.contains("Pass --force"), "{said}");
+    let written: Value = serde_json::from_slice(&std::fs::read(&m).unwrap()).unwrap();
+    let files = written["files"].as_array().unwrap();
+    assert_eq!(files.len(), 1, "{written}");
+    assert_eq!(files[0]["name"], "ioscope.0.dat", "{written}");
+    assert!(files[0]["made"]["file_id"].is_u64(), "{written}");
+    std::fs::remove_file(dir.join("ioscope.0.dat")).unwrap();
+
+    // With --cleanup: what it made is removed, with its marker; nothing else.
+    std::fs::write(&m, &forged).unwrap();
+    let out = forced("b.db", "randwrite", true);
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains(&refused) && said.contains("cleanup: removed 1 file(s)"), "{said}");
+    assert!(!said.contains("--force to") && !said.contains("cleanup failed"), "{said}");
+    assert!(!m.exists() && !dir.join("ioscope.0.dat").exists(), "{said}");
+    assert_untouched(&victims, "a forced run with --cleanup");
+
+    // A file of the user's at our name, only read: the run creates nothing, so the forged
+    // marker stays, and cleanup removes nothing and says why, with no advice to force.
+    let users = victim(&dir.join("ioscope.0.dat"), 3);
+    std::fs::write(&m, &forged).unwrap();
+    let out = forced("c.db", "randread", true);
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains(&refused) && said.contains("this run creates no file, so the marker is left as it is"),
+        "{said}"
+    );
+    assert!(said.contains("it removed nothing here") && !said.contains("Pass --force"), "{said}");
+    assert_eq!(std::fs::read_to_string(&m).unwrap(), forged);
+    assert_untouched(&victims, "a forced read run with --cleanup");
+    assert_untouched(&[users], "the user's file at our name, read");
+
+    // A dataset's marker refused under --force: said so, replaced by the tree's own.
+    let anchor = tmp.path().join("ds");
+    std::fs::create_dir(&anchor).unwrap();
+    let dm = anchor.join(".ioscope-dataset.json");
+    std::fs::write(&dm, b"{\"created_by\": \"ioscope\", \"spec\": [").unwrap();
+    let toml = tmp.path().join("ds.toml");
+    let workload = format!(
+        "rw = \"read\"\nduration = \"1s\"\nforce = true\n[dataset]\ndir = \"{}\"\ndepth = 0\nwidth = 1\nfiles = 2\nsizes = \"4k\"\n",
+        anchor.display()
+    );
+    std::fs::write(&toml, workload).unwrap();
+    let out = ioscope().arg("run").arg(&toml).arg("--out").arg(tmp.path().join("d.db")).output().unwrap();
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    let note = format!("note: {}: unreadable marker (", dm.display());
+    assert!(said.contains(&note) && said.contains("replaced by one of the tree this run creates"), "{said}");
+    let written: Value = serde_json::from_slice(&std::fs::read(&dm).unwrap()).unwrap();
+    assert!(written["made"]["anchor_id"].is_u64(), "{written}");
+}
+
 /// splitmix64, to pick the forged entries.
 fn next(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);

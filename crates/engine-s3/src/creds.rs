@@ -49,7 +49,13 @@ pub fn find(profile: Option<&str>) -> Result<(Credentials, Source), String> {
         )
     };
     let Some(path) = file.as_ref() else { return Err(none()) };
-    let Ok(text) = std::fs::read_to_string(path) else { return Err(none()) };
+    // A regular file of at most 1 MiB (never a FIFO, never read whole if huge); one that
+    // is missing or not text holds no profile.
+    let text = match ioscope_readfile::read(path, 1 << 20) {
+        Ok(bytes) => String::from_utf8(bytes).unwrap_or_default(),
+        Err(ioscope_readfile::FileError::Io(_)) => return Err(none()),
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    };
     match profile_of(&text, &name) {
         Some(c) => Ok((c, format!("profile {name:?} of {}", path.display()))),
         None => Err(none()),

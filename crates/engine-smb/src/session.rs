@@ -23,8 +23,13 @@ pub fn password(user: &str) -> Result<String, String> {
         return Ok(p);
     }
     if let Some(path) = std::env::var_os("IOSCOPE_SMB_PASSWORD_FILE") {
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| format!("IOSCOPE_SMB_PASSWORD_FILE {}: {e}", std::path::Path::new(&path).display()))?;
+        // A regular file of at most 4 KiB (never a FIFO, never read whole if huge).
+        let shown = std::path::Path::new(&path).display();
+        let text = ioscope_readfile::read(std::path::Path::new(&path), 4 << 10)
+            .map_err(|e| format!("IOSCOPE_SMB_PASSWORD_FILE {shown}: {e}"))
+            .and_then(|b| {
+                String::from_utf8(b).map_err(|_| format!("IOSCOPE_SMB_PASSWORD_FILE {shown}: not text (UTF-8)"))
+            })?;
         let text = text.strip_suffix('\n').unwrap_or(&text);
         return Ok(text.strip_suffix('\r').unwrap_or(text).to_string());
     }

@@ -143,7 +143,15 @@ impl FsConn for LocalConn {
         }
     }
     fn read_file(&mut self, path: &Path) -> io::Result<Vec<u8>> {
-        std::fs::read(path)
+        // A regular file only, opened without waiting: a FIFO put where a marker was is
+        // refused, not waited on (the caller bounds the size it read).
+        let mut f = ioscope_readfile::open(path, false).map_err(|e| match e {
+            ioscope_readfile::FileError::Io(e) => e,
+            other => io::Error::other(other.to_string()),
+        })?;
+        let mut bytes = Vec::new();
+        io::Read::read_to_end(&mut f, &mut bytes)?;
+        Ok(bytes)
     }
     fn list(&mut self, dir: &Path) -> io::Result<Vec<(String, Option<Stat>)>> {
         let mut out = Vec::new();

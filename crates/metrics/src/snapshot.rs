@@ -114,12 +114,7 @@ impl OpInterval {
     /// Adds another interval (another worker, host or second) into this one.
     pub fn merge(&mut self, other: &OpInterval) {
         self.counts.add(&other.counts);
-        for (kind, n) in &other.errors_by_kind {
-            match self.errors_by_kind.iter_mut().find(|(k, _)| k == kind) {
-                Some((_, m)) => *m += n,
-                None => self.errors_by_kind.push((kind.clone(), *n)),
-            }
-        }
+        merge_kinds(&mut self.errors_by_kind, &other.errors_by_kind);
         self.skipped += other.skipped;
         self.latency_ns.merge(&other.latency_ns);
         self.service_ns.merge(&other.service_ns);
@@ -130,6 +125,32 @@ impl OpInterval {
     /// Nothing completed, failed or was skipped.
     pub fn is_empty(&self) -> bool {
         self.counts == Counts::default() && self.skipped == 0
+    }
+}
+
+/// Adds the error counts of `from` into `into`, kind by kind: a kind already in `into`
+/// keeps its place, new ones follow in `from`'s order. Linear in both lengths (one hash
+/// map of `from`'s kinds), not a search of `into` per kind: a results file may hold
+/// thousands of kinds a second, and merging them must not cost their square.
+fn merge_kinds(into: &mut Vec<(String, u64)>, from: &[(String, u64)]) {
+    if from.is_empty() {
+        return;
+    }
+    let mut pending: std::collections::HashMap<&str, u64> = std::collections::HashMap::with_capacity(from.len());
+    for (kind, n) in from {
+        let sum = pending.entry(kind.as_str()).or_default();
+        *sum = sum.saturating_add(*n);
+    }
+    // The first entry of a kind takes its sum, as a search would have found it first.
+    for (kind, m) in into.iter_mut() {
+        if let Some(n) = pending.remove(kind.as_str()) {
+            *m = m.saturating_add(n);
+        }
+    }
+    for (kind, _) in from {
+        if let Some(n) = pending.remove(kind.as_str()) {
+            into.push((kind.clone(), n));
+        }
     }
 }
 
@@ -183,5 +204,48 @@ impl Snapshot {
             t.add_to_total(s.op, &s.data.counts);
         }
         t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_kinds(kinds: &[(&str, u64)]) -> OpInterval {
+        let mut d = OpInterval::empty();
+        d.errors_by_kind = kinds.iter().map(|(k, n)| (k.to_string(), *n)).collect();
+        d.counts.errors = kinds.iter().map(|(_, n)| n).sum();
+        d
+    }
+
+    #[test]
+    fn merging_error_kinds_adds_shared_kinds_in_place_and_appends_new_ones_in_order() {
+        let mut a = with_kinds(&[("EIO", 3), ("ENOSPC", 1), ("ETIMEDOUT", 2)]);
+        a.merge(&with_kinds(&[("ETIMEDOUT", 5), ("short read", 7), ("EIO", 1), ("EACCES", 4)]));
+        let want = [("EIO", 4), ("ENOSPC", 1), ("ETIMEDOUT", 7), ("short read", 7), ("EACCES", 4)];
+        let got: Vec<(&str, u64)> = a.errors_by_kind.iter().map(|(k, n)| (k.as_str(), *n)).collect();
+        assert_eq!(got, want);
+        assert_eq!(a.counts.errors, 23);
+        // Into nothing, from nothing, and a kind twice in one list (summed into the first).
+        let mut e = OpInterval::empty();
+        e.merge(&with_kinds(&[("EIO", 1), ("EIO", 2), ("EBADF", 1)]));
+        assert_eq!(e.errors_by_kind, [("EIO".to_string(), 3), ("EBADF".to_string(), 1)]);
+        e.merge(&OpInterval::empty());
+        assert_eq!(e.errors_by_kind, [("EIO".to_string(), 3), ("EBADF".to_string(), 1)]);
+        // A count at the top of u64 stays there (a file's counts are data, not trusted).
+        let mut top = OpInterval::empty();
+        top.errors_by_kind = vec![("EIO".to_string(), u64::MAX)];
+        e.merge(&top);
+        assert_eq!(e.errors_by_kind[0], ("EIO".to_string(), u64::MAX));
+        // Many kinds: the same sums and order as one search per kind would give.
+        let (mut x, mut y) = (OpInterval::empty(), OpInterval::empty());
+        x.errors_by_kind = (0..3000).map(|i| (format!("k{i}"), i)).collect();
+        y.errors_by_kind = (1500..4500).rev().map(|i| (format!("k{i}"), 1)).collect();
+        x.merge(&y);
+        assert_eq!(x.errors_by_kind.len(), 4500);
+        assert_eq!(x.errors_by_kind[1499], ("k1499".to_string(), 1499));
+        assert_eq!(x.errors_by_kind[1500], ("k1500".to_string(), 1501));
+        assert_eq!(x.errors_by_kind[3000], ("k4499".to_string(), 1));
+        assert_eq!(x.errors_by_kind[4499], ("k3000".to_string(), 1));
     }
 }

@@ -6,10 +6,13 @@
 //! (`CaUsedAsEndEntity`), so the agent refuses it when it starts, saying what to make
 //! instead (docs/security.md, "Certificates"); a coordinator that meets one (an agent of an
 //! older version) says the same rather than `CaUsedAsEndEntity`.
+//!
+//! The files are read, and a CA certificate told, as by every ioscope server
+//! ([`ioscope_serve::tls`]: bounded regular files, never a FIFO).
 
 use crate::ProtoError;
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use ioscope_serve::tls::{is_a_ca, read_certs, read_key};
+use rustls::pki_types::CertificateDer;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -22,8 +25,7 @@ pub fn tls_server_config(cert_pem: &Path, key_pem: &Path) -> Result<Arc<rustls::
     if is_a_ca(&certs) {
         return Err(ProtoError::Cert { path: cert_pem.to_path_buf(), why: CA_AS_AGENT.into() });
     }
-    let key = PrivateKeyDer::from_pem_file(key_pem)
-        .map_err(|e| ProtoError::Key { path: key_pem.to_path_buf(), why: pem_reason(&e) })?;
+    let key = read_key(key_pem).map_err(|why| ProtoError::Key { path: key_pem.to_path_buf(), why })?;
     let mut config = rustls::ServerConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
         .map_err(|e| ProtoError::Tls(e.to_string()))?
@@ -59,26 +61,6 @@ const CA_AS_AGENT: &str = "this is a CA certificate (basicConstraints CA:TRUE), 
     CA:FALSE, extendedKeyUsage serverAuth and a subjectAltName naming the agent's addresses \
     (the openssl commands are in docs/security.md, \"Certificates\"); give the agent that \
     certificate and its key, and the coordinator the CA (--tls-ca or `ca`)";
-
-/// Whether the first certificate of the chain is a CA's: webpki, which every client here
-/// uses, checks its basic constraints before anything else of the chain, so verifying it
-/// against itself as the only anchor fails with `CaUsedAsEndEntity` exactly then.
-fn is_a_ca(chain: &[CertificateDer<'static>]) -> bool {
-    let Some(leaf) = chain.first() else { return false };
-    let Ok(end_entity) = webpki::EndEntityCert::try_from(leaf) else { return false };
-    let Ok(anchor) = webpki::anchor_from_trusted_cert(leaf) else { return false };
-    let anchors = [anchor];
-    let verified = end_entity.verify_for_usage(
-        webpki::ALL_VERIFICATION_ALGS,
-        &anchors,
-        &chain[1..],
-        rustls::pki_types::UnixTime::now(),
-        webpki::KeyUsage::server_auth(),
-        None,
-        None,
-    );
-    matches!(verified, Err(webpki::Error::CaUsedAsEndEntity))
-}
 
 const CA_AT_AGENT: &str = "the agent's certificate is a CA certificate (basicConstraints CA:TRUE), \
     which is refused as a server's (CaUsedAsEndEntity): give the agent a certificate signed by \
@@ -134,25 +116,6 @@ impl rustls::client::danger::ServerCertVerifier for Explained {
 
 fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
-}
-
-fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
-    let certs = CertificateDer::pem_file_iter(path)
-        .map_err(|e| pem_reason(&e))?
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| pem_reason(&e))?;
-    if certs.is_empty() {
-        return Err("no CERTIFICATE block found".into());
-    }
-    Ok(certs)
-}
-
-fn pem_reason(e: &rustls::pki_types::pem::Error) -> String {
-    match e {
-        rustls::pki_types::pem::Error::Io(io) => io.to_string(),
-        rustls::pki_types::pem::Error::NoItemsFound => "no matching PEM block found".into(),
-        other => format!("not valid PEM ({other:?})"),
-    }
 }
 
 #[cfg(test)]

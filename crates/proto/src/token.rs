@@ -1,11 +1,16 @@
 //! The bearer token that every call carries: a secret shared by the coordinator and its
-//! agents, given in a file (`--token-file`) or on a line of stdin.
+//! agents, given in a file (`--token-file`) or on a line of stdin. The file is read as
+//! every path a user gives ([`ioscope_readfile`]): a regular file (a FIFO is refused, never
+//! waited on) of at most [`MAX_TOKEN_FILE_BYTES`].
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 /// Fewer characters than this cannot be a token worth the name.
 const MIN_TOKEN_CHARS: usize = 16;
+
+/// The largest token file read: a token is one line (64 hex digits when generated).
+pub const MAX_TOKEN_FILE_BYTES: u64 = 4 << 10;
 
 /// A bearer token. Its `Debug` never shows the secret.
 #[derive(Clone)]
@@ -14,7 +19,7 @@ pub struct Token(String);
 #[derive(Debug, thiserror::Error)]
 pub enum TokenError {
     #[error("token file {}: {source}", .path.display())]
-    Read { path: PathBuf, source: std::io::Error },
+    Read { path: PathBuf, source: ioscope_readfile::FileError },
     #[error("{origin}: {why} (expected one line of at least {MIN_TOKEN_CHARS} visible ASCII characters, e.g. 64 hex digits)")]
     Invalid { origin: String, why: String },
 }
@@ -41,9 +46,15 @@ impl Token {
 
     /// Reads a token file: its one line, without one trailing newline.
     pub fn from_file(path: &Path) -> Result<Token, TokenError> {
-        let text =
-            std::fs::read_to_string(path).map_err(|source| TokenError::Read { path: path.to_path_buf(), source })?;
-        check(&text, || format!("token file {}", path.display()))
+        let bytes = ioscope_readfile::read(path, MAX_TOKEN_FILE_BYTES)
+            .map_err(|source| TokenError::Read { path: path.to_path_buf(), source })?;
+        let origin = || format!("token file {}", path.display());
+        // Not text: refused as a character that cannot be in a token, without echoing it.
+        let text = String::from_utf8(bytes).map_err(|e| TokenError::Invalid {
+            origin: origin(),
+            why: format!("is not text (UTF-8) at byte {}", e.utf8_error().valid_up_to()),
+        })?;
+        check(&text, origin)
     }
 
     /// A token read from a line (stdin, for one), without one trailing newline.
@@ -125,6 +136,33 @@ mod tests {
         let missing = dir.path().join("missing");
         let err = Token::from_file(&missing).unwrap_err().to_string();
         assert!(err.starts_with("token file ") && err.contains("missing"), "{err}");
+    }
+
+    #[test]
+    fn a_token_file_that_is_a_fifo_or_too_large_is_refused_at_once_not_waited_on_or_read_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("token.fifo");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        // Read on a thread: were the FIFO opened for reading, it would wait for a writer
+        // forever; the answer must come at once (10 s is a bound on the wait, not a timing).
+        let (tx, rx) = std::sync::mpsc::channel();
+        let path = fifo.clone();
+        std::thread::spawn(move || tx.send(Token::from_file(&path).map_err(|e| e.to_string())));
+        let err = rx.recv_timeout(std::time::Duration::from_secs(10)).expect("a FIFO token file is not waited on");
+        let err = err.unwrap_err();
+        assert!(err.starts_with(&format!("token file {}: not a regular file (a FIFO)", fifo.display())), "{err}");
+
+        let big = dir.path().join("token.big");
+        std::fs::write(&big, vec![b'a'; 1 << 20]).unwrap();
+        let err = Token::from_file(&big).unwrap_err().to_string();
+        assert!(err.contains("token.big") && err.ends_with("the file is larger than 4 KiB"), "{err}");
+        let err = Token::from_file(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("not a regular file (a directory)"), "{err}");
+        std::fs::write(&big, b"0123456789abcdef\xff\n").unwrap();
+        let err = Token::from_file(&big).unwrap_err().to_string();
+        assert!(err.contains("is not text (UTF-8) at byte 16"), "{err}");
     }
 
     #[test]

@@ -26,7 +26,7 @@ pub use export::{export_csv, export_json};
 pub use hosts::{AgentSummary, HostSummary};
 pub use system::{render_system_json, render_system_text};
 pub use target::{DiskSummary, MeanMax, NicSummary, ProcessSummary, SyscallSummary, TargetSummary};
-pub use text::render_text;
+pub use text::{for_terminal, render_text};
 
 use ioscope_metrics::stat::{self, Reported, StatId};
 use ioscope_metrics::{Counts, Histogram, Op, OpInterval, STATS};

@@ -19,10 +19,11 @@ pub fn render_system_text(system: &BTreeMap<String, Value>) -> String {
     if system.is_empty() {
         out.push_str("no system record in this results file\n");
     }
+    // The records are what each host (an agent: a peer) said: escaped for the terminal.
     for (host, c) in system {
-        let _ = writeln!(out, "host {host}");
+        let _ = writeln!(out, "host {}", ioscope_store::printable(host));
         for (label, value) in lines(c) {
-            let _ = writeln!(out, "  {label:<14} {value}");
+            let _ = writeln!(out, "  {label:<14} {}", ioscope_store::printable(&value));
         }
     }
     out

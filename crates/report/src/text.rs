@@ -1,9 +1,15 @@
 //! The terminal summary: a header, the workload in one line, an aligned table per
 //! operation, how latency was measured, the system, and the verdicts.
+//!
+//! Every string of a results file is data from whoever wrote it (an agent's system
+//! description and host name, error kinds, file names): [`render_text`] escapes each
+//! (`ioscope_store::printable`) before it is laid out, so none can break a line, colour
+//! or rewrite the terminal, whichever field it sits in.
 
 use crate::{format, Summary};
 use ioscope_metrics::StatId;
 use ioscope_workload::plan::Plan;
+use std::borrow::Cow;
 
 /// Operations in table order: read and write first, the rest by name.
 fn op_order(s: &Summary) -> Vec<&str> {
@@ -123,6 +129,60 @@ fn agent_table(s: &Summary) -> String {
 
 /// The end-of-run (and `ioscope show`) summary.
 pub fn render_text(s: &Summary) -> String {
+    let text = render(&for_terminal(s));
+    // What the layout adds is printable; a string that escaped the pass above (the summary
+    // did not read back) still loses its control characters here, all but line ends.
+    match text.split('\n').map(ioscope_store::printable).any(|l| matches!(l, Cow::Owned(_))) {
+        true => text.split('\n').map(ioscope_store::printable).collect::<Vec<_>>().join("\n"),
+        false => text,
+    }
+}
+
+/// The summary as a terminal may be shown it: every string (values and keys) made
+/// printable (what `render_text` and the text of `ioscope compare` lay out).
+pub fn for_terminal(s: &Summary) -> Cow<'_, Summary> {
+    escaped(s).map_or(Cow::Borrowed(s), Cow::Owned)
+}
+
+/// The summary with every string (values and keys) made printable; None when none needed it.
+fn escaped(s: &Summary) -> Option<Summary> {
+    let mut v = serde_json::to_value(s).ok()?;
+    if !escape_strings(&mut v) {
+        return None;
+    }
+    serde_json::from_value(v).ok()
+}
+
+/// Escapes every string in `v` (keys too); whether any changed.
+fn escape_strings(v: &mut serde_json::Value) -> bool {
+    use serde_json::Value;
+    let owned = |s: &str| match ioscope_store::printable(s) {
+        Cow::Owned(e) => Some(e),
+        Cow::Borrowed(_) => None,
+    };
+    match v {
+        Value::String(s) => owned(s).map(|e| *s = e).is_some(),
+        Value::Array(items) => items.iter_mut().fold(false, |changed, x| escape_strings(x) | changed),
+        Value::Object(map) => {
+            let mut changed = false;
+            for (key, mut x) in std::mem::take(map) {
+                changed |= escape_strings(&mut x);
+                let key = match owned(&key) {
+                    Some(e) => {
+                        changed = true;
+                        e
+                    }
+                    None => key,
+                };
+                map.insert(key, x);
+            }
+            changed
+        }
+        _ => false,
+    }
+}
+
+fn render(s: &Summary) -> String {
     let mut out =
         format!("ioscope {}  {}  {:.1} s  results: {}\n", s.ioscope_version, s.status, s.duration_s, s.results_file);
     // A recording of `ioscope probe` alone: no load, only the target side.

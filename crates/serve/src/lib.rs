@@ -16,9 +16,13 @@
 //! The server says which requests are admitted (the token or the Host was right) by putting
 //! [`Admitted`] in the response's extensions; the connection's service is wrapped with
 //! [`Tracker::service`], which sees requests start and their answers end.
+//!
+//! A server that speaks TLS reads its certificate and key with [`tls`]: bounded regular
+//! files, and a CA certificate refused as the server's.
 
 mod accept;
 mod host;
+pub mod tls;
 mod track;
 
 pub use accept::{serve, Conn, Connections, Io, Limits, Stopping};

@@ -952,6 +952,9 @@ pub fn dimension_values(r: &Results) -> DimensionValues {
     let mut d = DimensionValues::default();
     let mut workers = BTreeSet::new();
     let mut other_worker = false;
+    // Kinds and files are listed sorted: a set, not a search of the list per value (a
+    // results file may hold thousands of each a second).
+    let (mut errors, mut files) = (BTreeSet::new(), BTreeSet::new());
     let mut steps: BTreeSet<u32> = r.steps.iter().map(|s| s.index).collect();
     let push = |v: &mut Vec<String>, s: &str| {
         if !v.iter().any(|x| x == s) {
@@ -964,26 +967,20 @@ pub fn dimension_values(r: &Results) -> DimensionValues {
         for o in &s.ops {
             push(&mut d.op, o.op.name());
             push(&mut d.workload, workload_name(&o.workload));
-            for (kind, _) in &o.data.errors_by_kind {
-                push(&mut d.error, kind);
-            }
+            errors.extend(o.data.errors_by_kind.iter().map(|(kind, _)| kind.as_str()));
         }
         workers.extend(s.workers.iter().map(|w| w.worker));
-        for f in &s.files {
-            push(&mut d.file, &f.file);
-        }
-        for f in &s.file_dists {
-            push(&mut d.file, &f.file);
-        }
+        files.extend(s.files.iter().map(|f| f.file.as_str()));
+        files.extend(s.file_dists.iter().map(|f| f.file.as_str()));
         other_worker |= s.worker_dists.iter().any(|w| w.worker.is_none());
     }
-    d.file.sort();
+    d.file = files.into_iter().map(str::to_string).collect();
     // "(other)" last, like in breakdowns.
     if let Some(i) = d.file.iter().position(|f| f == OTHER) {
         let other = d.file.remove(i);
         d.file.push(other);
     }
-    d.error.sort();
+    d.error = errors.into_iter().map(str::to_string).collect();
     for p in &r.probes {
         push(&mut d.probe, &p.name);
     }

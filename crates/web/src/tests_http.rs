@@ -160,3 +160,52 @@ fn with_a_certificate_the_server_speaks_https_and_refuses_plain_http() {
     .to_string();
     assert!(err.starts_with("--tls-cert "), "{err}");
 }
+
+/// A CA certificate (what `openssl req -x509` makes) is refused as the UI's own, before
+/// anything listens, saying what to make instead (as an agent refuses it); a FIFO given as
+/// the certificate or the key is refused at once, never waited on.
+#[test]
+fn the_ui_refuses_a_ca_certificate_as_its_own_saying_what_to_make_instead() {
+    let dir = tempfile::tempdir().unwrap();
+    let start = |files: TlsFiles| {
+        Server::start_opts(
+            "127.0.0.1:0".parse().unwrap(),
+            Api::new(&[]),
+            Options { tls: Some(files), ..Options::default() },
+        )
+        .err()
+        .expect("refused")
+        .to_string()
+    };
+    let key = rcgen::KeyPair::generate().unwrap();
+    let mut params = rcgen::CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let ca = params.self_signed(&key).unwrap();
+    let files = TlsFiles { cert: dir.path().join("ca.pem"), key: dir.path().join("ca.key") };
+    std::fs::write(&files.cert, ca.pem()).unwrap();
+    std::fs::write(&files.key, key.serialize_pem()).unwrap();
+    let err = start(files.clone());
+    assert!(err.starts_with("--tls-cert ") && err.contains("ca.pem"), "{err}");
+    assert!(err.contains("this is a CA certificate (basicConstraints CA:TRUE)"), "{err}");
+    assert!(err.contains("CA:FALSE") && err.contains("docs/security.md") && err.contains("trust the CA"), "{err}");
+
+    // The certificate the CA signs for the UI is taken.
+    let leaf_key = rcgen::KeyPair::generate().unwrap();
+    let mut leaf = rcgen::CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+    leaf.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
+    let leaf = leaf.signed_by(&leaf_key, &ca, &key).unwrap();
+    let signed = TlsFiles { cert: dir.path().join("ui.pem"), key: dir.path().join("ui.key") };
+    std::fs::write(&signed.cert, leaf.pem()).unwrap();
+    std::fs::write(&signed.key, leaf_key.serialize_pem()).unwrap();
+    let options = Options { tls: Some(signed.clone()), ..Options::default() };
+    Server::start_opts("127.0.0.1:0".parse().unwrap(), Api::new(&[]), options).unwrap().stop();
+
+    let fifo = dir.path().join("fifo.pem");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let err = start(TlsFiles { cert: fifo.clone(), key: signed.key.clone() });
+    assert!(err.starts_with("--tls-cert ") && err.contains("not a regular file (a FIFO)"), "{err}");
+    let err = start(TlsFiles { cert: signed.cert.clone(), key: fifo });
+    assert!(err.starts_with("--tls-key ") && err.contains("not a regular file (a FIFO)"), "{err}");
+}

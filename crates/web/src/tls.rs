@@ -1,9 +1,12 @@
 //! TLS for the UI server (rustls, ring): the certificate chain and private key the user
 //! gives as PEM files (`--tls-cert`, `--tls-key`). See docs/security.md.
+//!
+//! Read as by every ioscope server ([`ioscope_serve::tls`]: bounded regular files, never a
+//! FIFO); a CA certificate given as the UI's is refused, saying what to make instead, as
+//! an agent refuses it: browsers refuse it as a server's certificate.
 
-use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, PrivateKeyDer};
-use std::path::{Path, PathBuf};
+use ioscope_serve::tls::{is_a_ca, read_certs, read_key};
+use std::path::PathBuf;
 use std::sync::Arc;
 use tokio_rustls::rustls::{self, ServerConfig};
 use tokio_rustls::TlsAcceptor;
@@ -28,9 +31,12 @@ pub enum TlsError {
 
 /// Reads the files and makes the acceptor (HTTP/1.1 only, TLS 1.2 and 1.3).
 pub fn acceptor(files: &TlsFiles) -> Result<TlsAcceptor, TlsError> {
-    let certs = read_certs(&files.cert)?;
-    let key = PrivateKeyDer::from_pem_file(&files.key)
-        .map_err(|e| TlsError::Key { path: files.key.clone(), why: pem_reason(&e) })?;
+    let cert_err = |why: String| TlsError::Cert { path: files.cert.clone(), why };
+    let certs = read_certs(&files.cert).map_err(cert_err)?;
+    if is_a_ca(&certs) {
+        return Err(cert_err(CA_AS_UI.into()));
+    }
+    let key = read_key(&files.key).map_err(|why| TlsError::Key { path: files.key.clone(), why })?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
@@ -42,22 +48,8 @@ pub fn acceptor(files: &TlsFiles) -> Result<TlsAcceptor, TlsError> {
     Ok(TlsAcceptor::from(Arc::new(config)))
 }
 
-fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
-    let err = |why: String| TlsError::Cert { path: path.to_path_buf(), why };
-    let certs = CertificateDer::pem_file_iter(path)
-        .map_err(|e| err(pem_reason(&e)))?
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| err(pem_reason(&e)))?;
-    if certs.is_empty() {
-        return Err(err("no CERTIFICATE block found".into()));
-    }
-    Ok(certs)
-}
-
-fn pem_reason(e: &rustls_pki_types::pem::Error) -> String {
-    match e {
-        rustls_pki_types::pem::Error::Io(io) => io.to_string(),
-        rustls_pki_types::pem::Error::NoItemsFound => "no matching PEM block found".into(),
-        other => format!("not valid PEM ({other:?})"),
-    }
-}
+const CA_AS_UI: &str = "this is a CA certificate (basicConstraints CA:TRUE), which browsers and other clients \
+    refuse as a server's (CaUsedAsEndEntity); make a CA and, signed by it, a certificate for the UI with \
+    CA:FALSE, extendedKeyUsage serverAuth and a subjectAltName naming the addresses the browser uses (the \
+    openssl commands are in docs/security.md, \"Certificates\"); give the UI that certificate and its key, and \
+    have the browser trust the CA";

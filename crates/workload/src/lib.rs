@@ -13,7 +13,6 @@ mod input;
 pub mod keys;
 pub mod layout;
 pub mod plan;
-pub mod readfile;
 pub mod reference;
 mod units;
 pub mod vdbench;
@@ -22,6 +21,9 @@ pub use canonical::{plan_hash, to_toml};
 pub use diagnostic::{render_diagnostics, Diagnostic, Origin};
 pub use host::{HostKind, HostShare, HostSpec, OnHostLoss};
 pub use input::{build_plan, validate_file, Flags, ReadError, SourceFile, MAX_SOURCE_BYTES};
+/// The one reader of paths given by the user or a file (its own crate, for the crates
+/// below this one).
+pub use ioscope_readfile as readfile;
 pub use plan::{
     BlockSize, Dataset, DatasetFormat, EngineKind, FileIo, FileSelect, MaxErrors, Operation, Pattern, PatternMap, Plan,
     Probe, Rate, Rw, Staircase, StaircaseOf, Step, Steps, SyncMode, Target, TargetKind, UntilCi, VerifyMode, Workload,

@@ -55,6 +55,9 @@ pub enum DatasetError {
     /// The file system has too little room for the tree.
     #[error("{path}: the dataset needs {need} more, {free} free on that file system; free some space, make the dataset smaller, or choose another dir", need = ioscope_workload::format_size(*need), free = ioscope_workload::format_size(*free))]
     NoSpace { path: PathBuf, need: u64, free: u64 },
+    /// Cleanup met a marker it cannot use: it removes nothing (`--force` or not).
+    #[error("{path}: {reason}; {}", marker::CLEANUP_REFUSED)]
+    CleanupRefused { path: PathBuf, reason: String },
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
 }
@@ -375,6 +378,14 @@ fn inspect(c: &mut dyn FsConn, layout: &Layout, force: bool) -> Result<State, Da
     Ok(State { reuse, anchor_exists, old })
 }
 
+/// The anchor's marker, when it is there and refused ("PATH: why"): with `--force` the
+/// anchor is then taken as not ioscope's, and preparation replaces the marker with one of
+/// the tree it creates (what the user is told before the run).
+pub fn refused_marker(fs: &dyn FileSystem, spec: &Dataset) -> Option<String> {
+    let mut c = fs.connect().ok()?;
+    marker::read::<Tree>(&mut *c, &spec.dir, MARKER, false).err().map(|e| format!("{}: {}", e.path.display(), e.reason))
+}
+
 /// Checks the anchor, writing nothing: whether the existing tree can be reused. Errors if
 /// the anchor holds data that is not ours (unless force), or format = "never" and no
 /// matching tree.
@@ -653,7 +664,9 @@ fn remove_dir_or_list(
 /// if ioscope created it and nothing else is left in it. Does nothing without our marker.
 pub fn cleanup(fs: &dyn FileSystem, anchor: &Path) -> Result<Cleaned, DatasetError> {
     let mut c = connect(fs, anchor)?;
-    let Some(marker) = read_marker(&mut *c, anchor, false)? else { return Ok(Cleaned::default()) };
+    let marker = marker::read::<Tree>(&mut *c, anchor, MARKER, false)
+        .map_err(|e| DatasetError::CleanupRefused { path: e.path, reason: e.reason })?;
+    let Some(marker) = marker else { return Ok(Cleaned::default()) };
     if let Err(why) = marker.body.proves(c.identify(anchor).map_err(io_err(anchor))?) {
         return Ok(Cleaned { left: Some(why), ..Cleaned::default() });
     }

@@ -50,6 +50,11 @@ pub(crate) fn quoted(name: &str) -> String {
     format!("{cut:?}{more}")
 }
 
+/// Why cleanup removes nothing under a marker it cannot use, `--force` or not (`--force`
+/// takes such a directory as not ioscope's, so nothing in it is ioscope's to remove).
+pub(crate) const CLEANUP_REFUSED: &str = "cleanup removes only the files a valid marker lists and that are still \
+    the files ioscope made, so it removed nothing here (remove by hand what is yours to remove)";
+
 /// A marker that is there but cannot be used: `reason` reads "unreadable marker (...)"
 /// or "invalid marker (...)".
 #[derive(Debug)]

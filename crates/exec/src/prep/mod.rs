@@ -85,6 +85,14 @@ mod tests {
         assert!(err.contains("--force"), "{err}");
     }
 
+    /// What cleanup says of a marker it cannot use: that it removed nothing, and no advice
+    /// to pass --force (which never makes cleanup remove anything).
+    fn assert_cleanup_refused(err: &str, marker: &Path) {
+        let head = format!("{}: unreadable marker (", marker.display());
+        assert!(err.starts_with(&head), "{err}");
+        assert!(err.contains("it removed nothing here") && !err.contains("--force"), "{err}");
+    }
+
     #[test]
     fn an_unreadable_marker_is_refused_for_a_working_set_and_a_dataset_alike() {
         let tmp = tempfile::tempdir().unwrap();
@@ -106,11 +114,11 @@ mod tests {
         let e = workset::check(&LocalFs, &ws, &p).unwrap_err();
         assert!(matches!(e, workset::WorksetError::NotOurs { .. }), "{e}");
         assert_refused(&e.to_string(), &wm);
-        assert_refused(&workset::cleanup(&LocalFs, &ws).unwrap_err().to_string(), &wm);
+        assert_cleanup_refused(&workset::cleanup(&LocalFs, &ws).unwrap_err().to_string(), &wm);
         let e = dataset::check(&LocalFs, &d, false).unwrap_err();
         assert!(matches!(e, dataset::DatasetError::NotOurs { .. }), "{e}");
         assert_refused(&e.to_string(), &dm);
-        assert_refused(&dataset::cleanup(&LocalFs, &ds).unwrap_err().to_string(), &dm);
+        assert_cleanup_refused(&dataset::cleanup(&LocalFs, &ds).unwrap_err().to_string(), &dm);
         assert!(ws.join("ioscope.0.dat").exists() && ds.join("f000001").exists(), "nothing removed");
         // --force: the directory is taken as not ours, and used.
         let forced = crate::test_plan(&format!(

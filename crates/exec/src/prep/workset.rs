@@ -39,6 +39,9 @@ pub enum WorksetError {
     /// A link, FIFO or device where the working set's file goes.
     #[error("{path}: {what}; ioscope reads and writes only regular files of its own, never through a link or into a device or FIFO, --force or not. Remove it, or choose another --dir")]
     NotAFile { path: PathBuf, what: &'static str },
+    /// Cleanup met a marker it cannot use: it removes nothing (`--force` or not).
+    #[error("{path}: {reason}; {}", marker::CLEANUP_REFUSED)]
+    CleanupRefused { path: PathBuf, reason: String },
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
 }
@@ -146,6 +149,11 @@ pub struct Layout {
     /// With `--verify`: (run id, verify block) to stamp a header of generation 0 into each
     /// block the fill writes (see [`crate::verify::LaidOut`]).
     pub verify_headers: Option<(u64, u32)>,
+    /// With `--force`: the marker found, refused ("PATH: why"), so the directory is taken
+    /// as not ioscope's. The fill replaces it with a marker of the files it creates (and
+    /// then clears this); a run that creates none leaves it as it is (see
+    /// [`Layout::refused_note`]).
+    pub refused_marker: Option<String>,
 }
 
 impl Layout {
@@ -157,15 +165,30 @@ impl Layout {
     pub fn set_created_dir(&mut self) {
         self.marker.created_dir = true;
     }
+
+    /// What a user is told, before the run, of a marker `--force` refused: that it was
+    /// refused and why, and what happens to it and to the files instead.
+    pub fn refused_note(&self) -> Option<String> {
+        let refused = self.refused_marker.as_ref()?;
+        let after = if self.to_fill.is_empty() {
+            "this run creates no file, so the marker is left as it is and --cleanup will remove nothing"
+        } else {
+            "the marker is replaced by one listing only the files this run creates (what --cleanup may remove)"
+        };
+        Some(format!(
+            "note: {refused}; with --force the directory is taken as not ioscope's: nothing that marker lists is \
+             removed, and {after}"
+        ))
+    }
 }
 
 fn file_name(i: u32) -> String {
     format!("ioscope.{i}.dat")
 }
 
-/// The marker, if any; an unreadable one is refused (unless `force`: then there is none).
-fn read_marker(c: &mut dyn FsConn, dir: &Path, force: bool) -> Result<Option<Marker<Files>>, WorksetError> {
-    marker::read(c, dir, MARKER, force).map_err(|e| WorksetError::NotOurs { path: e.path, reason: e.reason })
+/// The marker, if any; an unreadable one is refused.
+fn read_marker(c: &mut dyn FsConn, dir: &Path) -> Result<Option<Marker<Files>>, marker::Unreadable> {
+    marker::read(c, dir, MARKER, false)
 }
 
 fn connect<'f>(fs: &'f dyn FileSystem, dir: &Path) -> Result<Box<dyn FsConn + 'f>, WorksetError> {
@@ -186,8 +209,14 @@ pub fn check(fs: &dyn FileSystem, dir: &Path, plan: &Plan) -> Result<Layout, Wor
             return Err(WorksetError::NoParent { parent: parent.to_path_buf(), dir });
         }
     }
-    let mut marker =
-        read_marker(&mut *c, &dir, plan.force)?.unwrap_or_else(|| Marker::new(!dir_exists, Files::default()));
+    // A marker refused is a refusal, unless --force: then the directory is not ours, and
+    // the user is told (the marker is replaced only by one of files this run creates).
+    let (found, refused_marker) = match read_marker(&mut *c, &dir) {
+        Ok(m) => (m, None),
+        Err(e) if plan.force => (None, Some(format!("{}: {}", e.path.display(), e.reason))),
+        Err(e) => return Err(WorksetError::NotOurs { path: e.path, reason: e.reason }),
+    };
+    let mut marker = found.unwrap_or_else(|| Marker::new(!dir_exists, Files::default()));
     // What is at each name the marker lists, and whether it is the file the entry recorded:
     // only those stay ours (and in the marker written back).
     let mut at = std::collections::HashMap::new();
@@ -268,7 +297,17 @@ pub fn check(fs: &dyn FileSystem, dir: &Path, plan: &Plan) -> Result<Layout, Wor
             return Err(WorksetError::NoSpace { dir, need, free });
         }
     }
-    Ok(Layout { dir, files, file_size_bytes: size, to_fill, foreign, dir_exists, marker, verify_headers: None })
+    Ok(Layout {
+        dir,
+        files,
+        file_size_bytes: size,
+        to_fill,
+        foreign,
+        dir_exists,
+        marker,
+        verify_headers: None,
+        refused_marker,
+    })
 }
 
 fn write_marker(c: &mut dyn FsConn, dir: &Path, m: &Marker<Files>) -> Result<(), WorksetError> {
@@ -305,7 +344,9 @@ fn undo(fs: &dyn FileSystem, layout: &mut Layout) {
         }
     }
     let marker = layout.dir.join(MARKER);
-    if layout.marker.body.files.is_empty() {
+    if layout.refused_marker.is_some() {
+        // Failed before this run's marker replaced the refused one: that one is not ours.
+    } else if layout.marker.body.files.is_empty() {
         let _ = c.remove_file(&marker);
     } else {
         let _ = write_marker(&mut *c, &layout.dir, &layout.marker);
@@ -352,6 +393,8 @@ fn fill(
         layout.marker.body.files.push(MarkerFile { name, size_bytes: size, complete: false, made: Some(made) });
     }
     write_marker(&mut *c, &layout.dir, &layout.marker)?;
+    // The refused marker is gone, replaced by this one.
+    layout.refused_marker = None;
 
     // Every file in 8 MiB chunks, taken by the writers in turn; the first error stops them.
     let file_ids: Vec<u32> = layout.to_fill.iter().map(|&i| i as u32).collect();
@@ -409,7 +452,9 @@ pub struct Cleaned {
 /// the directory if ioscope created it and it is now empty. Touches nothing else.
 pub fn cleanup(fs: &dyn FileSystem, dir: &Path) -> Result<Cleaned, WorksetError> {
     let mut c = connect(fs, dir)?;
-    let Some(marker) = read_marker(&mut *c, dir, false)? else { return Ok(Cleaned::default()) };
+    let marker =
+        read_marker(&mut *c, dir).map_err(|e| WorksetError::CleanupRefused { path: e.path, reason: e.reason })?;
+    let Some(marker) = marker else { return Ok(Cleaned::default()) };
     let mut cleaned = Cleaned::default();
     for f in &marker.body.files {
         let path = dir.join(&f.name);

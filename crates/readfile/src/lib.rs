@@ -6,6 +6,11 @@
 //! which may have changed): anything but a regular file (a FIFO, a device, a socket, a
 //! directory) is refused by its kind. At most `max + 1` bytes are read, so a file larger
 //! than its bound costs no more than the bound. Nothing read from a refused file is kept.
+//!
+//! Its own crate, below everything that reads such a path: workload files, fio includes
+//! and journals (ioscope-workload, which re-exports it as `readfile`), the agent's token
+//! and TLS files (ioscope-proto, ioscope-serve), the UI's TLS files, the engines'
+//! credential files.
 
 use std::fs::File;
 use std::io::Read;
@@ -20,8 +25,17 @@ pub enum FileError {
     Io(#[from] std::io::Error),
     #[error("not a regular file ({0}): expected a file to read")]
     NotRegular(&'static str),
-    #[error("the file is larger than {}", crate::format_size(*.0))]
+    #[error("the file is larger than {}", bound(*.0))]
     TooLarge(u64),
+}
+
+/// A bound as a message shows it: "4 KiB", "1 MiB", else bytes ("5000 B").
+fn bound(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
+        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
+        b => format!("{b} B"),
+    }
 }
 
 /// What is at the descriptor, for a refusal.
@@ -80,6 +94,8 @@ mod tests {
         std::fs::write(&file, b"12345").unwrap();
         assert_eq!(read(&file, 5).unwrap(), b"12345");
         assert_eq!(read(&file, 4).unwrap_err().to_string(), "the file is larger than 4 B");
+        assert_eq!(FileError::TooLarge(4 << 10).to_string(), "the file is larger than 4 KiB");
+        assert_eq!(FileError::TooLarge(16 << 20).to_string(), "the file is larger than 16 MiB");
         let fifo = dir.path().join("fifo");
         let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
         // SAFETY: a valid NUL-terminated path.
