@@ -302,10 +302,14 @@ fn prepare_files(
     let (files, dataset, said) = if let Some(d) = &plan.dataset {
         let (fs, _) = ioscope_exec::storage(&plan).map_err(|e| ApiError::internal(e.to_string()))?;
         dataset::check(&*fs, d, plan.force).map_err(|e| ApiError::conflict(e.to_string()))?;
+        // With --force, a marker refused is said, as a local run says it.
+        let refused = dataset::refused_marker(&*fs, d).filter(|_| plan.force).map(|r| {
+            format!("; note: {r}; with --force the directory is taken as not ioscope's and the marker is replaced")
+        });
         let p = dataset::prepare(&*fs, d, plan.force, created_dir, 16, &|_, _, _| {})
             .map_err(|e| ApiError::internal(format!("preparing the dataset: {e}")))?;
         let what = if p.reused { "reused" } else { "created" };
-        let said = format!("{what} a dataset of {} files", p.layout.files());
+        let said = format!("{what} a dataset of {} files{}", p.layout.files(), refused.unwrap_or_default());
         (Vec::new(), Some(p.layout), said)
     } else if !plan.engine.spec().caps.does_io {
         (Vec::new(), None, "no files (the engine does no I/O)".to_string())
@@ -316,9 +320,15 @@ fn prepare_files(
             layout.set_created_dir();
         }
         let filled = layout.to_fill.len();
+        let refused = layout.refused_note().map(|n| format!("; {n}"));
         workset::prepare(&*fs, &mut layout, threads.clamp(1, 8) as usize, &|_, _| {})
             .map_err(|e| ApiError::internal(format!("preparing the working set: {e}")))?;
-        let said = format!("{} file(s) in {}, {filled} filled", layout.files.len(), dir.display());
+        let said = format!(
+            "{} file(s) in {}, {filled} filled{}",
+            layout.files.len(),
+            dir.display(),
+            refused.unwrap_or_default()
+        );
         (layout.files, None, said)
     };
     let nic = ioscope_exec::system::route_nic(&config);
