@@ -483,9 +483,10 @@ fn listening_agents_on_loopback_run_one_timeline_and_refuse_a_wrong_token() {
     assert_eq!(by_host.len(), 2, "{s}");
     let ops: Vec<u64> = by_host.values().map(|h| h["ops"].as_u64().unwrap()).collect();
     assert_eq!(ops.iter().sum::<u64>(), s["total"]["ops"].as_u64().unwrap());
-    // 1501 and 1500 IOPS for 3 s (open loop: within a few I/Os of the schedule).
+    // 1501 and 1500 IOPS for 3 s: the schedule is the most a host can do (open loop);
+    // a busy machine may complete fewer by the end, never more than a few over.
     for o in &ops {
-        assert!((4400..=4600).contains(o), "each host runs its half of the rate: {ops:?}");
+        assert!((3600..=4600).contains(o), "each host runs its half of the rate: {ops:?}");
     }
     for (_, a) in agents(&db).into_iter().filter(|(_, a)| !a.is_null()) {
         assert_eq!(a["transport"], "listen");

@@ -305,7 +305,9 @@ fn smb_one_request_in_flight_is_not_held_by_nagle() {
         s(&tmp.path().join("q.db")),
     ]));
     let iops = v["ops"]["read"]["iops"].as_f64().unwrap();
-    assert!(iops > 1000.0, "QD1 reads/s: {iops} ({})", v["ops"]["read"]);
+    // Nagle's algorithm against delayed ACKs holds each small request 40 ms: at most 25
+    // reads a second. A busy machine still does hundreds; only the 40 ms stall fails this.
+    assert!(iops > 100.0, "QD1 reads/s: {iops} ({})", v["ops"]["read"]);
     assert_eq!(v["ops"]["read"]["errors"], 0);
 }
 

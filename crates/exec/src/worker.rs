@@ -498,7 +498,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("data");
         std::fs::write(&path, vec![7u8; 64 << 20]).unwrap();
-        let mut last_p50 = 0;
+        let mut p50s = Vec::new();
         for depth in [1u32, 8, 32, 256] {
             let p = crate::test_plan(&format!(
                 "engine = 'uring'\nrw = 'randread'\nsize = '64m'\niodepth = {depth}\ndir = '{}'",
@@ -518,12 +518,12 @@ mod tests {
             assert!(read.counts.ops > 1000, "depth {depth}: {} reads", read.counts.ops);
             assert_eq!(read.counts.bytes, read.counts.ops * 4096, "depth {depth}: every read is whole");
             assert_eq!(read.service_ns.count(), read.counts.ops);
-            // The page cache serves a batch one I/O after another: the deeper the queue,
-            // the longer each I/O waits for the ones submitted with it.
-            let p50 = read.latency_ns.quantile(0.5).unwrap();
-            assert!(p50 > last_p50, "depth {depth}: p50 {p50} ns is not above {last_p50} ns at the previous depth");
-            last_p50 = p50;
+            p50s.push(read.latency_ns.quantile(0.5).unwrap());
         }
+        // The page cache serves a batch one I/O after another: the deeper the queue, the
+        // longer each I/O waits for the ones submitted with it. Neighbouring depths may swap
+        // on a busy machine; 256 in flight against 1 never does.
+        assert!(p50s[3] > 4 * p50s[0], "p50 at depths 1, 8, 32, 256: {p50s:?} ns");
     }
 
     #[test]
