@@ -1061,10 +1061,12 @@ impl Collect<'_> {
         for (w, (rec, reader)) in recorders.iter().zip(readers.iter_mut()).enumerate() {
             let mut per_op: Vec<OpInterval> = Vec::new();
             for slot in slots {
-                for (op, file, c) in reader.take_files_slot(rec, *slot) {
+                // Whole I/Os only: a worker in the middle of one I/O's record into this
+                // slot (preempted there, say) gets the CPU back and ends it first.
+                let (read, files) = reader.read_slot(rec, *slot, wait_for_worker);
+                for (op, file, c) in files {
                     per_file.entry((file, op)).or_default().add(&c);
                 }
-                let read = reader.take_slot(rec, *slot);
                 match per_op.is_empty() {
                     true => per_op = read,
                     false => per_op.iter_mut().zip(&read).for_each(|(a, b)| a.merge(b)),
@@ -1098,6 +1100,13 @@ impl Collect<'_> {
             .collect();
         Snapshot { ops, workers, files, ..Snapshot::new(0, 0, self.host) }
     }
+}
+
+/// The collector's wait for a worker that is recording an I/O into the slot it reads: a
+/// sleep (not a spin or a yield), so that the worker gets a CPU even when the collector
+/// runs at SCHED_FIFO on it.
+fn wait_for_worker() {
+    std::thread::sleep(std::time::Duration::from_micros(50));
 }
 
 /// Adds a later read of the same workers into `into` (the same workloads, ops and workers
