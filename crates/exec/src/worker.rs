@@ -141,7 +141,8 @@ impl<'a, E: Engine> Worker<'a, E> {
         if let Some(ring) = self.ring {
             let ok = result >= 0 && !short;
             let place = (ok && io.op.has_size()).then_some((result as u64, io.offset));
-            ring.push(&IoRecord { done_ns, file, op: io.op as u8, ok, latency_ns, service_ns, place });
+            let (slot, seq) = (slot.slot_index(), slot.seq());
+            ring.push(&IoRecord { done_ns, file, op: io.op as u8, ok, latency_ns, service_ns, place, slot, seq });
         }
         if result >= 0 && !short {
             slot.record_file(io.op as usize, io.file, Some(result as u64));

@@ -43,7 +43,9 @@
 
 use crate::histogram::{bucket_index, bucket_range, Histogram, BUCKETS};
 use crate::Op;
-use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicUsize, Ordering::Acquire, Ordering::Relaxed, Ordering::Release};
+use std::sync::atomic::{
+    fence, AtomicU32, AtomicU64, AtomicUsize, Ordering::Acquire, Ordering::Relaxed, Ordering::Release,
+};
 
 /// One second of the run's clock, in ns.
 pub const SECOND_NS: u64 = 1_000_000_000;
@@ -234,6 +236,22 @@ pub struct SlotWriter<'a> {
     seq: &'a AtomicU64,
     /// The sequence number once this record ends (even).
     done: u64,
+    slot_index: u8,
+}
+
+impl SlotWriter<'_> {
+    /// Which slot (0 or 1) this I/O goes into.
+    #[inline(always)]
+    pub fn slot_index(&self) -> u8 {
+        self.slot_index
+    }
+
+    /// The slot's sequence number before this record began (even): a read of the slot taken
+    /// at a greater number has this I/O ([`WorkerReader::read_through`]).
+    #[inline(always)]
+    pub fn seq(&self) -> u64 {
+        self.done - 2
+    }
 }
 
 impl std::ops::Deref for SlotWriter<'_> {
@@ -321,7 +339,7 @@ impl WorkerRecorder {
         // Release fence: a reader that sees any cell of this record also sees the odd number
         // when it checks the number again after its read (and so drops that read).
         fence(Release);
-        SlotWriter { slot: &self.slots[i], seq, done: (begun | 1) + 1 }
+        SlotWriter { slot: &self.slots[i], seq, done: (begun | 1) + 1, slot_index: i as u8 }
     }
 
     /// Moves to the second of `done_ns` (past the current second's end).
@@ -432,11 +450,13 @@ impl SlotRead {
 pub struct WorkerReader {
     namer: KindNamer,
     reads: [SlotRead; 2],
+    /// Per slot, its sequence number at the last clean read ([`Self::read_slot`]).
+    read_through: [u64; 2],
 }
 
 impl WorkerReader {
     pub fn new(op_kinds: usize) -> Self {
-        Self { namer: kind_number, reads: [SlotRead::new(op_kinds), SlotRead::new(op_kinds)] }
+        Self { namer: kind_number, reads: [SlotRead::new(op_kinds), SlotRead::new(op_kinds)], read_through: [0; 2] }
     }
 
     /// Names error kinds with `namer` (by default "kind N").
@@ -498,6 +518,13 @@ impl WorkerReader {
         out
     }
 
+    /// Per slot, its sequence number at the last clean read of [`Self::read_slot`]: the
+    /// I/Os whose record began below it ([`SlotWriter::seq`]) are in that read or an
+    /// earlier one, the others in a later one.
+    pub fn read_through(&self) -> [u64; 2] {
+        self.read_through
+    }
+
     /// What `w` recorded in one slot since its previous read: per op, and per (op kind,
     /// file) as [`Self::take_files`] gives them, counting whole I/Os only. While the worker
     /// is recording an I/O into the slot, or when it recorded one during the read, `wait` is
@@ -535,6 +562,7 @@ impl WorkerReader {
             // number loaded below is that record's (odd) or later.
             fence(Acquire);
             if seq.load(Relaxed) == before {
+                self.read_through[slot & 1] = before;
                 files.sort_by_key(|(op, f, _)| (*op, *f));
                 return (ops, files);
             }
