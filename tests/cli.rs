@@ -2174,6 +2174,11 @@ fn latency_breaks_down_by_file_and_worker_in_a_run_and_the_parts_add_up_to_the_w
             let mut parts = ioscope_metrics::Histogram::new();
             s.worker_dists.iter().filter(|w| w.op.name() == op).for_each(|w| parts.merge(&w.data.latency_ns));
             assert_eq!(cells(&parts), cells(&whole), "second {} {op}: workers", s.second);
+            // And the files: each per-file record goes to the second whose read of the
+            // recorders has its I/O (none of the next second's, none left for a later one).
+            let mut files = ioscope_metrics::Histogram::new();
+            s.file_dists.iter().filter(|f| f.op.name() == op).for_each(|f| files.merge(&f.data.latency_ns));
+            assert_eq!(cells(&files), cells(&whole), "second {} {op}: files", s.second);
         }
         // Sync operations have no size or offset, in the per-file rows either.
         assert!(s.file_dists.iter().filter(|f| f.op.name() == "fdatasync").all(|f| f.data.size_bytes.is_empty()));

@@ -74,18 +74,19 @@ impl<'a> Collector<'a> {
         }
     }
 
-    /// Drains the rings into `second`, the second being collected (between its reads).
-    pub(crate) fn drain(&mut self, second: u32) {
-        self.by_file.drain(self.rings, second, u64::MAX, false);
+    /// Drains the rings into `second`, the second being collected (between its reads);
+    /// `read`: per worker, its reader's [`ioscope_metrics::WorkerReader::read_through`].
+    pub(crate) fn drain(&mut self, second: u32, read: &[[u64; 2]]) {
+        self.by_file.drain(self.rings, read, second, u64::MAX, false);
     }
 
     /// Fills `snap` with its per-worker distributions (what the reads of the recorders
     /// since the last call offered to `by_worker`) and per-file distributions (and a file
-    /// tree's per-file counters): the I/O that completed before `end_ns` and was not in an
-    /// earlier second (u64::MAX at the end of the run).
-    pub(crate) fn fill(&mut self, snap: &mut Snapshot, end_ns: u64) {
+    /// tree's per-file counters): the I/O that the reads of the recorders for this second
+    /// had (`read`, as for [`Self::drain`]), so the same I/Os as its counters.
+    pub(crate) fn fill(&mut self, snap: &mut Snapshot, read: &[[u64; 2]]) {
         snap.worker_dists = self.by_worker.finish();
-        self.by_file.drain(self.rings, snap.second, end_ns, true);
+        self.by_file.drain(self.rings, read, snap.second, u64::MAX, true);
         let (tree, names) = (self.tree, self.file_names);
         let per_file = self.by_file.close(|i| match tree {
             // A tree file is named by its path below the dataset's directory.

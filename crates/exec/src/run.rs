@@ -719,7 +719,7 @@ pub fn measure<S: Sink>(plan: &Plan, files: &[PathBuf], sink: &mut S, m: Measure
                 }
                 let wait = wake.saturating_sub(now).clamp(1_000_000, breakdown.drain_every_ns(20_000_000));
                 std::thread::sleep(std::time::Duration::from_nanos(wait));
-                breakdown.drain(seconds.next as u32);
+                breakdown.drain(seconds.next as u32, &read_through(&readers));
             }
             let all_done = finished.load(Relaxed) == threads;
             let now = now_ns();
@@ -736,10 +736,9 @@ pub fn measure<S: Sink>(plan: &Plan, files: &[PathBuf], sink: &mut S, m: Measure
             cpu_reader.fill(&cpu, &mut snap);
             let (step, warmup) = times.at(snap.second as u64 * SECOND_NS);
             (snap.step, snap.warmup) = (step, warmup);
-            // What completed before the second's end on the run's clock is this second's;
-            // later records wait for the next (at the end, everything is the last second's).
-            let end = if all_done { u64::MAX } else { t0 + (snap.second as u64 + 1) * SECOND_NS };
-            breakdown.fill(&mut snap, end);
+            // The per-file records of the I/Os these reads had are this second's; the others
+            // wait for the read that has them (at the end, everything is the last second's).
+            breakdown.fill(&mut snap, &read_through(&readers));
             if let Some(why) = error_limit.add(&snap) {
                 too_many_errors.get_or_insert(why);
                 stop.store(true, Relaxed);
@@ -1061,10 +1060,12 @@ impl Collect<'_> {
         for (w, (rec, reader)) in recorders.iter().zip(readers.iter_mut()).enumerate() {
             let mut per_op: Vec<OpInterval> = Vec::new();
             for slot in slots {
-                for (op, file, c) in reader.take_files_slot(rec, *slot) {
+                // Whole I/Os only: a worker in the middle of one I/O's record into this
+                // slot (preempted there, say) gets the CPU back and ends it first.
+                let (read, files) = reader.read_slot(rec, *slot, wait_for_worker);
+                for (op, file, c) in files {
                     per_file.entry((file, op)).or_default().add(&c);
                 }
-                let read = reader.take_slot(rec, *slot);
                 match per_op.is_empty() {
                     true => per_op = read,
                     false => per_op.iter_mut().zip(&read).for_each(|(a, b)| a.merge(b)),
@@ -1098,6 +1099,18 @@ impl Collect<'_> {
             .collect();
         Snapshot { ops, workers, files, ..Snapshot::new(0, 0, self.host) }
     }
+}
+
+/// Per worker, the sequence numbers its slots were last read at (for the per-file records).
+fn read_through(readers: &[WorkerReader]) -> Vec<[u64; 2]> {
+    readers.iter().map(|r| r.read_through()).collect()
+}
+
+/// The collector's wait for a worker that is recording an I/O into the slot it reads: a
+/// sleep (not a spin or a yield), so that the worker gets a CPU even when the collector
+/// runs at SCHED_FIFO on it.
+fn wait_for_worker() {
+    std::thread::sleep(std::time::Duration::from_micros(50));
 }
 
 /// Adds a later read of the same workers into `into` (the same workloads, ops and workers

@@ -579,7 +579,7 @@ mod tests {
         let v = Verifier::new(BlockStates::new(&[8 * BL as u64], BL as u32), 42, false);
         let rec = WorkerRecorder::with_ops(ioscope_engine::OP_KINDS, &[Op::Verify as usize]);
         rec.start(0, u64::MAX);
-        let slot = rec.at(0);
+        let slot = &*rec.at(0);
         let mut w = WorkerVerify::new(&v, 4, BL);
         // Two writes of block 2 in flight at once (slots 0 and 1), and a read issued
         // while they are (slot 2).
@@ -617,7 +617,7 @@ mod tests {
         let v = Verifier::new(BlockStates::new(&[8 * BL as u64], BL as u32), 42, false);
         let rec = WorkerRecorder::with_ops(ioscope_engine::OP_KINDS, &[Op::Verify as usize]);
         rec.start(0, u64::MAX);
-        let slot = rec.at(0);
+        let slot = &*rec.at(0);
         let mut w = WorkerVerify::new(&v, 4, 2 * BL);
         let mut a = vec![0x11u8; BL];
         w.issue(&io(Op::Write, 0), &mut a);

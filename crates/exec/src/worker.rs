@@ -126,11 +126,13 @@ impl<'a, E: Engine> Worker<'a, E> {
     /// engine returned: 0 for them).
     #[inline(always)]
     pub(crate) fn record(&mut self, io: &Io, result: i64, done_ns: u64, latency_ns: u64, service_ns: u64) {
+        // The slot is chosen once: every statistic of this I/O, the verification's and the
+        // per-file ring's too, is recorded while `slot` lives (see `SlotWriter`).
         let slot = self.recorder.at(done_ns);
         if let Some(v) = self.verify.as_mut() {
             match self.tree_file {
-                Some(f) => v.complete_tree(io, f, result, self.buffers.slot(io.slot), slot, done_ns),
-                None => v.complete(io, result, self.buffers.slot(io.slot), slot, done_ns),
+                Some(f) => v.complete_tree(io, f, result, self.buffers.slot(io.slot), &slot, done_ns),
+                None => v.complete(io, result, self.buffers.slot(io.slot), &slot, done_ns),
             }
         }
         let rec = slot.op(io.op as usize);
@@ -139,7 +141,8 @@ impl<'a, E: Engine> Worker<'a, E> {
         if let Some(ring) = self.ring {
             let ok = result >= 0 && !short;
             let place = (ok && io.op.has_size()).then_some((result as u64, io.offset));
-            ring.push(&IoRecord { done_ns, file, op: io.op as u8, ok, latency_ns, service_ns, place });
+            let (slot, seq) = (slot.slot_index(), slot.seq());
+            ring.push(&IoRecord { done_ns, file, op: io.op as u8, ok, latency_ns, service_ns, place, slot, seq });
         }
         if result >= 0 && !short {
             slot.record_file(io.op as usize, io.file, Some(result as u64));
@@ -148,6 +151,8 @@ impl<'a, E: Engine> Worker<'a, E> {
             slot.record_file(io.op as usize, io.file, None);
             let kind = if short { errors::SHORT } else { errors::kind_of(result) };
             rec.record_error(kind);
+            // The I/O's record ends here: its slot may be read again.
+            drop(slot);
             let (engine, namer) = (&self.engine, self.namer);
             self.errors.note(io, file, || match short {
                 true => format!("{result} of {} bytes (short {})", io.len, io.op.name()),

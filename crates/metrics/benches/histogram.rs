@@ -4,7 +4,8 @@
 //!   second and `time / 4096` is ns per record. `OpRecorder::record` is what the core loop
 //!   pays on every I/O (four atomic-histogram updates: latency, service time, size, offset),
 //!   so it bounds how fast the null engine can go; the plain and single atomic histogram
-//!   show where that time goes.
+//!   show where that time goes; `slot_writer` adds the slot's pick per I/O
+//!   (`WorkerRecorder::at`, the sequence number the collector checks).
 //! - `merge`, `encode_sparse`, `decode_sparse`: ns per call, per histogram, of what the
 //!   collector and the store do for every second of a run.
 //! - `worker_reader_take`: ns per once-a-second read of one worker (4 op kinds x 4
@@ -75,6 +76,17 @@ fn record(c: &mut Criterion) {
         b.iter(|| {
             for i in 0..N {
                 r.record(lat[i], svc[i], black_box(SIZE), off[i]);
+            }
+        })
+    });
+    // What the core loop pays per I/O: the slot's pick and its sequence number (two plain
+    // stores) around the same four updates.
+    let w = WorkerRecorder::new(1);
+    w.start(0, u64::MAX);
+    g.bench_function("slot_writer", |b| {
+        b.iter(|| {
+            for i in 0..N {
+                w.at(black_box(i as u64)).op(0).record(lat[i], svc[i], black_box(SIZE), off[i]);
             }
         })
     });

@@ -43,17 +43,24 @@ pub struct IoRecord {
     /// a file tree's creates and copies); the offset counts for those with one
     /// ([`Op::has_offset`]). Sync and metadata operations have neither.
     pub place: Option<(u64, u64)>,
+    /// The recorder slot the I/O's statistics went into, and that slot's sequence number
+    /// when its record began ([`crate::SlotWriter::slot_index`] and
+    /// [`crate::SlotWriter::seq`]): the collector puts the record in the second whose read
+    /// of that slot has the I/O ([`FileBreakdown::drain`]), so the per-file distributions of
+    /// a second count the same I/Os as its counters.
+    pub slot: u8,
+    pub seq: u64,
 }
 
 impl IoRecord {
-    fn pack(&self) -> [u64; 6] {
+    fn pack(&self) -> [u64; 7] {
         let (size, offset) = self.place.unwrap_or((0, 0));
-        let flags = self.ok as u64 | (self.place.is_some() as u64) << 1;
+        let flags = self.ok as u64 | (self.place.is_some() as u64) << 1 | ((self.slot & 1) as u64) << 2;
         let tag = self.file as u64 | (self.op as u64) << 32 | flags << 40;
-        [self.done_ns, self.latency_ns, self.service_ns, size, offset, tag]
+        [self.done_ns, self.latency_ns, self.service_ns, size, offset, tag, self.seq]
     }
 
-    fn unpack(w: [u64; 6]) -> Self {
+    fn unpack(w: [u64; 7]) -> Self {
         let tag = w[5];
         let flags = tag >> 40;
         IoRecord {
@@ -64,6 +71,8 @@ impl IoRecord {
             file: tag as u32,
             op: (tag >> 32) as u8,
             ok: flags & 1 != 0,
+            slot: (flags >> 2 & 1) as u8,
+            seq: w[6],
         }
     }
 }
@@ -78,7 +87,7 @@ struct Line(AtomicU64);
 /// plain moves on x86 and arm64); a full ring drops the record and counts it by the parity
 /// of its second, so the collector knows which second lost it.
 pub struct FileRing {
-    slots: Box<[[AtomicU64; 6]]>,
+    slots: Box<[[AtomicU64; 7]]>,
     mask: u64,
     /// Next position the producer writes.
     head: Line,
@@ -179,7 +188,7 @@ impl FileRing {
 /// I/O per second per worker, and a smaller ring stays in cache.
 pub fn ring_capacity(workers: usize) -> usize {
     const BUDGET_BYTES: usize = 64 << 20;
-    const RECORD_BYTES: usize = 48;
+    const RECORD_BYTES: usize = 56;
     (BUDGET_BYTES / RECORD_BYTES / workers.max(1)).clamp(1024, 16384)
 }
 
@@ -282,8 +291,8 @@ pub struct FileBreakdown {
     /// recorder).
     counters: bool,
     ops: Vec<OpFiles>,
-    /// Records drained after the end of the second being collected: the next second's.
-    later: Vec<IoRecord>,
+    /// Records drained that belong to a later second (with their ring's index).
+    later: Vec<(usize, IoRecord)>,
     /// Dropped records seen so far, per ring and parity (cumulative).
     prev_dropped: Vec<[u64; 2]>,
     dropped_now: u64,
@@ -307,14 +316,37 @@ impl FileBreakdown {
         self.top.saturating_mul(2)
     }
 
-    /// Drains every ring into the second being collected, `second`; records that
-    /// completed at or after `end_ns` belong to the next second and wait for it. `closing`:
-    /// this drain ends the second (drops of the other parity are then the next second's).
-    pub fn drain(&mut self, rings: &[FileRing], second: u32, end_ns: u64, closing: bool) {
-        let mut batch = std::mem::take(&mut self.later);
+    /// Drains every ring into the second being collected, `second`. `closing`: this drain
+    /// ends the second, after its reads of the recorders (drops of the other parity are then
+    /// the next second's).
+    ///
+    /// A record is this second's when its I/O is in this second's reads of the recorder
+    /// slots: `read[w]` is, per slot, the sequence number worker `w`'s last clean read of it
+    /// was taken at ([`crate::WorkerReader::read_through`]). A record begun before it is in
+    /// that read; any other record is in the slot's next read (the read waits for a record
+    /// in flight), which before the closing drain is this second's for the slot of
+    /// `second`'s parity, and otherwise a later second's. So a straggler (an I/O stamped in
+    /// second N and recorded after that second's read) is in second N + 2 here as in the
+    /// counters. Without `read` for a ring (tests), every record is taken as read. Records
+    /// that completed at or after `end_ns` wait for a later second too.
+    pub fn drain(&mut self, rings: &[FileRing], read: &[[u64; 2]], second: u32, end_ns: u64, closing: bool) {
+        let mut batch = Vec::new();
         let mut later = Vec::new();
-        for (ring, prev) in rings.iter().zip(self.prev_dropped.iter_mut()) {
-            ring.drain(|r| if r.done_ns >= end_ns { later.push(r) } else { batch.push(r) });
+        let parity = (second & 1) as u8;
+        let mut place = |w: usize, r: IoRecord| {
+            let slot = (r.slot & 1) as usize;
+            let read_now = read.get(w).is_none_or(|s| r.seq < s[slot]) || (!closing && r.slot & 1 == parity);
+            if read_now && r.done_ns < end_ns {
+                batch.push(r)
+            } else {
+                later.push((w, r))
+            }
+        };
+        for (w, r) in std::mem::take(&mut self.later) {
+            place(w, r);
+        }
+        for (w, (ring, prev)) in rings.iter().zip(self.prev_dropped.iter_mut()).enumerate() {
+            ring.drain(|r| place(w, r));
             let now = ring.dropped();
             let parity = (second & 1) as usize;
             let this = now[parity].wrapping_sub(prev[parity]);
@@ -428,15 +460,13 @@ impl FileBreakdown {
             }
             of.next = head.iter().filter(|(_, c)| c.ops > 0).map(|(f, _)| *f).collect();
         }
-        // The next second: slots for the busiest files of this one, then its early records.
+        // The next second: slots for the busiest files of this one (its records come with
+        // its drains, the ones drained already among them).
         for of in &mut self.ops {
             for f in std::mem::take(&mut of.next) {
                 of.slots.push((f, OpInterval::empty()));
                 of.seen.insert(f, FileCell { counts: Counts::default(), slot: Some((of.slots.len() - 1) as u32) });
             }
-        }
-        for r in std::mem::take(&mut self.later) {
-            self.add(&r);
         }
         out
     }

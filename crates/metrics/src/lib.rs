@@ -14,7 +14,7 @@ pub mod target;
 pub use histogram::{Histogram, RELATIVE_ERROR};
 pub use op::{Op, OP_KINDS};
 pub use recorder::{
-    Counts, KindNamer, OpInterval, OpRecorder, Slot, WorkerReader, WorkerRecorder, ERROR_KINDS, SECOND_NS,
+    Counts, KindNamer, OpInterval, OpRecorder, Slot, SlotWriter, WorkerReader, WorkerRecorder, ERROR_KINDS, SECOND_NS,
 };
 pub use snapshot::{
     is_sync_op, FileCounts, FileDists, OpSeries, Snapshot, WorkerCounts, WorkerCpu, WorkerDists, OTHER,

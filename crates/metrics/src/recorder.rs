@@ -16,6 +16,17 @@
 //! two seconds later: never lost, never counted twice. Completions at or after the run's
 //! planned end (the I/O still in flight at the deadline) count in its last second.
 //!
+//! One I/O, one second: [`WorkerRecorder::at`] picks the slot once per I/O and hands out a
+//! [`SlotWriter`] that every statistic of that I/O is recorded through. Each slot has a
+//! sequence number (a seqlock's), odd while a writer is alive: the worker sets it with two
+//! plain stores per I/O (no locked instruction; on x86 the fences are compiler barriers).
+//! [`WorkerReader::read_slot`] reads a slot only while its number is even and keeps a read
+//! only if the number did not move during it; otherwise it waits and reads the slot again,
+//! adding the second read to the first (reads are deltas, so the sum is the slot's state at
+//! the end of the clean read). A worker preempted in the middle of one I/O's record, at
+//! the moment its slot is read, therefore never splits that I/O between two seconds (its
+//! count and latency in one, its size or offset in the next).
+//!
 //! Bucket counters are 32 bits and wrap: a delta is exact as long as a bucket gets fewer
 //! than 2^32 increments between two reads of its slot (two seconds apart), and the smaller
 //! cells keep more of the histograms in cache next to the kernel's own work. Operation and
@@ -32,7 +43,9 @@
 
 use crate::histogram::{bucket_index, bucket_range, Histogram, BUCKETS};
 use crate::Op;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{
+    fence, AtomicU32, AtomicU64, AtomicUsize, Ordering::Acquire, Ordering::Relaxed, Ordering::Release,
+};
 
 /// One second of the run's clock, in ns.
 pub const SECOND_NS: u64 = 1_000_000_000;
@@ -209,6 +222,52 @@ struct SecondClock {
     slot: AtomicUsize,
     /// The run's last planned second: later completions count in it.
     last: AtomicU64,
+    /// Per slot: twice the number of I/Os recorded into it, plus one while one is being
+    /// recorded (see [`SlotWriter`]).
+    seq: [AtomicU64; 2],
+}
+
+/// The slot of one I/O, chosen once: every statistic of that I/O is recorded through it
+/// (dereferences to the [`Slot`]). While it lives, the slot's sequence number is odd and
+/// the collector does not take a read of the slot; dropping it ends the I/O's record.
+/// One at a time per worker: an I/O's record never nests in another's.
+pub struct SlotWriter<'a> {
+    slot: &'a Slot,
+    seq: &'a AtomicU64,
+    /// The sequence number once this record ends (even).
+    done: u64,
+    slot_index: u8,
+}
+
+impl SlotWriter<'_> {
+    /// Which slot (0 or 1) this I/O goes into.
+    #[inline(always)]
+    pub fn slot_index(&self) -> u8 {
+        self.slot_index
+    }
+
+    /// The slot's sequence number before this record began (even): a read of the slot taken
+    /// at a greater number has this I/O ([`WorkerReader::read_through`]).
+    #[inline(always)]
+    pub fn seq(&self) -> u64 {
+        self.done - 2
+    }
+}
+
+impl std::ops::Deref for SlotWriter<'_> {
+    type Target = Slot;
+    #[inline(always)]
+    fn deref(&self) -> &Slot {
+        self.slot
+    }
+}
+
+impl Drop for SlotWriter<'_> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        // Release: a reader that sees the even number sees every cell of this record.
+        self.seq.store(self.done, Release);
+    }
 }
 
 /// One worker's recorders: two [`Slot`]s, for the even and the odd seconds of the run.
@@ -232,6 +291,7 @@ impl WorkerRecorder {
                 next_ns: AtomicU64::new(u64::MAX),
                 slot: AtomicUsize::new(0),
                 last: AtomicU64::new(u64::MAX),
+                seq: [AtomicU64::new(0), AtomicU64::new(0)],
             },
         }
     }
@@ -262,13 +322,24 @@ impl WorkerRecorder {
         self.turn(t0_ns);
     }
 
-    /// The slot of an I/O completed (or failed, or skipped) at `done_ns` on the run's clock.
+    /// The slot of an I/O completed (or failed, or skipped) at `done_ns` on the run's clock,
+    /// for every statistic of that I/O: record them all through the one writer, then drop it.
+    /// Must only be called from the owning worker thread, one writer at a time.
     #[inline(always)]
-    pub fn at(&self, done_ns: u64) -> &Slot {
-        if done_ns >= self.clock.next_ns.load(Relaxed) {
+    pub fn at(&self, done_ns: u64) -> SlotWriter<'_> {
+        let c = &self.clock;
+        if done_ns >= c.next_ns.load(Relaxed) {
             self.turn(done_ns);
         }
-        &self.slots[self.clock.slot.load(Relaxed) & 1]
+        let i = c.slot.load(Relaxed) & 1;
+        let seq = &c.seq[i];
+        let begun = seq.load(Relaxed);
+        debug_assert!(begun & 1 == 0, "one I/O's record inside another's");
+        seq.store(begun | 1, Relaxed);
+        // Release fence: a reader that sees any cell of this record also sees the odd number
+        // when it checks the number again after its read (and so drops that read).
+        fence(Release);
+        SlotWriter { slot: &self.slots[i], seq, done: (begun | 1) + 1, slot_index: i as u8 }
     }
 
     /// Moves to the second of `done_ns` (past the current second's end).
@@ -379,11 +450,13 @@ impl SlotRead {
 pub struct WorkerReader {
     namer: KindNamer,
     reads: [SlotRead; 2],
+    /// Per slot, its sequence number at the last clean read ([`Self::read_slot`]).
+    read_through: [u64; 2],
 }
 
 impl WorkerReader {
     pub fn new(op_kinds: usize) -> Self {
-        Self { namer: kind_number, reads: [SlotRead::new(op_kinds), SlotRead::new(op_kinds)] }
+        Self { namer: kind_number, reads: [SlotRead::new(op_kinds), SlotRead::new(op_kinds)], read_through: [0; 2] }
     }
 
     /// Names error kinds with `namer` (by default "kind N").
@@ -407,8 +480,9 @@ impl WorkerReader {
     }
 
     /// Per-file counts of one slot since its previous read: (op kind, file, counts),
-    /// non-zero only.
-    pub fn take_files_slot(&mut self, w: &WorkerRecorder, slot: usize) -> Vec<(usize, u32, Counts)> {
+    /// non-zero only. Not consistent with [`Self::take_slot`] while the worker records into
+    /// the slot: the collector reads through [`Self::read_slot`].
+    fn take_files_slot(&mut self, w: &WorkerRecorder, slot: usize) -> Vec<(usize, u32, Counts)> {
         let mut out = Vec::new();
         let read = &mut self.reads[slot & 1];
         for (op, cells) in w.slot(slot).files.iter().enumerate() {
@@ -444,8 +518,61 @@ impl WorkerReader {
         out
     }
 
-    /// What `w` recorded in one slot since its previous read, per op.
-    pub fn take_slot(&mut self, w: &WorkerRecorder, slot: usize) -> Vec<OpInterval> {
+    /// Per slot, its sequence number at the last clean read of [`Self::read_slot`]: the
+    /// I/Os whose record began below it ([`SlotWriter::seq`]) are in that read or an
+    /// earlier one, the others in a later one.
+    pub fn read_through(&self) -> [u64; 2] {
+        self.read_through
+    }
+
+    /// What `w` recorded in one slot since its previous read: per op, and per (op kind,
+    /// file) as [`Self::take_files`] gives them, counting whole I/Os only. While the worker
+    /// is recording an I/O into the slot, or when it recorded one during the read, `wait` is
+    /// called and the slot is read again (the reads add up): an I/O is in this read with
+    /// every one of its statistics, or wholly in the slot's next read. A worker's record is
+    /// a few stores (no wait, no lock), so the wait ends when it gets the CPU again; it
+    /// lasts longer only if this read is so late that the worker records this slot's next
+    /// second meanwhile (the read then ends once that second is over).
+    pub fn read_slot(
+        &mut self,
+        w: &WorkerRecorder,
+        slot: usize,
+        mut wait: impl FnMut(),
+    ) -> (Vec<OpInterval>, Vec<(usize, u32, Counts)>) {
+        let seq = &w.clock.seq[slot & 1];
+        let (mut ops, mut files): (Vec<OpInterval>, Vec<(usize, u32, Counts)>) = (Vec::new(), Vec::new());
+        loop {
+            let before = seq.load(Acquire);
+            if before & 1 == 1 {
+                wait();
+                continue;
+            }
+            for (op, f, c) in self.take_files_slot(w, slot) {
+                match files.iter_mut().find(|(o, g, _)| (*o, *g) == (op, f)) {
+                    Some((_, _, d)) => d.add(&c),
+                    None => files.push((op, f, c)),
+                }
+            }
+            let read = self.take_slot(w, slot);
+            match ops.is_empty() {
+                true => ops = read,
+                false => ops.iter_mut().zip(&read).for_each(|(a, b)| a.merge(b)),
+            }
+            // Acquire fence: if a cell read above holds a record begun after `before`, the
+            // number loaded below is that record's (odd) or later.
+            fence(Acquire);
+            if seq.load(Relaxed) == before {
+                self.read_through[slot & 1] = before;
+                files.sort_by_key(|(op, f, _)| (*op, *f));
+                return (ops, files);
+            }
+            wait();
+        }
+    }
+
+    /// What `w` recorded in one slot since its previous read, per op (a single pass: an I/O
+    /// being recorded meanwhile may be in it in part; see [`Self::read_slot`]).
+    fn take_slot(&mut self, w: &WorkerRecorder, slot: usize) -> Vec<OpInterval> {
         let mut out = Vec::with_capacity(w.op_kinds());
         let read = &mut self.reads[slot & 1];
         for (i, rec) in w.slot(slot).ops.iter().enumerate() {
@@ -584,6 +711,99 @@ mod tests {
         assert_eq!(r.take_slot(&w, 1)[0].latency_ns.sum(), 800);
         io(t0 + 8 * SECOND_NS, 900);
         assert_eq!((s6.counts.ops, r.take_slot(&w, 0)[0].latency_ns.sum()), (1, 1600));
+    }
+
+    /// Every statistic of one read of a slot, as (ops, errors, latency, service time, size
+    /// and offset samples, bytes, size sum, per-file ops, per-file bytes, per-file errors).
+    fn views(ops: &[OpInterval], files: &[(usize, u32, Counts)]) -> [u64; 10] {
+        let o = &ops[0];
+        let f = files.iter().fold(Counts::default(), |mut a, (_, _, c)| {
+            a.add(c);
+            a
+        });
+        [
+            o.counts.ops,
+            o.counts.errors,
+            o.latency_ns.count(),
+            o.service_ns.count(),
+            o.size_bytes.count(),
+            o.offset_bytes.count(),
+            o.counts.bytes,
+            o.size_bytes.sum() as u64,
+            f.ops,
+            f.bytes,
+        ]
+    }
+
+    #[test]
+    fn an_io_recorded_while_its_slot_is_read_counts_whole_in_one_second() {
+        let w = WorkerRecorder::new(1).with_files(1);
+        let mut r = WorkerReader::new(1);
+        w.start(0, 10 * SECOND_NS);
+        let whole = |done: u64| {
+            let slot = w.at(done);
+            slot.record_file(0, 0, Some(4096));
+            slot.op(0).record(10, 9, 4096, 8192);
+        };
+        whole(1);
+        // The worker stamped an I/O in second 0 and lost its CPU in the middle of its
+        // record (its count, latency and service time in, its size and offset not yet) when
+        // the collector, a grace after second 0, reads slot 0.
+        let io = w.at(SECOND_NS - 1);
+        io.record_file(0, 0, Some(4096));
+        io.op(0).latency_ns.record(20);
+        io.op(0).service_ns.record(19);
+        let mut rest = Some(io);
+        let mut waits = 0;
+        let (ops, files) = r.read_slot(&w, 0, || {
+            waits += 1;
+            // The worker gets the CPU back and ends its record.
+            if let Some(io) = rest.take() {
+                let rec = io.op(0);
+                rec.size_bytes.as_ref().unwrap().record(4096);
+                rec.offset_bytes.as_ref().unwrap().record(12_288);
+            }
+        });
+        assert!(waits >= 1, "the read waited for the record in flight");
+        assert_eq!(views(&ops, &files), [2, 0, 2, 2, 2, 2, 8192, 8192, 2, 8192], "both I/Os, whole, in second 0");
+        assert_eq!(ops[0].offset_bytes.sum(), 8192 + 12_288);
+        // Nothing of it is left for the slot's next read (second 2).
+        whole(2 * SECOND_NS);
+        let (ops, files) = r.read_slot(&w, 0, || panic!("no record in flight"));
+        assert_eq!(views(&ops, &files), [1, 0, 1, 1, 1, 1, 4096, 4096, 1, 4096], "second 2: its own I/O only");
+    }
+
+    #[test]
+    fn every_read_of_a_slot_a_worker_is_recording_into_counts_whole_ios() {
+        // The worker records into the slot being read, as fast as it can, the whole time:
+        // each read is taken between two records, never across one.
+        const IOS: u64 = 200_000;
+        let w = WorkerRecorder::new(1).with_files(1);
+        let done = AtomicU64::new(0);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for i in 0..IOS {
+                    let slot = w.at(0);
+                    slot.record_file(0, 0, Some(512));
+                    slot.op(0).record(i, i, 512, i * 512);
+                }
+                done.store(1, Release);
+            });
+            let mut r = WorkerReader::new(1);
+            let mut total = 0;
+            loop {
+                let finished = done.load(Acquire) == 1;
+                let (ops, files) = r.read_slot(&w, 0, std::thread::yield_now);
+                let v = views(&ops, &files);
+                let n = v[0];
+                assert_eq!(v, [n, 0, n, n, n, n, n * 512, n * 512, n, n * 512], "one read, whole I/Os");
+                total += n;
+                if finished {
+                    break;
+                }
+            }
+            assert_eq!(total, IOS, "every I/O read once");
+        });
     }
 
     #[test]

@@ -10,6 +10,8 @@ fn rec(done_ns: u64, file: u32, op: Op, latency_ns: u64) -> IoRecord {
         latency_ns,
         service_ns: latency_ns / 2,
         place: op.has_size().then_some((4096, file as u64 * 4096)),
+        slot: 0,
+        seq: 0,
     }
 }
 
@@ -35,6 +37,8 @@ fn a_record_survives_the_ring_as_it_was_pushed() {
         latency_ns: u64::MAX,
         service_ns: 1,
         place: Some((9, 1 << 40)),
+        slot: 1,
+        seq: u64::MAX - 1,
     };
     ring.push(&r);
     ring.push(&IoRecord { place: None, ok: true, ..r });
@@ -64,10 +68,10 @@ fn latency_breaks_down_by_file_and_the_files_add_up_to_the_whole() {
                 n += 1;
             }
             if f % 10 == 9 {
-                b.drain(&rings, second, (second as u64 + 1) * SECOND_NS, false);
+                b.drain(&rings, &[], second, (second as u64 + 1) * SECOND_NS, false);
             }
         }
-        b.drain(&rings, second, (second as u64 + 1) * SECOND_NS, true);
+        b.drain(&rings, &[], second, (second as u64 + 1) * SECOND_NS, true);
         let got = b.close(name);
         assert_eq!(got.not_broken_down, 0);
         for (op, want) in [(Op::Fsync, &expect[0]), (Op::Write, &expect[1])] {
@@ -92,11 +96,11 @@ fn records_completed_after_the_end_of_a_second_belong_to_the_next() {
     let mut b = FileBreakdown::new(2, true, Op::ALL.len(), 1);
     rings[0].push(&rec(10, 0, Op::Read, 5));
     rings[0].push(&rec(SECOND_NS + 1, 1, Op::Read, 6));
-    b.drain(&rings, 0, SECOND_NS, true);
+    b.drain(&rings, &[], 0, SECOND_NS, true);
     let first = b.close(name);
     assert_eq!(first.dists.iter().map(|d| (d.file.as_str(), d.data.counts.ops)).collect::<Vec<_>>(), [("f0", 1)]);
     assert_eq!(first.counts.iter().map(|c| (c.file.as_str(), c.counts.ops)).collect::<Vec<_>>(), [("f0", 1)]);
-    b.drain(&rings, 1, 2 * SECOND_NS, true);
+    b.drain(&rings, &[], 1, 2 * SECOND_NS, true);
     let second = b.close(name);
     assert_eq!(second.dists.iter().map(|d| (d.file.as_str(), d.data.counts.ops)).collect::<Vec<_>>(), [("f1", 1)]);
 }
@@ -112,7 +116,7 @@ fn a_file_tree_keeps_counters_of_its_busiest_files_and_the_rest_as_other() {
     }
     rings[0].push(&IoRecord { ok: false, ..rec(1, 7, Op::Read, 0) });
     rings[0].push(&rec(1, NO_FILE, Op::Mkdir, 100)); // a directory: no file
-    b.drain(&rings, 0, SECOND_NS, true);
+    b.drain(&rings, &[], 0, SECOND_NS, true);
     let got = b.close(name);
     let counts: Vec<(&str, u64, u64, u64)> =
         got.counts.iter().map(|c| (c.file.as_str(), c.counts.ops, c.counts.bytes, c.counts.errors)).collect();
@@ -127,7 +131,7 @@ fn a_files_creates_have_a_size_and_no_offset_as_in_the_whole() {
     let mut b = FileBreakdown::new(4, true, Op::ALL.len(), 1);
     rings[0].push(&IoRecord { place: Some((8192, 0)), ..rec(1, 3, Op::Create, 100) });
     rings[0].push(&rec(1, 3, Op::Read, 100));
-    b.drain(&rings, 0, SECOND_NS, true);
+    b.drain(&rings, &[], 0, SECOND_NS, true);
     let got = b.close(name);
     let create = got.dists.iter().find(|d| d.op == Op::Create && d.file == "f3").expect("create of f3");
     assert_eq!((create.data.size_bytes.count(), create.data.size_bytes.sum()), (1, 8192));
@@ -153,13 +157,13 @@ fn a_full_ring_is_counted_and_its_second_has_no_per_file_distributions() {
         other.push(&rec(done, 0, Op::Read, 1));
     }
     assert_eq!(other.dropped(), [3, 2], "seconds 0, 0 | 1, 1 | 2 and 0 (before the start)");
-    b.drain(&rings, 0, SECOND_NS, true);
+    b.drain(&rings, &[], 0, SECOND_NS, true);
     let got = b.close(name);
     assert_eq!(got.not_broken_down, 6);
     assert!(got.dists.is_empty() && got.counts.is_empty(), "{got:?}");
     // The next second is whole again.
     rings[0].push(&rec(SECOND_NS + 5, 0, Op::Write, 100));
-    b.drain(&rings, 1, 2 * SECOND_NS, true);
+    b.drain(&rings, &[], 1, 2 * SECOND_NS, true);
     let next = b.close(name);
     assert_eq!((next.not_broken_down, next.dists.len()), (0, 1));
 }
@@ -193,4 +197,39 @@ fn the_busiest_workers_keep_their_distributions_and_the_rest_is_other() {
     let mut off = WorkerTop::new(0, Op::ALL.len());
     off.offer(0, Op::Read as usize, whole);
     assert!(off.finish().is_empty(), "breakdown_top = 0: no per-worker rows");
+}
+
+#[test]
+fn a_files_record_counts_in_the_second_whose_read_of_its_slot_has_the_io() {
+    use crate::{WorkerReader, WorkerRecorder};
+    let kinds = Op::ALL.len();
+    let w = WorkerRecorder::new(kinds);
+    w.start(0, 10 * SECOND_NS);
+    let mut reader = WorkerReader::new(kinds);
+    let rings = [FileRing::new(64)];
+    let mut b = FileBreakdown::new(4, true, kinds, 1);
+    // One read of `file` done at `done`: its statistics and its ring record, through one slot.
+    let io = |done: u64, file: u32| {
+        let slot = w.at(done);
+        slot.op(Op::Read as usize).record(1, 1, 4096, 0);
+        rings[0].push(&IoRecord { slot: slot.slot_index(), seq: slot.seq(), ..rec(done, file, Op::Read, 1) });
+    };
+    let files = |s: &FileSecond| s.counts.iter().map(|c| (c.file.clone(), c.counts.ops)).collect::<Vec<_>>();
+    let f = |n: &str| vec![(n.to_string(), 1)];
+    io(10, 0);
+    b.drain(&rings, &[reader.read_through()], 0, u64::MAX, false);
+    // Second 0 is read; then the worker records an I/O it stamped in second 0 (it had lost
+    // its CPU): the slot's next read has it, second 2. Then one of second 1.
+    let s0 = reader.read_slot(&w, 0, || panic!("nothing in flight")).0;
+    io(SECOND_NS - 1, 2);
+    io(SECOND_NS + 10, 1);
+    b.drain(&rings, &[reader.read_through()], 0, u64::MAX, true);
+    assert_eq!((s0[Op::Read as usize].counts.ops, files(&b.close(name))), (1, f("f0")), "second 0");
+    b.drain(&rings, &[reader.read_through()], 1, u64::MAX, false);
+    let s1 = reader.read_slot(&w, 1, || panic!("nothing in flight")).0;
+    b.drain(&rings, &[reader.read_through()], 1, u64::MAX, true);
+    assert_eq!((s1[Op::Read as usize].counts.ops, files(&b.close(name))), (1, f("f1")), "second 1");
+    let s2 = reader.read_slot(&w, 0, || panic!("nothing in flight")).0;
+    b.drain(&rings, &[reader.read_through()], 2, u64::MAX, true);
+    assert_eq!((s2[Op::Read as usize].counts.ops, files(&b.close(name))), (1, f("f2")), "second 2: the straggler");
 }
