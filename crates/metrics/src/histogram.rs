@@ -131,9 +131,19 @@ impl Histogram {
         Self { cells, count, sum, min: if count == 0 { u64::MAX } else { min }, max }
     }
 
+    /// No values, but a sum and a max: the rest of a record read in two passes, whose
+    /// bucket the first pass counted (only a recorder's read makes one; merging it into that
+    /// first pass completes it).
+    pub(crate) fn partial(sum: u128, max: u64) -> Self {
+        Self { sum, max, ..Self::new() }
+    }
+
     /// Adds another histogram's buckets: aggregates over workers, hosts and seconds are exact.
     pub fn merge(&mut self, other: &Histogram) {
         if other.count == 0 {
+            // Empty, or the rest of a record in two passes ([`Histogram::partial`]).
+            self.sum = self.sum.saturating_add(other.sum);
+            self.max = self.max.max(other.max);
             return;
         }
         if self.cells.is_empty() {

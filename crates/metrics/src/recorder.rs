@@ -389,7 +389,10 @@ impl HistogramDelta {
         self.sum = sum_now;
         let max_now = h.max.swap(0, Relaxed);
         let (Some(first), Some(top)) = (cells.first(), cells.last()) else {
-            return Histogram::new();
+            // No bucket moved, yet a sum or max may have: the end of a record whose bucket
+            // an earlier pass of the same read counted (see `WorkerReader::read_slot`). Kept,
+            // so that the passes add up to whole I/Os.
+            return Histogram::partial(sum, max_now);
         };
         let min = bucket_range(first.0 as usize).0;
         // The exact max was reset by the read; if a value raced in after the bucket read it
@@ -547,10 +550,21 @@ impl WorkerReader {
                 wait();
                 continue;
             }
-            for (op, f, c) in self.take_files_slot(w, slot) {
-                match files.iter_mut().find(|(o, g, _)| (*o, *g) == (op, f)) {
-                    Some((_, _, d)) => d.add(&c),
-                    None => files.push((op, f, c)),
+            let fresh = self.take_files_slot(w, slot);
+            if files.is_empty() {
+                files = fresh;
+            } else {
+                // A read again (rare): added through an index, a slot may hold many files.
+                let mut at: std::collections::HashMap<(usize, u32), usize> =
+                    files.iter().enumerate().map(|(i, (o, f, _))| ((*o, *f), i)).collect();
+                for (op, f, c) in fresh {
+                    match at.get(&(op, f)) {
+                        Some(&i) => files[i].2.add(&c),
+                        None => {
+                            at.insert((op, f), files.len());
+                            files.push((op, f, c));
+                        }
+                    }
                 }
             }
             let read = self.take_slot(w, slot);
