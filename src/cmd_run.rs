@@ -235,14 +235,7 @@ pub fn execute(plan: &Plan, output: &OutputFlags, probes: &crate::probe::Probes,
     }
     mark_auto_warmup(plan, &out);
     let summary = crate::cmd_show::print_summary(&out, output.json);
-    // Any mismatch fails the run (exit 1) unless `--verify report`; the results are kept.
-    let data_failed = plan.verify == ioscope_workload::VerifyMode::Fail && outcome.verify_mismatches > 0;
-    if data_failed {
-        eprintln!(
-            "error: verify: {} block(s) read back were not what the run wrote (the summary lists them; --verify report counts them without failing)",
-            outcome.verify_mismatches
-        );
-    }
+    // A mismatch has failed the run already (unless `--verify report`): the detail says so.
     say_failed(outcome.status, outcome.detail.as_deref(), &out);
     if let Some(why) = &outcome.wal_kept {
         let wal = ioscope_store::sidecar(&out, "-wal");
@@ -268,8 +261,7 @@ pub fn execute(plan: &Plan, output: &OutputFlags, probes: &crate::probe::Probes,
         }
     }
     drop(lock); // the directory is free for the next run (a UI may stay up below)
-    let status = if data_failed && outcome.status == Status::Completed { Status::Failed } else { outcome.status };
-    end(status, summary?, server, &interrupt)
+    end(outcome.status, summary?, server, &interrupt)
 }
 
 /// A failed run says why on stderr as well (stdout may be JSON a program reads), after

@@ -165,8 +165,15 @@ fn local() -> (tempfile::TempDir, String, PathBuf) {
 #[test]
 fn posix_flipped_zeroed_and_copied_blocks_are_found_with_kind_and_offset_and_fail_the_run() {
     let (_d, place, file) = local();
-    let (code, _) = three_faults("posix", &place, &file, &["--verify"], "");
+    let (code, v) = three_faults("posix", &place, &file, &["--verify"], "");
     assert_eq!(code, 1, "any mismatch fails the run");
+    // The file, the summary and the exit code tell one story.
+    assert_eq!(v["status"], "failed", "a run that failed verification is not completed: {}", v["status_detail"]);
+    assert!(
+        v["status_detail"].as_str().is_some_and(|d| d.contains("block(s) read back were not what the run wrote")),
+        "{}",
+        v["status_detail"]
+    );
 }
 
 #[test]
@@ -175,6 +182,7 @@ fn uring_finds_the_same_faults_and_verify_report_exits_0() {
     let (code, v) = three_faults("uring", &place, &file, &["--verify", "report"], "iodepth = 8");
     assert_eq!(code, 0, "--verify report counts mismatches without failing: {}", v["verification"]);
     assert_eq!(v["verification"]["mode"], "report");
+    assert_eq!(v["status"], "completed");
 }
 
 #[test]

@@ -435,11 +435,20 @@ fn run_measured(
         let _ = writer.finish(Status::Failed, Some(&e.to_string()), unix_ms());
         return Err(store_err(e));
     }
+    let verify_mismatches = verifier.as_ref().map_or(0, |v| v.mismatch_total());
+    // Any mismatch fails the run unless `--verify report`: the file says so as the exit
+    // code does (status, summary, JSON and exit code tell one story).
+    if plan.verify == ioscope_workload::VerifyMode::Fail && verify_mismatches > 0 && status == Status::Completed {
+        status = Status::Failed;
+        detail = Some(format!(
+            "verify: {verify_mismatches} block(s) read back were not what the run wrote (the summary lists them; \
+             --verify report counts them without failing)"
+        ));
+    }
     let wal_kept = match writer.finish(status, detail.as_deref(), unix_ms()).map_err(store_err)? {
         ioscope_store::Finished::OneFile => None,
         ioscope_store::Finished::WithWal(why) => Some(why),
     };
-    let verify_mismatches = verifier.as_ref().map_or(0, |v| v.mismatch_total());
     Ok(Outcome { status, detail, first_errors, seconds_written, wal_kept, verify_mismatches })
 }
 

@@ -265,7 +265,7 @@ fn summary_math_comes_from_the_histograms() {
     assert_eq!(
         ids,
         [
-            ("errors", Severity::Error),
+            ("errors", Severity::Warning),
             ("too-short", Severity::Warning),
             ("working-set-cached", Severity::Warning),
             ("stalls", Severity::Warning),
@@ -303,7 +303,7 @@ system   Test CPU x2, 23.4 GiB RAM, Linux 6.18.0, ext4 (rw,relatime) on /tmp/x
     });
     let lines: Vec<&str> = block.lines().take_while(|l| l.starts_with("  ")).collect();
     assert_eq!(lines.len(), s.verdicts.len());
-    assert!(lines[0].starts_with("  error    2 I/O errors"), "{text}");
+    assert!(lines[0].starts_with("  warning  2 I/O errors"), "{text}");
     assert!(lines[2].starts_with("  warning  working set 256 MiB is 1.1% of this host's 23.4 GiB RAM"), "{text}");
     assert!(lines[2].ends_with(" [working-set-cached]"), "{text}");
 }
@@ -722,4 +722,19 @@ fn repeats_give_each_figure_per_repeat_with_its_interval_and_a_stopped_run_leave
     assert_eq!((rep.count, rep.stopped.as_str()), (3, "interrupted"));
     assert_eq!(rep.steps[0].ops["total"]["iops"].values, [1000.0; 3]);
     assert!(summarize(&repeated(Status::Interrupted, &[1, 1]), Path::new("r.db")).repeats.is_none());
+}
+
+#[test]
+fn an_error_verdict_is_said_of_a_failed_run_only_and_a_completed_run_gets_the_same_finding_as_a_warning() {
+    // Two failed writes of 2,102: within max_errors the run completed (exit 0), and its
+    // verdicts must not say "error"; the same seconds in a failed run (exit 1) do.
+    let severity = |status: Status, id: &str| {
+        let s = summarize(&results(status), Path::new("/tmp/r.ioscope"));
+        s.verdicts.iter().find(|v| v.id == id).map(|v| v.severity)
+    };
+    assert_eq!(severity(Status::Completed, "errors"), Some(Severity::Warning));
+    assert_eq!(severity(Status::Interrupted, "errors"), Some(Severity::Warning));
+    assert_eq!(severity(Status::Failed, "errors"), Some(Severity::Error));
+    let failed = summarize(&results(Status::Failed), Path::new("/tmp/r.ioscope"));
+    assert_eq!(failed.verdicts[0].severity, Severity::Error, "most severe first: {:?}", failed.verdicts[0]);
 }
