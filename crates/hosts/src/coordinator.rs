@@ -298,9 +298,11 @@ async fn run(plan: &Plan, mut c: Coordinate<'_>, started: &AtomicBool) -> Result
             let late: Vec<usize> =
                 (0..hosts.len()).filter(|&i| hosts[i].done.is_none() && hosts[i].lost.is_none()).collect();
             let after = if stop_sent { "it was asked to stop" } else { "the run's planned end" };
+            let cleanup = if plan.cleanup { ", and ten minutes to remove its files" } else { "" };
             for i in late {
                 let why = format!(
-                    "it had not ended its run {} s after {after} (host_timeout plus the time its I/Os may take to end)",
+                    "it had not ended its run {} s after {after} (twice host_timeout: time for its I/Os in flight \
+                     to end and its last seconds to arrive{cleanup})",
                     allowance_ns / SECOND_NS as i64
                 );
                 lose_host(&mut hosts, i, why, plan.on_host_loss, &mut stopping, &mut stops, c.say).await;
