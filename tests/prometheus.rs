@@ -185,7 +185,9 @@ fn prometheus_scrapes_probe_and_run_metrics_and_answers_a_rate_and_a_histogram_q
     // one or two seconds fewer: the bounds catch a wrong unit or CPUs counted twice or
     // half, not the timing.
     assert!(total.is_finite() && total > 0.6 * n && total <= 1.25 * n, "CPU seconds per second {total} with {n} CPUs");
-    assert!(busy > 0.0 && busy <= total, "busy {busy} of {total}");
+    // (Two queries, evaluated a moment apart: on a machine busy on every CPU, busy is
+    // all of total, give or take what that moment moved the windows.)
+    assert!(busy > 0.0 && busy <= total * 1.01, "busy {busy} of {total}");
     let counted = first_value(prometheus, r#"count(count by (cpu) (ioscope_cpu_time_seconds_total{job="probe"}))"#);
     assert_eq!(counted, n, "one cpu label per CPU of /proc/stat");
 
