@@ -48,6 +48,9 @@ pub enum Command {
         /// Print the versioned JSON comparison (schema ioscope.compare/1) instead of the table.
         #[arg(long)]
         json: bool,
+        /// Exit 3 when a difference of B from A holds this, e.g. 'read.iops < -5%' or 'total.latency.p99 > 10%' (repeatable; with repeats on both sides only a significant difference fails; docs/compare.md).
+        #[arg(long = "fail-if", value_name = "CONDITION")]
+        fail_if: Vec<String>,
     },
     /// Print the per-second series of a results file.
     Export {

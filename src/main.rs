@@ -202,7 +202,7 @@ fn main() -> ExitCode {
         cli::Command::Validate { file, workload } => cmd_run::validate(&file, &workload.flags),
         cli::Command::Show { file, json, system: true, out } => cmd_show::show_system(&file, json, &out),
         cli::Command::Show { file, json, system: false, out } => cmd_show::show(&file, json, &out),
-        cli::Command::Compare { a, b, json } => cmd_compare::compare(&a, &b, json),
+        cli::Command::Compare { a, b, json, fail_if } => cmd_compare::compare(&a, &b, json, &fail_if),
         cli::Command::Export { file, format, out } => cmd_show::export(&file, format, &out),
         cli::Command::Demo(args) => cmd_demo::demo(args),
         cli::Command::Import { from: cli::ImportFrom::Vdbench { file, out } } => cmd_import::vdbench(&file, &out),

@@ -61,10 +61,23 @@ pub fn describe(target_dir: Option<&Path>) -> Value {
         "page_size_bytes": page_size,
         "clocksource": read_trim("/sys/devices/system/clocksource/clocksource0/current_clocksource"),
         "ioscope_version": env!("CARGO_PKG_VERSION"),
+        // Which machine this is, and since which boot: two hosts (agents, a probe) with
+        // the same pair run on one machine, whatever their names or addresses.
+        "machine_id": machine_identity("/etc/machine-id").or_else(|| machine_identity("/var/lib/dbus/machine-id")),
+        "boot_id": machine_identity("/proc/sys/kernel/random/boot_id"),
         "target": target,
     });
     crate::system::add_to(&mut config, None);
     config
+}
+
+/// A machine or boot id: one short line of hex digits (and dashes), None otherwise.
+fn machine_identity(path: &str) -> Option<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    std::fs::File::open(path).ok()?.take(128).read_to_string(&mut text).ok()?;
+    let id = text.trim();
+    (!id.is_empty() && id.len() <= 64 && id.chars().all(|c| c.is_ascii_hexdigit() || c == '-')).then(|| id.to_string())
 }
 
 fn read_trim(path: &str) -> Option<String> {

@@ -197,6 +197,53 @@ pub fn route_to(host: &str) -> Value {
     })
 }
 
+/// The machine's CPU time and this process's (all its threads), in clock ticks.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct CpuTicks {
+    /// Every CPU's time but idle and iowait (`/proc/stat`).
+    pub busy: u64,
+    pub total: u64,
+    /// This process's user and system time (`/proc/self/stat`).
+    pub ioscope: u64,
+}
+
+/// The CPU counters now; None where /proc cannot be read.
+pub fn cpu_ticks() -> Option<CpuTicks> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    // user nice system idle iowait irq softirq steal (guest time is within user).
+    let v: Vec<u64> = line.split_whitespace().skip(1).take(8).filter_map(|x| x.parse().ok()).collect();
+    let [user, nice, system, idle, iowait, irq, softirq, steal] = v[..] else { return None };
+    let own = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The fields after the command (which may hold spaces), from its closing parenthesis:
+    // state is field 3, utime 14 and stime 15.
+    let after = own.get(own.rfind(')')? + 1..)?;
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let ioscope = f.get(11)?.parse::<u64>().ok()?.saturating_add(f.get(12)?.parse::<u64>().ok()?);
+    let busy = [user, nice, system, irq, softirq, steal].iter().fold(0u64, |a, b| a.saturating_add(*b));
+    Some(CpuTicks { busy, total: busy.saturating_add(idle).saturating_add(iowait), ioscope })
+}
+
+/// How busy the machine's CPUs were between two readings, in percent of all of them:
+/// `cpu_busy_pct` (everything), `ioscope_cpu_pct` (this process: the run's workers and
+/// engines) and `other_cpu_pct` (everything else: other programs, a server on the same
+/// machine, the kernel's work for them). Compare uses it to say when two runs had
+/// different company (docs/compare.md).
+pub fn machine_load(a: &CpuTicks, b: &CpuTicks) -> Value {
+    let total = b.total.saturating_sub(a.total);
+    if total == 0 {
+        return Value::Null;
+    }
+    let busy = b.busy.saturating_sub(a.busy).min(total);
+    let own = b.ioscope.saturating_sub(a.ioscope).min(busy);
+    let pct = |x: u64| (x as f64 * 1000.0 / total as f64).round() / 10.0;
+    json!({
+        "cpu_busy_pct": pct(busy),
+        "ioscope_cpu_pct": pct(own),
+        "other_cpu_pct": pct(busy - own),
+    })
+}
+
 /// The server of a network file system's mount source ("server:/export", "//server/share").
 pub fn mount_server(fs_type: &str, source: &str) -> Option<String> {
     match fs_type {
@@ -254,6 +301,7 @@ pub fn run_started(config: &mut Value, engine_setup: Option<&str>) {
     if let Some(nic) = route_nic(config) {
         config["nic_counters"] = json!({ "nic": nic });
     }
+    config["machine_load"] = json!({ "start": cpu_ticks() });
 }
 
 /// After each second is written: the route interface's counters once, after the first
@@ -278,8 +326,14 @@ pub fn add_engine_setup(config: &mut Value, setup: &str) {
     }
 }
 
-/// At the end of the measured run: the same counters again.
+/// At the end of the measured run: the same counters again, and how busy the machine's
+/// CPUs were meanwhile ([`machine_load`]).
 pub fn run_ended(config: &mut Value) {
+    let start = serde_json::from_value::<CpuTicks>(config["machine_load"]["start"].take()).ok();
+    config["machine_load"] = match (start, cpu_ticks()) {
+        (Some(a), Some(b)) => machine_load(&a, &b),
+        _ => Value::Null,
+    };
     if let Some(nic) = config["nic_counters"]["nic"].as_str().map(str::to_string) {
         if config["nic_counters"]["start"].is_object() {
             config["nic_counters"]["end"] = nic_counters(&nic);

@@ -43,6 +43,9 @@ pub struct Comparison {
     pub steps: Vec<StepComparison>,
     /// What a reader must know to trust the comparison (one run each, a trend, a missing step).
     pub notes: Vec<String>,
+    /// The `--fail-if` conditions judged (absent without them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fail_if: Vec<crate::fail_if::FailIfResult>,
 }
 
 /// One of the two runs.
@@ -374,6 +377,12 @@ pub fn compare(a: &Summary, b: &Summary) -> Comparison {
     for sb in fb.iter().filter(|x| !fa.iter().any(|y| y.step == x.step)) {
         notes.push(format!("step {} is only in B", sb.step));
     }
+    notes.extend(load_notes(a, b));
+    for (name, s) in [("A", a), ("B", b)] {
+        if let Some(v) = s.verdicts.iter().find(|v| v.id == "rate-not-held") {
+            notes.push(format!("{name}: {} [rate-not-held]", v.message));
+        }
+    }
     let workload_differs = (a.workload.hash != b.workload.hash).then(|| WorkloadDifference {
         a_hash: a.workload.hash.clone(),
         b_hash: b.workload.hash.clone(),
@@ -390,7 +399,36 @@ pub fn compare(a: &Summary, b: &Summary) -> Comparison {
         system_differs: system_differences(a, b),
         steps,
         notes,
+        fail_if: Vec::new(),
     }
+}
+
+/// Other programs' share of a host's CPUs (percentage points of all of them) that, when
+/// it differs this much between the runs, is named: enough to move latency on a machine
+/// whose CPUs the run needs.
+pub const LOAD_DIFFERS_POINTS: f64 = 10.0;
+
+/// Hosts in both runs whose machines were busy with other work to different degrees
+/// (`machine_load` of the system record: CPU time of everything but ioscope over the run).
+fn load_notes(a: &Summary, b: &Summary) -> Vec<String> {
+    let other = |s: &Summary, h: &str| s.system.get(h)?["machine_load"]["other_cpu_pct"].as_f64();
+    let (ka, kb): (Vec<&String>, Vec<&String>) = (a.system.keys().collect(), b.system.keys().collect());
+    let pairs: Vec<(&String, &String)> = match (ka.as_slice(), kb.as_slice()) {
+        ([x], [y]) => vec![(*x, *y)],
+        _ => a.system.keys().filter(|h| b.system.contains_key(*h)).map(|h| (h, h)).collect(),
+    };
+    let mut out = Vec::new();
+    for (ha, hb) in pairs {
+        let (Some(x), Some(y)) = (other(a, ha), other(b, hb)) else { continue };
+        if (x - y).abs() >= LOAD_DIFFERS_POINTS {
+            let host = if ha == hb { format!("host {ha}") } else { format!("hosts {ha} and {hb}") };
+            out.push(format!(
+                "the machine's load differed: on {host}, other programs kept {x:.0}% of the CPUs busy during A and \
+                 {y:.0}% during B; latency (and IOPS where the run needs CPU) may differ for that reason, not the storage's"
+            ));
+        }
+    }
+    out
 }
 
 fn mean(x: &[f64]) -> f64 {
@@ -494,10 +532,24 @@ fn differing_keys(a: &Value, b: &Value, skip: fn(&str) -> bool) -> Vec<String> {
     out
 }
 
-/// What changes between two runs on the same machine (free memory, load, uptime) is no
-/// difference of system; nor is the host's name, which is compared as the host.
+/// What changes between two runs on the same machine (free memory, load, uptime, the
+/// boot, interface counters) is no difference of system; nor is the host's name, which is
+/// compared as the host, or its machine id.
 fn volatile(key: &str) -> bool {
-    key == "hostname" || ["free", "available", "uptime", "load"].iter().any(|w| key.contains(w))
+    ["hostname", "machine_id", "boot_id", "nic_counters", "at_monotonic_ns"].contains(&key)
+        || ["free", "available", "uptime", "load"].iter().any(|w| key.contains(w))
+}
+
+/// The part of a host's record that can change a run's figures: all of it but the
+/// interfaces the run did not use (a virtual NIC another program made between two local
+/// runs is no difference). The interfaces used are the route's to a network target, on
+/// either side.
+fn relevant(config: &Value, used_nics: &[String]) -> Value {
+    let mut c = config.clone();
+    if let Some(nics) = c.get_mut("nics").and_then(Value::as_object_mut) {
+        nics.retain(|name, _| used_nics.contains(name));
+    }
+    c
 }
 
 fn short(v: Option<&Value>) -> String {
@@ -543,6 +595,8 @@ fn system_differences(a: &Summary, b: &Summary) -> Vec<String> {
     };
     let mut keys = Vec::new();
     for (host, x, y) in pairs {
+        let used: Vec<String> = [x, y].iter().filter_map(|c| c["route"]["nic"].as_str().map(str::to_string)).collect();
+        let (x, y) = (&relevant(x, &used), &relevant(y, &used));
         for k in differing_keys(x, y, volatile) {
             keys.push(format!("host {host}: {k}: {} vs {}", short(lookup(x, &k)), short(lookup(y, &k))));
         }
@@ -552,7 +606,7 @@ fn system_differences(a: &Summary, b: &Summary) -> Vec<String> {
 }
 
 /// A figure's name in the table.
-fn figure_label(figure: &str) -> &str {
+pub(crate) fn figure_label(figure: &str) -> &str {
     match figure {
         "iops" => "IOPS",
         "bytes_per_sec" => "MB/s",
@@ -650,6 +704,10 @@ pub fn render_compare_text(c: &Comparison) -> String {
     for n in &c.notes {
         out.push_str(&format!("note: {n}\n"));
     }
+    for f in &c.fail_if {
+        let word = if f.failed { "FAILED" } else { "passed" };
+        out.push_str(&format!("fail-if {word}: {} ({})\n", f.condition, f.message));
+    }
     out
 }
 
@@ -664,4 +722,64 @@ fn short_hash(h: &str) -> String {
 /// The comparison as pretty JSON.
 pub fn render_compare_json(c: &Comparison) -> String {
     serde_json::to_string_pretty(c).expect("a Comparison always serializes")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn on_host(config: Value) -> Summary {
+        let mut s = crate::link::tests::empty_summary();
+        s.system.insert("client".into(), config);
+        s
+    }
+
+    fn record(nics: Value, route_nic: Option<&str>) -> Value {
+        json!({
+            "kernel": "6.1.0", "memory_bytes": 8u64 << 30, "machine_id": "aa", "boot_id": "b1",
+            "nics": nics, "route": route_nic.map(|n| json!({ "to": "server", "nic": n })),
+        })
+    }
+
+    #[test]
+    fn compare_names_only_the_system_differences_that_can_change_the_figures() {
+        let eth0 = json!({ "mtu_bytes": 1500, "speed_mbit_per_sec": 1000 });
+        // A local run: a virtual NIC another program made between the two runs, another
+        // boot, other counters: none of it is a difference.
+        let a = on_host(record(json!({ "eth0": eth0 }), None));
+        let mut b_config = record(json!({ "eth0": eth0, "veth9f3a": { "mtu_bytes": 1500 } }), None);
+        b_config["boot_id"] = json!("b2");
+        b_config["nic_counters"] = json!({ "nic": "eth0", "start": { "rx_bytes": 5 } });
+        assert_eq!(system_differences(&a, &on_host(b_config)), Vec::<String>::new());
+        // The interface a network target's traffic took is one: its MTU changed.
+        let a = on_host(record(json!({ "eth0": eth0, "eth1": eth0 }), Some("eth0")));
+        let b = on_host(record(
+            json!({ "eth0": { "mtu_bytes": 9000, "speed_mbit_per_sec": 1000 }, "eth1": {} }),
+            Some("eth0"),
+        ));
+        assert_eq!(system_differences(&a, &b), ["host client: nics.eth0.mtu_bytes: 1500 vs 9000"]);
+        // So are the kernel and memory, always.
+        let mut c = record(json!({ "eth0": eth0 }), None);
+        c["kernel"] = json!("6.2.0");
+        let d = system_differences(&on_host(record(json!({ "eth0": eth0 }), None)), &on_host(c));
+        assert_eq!(d, ["host client: kernel: 6.1.0 vs 6.2.0"]);
+    }
+
+    #[test]
+    fn a_comparison_says_when_the_machines_load_differed_between_the_runs() {
+        let loaded = |other: f64| {
+            let mut c = record(json!({}), None);
+            c["machine_load"] = json!({ "cpu_busy_pct": other + 5.0, "ioscope_cpu_pct": 5.0, "other_cpu_pct": other });
+            on_host(c)
+        };
+        let c = compare(&loaded(2.0), &loaded(48.0));
+        let note = c.notes.iter().find(|n| n.contains("load differed")).unwrap_or_else(|| panic!("{:#?}", c.notes));
+        assert!(note.contains("2% of the CPUs busy during A and 48% during B"), "{note}");
+        // The same company (within 10 points) is no note; nor is a file without the record.
+        let c = compare(&loaded(2.0), &loaded(9.0));
+        assert!(!c.notes.iter().any(|n| n.contains("load differed")), "{:#?}", c.notes);
+        let c = compare(&on_host(record(json!({}), None)), &loaded(90.0));
+        assert!(!c.notes.iter().any(|n| n.contains("load differed")), "{:#?}", c.notes);
+    }
 }

@@ -92,7 +92,13 @@ pub(crate) fn host_rows(r: &Results) -> BTreeMap<String, HostSummary> {
     let agents: BTreeMap<&str, AgentSummary> =
         r.hosts.iter().filter_map(|(h, c)| Some((h.as_str(), AgentSummary::of(c)?))).collect();
     let mut rows: BTreeMap<String, (Totals, u64, u64, Histogram)> = BTreeMap::new();
-    for (h, _) in &r.hosts {
+    // Every load host has a row, one that was lost before its first second too; a host
+    // that was only probed (`--probe HOST`: its record has the probe's) applied no load and
+    // has none, unless it also ran workers.
+    for (h, c) in &r.hosts {
+        if c["probe"].is_object() && !agents.contains_key(h.as_str()) {
+            continue;
+        }
         rows.entry(h.clone()).or_insert_with(|| (Totals::default(), 0, 0, Histogram::new()));
     }
     for s in r.seconds.iter().filter(|s| !s.warmup) {

@@ -10,6 +10,7 @@ pub mod check;
 mod client;
 pub mod compare;
 mod export;
+pub mod fail_if;
 pub mod format;
 mod hosts;
 mod link;

@@ -161,7 +161,7 @@ pub(crate) fn target_verdicts(s: &Summary, r: &Results) -> Vec<Verdict> {
                 }
                 None => " over the run".to_string(),
             };
-            let shared = load_hosts.contains(host.as_str());
+            let shared = load_on_machine_of(s, host, &load_hosts);
             evidence.insert("load_on_same_host".into(), json!(shared));
             out.push(Verdict {
                 id: "target-bound".into(),
@@ -169,10 +169,12 @@ pub(crate) fn target_verdicts(s: &Summary, r: &Results) -> Vec<Verdict> {
                 message: format!(
                     "target {host}: {resource} was {} busy{at}: {}",
                     format::pct(pct.min(100.0) / 100.0),
-                    if shared {
-                        "the limit was this host's (ioscope's workers ran on it too)"
-                    } else {
-                        "the target, not the client or the link, was the limit"
+                    match shared {
+                        Some(true) => "the limit was this machine's (ioscope's workers ran on it too)",
+                        Some(false) => "the target, not the client or the link, was the limit",
+                        None =>
+                            "the target or ioscope's workers were the limit (whether they ran on this machine \
+                                 is not known: a host's record has no machine id)",
                     }
                 ),
                 evidence,
@@ -182,8 +184,18 @@ pub(crate) fn target_verdicts(s: &Summary, r: &Results) -> Vec<Verdict> {
     out
 }
 
+/// Whether a load host ran on the machine of probed host `host`: the same machine and
+/// boot id in their records ([`crate::system::machine_of`]), whatever their names (four
+/// agents reached by ssh under other names may all run on the probed machine). None when
+/// the probed host's record or every load host's has no id (files of earlier versions).
+fn load_on_machine_of(s: &Summary, host: &str, load_hosts: &BTreeSet<&str>) -> Option<bool> {
+    let probed = crate::system::machine_of(s.system.get(host)?)?;
+    let ids: Vec<_> = load_hosts.iter().filter_map(|h| crate::system::machine_of(s.system.get(*h)?)).collect();
+    (!ids.is_empty()).then(|| ids.contains(&probed))
+}
+
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// A results file with nothing in it but its run row.
@@ -219,7 +231,8 @@ mod tests {
         }
     }
 
-    fn empty_summary() -> Summary {
+    /// The summary of a results file with nothing but its run row (for other modules' tests).
+    pub(crate) fn empty_summary() -> Summary {
         crate::summarize(&empty_results(), std::path::Path::new("/tmp/r.ioscope"))
     }
 
@@ -293,6 +306,34 @@ mod tests {
         assert!(v.iter().all(|x| x.evidence["resource"] != "cpu"));
         s.target.clear();
         assert!(target_verdicts(&s, &empty_results()).is_empty());
+    }
+
+    #[test]
+    fn whether_the_load_ran_on_the_probed_machine_comes_from_machine_ids_never_from_names() {
+        let mut s = empty_summary();
+        let id = |m: &str, b: &str| json!({ "machine_id": m, "boot_id": b });
+        s.system.insert("vm".into(), id("aa11", "b-1"));
+        // Four agents reached under other names, all on the probed machine.
+        for c in ["c1", "c2", "c3", "c4"] {
+            s.system.insert(c.into(), id("aa11", "b-1"));
+        }
+        let agents: BTreeSet<&str> = ["c1", "c2", "c3", "c4"].into();
+        assert_eq!(load_on_machine_of(&s, "vm", &agents), Some(true));
+        // Other machines, one of them named as the probed host's name would suggest.
+        for c in ["c1", "c2", "c3", "c4"] {
+            s.system.insert(c.into(), id("cc22", "b-2"));
+        }
+        s.system.insert("vm-client".into(), id("dd33", "b-3"));
+        let mut others = agents.clone();
+        others.insert("vm-client");
+        assert_eq!(load_on_machine_of(&s, "vm", &others), Some(false));
+        // The same machine after a reboot is another boot: the run did not share it.
+        s.system.insert("c1".into(), id("aa11", "b-9"));
+        assert_eq!(load_on_machine_of(&s, "vm", &agents), Some(false));
+        // A name alone says nothing: a record without ids is unknown, not "same host".
+        s.system.insert("vm".into(), json!({ "hostname": "vm" }));
+        let named: BTreeSet<&str> = ["vm"].into();
+        assert_eq!(load_on_machine_of(&s, "vm", &named), None);
     }
 
     #[test]

@@ -29,6 +29,12 @@ pub fn render_system_text(system: &BTreeMap<String, Value>) -> String {
     out
 }
 
+/// The machine a host's record was made on: its machine id and boot id, as the host
+/// read them (`/etc/machine-id`, the kernel's boot id); None when either is missing.
+pub(crate) fn machine_of(config: &Value) -> Option<(&str, &str)> {
+    Some((config["machine_id"].as_str()?, config["boot_id"].as_str()?))
+}
+
 fn text(v: &Value) -> Option<String> {
     match v {
         Value::String(s) => Some(s.clone()),

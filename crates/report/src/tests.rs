@@ -424,6 +424,24 @@ fn hosts_merge_per_second_and_report_separately() {
 }
 
 #[test]
+fn a_probed_host_that_applied_no_load_has_no_row_among_the_load_hosts() {
+    let mut r = results(Status::Completed);
+    let probed = serde_json::json!({"memory_bytes": 1u64 << 30, "probe": {"processes": []}});
+    r.hosts.push(("vm".into(), probed));
+    let s = summarize(&r, Path::new("r"));
+    assert!(!s.hosts.contains_key("vm") && !s.by_host.contains_key("vm"), "{:?}", s.hosts.keys());
+    let text = render_text(&s);
+    assert!(!text.contains("\nhost vm "), "{text}");
+    // With a second load host, the rows are the two load hosts and not the probed one.
+    let mut other: Vec<Snapshot> = r.seconds.clone();
+    other.iter_mut().for_each(|x| x.host = "h2".into());
+    r.seconds.extend(other);
+    r.hosts.push(("h2".into(), serde_json::json!({"memory_bytes": 1u64 << 30})));
+    let s = summarize(&r, Path::new("r"));
+    assert_eq!(s.hosts.keys().collect::<Vec<_>>(), ["h1", "h2"], "{:?}", s.hosts.keys());
+}
+
+#[test]
 fn notes_for_direct_null_and_rate_limited_runs() {
     let with_plan = |p: Plan| {
         let mut r = results(Status::Completed);
