@@ -6,6 +6,7 @@
 //! counts by the measured intervals, percentiles come from the merged log-linear
 //! histograms (within [`ioscope_metrics::RELATIVE_ERROR`]), means from their exact sums.
 
+mod aggregate;
 pub mod check;
 mod client;
 pub mod compare;
@@ -14,7 +15,10 @@ pub mod format;
 mod hosts;
 mod link;
 mod notes;
+mod peers;
 pub mod repeat;
+mod schedule;
+mod stats;
 pub mod steady;
 mod system;
 mod target;
@@ -642,7 +646,7 @@ pub fn summarize(r: &Results, results_path: &Path) -> Summary {
         // The same counters and rates as the host rows (over the seconds each host ran).
         s.by_host = s.hosts.iter().filter(|(_, h)| h.seconds > 0).map(|(n, h)| (n.clone(), h.totals.clone())).collect();
     }
-    s.verdicts = verdict::verdicts(&s, r);
+    s.verdicts = aggregate::verdicts(&s, r);
     // One truth: the notes are the verdicts' messages.
     s.notes = s.verdicts.iter().map(|v| v.message.clone()).collect();
     s

@@ -4,7 +4,7 @@
 //! `fell-out-of-steady-state` verdicts, and `warmup = "auto"`'s marking of the seconds
 //! before the steady point as warm-up in the results file.
 
-use crate::verdict::{Severity, Verdict};
+use crate::verdict::{Verdict, VerdictId};
 use crate::{format, Sample, Summary};
 use ioscope_metrics::steady::{self as rule, Measure, Point, Rule, DEFAULT_WINDOW_S};
 use ioscope_store::{Results, StoreError};
@@ -207,10 +207,9 @@ pub(crate) fn steady_verdicts(s: &Summary) -> Vec<Verdict> {
             e.insert("iops_min".into(), json!(lo.round()));
             e.insert("iops_max".into(), json!(hi.round()));
             let auto = if st.auto_warmup_s.is_some() { "; warmup = auto excluded nothing" } else { "" };
-            out.push(Verdict {
-                id: "not-steady".into(),
-                severity: Severity::Warning,
-                message: format!(
+            out.push(Verdict::new(
+                VerdictId::NotSteady,
+                format!(
                     "{name} never became steady: in no {} s window of its {} s did IOPS, MB/s and p50 latency hold within the rule \
                      (slope ≤ {}%/s, range ≤ {}% of the mean); IOPS ranged from {} to {}{auto}",
                     st.window_s,
@@ -220,8 +219,8 @@ pub(crate) fn steady_verdicts(s: &Summary) -> Vec<Verdict> {
                     format::iops(lo.min(hi)),
                     format::iops(hi)
                 ),
-                evidence: e,
-            });
+            )
+            .with_all(e));
         }
         if let Some(f) = &st.fell_out {
             // IOPS says it; throughput only when IOPS held (the sizes changed).
@@ -245,17 +244,16 @@ pub(crate) fn steady_verdicts(s: &Summary) -> Vec<Verdict> {
                 e.insert(format!("{stem}_change_pct"), json!((pct_change(c.from, c.to) * 10.0).round() / 10.0));
             }
             let whose = if s.steady.len() > 1 { format!(" of {name}") } else { String::new() };
-            out.push(Verdict {
-                id: "fell-out-of-steady-state".into(),
-                severity: Severity::Warning,
-                message: format!(
+            out.push(Verdict::new(
+                VerdictId::FellOutOfSteadyState,
+                format!(
                     "fell out of steady state: at second {}{whose} {} (steady since second {}); the step's figures average both levels",
                     f.second,
                     words.join(" and "),
                     st.steady_from_s.map_or("-".into(), |x| x.to_string())
                 ),
-                evidence: e,
-            });
+            )
+            .with_all(e));
         }
     }
     out
