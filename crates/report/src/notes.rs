@@ -67,7 +67,9 @@ pub(crate) fn notes(s: &Summary) -> Vec<Verdict> {
     // Measured time, not rows: a late tick (a stopped process) is one row of several seconds.
     let measured_s = s.seconds.max(s.duration_s.round() as u64);
     if s.seconds == 0 {
-        notes.push(Verdict::new(VerdictId::NoData, "no second was recorded: there is nothing to summarize"));
+        notes.push(
+            Verdict::new(VerdictId::NoData, "no second was recorded: there is nothing to summarize").with("seconds", 0),
+        );
     } else if measured_s < SHORT_RUN_SECONDS
         && matches!(s.status.as_str(), "completed" | "running")
         && !s.steady.iter().any(|x| x.ended_early)

@@ -4,8 +4,9 @@
 
 use crate::format;
 use crate::stats::round2;
-use crate::verdict::{Verdict, VerdictId};
+use crate::verdict::{Severity, Verdict, VerdictId};
 use crate::Summary;
+use ioscope_metrics::{Op, StatId};
 use ioscope_workload::plan::Plan;
 
 /// An open-loop run that achieves less than this share of its target rate is saturated.
@@ -24,29 +25,88 @@ pub(crate) fn rate_verdicts(s: &Summary, plan: Option<&Plan>, drawing: bool) -> 
     let mut saturated = false;
     if let Some(rate) = plan.and_then(|p| p.rate_iops).filter(|_| !drawing) {
         // Failed I/Os were issued on schedule too: a shortfall they explain is no saturation.
-        let attempted_per_s = s.total.ops.saturating_add(s.total.errors) as f64 / s.duration_s.max(1e-9);
-        if s.duration_s > 0.0 && attempted_per_s < RATE_SHORTFALL * rate as f64 {
+        let per_s = |n: u64| n as f64 / s.duration_s.max(1e-9);
+        let attempted_per_s = per_s(s.total.ops.saturating_add(s.total.errors));
+        let asked = rate as f64;
+        if s.duration_s > 0.0 && attempted_per_s < RATE_SHORTFALL * asked {
             saturated = true;
+            // Picks of a file-tree operation that found nothing to act on (a create of a
+            // name that exists) took their place in the schedule but issued no I/O.
+            let (skipped, skipped_ops) = skipped_picks(s);
+            let picks_per_s = per_s(s.total.ops.saturating_add(s.total.errors).saturating_add(skipped));
+            let capacity = capacity(s, plan);
             let behind = fell_behind(s, plan);
-            let late = behind.as_ref().map_or(String::new(), |b| {
-                format!(
-                    "; I/Os started up to about {} late at the 99th percentile ({})",
-                    format::ns(b.delay_p99_ns),
-                    b.words
+            let mut v = if picks_per_s >= RATE_SHORTFALL * asked && behind.is_none() {
+                // The schedule was held: the shortfall is the skipped picks.
+                Verdict::new(
+                    VerdictId::RateNotHeld,
+                    format!(
+                        "the schedule of {} IOPS was held ({} picks per second), but {} per second of them found \
+                         nothing to act on and were skipped, not issued ({}: see skipped-picks): {} IOPS of I/O, \
+                         not a saturation{}",
+                        format::int(rate),
+                        format::iops(picks_per_s),
+                        format::iops(per_s(skipped)),
+                        skipped_ops.join(", "),
+                        format::iops(s.total.iops),
+                        capacity.as_ref().map_or(String::new(), |c| format!(" ({})", c.words())),
+                    ),
                 )
-            });
-            let mut v = Verdict::new(
-                VerdictId::RateNotHeld,
-                format!(
-                    "the target rate of {} IOPS was not reached ({} IOPS): the storage or ioscope is saturated, \
-                     and latency (measured from each I/O's intended start) includes the queueing{late}",
-                    format::int(rate),
-                    format::iops(s.total.iops)
-                ),
-            )
-            .with("asked_iops", rate)
-            .with("achieved_iops", round2(s.total.iops))
-            .with("attempted_iops", round2(attempted_per_s));
+                .at(Severity::Info)
+            } else {
+                let late = behind.as_ref().map_or(String::new(), |b| {
+                    format!(
+                        "; I/Os started up to about {} late at the 99th percentile ({})",
+                        format::ns(b.delay_p99_ns),
+                        b.words
+                    )
+                });
+                let skipped_words = match skipped {
+                    0 => String::new(),
+                    n => format!(" ({} skipped picks per second)", format::iops(per_s(n))),
+                };
+                // Saturation only when the evidence supports it: I/Os started late, or at
+                // the latency measured the I/Os in flight cannot carry the rate asked.
+                let why = match (&capacity, &behind) {
+                    (Some(c), None) if c.iops >= asked => format!(
+                        "not for the storage's latency: {}, well above the rate asked; ioscope's pacing or the \
+                         client fell short (client-bound tells whether its threads were busy)",
+                        c.words()
+                    ),
+                    (Some(c), _) if c.iops < asked => format!(
+                        "the storage or ioscope is saturated ({}), and latency (measured from each I/O's intended \
+                         start) includes the queueing{late}",
+                        c.words()
+                    ),
+                    (_, Some(_)) => format!(
+                        "the storage or ioscope could not keep up, and latency (measured from each I/O's intended \
+                         start) includes the queueing{late}"
+                    ),
+                    _ => "the storage or ioscope is saturated, and latency (measured from each I/O's intended start) \
+                          includes the queueing"
+                        .to_string(),
+                };
+                Verdict::new(
+                    VerdictId::RateNotHeld,
+                    format!(
+                        "the target rate of {} IOPS was not reached ({} IOPS){skipped_words}: {why}",
+                        format::int(rate),
+                        format::iops(s.total.iops),
+                    ),
+                )
+            };
+            v = v
+                .with("asked_iops", rate)
+                .with("achieved_iops", round2(s.total.iops))
+                .with("attempted_iops", round2(attempted_per_s))
+                .with("skipped_picks_per_s", round2(per_s(skipped)))
+                .with("picks_iops", round2(picks_per_s));
+            if let Some(c) = capacity {
+                v = v
+                    .with("mean_service_time_ns", c.mean_ns)
+                    .with("in_flight", c.in_flight)
+                    .with("capacity_iops", round2(c.iops));
+            }
             if let Some(b) = behind {
                 v.evidence.extend(b.evidence);
             }
@@ -140,4 +200,55 @@ fn fell_behind(s: &Summary, plan: Option<&Plan>) -> Option<Behind> {
         evidence.insert("schedule_interval_per_worker_ns".into(), iv.into());
     }
     (!words.is_empty()).then(|| Behind { words: words.join("; "), evidence, delay_p99_ns })
+}
+
+/// Picks of file-tree operations that found nothing to act on, in all, and per operation
+/// in words ("create 1,200").
+fn skipped_picks(s: &Summary) -> (u64, Vec<String>) {
+    let picks = |name: &str| Op::parse(name).is_some_and(|op| op.is_file_tree() && !op.serves_others());
+    let of: Vec<(&String, u64)> =
+        s.ops.iter().filter(|(name, o)| o.skipped > 0 && picks(name)).map(|(name, o)| (name, o.skipped)).collect();
+    let total = of.iter().fold(0u64, |t, (_, n)| t.saturating_add(*n));
+    (total, of.into_iter().map(|(name, n)| format!("{name} {}", format::int(n))).collect())
+}
+
+/// What the I/Os in flight could carry at the latency measured (Little's law).
+struct Capacity {
+    /// Mean service time (from issue) of the I/Os, over every operation in the total.
+    mean_ns: u64,
+    /// Worker threads times the queue depth.
+    in_flight: u64,
+    /// `in_flight` / mean service time.
+    iops: f64,
+}
+
+impl Capacity {
+    /// "at a mean service time of 1.0 ms, 18 I/Os in flight carry about 18,000 IOPS".
+    fn words(&self) -> String {
+        format!(
+            "at a mean service time of {}, {} I/Os in flight carry about {} IOPS",
+            format::ns(self.mean_ns),
+            format::int(self.in_flight),
+            format::iops(self.iops)
+        )
+    }
+}
+
+/// The rate the run's I/Os in flight could sustain at their measured mean service time
+/// (from issue; the response time when none was recorded); None without either.
+fn capacity(s: &Summary, plan: Option<&Plan>) -> Option<Capacity> {
+    let p = plan?;
+    let threads: u64 = p.max_threads().iter().map(|t| u64::from(*t)).sum();
+    let in_flight = threads.max(1).saturating_mul(u64::from(p.iodepth).max(1));
+    let (mut sum, mut n) = (0f64, 0u64);
+    for (name, o) in &s.ops {
+        if Op::parse(name).is_none_or(|op| op.serves_others()) {
+            continue;
+        }
+        let Some(d) = o.percentiles(StatId::ServiceTime).or_else(|| o.percentiles(StatId::Latency)) else { continue };
+        sum += d.mean as f64 * o.ops as f64;
+        n = n.saturating_add(o.ops);
+    }
+    let mean_ns = (sum / n.max(1) as f64).round() as u64;
+    (n > 0 && mean_ns > 0).then(|| Capacity { mean_ns, in_flight, iops: in_flight as f64 * 1e9 / mean_ns as f64 })
 }
