@@ -36,34 +36,45 @@ pub(crate) fn rate_verdicts(s: &Summary, plan: Option<&Plan>, drawing: bool) -> 
             let picks_per_s = per_s(s.total.ops.saturating_add(s.total.errors).saturating_add(skipped));
             let capacity = capacity(s, plan);
             let behind = fell_behind(s, plan);
-            let mut v = if picks_per_s >= RATE_SHORTFALL * asked && behind.is_none() {
-                // The schedule was held: the shortfall is the skipped picks.
-                Verdict::new(
+            let late = behind.as_ref().map_or(String::new(), |b| {
+                format!(
+                    "; I/Os started up to about {} late at the 99th percentile ({})",
+                    format::ns(b.delay_p99_ns),
+                    b.words
+                )
+            });
+            let mut v = if picks_per_s >= RATE_SHORTFALL * asked {
+                // The schedule was held: the shortfall is the skipped picks, no saturation.
+                // I/Os that also started late are said (a warning, as when the rate is met).
+                let rest = match (&behind, &capacity) {
+                    (Some(_), _) => format!(
+                        "; not a saturation, but latency (measured from each I/O's intended start) includes a \
+                         wait{late}"
+                    ),
+                    (None, Some(c)) => format!(", not a saturation ({})", c.words()),
+                    (None, None) => ", not a saturation".to_string(),
+                };
+                let v = Verdict::new(
                     VerdictId::RateNotHeld,
                     format!(
                         "the schedule of {} IOPS was held ({} picks per second), but {} per second of them found \
-                         nothing to act on and were skipped, not issued ({}: see skipped-picks): {} IOPS of I/O, \
-                         not a saturation{}",
+                         nothing to act on and were skipped, not issued ({}: see skipped-picks): {} IOPS of I/O{rest}",
                         format::int(rate),
                         format::iops(picks_per_s),
                         format::iops(per_s(skipped)),
                         skipped_ops.join(", "),
                         format::iops(s.total.iops),
-                        capacity.as_ref().map_or(String::new(), |c| format!(" ({})", c.words())),
                     ),
-                )
-                .at(Severity::Info)
+                );
+                if behind.is_some() {
+                    v
+                } else {
+                    v.at(Severity::Info)
+                }
             } else {
-                let late = behind.as_ref().map_or(String::new(), |b| {
-                    format!(
-                        "; I/Os started up to about {} late at the 99th percentile ({})",
-                        format::ns(b.delay_p99_ns),
-                        b.words
-                    )
-                });
                 let skipped_words = match skipped {
                     0 => String::new(),
-                    n => format!(" ({} skipped picks per second)", format::iops(per_s(n))),
+                    n => format!("; {} picks per second skipped", format::iops(per_s(n))),
                 };
                 // Saturation only when the evidence supports it: I/Os started late, or at
                 // the latency measured the I/Os in flight cannot carry the rate asked.
@@ -89,7 +100,7 @@ pub(crate) fn rate_verdicts(s: &Summary, plan: Option<&Plan>, drawing: bool) -> 
                 Verdict::new(
                     VerdictId::RateNotHeld,
                     format!(
-                        "the target rate of {} IOPS was not reached ({} IOPS){skipped_words}: {why}",
+                        "the target rate of {} IOPS was not reached ({} IOPS{skipped_words}): {why}",
                         format::int(rate),
                         format::iops(s.total.iops),
                     ),

@@ -198,26 +198,44 @@ struct Failed {
 }
 
 impl Failed {
-    /// "p50 latency: range 180% of the mean (rule ≤ 50%)".
-    fn words(&self) -> String {
-        let name = match self.measure {
+    /// The measure's name in a sentence.
+    fn name(&self) -> &'static str {
+        match self.measure {
             Measure::Iops => "IOPS",
             Measure::BytesPerSec => "MB/s",
             Measure::LatencyP50 => "p50 latency",
-        };
+        }
+    }
+
+    /// "range 180% of the mean (rule ≤ 50%)".
+    fn words(&self) -> String {
         match (self.figure, self.value) {
             ("slope_pct_per_s", Some(v)) => format!(
-                "{name}: slope {}{}%/s (rule ≤ {}%/s)",
+                "slope {}{}%/s (rule ≤ {}%/s)",
                 if v < 0.0 { "−" } else { "+" },
                 format::float(v.abs(), 1),
                 format::num(self.limit)
             ),
             ("range_pct", Some(v)) => {
-                format!("{name}: range {}% of the mean (rule ≤ {}%)", format::float(v, 1), format::num(self.limit))
+                format!("range {}% of the mean (rule ≤ {}%)", format::float(v, 1), format::num(self.limit))
             }
-            _ => format!("{name}: nothing to be steady about (a mean of zero)"),
+            _ => "nothing to be steady about (a mean of zero)".to_string(),
         }
     }
+}
+
+/// "p50 latency: slope −4.5%/s (rule ≤ 2%/s) and range 86.4% of the mean (rule ≤ 50%), and
+/// MB/s: ...": each measure once, worst first.
+fn failures_words(failed: &[Failed]) -> String {
+    let mut by_measure: Vec<(&'static str, Vec<String>)> = Vec::new();
+    for f in failed {
+        match by_measure.iter_mut().find(|(n, _)| *n == f.name()) {
+            Some((_, w)) => w.push(f.words()),
+            None => by_measure.push((f.name(), vec![f.words()])),
+        }
+    }
+    let parts: Vec<String> = by_measure.iter().map(|(n, w)| format!("{n}: {}", w.join(" and "))).collect();
+    parts.join(", and on ")
 }
 
 /// The window nearest to passing, and each figure that failed it.
@@ -305,8 +323,7 @@ pub(crate) fn steady_verdicts(s: &Summary) -> Vec<Verdict> {
                     e.insert("failed_figure".into(), json!(first.figure));
                     e.insert("failed_value".into(), json!(first.value.map(|v| (v * 10.0).round() / 10.0)));
                     e.insert("failed_limit".into(), json!(first.limit));
-                    let words: Vec<String> = c.failed.iter().map(Failed::words).collect();
-                    format!("; the closest window, seconds {from} to {to}, failed on {}", words.join(", and on "))
+                    format!("; the closest window, seconds {from} to {to}, failed on {}", failures_words(&c.failed))
                 }
                 None => String::new(),
             };

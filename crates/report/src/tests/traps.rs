@@ -408,6 +408,10 @@ fn not_steady_is_silent_for_a_run_of_the_same_shape_whose_latency_holds() {
 /// The clean run's 1,000 reads a second at `read_ns` each, by 18 threads, at `asked` IOPS,
 /// with `skipped` create picks a second that found nothing to act on.
 fn rate_run(asked: u64, skipped: u64, read_ns: u64) -> Summary {
+    summary(&rate_results(asked, skipped, read_ns))
+}
+
+fn rate_results(asked: u64, skipped: u64, read_ns: u64) -> Results {
     let mut r = clean_run();
     let mut p = Plan { direct: true, duration: Duration::from_secs(12), rate_iops: Some(asked), ..plan() };
     p.workloads[0].threads = 18;
@@ -420,7 +424,7 @@ fn rate_run(asked: u64, skipped: u64, read_ns: u64) -> Summary {
         d.skipped = skipped;
         x.ops.push(OpSeries { workload: "randrw".into(), op: Op::Create, data: d });
     }
-    summary(&r)
+    r
 }
 
 #[test]
@@ -437,6 +441,17 @@ fn rate_not_held_whose_shortfall_is_the_skipped_picks_says_so_at_info_and_blames
         (v.evidence["skipped_picks_per_s"].as_f64(), v.evidence["picks_iops"].as_f64()),
         (Some(100.0), Some(1_100.0))
     );
+    // The same with 2% of the reads started 100 ms late: still the skipped picks, no
+    // saturation, and the late starts said, as a warning.
+    let mut r = rate_results(1_100, 100, 1_000_000);
+    for x in &mut r.seconds {
+        x.ops[0].data.latency_ns = hist(&[(1_000_000, 980), (100_000_000, 20)]);
+    }
+    let s = summary(&r);
+    let v = s.verdicts.iter().find(|v| v.is(VerdictId::RateNotHeld)).expect("rate-not-held");
+    assert_eq!(v.severity, Severity::Warning);
+    assert!(v.message.contains("were skipped") && !v.message.contains("saturated"), "{}", v.message);
+    assert!(v.message.contains("I/Os started up to about 98.9 ms late"), "{}", v.message);
     // Without skipped picks, the same run meets its rate: silent.
     let s = rate_run(1_000, 0, 1_000_000);
     assert!(!s.verdicts.iter().any(|v| v.is(VerdictId::RateNotHeld)), "{:#?}", s.verdicts);
