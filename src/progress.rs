@@ -72,7 +72,9 @@ pub fn line_text(p: &Progress, time: &str) -> String {
     }
     format!(
         "{time:>8} {:>6} {:>5} {:>8} {:>13} {:>11} {:>9} {:>9} {:>8}  {label}",
-        p.second + 1,
+        // The run's second as stored and named everywhere else (verdicts, summary, UI,
+        // API, SQL): from 0 (docs/analytics.md, "What a second is").
+        p.second,
         format!("{}/{}", p.step + 1, p.steps),
         p.threads,
         format::iops(p.iops),
@@ -176,7 +178,7 @@ mod tests {
     fn a_progress_line_has_one_value_per_header_column() {
         let line = line_text(&sample(), "14:03:22");
         let fields: Vec<&str> = line.split_whitespace().collect();
-        assert_eq!(fields[..4], ["14:03:22", "15", "2/3", "4"], "{line}");
+        assert_eq!(fields[..4], ["14:03:22", "14", "2/3", "4"], "{line}");
         assert!(line.contains("12,345") && line.contains("48.2") && line.ends_with("threads=4"), "{line}");
         assert!(LINE_HEADER.contains("IOPS") && LINE_HEADER.contains("p99") && LINE_HEADER.contains("errors"));
     }

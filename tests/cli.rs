@@ -1986,7 +1986,11 @@ fn progress_is_one_line_per_second_with_step_and_threads_when_stderr_is_not_a_te
         .take_while(|f| f.len() >= 9 && f[0].len() == 8 && f[0].as_bytes()[2] == b':')
         .collect();
     assert!(seconds.len() >= 3, "a line per second of 4 s: {err}");
-    assert_eq!((seconds[0][1], seconds[0][2], seconds[0][3]), ("1", "1/2", "1"), "second, step, threads: {err}");
+    assert_eq!(
+        (seconds[0][1], seconds[0][2], seconds[0][3]),
+        ("0", "1/2", "1"),
+        "second (from 0, as stored), step, threads: {err}"
+    );
     let last = seconds.last().unwrap();
     assert_eq!((last[2], last[3]), ("2/2", "2"), "the second step runs 2 threads: {err}");
     assert!(err.contains("threads=2"), "the step's label: {err}");

@@ -6,8 +6,9 @@
 
 use crate::format;
 use crate::hosts::HostSeconds;
-use crate::notes::{outliers, round2, Peers};
-use crate::verdict::{Severity, Verdict};
+use crate::peers::{outliers, Peers};
+use crate::stats::round2;
+use crate::verdict::{Verdict, VerdictId};
 use crate::Summary;
 use ioscope_metrics::histogram::bucket_range;
 use ioscope_metrics::{Histogram, Op};
@@ -60,8 +61,7 @@ pub(crate) fn client_cache(s: &Summary, r: &Results, p: &Plan) -> Option<Verdict
     let read = s.ops.get("read");
     Some(
         Verdict::new(
-            "client-cache",
-            Severity::Warning,
+            VerdictId::ClientCache,
             format!(
                 "{} of the reads completed in less than {}, faster than any device or network answers a read of \
                  {} (read p50 {}): they were served from this client's page cache (buffered I/O), so these are \
@@ -149,7 +149,7 @@ pub(crate) fn client_bound(s: &Summary, r: &Results, p: Option<&Plan>) -> Vec<Ve
         };
         let asked = p.and_then(|p| p.rate_iops);
         let attempted = s.total.ops.saturating_add(s.total.errors) as f64 / s.duration_s.max(1e-9);
-        let missed = asked.filter(|a| s.duration_s > 0.0 && attempted < crate::notes::RATE_SHORTFALL * *a as f64);
+        let missed = asked.filter(|a| s.duration_s > 0.0 && attempted < crate::schedule::RATE_SHORTFALL * *a as f64);
         let rate = match missed {
             Some(a) => format!(
                 ", and the asked rate of {} IOPS was not reached ({} IOPS) because ioscope could not issue faster",
@@ -159,8 +159,7 @@ pub(crate) fn client_bound(s: &Summary, r: &Results, p: Option<&Plan>) -> Vec<Ve
             None => String::new(),
         };
         let mut v = Verdict::new(
-            "client-bound",
-            Severity::Warning,
+            VerdictId::ClientBound,
             format!(
                 "{what}{rate}: the client, not the storage, may have set these numbers (more threads, a queueing \
                  engine, or more client hosts would tell)"
@@ -284,7 +283,12 @@ pub(crate) fn target_memory(s: &Summary, r: &Results, p: &Plan) -> Vec<Verdict> 
     }
     let load: std::collections::BTreeSet<&str> =
         r.seconds.iter().filter(|x| !x.ops.is_empty()).map(|x| x.host.as_str()).collect();
-    let working_set = p.size_bytes;
+    // Every host of a many-host run has its own working set on the target (docs/hosts.md):
+    // the server holds all of them.
+    let hosts = p.hosts.len().max(1) as u64;
+    let working_set = p.size_bytes.saturating_mul(hosts);
+    let of_hosts =
+        if hosts > 1 { format!(" ({hosts} hosts x {})", format::bytes(p.size_bytes)) } else { String::new() };
     let mut out = Vec::new();
     for (host, t) in s.target.iter().filter(|(h, _)| !load.contains(h.as_str())) {
         // MemAvailable counts the page cache that could be reclaimed: the room a cache has.
@@ -296,11 +300,10 @@ pub(crate) fn target_memory(s: &Summary, r: &Results, p: &Plan) -> Vec<Verdict> 
         }
         let cache = t.memory_bytes.get("page_cache").map(|m| m.max as u64);
         let mut v = Verdict::new(
-            "working-set-cached",
-            Severity::Warning,
+            VerdictId::WorkingSetCached,
             format!(
-                "working set {} fits in target {host}'s memory ({} available{}): reads may be served from the \
-                 server's page cache, not its disks, whatever the client's caching",
+                "working set {}{of_hosts} fits in target {host}'s memory ({} available{}): reads may be served \
+                 from the server's page cache, not its disks, whatever the client's caching",
                 format::bytes(working_set),
                 format::bytes(available),
                 cache.map_or(String::new(), |c| format!(", page cache up to {}", format::bytes(c)))

@@ -45,7 +45,18 @@ pub struct Comparison {
     pub notes: Vec<String>,
     /// The `--fail-if` conditions judged (absent without them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub fail_if: Vec<crate::fail_if::FailIfResult>,
+    pub fail_if: Vec<FailIfResult>,
+}
+
+/// A `--fail-if` condition (fail_if.rs) judged against a comparison.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FailIfResult {
+    /// As written.
+    pub condition: String,
+    /// True when it held in a step: the comparison fails.
+    pub failed: bool,
+    /// In words, per step judged: "step 0: read IOPS -7.3%: failed (significant)".
+    pub message: String,
 }
 
 /// One of the two runs.

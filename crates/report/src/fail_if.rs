@@ -13,8 +13,7 @@
 //! there is no interval: the difference is judged as measured, and the result says it may
 //! be noise.
 
-use crate::compare::{figure_label, signed_pct, Comparison};
-use serde::{Deserialize, Serialize};
+use crate::compare::{figure_label, signed_pct, Comparison, FailIfResult};
 
 /// A condition as parsed.
 #[derive(Clone, Debug, PartialEq)]
@@ -118,17 +117,6 @@ impl FailIf {
             .ok_or_else(|| err(text, value_at, format!("a signed percentage of A like -5% or +10%, {FORM}")))?;
         Ok(FailIf { text: text.trim().to_string(), op: op.to_string(), figure, cmp, threshold_pct })
     }
-}
-
-/// A condition judged against a comparison.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct FailIfResult {
-    /// As written.
-    pub condition: String,
-    /// True when it held in a step: the comparison fails.
-    pub failed: bool,
-    /// In words, per step judged: "step 0: read IOPS -7.3% (significant): failed".
-    pub message: String,
 }
 
 /// Judges each condition against the comparison.

@@ -6,6 +6,7 @@
 //! counts by the measured intervals, percentiles come from the merged log-linear
 //! histograms (within [`ioscope_metrics::RELATIVE_ERROR`]), means from their exact sums.
 
+mod aggregate;
 pub mod check;
 mod client;
 pub mod compare;
@@ -15,7 +16,10 @@ pub mod format;
 mod hosts;
 mod link;
 mod notes;
+mod peers;
 pub mod repeat;
+mod schedule;
+mod stats;
 pub mod steady;
 mod system;
 mod target;
@@ -176,36 +180,66 @@ pub struct ProbeSummary {
 
 /// The knee is the first step at this share of the peak throughput...
 const KNEE_OF_PEAK: f64 = 0.9;
-/// ...after which p99 latency rises by more than this factor.
+/// ...after which p99 latency rises by more than this factor...
 const KNEE_P99_RISE: f64 = 1.2;
+/// ...over at least this p99: below it (a page cache, a null engine) a rise is a few
+/// microseconds of timer and scheduling noise, and a factor of a tiny base means nothing.
+pub const KNEE_P99_FLOOR_NS: u64 = 10_000;
 
-/// The knee: the first step that reaches 90% of the run's peak throughput, provided p99
-/// latency climbs by more than 20% in the steps after it. Below it, more load still buys
+/// The knee: the first step, in order of load, that reaches 90% of the run's peak
+/// throughput, provided p99 latency climbs by more than 20% (over a floor of
+/// [`KNEE_P99_FLOOR_NS`]) in the steps after it. Below it, more load still buys
 /// throughput; beyond it, mostly queueing. Using a share of the peak (rather than "the
 /// next step gains less than x%") keeps one noisy step from hiding or faking a knee.
+///
+/// Order of load: the steps' order, except for a curve, whose first step runs at the max
+/// rate and the others at shares of it: the max step is its highest load and comes last.
 pub fn find_knee(steps: &[StepSummary]) -> Option<Knee> {
-    let points: Vec<&StepSummary> =
+    let mut points: Vec<&StepSummary> =
         steps.iter().filter(|s| s.seconds > 0 && s.measured.latency_p99_ns.is_some()).collect();
-    let p99 = |s: &StepSummary| s.measured.latency_p99_ns.unwrap_or(0) as f64;
+    let curve = points.iter().filter(|s| s.rate_iops.is_none()).count() == 1 && points.len() > 1;
+    if curve {
+        points.sort_by_key(|s| s.rate_iops.unwrap_or(u64::MAX));
+    }
+    let p99 = |s: &StepSummary| s.measured.latency_p99_ns.unwrap_or(0);
     let peak = points.iter().map(|s| s.measured.iops).fold(0.0, f64::max);
     let k = points.iter().position(|s| s.measured.iops >= KNEE_OF_PEAK * peak)?;
     let (a, later) = (points[k], &points[k + 1..]);
-    let worst = later.iter().map(|b| p99(b)).fold(0.0, f64::max);
-    if later.is_empty() || worst <= p99(a) * KNEE_P99_RISE {
+    let worst = later.iter().max_by_key(|b| p99(b))?;
+    let base = p99(a).max(KNEE_P99_FLOOR_NS);
+    if (p99(worst) as f64) <= base as f64 * KNEE_P99_RISE {
         return None;
     }
     let gain = (peak / a.measured.iops.max(1e-9) - 1.0) * 100.0;
-    let rise = (worst / p99(a).max(1.0) - 1.0) * 100.0;
+    // The values, and their ratio only over the floor (a ratio of a few µs means nothing).
+    let factor = match p99(a) >= KNEE_P99_FLOOR_NS {
+        true => format!(", {}x", format::float(p99(worst) as f64 / p99(a) as f64, 1)),
+        false => String::new(),
+    };
     Some(Knee {
         step: a.index,
-        label: a.label.clone(),
+        label: step_name(a),
         reason: format!(
-            "{} IOPS at p99 {}, {:.0}% of the peak; beyond it IOPS rose at most {gain:+.0}% while p99 latency rose up to {rise:.0}%",
+            "{} IOPS at p99 {}, {:.0}% of the peak; beyond it IOPS rose at most {gain:+.0}% while p99 latency rose \
+             to {} (step {} {}{factor})",
             format::iops(a.measured.iops),
-            format::ns(p99(a) as u64),
-            a.measured.iops / peak.max(1e-9) * 100.0
+            format::ns(p99(a)),
+            a.measured.iops / peak.max(1e-9) * 100.0,
+            format::ns(p99(worst)),
+            worst.index,
+            step_name(worst),
         ),
     })
+}
+
+/// A step's label, never empty: a step that sets nothing apart (a curve's max step) is
+/// named by its rate.
+fn step_name(s: &StepSummary) -> String {
+    match (s.label.is_empty(), s.rate_iops) {
+        (false, _) => s.label.clone(),
+        (true, None) => "rate=max".to_string(),
+        (true, Some(r)) => format!("rate={r}"),
+    }
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -643,7 +677,7 @@ pub fn summarize(r: &Results, results_path: &Path) -> Summary {
         // The same counters and rates as the host rows (over the seconds each host ran).
         s.by_host = s.hosts.iter().filter(|(_, h)| h.seconds > 0).map(|(n, h)| (n.clone(), h.totals.clone())).collect();
     }
-    s.verdicts = verdict::verdicts(&s, r);
+    s.verdicts = aggregate::verdicts(&s, r);
     // One truth: the notes are the verdicts' messages.
     s.notes = s.verdicts.iter().map(|v| v.message.clone()).collect();
     s

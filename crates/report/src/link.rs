@@ -4,7 +4,7 @@
 //! probed host saturated at the knee, or over a run without steps). Both read only the
 //! results file: the host records (capacity, byte counters) and the target series.
 
-use crate::verdict::{Severity, Verdict};
+use crate::verdict::{Verdict, VerdictId};
 use crate::{format, Summary, TargetSummary};
 use ioscope_store::Results;
 use serde_json::{json, Map, Value};
@@ -95,18 +95,19 @@ pub(crate) fn link_verdicts(s: &Summary) -> Vec<Verdict> {
         evidence.insert("wire_bits_per_sec".into(), json!(wire_bits));
         evidence.insert("workload_bits_per_sec".into(), json!(payload_bits));
         evidence.insert("share_pct".into(), json!((share * 10.0).round() / 10.0));
-        out.push(Verdict {
-            id: "link-bound".into(),
-            severity: Severity::Warning,
-            message: format!(
+        out.push(
+            Verdict::new(
+                VerdictId::LinkBound,
+                format!(
                 "{host}: {} moved {} of the {} of {nic} ({source}), the interface that carries the traffic to {to}: \
                  the link, not the target, set this throughput",
                 if measured.source == "workload" { "the workload" } else { "the interface" },
                 format::pct(share / 100.0),
                 bits(capacity as f64),
             ),
-            evidence,
-        });
+            )
+            .with_all(evidence),
+        );
     }
     out
 }
@@ -163,22 +164,24 @@ pub(crate) fn target_verdicts(s: &Summary, r: &Results) -> Vec<Verdict> {
             };
             let shared = load_on_machine_of(s, host, &load_hosts);
             evidence.insert("load_on_same_host".into(), json!(shared));
-            out.push(Verdict {
-                id: "target-bound".into(),
-                severity: Severity::Info,
-                message: format!(
-                    "target {host}: {resource} was {} busy{at}: {}",
-                    format::pct(pct.min(100.0) / 100.0),
-                    match shared {
-                        Some(true) => "the limit was this machine's (ioscope's workers ran on it too)",
-                        Some(false) => "the target, not the client or the link, was the limit",
-                        None =>
-                            "the target or ioscope's workers were the limit (whether they ran on this machine \
-                                 is not known: a host's record has no machine id)",
-                    }
-                ),
-                evidence,
-            });
+            out.push(
+                Verdict::new(
+                    VerdictId::TargetBound,
+                    format!(
+                        "target {host}: {resource} was {} busy{at}: {}",
+                        format::pct(pct.min(100.0) / 100.0),
+                        match shared {
+                            Some(true) => "the limit was this machine's (ioscope's workers ran on it too)",
+                            Some(false) => "the target, not the client or the link, was the limit",
+                            None => {
+                                "the target or ioscope's workers were the limit (whether they ran on this machine \
+                                 is not known: a host's record has no machine id)"
+                            }
+                        }
+                    ),
+                )
+                .with_all(evidence),
+            );
         }
     }
     out

@@ -3,7 +3,9 @@
 //! with the figures that triggered it.
 
 use crate::format;
-use crate::verdict::{Severity, Verdict};
+use crate::peers::host_outliers;
+use crate::stats::round2;
+use crate::verdict::{Severity, Verdict, VerdictId};
 use crate::Summary;
 use ioscope_workload::layout::FileSizes;
 use ioscope_workload::plan::{Plan, SyncMode};
@@ -16,28 +18,8 @@ const OVERSUBSCRIBED_PER_CPU: u64 = 8;
 const LATE_TICK_S: f64 = 1.5;
 /// A tick shorter than this many seconds is too short to call a stall.
 const SHORT_TICK_S: f64 = 0.5;
-/// An open-loop run that achieves less than this share of its target rate is saturated.
-pub(crate) const RATE_SHORTFALL: f64 = 0.95;
-/// An open-loop schedule fell behind when an operation's response-time p99 is at least
-/// this many times its service-time p99...
-const BEHIND_FACTOR: u64 = 2;
-/// ...and at least this much above it (microseconds of scheduling jitter are not falling
-/// behind).
-const BEHIND_MIN_NS: u64 = 1_000_000;
 /// A host's clock offset known less well than this (half its best round trip) is said.
 const CLOCK_UNCERTAIN_NS: u64 = 1_000_000;
-/// A host's throughput per thread is named when it differs from the median host's by more
-/// than this share...
-const HOST_THROUGHPUT_SHARE: f64 = 0.2;
-/// ...and by more than this many standard errors of its own per-second values.
-const HOST_NOISE_SE: f64 = 3.0;
-/// A host's latency p50 or p99 is named at this many times the median host's...
-const HOST_LATENCY_FACTOR: f64 = 1.5;
-/// ...when at least this many of its transfers (and of the median host's) lie beyond the
-/// percentile: fewer, and a percentile is one unlucky I/O.
-const HOST_LATENCY_TAIL: u64 = 20;
-/// Hosts are compared over at least this many seconds that all of them ran.
-const HOST_MIN_SECONDS: usize = 3;
 
 pub(crate) fn notes(s: &Summary) -> Vec<Verdict> {
     let mut notes = Vec::new();
@@ -46,8 +28,7 @@ pub(crate) fn notes(s: &Summary) -> Vec<Verdict> {
     match s.status.as_str() {
         "interrupted" => notes.push(
             Verdict::new(
-                "interrupted",
-                Severity::Warning,
+                VerdictId::Interrupted,
                 format!(
                     "the run was interrupted ({}): the numbers cover only the {} s measured before it stopped",
                     s.status_detail.as_deref().unwrap_or("no detail recorded"),
@@ -59,8 +40,7 @@ pub(crate) fn notes(s: &Summary) -> Vec<Verdict> {
         ),
         "failed" => notes.push(
             Verdict::new(
-                "failed",
-                Severity::Error,
+                VerdictId::Failed,
                 format!(
                     "the run failed ({}): the numbers cover only the {} s measured before it stopped",
                     s.status_detail.as_deref().unwrap_or("no detail recorded"),
@@ -72,8 +52,7 @@ pub(crate) fn notes(s: &Summary) -> Vec<Verdict> {
         ),
         "running" => notes.push(
             Verdict::new(
-                "running",
-                Severity::Info,
+                VerdictId::Running,
                 "the run is still running: these are the numbers so far, and until it ends its latest seconds \
                  are also in the -wal file beside the results file: to take the results elsewhere now, copy both \
                  files (or `ioscope export` them)",
@@ -88,7 +67,9 @@ pub(crate) fn notes(s: &Summary) -> Vec<Verdict> {
     // Measured time, not rows: a late tick (a stopped process) is one row of several seconds.
     let measured_s = s.seconds.max(s.duration_s.round() as u64);
     if s.seconds == 0 {
-        notes.push(Verdict::new("no-data", Severity::Error, "no second was recorded: there is nothing to summarize"));
+        notes.push(
+            Verdict::new(VerdictId::NoData, "no second was recorded: there is nothing to summarize").with("seconds", 0),
+        );
     } else if measured_s < SHORT_RUN_SECONDS
         && matches!(s.status.as_str(), "completed" | "running")
         && !s.steady.iter().any(|x| x.ended_early)
@@ -96,8 +77,7 @@ pub(crate) fn notes(s: &Summary) -> Vec<Verdict> {
         // (An interrupted or failed run's note above already says how long it measured.)
         notes.push(
             Verdict::new(
-                "too-short",
-                Severity::Warning,
+                VerdictId::TooShort,
                 format!(
                     "only {} s measured: too short to tell whether the result is steady (run for minutes, not seconds)",
                     format::num(s.duration_s)
@@ -143,8 +123,7 @@ pub(crate) fn notes(s: &Summary) -> Vec<Verdict> {
         };
         notes.push(
             Verdict::new(
-                "shorter-than-planned",
-                Severity::Info,
+                VerdictId::ShorterThanPlanned,
                 format!(
                     "measured {} s of the planned {} s{warm}{why}",
                     format::num(s.duration_s),
@@ -159,7 +138,7 @@ pub(crate) fn notes(s: &Summary) -> Vec<Verdict> {
 
     if let Some(p) = &plan {
         match p.engine.spec().note {
-            Some(note) => notes.push(Verdict::new("engine", Severity::Info, note).with("engine", p.engine.spec().name)),
+            Some(note) => notes.push(Verdict::new(VerdictId::Engine, note).with("engine", p.engine.spec().name)),
             None => cache_notes(s, p, &mut notes),
         }
     }
@@ -192,8 +171,7 @@ pub(crate) fn notes(s: &Summary) -> Vec<Verdict> {
         }
         notes.push(
             Verdict::new(
-                "errors",
-                Severity::Error,
+                VerdictId::Errors,
                 format!(
                     "{} I/O errors ({} of {} attempts: {}): failed operations count as errors, not in IOPS or latency",
                     format::int(io_errors),
@@ -211,65 +189,7 @@ pub(crate) fn notes(s: &Summary) -> Vec<Verdict> {
 
     // A pattern workload idles on purpose (its blank columns): neither a shortfall nor a stall.
     let drawing = drawing(plan.as_ref());
-    let mut saturated = false;
-    if let Some(rate) = plan.as_ref().and_then(|p| p.rate_iops).filter(|_| !drawing) {
-        // Failed I/Os were issued on schedule too: a shortfall they explain is no saturation.
-        let attempted_per_s = s.total.ops.saturating_add(s.total.errors) as f64 / s.duration_s.max(1e-9);
-        if s.duration_s > 0.0 && attempted_per_s < RATE_SHORTFALL * rate as f64 {
-            saturated = true;
-            let behind = fell_behind(s, plan.as_ref());
-            let late = behind.as_ref().map_or(String::new(), |b| {
-                format!(
-                    "; I/Os started up to about {} late at the 99th percentile ({})",
-                    format::ns(b.delay_p99_ns),
-                    b.words
-                )
-            });
-            let mut v = Verdict::new(
-                "rate-not-held",
-                Severity::Warning,
-                format!(
-                    "the target rate of {} IOPS was not reached ({} IOPS): the storage or ioscope is saturated, \
-                     and latency (measured from each I/O's intended start) includes the queueing{late}",
-                    format::int(rate),
-                    format::iops(s.total.iops)
-                ),
-            )
-            .with("asked_iops", rate)
-            .with("achieved_iops", round2(s.total.iops))
-            .with("attempted_iops", round2(attempted_per_s));
-            if let Some(b) = behind {
-                v.evidence.extend(b.evidence);
-            }
-            notes.push(v);
-        }
-    }
-    // The rate may be met on average while I/Os wait behind slow ones (a sync call, a stall)
-    // and start late: response time then far exceeds service time. (A saturated run's
-    // verdict above already says its latency includes the queueing.)
-    let open_loop = plan.as_ref().is_some_and(|p| {
-        p.rate_iops.is_some() || p.steps().iter().any(|st| st.rate != ioscope_workload::plan::Rate::Max)
-    });
-    if open_loop && !saturated {
-        if let Some(b) = fell_behind(s, plan.as_ref()) {
-            let mut v = Verdict::new(
-                "rate-not-held",
-                Severity::Warning,
-                format!(
-                    "the open-loop schedule fell behind: I/Os started up to about {} late at the 99th percentile \
-                     ({}), so their response time (latency, from the intended start) includes the wait; service \
-                     time (from issue) is the storage's own",
-                    format::ns(b.delay_p99_ns),
-                    b.words
-                ),
-            );
-            if let Some(rate) = plan.as_ref().and_then(|p| p.rate_iops) {
-                v = v.with("asked_iops", rate).with("achieved_iops", round2(s.total.iops));
-            }
-            v.evidence.extend(b.evidence);
-            notes.push(v);
-        }
-    }
+    notes.extend(crate::schedule::rate_verdicts(s, plan.as_ref(), drawing));
 
     // Seconds in which I/Os failed and none succeeded: the target was unusable then.
     let dead: Vec<u32> = s.samples.iter().filter(|x| x.ops == 0 && x.errors > 0).map(|x| x.second).collect();
@@ -277,8 +197,7 @@ pub(crate) fn notes(s: &Summary) -> Vec<Verdict> {
         let when = if first == last { format!("second {first}") } else { format!("seconds {first} to {last}") };
         notes.push(
             Verdict::new(
-                "unusable-seconds",
-                Severity::Error,
+                VerdictId::UnusableSeconds,
                 format!(
                     "every I/O failed in {} of {} seconds ({when}): the target was unusable then",
                     dead.len(),
@@ -296,8 +215,7 @@ pub(crate) fn notes(s: &Summary) -> Vec<Verdict> {
         if idle > 0 {
             notes.push(
                 Verdict::new(
-                    "stalls",
-                    Severity::Warning,
+                    VerdictId::Stalls,
                     format!("{idle} of {} seconds completed no I/O at all (stalls)", s.samples.len()),
                 )
                 .with("seconds_without_io", idle)
@@ -308,8 +226,7 @@ pub(crate) fn notes(s: &Summary) -> Vec<Verdict> {
     for (name, o) in s.ops.iter().filter(|(_, o)| o.skipped > 0) {
         notes.push(
             Verdict::new(
-                "skipped-picks",
-                Severity::Info,
+                VerdictId::SkippedPicks,
                 format!(
                     "{name}: {} picks found {} (counted apart: neither I/O nor errors)",
                     format::int(o.skipped),
@@ -330,8 +247,7 @@ pub(crate) fn notes(s: &Summary) -> Vec<Verdict> {
             if normal && threads > OVERSUBSCRIBED_PER_CPU * cpus {
                 notes.push(
                     Verdict::new(
-                        "oversubscribed",
-                        Severity::Warning,
+                        VerdictId::Oversubscribed,
                         format!(
                             "{threads} worker threads on {cpus} CPUs of host {host}, and ioscope had no permission to \
                              give its per-second collector priority (SCHED_FIFO or a negative nice need \
@@ -352,8 +268,7 @@ pub(crate) fn notes(s: &Summary) -> Vec<Verdict> {
     if let Some(longest) = late.iter().max_by(|a, b| a.interval_s.total_cmp(&b.interval_s)) {
         notes.push(
             Verdict::new(
-                "late-ticks",
-                Severity::Warning,
+                VerdictId::LateTicks,
                 format!(
                     "{} of {} seconds came late, the longest (second {}) covering {} s: ioscope was stopped or \
                      starved of CPU; each late tick is one interval of its real length (rates are per its length) \
@@ -371,72 +286,6 @@ pub(crate) fn notes(s: &Summary) -> Vec<Verdict> {
         );
     }
     notes
-}
-
-/// How far an open-loop schedule fell behind, in words and figures.
-struct Behind {
-    /// "write p99 1.3 s from the intended start against 31 ms service time".
-    words: String,
-    /// Per late operation: response and service time p99 and max, and their differences
-    /// (how late I/Os started: `{op}_start_delay_p99_ns`, `_max_ns`).
-    evidence: serde_json::Map<String, serde_json::Value>,
-    /// The largest p99 response time minus p99 service time of the late operations.
-    delay_p99_ns: u64,
-}
-
-/// The operations whose response-time p99 is at least [`BEHIND_FACTOR`] times and
-/// [`BEHIND_MIN_NS`] above their service-time p99. The difference of the two is how late
-/// I/Os started (an estimate: the two percentiles need not be of the same I/O). With a
-/// fixed rate, also later than one worker's interval between intended starts: only then
-/// was the next I/O due before this one started (a backlog, not a late wake-up).
-fn fell_behind(s: &Summary, plan: Option<&Plan>) -> Option<Behind> {
-    let interval_ns = plan.and_then(|p| {
-        let threads: u64 = p.max_threads().iter().map(|t| u64::from(*t)).sum();
-        Some(threads.max(1).saturating_mul(1_000_000_000) / p.rate_iops.filter(|r| *r > 0)?)
-    });
-    use ioscope_metrics::StatId;
-    let mut words = Vec::new();
-    let mut evidence = serde_json::Map::new();
-    let mut delay_p99_ns = 0;
-    for (name, o) in &s.ops {
-        let (Some(response), Some(service)) = (o.percentiles(StatId::Latency), o.percentiles(StatId::ServiceTime))
-        else {
-            continue;
-        };
-        let (r99, s99) = (response.p99, service.p99);
-        let late = r99.saturating_sub(s99);
-        if r99 < s99.saturating_mul(BEHIND_FACTOR)
-            || r99 < s99.saturating_add(BEHIND_MIN_NS)
-            || interval_ns.is_some_and(|iv| late < iv)
-        {
-            continue;
-        }
-        delay_p99_ns = delay_p99_ns.max(r99.saturating_sub(s99));
-        words.push(format!(
-            "{name} p99 {} from the intended start against {} service time",
-            format::ns(r99),
-            format::ns(s99)
-        ));
-        for (key, v) in [
-            ("latency_p99_ns", r99),
-            ("service_time_p99_ns", s99),
-            ("start_delay_p99_ns", r99.saturating_sub(s99)),
-            ("latency_max_ns", response.max),
-            ("service_time_max_ns", service.max),
-            ("start_delay_max_ns", response.max.saturating_sub(service.max)),
-        ] {
-            evidence.insert(format!("{name}_{key}"), v.into());
-        }
-    }
-    if let Some(iv) = interval_ns.filter(|_| !words.is_empty()) {
-        evidence.insert("schedule_interval_per_worker_ns".into(), iv.into());
-    }
-    (!words.is_empty()).then(|| Behind { words: words.join("; "), evidence, delay_p99_ns })
-}
-
-/// `v` rounded to two decimals, for evidence read by people.
-pub(crate) fn round2(v: f64) -> f64 {
-    (v * 100.0).round() / 100.0
 }
 
 /// Whether a workload draws a pattern (and so idles on purpose in its blank columns).
@@ -498,8 +347,7 @@ fn cache_notes(s: &Summary, p: &Plan, notes: &mut Vec<Verdict>) {
         };
         if ratio <= 1.0 {
             notes.push(evidence(Verdict::new(
-                "working-set-cached",
-                Severity::Warning,
+                VerdictId::WorkingSetCached,
                 format!(
                     "working set {}{of_files} is {} of {whose} {} RAM and I/O was buffered: {what}",
                     format::bytes(working_set),
@@ -508,27 +356,29 @@ fn cache_notes(s: &Summary, p: &Plan, notes: &mut Vec<Verdict>) {
                 ),
             )));
         } else if ratio < 4.0 {
-            notes.push(evidence(Verdict::new(
-                "working-set-cached",
-                Severity::Info,
-                format!(
-                    "working set {}{of_files} is only {:.1}x {whose} {} RAM and I/O was buffered: up to {} of the \
+            notes.push(evidence(
+                Verdict::new(
+                    VerdictId::WorkingSetCached,
+                    format!(
+                        "working set {}{of_files} is only {:.1}x {whose} {} RAM and I/O was buffered: up to {} of the \
                      I/O may have hit the page cache",
-                    format::bytes(working_set),
-                    ratio,
-                    format::bytes(ram),
-                    format::pct(1.0 / ratio),
-                ),
-            )));
+                        format::bytes(working_set),
+                        ratio,
+                        format::bytes(ram),
+                        format::pct(1.0 / ratio),
+                    ),
+                )
+                .at(Severity::Info),
+            ));
         }
     }
     if !memory_known {
         notes.push(
             Verdict::new(
-                "working-set-cached",
-                Severity::Info,
+                VerdictId::WorkingSetCached,
                 format!("I/O was buffered and the host's memory size is not recorded: {what}, possibly"),
             )
+            .at(Severity::Info)
             .with("working_set_bytes", working_set)
             .with("direct", false),
         );
@@ -553,8 +403,7 @@ pub(crate) fn results_verdicts(s: &Summary, r: &ioscope_store::Results) -> Vec<V
     if ios > 0 {
         out.push(
             Verdict::new(
-                "per-file-incomplete",
-                Severity::Info,
+                VerdictId::PerFileIncomplete,
                 format!(
                     "per-file data incomplete: {} I/O not broken down by file (the collector fell behind the \
                      workers); {seconds} s of the run have no per-file distributions (per-op numbers are whole)",
@@ -579,8 +428,7 @@ fn host_status_notes(s: &Summary, notes: &mut Vec<Verdict>) {
                 let after =
                     a.lost_at_second.map_or("after it was lost".to_string(), |_| "after that second".to_string());
                 let mut v = Verdict::new(
-                    "host-lost",
-                    Severity::Error,
+                    VerdictId::HostLost,
                     format!(
                         "host {host} was lost{at}: {detail}; its series end there and the totals {after} are of the \
                          other hosts"
@@ -595,8 +443,7 @@ fn host_status_notes(s: &Summary, notes: &mut Vec<Verdict>) {
             }
             Some("failed") => notes.push(
                 Verdict::new(
-                    "host-failed",
-                    Severity::Error,
+                    VerdictId::HostFailed,
                     format!(
                         "host {host} failed: {detail}; its numbers cover only the {} s it measured",
                         format::num(h.duration_s)
@@ -610,8 +457,7 @@ fn host_status_notes(s: &Summary, notes: &mut Vec<Verdict>) {
         if let Some(late) = a.start_late_ns {
             notes.push(
                 Verdict::new(
-                    "host-late-start",
-                    Severity::Info,
+                    VerdictId::HostLateStart,
                     format!(
                         "host {host} started {} after the other hosts' common start instant (opening its engines took \
                          longer than the coordinator allowed): its first second holds less load",
@@ -625,8 +471,7 @@ fn host_status_notes(s: &Summary, notes: &mut Vec<Verdict>) {
         if let Some(u) = a.clock_uncertainty_ns.filter(|u| *u > CLOCK_UNCERTAIN_NS) {
             notes.push(
                 Verdict::new(
-                    "clock-uncertain",
-                    Severity::Info,
+                    VerdictId::ClockUncertain,
                     format!(
                         "host {host}'s clock offset is known to ±{}: its seconds may be shifted by that much",
                         format::ns(u)
@@ -637,152 +482,4 @@ fn host_status_notes(s: &Summary, notes: &mut Vec<Verdict>) {
             );
         }
     }
-}
-
-/// The median of `v` (the mean of the middle two for an even count); None if empty.
-fn median(v: &[f64]) -> Option<f64> {
-    let mut v: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    match n {
-        0 => None,
-        _ if n % 2 == 1 => Some(v[n / 2]),
-        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
-    }
-}
-
-/// Mean and standard error of the mean.
-fn mean_se(v: &[f64]) -> (f64, f64) {
-    let n = v.len() as f64;
-    let mean = v.iter().sum::<f64>() / n.max(1.0);
-    let var = if v.len() > 1 { v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0) } else { 0.0 };
-    (mean, (var / n.max(1.0)).sqrt())
-}
-
-/// A host that differs from the others beyond noise, in throughput per thread or in
-/// latency (the seeds' one client behind a bad cable), over the seconds all hosts ran.
-/// Needs three hosts: with two there is no majority to tell which one is odd.
-/// `per_thread`: the rates are per thread (else per host: the plans were not readable).
-pub(crate) fn host_outliers(hosts: &[crate::hosts::HostSeconds], bytes: bool, per_thread: bool) -> Vec<Verdict> {
-    outliers(&HOSTS, hosts, bytes, per_thread)
-}
-
-/// What is compared with its peers, in words.
-pub(crate) struct Peers {
-    /// "host", "worker thread", "file".
-    pub one: &'static str,
-    pub many: &'static str,
-    /// The evidence key naming the odd one.
-    pub key: &'static str,
-    /// What such a difference usually is.
-    pub advice: &'static str,
-}
-
-const HOSTS: Peers = Peers {
-    one: "host",
-    many: "hosts",
-    key: "host",
-    advice:
-        "a slower link, mount or CPU on one client looks like this: compare its system configuration with the others'",
-};
-
-/// Members of a group (hosts, one host's worker threads, files) that differ from the
-/// others beyond noise, in throughput (per thread when `per_thread`) or latency, over the
-/// seconds all of them ran. Needs three: with two there is no majority to tell which one
-/// is odd.
-pub(crate) fn outliers(
-    peers: &Peers,
-    hosts: &[crate::hosts::HostSeconds],
-    bytes: bool,
-    per_thread: bool,
-) -> Vec<Verdict> {
-    let n_seconds = hosts.iter().map(|h| h.per_thread.len()).min().unwrap_or(0);
-    if hosts.len() < 3 || n_seconds < HOST_MIN_SECONDS {
-        return Vec::new();
-    }
-    let unit = |v: f64| {
-        if bytes {
-            // Two decimals, more below 0.1 MB/s (a standard error is often that small).
-            let mb = v / 1e6;
-            format!("{} MB/s", format::float(mb, if mb.abs() >= 0.1 { 2 } else { 4 }))
-        } else {
-            format!("{} IOPS", format::iops(v))
-        }
-    };
-    let means: Vec<f64> = hosts.iter().map(|h| mean_se(&h.per_thread).0).collect();
-    let median_rate = median(&means).unwrap_or(0.0);
-    let pct = |h: &crate::hosts::HostSeconds, q: f64| h.latency.quantile(q).map(|v| v as f64);
-    let median_of = |q: f64| median(&hosts.iter().filter_map(|h| pct(h, q)).collect::<Vec<_>>());
-    let (median_p50, median_p99) = (median_of(0.5), median_of(0.99));
-    // Enough transfers beyond a percentile to trust it (the median host's count too).
-    let counts: Vec<f64> = hosts.iter().map(|h| h.latency.count() as f64).collect();
-    let median_count = median(&counts).unwrap_or(0.0);
-    let trusted = |count: u64, q: f64| {
-        let tail = |c: f64| c * (1.0 - q);
-        tail(count as f64) >= HOST_LATENCY_TAIL as f64 && tail(median_count) >= HOST_LATENCY_TAIL as f64
-    };
-
-    let mut out = Vec::new();
-    for h in hosts {
-        let mut why = Vec::new();
-        let mut evidence = serde_json::Map::new();
-        let (mean, se) = mean_se(&h.per_thread);
-        let diff = mean - median_rate;
-        if median_rate > 0.0 && diff.abs() > HOST_THROUGHPUT_SHARE * median_rate && diff.abs() > HOST_NOISE_SE * se {
-            let key = if bytes { "bytes_per_sec" } else { "iops" };
-            let per = if per_thread { "_per_thread" } else { "" };
-            evidence.insert(format!("{key}{per}"), round2(mean).into());
-            evidence.insert(format!("median_{key}{per}"), round2(median_rate).into());
-            evidence.insert(format!("{key}{per}_standard_error"), round2(se).into());
-            evidence.insert("difference_pct".into(), round2(diff / median_rate * 100.0).into());
-            why.push(format!(
-                "{}{} against the median {}'s {} ({:+.0}%; the standard error of its seconds is ±{})",
-                unit(mean),
-                if per_thread { " per thread" } else { "" },
-                peers.one,
-                unit(median_rate),
-                diff / median_rate * 100.0,
-                unit(se)
-            ));
-        }
-        let count = h.latency.count();
-        let mut lat = Vec::new();
-        for (name, q, m) in [("p50", 0.5, median_p50), ("p99", 0.99, median_p99)] {
-            let (Some(v), Some(m)) = (pct(h, q), m) else { continue };
-            if m > 0.0 && v > HOST_LATENCY_FACTOR * m && trusted(count, q) {
-                evidence.insert(format!("latency_{name}_ns"), (v as u64).into());
-                evidence.insert(format!("median_latency_{name}_ns"), (m as u64).into());
-                lat.push(format!(
-                    "{name} {} against the median {}'s {} ({:.1}x)",
-                    format::ns(v as u64),
-                    peers.one,
-                    format::ns(m as u64),
-                    v / m
-                ));
-            }
-        }
-        if !lat.is_empty() {
-            why.push(format!("latency {}", lat.join(", ")));
-        }
-        if !why.is_empty() {
-            let mut v = Verdict::new(
-                "imbalance",
-                Severity::Warning,
-                format!(
-                    "{} {} differs from the other {} beyond noise over the {n_seconds} s they all ran: {}; {}",
-                    peers.one,
-                    h.host,
-                    peers.many,
-                    why.join("; "),
-                    peers.advice
-                ),
-            )
-            .with(peers.key, h.host.as_str())
-            .with(&format!("{}s", peers.key), hosts.len())
-            .with("seconds", n_seconds);
-            v.evidence.extend(evidence);
-            out.push(v);
-        }
-    }
-    out
 }

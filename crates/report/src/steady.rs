@@ -4,7 +4,7 @@
 //! `fell-out-of-steady-state` verdicts, and `warmup = "auto"`'s marking of the seconds
 //! before the steady point as warm-up in the results file.
 
-use crate::verdict::{Severity, Verdict};
+use crate::verdict::{Verdict, VerdictId};
 use crate::{format, Sample, Summary};
 use ioscope_metrics::steady::{self as rule, Measure, Point, Rule, DEFAULT_WINDOW_S};
 use ioscope_store::{Results, StoreError};
@@ -188,6 +188,112 @@ fn change_words(c: &LevelChange) -> String {
     format!("{name} {verb} from {} to {} ({sign}{:.0}%)", level(&c.measure, c.from), level(&c.measure, c.to), pct.abs())
 }
 
+/// A measure beyond the rule in a window: which figure, its value and its limit.
+struct Failed {
+    measure: Measure,
+    /// `slope_pct_per_s`, `range_pct`, or `mean` (a mean of zero: nothing completed).
+    figure: &'static str,
+    value: Option<f64>,
+    limit: f64,
+}
+
+impl Failed {
+    /// The measure's name in a sentence.
+    fn name(&self) -> &'static str {
+        match self.measure {
+            Measure::Iops => "IOPS",
+            Measure::BytesPerSec => "MB/s",
+            Measure::LatencyP50 => "p50 latency",
+        }
+    }
+
+    /// "range 180% of the mean (rule ≤ 50%)".
+    fn words(&self) -> String {
+        match (self.figure, self.value) {
+            ("slope_pct_per_s", Some(v)) => format!(
+                "slope {}{}%/s (rule ≤ {}%/s)",
+                if v < 0.0 { "−" } else { "+" },
+                format::float(v.abs(), 1),
+                format::num(self.limit)
+            ),
+            ("range_pct", Some(v)) => {
+                format!("range {}% of the mean (rule ≤ {}%)", format::float(v, 1), format::num(self.limit))
+            }
+            _ => "nothing to be steady about (a mean of zero)".to_string(),
+        }
+    }
+}
+
+/// "p50 latency: slope −4.5%/s (rule ≤ 2%/s) and range 86.4% of the mean (rule ≤ 50%), and
+/// MB/s: ...": each measure once, worst first.
+fn failures_words(failed: &[Failed]) -> String {
+    let mut by_measure: Vec<(&'static str, Vec<String>)> = Vec::new();
+    for f in failed {
+        match by_measure.iter_mut().find(|(n, _)| *n == f.name()) {
+            Some((_, w)) => w.push(f.words()),
+            None => by_measure.push((f.name(), vec![f.words()])),
+        }
+    }
+    let parts: Vec<String> = by_measure.iter().map(|(n, w)| format!("{n}: {}", w.join(" and "))).collect();
+    parts.join(", and on ")
+}
+
+/// The window nearest to passing, and each figure that failed it.
+struct Closest {
+    /// Index of its first second in the step's points.
+    start: usize,
+    /// Worst first.
+    failed: Vec<Failed>,
+}
+
+/// Over every window of a step that was never steady, the one whose worst figure was the
+/// least beyond its limit (as a multiple of it): its failures name what kept the step
+/// from being steady, never a figure within the rule.
+fn closest_window(pts: &[Point], rule: &Rule) -> Option<Closest> {
+    let w = rule.window_s as usize;
+    let mut best: Option<(f64, Closest)> = None;
+    for start in 0..(pts.len() + 1).checked_sub(w)? {
+        let win = &pts[start..start + w];
+        // (how far beyond, as a multiple of the limit; the failure)
+        let mut failed: Vec<(f64, Failed)> = Vec::new();
+        for m in Measure::ALL {
+            let values: Vec<f64> = match m {
+                Measure::Iops => win.iter().map(|p| p.iops).collect(),
+                Measure::BytesPerSec if win.iter().all(|p| p.bytes_per_sec <= 0.0) => continue,
+                Measure::BytesPerSec => win.iter().map(|p| p.bytes_per_sec).collect(),
+                Measure::LatencyP50 if win.iter().all(|p| p.latency_p50_ns.is_none()) => continue,
+                Measure::LatencyP50 => win.iter().map(|p| p.latency_p50_ns.unwrap_or(0.0)).collect(),
+            };
+            let Some(fit) = rule::Fit::of(&values) else {
+                failed.push((f64::INFINITY, Failed { measure: m, figure: "mean", value: Some(0.0), limit: 0.0 }));
+                continue;
+            };
+            let slope = fit.slope_pct_per_s.abs() / rule.slope_pct_per_s.max(1e-9);
+            let range = fit.range_pct / rule.range_pct.max(1e-9);
+            if slope > 1.0 {
+                let f = Failed {
+                    measure: m,
+                    figure: "slope_pct_per_s",
+                    value: Some(fit.slope_pct_per_s),
+                    limit: rule.slope_pct_per_s,
+                };
+                failed.push((slope, f));
+            }
+            if range > 1.0 {
+                let f = Failed { measure: m, figure: "range_pct", value: Some(fit.range_pct), limit: rule.range_pct };
+                failed.push((range, f));
+            }
+        }
+        let worst = failed.iter().map(|(x, _)| *x).fold(0.0, f64::max);
+        if failed.is_empty() || best.as_ref().is_some_and(|(b, _)| *b <= worst) {
+            continue;
+        }
+        failed.sort_by(|a, b| b.0.total_cmp(&a.0));
+        best = Some((worst, Closest { start, failed: failed.into_iter().map(|(_, f)| f).collect() }));
+    }
+    best.map(|(_, c)| c)
+}
+
 /// The verdicts `not-steady` and `fell-out-of-steady-state`.
 pub(crate) fn steady_verdicts(s: &Summary) -> Vec<Verdict> {
     let rule = Rule::with_window(s.steady.first().map_or(DEFAULT_WINDOW_S, |x| x.window_s));
@@ -204,24 +310,38 @@ pub(crate) fn steady_verdicts(s: &Summary) -> Vec<Verdict> {
             e.insert("window_s".into(), json!(st.window_s));
             e.insert("slope_limit_pct_per_s".into(), json!(rule.slope_pct_per_s));
             e.insert("range_limit_pct".into(), json!(rule.range_pct));
-            e.insert("iops_min".into(), json!(lo.round()));
+            e.insert("iops_min".into(), json!(lo.min(hi).round()));
             e.insert("iops_max".into(), json!(hi.round()));
+            let (seconds, pts) = points(&s.samples, st.step);
+            let why = match closest_window(&pts, &rule) {
+                Some(c) => {
+                    let (from, to) = (seconds[c.start], seconds[c.start + rule.window_s as usize - 1]);
+                    let first = &c.failed[0];
+                    e.insert("closest_window_from_second".into(), json!(from));
+                    e.insert("closest_window_to_second".into(), json!(to));
+                    e.insert("failed_measure".into(), json!(first.measure.key()));
+                    e.insert("failed_figure".into(), json!(first.figure));
+                    e.insert("failed_value".into(), json!(first.value.map(|v| (v * 10.0).round() / 10.0)));
+                    e.insert("failed_limit".into(), json!(first.limit));
+                    format!("; the closest window, seconds {from} to {to}, failed on {}", failures_words(&c.failed))
+                }
+                None => String::new(),
+            };
             let auto = if st.auto_warmup_s.is_some() { "; warmup = auto excluded nothing" } else { "" };
-            out.push(Verdict {
-                id: "not-steady".into(),
-                severity: Severity::Warning,
-                message: format!(
-                    "{name} never became steady: in no {} s window of its {} s did IOPS, MB/s and p50 latency hold within the rule \
-                     (slope ≤ {}%/s, range ≤ {}% of the mean); IOPS ranged from {} to {}{auto}",
-                    st.window_s,
-                    st.seconds,
-                    format::num(rule.slope_pct_per_s),
-                    format::num(rule.range_pct),
-                    format::iops(lo.min(hi)),
-                    format::iops(hi)
-                ),
-                evidence: e,
-            });
+            out.push(
+                Verdict::new(
+                    VerdictId::NotSteady,
+                    format!(
+                        "{name} never became steady: no {} s window of its {} s held IOPS, MB/s and p50 latency each \
+                         within the rule (slope ≤ {}%/s, range ≤ {}% of the mean){why}{auto}",
+                        st.window_s,
+                        st.seconds,
+                        format::num(rule.slope_pct_per_s),
+                        format::num(rule.range_pct),
+                    ),
+                )
+                .with_all(e),
+            );
         }
         if let Some(f) = &st.fell_out {
             // IOPS says it; throughput only when IOPS held (the sizes changed).
@@ -245,17 +365,16 @@ pub(crate) fn steady_verdicts(s: &Summary) -> Vec<Verdict> {
                 e.insert(format!("{stem}_change_pct"), json!((pct_change(c.from, c.to) * 10.0).round() / 10.0));
             }
             let whose = if s.steady.len() > 1 { format!(" of {name}") } else { String::new() };
-            out.push(Verdict {
-                id: "fell-out-of-steady-state".into(),
-                severity: Severity::Warning,
-                message: format!(
+            out.push(Verdict::new(
+                VerdictId::FellOutOfSteadyState,
+                format!(
                     "fell out of steady state: at second {}{whose} {} (steady since second {}); the step's figures average both levels",
                     f.second,
                     words.join(" and "),
                     st.steady_from_s.map_or("-".into(), |x| x.to_string())
                 ),
-                evidence: e,
-            });
+            )
+            .with_all(e));
         }
     }
     out

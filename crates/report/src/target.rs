@@ -3,7 +3,7 @@
 //! left out), from the same target series the UI draws; and the methodology notes they
 //! support (a saturated disk or CPU on the target; reads served from its page cache).
 
-use crate::verdict::{Severity, Verdict};
+use crate::verdict::{Verdict, VerdictId};
 use crate::{format, Distribution};
 use ioscope_metrics::stat::{Dim, StatId};
 use ioscope_metrics::{Histogram, TargetValue};
@@ -236,8 +236,7 @@ pub fn target_notes(
         if t.probe_dropped > 0 {
             notes.push(
                 Verdict::new(
-                    "probe-dropped",
-                    Severity::Info,
+                    VerdictId::ProbeDropped,
                     format!(
                         "target {host}: the eBPF samplers could not count {} events (a full kernel map, or counted \
                          after their second was taken): block and system-call histograms miss them",
@@ -259,8 +258,7 @@ pub fn target_notes(
                 _ => String::new(),
             };
             let mut v = Verdict::new(
-                "target-cache",
-                Severity::Warning,
+                VerdictId::TargetCache,
                 format!(
                     "target {host}: its disks completed {} reads for the client's {}: the rest were served from the \
                      target's page cache{fits}, so these are memory, not disk, numbers",

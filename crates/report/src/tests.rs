@@ -189,13 +189,58 @@ fn knee_is_the_first_step_near_peak_throughput_with_latency_climbing_after_it() 
     ];
     let knee = find_knee(&steps).expect("a knee");
     assert_eq!((knee.step, knee.label.as_str()), (2, "threads=3"));
-    assert!(knee.reason.contains("p99 latency rose up to 125%"), "{}", knee.reason);
+    assert!(knee.reason.contains("p99 latency rose to 900 µs (step 4 threads=5, 2.2x)"), "{}", knee.reason);
     // One noisy dip does not make a knee while throughput keeps growing.
     let rising = [step(0, 10_000.0, 100), step(1, 20_000.0, 100), step(2, 19_000.0, 300), step(3, 40_000.0, 300)];
     assert_eq!(find_knee(&rising), None);
     // Throughput flat but latency flat too: a limit, not queueing.
     let flat = [step(0, 100.0, 1000), step(1, 101.0, 1000), step(2, 100.0, 1050)];
     assert_eq!(find_knee(&flat), None);
+}
+
+/// A curve step at `rate` asked (None: its max step, with no label), measured at `iops`.
+fn curve_step(index: u32, rate: Option<u64>, iops: f64, p99_ns: u64) -> StepSummary {
+    let label = rate.map_or(String::new(), |r| format!("rate={}%", r * 100 / 500_000));
+    StepSummary { rate_iops: rate, label, threads: None, ..step(index, iops, p99_ns) }
+}
+
+#[test]
+fn a_curve_knee_orders_the_max_step_last_names_every_step_and_says_p99_in_time_not_a_ratio_of_a_tiny_base() {
+    // The seed's curve: step 0 at the max rate (no label) at 1 µs p99 from a page cache,
+    // its shares of that rate unreachable, p99 25 s. It said "knee: step 0 (): ... p99
+    // latency rose up to 2544538%". The max step is the curve's highest load: no step
+    // before it reached 90% of the peak, so there is no knee.
+    let seed = [
+        curve_step(0, None, 500_000.0, 1_000),
+        curve_step(1, Some(250_000), 250_000.0, 30_000_000),
+        curve_step(2, Some(450_000), 300_000.0, 25_000_000_000),
+    ];
+    assert_eq!(find_knee(&seed), None);
+    // A curve with a knee: its 90% step, then the max step's queueing.
+    let curve = [
+        curve_step(0, None, 500_000.0, 2_000_000),
+        curve_step(1, Some(250_000), 250_000.0, 200_000),
+        curve_step(2, Some(450_000), 455_000.0, 400_000),
+    ];
+    let knee = find_knee(&curve).expect("a knee");
+    assert_eq!((knee.step, knee.label.as_str()), (2, "rate=90%"));
+    assert!(knee.reason.contains("p99 latency rose to 2.0 ms (step 0 rate=max, 5.0x)"), "{}", knee.reason);
+    assert!(!knee.reason.contains("%)") && !knee.reason.contains("up to"), "{}", knee.reason);
+    // The text names the step with its label, never "()".
+    let mut s = summarize(&results(Status::Completed), Path::new("r"));
+    s.steps = curve.to_vec();
+    s.knee = Some(knee);
+    let text = render_text(&s);
+    assert!(text.contains("knee: step 2 (rate=90%): 455,000 IOPS at p99 400"), "{text}");
+    // Below the floor, a rise is noise: 1 µs to 5 µs is no knee.
+    let tiny = [step(0, 100_000.0, 1_000), step(1, 101_000.0, 5_000), step(2, 100_500.0, 4_000)];
+    assert_eq!(find_knee(&tiny), None);
+    // A step without a label is named by its rate.
+    let unnamed = [
+        StepSummary { label: String::new(), ..step(0, 100_000.0, 100_000) },
+        StepSummary { label: String::new(), ..step(1, 101_000.0, 900_000) },
+    ];
+    assert_eq!(find_knee(&unnamed).expect("a knee").label, "rate=max");
 }
 
 fn validate(summary: &serde_json::Value) -> Vec<String> {
@@ -586,6 +631,9 @@ mod verdicts;
 mod hosts;
 
 mod compare;
+
+mod registry;
+mod traps;
 
 #[test]
 fn checks_are_evaluated_from_the_summary_figures() {

@@ -3,7 +3,7 @@
 //! kind and unverified blocks come from the series of op `verify`; the run id, the cost
 //! of stamping and the first mismatches from the results file's verify tables.
 
-use crate::verdict::{Severity, Verdict};
+use crate::verdict::{Verdict, VerdictId};
 use ioscope_metrics::Op;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -115,8 +115,7 @@ pub fn verdicts(v: Option<&VerificationSummary>) -> Vec<Verdict> {
     let Some(v) = v.filter(|v| v.mismatches > 0) else { return Vec::new() };
     let kinds: Vec<String> = v.by_kind.iter().map(|(k, n)| format!("{n} {k}")).collect();
     let mut verdict = Verdict::new(
-        "data-mismatch",
-        Severity::Error,
+        VerdictId::DataMismatch,
         format!(
             "data mismatch: {} of {} blocks read back were not what the run wrote ({})",
             v.mismatches,
