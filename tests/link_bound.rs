@@ -75,7 +75,26 @@ fn a_read_over_a_link_shaped_to_100_mbit_is_link_bound_and_the_same_read_unshape
     let shaped = nfs_read(&lab, "h2", &target, &tmp.path().join("shaped.db"));
     assert_eq!(shaped["total"]["errors"], 0, "{}", shaped["total"]);
     let found = link_bound(&shaped);
-    assert_eq!(found.len(), 1, "shaped to 100 Mbit/s: {}", shaped["verdicts"]);
+    // A machine busy with other work may not fill even 100 Mbit/s (the NFS server and
+    // client share its CPUs): then the link was not the limit, and the verdict must say
+    // nothing. The rule itself is link.rs's unit tests'; here the real wire is the evidence.
+    let payload_share = shaped["total"]["bytes_per_sec"].as_f64().unwrap() * 8.0 / 1e6;
+    let record = shaped["system"].as_object().unwrap().values().next().unwrap();
+    let c = &record["nic_counters"];
+    let wire_share = (|| {
+        let ns = c["end"]["at_monotonic_ns"].as_f64()? - c["start"]["at_monotonic_ns"].as_f64()?;
+        let rx = c["end"]["rx_bytes"].as_f64()? - c["start"]["rx_bytes"].as_f64()?;
+        Some(rx * 8.0 / (ns / 1e9) / 1e6)
+    })()
+    .unwrap_or(0.0);
+    let moved = payload_share.max(wire_share);
+    if moved < 91.0 {
+        eprintln!("the busy machine moved {payload_share:.1}% (payload) / {wire_share:.1}% (wire) of 100 Mbit/s");
+        // Within a point of the rule's 90% either answer is right.
+        assert!(found.is_empty() || moved > 89.0, "below 90% of the link: {}", shaped["verdicts"]);
+        return;
+    }
+    assert_eq!(found.len(), 1, "shaped to 100 Mbit/s: {} (payload {payload_share:.1}%, wire {wire_share:.1}%)", shaped["verdicts"]);
     let v = found[0];
     eprintln!("unshaped: {} B/s of payload; shaped: {v}", clean["total"]["bytes_per_sec"]);
     assert_eq!(v["severity"], "warning");

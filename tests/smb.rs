@@ -384,7 +384,12 @@ fn smb_every_dataset_operation_runs_and_failures_are_named_by_their_ntstatus() {
         .filter(|(p, _)| p.extension().is_none_or(|e| e != "json" && e != "tmp") && !p.to_string_lossy().contains("/."))
         .map(|(_, len)| len)
         .collect();
-    assert!(!files.is_empty() && files.iter().all(|l| *l == 65536), "{files:?}");
+    // (Deletes are quicker than copies: the 8 names may all be free at the end, which
+    // leaves nothing to look at, not a failure.)
+    assert!(files.iter().all(|l| *l == 65536), "{files:?}");
+    if files.is_empty() {
+        eprintln!("every file of the copy tree was deleted by the end of the run");
+    }
     // Leaf directories made and removed (once a delete has emptied them): a mkdir never
     // finds the name taken, so each rmdir did remove its directory (one marked
     // delete-on-close at CREATE would stay when not empty, and its CLOSE still succeed);
