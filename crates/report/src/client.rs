@@ -291,7 +291,7 @@ pub(crate) fn target_memory(s: &Summary, r: &Results, p: &Plan) -> Vec<Verdict> 
         let Some(available) = t.memory_bytes.get("available").map(|m| m.max as u64).filter(|a| *a > 0) else {
             continue;
         };
-        if working_set > available {
+        if working_set > available || crate::cache::target_disks_served(t, reads) {
             continue;
         }
         let cache = t.memory_bytes.get("page_cache").map(|m| m.max as u64);

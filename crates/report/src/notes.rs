@@ -464,7 +464,9 @@ fn cache_notes(s: &Summary, p: &Plan, notes: &mut Vec<Verdict>) {
     let did = |op: &str| s.ops.get(op).is_some_and(|o| o.ops > 0);
     let reads = p.workloads.iter().any(|w| w.read_pct > 0) && did("read");
     let cached_writes = p.writes() && p.sync == SyncMode::None && did("write");
-    let what = match (reads, cached_writes) {
+    // The start (cold, warm, as-is) and the latency may say a device answered (cache.rs).
+    let ev = crate::cache::working_set_evidence(s, reads, cached_writes);
+    let what = match (ev.reads, ev.writes) {
         (true, true) => "reads were likely served from, and writes absorbed by, the page cache",
         (true, false) => "reads were likely served from the page cache",
         (false, true) => "writes were likely absorbed by the page cache (no sync)",
@@ -490,7 +492,8 @@ fn cache_notes(s: &Summary, p: &Plan, notes: &mut Vec<Verdict>) {
         let whose = if several { format!("host {host}'s") } else { "this host's".to_string() };
         let ratio = working_set as f64 / ram as f64;
         let evidence = |v: Verdict| {
-            v.with("host", host.as_str())
+            ev.add(v)
+                .with("host", host.as_str())
                 .with("working_set_bytes", working_set)
                 .with("client_memory_bytes", ram)
                 .with("working_set_of_memory_pct", round2(ratio * 100.0))
@@ -501,10 +504,11 @@ fn cache_notes(s: &Summary, p: &Plan, notes: &mut Vec<Verdict>) {
                 "working-set-cached",
                 Severity::Warning,
                 format!(
-                    "working set {}{of_files} is {} of {whose} {} RAM and I/O was buffered: {what}",
+                    "working set {}{of_files} is {} of {whose} {} RAM and I/O was buffered: {what}{}",
                     format::bytes(working_set),
                     format::pct(ratio),
                     format::bytes(ram),
+                    ev.why,
                 ),
             )));
         } else if ratio < 4.0 {
@@ -513,11 +517,12 @@ fn cache_notes(s: &Summary, p: &Plan, notes: &mut Vec<Verdict>) {
                 Severity::Info,
                 format!(
                     "working set {}{of_files} is only {:.1}x {whose} {} RAM and I/O was buffered: up to {} of the \
-                     I/O may have hit the page cache",
+                     I/O may have hit the page cache{}",
                     format::bytes(working_set),
                     ratio,
                     format::bytes(ram),
                     format::pct(1.0 / ratio),
+                    ev.why,
                 ),
             )));
         }

@@ -37,6 +37,7 @@ fn plan() -> Plan {
         target: None,
         direct: false,
         sync: SyncMode::None,
+        cache: Default::default(),
         rate_iops: None,
         sqpoll: false,
         force: false,

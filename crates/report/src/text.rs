@@ -208,6 +208,10 @@ fn render(s: &Summary) -> String {
         Some(p) => out.push_str(&format!("workload  {}  hash {hash}\n", format::workload(p))),
         None => out.push_str(&format!("workload  hash {hash}\n")),
     }
+    for line in crate::cache::text_lines(s) {
+        out.push_str(&line);
+        out.push('\n');
+    }
     // Open loop: response and service time differ by the queueing delay, so show both.
     let open_loop = plan.as_ref().is_some_and(|p| p.rate_iops.is_some());
 

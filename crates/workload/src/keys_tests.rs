@@ -53,6 +53,7 @@ fn every_key_specs() -> Vec<Spec> {
                 ("dir", "\"/mnt/test\""),
                 ("direct", "true"),
                 ("sync", "\"fdatasync\""),
+                ("cache", "\"warm\""),
                 ("warmup", "\"5s\""),
                 ("rate_iops", "2000"),
                 ("for_threads", "[1, 2]"),
