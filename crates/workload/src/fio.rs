@@ -1714,6 +1714,19 @@ mod tests {
     }
 
     #[test]
+    fn an_imported_job_starts_with_fios_invalidate_cold_by_default_and_as_is_with_invalidate_0() {
+        let t = run("[a]\nsize=256m\nrw=randwrite\nruntime=5\n").unwrap().toml;
+        assert!(t.contains("cache = \"cold\"  # fio's default: invalidate=1"), "{t}");
+        let t = run("[a]\nsize=256m\nrw=randwrite\nruntime=5\ninvalidate=0\n").unwrap().toml;
+        assert!(t.contains("cache = \"as-is\"  # invalidate=0, job.fio:5"), "{t}");
+        let t = run("[global]\ninvalidate=1\n[a]\nsize=256m\nruntime=5\n").unwrap().toml;
+        assert!(t.contains("cache = \"cold\"  # invalidate=1, job.fio:2"), "{t}");
+        // Jobs that disagree cannot be one run.
+        let e = run("[a]\nsize=1g\nruntime=5\ninvalidate=0\n[b]\nrw=write\n").unwrap_err();
+        assert!(e.iter().any(|f| f.message.contains("ioscope has one invalidate for all the workloads")), "{e:?}");
+    }
+
+    #[test]
     fn run_wide_settings_must_agree_across_jobs_and_fio_defaults_count() {
         // direct=0, iodepth=1 and psync are fio's defaults: the same as not saying them.
         let t = run("[global]\nsize=1g\nruntime=5\n[a]\ndirect=0\niodepth=1\nioengine=psync\n[b]\nrw=write\n").unwrap();
