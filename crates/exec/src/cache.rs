@@ -48,7 +48,7 @@ pub struct CacheDone {
 }
 
 impl CacheDone {
-    /// As stored in the host's configuration.
+    /// As stored in the host's configuration (read back by ioscope_report::cache).
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
     }
@@ -202,38 +202,6 @@ pub fn resident_bytes(file: &File, len: u64) -> Option<u64> {
     Some(resident)
 }
 
-/// One line for the user and the summary: "cold: 1 file synced and dropped in 0.12 s (…)".
-pub fn describe(done: &CacheDone) -> String {
-    describe_json(&done.to_json())
-}
-
-/// The same line from the stored record (`system.<host>.cache`).
-pub fn describe_json(v: &serde_json::Value) -> String {
-    let mode = v["mode"].as_str().unwrap_or("?");
-    let files = v["files"].as_u64().unwrap_or(0);
-    let secs = v["ns"].as_u64().unwrap_or(0) as f64 / 1e9;
-    let plural = |n: u64| if n == 1 { "" } else { "s" };
-    let mut line = match mode {
-        "cold" if files > 0 => {
-            let n = v["dropped"].as_u64().unwrap_or(0);
-            format!("cold: {n} file{} synced and its pages dropped in {secs:.2} s", plural(n))
-        }
-        "warm" if files > 0 => {
-            let b = v["bytes_read"].as_u64().unwrap_or(0);
-            format!("warm: {files} file{} read once ({}) in {secs:.2} s", plural(files), ioscope_workload::format_size(b))
-        }
-        "as-is" => "as-is: nothing done to the page cache".to_string(),
-        m => format!("{m}: nothing done"),
-    };
-    if let Some(r) = v["resident_bytes_after"].as_u64() {
-        line.push_str(&format!(", {} of {} in the page cache after", ioscope_workload::format_size(r), ioscope_workload::format_size(v["bytes"].as_u64().unwrap_or(0))));
-    }
-    if let Some(n) = v["note"].as_str() {
-        line.push_str(&format!(" ({n})"));
-    }
-    line
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -254,7 +222,7 @@ mod tests {
         let c = apply(&cold, &files, None);
         assert_eq!((c.mode.as_str(), c.files, c.dropped, c.bytes_read, c.note.as_deref()), ("cold", 1, 1, 0, None));
         assert!(c.resident_bytes_after.is_some(), "{c:?}");
-        assert!(describe(&c).starts_with("cold: 1 file synced and its pages dropped in "), "{}", describe(&c));
+        assert_eq!(c.to_json()["mode"], "cold");
     }
 
     #[test]

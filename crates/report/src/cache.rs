@@ -24,7 +24,7 @@ pub const TARGET_DISK_SHARE: f64 = 0.5;
 /// The cache step of a run, over its hosts (`cache` in the summary's JSON).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CacheSummary {
-    /// The plan's choice: cold, warm or as-is.
+    /// The choice as recorded (cold, warm or as-is); as-is when not recorded.
     pub mode: String,
     /// Whether the results record what was done: files written before the step existed
     /// do not (ioscope then did nothing to the cache: as-is).
@@ -46,27 +46,35 @@ pub struct CacheSummary {
 }
 
 impl CacheSummary {
-    /// Every file was synced and dropped, and (where measured) almost nothing stayed cached.
+    /// The run started with (almost) none of its files in the page cache: measured
+    /// (mincore: at most [`COLD_RESIDENT_SHARE`] of their bytes), or, where it could not
+    /// be measured (a block device), every file synced and dropped.
     pub fn started_cold(&self) -> bool {
-        let resident_ok = self
-            .resident_bytes_after
-            .is_none_or(|r| self.bytes == 0 || (r as f64) <= self.bytes as f64 * COLD_RESIDENT_SHARE);
-        self.recorded && self.mode == "cold" && self.files > 0 && self.dropped == self.files && resident_ok
+        if !self.recorded || self.files == 0 {
+            return false;
+        }
+        match self.resident_bytes_after {
+            Some(r) => (r as f64) <= self.bytes as f64 * COLD_RESIDENT_SHARE,
+            None => self.mode == "cold" && self.dropped == self.files,
+        }
     }
 }
 
 /// The cache step from the hosts' configurations; None for a results file with no plan.
 pub(crate) fn summarize(system: &BTreeMap<String, serde_json::Value>, plan: &serde_json::Value) -> Option<CacheSummary> {
-    let mode = plan.get("cache").and_then(|m| m.as_str()).unwrap_or("as-is").to_string();
     if plan.as_object().is_none() {
         return None;
     }
-    let mut s = CacheSummary { mode, ..CacheSummary::default() };
+    // Without a record the run did nothing to the cache, whatever its plan says.
+    let mut s = CacheSummary { mode: "as-is".to_string(), ..CacheSummary::default() };
     let mut resident: Option<u64> = None;
     for (host, config) in system {
         let c = &config["cache"];
         if !c.is_object() {
             continue;
+        }
+        if !s.recorded {
+            s.mode = c["mode"].as_str().unwrap_or("as-is").chars().take(16).collect();
         }
         s.recorded = true;
         let n = |k: &str| c[k].as_u64().unwrap_or(0);
@@ -144,7 +152,7 @@ impl Evidence {
 }
 
 /// `working-set-cached` (client side): a direction (reads, writes) whose I/O can be in the
-/// page cache keeps its claim unless the run started cold (every file synced and dropped)
+/// page cache keeps its claim unless the run started cold ([`CacheSummary::started_cold`])
 /// and that direction's p50 latency is at least the floor no device beats (10 µs plus the
 /// mean size at 8 GB/s, the `client-cache` floor; a page-cache hit of 4 KiB takes 1 to 3
 /// µs): then most of it waited for the device, and "likely from the cache" is not what
@@ -180,7 +188,7 @@ pub(crate) fn working_set_evidence(s: &Summary, reads: bool, writes: bool) -> Ev
         e.figures.push(("resident_bytes_at_start".to_string(), r));
     }
     e.why = if cold {
-        format!(" (the run started cold, yet {})", kept.join(" and "))
+        format!(" (the run started {}, with its pages out of the cache, yet {})", cache.mode, kept.join(" and "))
     } else if cache.recorded {
         let cached = cache.resident_bytes_after.map_or(String::new(), |r| {
             format!(", {} of its {} in the page cache", format::bytes(r), format::bytes(cache.bytes))
@@ -197,4 +205,162 @@ pub(crate) fn working_set_evidence(s: &Summary, reads: bool, writes: bool) -> Ev
 pub(crate) fn target_disks_served(t: &TargetSummary, client_reads: u64) -> bool {
     let disk_reads: u64 = t.disks.values().map(|d| d.reads).fold(0, u64::saturating_add);
     !t.disks.is_empty() && client_reads > 0 && disk_reads as f64 >= client_reads as f64 * TARGET_DISK_SHARE
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ioscope_metrics::{Counts, Histogram, Op, OpInterval, OpSeries, Snapshot, WorkerCounts};
+    use ioscope_store::{Results, RunInfo, Status, StoredRun};
+    use std::path::Path;
+
+    const MIB_256: u64 = 256 << 20;
+
+    /// 3 s of one 4 KiB operation (`read` or `write`) of a 256 MiB working set on a host of
+    /// 24 GiB, every I/O taking `latency_ns`; its configuration records `cache` (None: a
+    /// results file from before the step).
+    fn run(rw: &str, latency_ns: u64, cache: Option<serde_json::Value>) -> crate::Summary {
+        let text = format!("dir = '/tmp/x'\nrw = '{rw}'\nsize = '256m'\nduration = '3s'\n");
+        let src = ioscope_workload::SourceFile { path: "w.toml".into(), text };
+        let plan = ioscope_workload::build_plan(Some(&src), &Default::default()).unwrap();
+        let op = if rw == "randread" { Op::Read } else { Op::Write };
+        let hist = |v: u64| {
+            let mut h = Histogram::new();
+            h.record_n(v, 100_000);
+            h
+        };
+        let data = OpInterval {
+            counts: Counts { ops: 100_000, bytes: 4096 * 100_000, errors: 0 },
+            errors_by_kind: Vec::new(),
+            skipped: 0,
+            latency_ns: hist(latency_ns),
+            service_ns: hist(latency_ns),
+            size_bytes: hist(4096),
+            offset_bytes: hist(8192),
+        };
+        let mut config = serde_json::json!({"cpus": 2, "memory_bytes": 24u64 << 30});
+        if let Some(c) = cache {
+            config["cache"] = c;
+        }
+        let seconds = (0..3)
+            .map(|second| Snapshot {
+                second,
+                interval_ns: 1_000_000_000,
+                step: 0,
+                warmup: false,
+                host: "h1".into(),
+                workers: vec![WorkerCounts { worker: 0, op, counts: data.counts }],
+                files: Vec::new(),
+                worker_dists: Vec::new(),
+                file_dists: Vec::new(),
+                not_broken_down: 0,
+                ops: vec![OpSeries { workload: plan.workloads[0].name.clone(), op, data: data.clone() }],
+                worker_cpu: Vec::new(),
+            })
+            .collect();
+        let r = Results {
+            path: "/tmp/r.ioscope".into(),
+            schema_version: ioscope_store::SCHEMA_VERSION,
+            run: StoredRun {
+                info: RunInfo {
+                    ioscope_version: "test".into(),
+                    host: "h1".into(),
+                    pid: 1,
+                    command_line: "ioscope run".into(),
+                    started_unix_ms: 1_700_000_000_000,
+                    planned_duration_ns: 3_000_000_000,
+                    plan_json: serde_json::to_string(&plan).unwrap(),
+                    workload_toml: String::new(),
+                    workload_hash: "h".into(),
+                },
+                ended_unix_ms: Some(1_700_000_003_000),
+                stored_status: Status::Completed,
+                stored_detail: None,
+                status: Status::Completed,
+                status_detail: None,
+            },
+            hosts: vec![("h1".into(), config)],
+            seconds,
+            steps: Vec::new(),
+            probes: Vec::new(),
+            target: Vec::new(),
+            verification: None,
+        };
+        crate::summarize(&r, Path::new("r"))
+    }
+
+    /// What the cache step of the results records: `resident` bytes cached after it.
+    fn done(mode: &str, resident: u64) -> Option<serde_json::Value> {
+        let dropped = u64::from(mode == "cold");
+        let read = if mode == "warm" { MIB_256 } else { 0 };
+        Some(serde_json::json!({"mode": mode, "files": 1, "dropped": dropped, "bytes_read": read,
+            "bytes": MIB_256, "resident_bytes_after": resident, "ns": 120_000_000u64}))
+    }
+
+    fn cached(s: &crate::Summary) -> Option<&Verdict> {
+        s.verdicts.iter().find(|v| v.id == "working-set-cached")
+    }
+
+    #[test]
+    fn working_set_cached_is_said_of_a_run_as_is_after_preparation_whatever_its_latency() {
+        // The trap: preparation left the whole file in the cache, the run left it there.
+        // Buffered 4 KiB writes into its large folios take 14 µs, reads of it 1.5 µs:
+        // both were the page cache.
+        for (rw, latency) in [("randwrite", 14_000), ("randread", 1_500), ("randread", 1_700_000)] {
+            let s = run(rw, latency, done("as-is", MIB_256));
+            let v = cached(&s).unwrap_or_else(|| panic!("{rw} {latency}: {:#?}", s.verdicts));
+            assert!(
+                v.message.ends_with("(the run started as-is, 256 MiB of its 256 MiB in the page cache)"),
+                "{}",
+                v.message
+            );
+            assert_eq!(v.evidence["cache"], "as-is");
+            assert_eq!(v.evidence["resident_bytes_at_start"], MIB_256);
+            assert_eq!(s.cache.as_ref().unwrap().mode, "as-is");
+        }
+        // A warm start is the same evidence.
+        let s = run("randread", 1_500, done("warm", MIB_256));
+        assert!(cached(&s).is_some_and(|v| v.message.contains("(the run started warm, 256 MiB")), "{:#?}", s.verdicts);
+    }
+
+    #[test]
+    fn working_set_cached_is_silent_on_a_cold_run_whose_latency_says_the_device_answered() {
+        // The same shape started cold: pages dropped, reads at 1.7 ms (a device) and
+        // buffered writes throttled to the device at 1.7 ms.
+        for rw in ["randread", "randwrite"] {
+            let s = run(rw, 1_700_000, done("cold", 0));
+            assert!(cached(&s).is_none(), "{rw}: {:#?}", s.verdicts);
+            assert!(s.cache.as_ref().unwrap().started_cold());
+        }
+        // Cold, but the I/O went at memory speed (the small working set cached again, or
+        // writes absorbed into fresh pages): the claim stands and names the figure and rule.
+        let s = run("randwrite", 1_700, done("cold", 0));
+        let v = cached(&s).unwrap_or_else(|| panic!("{:#?}", s.verdicts));
+        assert!(
+            v.message.ends_with(
+                "(the run started cold, with its pages out of the cache, yet write p50 1.7 µs is below the 10.5 µs no device beats)"
+            ),
+            "{}",
+            v.message
+        );
+        assert_eq!(v.evidence["write_latency_p50_ns"].as_u64().map(|n| n / 100), Some(17));
+        assert_eq!(v.evidence["write_floor_ns"], 10_512);
+        // Cold chosen but the pages stayed (tmpfs cannot drop them): not a cold start.
+        let s = run("randread", 1_700_000, done("cold", MIB_256));
+        assert!(cached(&s).is_some(), "{:#?}", s.verdicts);
+    }
+
+    #[test]
+    fn a_results_file_without_the_cache_step_reads_as_as_is_and_keeps_its_verdict() {
+        let s = run("randread", 1_700_000, None);
+        let c = s.cache.as_ref().unwrap();
+        assert!(!c.recorded && c.mode == "as-is", "{c:?}");
+        assert!(cached(&s).is_some(), "{:#?}", s.verdicts);
+        assert_eq!(text_lines(&s), ["cache    as-is (not recorded: this results file predates the cache step)"]);
+        let s = run("randread", 1_700_000, done("cold", 0));
+        assert_eq!(text_lines(&s), ["cache    cold, 1 of 1 file synced and dropped in 0.12 s; 0 B of 256 MiB cached at the start"]);
+        let json = serde_json::to_value(&s).unwrap();
+        assert_eq!(json["cache"]["mode"], "cold");
+        assert_eq!(json["cache"]["dropped"], 1);
+    }
 }

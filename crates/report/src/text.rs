@@ -208,10 +208,6 @@ fn render(s: &Summary) -> String {
         Some(p) => out.push_str(&format!("workload  {}  hash {hash}\n", format::workload(p))),
         None => out.push_str(&format!("workload  hash {hash}\n")),
     }
-    for line in crate::cache::text_lines(s) {
-        out.push_str(&line);
-        out.push('\n');
-    }
     // Open loop: response and service time differ by the queueing delay, so show both.
     let open_loop = plan.as_ref().is_some_and(|p| p.rate_iops.is_some());
 
@@ -329,6 +325,10 @@ fn render(s: &Summary) -> String {
         } else {
             out.push_str(&format!("{label:<9}{line}\n"));
         }
+    }
+    for line in crate::cache::text_lines(s) {
+        out.push_str(&line);
+        out.push('\n');
     }
     for (host, t) in &s.target {
         target_lines(&mut out, host, t);
