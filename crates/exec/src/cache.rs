@@ -181,7 +181,14 @@ pub fn resident_bytes(file: &File, len: u64) -> Option<u64> {
         // SAFETY: a fresh shared read-only mapping of the file, unmapped below; nothing
         // reads through it (mincore only asks which of its pages are resident).
         let addr = unsafe {
-            libc::mmap(std::ptr::null_mut(), bytes as usize, libc::PROT_READ, libc::MAP_SHARED, file.as_raw_fd(), at as libc::off_t)
+            libc::mmap(
+                std::ptr::null_mut(),
+                bytes as usize,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                at as libc::off_t,
+            )
         };
         if addr == libc::MAP_FAILED {
             return None;
@@ -216,7 +223,10 @@ mod tests {
         let files = vec![path.clone()];
         let warm = crate::test_plan(&format!("dir = '{}'\nsize = '1m'\ncache = 'warm'", dir.path().display()));
         let w = apply(&warm, &files, None);
-        assert_eq!((w.mode.as_str(), w.files, w.bytes_read, w.bytes, w.note.as_deref()), ("warm", 1, 1 << 20, 1 << 20, None));
+        assert_eq!(
+            (w.mode.as_str(), w.files, w.bytes_read, w.bytes, w.note.as_deref()),
+            ("warm", 1, 1 << 20, 1 << 20, None)
+        );
         assert_eq!(w.resident_bytes_after, Some(1 << 20), "read whole, so all of it is cached");
         let cold = crate::test_plan(&format!("dir = '{}'\nsize = '1m'", dir.path().display()));
         let c = apply(&cold, &files, None);

@@ -61,7 +61,10 @@ impl CacheSummary {
 }
 
 /// The cache step from the hosts' configurations; None for a results file with no plan.
-pub(crate) fn summarize(system: &BTreeMap<String, serde_json::Value>, plan: &serde_json::Value) -> Option<CacheSummary> {
+pub(crate) fn summarize(
+    system: &BTreeMap<String, serde_json::Value>,
+    plan: &serde_json::Value,
+) -> Option<CacheSummary> {
     if plan.as_object().is_none() {
         return None;
     }
@@ -114,6 +117,8 @@ fn line(c: &serde_json::Value) -> String {
         out.push_str(&format!("; {} of {} cached at the start", format::bytes(r), format::bytes(n("bytes"))));
     }
     if let Some(note) = c["note"].as_str() {
+        // An agent's text: bounded, as every string of a results file is data.
+        let note: String = note.chars().take(500).collect();
         out.push_str(&format!(" ({note})"));
     }
     out
@@ -358,7 +363,10 @@ mod tests {
         assert!(cached(&s).is_some(), "{:#?}", s.verdicts);
         assert_eq!(text_lines(&s), ["cache    as-is (not recorded: this results file predates the cache step)"]);
         let s = run("randread", 1_700_000, done("cold", 0));
-        assert_eq!(text_lines(&s), ["cache    cold, 1 of 1 file synced and dropped in 0.12 s; 0 B of 256 MiB cached at the start"]);
+        assert_eq!(
+            text_lines(&s),
+            ["cache    cold, 1 of 1 file synced and dropped in 0.12 s; 0 B of 256 MiB cached at the start"]
+        );
         let json = serde_json::to_value(&s).unwrap();
         assert_eq!(json["cache"]["mode"], "cold");
         assert_eq!(json["cache"]["dropped"], 1);

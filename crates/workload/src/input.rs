@@ -8,10 +8,9 @@ use crate::diagnostic::{closest, Diagnostic, MAX_DIAGNOSTICS};
 use crate::host::{OnHostLoss, MAX_HOSTS};
 use crate::keys::{self, FioMeaning, Section, PATTERN_KEYS};
 use crate::plan::{
-    BlockSize, Dataset, DatasetFormat, EngineKind, FileIo, FileSelect, MaxErrors, Operation, Pattern, PatternMap, Plan,
-    Probe, Rw, Staircase, StaircaseOf, Steps, SyncMode, UntilCi, VerifyMode, Workload, DEFAULT_MAX_REPEATS_UNTIL_CI,
-    CacheMode,
-    MAX_REPEATS, MIN_REPEATS_UNTIL_CI,
+    BlockSize, CacheMode, Dataset, DatasetFormat, EngineKind, FileIo, FileSelect, MaxErrors, Operation, Pattern,
+    PatternMap, Plan, Probe, Rw, Staircase, StaircaseOf, Steps, SyncMode, UntilCi, VerifyMode, Workload,
+    DEFAULT_MAX_REPEATS_UNTIL_CI, MAX_REPEATS, MIN_REPEATS_UNTIL_CI,
 };
 use crate::units::{duration_literal, format_size, parse_duration, parse_size, UnitError};
 use ioscope_engine_table::{Capability, Target, TargetRule, ENGINES};
@@ -185,7 +184,8 @@ const MAX_STEPS: u64 = 10_000;
 const MAX_DATASET_FILES: u128 = crate::layout::MAX_DATASET_FILES as u128;
 const VERIFY_MODES: &[(&str, VerifyMode)] =
     &[("off", VerifyMode::Off), ("fail", VerifyMode::Fail), ("report", VerifyMode::Report)];
-const CACHES: &[(&str, CacheMode)] = &[("cold", CacheMode::Cold), ("warm", CacheMode::Warm), ("as-is", CacheMode::AsIs)];
+const CACHES: &[(&str, CacheMode)] =
+    &[("cold", CacheMode::Cold), ("warm", CacheMode::Warm), ("as-is", CacheMode::AsIs)];
 const SYNCS: &[(&str, SyncMode)] = &[
     ("none", SyncMode::None),
     ("fsync", SyncMode::Fsync),

@@ -406,7 +406,8 @@ fn every_key_of_the_canonical_form_is_in_the_key_table() {
 
 #[test]
 fn fios_invalidate_flag_is_accepted_as_the_cache_choice_not_refused() {
-    let build = |f: Flags| build_plan(None, &f.with("dir", "/x")).unwrap_or_else(|d| panic!("{}", render_diagnostics(&d)));
+    let build =
+        |f: Flags| build_plan(None, &f.with("dir", "/x")).unwrap_or_else(|d| panic!("{}", render_diagnostics(&d)));
     assert_eq!(build(Flags::default()).cache, crate::CacheMode::Cold, "the default is fio's invalidate=1");
     assert_eq!(build(Flags::default().with("invalidate", "0")).cache, crate::CacheMode::AsIs);
     assert_eq!(build(Flags::default().with("invalidate", "1")).cache, crate::CacheMode::Cold);
