@@ -74,6 +74,7 @@ fio_row() {
 
 fresh() { rm -rf "$dir"; mkdir -p "$dir"; }
 
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "ioscope $("$ioscope" --version), $(fio --version); $duration s per row" >&2
 # Right after preparation: each row prepares the file anew (ioscope's 8 MiB writes, synced).
 for cache in as-is cold warm; do
@@ -111,6 +112,7 @@ $(free -g | awk '/^Mem:/ {print $2}') GiB RAM, Linux $(uname -r), $(df -T "$(dir
     echo "# buffered 4 KiB random writes after preparation, by --cache ($(date -u '+%Y-%m-%d %H:%M UTC'))"
     echo
     echo "- machine: $machine"
+    echo "- load average (1, 5, 15 min) at the start: $load_start; at the end: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine shares its CPUs: compare rows within one table, not across tables)"
     echo "- ioscope: $("$ioscope" --version) ($ioscope), source $(git -C "$repo" rev-parse --short HEAD)"
     echo "- fio: $(fio --version), \`--rw=randwrite --bs=4k --size=256m --ioengine=psync --time_based --runtime=$duration\` on ioscope's file"
     echo "- each row $duration s, one thread, QD1, 256 MiB file \`ioscope.0.dat\` prepared by ioscope (8 MiB writes, fsync)"

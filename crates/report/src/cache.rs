@@ -356,6 +356,17 @@ mod tests {
     }
 
     #[test]
+    fn a_targets_memory_is_not_said_to_serve_reads_its_disks_completed() {
+        let with_disk_reads = |reads: u64| TargetSummary {
+            disks: [("vdb".to_string(), crate::DiskSummary { reads, ..Default::default() })].into(),
+            ..Default::default()
+        };
+        assert!(target_disks_served(&with_disk_reads(60_000), 100_000), "60% of the reads reached its disks");
+        assert!(!target_disks_served(&with_disk_reads(1_000), 100_000), "1%: its memory served the rest");
+        assert!(!target_disks_served(&TargetSummary::default(), 100_000), "no disk figures: not known");
+    }
+
+    #[test]
     fn a_results_file_without_the_cache_step_reads_as_as_is_and_keeps_its_verdict() {
         let s = run("randread", 1_700_000, None);
         let c = s.cache.as_ref().unwrap();

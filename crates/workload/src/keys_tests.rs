@@ -421,6 +421,10 @@ fn fios_invalidate_flag_is_accepted_as_the_cache_choice_not_refused() {
         .unwrap_err();
     let out = render_diagnostics(&d);
     assert!(out.contains("keeps no page cache on this host"), "{out}");
+    // The plan an agent receives (its host's part, as JSON) carries the choice.
+    let warm = build(Flags::default().with("cache", "warm"));
+    let sent: Plan = serde_json::from_str(&serde_json::to_string(&warm.for_host(0)).unwrap()).unwrap();
+    assert_eq!(sent.cache, crate::CacheMode::Warm);
     // A plan stored before the key existed ran as-is: that is what it reads as.
     let mut json = serde_json::to_value(build(Flags::default())).unwrap();
     json.as_object_mut().unwrap().remove("cache");
