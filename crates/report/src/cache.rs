@@ -65,9 +65,7 @@ pub(crate) fn summarize(
     system: &BTreeMap<String, serde_json::Value>,
     plan: &serde_json::Value,
 ) -> Option<CacheSummary> {
-    if plan.as_object().is_none() {
-        return None;
-    }
+    plan.as_object()?;
     // Without a record the run did nothing to the cache, whatever its plan says.
     let mut s = CacheSummary { mode: "as-is".to_string(), ..CacheSummary::default() };
     let mut resident: Option<u64> = None;
