@@ -360,7 +360,9 @@ def ioscope_argv(ioscope, case, data_dir, duration, out):
         argv += ["--iodepth", str(case["iodepth"])]
     if case["direct"]:
         argv.append("--direct")
-    return argv + ["--rw", case["rw"], "--bs", case["bs"], "--size", "1g", "--files", "1",
+    # This script sets the page cache itself (warm() before reads, evict() before writes),
+    # as it does for fio (--invalidate=0): ioscope must leave it as it is.
+    return argv + ["--cache", "as-is", "--rw", case["rw"], "--bs", case["bs"], "--size", "1g", "--files", "1",
                    "--threads", str(case["threads"]), "--duration", f"{duration}s",
                    "--dir", data_dir, "--out", out, "--json", "--quiet"]
 

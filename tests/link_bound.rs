@@ -94,7 +94,12 @@ fn a_read_over_a_link_shaped_to_100_mbit_is_link_bound_and_the_same_read_unshape
         assert!(found.is_empty() || moved > 89.0, "below 90% of the link: {}", shaped["verdicts"]);
         return;
     }
-    assert_eq!(found.len(), 1, "shaped to 100 Mbit/s: {} (payload {payload_share:.1}%, wire {wire_share:.1}%)", shaped["verdicts"]);
+    assert_eq!(
+        found.len(),
+        1,
+        "shaped to 100 Mbit/s: {} (payload {payload_share:.1}%, wire {wire_share:.1}%)",
+        shaped["verdicts"]
+    );
     let v = found[0];
     eprintln!("unshaped: {} B/s of payload; shaped: {v}", clean["total"]["bytes_per_sec"]);
     assert_eq!(v["severity"], "warning");

@@ -4,6 +4,7 @@
 
 pub mod blockdev;
 pub mod breakdown;
+pub mod cache;
 pub mod clock;
 mod cpu;
 mod engines;

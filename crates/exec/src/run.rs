@@ -287,6 +287,8 @@ pub fn run(plan: &Plan, files: &[PathBuf], cfg: RunConfig<'_>) -> Result<Outcome
     let host = crate::host::hostname();
     let mut config = crate::host::describe_run(plan);
     config["timer"] = serde_json::json!(clock_source);
+    // The page cache as the plan chose, before anything is measured (docs/cache.md).
+    config["cache"] = crate::cache::apply(plan, files, cfg.dataset.as_ref()).to_json();
     // The collector (this thread) must wake on time however many workers compete for the
     // CPUs; threads started from here on (workers, probes) keep the normal priority.
     let priority = crate::clock::raise_priority();

@@ -292,7 +292,7 @@ fn prepare_files(
     if own_subdir && plan.engine.spec().caps.does_io {
         make_run_dir(&plan).map_err(|e| ApiError::internal(format!("creating the run's directory: {e}")))?;
     }
-    let config = ioscope_exec::host::describe_run(&plan);
+    let mut config = ioscope_exec::host::describe_run(&plan);
     let lock = ioscope_exec::workdir::local_dir(&plan)
         .map(|d| ioscope_exec::workdir::lock(&d, results))
         .transpose()
@@ -331,6 +331,8 @@ fn prepare_files(
         );
         (layout.files, None, said)
     };
+    // The page cache as the plan chose, for this host's own files (docs/cache.md).
+    config["cache"] = ioscope_exec::cache::apply(&plan, &files, dataset.as_ref()).to_json();
     let nic = ioscope_exec::system::route_nic(&config);
     Ok((Prepared { run, plan, name, files, dataset, lock, nic }, config, said))
 }

@@ -7,7 +7,7 @@
 use crate::format;
 use crate::hosts::HostSeconds;
 use crate::peers::{outliers, Peers};
-use crate::stats::round2;
+use crate::stats::{round2, DEVICE_BYTES_PER_NS, READ_FLOOR_NS};
 use crate::verdict::{Verdict, VerdictId};
 use crate::Summary;
 use ioscope_metrics::histogram::bucket_range;
@@ -16,14 +16,6 @@ use ioscope_store::Results;
 use ioscope_workload::plan::{EngineKind, FileSelect, Plan};
 use std::collections::BTreeMap;
 
-/// No read that goes to a device or over a network completes faster than this: an NVMe
-/// flash read takes about 10 µs from submission to completion at best (a local page-cache
-/// hit takes 1 to 3 µs for 4 KiB). See docs/verdicts.md.
-pub const READ_FLOOR_NS: u64 = 10_000;
-/// ...plus the time to move the bytes at this rate (bytes per ns: 8 GB/s, above one PCIe
-/// 4.0 x4 NVMe device's ~7 GB/s), so that large reads get a floor they can beat only from
-/// memory.
-pub const DEVICE_BYTES_PER_NS: u64 = 8;
 /// `client-cache` when at least this share of the reads completed below the floor.
 pub const CACHED_SHARE: f64 = 0.5;
 /// `client-bound` when the busiest worker thread was on a CPU or waiting for one at least
@@ -295,7 +287,7 @@ pub(crate) fn target_memory(s: &Summary, r: &Results, p: &Plan) -> Vec<Verdict> 
         let Some(available) = t.memory_bytes.get("available").map(|m| m.max as u64).filter(|a| *a > 0) else {
             continue;
         };
-        if working_set > available {
+        if working_set > available || crate::cache::target_disks_served(t, reads) {
             continue;
         }
         let cache = t.memory_bytes.get("page_cache").map(|m| m.max as u64);

@@ -7,6 +7,7 @@
 //! histograms (within [`ioscope_metrics::RELATIVE_ERROR`]), means from their exact sums.
 
 mod aggregate;
+pub mod cache;
 pub mod check;
 mod client;
 pub mod compare;
@@ -123,6 +124,10 @@ pub struct Summary {
     /// Data validation (`--verify`): absent without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verification: Option<verification::VerificationSummary>,
+    /// The page cache at the start (`--cache`) and what was done to it, over the hosts
+    /// (docs/cache.md); absent when the plan cannot be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<cache::CacheSummary>,
 }
 
 /// Throughput and transfer latency of a part of a run (a workload, a step).
@@ -660,6 +665,7 @@ pub fn summarize(r: &Results, results_path: &Path) -> Summary {
         verdicts: Vec::new(),
         repeats: None,
         verification: None,
+        cache: None,
     };
     // With repeats, the knee is the first repeat's (each repeat runs the same steps).
     let first_repeat: Vec<StepSummary> = s.steps.iter().filter(|st| st.repeat == 0).cloned().collect();
@@ -670,6 +676,7 @@ pub fn summarize(r: &Results, results_path: &Path) -> Summary {
     s.steady = steady::step_states(r, &s.samples);
     let mode = plan.as_ref().map_or("fail", |p| p.verify.name());
     s.verification = verification::summarize(r, mode);
+    s.cache = cache::summarize(&s.system, &s.workload.plan);
     let total_latency = Distribution::of(&total.latency_ns);
     s.checks = check::evaluate_all(&s, total_latency.as_ref());
     if !s.hosts.is_empty() {

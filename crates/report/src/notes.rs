@@ -313,7 +313,9 @@ fn cache_notes(s: &Summary, p: &Plan, notes: &mut Vec<Verdict>) {
     let did = |op: &str| s.ops.get(op).is_some_and(|o| o.ops > 0);
     let reads = p.workloads.iter().any(|w| w.read_pct > 0) && did("read");
     let cached_writes = p.writes() && p.sync == SyncMode::None && did("write");
-    let what = match (reads, cached_writes) {
+    // The start (cold, warm, as-is) and the latency may say a device answered (cache.rs).
+    let ev = crate::cache::working_set_evidence(s, reads, cached_writes);
+    let what = match (ev.reads, ev.writes) {
         (true, true) => "reads were likely served from, and writes absorbed by, the page cache",
         (true, false) => "reads were likely served from the page cache",
         (false, true) => "writes were likely absorbed by the page cache (no sync)",
@@ -331,15 +333,18 @@ fn cache_notes(s: &Summary, p: &Plan, notes: &mut Vec<Verdict>) {
         },
         None => (p.size_bytes, String::new()),
     };
-    let several = s.system.len() > 1;
+    // The client's memory: a host that was only probed (the server) is judged by the
+    // target-memory verdict, against every host's working set.
+    let several = crate::system::load_host_records(s).count() > 1;
     let mut memory_known = false;
-    for (host, config) in &s.system {
+    for (host, config) in crate::system::load_host_records(s) {
         let Some(ram) = config["memory_bytes"].as_u64().filter(|m| *m > 0) else { continue };
         memory_known = true;
         let whose = if several { format!("host {host}'s") } else { "this host's".to_string() };
         let ratio = working_set as f64 / ram as f64;
         let evidence = |v: Verdict| {
-            v.with("host", host.as_str())
+            ev.add(v)
+                .with("host", host.as_str())
                 .with("working_set_bytes", working_set)
                 .with("client_memory_bytes", ram)
                 .with("working_set_of_memory_pct", round2(ratio * 100.0))
@@ -349,10 +354,11 @@ fn cache_notes(s: &Summary, p: &Plan, notes: &mut Vec<Verdict>) {
             notes.push(evidence(Verdict::new(
                 VerdictId::WorkingSetCached,
                 format!(
-                    "working set {}{of_files} is {} of {whose} {} RAM and I/O was buffered: {what}",
+                    "working set {}{of_files} is {} of {whose} {} RAM and I/O was buffered: {what}{}",
                     format::bytes(working_set),
                     format::pct(ratio),
                     format::bytes(ram),
+                    ev.why,
                 ),
             )));
         } else if ratio < 4.0 {
@@ -361,11 +367,12 @@ fn cache_notes(s: &Summary, p: &Plan, notes: &mut Vec<Verdict>) {
                     VerdictId::WorkingSetCached,
                     format!(
                         "working set {}{of_files} is only {:.1}x {whose} {} RAM and I/O was buffered: up to {} of the \
-                     I/O may have hit the page cache",
+                     I/O may have hit the page cache{}",
                         format::bytes(working_set),
                         ratio,
                         format::bytes(ram),
                         format::pct(1.0 / ratio),
+                        ev.why,
                     ),
                 )
                 .at(Severity::Info),

@@ -25,3 +25,12 @@ pub(crate) fn mean_se(v: &[f64]) -> (f64, f64) {
 pub(crate) fn round2(v: f64) -> f64 {
     (v * 100.0).round() / 100.0
 }
+
+/// No read that goes to a device or over a network completes faster than this: an NVMe
+/// flash read takes about 10 µs from submission to completion at best (a local page-cache
+/// hit takes 1 to 3 µs for 4 KiB). See docs/verdicts.md.
+pub(crate) const READ_FLOOR_NS: u64 = 10_000;
+/// ...plus the time to move the bytes at this rate (bytes per ns: 8 GB/s, above one PCIe
+/// 4.0 x4 NVMe device's ~7 GB/s), so that large reads get a floor they can beat only from
+/// memory.
+pub(crate) const DEVICE_BYTES_PER_NS: u64 = 8;

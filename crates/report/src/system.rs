@@ -35,6 +35,12 @@ pub(crate) fn machine_of(config: &Value) -> Option<(&str, &str)> {
     Some((config["machine_id"].as_str()?, config["boot_id"].as_str()?))
 }
 
+/// The records of the hosts that applied load: all but a host that was only probed
+/// (`--probe HOST`: its record has the probe's and it ran no second of load).
+pub(crate) fn load_host_records(s: &crate::Summary) -> impl Iterator<Item = (&String, &Value)> {
+    s.system.iter().filter(|(h, c)| !c["probe"].is_object() || s.by_host.contains_key(*h))
+}
+
 fn text(v: &Value) -> Option<String> {
     match v {
         Value::String(s) => Some(s.clone()),

@@ -37,6 +37,7 @@ fn plan() -> Plan {
         target: None,
         direct: false,
         sync: SyncMode::None,
+        cache: Default::default(),
         rate_iops: None,
         sqpoll: false,
         force: false,
@@ -477,6 +478,8 @@ fn a_probed_host_that_applied_no_load_has_no_row_among_the_load_hosts() {
     assert!(!s.hosts.contains_key("vm") && !s.by_host.contains_key("vm"), "{:?}", s.hosts.keys());
     let text = render_text(&s);
     assert!(!text.contains("\nhost vm "), "{text}");
+    // Nor is its memory a client's: the working set is not judged against it as one.
+    assert!(!s.verdicts.iter().any(|v| v.evidence.get("host").is_some_and(|h| h == "vm")), "{:#?}", s.verdicts);
     // With a second load host, the rows are the two load hosts and not the probed one.
     let mut other: Vec<Snapshot> = r.seconds.clone();
     other.iter_mut().for_each(|x| x.host = "h2".into());

@@ -101,6 +101,7 @@ pub fn to_toml(plan: &Plan) -> String {
         SyncMode::Dsync => "dsync",
     };
     top.kv("sync", toml_string(sync), "after each write: none | fsync | fdatasync | dsync");
+    top.kv("cache", toml_string(plan.cache.name()), "the page cache at the start: cold | warm | as-is");
     let st = &plan.steps;
     match &st.staircase {
         Some(s) => {

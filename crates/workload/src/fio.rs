@@ -325,6 +325,8 @@ struct Job {
     engine: Option<V<&'static str>>,
     iodepth: Option<V<u32>>,
     direct: Option<V<bool>>,
+    /// `invalidate`: fio drops each file's pages before the job unless 0 (default 1).
+    invalidate: Option<V<bool>>,
     sync: Option<V<&'static str>>,
     sqpoll: Option<V<bool>>,
     unlink: Option<V<bool>>,
@@ -414,7 +416,6 @@ const WARN_ONLY: &[(&str, &str)] = &[
     ("overwrite", "ioscope writes its working set in full before the run, so writes overwrite"),
     ("create_on_open", "ioscope creates its working set before the run"),
     ("allow_file_create", "ioscope creates its working set before the run"),
-    ("invalidate", "ioscope does not drop the page cache before a step (use direct=1 to bypass it)"),
     ("cpus_allowed", "ioscope does not pin its threads to CPUs"),
     ("cpus_allowed_policy", "ioscope does not pin its threads to CPUs"),
     ("cpumask", "ioscope does not pin its threads to CPUs"),
@@ -839,6 +840,7 @@ impl Converter {
             "iodepth" => j.iodepth = at(o, need!(count(&raw).filter(|n| (1..=65536).contains(n)), "1 to 65536") as u32),
             "direct" => j.direct = at(o, need!(flag(&o.value), "1 or 0")),
             "buffered" => j.direct = at(o, !need!(flag(&o.value), "1 or 0")),
+            "invalidate" => j.invalidate = at(o, need!(flag(&o.value), "1 or 0")),
             "fsync" | "fdatasync" => match count(&raw) {
                 Some(0) => {}
                 Some(1) => j.sync = at(o, if o.key == "fsync" { "fsync" } else { "fdatasync" }),
@@ -965,6 +967,14 @@ impl Converter {
         }
         if let Some(d) = self.same(&all, "direct", Some(false), |j| j.direct.clone()).filter(|d| d.v) {
             top.push(("direct".into(), "true".into(), from(&Some(d), "", &self.files)));
+        }
+        // fio invalidates each file's pages before a job by default: the same start, said.
+        match self.same(&all, "invalidate", Some(true), |j| j.invalidate.clone()) {
+            Some(i) => {
+                let mode = if i.v { "cold" } else { "as-is" };
+                top.push(("cache".into(), toml_string(mode), from(&Some(i), "", &self.files)));
+            }
+            None => top.push(("cache".into(), toml_string("cold"), "fio's default: invalidate=1".into())),
         }
         if let Some(s) = self.same(&all, "fsync/fdatasync/sync", None, |j| j.sync.clone()) {
             if all.iter().all(|j| j.pct() == 100) {
@@ -1701,6 +1711,19 @@ mod tests {
         assert_eq!(bad.len(), 1, "{e:?}");
         assert_eq!((bad[0].line, bad[0].option.as_str(), bad[0].path.to_str()), (5, "iodepth=128", Some("job.fio")));
         assert!(bad[0].message.contains("the converted iodepth 128 is not valid"), "{}", bad[0].message);
+    }
+
+    #[test]
+    fn an_imported_job_starts_with_fios_invalidate_cold_by_default_and_as_is_with_invalidate_0() {
+        let t = run("[a]\nsize=256m\nrw=randwrite\nruntime=5\n").unwrap().toml;
+        assert!(t.contains("cache = \"cold\"  # fio's default: invalidate=1"), "{t}");
+        let t = run("[a]\nsize=256m\nrw=randwrite\nruntime=5\ninvalidate=0\n").unwrap().toml;
+        assert!(t.contains("cache = \"as-is\"  # invalidate=0, job.fio:5"), "{t}");
+        let t = run("[global]\ninvalidate=1\n[a]\nsize=256m\nruntime=5\n").unwrap().toml;
+        assert!(t.contains("cache = \"cold\"  # invalidate=1, job.fio:2"), "{t}");
+        // Jobs that disagree cannot be one run.
+        let e = run("[a]\nsize=1g\nruntime=5\ninvalidate=0\n[b]\nrw=write\n").unwrap_err();
+        assert!(e.iter().any(|f| f.message.contains("ioscope has one invalidate for all the workloads")), "{e:?}");
     }
 
     #[test]

@@ -8,9 +8,9 @@ use crate::diagnostic::{closest, Diagnostic, MAX_DIAGNOSTICS};
 use crate::host::{OnHostLoss, MAX_HOSTS};
 use crate::keys::{self, FioMeaning, Section, PATTERN_KEYS};
 use crate::plan::{
-    BlockSize, Dataset, DatasetFormat, EngineKind, FileIo, FileSelect, MaxErrors, Operation, Pattern, PatternMap, Plan,
-    Probe, Rw, Staircase, StaircaseOf, Steps, SyncMode, UntilCi, VerifyMode, Workload, DEFAULT_MAX_REPEATS_UNTIL_CI,
-    MAX_REPEATS, MIN_REPEATS_UNTIL_CI,
+    BlockSize, CacheMode, Dataset, DatasetFormat, EngineKind, FileIo, FileSelect, MaxErrors, Operation, Pattern,
+    PatternMap, Plan, Probe, Rw, Staircase, StaircaseOf, Steps, SyncMode, UntilCi, VerifyMode, Workload,
+    DEFAULT_MAX_REPEATS_UNTIL_CI, MAX_REPEATS, MIN_REPEATS_UNTIL_CI,
 };
 use crate::units::{duration_literal, format_size, parse_duration, parse_size, UnitError};
 use ioscope_engine_table::{Capability, Target, TargetRule, ENGINES};
@@ -184,6 +184,8 @@ const MAX_STEPS: u64 = 10_000;
 const MAX_DATASET_FILES: u128 = crate::layout::MAX_DATASET_FILES as u128;
 const VERIFY_MODES: &[(&str, VerifyMode)] =
     &[("off", VerifyMode::Off), ("fail", VerifyMode::Fail), ("report", VerifyMode::Report)];
+const CACHES: &[(&str, CacheMode)] =
+    &[("cold", CacheMode::Cold), ("warm", CacheMode::Warm), ("as-is", CacheMode::AsIs)];
 const SYNCS: &[(&str, SyncMode)] = &[
     ("none", SyncMode::None),
     ("fsync", SyncMode::Fsync),
@@ -1488,6 +1490,7 @@ impl<'a> Ctx<'a> {
         let mut target_g = self.text_value("target", TARGET_EXPECTED);
         let direct_g = self.boolean("direct");
         let sync_g = self.choice("sync", SYNCS);
+        let cache_g = self.choice("cache", CACHES);
         let verify_g = self.verify_mode();
         let verify_block_g = self.size("verify_block");
         let rate_g = self.int("rate_iops", 1, 100_000_000);
@@ -1911,6 +1914,17 @@ impl<'a> Ctx<'a> {
                 self.err(loc, "direct", format!("direct = false with engine {}, or engine {with}", e.name()), note);
             }
         }
+        // Warming reads the files through this host's page cache: an engine whose files are
+        // on a server (ioscope's own client, no client cache) has none to warm.
+        if let (Got::Ok(CacheMode::Warm, loc), Some(e)) = (&cache_g, engine) {
+            if e.spec().caps.target.is_some() {
+                let note = format!(
+                    "engine {} reads and writes through ioscope's own client, which keeps no page cache on this host",
+                    e.name()
+                );
+                self.err(loc, "cache", "cache = \"cold\" or \"as-is\" with this engine", note);
+            }
+        }
         let align = engine.map_or(0, |e| e.spec().caps.direct_align_bytes);
         if direct && align > 0 {
             for e in all_bs.iter().filter(|e| e.bs.bytes % align != 0) {
@@ -2038,6 +2052,7 @@ impl<'a> Ctx<'a> {
             sqpoll: sqpoll_g.or(false)?,
             direct,
             sync: sync_g.or(SyncMode::None)?,
+            cache: cache_g.or(CacheMode::Cold)?,
             dir: match dir_g {
                 Got::Ok(d, _) => d,
                 Got::Absent => PathBuf::new(),

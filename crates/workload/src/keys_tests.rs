@@ -53,6 +53,7 @@ fn every_key_specs() -> Vec<Spec> {
                 ("dir", "\"/mnt/test\""),
                 ("direct", "true"),
                 ("sync", "\"fdatasync\""),
+                ("cache", "\"warm\""),
                 ("warmup", "\"5s\""),
                 ("rate_iops", "2000"),
                 ("for_threads", "[1, 2]"),
@@ -401,4 +402,31 @@ fn every_key_of_the_canonical_form_is_in_the_key_table() {
     // --set with fio's name for a key says which key it is.
     let d = build_plan(None, &Flags { sets: vec!["numjobs=4".into()], ..Flags::default() }).unwrap_err();
     assert!(d[0].message.contains("did you mean `threads`?"), "{}", d[0]);
+}
+
+#[test]
+fn fios_invalidate_flag_is_accepted_as_the_cache_choice_not_refused() {
+    let build =
+        |f: Flags| build_plan(None, &f.with("dir", "/x")).unwrap_or_else(|d| panic!("{}", render_diagnostics(&d)));
+    assert_eq!(build(Flags::default()).cache, crate::CacheMode::Cold, "the default is fio's invalidate=1");
+    assert_eq!(build(Flags::default().with("invalidate", "0")).cache, crate::CacheMode::AsIs);
+    assert_eq!(build(Flags::default().with("invalidate", "1")).cache, crate::CacheMode::Cold);
+    assert_eq!(build(Flags::default().with("invalidate", "")).cache, crate::CacheMode::Cold);
+    assert_eq!(build(Flags::default().with("cache", "warm")).cache, crate::CacheMode::Warm);
+    assert_eq!(build(Flags::default().with("cache", "AS-IS")).cache, crate::CacheMode::AsIs);
+    let d = build_plan(None, &Flags::default().with("dir", "/x").with("cache", "hot")).unwrap_err();
+    assert!(render_diagnostics(&d).contains("one of: cold, warm, as-is"), "{}", render_diagnostics(&d));
+    // No client page cache to warm with an engine whose files are on a server.
+    let d = build_plan(None, &Flags::default().with("engine", "nfs").with("target", "nfs://h/e").with("cache", "warm"))
+        .unwrap_err();
+    let out = render_diagnostics(&d);
+    assert!(out.contains("keeps no page cache on this host"), "{out}");
+    // The plan an agent receives (its host's part, as JSON) carries the choice.
+    let warm = build(Flags::default().with("cache", "warm"));
+    let sent: Plan = serde_json::from_str(&serde_json::to_string(&warm.for_host(0)).unwrap()).unwrap();
+    assert_eq!(sent.cache, crate::CacheMode::Warm);
+    // A plan stored before the key existed ran as-is: that is what it reads as.
+    let mut json = serde_json::to_value(build(Flags::default())).unwrap();
+    json.as_object_mut().unwrap().remove("cache");
+    assert_eq!(serde_json::from_value::<Plan>(json).unwrap().cache, crate::CacheMode::AsIs);
 }

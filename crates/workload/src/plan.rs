@@ -88,6 +88,34 @@ impl VerifyMode {
     }
 }
 
+/// The page cache at the start of the measured run (`cache`, `--cache`; docs/cache.md):
+/// what is done to the working set's pages after preparation and before the run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CacheMode {
+    /// Each file's written data synced and its pages dropped (fio's `invalidate=1`).
+    #[default]
+    Cold,
+    /// Each file read once through the page cache.
+    Warm,
+    /// Nothing done: the cache as preparation or an earlier run left it.
+    AsIs,
+}
+
+impl CacheMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            CacheMode::Cold => "cold",
+            CacheMode::Warm => "warm",
+            CacheMode::AsIs => "as-is",
+        }
+    }
+    /// What a plan without the key meant: ioscope before `cache` did nothing to the cache.
+    pub fn before_recorded() -> CacheMode {
+        CacheMode::AsIs
+    }
+}
+
 /// Which engine performs the I/O, and what each can do: the engine table.
 pub use ioscope_engine_table::{EngineKind, EngineSpec, Target, TargetKind};
 
@@ -404,6 +432,10 @@ pub struct Plan {
     pub sqpoll: bool,
     pub direct: bool,
     pub sync: SyncMode,
+    /// The page cache at the start (`cache`). A plan stored before the key existed reads
+    /// as `as-is`, which is what ioscope did then.
+    #[serde(default = "CacheMode::before_recorded")]
+    pub cache: CacheMode,
     /// Directory of the working set (and the default dataset anchor); empty for engine null.
     pub dir: PathBuf,
     /// Where an engine with a target works, parsed (engine nfs: `nfs://HOST[:PORT]/EXPORT[/DIR]?...`;

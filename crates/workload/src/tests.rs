@@ -523,6 +523,7 @@ fn canonical_toml_round_trips() {
             "files",
             "direct",
             "sync",
+            "cache",
             "duration",
             "force",
             "cleanup",
