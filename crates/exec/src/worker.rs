@@ -527,6 +527,81 @@ mod tests {
         }
     }
 
+    /// A queued target of 4 blocks that lands a write and serves a read when it is
+    /// submitted, completes them in submission order, and counts every submission of a read
+    /// or write while a write of the same block is in flight (or a write while a read is).
+    struct Overlaps {
+        disk: Vec<u8>,
+        queue: std::collections::VecDeque<(u32, i64)>,
+        /// In flight: (slot, op, block).
+        inflight: Vec<(u32, Op, u64)>,
+        overlaps: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    }
+
+    impl Engine for Overlaps {
+        fn name(&self) -> &'static str {
+            "overlaps"
+        }
+        fn submission(&self) -> Submission {
+            Submission { queued: true, batched_submit: false }
+        }
+        fn open(&mut self, _: &OpenSpec, _: &IoBuffers) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn submit(&mut self, io: &Io, bufs: &mut IoBuffers) -> Submitted {
+            let block = io.offset / 4096;
+            let clash = self.inflight.iter().any(|&(_, op, b)| b == block && (op == Op::Write || io.op == Op::Write));
+            if clash {
+                self.overlaps.fetch_add(1, Relaxed);
+            }
+            let at = io.offset as usize..io.offset as usize + io.len as usize;
+            match io.op {
+                Op::Write => self.disk[at].copy_from_slice(&bufs.slot(io.slot)[..io.len as usize]),
+                _ => bufs.slot(io.slot)[..io.len as usize].copy_from_slice(&self.disk[at]),
+            }
+            self.inflight.push((io.slot, io.op, block));
+            self.queue.push_back((io.slot, io.len as i64));
+            Submitted::Queued
+        }
+        fn reap(&mut self, _: usize, _: Option<u64>, out: &mut Vec<Completion>) -> std::io::Result<()> {
+            if let Some((slot, result)) = self.queue.pop_front() {
+                self.inflight.retain(|&(s, _, _)| s != slot);
+                out.push(Completion { slot, result });
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn under_verify_a_queue_of_32_on_4_blocks_never_has_a_read_and_a_write_of_one_block_in_flight() {
+        let mut p = crate::test_plan("engine = 'posix'\ndir = '/nonexistent'\nrw = 'randrw'\nsize = '16k'\nbs = '4k'\nverify = 'fail'");
+        p.sync = SyncMode::None;
+        // Laid out with headers, as preparation does.
+        let mut disk = vec![0x42u8; 16 << 10];
+        crate::verify::stamp_laid_out(&mut disk, 7, 0, 4096, 0);
+        let v = crate::verify::Verifier::for_plan(&p, 1, Some(&crate::verify::LaidOut { run_id: 7, files: vec![0] }));
+        let rec = WorkerRecorder::new(ioscope_engine::OP_KINDS);
+        let stop = AtomicBool::new(false);
+        let bufs = IoBuffers::new(32, 4096, 1);
+        let overlaps = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let engine = Overlaps {
+            disk,
+            queue: Default::default(),
+            inflight: Vec::new(),
+            overlaps: overlaps.clone(),
+        };
+        let mut w = Worker::new(engine, bufs, IoGen::for_plan(&p, 1), &rec, &stop, p.sync, 32);
+        w.verify = Some(crate::verify::WorkerVerify::new(&v, 32, 4096));
+        let start = now_ns();
+        w.run(&Schedule { start_ns: start, deadline_ns: start + 50_000_000, interval_ns: None, phase_ns: 0 });
+        let t = totals(&rec);
+        let (reads, writes, checked) = (t[0].counts.ops, t[1].counts.ops, &t[Op::Verify as usize]);
+        assert!(reads > 100 && writes > 100, "{reads} reads, {writes} writes");
+        assert_eq!(overlaps.load(Relaxed), 0, "no I/O was issued over a write of its block in flight (or a write over a read)");
+        assert_eq!((checked.counts.errors, checked.skipped), (0, 0), "no mismatch and none unverified");
+        assert!(checked.counts.ops > 100, "{:?}", checked.counts);
+    }
+
     #[test]
     fn open_loop_response_time_includes_queueing_behind_a_stall() {
         let mut p = plan(1);

@@ -55,7 +55,7 @@ pub fn recheck(block: &[u8], j: &Journaled) -> Finding {
         Outcome::Unverified => Mismatch { kind: Kind::HeaderDestroyed, found: None, bad_segments: None },
         Outcome::Mismatch(m) => m,
     };
-    if !matches!(m.kind, Kind::Stale | Kind::Zeroed) {
+    if !matches!(m.kind, Kind::Stale | Kind::Zeroed | Kind::Truncated) {
         return Finding::Failed(m);
     }
     if j.durable == 0 {
