@@ -33,7 +33,7 @@ struct Tally {
     /// Checked blocks with a durable floor (the target promised to keep a write of them).
     durable: u64,
     intact: u64,
-    /// Durable writes lost or stale, corrupt or misplaced blocks, by kind.
+    /// Durable writes lost (zeroed, truncated) or stale, changed or misplaced blocks, by kind.
     failed: std::collections::BTreeMap<&'static str, u64>,
     /// Acknowledged, never promised durable, not found.
     allowed: u64,
@@ -355,7 +355,7 @@ pub fn verify(path: &Path, strict: bool, json: bool) -> CmdResult {
             "  not durable, not found  {} ({})\n",
             t.allowed,
             if strict {
-                "--strict: counted as lost or stale above"
+                "--strict: counted as stale, zeroed or truncated above"
             } else {
                 "acknowledged writes the target never promised to keep: allowed"
             }
