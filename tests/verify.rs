@@ -548,7 +548,8 @@ fn a_working_set_written_since_by_a_run_without_verify_reads_unverified_not_as_d
     let mut bent: Value = serde_json::from_slice(&std::fs::read(&marker).unwrap()).unwrap();
     bent["files"][0]["verify_block"] = 1000.into();
     std::fs::write(&marker, bent.to_string()).unwrap();
-    let o = ioscope(&["run", "--rw", "read", "--verify", "--engine", "posix", "--bs", "4k", "--size", "1m", "--dir", data]);
+    let o =
+        ioscope(&["run", "--rw", "read", "--verify", "--engine", "posix", "--bs", "4k", "--size", "1m", "--dir", data]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("files[0].verify_block 1000"), "{err}");
@@ -564,8 +565,23 @@ fn reads_and_writes_of_the_same_blocks_at_depth_32_on_two_threads_never_overlap_
         let d = tempfile::tempdir().unwrap();
         let data = d.path().join("data");
         let args = [
-            "--engine", engine, "--dir", data.to_str().unwrap(), "--size", "64k", "--bs", "4k", "--rw", "randrw",
-            "--iodepth", depth, "--threads", threads, "--duration", "2s", "--verify",
+            "--engine",
+            engine,
+            "--dir",
+            data.to_str().unwrap(),
+            "--size",
+            "64k",
+            "--bs",
+            "4k",
+            "--rw",
+            "randrw",
+            "--iodepth",
+            depth,
+            "--threads",
+            threads,
+            "--duration",
+            "2s",
+            "--verify",
         ];
         let (code, v) = run_json(&args, &d.path().join("r.db"));
         let ver = &v["verification"];

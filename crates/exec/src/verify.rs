@@ -720,7 +720,9 @@ mod tests {
 
     #[test]
     fn a_block_missing_from_a_short_read_is_truncated_and_one_without_its_header_is_header_destroyed() {
-        let p = crate::test_plan("engine = 'posix'\ndir = '/nonexistent'\nverify = 'fail'\nrw = 'randread'\nbs = '4k'\nsize = '32k'\n");
+        let p = crate::test_plan(
+            "engine = 'posix'\ndir = '/nonexistent'\nverify = 'fail'\nrw = 'randread'\nbs = '4k'\nsize = '32k'\n",
+        );
         let v = Verifier::for_plan(&p, 1, Some(&LaidOut { run_id: 9, files: vec![0] }));
         let rec = WorkerRecorder::with_ops(ioscope_engine::OP_KINDS, &[Op::Verify as usize]);
         rec.start(0, u64::MAX);

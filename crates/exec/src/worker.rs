@@ -574,7 +574,9 @@ mod tests {
 
     #[test]
     fn under_verify_a_queue_of_32_on_4_blocks_never_has_a_read_and_a_write_of_one_block_in_flight() {
-        let mut p = crate::test_plan("engine = 'posix'\ndir = '/nonexistent'\nrw = 'randrw'\nsize = '16k'\nbs = '4k'\nverify = 'fail'");
+        let mut p = crate::test_plan(
+            "engine = 'posix'\ndir = '/nonexistent'\nrw = 'randrw'\nsize = '16k'\nbs = '4k'\nverify = 'fail'",
+        );
         p.sync = SyncMode::None;
         // Laid out with headers, as preparation does.
         let mut disk = vec![0x42u8; 16 << 10];
@@ -584,12 +586,7 @@ mod tests {
         let stop = AtomicBool::new(false);
         let bufs = IoBuffers::new(32, 4096, 1);
         let overlaps = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
-        let engine = Overlaps {
-            disk,
-            queue: Default::default(),
-            inflight: Vec::new(),
-            overlaps: overlaps.clone(),
-        };
+        let engine = Overlaps { disk, queue: Default::default(), inflight: Vec::new(), overlaps: overlaps.clone() };
         let mut w = Worker::new(engine, bufs, IoGen::for_plan(&p, 1), &rec, &stop, p.sync, 32);
         w.verify = Some(crate::verify::WorkerVerify::new(&v, 32, 4096));
         let start = now_ns();
@@ -597,7 +594,11 @@ mod tests {
         let t = totals(&rec);
         let (reads, writes, checked) = (t[0].counts.ops, t[1].counts.ops, &t[Op::Verify as usize]);
         assert!(reads > 100 && writes > 100, "{reads} reads, {writes} writes");
-        assert_eq!(overlaps.load(Relaxed), 0, "no I/O was issued over a write of its block in flight (or a write over a read)");
+        assert_eq!(
+            overlaps.load(Relaxed),
+            0,
+            "no I/O was issued over a write of its block in flight (or a write over a read)"
+        );
         assert_eq!((checked.counts.errors, checked.skipped), (0, 0), "no mismatch and none unverified");
         assert!(checked.counts.ops > 100, "{:?}", checked.counts);
     }

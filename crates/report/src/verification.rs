@@ -123,7 +123,9 @@ pub fn describe(m: &ioscope_store::MismatchRow, block_len: u32) -> String {
     let found: Option<serde_json::Value> = m.found_header_json.as_deref().and_then(|j| serde_json::from_str(j).ok());
     let f = |k: &str| found.as_ref().map(|h| h[k].to_string()).unwrap_or_else(|| "?".into());
     let exp = &m.expected_generation;
-    let range = found.as_ref().and_then(|h| Some((h["first_changed_byte_in"][0].as_u64()?, h["first_changed_byte_in"][1].as_u64()?)));
+    let range = found
+        .as_ref()
+        .and_then(|h| Some((h["first_changed_byte_in"][0].as_u64()?, h["first_changed_byte_in"][1].as_u64()?)));
     let changed = found.as_ref().and_then(|h| h["changed_segments"].as_array().map(Vec::len));
     match (m.kind.as_str(), &found) {
         ("checksum", Some(_)) => match (range, changed) {
@@ -211,9 +213,5 @@ pub fn verdicts(v: Option<&VerificationSummary>) -> Vec<Verdict> {
 /// version may hold one row per read of a bad block).
 fn first_of_each_block(all: &[ioscope_store::MismatchRow]) -> Vec<ioscope_store::MismatchRow> {
     let mut seen = std::collections::HashSet::new();
-    all.iter()
-        .filter(|m| seen.insert((m.host.clone(), m.path.clone(), m.offset)))
-        .take(LISTED)
-        .cloned()
-        .collect()
+    all.iter().filter(|m| seen.insert((m.host.clone(), m.path.clone(), m.offset))).take(LISTED).cloned().collect()
 }
