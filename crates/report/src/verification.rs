@@ -215,3 +215,40 @@ fn first_of_each_block(all: &[ioscope_store::MismatchRow]) -> Vec<ioscope_store:
     let mut seen = std::collections::HashSet::new();
     all.iter().filter(|m| seen.insert((m.host.clone(), m.path.clone(), m.offset))).take(LISTED).cloned().collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(kind: &str, offset: u64, found: Option<&str>) -> ioscope_store::MismatchRow {
+        ioscope_store::MismatchRow {
+            host: "h".into(),
+            second: 2,
+            file: 0,
+            path: "/d/ioscope.0.dat".into(),
+            offset,
+            kind: kind.into(),
+            expected_generation: "117".into(),
+            found_header_json: found.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn a_mismatch_inside_a_block_says_the_checksum_failed_and_where_in_the_block() {
+        let found = r#"{"run_id":"00000000000000aa","this_run":true,"file":0,"offset":8192,"block_len":4096,"generation":117,"time_unix_ns":1,"checksum_ok":false,"first_changed_byte_in":[2560,3072],"changed_segments":[5],"segment_bytes":512}"#;
+        let said = describe(&row("checksum", 8192, Some(found)), 4096);
+        assert!(said.contains("generation 117") && said.contains("checksum fails"), "{said}");
+        assert!(said.contains("bytes 2560..3072 of the 4096-byte block (1 of 8 eighths changed)"), "{said}");
+        let said = describe(&row("header-destroyed", 40960, None), 4096);
+        assert!(said.contains("no header where the block's was"), "{said}");
+        assert!(describe(&row("zeroed", 0, None), 4096).contains("all zeros"));
+    }
+
+    #[test]
+    fn one_bad_block_read_three_times_is_listed_once() {
+        // A results file of an earlier version kept a row per read of a bad block.
+        let rows: Vec<_> = (0..3).map(|_| row("checksum", 8192, None)).chain([row("zeroed", 4096, None)]).collect();
+        let first = first_of_each_block(&rows);
+        assert_eq!(first.iter().map(|m| m.offset).collect::<Vec<_>>(), [8192, 4096]);
+    }
+}
