@@ -123,6 +123,13 @@ pub fn describe(m: &ioscope_store::MismatchRow, block_len: u32) -> String {
     let found: Option<serde_json::Value> = m.found_header_json.as_deref().and_then(|j| serde_json::from_str(j).ok());
     let f = |k: &str| found.as_ref().map(|h| h[k].to_string()).unwrap_or_else(|| "?".into());
     let exp = &m.expected_generation;
+    // "generation 117" of this run's writes; an earlier run's header says whose it is.
+    let generation = match found.as_ref().map(|h| &h["this_run"]) {
+        Some(serde_json::Value::Bool(false)) => {
+            format!("generation {} of earlier run {}", f("generation"), f("run_id"))
+        }
+        _ => format!("generation {}", f("generation")),
+    };
     let range = found
         .as_ref()
         .and_then(|h| Some((h["first_changed_byte_in"][0].as_u64()?, h["first_changed_byte_in"][1].as_u64()?)));
@@ -130,17 +137,14 @@ pub fn describe(m: &ioscope_store::MismatchRow, block_len: u32) -> String {
     match (m.kind.as_str(), &found) {
         ("checksum", Some(_)) => match (range, changed) {
             (Some((a, b)), Some(n)) => format!(
-                "the header is this block's (generation {}, expected {exp}) but the checksum fails: the first changed byte is in bytes {a}..{b} of the {block_len}-byte block ({n} of 8 eighths changed)",
-                f("generation")
+                "the header is this block's ({generation}, expected {exp}) but the checksum fails: the first changed byte is in bytes {a}..{b} of the {block_len}-byte block ({n} of 8 eighths changed)"
             ),
             _ => format!(
-                "the header is this block's (generation {}, expected {exp}) but the checksum fails; where in the block is not known (a header of an earlier version, without segment tags)",
-                f("generation")
+                "the header is this block's ({generation}, expected {exp}) but the checksum fails; where in the block is not known (a header of an earlier version, without segment tags)"
             ),
         },
         ("torn", Some(_)) => format!(
-            "the head of the block is write {} (expected {exp}) and its tail is not: every byte from byte {} on differs, as a torn write leaves a block",
-            f("generation"),
+            "the head of the block is the write of {generation} (expected {exp}) and its tail is not: the bytes from byte {} on differ, as a torn write leaves a block",
             range.map_or("?".to_string(), |(a, _)| a.to_string())
         ),
         ("header-destroyed", None) => format!(
