@@ -155,13 +155,6 @@ pub fn execute(plan: &Plan, output: &OutputFlags, probes: &crate::probe::Probes,
         if let Some(note) = layout.refused_note() {
             eprintln!("{note}");
         }
-        // With --verify, the files filled now carry headers of this run (generation 0).
-        if !plan.verify.is_off() && !layout.to_fill.is_empty() && workset::stamps_headers(plan.verify_block_bytes()) {
-            let run_id = ioscope_exec::verify::new_run_id();
-            layout.verify_headers = Some((run_id, plan.verify_block_bytes()));
-            let files = layout.to_fill.iter().map(|i| *i as u32).collect();
-            verify_laid_out = Some(ioscope_exec::verify::LaidOut { run_id, files });
-        }
         if !layout.to_fill.is_empty() {
             let total = layout.bytes_to_fill();
             if !output.quiet {
@@ -186,6 +179,19 @@ pub fn execute(plan: &Plan, output: &OutputFlags, probes: &crate::probe::Probes,
                 let secs = started.elapsed().as_secs_f64();
                 eprintln!("  written in {secs:.1} s ({:.0} MB/s)", total as f64 / 1e6 / secs.max(1e-9));
             }
+        } else {
+            // Nothing to fill; the marker still learns whether this run's writes keep the
+            // verify headers it records.
+            workset::prepare(&*fs, &mut layout, 1, &|_, _| {})
+                .map_err(|e| Failure::failed(anyhow::Error::new(e).context("preparing the working set")))?;
+        }
+        // Every block the fill writes carries a verify header (generation 0); with --verify
+        // the blocks of every file the marker says carry headers of this verify block are
+        // checked from the first read (a block without its header is a mismatch).
+        if !plan.verify.is_off() {
+            let run_id = layout.verify_headers.map_or_else(ioscope_exec::verify::new_run_id, |(id, _)| id);
+            let files = layout.carrying_headers(plan.verify_block_bytes());
+            verify_laid_out = Some(ioscope_exec::verify::LaidOut { run_id, files });
         }
         layout.files
     };
@@ -500,8 +506,8 @@ fn prepare_dataset(
         Some(_) => 16,
         None => std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(1, 16),
     };
-    // With --verify, the files created now carry headers of this run (generation 0).
-    let headers = (!plan.verify.is_off()).then(|| (ioscope_exec::verify::new_run_id(), plan.verify_block_bytes()));
+    // The files created now carry verify headers (generation 0), with --verify or not.
+    let headers = Some((ioscope_exec::verify::new_run_id(), plan.verify_block_bytes()));
     let prepared = dataset::prepare_stamped(&*fs, d, plan.force, created_dir, threads, &report, headers);
     terminal::clear_line(show_progress);
     match prepared {
@@ -511,7 +517,7 @@ fn prepare_dataset(
                 eprintln!("  created in {secs:.1} s ({:.0} files/s)", p.layout.files() as f64 / secs.max(1e-9));
             }
             let laid_out = headers
-                .filter(|_| !p.stamped.is_empty())
+                .filter(|_| !p.stamped.is_empty() && !plan.verify.is_off())
                 .map(|(run_id, _)| ioscope_exec::verify::LaidOut { run_id, files: p.stamped });
             Ok((p.layout, laid_out))
         }

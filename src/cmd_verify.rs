@@ -33,7 +33,7 @@ struct Tally {
     /// Checked blocks with a durable floor (the target promised to keep a write of them).
     durable: u64,
     intact: u64,
-    /// Durable writes lost or stale, corrupt or misplaced blocks, by kind.
+    /// Durable writes lost (zeroed, truncated) or stale, changed or misplaced blocks, by kind.
     failed: std::collections::BTreeMap<&'static str, u64>,
     /// Acknowledged, never promised durable, not found.
     allowed: u64,
@@ -49,7 +49,7 @@ trait Blocks {
     fn read(&mut self, index: usize, offset: u64, buf: &mut [u8]) -> Result<usize, String>;
 }
 
-/// A file of the run, reopened: None when it is gone (its blocks read as zeros: lost); an
+/// A file of the run, reopened: None when it is gone (its blocks are missing: truncated); an
 /// error when it cannot be opened (its blocks are unreadable).
 type Reopened<T> = Result<Option<T>, String>;
 
@@ -263,15 +263,18 @@ pub fn verify(path: &Path, strict: bool, json: bool) -> CmdResult {
             buf.fill(0);
             t.checked += 1;
             t.durable += u64::from(durable > 0);
-            if let Err(e) = blocks.read(index, offset, &mut buf) {
-                t.unreadable += 1;
-                if t.read_errors.len() < LISTED {
-                    t.read_errors.push(format!("{} offset {offset}: {e}", f.path));
+            let got = match blocks.read(index, offset, &mut buf) {
+                Ok(n) => n,
+                Err(e) => {
+                    t.unreadable += 1;
+                    if t.read_errors.len() < LISTED {
+                        t.read_errors.push(format!("{} offset {offset}: {e}", f.path));
+                    }
+                    continue;
                 }
-                continue;
-            }
+            };
             let j = Journaled { run_id: d.run_id, file_id: f.id, offset, block_len: d.block_len, floor, durable };
-            let (m, allowed) = match recheck(&buf, &j) {
+            let (mut m, allowed) = match recheck(&buf, &j) {
                 Finding::Intact(_) => {
                     t.intact += 1;
                     continue;
@@ -279,6 +282,10 @@ pub fn verify(path: &Path, strict: bool, json: bool) -> CmdResult {
                 Finding::NotDurableMissing(m) => (m, !strict),
                 Finding::Failed(m) => (m, false),
             };
+            // The file ends before the block (or is gone): its missing bytes read as zeros.
+            if got < len && m.kind == ioscope_verify::Kind::Zeroed {
+                m.kind = ioscope_verify::Kind::Truncated;
+            }
             if allowed {
                 t.allowed += 1;
             } else {
@@ -348,7 +355,7 @@ pub fn verify(path: &Path, strict: bool, json: bool) -> CmdResult {
             "  not durable, not found  {} ({})\n",
             t.allowed,
             if strict {
-                "--strict: counted as lost or stale above"
+                "--strict: counted as stale, zeroed or truncated above"
             } else {
                 "acknowledged writes the target never promised to keep: allowed"
             }

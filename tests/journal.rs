@@ -175,7 +175,7 @@ fn a_durable_block_put_back_to_an_older_copy_or_zeroed_fails_the_check_naming_it
     drop(f);
     let (code, report) = verify(&journal, &[]);
     assert_eq!(code, Some(1), "{report:#}");
-    assert_eq!((report["failed"]["stale"].as_u64(), report["failed"]["lost"].as_u64()), (Some(1), Some(1)));
+    assert_eq!((report["failed"]["stale"].as_u64(), report["failed"]["zeroed"].as_u64()), (Some(1), Some(1)));
     let found = |offset: u64| {
         report["mismatches"].as_array().unwrap().iter().find(|m| m["offset"] == offset).cloned().unwrap_or_default()
     };
@@ -184,17 +184,17 @@ fn a_durable_block_put_back_to_an_older_copy_or_zeroed_fails_the_check_naming_it
     assert_eq!(s_["path"], stale.1.as_str());
     assert_eq!(s_["found"]["offset"], stale.2 * len as u64, "the older copy of the same block");
     let z = found(zeroed.2 * len as u64);
-    assert_eq!((z["kind"].as_str(), z["found"].is_null()), (Some("lost"), true), "{report:#}");
+    assert_eq!((z["kind"].as_str(), z["found"].is_null()), (Some("zeroed"), true), "{report:#}");
     // The text names the block and the kind too.
     let text = ioscope().args(["verify", "--journal", s(&journal)]).output().unwrap();
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.contains(&format!("offset {}: stale", stale.2 * len as u64)), "{text}");
-    assert!(text.contains(&format!("offset {}: lost", zeroed.2 * len as u64)), "{text}");
-    // The file gone: every block of it is lost.
+    assert!(text.contains(&format!("offset {}: zeroed", zeroed.2 * len as u64)), "{text}");
+    // The file gone: every block of it is missing.
     std::fs::remove_file(&path).unwrap();
     let (code, report) = verify(&journal, &[]);
     assert_eq!(code, Some(1), "{report:#}");
-    assert_eq!(report["failed"]["lost"], report["blocks_durable"], "{report:#}");
+    assert_eq!(report["failed"]["truncated"], report["blocks_durable"], "{report:#}");
     assert_eq!(report["intact"], 0);
 }
 

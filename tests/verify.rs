@@ -16,13 +16,13 @@ const BLOCK: u64 = 4096;
 /// A fault made to the working-set file once the write pass is over.
 #[derive(Clone, Copy)]
 enum Fault {
-    /// Bytes of block N flipped (corrupt at N).
+    /// Bytes of block N flipped (checksum at N).
     Flip(u64),
-    /// Block N zeroed (lost at N).
+    /// Block N zeroed (zeroed at N).
     Zero(u64),
     /// Block FROM copied over block TO (misplaced at TO; the header names FROM).
     Copy { from: u64, to: u64 },
-    /// The file cut to N blocks (lost past it, short reads).
+    /// The file cut to N blocks (truncated past it, short reads).
     Truncate(u64),
 }
 
@@ -120,13 +120,13 @@ fn three_faults(engine: &str, place: &str, file: &Path, verify: &[&str], extra: 
     let (code, v) = run(&workload(place, engine, extra), verify, file, &faults);
     schema_check(&v);
     let ver = &v["verification"];
-    assert!(has(&v, "corrupt", 5), "{engine}: flipped bytes at block 5: {ver}");
-    assert!(has(&v, "lost", 7), "{engine}: zeroed block 7: {ver}");
+    assert!(has(&v, "checksum", 5), "{engine}: flipped bytes at block 5: {ver}");
+    assert!(has(&v, "zeroed", 7), "{engine}: zeroed block 7: {ver}");
     assert!(has(&v, "misplaced", 9), "{engine}: block 3 copied over block 9: {ver}");
     let misplaced = found(&v).into_iter().find(|(k, o, _)| k == "misplaced" && *o == 9 * BLOCK).unwrap();
     assert_eq!(misplaced.2.unwrap()["offset"], 3 * BLOCK, "{engine}: the header found names block 3");
     assert_eq!(found(&v).len(), 3, "{engine}: no other block is flagged: {ver}");
-    for kind in ["corrupt", "lost", "misplaced"] {
+    for kind in ["checksum", "zeroed", "misplaced"] {
         assert!(ver["by_kind"][kind].as_u64().unwrap_or(0) > 0, "{engine}: {kind} counted: {ver}");
     }
     assert_eq!(v["verdicts"][0]["id"], "data-mismatch", "{engine}: {}", v["verdicts"]);
@@ -137,10 +137,10 @@ fn truncated(engine: &str, place: &str, file: &Path, extra: &str) {
     let (code, v) = run(&workload(place, engine, extra), &["--verify"], file, &[Fault::Truncate(128)]);
     let ver = &v["verification"];
     assert_eq!(code, 1, "{engine}: {ver}");
-    let lost: Vec<u64> = found(&v).iter().filter(|(k, _, _)| k == "lost").map(|(_, o, _)| *o).collect();
-    assert!(!lost.is_empty(), "{engine}: {ver}");
-    assert!(lost.iter().all(|o| *o >= 128 * BLOCK), "{engine}: only blocks past the new end are lost: {lost:?}");
-    assert_eq!(found(&v).len(), lost.len(), "{engine}: nothing but lost blocks: {ver}");
+    let cut: Vec<u64> = found(&v).iter().filter(|(k, _, _)| k == "truncated").map(|(_, o, _)| *o).collect();
+    assert!(!cut.is_empty(), "{engine}: {ver}");
+    assert!(cut.iter().all(|o| *o >= 128 * BLOCK), "{engine}: only blocks past the new end are truncated: {cut:?}");
+    assert_eq!(found(&v).len(), cut.len(), "{engine}: nothing but truncated blocks: {ver}");
     let short = v["ops"]["read"]["errors_by_kind"]["short read"].as_u64().unwrap_or(0);
     assert!(short > 0, "{engine}: the short reads are counted: {}", v["ops"]["read"]);
 }
@@ -186,7 +186,7 @@ fn uring_finds_the_same_faults_and_verify_report_exits_0() {
 }
 
 #[test]
-fn posix_a_file_truncated_during_the_run_reads_as_lost_blocks_and_short_reads() {
+fn posix_a_file_truncated_during_the_run_reads_as_truncated_blocks_and_short_reads() {
     let (_d, place, file) = local();
     truncated("posix", &place, &file, "");
 }
@@ -261,8 +261,8 @@ fn nfs_large_reads_landing_in_the_io_buffer_are_checked_faults_found_and_clean_r
         let (code, v) = run(&toml(&faults), &verify, &file, &made);
         let ver = &v["verification"];
         assert_eq!(code, 1, "{version}: {ver}");
-        assert!(has(&v, "corrupt", 5), "{version}: flipped bytes at block 5: {ver}");
-        assert!(has(&v, "lost", 300), "{version}: zeroed block 300: {ver}");
+        assert!(has(&v, "checksum", 5), "{version}: flipped bytes at block 5: {ver}");
+        assert!(has(&v, "zeroed", 300), "{version}: zeroed block 300: {ver}");
         assert!(has(&v, "misplaced", 700), "{version}: block 3 copied over block 700: {ver}");
         assert_eq!(found(&v).len(), 3, "{version}: no other block is flagged: {ver}");
         let (code, v) = run(&toml(&clean_dir), &verify, Path::new("/nonexistent"), &[]);
@@ -381,7 +381,7 @@ fn tree_verify_a_clean_run_of_transfers_creates_deletes_copies_and_moves_finds_n
 }
 
 #[test]
-fn tree_verify_bytes_flipped_in_a_tree_file_are_found_corrupt_with_its_path_and_offset() {
+fn tree_verify_bytes_flipped_in_a_tree_file_fail_their_checksum_found_with_its_path_and_offset() {
     let d = tempfile::tempdir().unwrap();
     let anchor = d.path().join("tree");
     // A write pass over 4 files of 16 blocks, then a read pass checking them.
@@ -397,7 +397,7 @@ fn tree_verify_bytes_flipped_in_a_tree_file_are_found_corrupt_with_its_path_and_
     assert_eq!(code, 1, "{ver}");
     let first = ver["first_mismatches"].as_array().unwrap();
     assert_eq!(first.len(), 1, "only the flipped block: {ver}");
-    assert_eq!(first[0]["kind"], "corrupt", "{ver}");
+    assert_eq!(first[0]["kind"], "checksum", "{ver}");
     assert_eq!(first[0]["offset"], 5 * BLOCK, "{ver}");
     assert_eq!(first[0]["path"], file.display().to_string(), "{ver}");
     assert_eq!(first[0]["file"], 2, "the tree's file index: {ver}");
@@ -425,4 +425,169 @@ fn tree_verify_a_dataset_created_with_verify_is_checked_from_the_first_read_and_
     assert_eq!(code, 0, "{ver}");
     assert_eq!(ver["verified"], 0, "{ver}");
     assert!(ver["unverified"].as_u64().unwrap() > 100, "{ver}");
+}
+
+// ---- Headers from the first fill: a later read-only run tells a destroyed header from none ----
+
+/// `ioscope run ARGS --quiet --json --out OUT`: the exit code and the JSON summary.
+fn run_json(args: &[&str], out: &Path) -> (i32, Value) {
+    let o = Command::new(env!("CARGO_BIN_EXE_ioscope"))
+        .arg("run")
+        .args(args)
+        .args(["--quiet", "--json", "--out"])
+        .arg(out)
+        .output()
+        .unwrap();
+    summary_of(o)
+}
+
+fn summary_of(o: std::process::Output) -> (i32, Value) {
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let v: Value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("{e}: {stdout}\nstderr: {}", String::from_utf8_lossy(&o.stderr)));
+    (o.status.code().unwrap_or(-1), v)
+}
+
+fn overwrite_4_bytes(file: &Path, offset: u64) {
+    let f = std::fs::OpenOptions::new().write(true).open(file).unwrap();
+    f.write_all_at(&[0xde, 0xad, 0xbe, 0xef], offset).unwrap();
+    f.sync_all().unwrap();
+}
+
+/// The (kind, offset) of every bad block the summary lists.
+fn bad_blocks(v: &Value) -> Vec<(String, u64)> {
+    found(v).into_iter().map(|(k, o, _)| (k, o)).collect()
+}
+
+#[test]
+fn a_header_overwritten_during_or_before_a_later_read_only_verify_run_is_header_destroyed_at_its_offset_and_fails_it() {
+    let d = tempfile::tempdir().unwrap();
+    let data = d.path().join("data");
+    let file = data.join("ioscope.0.dat");
+    let data = data.to_str().unwrap();
+    let common = ["--engine", "posix", "--bs", "4k", "--size", "16m", "--dir", data, "--verify"];
+    let (code, v) = run_json(&[&common[..], &["--rw", "randrw", "--duration", "1s"]].concat(), &d.path().join("1.db"));
+    assert_eq!((code, &v["verification"]["mismatches"]), (0, &Value::from(0)), "{}", v["verification"]);
+
+    // During: a sequential read of 4 blocks a second reaches block 10 (offset 40960) 2.5 s
+    // in; its first 4 bytes are overwritten as soon as the run's results file exists (it
+    // is created before the first I/O, after preparation).
+    let during = d.path().join("2.db");
+    let child = Command::new(env!("CARGO_BIN_EXE_ioscope"))
+        .arg("run")
+        .args(common)
+        .args(["--rw", "read", "--rate-iops", "4", "--duration", "4s", "--quiet", "--json", "--out"])
+        .arg(&during)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while !during.exists() {
+        assert!(start.elapsed() < Duration::from_secs(60), "the read-only run never started");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    overwrite_4_bytes(&file, 40960);
+    let (code, v) = summary_of(child.wait_with_output().unwrap());
+    let ver = &v["verification"];
+    assert_eq!(code, 1, "a destroyed header fails the run: {ver}");
+    assert_eq!(v["status"], "failed", "{}", v["status_detail"]);
+    assert_eq!(bad_blocks(&v), [("header-destroyed".to_string(), 40960)], "{ver}");
+    assert_eq!((ver["mismatches"].as_u64(), ver["by_kind"]["header-destroyed"].as_u64()), (Some(1), Some(1)), "{ver}");
+    assert_eq!(ver["unverified"], 0, "every block carries a header: {ver}");
+    assert!(ver["first_mismatches"][0]["found"].as_str().unwrap().contains("no header"), "{ver}");
+    assert_eq!(v["verdicts"][0]["id"], "data-mismatch", "{}", v["verdicts"]);
+
+    // Before: another block's header overwritten between runs; the whole file read once.
+    overwrite_4_bytes(&file, 12 * BLOCK);
+    let (code, v) = run_json(&[&common[..], &["--rw", "read", "--duration", "1s"]].concat(), &d.path().join("3.db"));
+    let mut bad = bad_blocks(&v);
+    bad.sort();
+    let destroyed = |o: u64| ("header-destroyed".to_string(), o);
+    assert_eq!((code, bad), (1, vec![destroyed(40960), destroyed(12 * BLOCK)]), "{}", v["verification"]);
+    assert_eq!(v["verification"]["mismatches"], 2, "each bad block once, however often read: {}", v["verification"]);
+}
+
+#[test]
+fn a_working_set_prepared_without_verify_carries_headers_that_a_later_verify_run_checks() {
+    let d = tempfile::tempdir().unwrap();
+    let data = d.path().join("data");
+    let data = data.to_str().unwrap();
+    let common = ["--engine", "posix", "--bs", "4k", "--size", "1m", "--dir", data, "--duration", "1s"];
+    let (code, _) = run_json(&[&common[..], &["--rw", "randread"]].concat(), &d.path().join("1.db"));
+    assert_eq!(code, 0);
+    let (code, v) = run_json(&[&common[..], &["--rw", "read", "--verify"]].concat(), &d.path().join("2.db"));
+    let ver = &v["verification"];
+    assert_eq!(code, 0, "{ver}");
+    assert!(ver["verified"].as_u64().unwrap() > 0, "{ver}");
+    assert_eq!((ver["unverified"].as_u64(), ver["mismatches"].as_u64()), (Some(0), Some(0)), "{ver}");
+}
+
+#[test]
+fn a_working_set_written_since_by_a_run_without_verify_reads_unverified_not_as_destroyed_headers() {
+    let d = tempfile::tempdir().unwrap();
+    let data = d.path().join("data");
+    let marker = data.join(".ioscope-workset.json");
+    let data = data.to_str().unwrap();
+    let common = ["--engine", "posix", "--bs", "4k", "--size", "1m", "--dir", data, "--duration", "1s"];
+    let (code, _) = run_json(&[&common[..], &["--rw", "read"]].concat(), &d.path().join("1.db"));
+    assert_eq!(code, 0);
+    let said: Value = serde_json::from_slice(&std::fs::read(&marker).unwrap()).unwrap();
+    assert_eq!(said["files"][0]["verify_block"], 4096, "the fill stamped 4 KiB blocks: {said}");
+    // Writes without --verify put no header in the blocks they write: the marker stops
+    // claiming them before the first one.
+    let (code, _) = run_json(&[&common[..], &["--rw", "randwrite"]].concat(), &d.path().join("2.db"));
+    assert_eq!(code, 0);
+    let said: Value = serde_json::from_slice(&std::fs::read(&marker).unwrap()).unwrap();
+    assert!(said["files"][0].get("verify_block").is_none(), "{said}");
+    let (code, v) = run_json(&[&common[..], &["--rw", "read", "--verify"]].concat(), &d.path().join("3.db"));
+    let ver = &v["verification"];
+    assert_eq!((code, ver["mismatches"].as_u64()), (0, Some(0)), "no false alarm: {ver}");
+    assert!(ver["unverified"].as_u64().unwrap() > 0, "{ver}");
+    // A marker whose claim is not one ioscope writes is refused, naming it.
+    let mut bent: Value = serde_json::from_slice(&std::fs::read(&marker).unwrap()).unwrap();
+    bent["files"][0]["verify_block"] = 1000.into();
+    std::fs::write(&marker, bent.to_string()).unwrap();
+    let o =
+        ioscope(&["run", "--rw", "read", "--verify", "--engine", "posix", "--bs", "4k", "--size", "1m", "--dir", data]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("files[0].verify_block 1000"), "{err}");
+}
+
+#[test]
+fn reads_and_writes_of_the_same_blocks_at_depth_32_on_two_threads_never_overlap_so_none_is_unverified() {
+    // 16 blocks, 2 threads of 32 I/Os in flight: every block is wanted by several I/Os at
+    // once all the time. Under --verify a read and a write of one block (or two writes)
+    // are never in flight together, so no read returns half of a write.
+    // posix: one I/O at a time per thread, so eight threads.
+    for (engine, depth, threads) in [("uring", "32", "2"), ("posix", "1", "8")] {
+        let d = tempfile::tempdir().unwrap();
+        let data = d.path().join("data");
+        let args = [
+            "--engine",
+            engine,
+            "--dir",
+            data.to_str().unwrap(),
+            "--size",
+            "64k",
+            "--bs",
+            "4k",
+            "--rw",
+            "randrw",
+            "--iodepth",
+            depth,
+            "--threads",
+            threads,
+            "--duration",
+            "2s",
+            "--verify",
+        ];
+        let (code, v) = run_json(&args, &d.path().join("r.db"));
+        let ver = &v["verification"];
+        assert_eq!(code, 0, "{engine}: {ver}");
+        assert_eq!((ver["unverified"].as_u64(), ver["mismatches"].as_u64()), (Some(0), Some(0)), "{engine}: {ver}");
+        assert!(ver["verified"].as_u64().unwrap() > 100, "{engine}: {ver}");
+        assert!(v["ops"]["write"]["ops"].as_u64().unwrap() > 100, "{engine}: {}", v["ops"]);
+    }
 }

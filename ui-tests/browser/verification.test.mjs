@@ -43,10 +43,13 @@ test('the summary panel shows each bad block with its kind, offset and the heade
   await page.waitForSelector('.verification');
   const line = await page.$eval('.verification-line', (e) => e.textContent);
   assert.match(line, /--verify report/);
-  assert.match(line, /corrupt/);
+  assert.match(line, /checksum/);
   assert.match(line, /misplaced/);
   const shown = await page.$$eval('ul.mismatches li', (els) => els.map((e) => [e.dataset.mismatch, Number(e.dataset.offset)]));
-  assert.deepEqual(shown.sort(), [['corrupt', 5 * BLOCK], ['misplaced', 9 * BLOCK]]);
+  assert.deepEqual(shown.sort(), [['checksum', 5 * BLOCK], ['misplaced', 9 * BLOCK]]);
+  // A checksum that fails says so, and where in the block: bytes 1000..1009 were flipped.
+  const said = await page.$eval('ul.mismatches li[data-mismatch="checksum"] .verdict-message', (e) => e.textContent);
+  assert.match(said, /checksum fails: the first changed byte is in bytes 512\.\.1024 of the 4096-byte block/);
   const found = await page.$eval('ul.mismatches li[data-mismatch="misplaced"] .evidence', (e) => e.textContent);
   assert.match(found, /"offset":12288/, 'the header found names block 3');
   const verdicts = await page.$$eval('ul.verdicts li.verdict[data-verdict]', (els) => els.map((e) => e.dataset.verdict));

@@ -19,10 +19,11 @@ const STATUS_LOW: u16 = 256;
 const STATUS_HIGH: u16 = 384;
 /// A read or write that transferred fewer bytes than asked.
 pub const SHORT: u16 = 448;
-/// The mismatch kinds of op `verify`: corrupt, misplaced, stale, lost (ioscope_verify::Kind).
-const VERIFY_KINDS: u16 = 449;
 const STATUS_HIGHER: u16 = 453;
-const _: () = assert!((STATUS_HIGHER as usize) + 36 <= ERROR_KINDS);
+/// The mismatch kinds of op `verify` (ioscope_verify::Kind), after the 36 of STATUS_HIGHER.
+const VERIFY_KINDS: u16 = STATUS_HIGHER + 36;
+const VERIFY_LAST: u16 = VERIFY_KINDS + ioscope_verify::Kind::ALL.len() as u16 - 1;
+const _: () = assert!((VERIFY_LAST as usize) < ERROR_KINDS);
 
 /// The error kind of a verify mismatch.
 #[inline(always)]
@@ -105,7 +106,7 @@ pub fn kind_name(op: usize, kind: u16) -> String {
             Some(Op::Read) => "short read".to_string(),
             _ => "short transfer".to_string(),
         },
-        VERIFY_KINDS..=452 if Op::ALL.get(op) == Some(&Op::Verify) => {
+        VERIFY_KINDS..=VERIFY_LAST if Op::ALL.get(op) == Some(&Op::Verify) => {
             ioscope_verify::Kind::ALL[(kind - VERIFY_KINDS) as usize].name().to_string()
         }
         1..=255 => errno_name(kind as i32),

@@ -33,6 +33,8 @@ pub struct MismatchRecord {
     pub expected_min_generation: u64,
     pub expected_max_generation: u64,
     pub found: Option<Header>,
+    /// A checksum that failed: which eighths of the block changed (see [`Mismatch`]).
+    pub bad_segments: Option<u8>,
 }
 
 /// What the run verifies and what it found, shared by the workers of a host.
@@ -51,7 +53,10 @@ pub struct Verifier {
     /// whether it still names the file now under that path.
     epochs: Vec<RwLock<u32>>,
     mismatches: Mutex<Vec<MismatchRecord>>,
+    /// Distinct bad blocks (a block that fails again and again is one).
     mismatch_total: AtomicU64,
+    /// Reads of blocks already found bad (each failed its check again).
+    bad_rereads: AtomicU64,
     stamped_blocks: AtomicU64,
     stamp_ns: AtomicU64,
 }
@@ -142,6 +147,7 @@ impl Verifier {
             epochs: Vec::new(),
             mismatches: Mutex::new(Vec::new()),
             mismatch_total: AtomicU64::new(0),
+            bad_rereads: AtomicU64::new(0),
             stamped_blocks: AtomicU64::new(0),
             stamp_ns: AtomicU64::new(0),
         }
@@ -181,9 +187,14 @@ impl Verifier {
         self.mismatches.lock().map(|m| m.clone()).unwrap_or_default()
     }
 
-    /// Every mismatch found.
+    /// Every bad block found (distinct file and block).
     pub fn mismatch_total(&self) -> u64 {
         self.mismatch_total.load(Relaxed)
+    }
+
+    /// Reads of a block already found bad that failed again (not counted as mismatches).
+    pub fn bad_rereads(&self) -> u64 {
+        self.bad_rereads.load(Relaxed)
     }
 
     /// Blocks stamped and the time spent stamping them (ns).
@@ -202,8 +213,10 @@ impl Verifier {
     }
 }
 
-/// What preparation laid out for a verified run: the run id it stamped into the headers
-/// (generation 0) and the files it wrote in full this run.
+/// What preparation laid out for a verified run: the run id (the one preparation stamped
+/// into the headers, generation 0, if it filled files in this run) and the files every
+/// whole block of which carries a header of the run's verify block length: filled now, or
+/// by an earlier run as the working set's marker records (prep/workset.rs).
 #[derive(Clone, Debug, Default)]
 pub struct LaidOut {
     pub run_id: u64,
@@ -211,7 +224,7 @@ pub struct LaidOut {
 }
 
 /// Stamps a header of generation 0 into every whole verify block of `chunk`, which starts
-/// at byte `offset` of file `file_id` (preparation, with `--verify`).
+/// at byte `offset` of file `file_id` (preparation, always: every prepared block carries one).
 pub fn stamp_laid_out(chunk: &mut [u8], run_id: u64, file_id: u32, block_len: u32, offset: u64) {
     let bl = block_len.max(1) as usize;
     let time_unix_ns = unix_ns();
@@ -238,11 +251,8 @@ fn random_u64() -> u64 {
 /// What a read took from one block at its issue.
 #[derive(Clone, Copy, Default)]
 struct ReadBlock {
+    /// None: a block the state does not cover (nothing reserved, nothing checked).
     snap: Option<Snapshot>,
-    /// The newest generation issued then, and whether a write of it was in flight: a read
-    /// that overlapped a write may see part of it.
-    issued: u64,
-    in_flight: bool,
 }
 
 /// One worker's side: per-slot storage allocated once (no allocation per I/O).
@@ -284,8 +294,14 @@ impl<'a> WorkerVerify<'a> {
     /// Before a dataset transfer on tree file `file`: as [`Self::issue`] with the tree's
     /// file index as the file id. The transfer holds the file ([`Verifier::hold`]) and
     /// its handle is of the file's current epoch (the tree loop closes older ones).
-    pub fn issue_tree(&mut self, io: &Io, file: u32, buf: &mut [u8]) {
-        self.issue(&Io { file, ..*io }, buf);
+    #[must_use]
+    pub fn issue_tree(&mut self, io: &Io, file: u32, buf: &mut [u8]) -> bool {
+        self.issue(&Io { file, ..*io }, buf)
+    }
+
+    /// A dataset transfer not submitted after all: as [`Self::release`] with the tree's file index.
+    pub fn release_tree(&mut self, io: &Io, file: u32) {
+        self.release(&Io { file, ..*io }, usize::MAX);
     }
 
     /// At a dataset transfer's completion: as [`Self::complete`] with the tree's file index.
@@ -303,22 +319,35 @@ impl<'a> WorkerVerify<'a> {
     }
 
     /// Before submission: a write gets a header in each block of `buf`; a read notes what
-    /// each block may hold.
-    pub fn issue(&mut self, io: &Io, buf: &mut [u8]) {
+    /// each block may hold. False, with nothing changed, while another I/O of one of its
+    /// blocks is in flight that it may not overlap (a read and a write, or two writes, of
+    /// one block: see ioscope_verify::state): the caller issues it later.
+    #[must_use]
+    pub fn issue(&mut self, io: &Io, buf: &mut [u8]) -> bool {
         let (first, n) = self.blocks(io);
         let base = io.slot as usize * self.per_slot;
         let states = &*self.v.states;
         match io.op {
             Op::Write => {
                 let t = now_ns();
+                for i in 0..n {
+                    match states.try_begin_write(io.file, first + i as u64) {
+                        Ok(g) => self.gens[base + i] = g.unwrap_or(0),
+                        Err(()) => {
+                            self.release(io, i);
+                            return false;
+                        }
+                    }
+                }
                 let time_unix_ns = unix_ns();
                 let bl = self.block_len;
                 let skip = (first * bl as u64 - io.offset) as usize;
                 for i in 0..n {
                     let block = first + i as u64;
-                    let g = states.begin_write(io.file, block);
-                    self.gens[base + i] = g.unwrap_or(0);
-                    let Some(generation) = g else { continue };
+                    let generation = self.gens[base + i];
+                    if generation == 0 {
+                        continue;
+                    }
                     if let Some(b) = buf.get_mut(skip + i * bl..skip + (i + 1) * bl) {
                         let header = Header {
                             run_id: self.v.run_id,
@@ -339,14 +368,34 @@ impl<'a> WorkerVerify<'a> {
             }
             Op::Read => {
                 for i in 0..n {
-                    let block = first + i as u64;
-                    self.reads[base + i] = match states.read_view(io.file, block) {
-                        Some((snap, issued, in_flight)) => ReadBlock { snap: Some(snap), issued, in_flight },
-                        None => ReadBlock::default(),
+                    self.reads[base + i] = match states.try_begin_read(io.file, first + i as u64) {
+                        Ok(snap) => ReadBlock { snap },
+                        Err(()) => {
+                            self.release(io, i);
+                            return false;
+                        }
                     };
                 }
             }
             _ => {}
+        }
+        true
+    }
+
+    /// Undoes what [`Self::issue`] reserved for the first `upto` blocks of `io` (all of
+    /// them: `usize::MAX`) when it is not submitted after all (the engine refused it).
+    pub fn release(&mut self, io: &Io, upto: usize) {
+        let (first, n) = self.blocks(io);
+        let base = io.slot as usize * self.per_slot;
+        let states = &*self.v.states;
+        for i in 0..n.min(upto) {
+            match io.op {
+                Op::Write if self.gens[base + i] != 0 => states.cancel_write(io.file, first + i as u64),
+                Op::Read if self.reads[base + i].snap.is_some() => states.end_read(io.file, first + i as u64),
+                _ => {}
+            }
+            self.gens[base + i] = 0;
+            self.reads[base + i] = ReadBlock::default();
         }
     }
 
@@ -381,7 +430,12 @@ impl<'a> WorkerVerify<'a> {
                     self.durable(io.slot, file, first, n);
                 }
             }
-            Op::Read if result >= 0 => self.check_read(io, result as usize, buf, slot, done_ns),
+            Op::Read => {
+                if result >= 0 {
+                    self.check_read(io, result as usize, buf, slot, done_ns);
+                }
+                self.release(io, usize::MAX);
+            }
             _ => {}
         }
     }
@@ -439,15 +493,17 @@ impl<'a> WorkerVerify<'a> {
             let outcome = match buf.get(skip + i * bl..skip + (i + 1) * bl) {
                 Some(b) if skip + (i + 1) * bl <= got => check(b, &expect),
                 // Missing from a short read: past the end of the file.
-                _ if snap.has_header => Outcome::Mismatch(Mismatch { kind: Kind::Lost, found: None }),
+                _ if snap.has_header => {
+                    Outcome::Mismatch(Mismatch { kind: Kind::Truncated, found: None, bad_segments: None })
+                }
                 _ => Outcome::Unverified,
             };
             match outcome {
                 Outcome::Verified(_) => checked += 1,
                 Outcome::Unverified => rec.record_skip(),
-                // A write overlapped the read: it may have seen part of that write.
-                Outcome::Mismatch(m) if m.kind == Kind::Corrupt && (r.in_flight || max_generation != r.issued) => {
-                    rec.record_skip()
+                // The same bad block read again: one mismatch, however often it is read.
+                Outcome::Mismatch(_) if !states.mark_bad(io.file, block) => {
+                    self.v.bad_rereads.fetch_add(1, Relaxed);
                 }
                 Outcome::Mismatch(m) => {
                     rec.record_error(errors::verify_kind(m.kind));
@@ -459,6 +515,7 @@ impl<'a> WorkerVerify<'a> {
                         expected_min_generation: snap.floor,
                         expected_max_generation: max_generation,
                         found: m.found,
+                        bad_segments: m.bad_segments,
                     });
                 }
             }
@@ -512,10 +569,26 @@ pub fn rows(
                 (a, b) if a >= b => a.to_string(),
                 (a, b) => format!("{a}..{b}"),
             },
-            found_header_json: m.found.map(|h| header_json(&h, v.run_id).to_string()),
+            found_header_json: m.found.map(|h| found_json(&h, v.run_id, &m).to_string()),
         })
         .collect();
     (run, rows)
+}
+
+/// The header found in a bad block, as the results file keeps it: [`header_json`], and for
+/// a checksum that fails, where in the block the first changed byte lies.
+fn found_json(h: &Header, run_id: u64, m: &MismatchRecord) -> serde_json::Value {
+    let mut j = header_json(h, run_id);
+    if matches!(m.kind, Kind::Checksum | Kind::Torn) {
+        j["checksum_ok"] = false.into();
+        let mm = Mismatch { kind: m.kind, found: m.found, bad_segments: m.bad_segments };
+        if let (Some(mask), Some((from, to))) = (m.bad_segments, mm.first_bad_bytes(h.block_len)) {
+            j["first_changed_byte_in"] = serde_json::json!([from, to]);
+            j["changed_segments"] = (0..8).filter(|k| mask & 1 << k != 0).collect::<Vec<u32>>().into();
+            j["segment_bytes"] = ioscope_verify::header::segment_len(h.block_len as usize).into();
+        }
+    }
+    j
 }
 
 /// A header as JSON; `this_run` tells whether it is this run's.
@@ -575,75 +648,98 @@ mod tests {
     }
 
     #[test]
-    fn overlapping_in_flight_writes_never_raise_a_false_alarm() {
-        let v = Verifier::new(BlockStates::new(&[8 * BL as u64], BL as u32), 42, false);
-        let rec = WorkerRecorder::with_ops(ioscope_engine::OP_KINDS, &[Op::Verify as usize]);
-        rec.start(0, u64::MAX);
-        let slot = &*rec.at(0);
-        let mut w = WorkerVerify::new(&v, 4, BL);
-        // Two writes of block 2 in flight at once (slots 0 and 1), and a read issued
-        // while they are (slot 2).
-        let (mut a, mut b) = (vec![0x11u8; BL], vec![0x22u8; BL]);
-        w.issue(&io(Op::Write, 0), &mut a);
-        w.issue(&io(Op::Write, 1), &mut b);
-        let mut during = vec![0u8; BL];
-        w.issue(&io(Op::Read, 2), &mut during);
-        // The target applied the newer write first and the older one last: the block
-        // holds write a (generation 1) although b (generation 2) was issued after it.
-        w.complete(&io(Op::Write, 1), BL as i64, &b, slot, 1);
-        w.complete(&io(Op::Write, 0), BL as i64, &a, slot, 2);
-        w.complete(&io(Op::Read, 2), BL as i64, &a, slot, 3);
-        // A read issued after both completed may find either.
-        for found in [&a, &b] {
-            let mut buf = vec![0u8; BL];
-            w.issue(&io(Op::Read, 3), &mut buf);
-            w.complete(&io(Op::Read, 3), BL as i64, found, slot, 4);
-        }
-        assert_eq!(counts(&rec), (3, 0, 0), "every read verified, none a mismatch");
-        assert_eq!(v.mismatch_total(), 0);
-        // A later lone write sets the floor: the older data is stale now.
-        let mut c = vec![0x33u8; BL];
-        w.issue(&io(Op::Write, 0), &mut c);
-        w.complete(&io(Op::Write, 0), BL as i64, &c, slot, 5);
-        let mut buf = vec![0u8; BL];
-        w.issue(&io(Op::Read, 3), &mut buf);
-        w.complete(&io(Op::Read, 3), BL as i64, &a, slot, 6);
-        assert_eq!(v.mismatches()[0].kind, Kind::Stale);
-        assert_eq!(v.mismatches()[0].offset, 2 * BL as u64);
-    }
-
-    #[test]
-    fn a_torn_read_under_an_in_flight_write_is_unverified_and_a_short_read_loses_its_tail() {
+    fn a_read_and_a_write_of_one_block_are_never_in_flight_together_so_no_read_is_left_unverified() {
         let v = Verifier::new(BlockStates::new(&[8 * BL as u64], BL as u32), 42, false);
         let rec = WorkerRecorder::with_ops(ioscope_engine::OP_KINDS, &[Op::Verify as usize]);
         rec.start(0, u64::MAX);
         let slot = &*rec.at(0);
         let mut w = WorkerVerify::new(&v, 4, 2 * BL);
-        let mut a = vec![0x11u8; BL];
-        w.issue(&io(Op::Write, 0), &mut a);
-        w.complete(&io(Op::Write, 0), BL as i64, &a, slot, 1);
-        let mut b = vec![0x22u8; BL];
-        w.issue(&io(Op::Write, 1), &mut b);
-        let mut torn = a.clone();
-        torn[BL / 2..].copy_from_slice(&b[BL / 2..]);
-        let mut buf = vec![0u8; BL];
-        w.issue(&io(Op::Read, 2), &mut buf);
-        w.complete(&io(Op::Read, 2), BL as i64, &torn, slot, 2);
-        assert_eq!(counts(&rec), (0, 0, 1), "half of a and half of b, read while b was in flight");
-        w.complete(&io(Op::Write, 1), BL as i64, &b, slot, 3);
-        // Blocks 2 and 3 read with only block 2 returned: block 3 was never written in this
-        // run (no header expected) so it is unverified; block 2 is whole.
-        let two = Io { len: 2 * BL as u32, ..io(Op::Read, 3) };
+        let (mut a, mut b) = (vec![0x11u8; BL], vec![0x22u8; BL]);
+        assert!(w.issue(&io(Op::Write, 0), &mut a));
+        // While write a is in flight, neither a read nor a second write of block 2 is
+        // issued (what a read then returns may be half of each: unverifiable).
         let mut buf = vec![0u8; 2 * BL];
-        w.issue(&two, &mut buf);
-        let mut got = b.clone();
-        got.extend(vec![0u8; BL]);
-        w.complete(&two, BL as i64, &got, slot, 4);
-        assert_eq!(counts(&rec), (1, 0, 2), "block 2 verified, block 3 unverified (counts since the start)");
-        // Block 2 missing from a read that returned nothing: lost.
-        let mut buf = vec![0u8; BL];
-        w.issue(&io(Op::Read, 3), &mut buf);
-        w.complete(&io(Op::Read, 3), 0, &buf, slot, 5);
-        assert_eq!(v.mismatches()[0].kind, Kind::Lost);
+        let two = Io { offset: BL as u64, len: 2 * BL as u32, ..io(Op::Read, 2) };
+        assert!(!w.issue(&two, &mut buf), "blocks 1 and 2: block 2 is being written");
+        assert!(!w.issue(&io(Op::Write, 1), &mut b));
+        assert!(w.issue(&Io { offset: BL as u64, ..io(Op::Read, 3) }, &mut buf), "block 1 alone is free");
+        w.complete(&Io { offset: BL as u64, ..io(Op::Read, 3) }, BL as i64, &vec![7u8; BL], slot, 1);
+        w.complete(&io(Op::Write, 0), BL as i64, &a, slot, 2);
+        // Now the read goes, and a write waits for it.
+        assert!(w.issue(&two, &mut buf));
+        assert!(!w.issue(&io(Op::Write, 1), &mut b), "a write waits for the read of its block");
+        let mut got = vec![7u8; BL];
+        got.extend_from_slice(&a);
+        w.complete(&two, 2 * BL as i64, &got, slot, 3);
+        assert!(w.issue(&io(Op::Write, 1), &mut b));
+        // The engine refused it: nothing of it remains, the block is free again.
+        w.release(&io(Op::Write, 1), usize::MAX);
+        assert_eq!((v.states.issued(0, 2), v.states.in_flight(0, 2)), (1, false));
+        let mut again = vec![0u8; BL];
+        assert!(w.issue(&io(Op::Read, 2), &mut again));
+        w.complete(&io(Op::Read, 2), BL as i64, &a, slot, 4);
+        assert_eq!(counts(&rec), (2, 0, 2), "block 2 verified twice; block 1 (never written) unverified twice");
+        assert_eq!(v.mismatch_total(), 0);
+        // A later write sets the floor: the older data is stale now.
+        let mut c = vec![0x33u8; BL];
+        assert!(w.issue(&io(Op::Write, 0), &mut c));
+        w.complete(&io(Op::Write, 0), BL as i64, &c, slot, 5);
+        assert!(w.issue(&io(Op::Read, 3), &mut again));
+        w.complete(&io(Op::Read, 3), BL as i64, &a, slot, 6);
+        assert_eq!((v.mismatches()[0].kind, v.mismatches()[0].offset), (Kind::Stale, 2 * BL as u64));
+    }
+
+    #[test]
+    fn one_bad_block_read_three_times_is_one_mismatch() {
+        let v = Verifier::new(BlockStates::new(&[8 * BL as u64], BL as u32), 42, false);
+        let rec = WorkerRecorder::with_ops(ioscope_engine::OP_KINDS, &[Op::Verify as usize]);
+        rec.start(0, u64::MAX);
+        let slot = &*rec.at(0);
+        let mut w = WorkerVerify::new(&v, 4, BL);
+        let mut a = vec![0x11u8; BL];
+        assert!(w.issue(&io(Op::Write, 0), &mut a));
+        w.complete(&io(Op::Write, 0), BL as i64, &a, slot, 1);
+        let mut bad = a.clone();
+        bad[3000] ^= 1;
+        for t in 0..3 {
+            let mut buf = vec![0u8; BL];
+            assert!(w.issue(&io(Op::Read, 1), &mut buf));
+            w.complete(&io(Op::Read, 1), BL as i64, &bad, slot, 2 + t);
+        }
+        assert_eq!((v.mismatch_total(), v.bad_rereads(), counts(&rec)), (1, 2, (0, 1, 0)));
+        let m = &v.mismatches()[..];
+        assert_eq!(m.len(), 1);
+        assert_eq!((m[0].kind, m[0].bad_segments), (Kind::Checksum, Some(1 << 5)), "byte 3000 is in 2560..3072");
+        let (run, rows) = rows(&v, "h", &|_| "f".into(), 0);
+        assert_eq!(run.mismatches, 1);
+        let found: serde_json::Value = serde_json::from_str(rows[0].found_header_json.as_deref().unwrap()).unwrap();
+        assert_eq!(found["checksum_ok"], false, "{found}");
+        assert_eq!(found["first_changed_byte_in"], serde_json::json!([2560, 3072]), "{found}");
+        assert_eq!(found["generation"], 1, "{found}");
+    }
+
+    #[test]
+    fn a_block_missing_from_a_short_read_is_truncated_and_one_without_its_header_is_header_destroyed() {
+        let p = crate::test_plan(
+            "engine = 'posix'\ndir = '/nonexistent'\nverify = 'fail'\nrw = 'randread'\nbs = '4k'\nsize = '32k'\n",
+        );
+        let v = Verifier::for_plan(&p, 1, Some(&LaidOut { run_id: 9, files: vec![0] }));
+        let rec = WorkerRecorder::with_ops(ioscope_engine::OP_KINDS, &[Op::Verify as usize]);
+        rec.start(0, u64::MAX);
+        let slot = &*rec.at(0);
+        let mut w = WorkerVerify::new(&v, 4, 2 * BL);
+        let mut laid = vec![0x42u8; 2 * BL];
+        stamp_laid_out(&mut laid, 1234, 0, BL as u32, 2 * BL as u64);
+        laid[BL..BL + 4].copy_from_slice(b"\xde\xad\xbe\xef");
+        let two = Io { len: 2 * BL as u32, ..io(Op::Read, 0) };
+        let mut buf = vec![0u8; 2 * BL];
+        assert!(w.issue(&two, &mut buf));
+        w.complete(&two, 2 * BL as i64, &laid, slot, 1);
+        assert_eq!(counts(&rec), (1, 1, 0), "block 2 (an earlier run's header) verified, block 3 not");
+        assert_eq!((v.mismatches()[0].kind, v.mismatches()[0].offset), (Kind::HeaderDestroyed, 3 * BL as u64));
+        let later = Io { offset: 4 * BL as u64, ..io(Op::Read, 1) };
+        assert!(w.issue(&later, &mut buf));
+        w.complete(&later, 0, &buf, slot, 2);
+        assert_eq!((v.mismatches()[1].kind, v.mismatches()[1].offset), (Kind::Truncated, 4 * BL as u64));
     }
 }

@@ -171,17 +171,52 @@ impl<'a, E: Engine> Worker<'a, E> {
 
     /// Makes each written block unique (no dedup) by stamping a sequence number; with
     /// verification, a header in each block instead (and a read notes what it may find).
+    /// False under verification while an I/O of one of its blocks is in flight that it may
+    /// not overlap (see ioscope_verify::state): nothing was stamped; issue it later.
     #[inline(always)]
-    fn stamp(&mut self, io: &Io) {
+    fn stamp(&mut self, io: &Io) -> bool {
         if let Some(v) = self.verify.as_mut() {
-            match self.tree_file {
+            return match self.tree_file {
                 Some(f) => v.issue_tree(io, f, self.buffers.slot(io.slot)),
                 None => v.issue(io, self.buffers.slot(io.slot)),
-            }
-        } else if io.op == Op::Write && io.len >= 8 {
+            };
+        }
+        if io.op == Op::Write && io.len >= 8 {
             self.writes += 1;
             self.buffers.slot(io.slot)[..8].copy_from_slice(&self.writes.to_le_bytes());
         }
+        true
+    }
+
+    /// An I/O stamped but not submitted (the engine refused it): what verification
+    /// reserved for it is given back.
+    #[cold]
+    fn unstamp(&mut self, io: &Io) {
+        if let Some(v) = self.verify.as_mut() {
+            match self.tree_file {
+                Some(f) => v.release_tree(io, f),
+                None => v.release(io, usize::MAX),
+            }
+        }
+    }
+
+    /// Stamps `io` once no I/O of another worker it may not overlap is in flight (a
+    /// worker of one I/O at a time has none of its own then). False if the run stops first.
+    fn stamp_when_free(&mut self, io: &Io) -> bool {
+        let mut waits = 0u32;
+        while !self.stamp(io) {
+            if self.stop.load(Relaxed) {
+                return false;
+            }
+            // The other I/O takes a service time: yield first, then sleep a little.
+            waits += 1;
+            if waits < 64 {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(std::time::Duration::from_micros(20));
+            }
+        }
+        true
     }
 
     /// The sync operation to issue after a successful write, if any.
@@ -215,8 +250,13 @@ impl<'a, E: Engine> Worker<'a, E> {
     /// Submits one I/O to a synchronous engine and records it; returns its result and
     /// completion time.
     #[inline(always)]
+    /// Under verification it waits while another worker has an I/O of the same block in
+    /// flight that it may not overlap; if the run stops meanwhile the I/O is not issued,
+    /// nor recorded, and its result is -ECANCELED.
     pub(crate) fn submit_sync(&mut self, io: &Io, intended: u64) -> (i64, u64) {
-        self.stamp(io);
+        if !self.stamp_when_free(io) {
+            return (-(libc::ECANCELED as i64), now_ns());
+        }
         let issue = now_ns();
         let result = match self.engine.submit(io, &mut self.buffers) {
             Submitted::Done(r) => r,
@@ -301,6 +341,11 @@ impl<'a, E: Engine> Worker<'a, E> {
         let mut batch: Vec<u32> = Vec::with_capacity(depth);
         let mut next_intended = s.start_ns + s.phase_ns;
         let batched = self.engine.submission().batched_submit;
+        // Under verification: the I/O generated but not issued yet, because an I/O of one
+        // of its blocks was in flight that it may not overlap. It is issued, unchanged (no
+        // offset is picked again, so the offsets keep their distribution), once that one
+        // completes; its slot stays free until then.
+        let mut held: Option<InFlight> = None;
         let mut t = now_ns();
         loop {
             let stopping = t >= s.deadline_ns || self.stop.load(Relaxed) || self.engine.lost().is_some();
@@ -308,24 +353,35 @@ impl<'a, E: Engine> Worker<'a, E> {
                 break;
             }
             // Fill the queue.
-            while let Some(&slot) = free.last().filter(|_| !stopping) {
-                let intended = match s.interval_ns {
-                    None => t,
-                    Some(iv) => {
-                        if next_intended > t {
-                            break;
-                        }
-                        next_intended += iv;
-                        next_intended - iv
+            while let Some(&top) = free.last().filter(|_| !stopping) {
+                let (io, intended) = match held.take() {
+                    Some(h) => (h.io, h.intended),
+                    None => {
+                        let intended = match s.interval_ns {
+                            None => t,
+                            Some(iv) => {
+                                if next_intended > t {
+                                    break;
+                                }
+                                next_intended += iv;
+                                next_intended - iv
+                            }
+                        };
+                        (self.gen.next(top), intended)
                     }
                 };
-                let io = self.gen.next(slot);
-                self.stamp(&io);
+                if !self.stamp(&io) {
+                    held = Some(InFlight { io, intended, issue: 0 });
+                    break;
+                }
+                let slot = io.slot;
                 // An engine that hands each I/O to the target at once is stamped per I/O.
                 let issue = if batched { t } else { now_ns() };
                 match self.engine.submit(&io, &mut self.buffers) {
                     Submitted::Queued => {
-                        free.pop();
+                        if let Some(k) = free.iter().rposition(|&f| f == slot) {
+                            free.swap_remove(k);
+                        }
                         if batched {
                             batch.push(slot);
                         }
@@ -340,6 +396,7 @@ impl<'a, E: Engine> Worker<'a, E> {
                         }
                     }
                     Submitted::Busy => {
+                        self.unstamp(&io);
                         if let Some(iv) = s.interval_ns {
                             next_intended -= iv;
                         }
@@ -355,8 +412,13 @@ impl<'a, E: Engine> Worker<'a, E> {
             }
             self.engine.commit();
             if free.len() == depth {
-                // Nothing in flight: wait for the schedule (open loop) or go round again.
+                // Nothing in flight: wait for the schedule (open loop) or go round again;
+                // an I/O held for another worker's lets that one complete first.
                 t = match s.interval_ns {
+                    _ if held.is_some() => {
+                        std::thread::yield_now();
+                        now_ns()
+                    }
                     Some(_) if !stopping => wait_until(next_intended.min(s.deadline_ns), self.stop),
                     _ => now_ns(),
                 };
@@ -463,6 +525,82 @@ mod tests {
             }
             Submitted::Done(io.len as i64)
         }
+    }
+
+    /// A queued target of 4 blocks that lands a write and serves a read when it is
+    /// submitted, completes them in submission order, and counts every submission of a read
+    /// or write while a write of the same block is in flight (or a write while a read is).
+    struct Overlaps {
+        disk: Vec<u8>,
+        queue: std::collections::VecDeque<(u32, i64)>,
+        /// In flight: (slot, op, block).
+        inflight: Vec<(u32, Op, u64)>,
+        overlaps: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    }
+
+    impl Engine for Overlaps {
+        fn name(&self) -> &'static str {
+            "overlaps"
+        }
+        fn submission(&self) -> Submission {
+            Submission { queued: true, batched_submit: false }
+        }
+        fn open(&mut self, _: &OpenSpec, _: &IoBuffers) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn submit(&mut self, io: &Io, bufs: &mut IoBuffers) -> Submitted {
+            let block = io.offset / 4096;
+            let clash = self.inflight.iter().any(|&(_, op, b)| b == block && (op == Op::Write || io.op == Op::Write));
+            if clash {
+                self.overlaps.fetch_add(1, Relaxed);
+            }
+            let at = io.offset as usize..io.offset as usize + io.len as usize;
+            match io.op {
+                Op::Write => self.disk[at].copy_from_slice(&bufs.slot(io.slot)[..io.len as usize]),
+                _ => bufs.slot(io.slot)[..io.len as usize].copy_from_slice(&self.disk[at]),
+            }
+            self.inflight.push((io.slot, io.op, block));
+            self.queue.push_back((io.slot, io.len as i64));
+            Submitted::Queued
+        }
+        fn reap(&mut self, _: usize, _: Option<u64>, out: &mut Vec<Completion>) -> std::io::Result<()> {
+            if let Some((slot, result)) = self.queue.pop_front() {
+                self.inflight.retain(|&(s, _, _)| s != slot);
+                out.push(Completion { slot, result });
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn under_verify_a_queue_of_32_on_4_blocks_never_has_a_read_and_a_write_of_one_block_in_flight() {
+        let mut p = crate::test_plan(
+            "engine = 'posix'\ndir = '/nonexistent'\nrw = 'randrw'\nsize = '16k'\nbs = '4k'\nverify = 'fail'",
+        );
+        p.sync = SyncMode::None;
+        // Laid out with headers, as preparation does.
+        let mut disk = vec![0x42u8; 16 << 10];
+        crate::verify::stamp_laid_out(&mut disk, 7, 0, 4096, 0);
+        let v = crate::verify::Verifier::for_plan(&p, 1, Some(&crate::verify::LaidOut { run_id: 7, files: vec![0] }));
+        let rec = WorkerRecorder::new(ioscope_engine::OP_KINDS);
+        let stop = AtomicBool::new(false);
+        let bufs = IoBuffers::new(32, 4096, 1);
+        let overlaps = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let engine = Overlaps { disk, queue: Default::default(), inflight: Vec::new(), overlaps: overlaps.clone() };
+        let mut w = Worker::new(engine, bufs, IoGen::for_plan(&p, 1), &rec, &stop, p.sync, 32);
+        w.verify = Some(crate::verify::WorkerVerify::new(&v, 32, 4096));
+        let start = now_ns();
+        w.run(&Schedule { start_ns: start, deadline_ns: start + 50_000_000, interval_ns: None, phase_ns: 0 });
+        let t = totals(&rec);
+        let (reads, writes, checked) = (t[0].counts.ops, t[1].counts.ops, &t[Op::Verify as usize]);
+        assert!(reads > 100 && writes > 100, "{reads} reads, {writes} writes");
+        assert_eq!(
+            overlaps.load(Relaxed),
+            0,
+            "no I/O was issued over a write of its block in flight (or a write over a read)"
+        );
+        assert_eq!((checked.counts.errors, checked.skipped), (0, 0), "no mismatch and none unverified");
+        assert!(checked.counts.ops > 100, "{:?}", checked.counts);
     }
 
     #[test]

@@ -10,10 +10,14 @@
 //! | 32..40 | generation     | 1 for the block's first write in the run, +1 per write; 0 = laid out before the run's writes |
 //! | 40..48 | time           | when the block was stamped, ns since the Unix epoch          |
 //! | 48..56 | checksum       | XXH3-64 of the block's other bytes (see [`checksum`])        |
-//! | 56..64 | reserved       | zero                                                         |
+//! | 56..64 | segment tags   | one byte per eighth of the block (see [`segment_tags`]); zero in headers of earlier versions |
 //!
 //! The rest of the block is the writer's random payload, so a block is incompressible and,
-//! with its header, unique.
+//! with its header, unique. The payload cannot be made again from the header, so a block
+//! whose checksum fails cannot be compared byte by byte with what was written; the segment
+//! tags say which eighths of it changed ([`bad_segments`]), so a report names where in
+//! the block the first changed byte lies (to an eighth: 512 bytes of a 4 KiB block), and
+//! whether the change is a tail from a boundary on (a torn write).
 
 use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed};
 
@@ -25,6 +29,9 @@ pub const MIN_BLOCK_LEN: u32 = 512;
 pub const MAGIC: [u8; 8] = *b"IOSCOPEV";
 
 const CHECKSUM: std::ops::Range<usize> = 48..56;
+const TAGS: std::ops::Range<usize> = 56..64;
+/// Segments a block is tagged in.
+pub const SEGMENTS: usize = 8;
 
 /// The fields of a block header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,7 +58,8 @@ impl Header {
         block[24..32].copy_from_slice(&self.offset.to_le_bytes());
         block[32..40].copy_from_slice(&self.generation.to_le_bytes());
         block[40..48].copy_from_slice(&self.time_unix_ns.to_le_bytes());
-        block[56..64].fill(0);
+        let tags = segment_tags(block);
+        block[TAGS].copy_from_slice(&tags);
         let sum = checksum(block);
         block[CHECKSUM].copy_from_slice(&sum.to_le_bytes());
     }
@@ -84,6 +92,36 @@ pub fn checksum(block: &[u8]) -> u64 {
     }
 }
 
+/// The length of each of the [`SEGMENTS`] segments of a block of `len` bytes (the last
+/// takes what is left); segment 0 starts after the header.
+pub fn segment_len(len: usize) -> usize {
+    (len / SEGMENTS).max(1)
+}
+
+/// One byte of XXH3-64 of each eighth of the block's payload (segment 0 without the header).
+pub fn segment_tags(block: &[u8]) -> [u8; SEGMENTS] {
+    let seg = segment_len(block.len());
+    let mut tags = [0u8; SEGMENTS];
+    for (k, tag) in tags.iter_mut().enumerate() {
+        let start = if k == 0 { HEADER_LEN } else { k * seg };
+        let end = if k + 1 == SEGMENTS { block.len() } else { (k + 1) * seg };
+        *tag = block.get(start.min(end)..end).map_or(0, |b| xxh3_64(b) as u8);
+    }
+    tags
+}
+
+/// Which segments of `block` differ from the tags its header stores (bit k: segment k),
+/// None when the header stores none (a block stamped by an earlier version) or the block
+/// is too short. A segment changed by chance to the same tag (1 in 256) reads as sound.
+pub fn bad_segments(block: &[u8]) -> Option<u8> {
+    let stored = block.get(TAGS)?;
+    if block.len() < HEADER_LEN || stored.iter().all(|&b| b == 0) {
+        return None;
+    }
+    let now = segment_tags(block);
+    Some(now.iter().zip(stored).enumerate().filter(|(_, (a, b))| a != b).fold(0u8, |m, (k, _)| m | 1 << k))
+}
+
 /// The checksum stored in `block`'s header field (0 if the block is too short).
 pub fn stored_checksum(block: &[u8]) -> u64 {
     block.get(CHECKSUM).and_then(|b| b.try_into().ok()).map(u64::from_le_bytes).unwrap_or(0)
@@ -114,6 +152,22 @@ mod tests {
             b[byte] ^= 1;
             assert_ne!(checksum(&b), stored_checksum(&b), "byte {byte}");
         }
+    }
+
+    #[test]
+    fn the_segment_tags_name_the_eighth_of_the_block_that_changed() {
+        let mut block = vec![0x5au8; 4096];
+        header().stamp(&mut block);
+        assert_eq!(bad_segments(&block), Some(0));
+        let mut b = block.clone();
+        b[2600] ^= 4;
+        assert_eq!(bad_segments(&b), Some(1 << 5), "byte 2600 is in 2560..3072");
+        let mut b = block.clone();
+        b[40] ^= 4;
+        assert_eq!(bad_segments(&b), Some(0), "a header field: no payload segment changed");
+        let mut old = block.clone();
+        old[56..64].fill(0);
+        assert_eq!(bad_segments(&old), None, "an earlier version's header has no tags");
     }
 
     #[test]

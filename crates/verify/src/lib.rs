@@ -3,7 +3,7 @@
 //! generation) and a checksum of the whole block. Reads check the header against what the
 //! run knows of the block ([`state`]): the oldest generation it may still hold, the newest
 //! ever issued to it. A block that disagrees is a mismatch of one kind ([`check::Kind`]):
-//! corrupt, misplaced, stale or lost.
+//! checksum, torn, header-destroyed, misplaced, stale, unissued, zeroed or truncated.
 //!
 //! The core loop stamps and checks the blocks of its own buffers; the only I/O here is
 //! the journal's ([`journal`]), which keeps every block's floors across a crash.

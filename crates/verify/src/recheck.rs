@@ -6,7 +6,8 @@
 //!   promised to keep is gone. Allowed (a target that crashed may drop it), counted.
 //! - It holds less than its durable floor (an older write, another run's, zeros): a
 //!   durable write lost or stale, a failure.
-//! - Corrupt or misplaced: a failure whatever the floors (no write ever put that there).
+//! - A checksum that fails, a torn block, a header destroyed, misplaced or of a write never
+//!   issued: a failure whatever the floors (no write ever put that there).
 
 use crate::check::{check, Expect, Kind, Mismatch, Outcome};
 use crate::header::Header;
@@ -51,10 +52,10 @@ pub fn recheck(block: &[u8], j: &Journaled) -> Finding {
     let m = match check(block, &expect(j.floor)) {
         Outcome::Verified(h) => return Finding::Intact(h),
         // Not returned when a header is expected; a block without one is a mismatch.
-        Outcome::Unverified => Mismatch { kind: Kind::Corrupt, found: None },
+        Outcome::Unverified => Mismatch { kind: Kind::HeaderDestroyed, found: None, bad_segments: None },
         Outcome::Mismatch(m) => m,
     };
-    if !matches!(m.kind, Kind::Stale | Kind::Lost) {
+    if !matches!(m.kind, Kind::Stale | Kind::Zeroed | Kind::Truncated) {
         return Finding::Failed(m);
     }
     if j.durable == 0 {
@@ -86,7 +87,7 @@ mod tests {
 
     fn kind(f: Finding) -> (&'static str, Kind) {
         match f {
-            Finding::Intact(_) => ("intact", Kind::Corrupt),
+            Finding::Intact(_) => ("intact", Kind::Checksum),
             Finding::NotDurableMissing(m) => ("allowed", m.kind),
             Finding::Failed(m) => ("failed", m.kind),
         }
@@ -97,16 +98,16 @@ mod tests {
         assert!(matches!(recheck(&block(4), &j(4, 2)), Finding::Intact(_)));
         assert!(matches!(recheck(&block(6), &j(4, 2)), Finding::Intact(_)), "a newer write that was in flight");
         assert_eq!(kind(recheck(&block(3), &j(4, 2))), ("allowed", Kind::Stale), "acknowledged, never promised");
-        assert_eq!(kind(recheck(&vec![0; LEN], &j(4, 0))), ("allowed", Kind::Lost), "nothing durable");
+        assert_eq!(kind(recheck(&vec![0; LEN], &j(4, 0))), ("allowed", Kind::Zeroed), "nothing durable");
         assert_eq!(kind(recheck(&block(1), &j(4, 2))), ("failed", Kind::Stale), "older than durable");
-        assert_eq!(kind(recheck(&vec![0; LEN], &j(4, 2))), ("failed", Kind::Lost), "a durable block zeroed");
+        assert_eq!(kind(recheck(&vec![0; LEN], &j(4, 2))), ("failed", Kind::Zeroed), "a durable block zeroed");
     }
 
     #[test]
-    fn corrupt_and_misplaced_blocks_fail_whatever_the_floors() {
+    fn changed_destroyed_and_misplaced_blocks_fail_whatever_the_floors() {
         let mut flipped = block(4);
         flipped[100] ^= 1;
-        assert_eq!(kind(recheck(&flipped, &j(4, 0))), ("failed", Kind::Corrupt));
+        assert_eq!(kind(recheck(&flipped, &j(4, 0))), ("failed", Kind::Checksum));
         let elsewhere = {
             let mut b = vec![0x3cu8; LEN];
             Header { run_id: 5, file_id: 1, block_len: LEN as u32, offset: 0, generation: 4, time_unix_ns: 1 }
@@ -114,6 +115,6 @@ mod tests {
             b
         };
         assert_eq!(kind(recheck(&elsewhere, &j(4, 0))), ("failed", Kind::Misplaced));
-        assert_eq!(kind(recheck(&vec![7u8; LEN], &j(4, 0))), ("failed", Kind::Corrupt), "no header, not zeros");
+        assert_eq!(kind(recheck(&vec![7u8; LEN], &j(4, 0))), ("failed", Kind::HeaderDestroyed), "no header, not zeros");
     }
 }

@@ -12,6 +12,12 @@
 //! completed. So overlapping I/O never raises a false alarm; it only makes the check
 //! looser for the blocks it touches.
 //!
+//! Under `--verify` the core loop never has a read and a write of one block in flight at
+//! once, nor two writes ([`BlockStates::try_begin_read`], [`BlockStates::try_begin_write`]):
+//! a read that overlaps a write may return part of each (the page cache copies a page to a
+//! reader while a writer fills it), which no check can tell from a torn block on the
+//! target. Only reads overlap one another.
+//!
 //! A write that fails leaves the block unknown (old, new or torn): it is not checked
 //! until a later group of writes to it completes without a failure.
 
@@ -26,6 +32,10 @@ struct Block {
     /// Oldest generation of the overlapping writes now in flight.
     group_lo: u32,
     inflight: u16,
+    /// Reads in flight (a write is not issued while any is: see [`BlockStates::try_begin_write`]).
+    readers: u16,
+    /// A read of the block has failed its check: later failures of it are the same bad block.
+    bad: bool,
     /// A write of the current group failed.
     group_failed: bool,
     has_header: bool,
@@ -137,6 +147,61 @@ impl BlockStates {
         .flatten()
     }
 
+    /// A write of the block is about to be submitted, if no other I/O of it is in flight:
+    /// Ok(the generation to stamp), Ok(None) for a block the state does not cover, Err(())
+    /// while a read or write of it is in flight (issue it later).
+    #[allow(clippy::result_unit_err)]
+    pub fn try_begin_write(&self, file: u32, block: u64) -> Result<Option<u64>, ()> {
+        let r = self.with(file, block, |b| {
+            if b.inflight > 0 || b.readers > 0 {
+                return Err(());
+            }
+            b.issued = b.issued.saturating_add(1);
+            b.group_lo = b.issued;
+            b.group_failed = false;
+            b.inflight = 1;
+            Ok(u64::from(b.issued))
+        });
+        r.transpose()
+    }
+
+    /// Undoes a [`Self::try_begin_write`] whose write was never submitted (another block
+    /// of its I/O was busy, or the engine refused it): the block is as before.
+    pub fn cancel_write(&self, file: u32, block: u64) {
+        self.with(file, block, |b| {
+            b.inflight = b.inflight.saturating_sub(1);
+            if b.inflight == 0 {
+                b.issued = b.issued.saturating_sub(1);
+            }
+        });
+    }
+
+    /// A read of the block is about to be submitted, if no write of it is in flight: what
+    /// it may find (Ok(None): not covered), Err(()) while a write of it is in flight. End
+    /// it with [`Self::end_read`].
+    #[allow(clippy::result_unit_err)]
+    pub fn try_begin_read(&self, file: u32, block: u64) -> Result<Option<Snapshot>, ()> {
+        let r = self.with(file, block, |b| {
+            if b.inflight > 0 {
+                return Err(());
+            }
+            b.readers = b.readers.saturating_add(1);
+            Ok(Snapshot { floor: u64::from(b.floor), has_header: b.has_header, tracked: b.tracked && !b.group_failed })
+        });
+        r.transpose()
+    }
+
+    /// A read begun with [`Self::try_begin_read`] completed (or was never submitted).
+    pub fn end_read(&self, file: u32, block: u64) {
+        self.with(file, block, |b| b.readers = b.readers.saturating_sub(1));
+    }
+
+    /// A read of the block failed its check: true the first time (a new bad block), false
+    /// for a block already found bad (the same fault read again).
+    pub fn mark_bad(&self, file: u32, block: u64) -> bool {
+        self.with(file, block, |b| !std::mem::replace(&mut b.bad, true)).unwrap_or(true)
+    }
+
     /// The target has made write `generation` of the block durable (an O_DSYNC write
     /// completed, or the fsync or COMMIT that followed it). Returns the new durable floor
     /// when it moved.
@@ -163,24 +228,12 @@ impl BlockStates {
         })
     }
 
-    /// What a read issued now takes, under one lock: the snapshot, the newest generation
-    /// issued and whether a write of the block is in flight (None: not covered).
-    pub fn read_view(&self, file: u32, block: u64) -> Option<(Snapshot, u64, bool)> {
-        self.with(file, block, |b| {
-            let snap =
-                Snapshot { floor: u64::from(b.floor), has_header: b.has_header, tracked: b.tracked && !b.group_failed };
-            (snap, u64::from(b.issued), b.inflight > 0)
-        })
-    }
-
     /// The newest generation issued to the block (0: none).
     pub fn issued(&self, file: u32, block: u64) -> u64 {
         self.with(file, block, |b| u64::from(b.issued)).unwrap_or(0)
     }
 
-    /// A write of the block is in flight: a read overlapping it may see part of it (the
-    /// page cache copies a page for a reader while a writer fills it), so a checksum that
-    /// fails then is not the target's fault.
+    /// A write of the block is in flight.
     pub fn in_flight(&self, file: u32, block: u64) -> bool {
         self.with(file, block, |b| b.inflight > 0).unwrap_or(false)
     }
@@ -215,6 +268,7 @@ impl BlockStates {
             self.with(file, block, |b| {
                 b.tracked = false;
                 b.has_header = false;
+                b.bad = false;
                 b.floor = 0;
                 b.durable = 0;
             });
@@ -271,6 +325,39 @@ mod tests {
         assert_eq!(s.made_durable(0, 0, c), None, "b in flight: only a is sure");
         s.end_write(0, 0, true);
         assert_eq!(s.made_durable(0, 0, c), Some(b));
+    }
+
+    #[test]
+    fn a_read_and_a_write_of_one_block_are_never_in_flight_at_once_and_reads_may_overlap() {
+        let s = BlockStates::new(&[2 * 4096], 4096);
+        assert!(s.try_begin_read(0, 0).unwrap().is_some());
+        assert!(s.try_begin_read(0, 0).unwrap().is_some(), "reads overlap reads");
+        assert_eq!(s.try_begin_write(0, 0), Err(()), "a write waits for the reads");
+        assert_eq!(s.try_begin_write(0, 1), Ok(Some(1)), "another block is free");
+        s.end_read(0, 0);
+        assert_eq!(s.try_begin_write(0, 0), Err(()), "one read is still in flight");
+        s.end_read(0, 0);
+        assert_eq!(s.try_begin_write(0, 0), Ok(Some(1)));
+        assert_eq!(s.try_begin_read(0, 0), Err(()), "a read waits for the write");
+        assert_eq!(s.try_begin_write(0, 0), Err(()), "and so does a second write");
+        assert_eq!(s.end_write(0, 0, true), Some(1));
+        assert!(s.try_begin_read(0, 0).unwrap().is_some());
+        // A write never submitted leaves the block as it was.
+        s.end_read(0, 0);
+        assert_eq!(s.try_begin_write(0, 0), Ok(Some(2)));
+        s.cancel_write(0, 0);
+        assert_eq!((s.issued(0, 0), s.in_flight(0, 0), s.snapshot(0, 0).unwrap().floor), (1, false, 1));
+        assert_eq!(s.try_begin_read(0, 9), Ok(None), "not covered: nothing to wait for");
+    }
+
+    #[test]
+    fn a_bad_block_is_new_once() {
+        let s = BlockStates::new(&[2 * 4096], 4096);
+        assert!(s.mark_bad(0, 1));
+        assert!(!s.mark_bad(0, 1), "read again: the same bad block");
+        assert!(s.mark_bad(0, 0));
+        s.replaced(0);
+        assert!(s.mark_bad(0, 1), "a replaced file's blocks are new");
     }
 
     #[test]

@@ -184,9 +184,10 @@ function summaryBlock(run, which) {
   return h('div', { class: 'summary-block' }, figs, knee, h('div', { class: 'table-scroll' }, table), foot, agentsTable(s), targetBlock(s), verification, notes, checks, repeats, meta);
 }
 
-// Data validation (--verify): blocks checked, mismatches by kind, unverified blocks and the
-// cost, then the first mismatch of each bad block (kind, file, offset, expected and found
-// header) listed like the verdicts.
+// Data validation (--verify): blocks checked, bad blocks by kind (checksum, torn,
+// header-destroyed, misplaced, stale, unissued, zeroed, truncated), unverified blocks and
+// the cost, then the first mismatch of each bad block (kind, file, offset, what was found
+// in words, expected generation and the header found) listed like the verdicts.
 export function verificationBlock(s) {
   const v = s.verification;
   if (!v) return null;
@@ -201,7 +202,7 @@ export function verificationBlock(s) {
     ? h('ul', { class: 'notes verdicts mismatches' }, v.first_mismatches.map((m) => h('li', { class: 'verdict verdict-error', 'data-mismatch': m.kind, 'data-offset': String(m.offset) },
       h('span', { class: 'severity severity-error' }, m.kind),
       h('div', { class: 'verdict-body' },
-        h('span', { class: 'verdict-message' }, `${m.path} at offset ${fmtInt(m.offset)} (second ${m.second})`),
+        h('span', { class: 'verdict-message' }, `${m.path} at offset ${fmtInt(m.offset)} (second ${m.second})${m.found ? `: ${m.found}` : ''}`),
         h('div', { class: 'evidence' },
           h('span', {}, h('span', { class: 'ek' }, 'expected generation:'), ` ${m.expected_generation}`),
           h('span', {}, h('span', { class: 'ek' }, 'found:'), ` ${m.found_header_json || 'no header'}`))))))

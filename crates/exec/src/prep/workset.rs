@@ -66,6 +66,11 @@ struct MarkerFile {
     /// markers of earlier versions (their files are not provably ioscope's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     made: Option<Made>,
+    /// Every whole block of this many bytes carries a verify header (the fill stamps one,
+    /// and every run that wrote since wrote headers of this block length); absent: not
+    /// known (a marker of an earlier version, or a run wrote without them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    verify_block: Option<u32>,
 }
 
 /// A file's identity when ioscope made it.
@@ -96,9 +101,21 @@ impl marker::Body for Files {
             if !seen.insert(i) {
                 return Err(format!("files[{k}].name {} is listed twice", quoted(&f.name)));
             }
+            if let Some(b) = f.verify_block.filter(|b| !valid_verify_block(*b)) {
+                return Err(format!(
+                    "files[{k}].verify_block {b} is not a verify block ioscope stamps (a multiple of 512 bytes from 512 to 64 MiB that divides {CHUNK})"
+                ));
+            }
         }
         Ok(())
     }
+}
+
+/// A verify block the fill can have stamped: the plan's bounds, and whole blocks per chunk.
+fn valid_verify_block(b: u32) -> bool {
+    (ioscope_workload::MIN_VERIFY_BLOCK..=ioscope_workload::MAX_VERIFY_BLOCK).contains(&b)
+        && b % ioscope_workload::MIN_VERIFY_BLOCK == 0
+        && stamps_headers(b)
 }
 
 /// N of a name `ioscope.N.dat` as [`file_name`] writes it (decimal, no sign, no leading
@@ -146,9 +163,13 @@ pub struct Layout {
     foreign: Vec<usize>,
     dir_exists: bool,
     marker: Marker<Files>,
-    /// With `--verify`: (run id, verify block) to stamp a header of generation 0 into each
-    /// block the fill writes (see [`crate::verify::LaidOut`]).
+    /// (run id, verify block) to stamp a header of generation 0 into each block the fill
+    /// writes (see [`crate::verify::LaidOut`]): always, when the plan's verify block divides
+    /// a fill chunk, so that a later `--verify` run finds a header in every block.
     pub verify_headers: Option<(u64, u32)>,
+    /// The verify block the run's writes stamp headers of (None: the run writes without
+    /// headers, or does not write): what the marker records for its files after the run.
+    run_writes: Option<Option<u32>>,
     /// With `--force`: the marker found, refused ("PATH: why"), so the directory is taken
     /// as not ioscope's. The fill replaces it with a marker of the files it creates (and
     /// then clears this); a run that creates none leaves it as it is (see
@@ -159,6 +180,18 @@ pub struct Layout {
 impl Layout {
     pub fn bytes_to_fill(&self) -> u64 {
         self.to_fill.len() as u64 * self.file_size_bytes
+    }
+
+    /// The files (indexes) every whole block of `block_len` bytes of which carries a verify
+    /// header, as the marker records it (after [`prepare`]: the files filled now too). A
+    /// claim of the marker, checked by reading: a block without its header is a mismatch.
+    pub fn carrying_headers(&self, block_len: u32) -> Vec<u32> {
+        (0..self.files.len() as u32)
+            .filter(|&i| {
+                let name = file_name(i);
+                self.marker.body.files.iter().any(|f| f.name == name && f.complete && f.verify_block == Some(block_len))
+            })
+            .collect()
     }
 
     /// The directory was made for this run just before `check` (so cleanup may remove it).
@@ -305,7 +338,9 @@ pub fn check(fs: &dyn FileSystem, dir: &Path, plan: &Plan) -> Result<Layout, Wor
         foreign,
         dir_exists,
         marker,
-        verify_headers: None,
+        verify_headers: stamps_headers(plan.verify_block_bytes())
+            .then(|| (crate::verify::new_run_id(), plan.verify_block_bytes())),
+        run_writes: plan.writes().then(|| (!plan.verify.is_off()).then(|| plan.verify_block_bytes())),
         refused_marker,
     })
 }
@@ -373,10 +408,10 @@ fn fill(
         c.create_dir_all(&layout.dir).map_err(io_err(&layout.dir))?;
         layout.dir_exists = true;
     }
-    // Nothing to fill, nothing new to record: the marker as it is stays (one whose entries
-    // did not prove ours is not rewritten without them).
+    // Nothing to fill: the marker as it is stays (one whose entries did not prove ours is
+    // not rewritten without them), unless the run's writes end what it says of headers.
     if layout.to_fill.is_empty() {
-        return Ok(());
+        return forget_headers(&mut *c, layout);
     }
     // Create the files, then mark them ours (incomplete) with the identity each has now,
     // before the data: an interrupted fill is still ours, to rewrite or remove.
@@ -390,7 +425,13 @@ fn fill(
         };
         let name = file_name(i as u32);
         layout.marker.body.files.retain(|f| f.name != name);
-        layout.marker.body.files.push(MarkerFile { name, size_bytes: size, complete: false, made: Some(made) });
+        layout.marker.body.files.push(MarkerFile {
+            name,
+            size_bytes: size,
+            complete: false,
+            made: Some(made),
+            verify_block: None,
+        });
     }
     write_marker(&mut *c, &layout.dir, &layout.marker)?;
     // The refused marker is gone, replaced by this one.
@@ -428,11 +469,36 @@ fn fill(
     for path in &opened {
         c.sync(path).map_err(io_err(path))?;
     }
+    let stamped = headers.map(|(_, bl)| bl);
+    let filled: Vec<String> = layout.to_fill.iter().map(|&i| file_name(i as u32)).collect();
     for f in layout.marker.body.files.iter_mut() {
         f.complete = true;
+        if filled.contains(&f.name) {
+            f.verify_block = stamped;
+        }
     }
     write_marker(&mut *c, &layout.dir, &layout.marker)?;
     layout.to_fill.clear();
+    forget_headers(&mut *c, layout)
+}
+
+/// Before a run that writes without headers of the block length the marker records (no
+/// `--verify`, or another verify block): its files no longer carry them in every block,
+/// so the marker stops saying so, before the first write (an interrupted run leaves no
+/// false claim). A later `--verify` run then counts their blocks unverified until written.
+fn forget_headers(c: &mut dyn FsConn, layout: &mut Layout) -> Result<(), WorksetError> {
+    let Some(writes) = layout.run_writes else { return Ok(()) };
+    let ours: Vec<String> = (0..layout.files.len() as u32).map(file_name).collect();
+    let mut changed = false;
+    for f in layout.marker.body.files.iter_mut().filter(|f| ours.contains(&f.name)) {
+        if f.verify_block.is_some() && f.verify_block != writes {
+            f.verify_block = None;
+            changed = true;
+        }
+    }
+    if changed {
+        write_marker(c, &layout.dir, &layout.marker)?;
+    }
     Ok(())
 }
 
@@ -510,7 +576,11 @@ mod tests {
         let data = fs::read(dir.join("ioscope.0.dat")).unwrap();
         assert_eq!(data.len(), 10 << 20);
         let zeros = data.iter().filter(|b| **b == 0).count();
-        assert!(zeros < data.len() / 128, "data is random, not zeros ({zeros} zero bytes)");
+        // Random bytes are zero 1 in 256; each block's verify header adds about 30 (its
+        // generation 0, the high bytes of small fields) per verify block.
+        assert!(zeros < data.len() / 64, "data is random, not zeros ({zeros} zero bytes)");
+        let h = ioscope_verify::Header::parse(&data[4096..]).expect("every block carries a verify header");
+        assert_eq!((h.offset, h.generation, h.block_len), (4096, 0, p.verify_block_bytes()));
         assert_ne!(data[..4096], data[8 << 20..(8 << 20) + 4096], "chunks differ");
 
         // A matching layout is reused without rewriting.
