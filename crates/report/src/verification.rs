@@ -185,8 +185,9 @@ pub fn verdicts(v: Option<&VerificationSummary>) -> Vec<Verdict> {
     let mut verdict = Verdict::new(
         VerdictId::DataMismatch,
         format!(
-            "data mismatch: {} blocks read back were not what the run wrote ({}; {} block reads checked)",
-            v.mismatches,
+            "data mismatch: {} read back {} not what the run wrote ({}; {} block reads checked)",
+            if v.mismatches == 1 { "1 block".to_string() } else { format!("{} blocks", v.mismatches) },
+            if v.mismatches == 1 { "was" } else { "were" },
             kinds.join(", "),
             v.blocks_checked,
         ),
