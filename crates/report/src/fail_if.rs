@@ -14,6 +14,8 @@
 //! be noise.
 
 use crate::compare::{figure_label, signed_pct, Comparison, FailIfResult};
+/// The comparison of `--check`; `==` and `!=` are refused here.
+pub use ioscope_workload::check::Cmp;
 
 /// A condition as parsed.
 #[derive(Clone, Debug, PartialEq)]
@@ -27,25 +29,6 @@ pub struct FailIf {
     pub cmp: Cmp,
     /// In percent of A.
     pub threshold_pct: f64,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Cmp {
-    Lt,
-    Le,
-    Gt,
-    Ge,
-}
-
-impl Cmp {
-    fn holds(self, x: f64, t: f64) -> bool {
-        match self {
-            Cmp::Lt => x < t,
-            Cmp::Le => x <= t,
-            Cmp::Gt => x > t,
-            Cmp::Ge => x >= t,
-        }
-    }
 }
 
 /// Why a condition does not parse: the column (1-based, in characters) and what was expected.
