@@ -278,6 +278,15 @@ impl Opt {
             None => self.key.clone(),
         }
     }
+    /// The option as a diagnostic echoes it: whole from the job file, by its name only
+    /// from an included file (which may be any file of the directory, such as one of
+    /// credentials: its values are never echoed).
+    fn echoed(&self) -> String {
+        match (&self.value, self.at.file) {
+            (Some(_), 1..) => format!("{}=…", self.key),
+            _ => self.shown(),
+        }
+    }
 }
 
 /// A job section with the `[global]` options in force where it starts.
@@ -525,10 +534,10 @@ impl Converter {
         self.findings.push(Finding { severity, path, line: at.line, option, message, expected: expected.into() });
     }
     fn error(&mut self, o: &Opt, message: impl Into<String>, expected: &str) {
-        self.push(Severity::Error, o.at, o.shown(), message.into(), expected);
+        self.push(Severity::Error, o.at, o.echoed(), message.into(), expected);
     }
     fn warn(&mut self, o: &Opt, message: impl Into<String>) {
-        self.push(Severity::Warning, o.at, o.shown(), message.into(), "");
+        self.push(Severity::Warning, o.at, o.echoed(), message.into(), "");
     }
 
     /// The file's lines with `include`s replaced by the included files' lines. Blank and
@@ -1830,6 +1839,17 @@ mod tests {
         let (findings, _) = import_in(dir.path(), "[global]\nsize=1g\n[a]\nrw=read\ninclude inc.fio\n");
         let f = findings.iter().find(|f| f.path.ends_with("inc.fio")).expect("a finding in inc.fio");
         assert!(f.option.chars().count() <= INCLUDED_EXCERPT + 1, "{f}");
+    }
+
+    #[test]
+    fn a_value_of_an_included_file_is_never_echoed() {
+        let dir = tempfile::tempdir().unwrap();
+        let secret = "wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY";
+        std::fs::write(dir.path().join("credentials"), format!("aws_secret_access_key = {secret}\n")).unwrap();
+        let (findings, _) = import_in(dir.path(), "[global]\nsize=1g\n[a]\nrw=read\ninclude credentials\n");
+        let f = findings.iter().find(|f| f.path.ends_with("credentials")).expect("a finding in the included file");
+        assert_eq!(f.option, "aws_secret_access_key=…", "{f}");
+        assert!(findings.iter().all(|f| !f.to_string().contains(&secret[..4])), "{findings:#?}");
     }
 
     #[test]
