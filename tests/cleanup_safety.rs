@@ -210,9 +210,10 @@ fn next(state: &mut u64) -> u64 {
 
 /// A random forged marker: traversal, absolute paths, links, the user's files, control
 /// characters, random identities, sometimes a huge list.
-fn forged(state: &mut u64, outside: &Path) -> String {
+/// `up` climbs from the marker's directory to the one that holds `outside`.
+fn forged(state: &mut u64, up: &str, outside: &Path) -> String {
     let names = [
-        "../outside/victim.dat".to_string(),
+        format!("{up}outside/victim.dat"),
         outside.join("victim.dat").display().to_string(),
         "notes.txt".into(),
         "ioscope.3.dat".into(),
@@ -251,7 +252,7 @@ fn random_forged_markers_through_run_cleanup_remove_or_write_nothing_of_the_user
     ];
     std::os::unix::fs::symlink(outside.join("victim.dat"), dir.join("ioscope.4.dat")).unwrap();
     for case in 0..5 {
-        std::fs::write(dir.join(".ioscope-workset.json"), forged(&mut state, &outside)).unwrap();
+        std::fs::write(dir.join(".ioscope-workset.json"), forged(&mut state, "../", &outside)).unwrap();
         let rw = if case % 2 == 0 { "randwrite" } else { "randread" };
         let out = run(&dir, &tmp.path().join(format!("{case}.db")), rw, true);
         assert!(matches!(out.status.code(), Some(0 | 2)), "seed {seed} case {case}: {}", text(&out));
@@ -349,4 +350,54 @@ fn an_agent_with_cleanup_never_removes_a_file_a_forged_marker_names_outside_its_
     assert_untouched(&victims, "an agent's cleanup");
     let said = a.said.lock().unwrap().clone();
     assert!(said.contains("agent: cleanup: left 1 entry") && said.contains("ioscope.0.dat"), "{said}");
+}
+
+#[test]
+fn random_forged_markers_through_an_agent_with_cleanup_remove_or_write_nothing_of_the_users() {
+    use std::os::unix::fs::PermissionsExt;
+    let seed = std::env::var("IOSCOPE_TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64)
+    });
+    eprintln!("seed {seed} (IOSCOPE_TEST_SEED={seed} replays it)");
+    let mut state = seed;
+    let tmp = tempfile::tempdir().unwrap();
+    let token = tmp.path().join("token");
+    std::fs::write(&token, "a-token-of-the-fleet-0123456789\n").unwrap();
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let root = tmp.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    let a = agent(&token, &root);
+    let run = |rw: &str, db: &str, cleanup: &[&str]| {
+        let mut c = ioscope();
+        c.args(["run", "--size", "64k", "--rw", rw, "--duration", "1s", "--dir", "ws"])
+            .args(cleanup)
+            .arg("--hosts")
+            .arg(format!("agent://{}", a.addr))
+            .arg("--token-file")
+            .arg(&token)
+            .arg("--out")
+            .arg(tmp.path().join(db));
+        c.output().unwrap()
+    };
+    // A first run makes the host's directory (ROOT/ws/HOST).
+    let out = run("randwrite", "first.db", &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let host_dir = std::fs::read_dir(root.join("ws")).unwrap().next().unwrap().unwrap().path();
+    // The generator's traversal climbs from the host's directory to the victim outside.
+    let outside = tmp.path().join("outside");
+    let up = "../".repeat(host_dir.strip_prefix(tmp.path()).unwrap().components().count());
+    let victims = [
+        victim(&outside.join("victim.dat"), 5),
+        victim(&host_dir.join("notes.txt"), 6),
+        victim(&host_dir.join("ioscope.3.dat"), 7),
+    ];
+    std::os::unix::fs::symlink(outside.join("victim.dat"), host_dir.join("ioscope.4.dat")).unwrap();
+    for case in 0..4 {
+        std::fs::write(host_dir.join(".ioscope-workset.json"), forged(&mut state, &up, &outside)).unwrap();
+        let rw = if case % 2 == 0 { "randwrite" } else { "randread" };
+        let out = run(rw, &format!("{case}.db"), &["--cleanup"]);
+        assert!(matches!(out.status.code(), Some(0 | 1 | 2)), "seed {seed} case {case}: {}", text(&out));
+        assert_untouched(&victims, &format!("seed {seed} case {case}"));
+        assert!(host_dir.join("ioscope.4.dat").is_symlink(), "seed {seed} case {case}: the link stays");
+    }
 }
