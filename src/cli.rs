@@ -20,9 +20,10 @@ pub struct Cli {
 pub enum Command {
     /// Run a workload (a TOML file, flags, or both; flags override the file).
     Run(Box<RunArgs>),
-    /// Check a workload file (with flags, as `run` would take them) and print every problem; runs nothing.
+    /// Check a workload (a file, `-` for standard input, flags, or both, as `run` takes them) and print every problem; runs nothing.
     Validate {
-        file: PathBuf,
+        /// Workload file (TOML), or `-` to read it from standard input; without one the flags alone are checked.
+        file: Option<PathBuf>,
         #[command(flatten)]
         workload: WorkloadFlags,
     },
@@ -106,6 +107,19 @@ pub enum Command {
     },
     /// Record what this machine (a file server, say) does, per second, without load: CPU, memory, network, disks, named processes, and with eBPF block and system-call latency; see docs/probe.md.
     Probe(ProbeArgs),
+    /// Print a shell completion script for every command and flag (install: see the README).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff, section 1) of ioscope or of one command, or write every page into a directory (install: see the README).
+    Man {
+        /// The command whose page to print, as in `ioscope man run` or `ioscope man import fio`.
+        command: Vec<String>,
+        /// Write every page (ioscope.1, ioscope-run.1, ...) into this directory instead.
+        #[arg(long, value_name = "DIR", conflicts_with = "command")]
+        dir: Option<PathBuf>,
+    },
 }
 
 /// `ioscope probe`: target-side samplers alone.
@@ -267,7 +281,7 @@ pub enum ExportFormat {
 
 #[derive(Args)]
 pub struct RunArgs {
-    /// Workload file (TOML). See examples/.
+    /// Workload file (TOML), or `-` to read it from standard input. See examples/.
     pub file: Option<PathBuf>,
     #[command(flatten)]
     pub workload: WorkloadFlags,
@@ -380,14 +394,20 @@ fn optional_values(form: &str) -> Option<&str> {
     form.strip_prefix('[')?.strip_suffix(']')
 }
 
-/// Joins `--verify report` into `--verify=report` for flags whose value is optional, when
-/// the next word is one of the flag's values; any other next word (the workload file) is
-/// left alone, so a bare `--verify` never swallows it.
+/// Joins `--verify report` into `--verify=report` for flags whose value is optional, and
+/// `--direct 1` into `--direct=1` for switches, when the next word is one of the flag's
+/// values; any other next word (the workload file) is left alone, so a bare `--verify`
+/// never swallows it.
 pub fn join_optional_values(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     use ioscope_workload::keys::{self, Section};
+    // Switches take fio's `--direct 1` too; every spelling of the key is joined.
     let optional: Vec<(String, Vec<&str>)> = keys::in_section(Section::Top)
-        .filter_map(|k| Some((k.flag?, optional_values(k.form)?)))
-        .map(|(flag, values)| (format!("--{flag}"), values.split('|').collect()))
+        .filter(|k| k.flag.is_some())
+        .filter_map(|k| {
+            let values = if k.is_switch() { Some("0|1") } else { optional_values(k.form) }?;
+            Some(k.spellings().into_iter().map(move |s| (format!("--{s}"), values.split('|').collect())))
+        })
+        .flatten()
         .collect();
     let mut out = Vec::with_capacity(args.len());
     let mut it = args.into_iter().peekable();

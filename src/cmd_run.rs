@@ -12,8 +12,38 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// Reads a workload file; a missing, unreadable, huge or non-UTF-8 file is invalid input.
+/// Reads the workload file, or standard input for `-` (bounded as a file is).
 fn read_source(path: &Path) -> Result<SourceFile, Failure> {
+    if path == Path::new("-") {
+        return read_stdin();
+    }
     SourceFile::read(path).map_err(|e| Failure::said(Kind::InvalidInput, e.to_string()))
+}
+
+fn read_stdin() -> Result<SourceFile, Failure> {
+    use std::io::Read;
+    let limit = ioscope_workload::MAX_SOURCE_BYTES;
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .lock()
+        .take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Failure::said(Kind::InvalidInput, format!("-: error: cannot read standard input: {e}")))?;
+    if bytes.len() as u64 > limit {
+        let limit = ioscope_workload::format_size(limit);
+        return Err(Failure::said(
+            Kind::InvalidInput,
+            format!("-: error: more than {limit} on standard input: expected a workload file (TOML text)"),
+        ));
+    }
+    let text = String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        Failure::said(
+            Kind::InvalidInput,
+            format!("-: error: not UTF-8 text (byte {at}): expected a workload file (TOML text)"),
+        )
+    })?;
+    Ok(SourceFile { path: "-".into(), text })
 }
 
 /// Builds the plan or prints every problem (exit 2).
@@ -25,8 +55,8 @@ pub fn plan_from(file: Option<&Path>, flags: &Flags) -> Result<Plan, Failure> {
     })
 }
 
-pub fn validate(file: &Path, flags: &Flags) -> CmdResult {
-    let plan = plan_from(Some(file), flags)?;
+pub fn validate(file: Option<&Path>, flags: &Flags) -> CmdResult {
+    let plan = plan_from(file, flags)?;
     let threads: u32 = plan.max_threads().iter().sum();
     let threads = if threads == 1 { "1 thread".to_string() } else { format!("{threads} threads") };
     let threads = match plan.hosts.len() {
@@ -40,7 +70,7 @@ pub fn validate(file: &Path, flags: &Flags) -> CmdResult {
     let (engine, duration) = (plan.engine.name(), terminal::duration(plan.total_duration()));
     crate::output::println(&format!(
         "{}: ok ({engine} {}, {threads}{steps}, {duration})",
-        file.display(),
+        file.map_or("flags".into(), |f| f.display().to_string()),
         names.join(" + ")
     ));
     Ok(())

@@ -22,6 +22,7 @@ macro_rules! eprint {
 mod cli;
 mod cmd_agent;
 mod cmd_compare;
+mod cmd_completions;
 mod cmd_demo;
 mod cmd_import;
 mod cmd_import_fio;
@@ -199,7 +200,7 @@ fn main() -> ExitCode {
     let cli = cli::Cli::parse_from(cli::join_optional_values(std::env::args_os().collect()));
     let outcome = match cli.command {
         cli::Command::Run(args) => cmd_run::run(*args),
-        cli::Command::Validate { file, workload } => cmd_run::validate(&file, &workload.flags),
+        cli::Command::Validate { file, workload } => cmd_run::validate(file.as_deref(), &workload.flags),
         cli::Command::Show { file, json, system: true, out } => cmd_show::show_system(&file, json, &out),
         cli::Command::Show { file, json, system: false, out } => cmd_show::show(&file, json, &out),
         cli::Command::Compare { a, b, json, fail_if } => cmd_compare::compare(&a, &b, json, &fail_if),
@@ -215,6 +216,8 @@ fn main() -> ExitCode {
         cli::Command::Agent(args) => cmd_agent::agent(&args),
         cli::Command::Probe(args) => cmd_probe::probe(&args),
         cli::Command::Verify { journal, strict, json } => cmd_verify::verify(&journal, strict, json),
+        cli::Command::Completions { shell } => cmd_completions::completions(shell),
+        cli::Command::Man { command, dir } => cmd_completions::man(&command, dir.as_deref()),
     };
     ExitCode::from(exit_code(outcome))
 }
