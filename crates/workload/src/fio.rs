@@ -15,6 +15,7 @@
 //! instead), an error otherwise, and then nothing is produced.
 
 use crate::canonical::toml_string;
+use crate::units::{secs_literal, size_literal};
 use std::collections::BTreeMap;
 use std::fmt::{self, Write};
 use std::path::{Path, PathBuf};
@@ -767,14 +768,14 @@ impl Converter {
                 if n > MAX_RANGE_SIZES {
                     return self.error(
                         o,
-                        format!("{n} sizes from {} to {}: too many for a weighted list", fmt_size(lo), fmt_size(hi)),
+                        format!("{n} sizes from {} to {}: too many for a weighted list", size_literal(lo), size_literal(hi)),
                         "a narrower range, or bssplit",
                     );
                 }
                 if n > 1 {
                     self.warn(o, format!(
                         "fio picks a size in the range at random for each I/O; ioscope draws each multiple of {} from {} to {} equally often",
-                        fmt_size(lo), fmt_size(lo), fmt_size(lo * n)
+                        size_literal(lo), size_literal(lo), size_literal(lo * n)
                     ));
                 }
                 j.bs = at(o, (1..=n).map(|k| (lo * k, 1)).collect());
@@ -996,7 +997,7 @@ impl Converter {
                     let o = Opt { key: r.from.clone(), value: None, at: r.at };
                     self.warn(&o, "without time_based, fio ends a job after runtime or once it has done size of I/O, whichever comes first; ioscope runs for the whole runtime, going over its working set again");
                 }
-                top.push(("duration".into(), toml_string(&fmt_secs(r.v)), from(&runtime, "", &self.files)));
+                top.push(("duration".into(), toml_string(&secs_literal(r.v)), from(&runtime, "", &self.files)));
             }
             None => {
                 let o = Opt { key: format!("[{}]", jobs[0].section), value: None, at: jobs[0].at };
@@ -1014,7 +1015,7 @@ impl Converter {
             }
         }
         if let Some(r) = self.same(&all, "ramp_time", Some(0), |j| j.ramp_s.clone()).filter(|r| r.v > 0) {
-            top.push(("warmup".into(), toml_string(&fmt_secs(r.v)), from(&Some(r), "", &self.files)));
+            top.push(("warmup".into(), toml_string(&secs_literal(r.v)), from(&Some(r), "", &self.files)));
         }
         let rates = self.rates(&groups, &mut top);
         let description = all.iter().find_map(|j| j.description.clone());
@@ -1220,9 +1221,9 @@ impl Converter {
                 let o = Opt { key: format!("[{}]", jb.section), value: None, at: jb.at };
                 let msg = format!(
                     "its files are {} each and [{}]'s {}: ioscope's working-set files all have one size, the total split evenly",
-                    fmt_size(*b),
+                    size_literal(*b),
                     ja.section,
-                    fmt_size(*a)
+                    size_literal(*a)
                 );
                 self.warn(&o, msg);
             }
@@ -1236,8 +1237,8 @@ impl Converter {
         let Some((bytes, files, src)) = best else { return };
         let files = files.max(1);
         let per_file = (bytes / files).max(1);
-        let src = if files > 1 { format!("{files} files of {}: {src}", fmt_size(per_file)) } else { src };
-        top.push(("size".into(), toml_string(&fmt_size(per_file.saturating_mul(files))), src));
+        let src = if files > 1 { format!("{files} files of {}: {src}", size_literal(per_file)) } else { src };
+        top.push(("size".into(), toml_string(&size_literal(per_file.saturating_mul(files))), src));
         if files > 1 {
             top.push((
                 "files".into(),
@@ -1271,13 +1272,13 @@ impl Converter {
                         if iops == 0 {
                             self.error(
                                 &o,
-                                format!("{} bytes per second is less than one I/O of {} per second", r.v, fmt_size(*b)),
+                                format!("{} bytes per second is less than one I/O of {} per second", r.v, size_literal(*b)),
                                 "at least one block per second",
                             );
                             continue;
                         }
                         if r.v % b != 0 {
-                            self.warn(&o, format!("{} bytes per second at bs {} is not a whole number of I/Os; ioscope runs {iops} I/Os per second", r.v, fmt_size(*b)));
+                            self.warn(&o, format!("{} bytes per second at bs {} is not a whole number of I/Os; ioscope runs {iops} I/Os per second", r.v, size_literal(*b)));
                         }
                         Some((iops, r))
                     }
@@ -1585,25 +1586,8 @@ fn bssplit(s: &str) -> Option<Vec<(u64, u32)>> {
 /// A block-size list as ioscope writes it: `"4k"` or `"4k:60,64k:40"`.
 fn bs_list(l: &[(u64, u32)]) -> String {
     match l {
-        [(b, _)] => fmt_size(*b),
-        _ => l.iter().map(|(b, w)| format!("{}:{w}", fmt_size(*b))).collect::<Vec<_>>().join(","),
-    }
-}
-
-fn fmt_size(n: u64) -> String {
-    for (suffix, shift) in [("t", 40), ("g", 30), ("m", 20), ("k", 10)] {
-        if n >= 1 << shift && n % (1 << shift) == 0 {
-            return format!("{}{suffix}", n >> shift);
-        }
-    }
-    n.to_string()
-}
-
-fn fmt_secs(n: u64) -> String {
-    match n {
-        n if n > 0 && n % 3600 == 0 => format!("{}h", n / 3600),
-        n if n > 0 && n % 60 == 0 => format!("{}m", n / 60),
-        n => format!("{n}s"),
+        [(b, _)] => size_literal(*b),
+        _ => l.iter().map(|(b, w)| format!("{}:{w}", size_literal(*b))).collect::<Vec<_>>().join(","),
     }
 }
 
