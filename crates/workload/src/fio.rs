@@ -768,7 +768,11 @@ impl Converter {
                 if n > MAX_RANGE_SIZES {
                     return self.error(
                         o,
-                        format!("{n} sizes from {} to {}: too many for a weighted list", size_literal(lo), size_literal(hi)),
+                        format!(
+                            "{n} sizes from {} to {}: too many for a weighted list",
+                            size_literal(lo),
+                            size_literal(hi)
+                        ),
                         "a narrower range, or bssplit",
                     );
                 }
@@ -1272,7 +1276,11 @@ impl Converter {
                         if iops == 0 {
                             self.error(
                                 &o,
-                                format!("{} bytes per second is less than one I/O of {} per second", r.v, size_literal(*b)),
+                                format!(
+                                    "{} bytes per second is less than one I/O of {} per second",
+                                    r.v,
+                                    size_literal(*b)
+                                ),
                                 "at least one block per second",
                             );
                             continue;

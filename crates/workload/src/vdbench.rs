@@ -848,7 +848,10 @@ rd=run,fwd=*,fwdrate=curve,elapsed=90,warmup=30m,forthreads=(1-8,d),forxfersize=
             ("512".into(), "512k".into(), "4m".into(), "1536".into())
         );
         assert_eq!(parse_secs("2h"), Some(7200));
-        assert_eq!((secs_literal(72000), secs_literal(1800), secs_literal(90)), ("20h".into(), "30m".into(), "90s".into()));
+        assert_eq!(
+            (secs_literal(72000), secs_literal(1800), secs_literal(90)),
+            ("20h".into(), "30m".into(), "90s".into())
+        );
         let t = toml("fsd=f,anchor=/a \"q\",openflags=o_dsync,totalsize=1g\nfwd=w,fsd=f\nrd=r,fwd=w,fwdrate=max\n");
         assert_eq!((t["dir"].as_str(), t["sync"].as_str()), (Some("/a \"q\""), Some("dsync")));
         assert_eq!((t["duration"].as_str(), t.get("rate_iops")), (Some("30s"), None));
