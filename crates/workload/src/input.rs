@@ -21,6 +21,7 @@ use std::time::Duration;
 use toml_edit::{Document, Item, TableLike, Value};
 
 mod blocks;
+mod defaults;
 mod hosts;
 mod rules;
 mod sections;
@@ -184,6 +185,8 @@ const ON_HOST_LOSS: &[(&str, OnHostLoss)] = &[("stop", OnHostLoss::Stop), ("cont
 /// Shortest and longest `host_timeout`.
 const HOST_TIMEOUT_RANGE: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs(3600));
 const FILEIOS: &[(&str, FileIo)] = &[("sequential", FileIo::Sequential), ("random", FileIo::Random)];
+/// `fileselect`'s plain names (it also takes "zipf:THETA").
+const FILESELECTS: &[(&str, FileSelect)] = &[("random", FileSelect::Random), ("sequential", FileSelect::Sequential)];
 const FORMATS: &[(&str, DatasetFormat)] =
     &[("reuse", DatasetFormat::Reuse), ("always", DatasetFormat::Always), ("never", DatasetFormat::Never)];
 /// Most steps a run may have.

@@ -47,7 +47,7 @@ impl<'a> Ctx<'a> {
         let name_g = self.text_value("name", "a name like \"job1\"");
         let text = self.text();
         // rwmix_read only means something for randrw (and rw, its sequential form).
-        if let (Got::Ok(_, loc), Some(rw)) = (&rwmix_g, rw_g.or(Rw::RandRead)) {
+        if let (Got::Ok(_, loc), Some(rw)) = (&rwmix_g, rw_g.or(defaults::choice("rw", RWS))) {
             if !rw.is_mixed() {
                 let note = format!(
                     "rwmix_read applies only to rw = randrw or rw, and rw is {} ({}): remove rwmix_read, or set rw = \"randrw\"",
@@ -57,13 +57,13 @@ impl<'a> Ctx<'a> {
                 self.err(loc, "rwmix_read", "no rwmix_read unless rw = \"randrw\"", note);
             }
         }
-        let rw = rw_g.or(Rw::RandRead)?;
+        let rw = rw_g.or(defaults::choice("rw", RWS))?;
         let read_pct = match (rw, &rwmix_g) {
             (rw, Got::Ok(pct, _)) if rw.is_mixed() => *pct as u8,
+            (rw, _) if rw.is_mixed() => defaults::number("rwmix_read") as u8,
             (rw, _) => rw.default_read_pct(),
         };
-        let default_bs = vec![BsEntry { bs: BlockSize { bytes: 4096, weight: 1 }, loc: Loc::Default }];
-        let bs = bs_g.or(default_bs)?;
+        let bs = bs_g.or(defaults::block_size("bs"))?;
         Some(ParsedWorkload {
             name_loc: name_g.loc(),
             workload: Workload {
@@ -73,7 +73,7 @@ impl<'a> Ctx<'a> {
                 block_sizes: bs.iter().map(|e| e.bs).collect(),
                 fileio: if rw.is_random() { FileIo::Random } else { FileIo::Sequential },
                 fileselect: if has_dataset || rw.is_random() { FileSelect::Random } else { FileSelect::Sequential },
-                threads: threads_g.or(1)? as u32,
+                threads: threads_g.or(defaults::number("threads"))? as u32,
                 skew_pct: None,
                 pattern: None,
             },
@@ -102,7 +102,7 @@ impl<'a> Ctx<'a> {
         }
         let op = match &rw_g {
             Got::Ok(rw, _) => Some(if rw.default_read_pct() > 0 { Operation::Read } else { Operation::Write }),
-            _ => op_g.or(Operation::Read),
+            _ => op_g.or(defaults::choice("workload.operation", OPERATIONS)),
         };
         if let (Some(op), Got::Ok(_, loc)) = (op, &op_g) {
             if !op.transfers() && !has_dataset {
@@ -124,16 +124,20 @@ impl<'a> Ctx<'a> {
         }
         let read_pct = match (&rwmix_g, &rw_g, op) {
             (Got::Ok(p, _), _, _) => *p as u8,
+            (_, Got::Ok(rw, _), _) if rw.is_mixed() => defaults::number("workload.rwmix_read") as u8,
             (_, Got::Ok(rw, _), _) => rw.default_read_pct(),
             (_, _, Some(Operation::Write)) => 0,
             _ => 100,
         };
         let fileio = match &rw_g {
             Got::Ok(rw, _) => FileIo::from_random(rw.is_random()),
-            _ => fileio_g.or(if has_dataset { FileIo::Sequential } else { FileIo::Random })?,
+            _ => fileio_g.or(if has_dataset {
+                FileIo::Sequential
+            } else {
+                defaults::choice("workload.fileio", FILEIOS)
+            })?,
         };
-        let default_bs = vec![BsEntry { bs: BlockSize { bytes: 4096, weight: 1 }, loc: Loc::Default }];
-        let bs = bs_g.or(default_bs)?;
+        let bs = bs_g.or(defaults::block_size("workload.bs"))?;
         Some(ParsedWorkload {
             name_loc: name_g.loc(),
             skew_loc: skew_g.loc(),
@@ -143,8 +147,8 @@ impl<'a> Ctx<'a> {
                 read_pct,
                 block_sizes: bs.iter().map(|e| e.bs).collect(),
                 fileio,
-                fileselect: fileselect_g.or(FileSelect::Random)?,
-                threads: threads_g.or(1)? as u32,
+                fileselect: fileselect_g.or(defaults::choice("workload.fileselect", FILESELECTS))?,
+                threads: threads_g.or(defaults::number("workload.threads"))? as u32,
                 skew_pct: match skew_g {
                     Got::Ok(s, _) => Some(s),
                     Got::Absent => None,
@@ -190,7 +194,11 @@ impl<'a> Ctx<'a> {
             }
             _ => None,
         };
-        let (depth, width, files) = (depth_g.or(1)?, width_g.or(1)?, files_g.or(1)?);
+        let (depth, width, files) = (
+            depth_g.or(defaults::number("dataset.depth"))?,
+            width_g.or(defaults::number("dataset.width"))?,
+            files_g.or(defaults::number("dataset.files"))?,
+        );
         // Checked: 10000^8 × 10000000 does not fit even in a u128.
         let total = u128::from(width).checked_pow(depth as u32).and_then(|d| d.checked_mul(u128::from(files)));
         if !matches!(total, Some(t) if t <= MAX_DATASET_FILES) {
@@ -199,13 +207,12 @@ impl<'a> Ctx<'a> {
             self.err(&files_g.loc(), "dataset.files", format!("at most {MAX_DATASET_FILES} files in all"), note);
             return None;
         }
-        let default_sizes = vec![BsEntry { bs: BlockSize { bytes: 64 << 10, weight: 1 }, loc: Loc::Default }];
         Some(Some(Dataset {
             dir: dir?,
             depth: depth as u32,
             width: width as u32,
             files: files as u32,
-            sizes: sizes_g.or(default_sizes)?.into_iter().map(|e| e.bs).collect(),
+            sizes: sizes_g.or(defaults::block_size("dataset.sizes"))?.into_iter().map(|e| e.bs).collect(),
             total_size_bytes: match total_g {
                 Got::Ok(v, _) => Some(v),
                 Got::Absent => None,
@@ -216,7 +223,7 @@ impl<'a> Ctx<'a> {
                 Got::Absent => None,
                 Got::Bad => return None,
             },
-            format: format_g.or(DatasetFormat::Reuse)?,
+            format: format_g.or(defaults::choice("dataset.format", FORMATS))?,
         }))
     }
 

@@ -7,7 +7,8 @@ impl<'a> Ctx<'a> {
     /// The engine, and its target: a block device given as the target of an engine of local
     /// files is its `dir`; a target URL is parsed once.
     pub(super) fn engine_and_target(&mut self, top: &mut Top, run: &mut Run) {
-        let engine = top.engine.or(EngineKind::Posix);
+        let engine =
+            top.engine.or(defaults::choice("engine", &ioscope_engine_table::engine_names().collect::<Vec<_>>()));
         // The target, parsed once; its errors are reported with the other engine rules below.
         let target_rule = engine.and_then(|e| e.spec().caps.target);
         // A block device (`--target /dev/X`) for an engine of local files is its `dir`:
@@ -32,7 +33,7 @@ impl<'a> Ctx<'a> {
         let parsed_target = run.parsed_target.take();
         let patterned = run.workloads.iter().flatten().any(|w| w.workload.pattern.is_some());
         if let (true, Some(e)) = (patterned, engine) {
-            if !e.spec().caps.patterns || top.iodepth.or(1).unwrap_or(1) > 1 {
+            if !e.spec().caps.patterns || top.iodepth.or(defaults::number("iodepth")).unwrap_or(1) > 1 {
                 let with = Capability::Patterns.engines_with();
                 let note = format!(
                     "a pattern draws column by column, one I/O at a time per thread: use engine {with} with iodepth 1"
@@ -79,7 +80,7 @@ impl<'a> Ctx<'a> {
         let (engine, text) = (run.engine, self.text());
         // O_DIRECT needs sector-aligned transfers; engines without a page cache here (null
         // does no I/O, nfs has no client cache) take direct = true as it is.
-        let direct = top.direct.or(false).unwrap_or(false);
+        let direct = top.direct.or(defaults::boolean("direct")).unwrap_or(false);
         if let (Got::Ok(true, loc), Some(e)) = (&top.direct, engine) {
             if !e.spec().caps.direct_io {
                 let note = format!("engine {} has no direct I/O (O_DIRECT)", e.name());

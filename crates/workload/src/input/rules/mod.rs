@@ -56,7 +56,7 @@ impl Run {
     }
     /// `size` and `files` of the flat working set, defaults applied; None when bad.
     fn size_files(&self) -> (Option<u64>, Option<u64>) {
-        (self.size_g.or(1 << 30), self.files_g.or(1))
+        (self.size_g.or(defaults::number("size")), self.files_g.or(defaults::number("files")))
     }
 }
 
@@ -155,11 +155,11 @@ fn assemble(top: &Top, run: &Run) -> Option<Plan> {
     let (size, files) = run.size_files();
     Some(Plan {
         engine: run.engine?,
-        iodepth: top.iodepth.or(1)? as u32,
-        sqpoll: top.sqpoll.or(false)?,
+        iodepth: top.iodepth.or(defaults::number("iodepth"))? as u32,
+        sqpoll: top.sqpoll.or(defaults::boolean("sqpoll"))?,
         direct: run.direct,
-        sync: top.sync.or(SyncMode::None)?,
-        cache: top.cache.or(CacheMode::Cold)?,
+        sync: top.sync.or(defaults::choice("sync", SYNCS))?,
+        cache: top.cache.or(defaults::choice("cache", CACHES))?,
         dir: top.dir.or(PathBuf::new())?,
         target: match top.target {
             Got::Bad => return None,
@@ -170,18 +170,18 @@ fn assemble(top: &Top, run: &Run) -> Option<Plan> {
         files: if has_dataset { 0 } else { files? as u32 },
         dataset: run.dataset.clone()?,
         workloads: run.workloads.iter().map(|w| w.as_ref().map(|w| w.workload.clone())).collect::<Option<Vec<_>>>()?,
-        duration: top.duration.or(Duration::from_secs(60))?,
-        warmup: top.warmup.or(Duration::ZERO)?,
+        duration: top.duration.or(defaults::secs("duration"))?,
+        warmup: top.warmup.or(defaults::secs("warmup"))?,
         rate_iops: top.rate.opt()?,
         steps,
         probes: run.probes.iter().map(|p| p.as_ref().map(|(p, _)| p.clone())).collect::<Option<Vec<_>>>()?,
-        force: top.force.or(false)?,
-        cleanup: top.cleanup.or(false)?,
-        max_errors: top.max_errors.or(MaxErrors::default())?,
+        force: top.force.or(defaults::boolean("force"))?,
+        cleanup: top.cleanup.or(defaults::boolean("cleanup"))?,
+        max_errors: top.max_errors.or(defaults::max_errors())?,
         breakdown_top: top.breakdown_top.opt()?.map(|n| n as u32),
         hosts: run.hosts.clone()?,
-        on_host_loss: top.on_host_loss.or(OnHostLoss::Stop)?,
-        host_timeout: top.host_timeout.or(crate::host::DEFAULT_HOST_TIMEOUT)?,
+        on_host_loss: top.on_host_loss.or(defaults::choice("on_host_loss", ON_HOST_LOSS))?,
+        host_timeout: top.host_timeout.or(defaults::secs("host_timeout"))?,
         host_share: None,
         checks: run.checks.iter().cloned().collect::<Option<Vec<_>>>()?,
         warmup_auto: top.warmup_auto,
@@ -189,7 +189,7 @@ fn assemble(top: &Top, run: &Run) -> Option<Plan> {
         until_steady_s: top.until_steady.opt()?.map(|d| d.as_secs() as u32),
         repeat: top.repeat.opt()?.map(|n| n as u32),
         until_ci: top.until_ci.opt()?,
-        verify: top.verify.or(VerifyMode::Off)?,
+        verify: top.verify.or(defaults::choice("verify", VERIFY_MODES))?,
         verify_block: match top.verify_block {
             Got::Bad => return None,
             _ => run.verify_block,

@@ -44,7 +44,7 @@ impl<'a> Ctx<'a> {
         let largest_bs = all_bs.iter().map(|e| e.bs.bytes).max().unwrap_or(4096);
         let slot_bytes = largest_bs.div_ceil(4096) * 4096;
         let mut buffers_refused = false;
-        if let Some(depth) = top.iodepth.or(1) {
+        if let Some(depth) = top.iodepth.or(defaults::number("iodepth")) {
             let per_thread = u128::from(depth) * u128::from(slot_bytes);
             if per_thread > u128::from(MAX_BUFFER_BYTES_PER_THREAD) {
                 buffers_refused = true;
@@ -73,11 +73,13 @@ impl<'a> Ctx<'a> {
                 stepped.unwrap_or(u64::from(w.workload.threads))
             })
             .sum();
-        let all_buffers = u128::from(max_threads) * u128::from(top.iodepth.or(1).unwrap_or(1)) * u128::from(slot_bytes);
+        let all_buffers = u128::from(max_threads)
+            * u128::from(top.iodepth.or(defaults::number("iodepth")).unwrap_or(1))
+            * u128::from(slot_bytes);
         if all_buffers > u128::from(MAX_BUFFER_BYTES) && !buffers_refused {
             let note = format!(
                 "{max_threads} thread(s) × iodepth {} × largest bs {} = {} of I/O buffers",
-                top.iodepth.or(1).unwrap_or(1),
+                top.iodepth.or(defaults::number("iodepth")).unwrap_or(1),
                 format_size(largest_bs),
                 u64::try_from(all_buffers).map_or("more than 16 EiB".to_string(), format_size)
             );
