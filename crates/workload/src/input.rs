@@ -1,8 +1,14 @@
-//! From what the user typed to a [`Plan`]: the TOML walker, flag merging and validation.
+//! From what the user typed to a [`Plan`]: flag merging, the TOML walker and validation.
 //!
 //! Values come from defaults, then the workload file, then flags (a flag replaces the file's
 //! value for its key, and only the value in effect is checked). Every problem is collected as a
 //! [`Diagnostic`] pointing at the value (or flag) responsible; nothing stops at the first one.
+//!
+//! Two layers. The raw layer reads every source into typed values with their locations:
+//! [`sources`] (the file's known keys, flags resolved to keys, `--set`), [`values`] and
+//! [`blocks`] (a reader per form), [`top`] (the top-level keys, read once), [`sections`] and
+//! [`hosts`] (the tables), [`defaults`] (each key's default as the key table declares it). The
+//! rules layer, [`rules`], turns them into a Plan, one module per concern.
 
 use crate::diagnostic::{closest, Diagnostic, MAX_DIAGNOSTICS};
 use crate::host::{OnHostLoss, MAX_HOSTS};
@@ -333,9 +339,10 @@ enum Raw<'a> {
 }
 
 /// The outcome of reading one key.
-#[derive(Clone)]
+#[derive(Clone, Default)]
 enum Got<T> {
     /// Neither file nor flag set it.
+    #[default]
     Absent,
     /// It was set, and wrong; a diagnostic has been recorded.
     Bad,
@@ -364,12 +371,6 @@ impl<T: Clone> Got<T> {
             Got::Bad => None,
             Got::Ok(v, _) => Some(Some(v.clone())),
         }
-    }
-}
-
-impl<T> Default for Got<T> {
-    fn default() -> Self {
-        Got::Absent
     }
 }
 
