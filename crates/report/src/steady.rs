@@ -406,3 +406,15 @@ pub(crate) fn text_lines(s: &Summary) -> Vec<String> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod window_default_tests {
+    use ioscope_workload::keys::{find, KeyDefault, Section};
+
+    /// The plan leaves `steady_window` to this rule: the key table must show the rule's own.
+    #[test]
+    fn the_key_tables_steady_window_default_is_the_rules_window() {
+        let key = find(Section::Top, "steady_window").expect("steady_window is a key");
+        assert_eq!(key.default, KeyDefault::Secs(u64::from(super::DEFAULT_WINDOW_S)));
+    }
+}

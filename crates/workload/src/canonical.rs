@@ -67,6 +67,59 @@ impl Lines {
 /// The canonical TOML for a plan: every key in a fixed order with commented units; the
 /// workloads always as [[workload]] tables (the one-workload form included).
 pub fn to_toml(plan: &Plan) -> String {
+    let mut out = String::from("# ioscope workload (canonical form)\n");
+    top_lines(plan).write(&mut out);
+    if let Some(d) = &plan.dataset {
+        dataset_table(d, &mut out);
+    }
+    for w in &plan.workloads {
+        workload_table(w, &mut out);
+    }
+    for p in &plan.probes {
+        let mut l = Lines::default();
+        l.kv("name", toml_string(&p.name), "");
+        l.kv("command", toml_string(&p.command), "run with sh -c");
+        let at: Vec<String> = p.at.iter().map(|d| toml_string(&duration_literal(*d))).collect();
+        l.kv("at", format!("[{}]", at.join(", ")), "from the start of the run");
+        if let Some(t) = p.timeout {
+            l.kv("timeout", toml_string(&duration_literal(t)), "");
+        }
+        out.push_str("\n[[probe]]\n");
+        l.write(&mut out);
+    }
+    for h in &plan.hosts {
+        let mut l = Lines::default();
+        l.kv("name", toml_string(&h.name), "");
+        l.kv("address", toml_string(&h.kind.address()), "");
+        let paths = [
+            ("identity", &h.identity, "ssh private key"),
+            ("dir", &h.dir, "this host's own dir"),
+            ("bin", &h.bin, "ioscope on the host"),
+            ("token_file", &h.token_file, "the agent's bearer token"),
+            ("ca", &h.ca, "PEM to trust for the agent's TLS"),
+        ];
+        for (key, path, comment) in paths {
+            if let Some(p) = path {
+                l.kv(key, toml_string(&p.to_string_lossy()), comment);
+            }
+        }
+        if let Some(t) = &h.target {
+            l.kv("target", toml_string(&t.url), "this host's own target");
+        }
+        out.push_str("\n[[host]]\n");
+        l.write(&mut out);
+    }
+    for c in &plan.checks {
+        let mut l = Lines::default();
+        l.kv("expr", toml_string(c), "");
+        out.push_str("\n[[check]]\n");
+        l.write(&mut out);
+    }
+    out
+}
+
+/// The top-level keys of [`to_toml`].
+fn top_lines(plan: &Plan) -> Lines {
     let mut top = Lines::default();
     top.kv("engine", toml_string(plan.engine.name()), "posix (pread/pwrite) | uring (io_uring) | null (no I/O) | nfs");
     if let Some(t) = &plan.target {
@@ -182,110 +235,72 @@ pub fn to_toml(plan: &Plan) -> String {
         );
     }
 
-    let mut out = String::from("# ioscope workload (canonical form)\n");
-    top.write(&mut out);
-    if let Some(d) = &plan.dataset {
-        let mut l = Lines::default();
-        l.kv("dir", toml_string(&d.dir.to_string_lossy()), "anchor");
-        l.kv("depth", d.depth.to_string(), "directory levels");
-        l.kv("width", d.width.to_string(), "directories per level");
-        l.kv("files", d.files.to_string(), "files per leaf directory");
-        l.kv("sizes", toml_string(&bs_literal(&d.sizes)), "file sizes, SIZE:WEIGHT");
-        if let Some(t) = d.total_size_bytes {
-            l.kv("total_size", toml_string(&size_literal(t)), "stop creating files at this total");
-        }
-        if let Some(w) = d.working_set_bytes {
-            l.kv("working_set", toml_string(&size_literal(w)), "workloads use the first files up to this size");
-        }
-        let format = match d.format {
-            DatasetFormat::Reuse => "reuse",
-            DatasetFormat::Always => "always",
-            DatasetFormat::Never => "never",
+    top
+}
+
+/// The `[dataset]` table of [`to_toml`].
+fn dataset_table(d: &crate::plan::Dataset, out: &mut String) {
+    let mut l = Lines::default();
+    l.kv("dir", toml_string(&d.dir.to_string_lossy()), "anchor");
+    l.kv("depth", d.depth.to_string(), "directory levels");
+    l.kv("width", d.width.to_string(), "directories per level");
+    l.kv("files", d.files.to_string(), "files per leaf directory");
+    l.kv("sizes", toml_string(&bs_literal(&d.sizes)), "file sizes, SIZE:WEIGHT");
+    if let Some(t) = d.total_size_bytes {
+        l.kv("total_size", toml_string(&size_literal(t)), "stop creating files at this total");
+    }
+    if let Some(w) = d.working_set_bytes {
+        l.kv("working_set", toml_string(&size_literal(w)), "workloads use the first files up to this size");
+    }
+    let format = match d.format {
+        DatasetFormat::Reuse => "reuse",
+        DatasetFormat::Always => "always",
+        DatasetFormat::Never => "never",
+    };
+    l.kv("format", toml_string(format), "reuse | always | never");
+    out.push_str("\n[dataset]\n");
+    l.write(out);
+}
+
+/// One `[[workload]]` table of [`to_toml`].
+fn workload_table(w: &crate::plan::Workload, out: &mut String) {
+    let mut l = Lines::default();
+    l.kv("name", toml_string(&w.name), "");
+    l.kv("operation", toml_string(w.operation.name()), "");
+    if w.operation.transfers() {
+        l.kv("rwmix_read", w.read_pct.to_string(), "% of transfers that are reads");
+    }
+    l.kv("bs", toml_string(&bs_literal(&w.block_sizes)), "transfer size(s), binary (4k = 4096 B)");
+    let fileio = match w.fileio {
+        FileIo::Sequential => "sequential",
+        FileIo::Random => "random",
+    };
+    l.kv("fileio", toml_string(fileio), "");
+    let fileselect = match w.fileselect {
+        FileSelect::Random => "random".to_string(),
+        FileSelect::Sequential => "sequential".to_string(),
+        FileSelect::Zipf(t) => format!("zipf:{t}"),
+    };
+    l.kv("fileselect", toml_string(&fileselect), "");
+    l.kv("threads", w.threads.to_string(), "");
+    if let Some(s) = w.skew_pct {
+        l.kv("skew", number(s), "% of the rate");
+    }
+    if let Some(p) = &w.pattern {
+        let map = match p.map {
+            PatternMap::Offset => "offset",
+            PatternMap::Size => "size",
         };
-        l.kv("format", toml_string(format), "reuse | always | never");
-        out.push_str("\n[dataset]\n");
-        l.write(&mut out);
+        let v = format!(
+            "{{ text = {}, map = {}, column = {} }}",
+            toml_string(&p.text),
+            toml_string(map),
+            toml_string(&duration_literal(p.column))
+        );
+        l.kv("pattern", v, "");
     }
-    for w in &plan.workloads {
-        let mut l = Lines::default();
-        l.kv("name", toml_string(&w.name), "");
-        l.kv("operation", toml_string(w.operation.name()), "");
-        if w.operation.transfers() {
-            l.kv("rwmix_read", w.read_pct.to_string(), "% of transfers that are reads");
-        }
-        l.kv("bs", toml_string(&bs_literal(&w.block_sizes)), "transfer size(s), binary (4k = 4096 B)");
-        let fileio = match w.fileio {
-            FileIo::Sequential => "sequential",
-            FileIo::Random => "random",
-        };
-        l.kv("fileio", toml_string(fileio), "");
-        let fileselect = match w.fileselect {
-            FileSelect::Random => "random".to_string(),
-            FileSelect::Sequential => "sequential".to_string(),
-            FileSelect::Zipf(t) => format!("zipf:{t}"),
-        };
-        l.kv("fileselect", toml_string(&fileselect), "");
-        l.kv("threads", w.threads.to_string(), "");
-        if let Some(s) = w.skew_pct {
-            l.kv("skew", number(s), "% of the rate");
-        }
-        if let Some(p) = &w.pattern {
-            let map = match p.map {
-                PatternMap::Offset => "offset",
-                PatternMap::Size => "size",
-            };
-            let v = format!(
-                "{{ text = {}, map = {}, column = {} }}",
-                toml_string(&p.text),
-                toml_string(map),
-                toml_string(&duration_literal(p.column))
-            );
-            l.kv("pattern", v, "");
-        }
-        out.push_str("\n[[workload]]\n");
-        l.write(&mut out);
-    }
-    for p in &plan.probes {
-        let mut l = Lines::default();
-        l.kv("name", toml_string(&p.name), "");
-        l.kv("command", toml_string(&p.command), "run with sh -c");
-        let at: Vec<String> = p.at.iter().map(|d| toml_string(&duration_literal(*d))).collect();
-        l.kv("at", format!("[{}]", at.join(", ")), "from the start of the run");
-        if let Some(t) = p.timeout {
-            l.kv("timeout", toml_string(&duration_literal(t)), "");
-        }
-        out.push_str("\n[[probe]]\n");
-        l.write(&mut out);
-    }
-    for h in &plan.hosts {
-        let mut l = Lines::default();
-        l.kv("name", toml_string(&h.name), "");
-        l.kv("address", toml_string(&h.kind.address()), "");
-        let paths = [
-            ("identity", &h.identity, "ssh private key"),
-            ("dir", &h.dir, "this host's own dir"),
-            ("bin", &h.bin, "ioscope on the host"),
-            ("token_file", &h.token_file, "the agent's bearer token"),
-            ("ca", &h.ca, "PEM to trust for the agent's TLS"),
-        ];
-        for (key, path, comment) in paths {
-            if let Some(p) = path {
-                l.kv(key, toml_string(&p.to_string_lossy()), comment);
-            }
-        }
-        if let Some(t) = &h.target {
-            l.kv("target", toml_string(&t.url), "this host's own target");
-        }
-        out.push_str("\n[[host]]\n");
-        l.write(&mut out);
-    }
-    for c in &plan.checks {
-        let mut l = Lines::default();
-        l.kv("expr", toml_string(c), "");
-        out.push_str("\n[[check]]\n");
-        l.write(&mut out);
-    }
-    out
+    out.push_str("\n[[workload]]\n");
+    l.write(out);
 }
 
 /// SHA-256 (lowercase hex) of [`to_toml`] without the checks and repeats: the workload

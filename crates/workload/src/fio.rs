@@ -15,6 +15,7 @@
 //! instead), an error otherwise, and then nothing is produced.
 
 use crate::canonical::toml_string;
+use crate::units::{secs_literal, size_literal};
 use std::collections::BTreeMap;
 use std::fmt::{self, Write};
 use std::path::{Path, PathBuf};
@@ -518,6 +519,17 @@ fn engine_of(name: &str) -> Option<(&'static str, &'static str)> {
     })
 }
 
+/// The value of `$e`, or else an error at option `$o` that `$raw` is not a valid value for
+/// it (expected: `$expected`), and a return from the caller.
+macro_rules! need {
+    ($conv:expr, $o:expr, $raw:expr, $e:expr, $expected:expr) => {
+        match $e {
+            Some(x) => x,
+            None => return $conv.error($o, format!("`{}` is not a valid value for {}", $raw, $o.key), $expected),
+        }
+    };
+}
+
 impl Converter {
     fn push(&mut self, severity: Severity, at: At, option: String, message: String, expected: &str) {
         // A hostile file gets a bounded list; an error past the bound still refuses it.
@@ -722,14 +734,6 @@ impl Converter {
     fn apply(&mut self, j: &mut Job, o: &Opt) {
         let raw = o.value.clone().unwrap_or_default();
         let word = raw.to_ascii_lowercase();
-        macro_rules! need {
-            ($e:expr, $expected:expr) => {
-                match $e {
-                    Some(x) => x,
-                    None => return self.error(o, format!("`{raw}` is not a valid value for {}", o.key), $expected),
-                }
-            };
-        }
         match o.key.as_str() {
             "name" => j.name = at(o, raw),
             "description" => j.description = at(o, raw),
@@ -756,17 +760,20 @@ impl Converter {
                 j.read_pct = at(o, pct);
                 j.random = at(o, random);
             }
-            "rwmixread" => j.mix_read = at(o, need!(pct(&raw), "a percentage from 0 to 100")),
-            "rwmixwrite" => j.mix_read = at(o, 100 - need!(pct(&raw), "a percentage from 0 to 100")),
+            "rwmixread" => j.mix_read = at(o, need!(self, o, raw, pct(&raw), "a percentage from 0 to 100")),
+            "rwmixwrite" => j.mix_read = at(o, 100 - need!(self, o, raw, pct(&raw), "a percentage from 0 to 100")),
             "bs" | "blocksize" => {
                 let Some(part) = same_for_reads_and_writes(self, o, &raw) else { return };
-                let size = need!(size(&part).filter(|n| *n > 0), "a size like 4k");
+                let size = need!(self, o, raw, size(&part).filter(|n| *n > 0), "a size like 4k");
                 j.bs = at(o, vec![(size, 1)]);
                 j.bssplit = None;
             }
             "bsrange" | "blocksize_range" => {
                 let Some(part) = same_for_reads_and_writes(self, o, &raw) else { return };
                 let (lo, hi) = need!(
+                    self,
+                    o,
+                    raw,
                     part.split_once('-')
                         .and_then(|(a, b)| Some((size(a)?, size(b)?)))
                         .filter(|(a, b)| *a > 0 && a <= b),
@@ -776,14 +783,18 @@ impl Converter {
                 if n > MAX_RANGE_SIZES {
                     return self.error(
                         o,
-                        format!("{n} sizes from {} to {}: too many for a weighted list", fmt_size(lo), fmt_size(hi)),
+                        format!(
+                            "{n} sizes from {} to {}: too many for a weighted list",
+                            size_literal(lo),
+                            size_literal(hi)
+                        ),
                         "a narrower range, or bssplit",
                     );
                 }
                 if n > 1 {
                     self.warn(o, format!(
                         "fio picks a size in the range at random for each I/O; ioscope draws each multiple of {} from {} to {} equally often",
-                        fmt_size(lo), fmt_size(lo), fmt_size(lo * n)
+                        size_literal(lo), size_literal(lo), size_literal(lo * n)
                     ));
                 }
                 j.bs = at(o, (1..=n).map(|k| (lo * k, 1)).collect());
@@ -791,11 +802,17 @@ impl Converter {
             }
             "bssplit" => {
                 let Some(part) = same_for_reads_and_writes(self, o, &raw) else { return };
-                j.bssplit = at(o, need!(bssplit(&part), "size/percent pairs joined by colons, e.g. 4k/60:64k/40"));
+                j.bssplit = at(
+                    o,
+                    need!(self, o, raw, bssplit(&part), "size/percent pairs joined by colons, e.g. 4k/60:64k/40"),
+                );
             }
-            "numjobs" => j.numjobs = at(o, need!(count(&raw).filter(|n| (1..=4096).contains(n)), "1 to 4096") as u32),
-            "stonewall" | "wait_for_previous" => j.stonewall = need!(flag(&o.value), "1 or 0"),
-            "time_based" => j.time_based = at(o, need!(flag(&o.value), "1 or 0")),
+            "numjobs" => {
+                j.numjobs =
+                    at(o, need!(self, o, raw, count(&raw).filter(|n| (1..=4096).contains(n)), "1 to 4096") as u32)
+            }
+            "stonewall" | "wait_for_previous" => j.stonewall = need!(self, o, raw, flag(&o.value), "1 or 0"),
+            "time_based" => j.time_based = at(o, need!(self, o, raw, flag(&o.value), "1 or 0")),
             "runtime" | "timeout" | "ramp_time" => match secs(&word) {
                 Ok(n) if o.key == "ramp_time" => j.ramp_s = at(o, n),
                 Ok(n) => j.runtime_s = at(o, n),
@@ -803,11 +820,11 @@ impl Converter {
             },
             "rate_iops" => {
                 let Some(part) = same_for_reads_and_writes(self, o, &raw) else { return };
-                j.rate_iops = at(o, need!(count(&part).filter(|n| *n > 0), "I/Os per second, e.g. 1000"));
+                j.rate_iops = at(o, need!(self, o, raw, count(&part).filter(|n| *n > 0), "I/Os per second, e.g. 1000"));
             }
             "rate" => {
                 let Some(part) = same_for_reads_and_writes(self, o, &raw) else { return };
-                j.rate_bytes = at(o, need!(size(&part), "bytes per second, e.g. 10m"));
+                j.rate_bytes = at(o, need!(self, o, raw, size(&part), "bytes per second, e.g. 10m"));
             }
             "directory" if raw.contains(':') => {
                 self.error(o, "ioscope keeps its working set in one directory", "one directory")
@@ -815,14 +832,14 @@ impl Converter {
             "directory" => j.directory = at(o, raw),
             "filename" => j.filename = at(o, raw),
             "nrfiles" | "nr_files" => {
-                j.nrfiles = at(o, need!(count(&raw).filter(|n| *n > 0), "a number of files, e.g. 8"))
+                j.nrfiles = at(o, need!(self, o, raw, count(&raw).filter(|n| *n > 0), "a number of files, e.g. 8"))
             }
             "size" if raw.ends_with('%') => self.error(
                 o,
                 "a share of an existing file or device: ioscope creates its working set and needs its size",
                 "a size like 10g",
             ),
-            "size" => j.size = at(o, need!(size(&raw).filter(|n| *n > 0), "a size like 10g")),
+            "size" => j.size = at(o, need!(self, o, raw, size(&raw).filter(|n| *n > 0), "a size like 10g")),
             "filesize" => {
                 let n = match raw.split_once('-') {
                     Some((a, b)) if size(a).is_some() && size(a) == size(b) => size(a),
@@ -831,9 +848,17 @@ impl Converter {
                     }
                     None => size(&raw),
                 };
-                j.filesize = at(o, need!(n.filter(|n| *n > 0), "a size like 64m"));
+                j.filesize = at(o, need!(self, o, raw, n.filter(|n| *n > 0), "a size like 64m"));
             }
-            "ioengine" => match engine_of(&word) {
+            _ => self.apply_run_option(j, o, &raw, &word),
+        }
+    }
+
+    /// The options of how the job runs: engine, depth, direct, cache, sync, verify, target,
+    /// and what has no equivalent.
+    fn apply_run_option(&mut self, j: &mut Job, o: &Opt, raw: &str, word: &str) {
+        match o.key.as_str() {
+            "ioengine" => match engine_of(word) {
                 Some((engine, note)) => {
                     if !note.is_empty() {
                         self.warn(o, note);
@@ -846,11 +871,14 @@ impl Converter {
                     "psync, sync, pvsync (engine posix), io_uring or libaio (engine uring), nfs or null",
                 ),
             },
-            "iodepth" => j.iodepth = at(o, need!(count(&raw).filter(|n| (1..=65536).contains(n)), "1 to 65536") as u32),
-            "direct" => j.direct = at(o, need!(flag(&o.value), "1 or 0")),
-            "buffered" => j.direct = at(o, !need!(flag(&o.value), "1 or 0")),
-            "invalidate" => j.invalidate = at(o, need!(flag(&o.value), "1 or 0")),
-            "fsync" | "fdatasync" => match count(&raw) {
+            "iodepth" => {
+                j.iodepth =
+                    at(o, need!(self, o, raw, count(raw).filter(|n| (1..=65536).contains(n)), "1 to 65536") as u32)
+            }
+            "direct" => j.direct = at(o, need!(self, o, raw, flag(&o.value), "1 or 0")),
+            "buffered" => j.direct = at(o, !need!(self, o, raw, flag(&o.value), "1 or 0")),
+            "invalidate" => j.invalidate = at(o, need!(self, o, raw, flag(&o.value), "1 or 0")),
+            "fsync" | "fdatasync" => match count(raw) {
                 Some(0) => {}
                 Some(1) => j.sync = at(o, if o.key == "fsync" { "fsync" } else { "fdatasync" }),
                 Some(_) => self.error(
@@ -860,7 +888,7 @@ impl Converter {
                 ),
                 None => self.error(o, "not a number of writes", &format!("{}=1", o.key)),
             },
-            "sync" => match word.as_str() {
+            "sync" => match word {
                 "0" | "none" => j.sync = None,
                 "dsync" => j.sync = at(o, "dsync"),
                 "1" | "sync" => {
@@ -869,9 +897,9 @@ impl Converter {
                 }
                 _ => self.error(o, "not a sync mode ioscope has", "sync=1, sync=dsync or sync=0"),
             },
-            "sqthread_poll" => j.sqpoll = at(o, need!(flag(&o.value), "1 or 0")),
-            "unlink" => j.unlink = at(o, need!(flag(&o.value), "1 or 0")),
-            "verify" => match word.as_str() {
+            "sqthread_poll" => j.sqpoll = at(o, need!(self, o, raw, flag(&o.value), "1 or 0")),
+            "unlink" => j.unlink = at(o, need!(self, o, raw, flag(&o.value), "1 or 0")),
+            "verify" => match word {
                 "0" | "null" | "" => j.verify = at(o, false),
                 "md5" | "crc64" | "crc32c" | "crc32c-intel" | "crc32" | "crc16" | "crc7" | "xxhash" | "sha1"
                 | "sha256" | "sha512" | "sha3-224" | "sha3-256" | "sha3-384" | "sha3-512" | "meta" | "pattern" => {
@@ -880,9 +908,9 @@ impl Converter {
                 }
                 _ => self.error(o, "not a fio verify method", "verify=crc32c, md5, xxhash, ... or verify=0"),
             },
-            "nfs_url" => j.target = at(o, raw),
-            "wait_for" => j.wait_for = at(o, raw),
-            "startdelay" if matches!(word.as_str(), "0" | "0s") => {}
+            "nfs_url" => j.target = at(o, raw.to_string()),
+            "wait_for" => j.wait_for = at(o, raw.to_string()),
+            "startdelay" if matches!(word, "0" | "0s") => {}
             k => {
                 if let Some((_, why)) = WARN_ONLY.iter().find(|(n, _)| *n == k) {
                     self.warn(o, *why);
@@ -906,7 +934,44 @@ impl Converter {
         if jobs.is_empty() {
             return None;
         }
-        // Stonewall groups: a job with stonewall starts a new one.
+        let (groups, n_groups) = self.groups(jobs, pick)?;
+        let groups: Vec<Vec<&Job>> = groups.iter().map(|g| g.iter().map(|&i| &jobs[i]).collect()).collect();
+        let all: Vec<&Job> = groups.iter().flatten().copied().collect();
+        let mut top: Vec<(String, String, String)> = Vec::new(); // key, TOML value, where from
+
+        self.run_settings(jobs, &all, &groups, &mut top);
+        let rates = self.rates(&groups, &mut top);
+        let description = all.iter().find_map(|j| j.description.clone());
+        let desc = match &description {
+            Some(d) => d.v.clone(),
+            None => format!("fio: {}", all.iter().map(|j| j.display_name()).collect::<Vec<_>>().join(", ")),
+        };
+        top.insert(0, ("description".into(), toml_string(&desc), from(&description, "the job names", &self.files)));
+        if let Some(u) = self.same(&all, "unlink", Some(false), |j| j.unlink.clone()).filter(|u| u.v) {
+            top.push(("cleanup".into(), "true".into(), from(&Some(u), "", &self.files)));
+        }
+        let stepped = self.steps(&groups, &mut top)?;
+
+        let mut out = String::new();
+        if n_groups > 1 {
+            let which = match pick {
+                Some(n) => format!("group {n} of {n_groups} (--group {n})"),
+                None => format!("all {n_groups} stonewall groups, one step each"),
+            };
+            let _ = writeln!(out, "# {which}");
+        }
+        for (k, v, src) in &top {
+            // Every comment is made safe here too: a section name or value may hold any character.
+            let comment = if src.is_empty() { String::new() } else { format!("  # {}", comment_safe(src)) };
+            let _ = writeln!(out, "{k} = {v}{comment}");
+        }
+        self.write_workloads(&mut out, &groups[0], stepped, rates.as_ref());
+        Some(out)
+    }
+
+    /// The stonewall groups (a job with stonewall starts a new one), or the one `--group`
+    /// picks; and how many the file has.
+    fn groups(&mut self, jobs: &[Job], pick: Option<usize>) -> Option<(Vec<Vec<usize>>, usize)> {
         // wait_for naming the job just before is a stonewall; any other would start a job
         // in the middle of another group.
         let mut groups: Vec<Vec<usize>> = Vec::new();
@@ -937,16 +1002,23 @@ impl Converter {
             groups = vec![groups.swap_remove(n - 1)];
             self.chosen = Some(groups[0].clone());
         }
-        let groups: Vec<Vec<&Job>> = groups.iter().map(|g| g.iter().map(|&i| &jobs[i]).collect()).collect();
-        let all: Vec<&Job> = groups.iter().flatten().copied().collect();
-        let mut top: Vec<(String, String, String)> = Vec::new(); // key, TOML value, where from
+        Some((groups, n_groups))
+    }
 
-        // Settings ioscope has once per run: every job must agree.
-        let engine = self.same(&all, "ioengine", Some("posix"), |j| j.engine.clone());
+    /// The settings ioscope has once per run (engine, dir or target, the working set, depth,
+    /// direct, cache, sync, duration, warm-up): every job must agree.
+    fn run_settings(
+        &mut self,
+        jobs: &[Job],
+        all: &[&Job],
+        groups: &[Vec<&Job>],
+        top: &mut Vec<(String, String, String)>,
+    ) {
+        let engine = self.same(all, "ioengine", Some("posix"), |j| j.engine.clone());
         let engine_v = engine.as_ref().map_or("posix", |e| e.v);
         top.push(("engine".into(), toml_string(engine_v), from(&engine, "fio's default ioengine=psync", &self.files)));
-        let dir = self.working_dir(&all);
-        let target = self.same(&all, "nfs_url", None, |j| j.target.clone());
+        let dir = self.working_dir(all);
+        let target = self.same(all, "nfs_url", None, |j| j.target.clone());
         if engine_v == "nfs" {
             match &target {
                 Some(t) => top.push(("target".into(), toml_string(&t.v), from(&target, "", &self.files))),
@@ -959,8 +1031,8 @@ impl Converter {
             let (d, src) = dir.clone().unwrap_or(((".").into(), "fio's default: the current directory".into()));
             top.push(("dir".into(), toml_string(&d), src));
         }
-        self.working_set(&groups, &mut top);
-        if let Some(d) = self.same(&all, "iodepth", Some(1), |j| j.iodepth.clone()).filter(|d| d.v > 1) {
+        self.working_set(groups, top);
+        if let Some(d) = self.same(all, "iodepth", Some(1), |j| j.iodepth.clone()).filter(|d| d.v > 1) {
             if engine_v == "posix" {
                 let o = Opt { key: "iodepth".into(), value: Some(d.v.to_string()), at: d.at };
                 self.warn(&o, "fio keeps one I/O in flight per job with a synchronous engine whatever iodepth says, and so does ioscope's posix engine");
@@ -968,24 +1040,24 @@ impl Converter {
                 top.push(("iodepth".into(), d.v.to_string(), from(&Some(d), "", &self.files)));
             }
         }
-        if let Some(s) = self.same(&all, "sqthread_poll", Some(false), |j| j.sqpoll.clone()).filter(|s| s.v) {
+        if let Some(s) = self.same(all, "sqthread_poll", Some(false), |j| j.sqpoll.clone()).filter(|s| s.v) {
             top.push(("sqpoll".into(), "true".into(), from(&Some(s), "", &self.files)));
         }
-        if let Some(v) = self.same(&all, "verify", Some(false), |j| j.verify.clone()).filter(|v| v.v) {
+        if let Some(v) = self.same(all, "verify", Some(false), |j| j.verify.clone()).filter(|v| v.v) {
             top.push(("verify".into(), toml_string("fail"), from(&Some(v), "", &self.files)));
         }
-        if let Some(d) = self.same(&all, "direct", Some(false), |j| j.direct.clone()).filter(|d| d.v) {
+        if let Some(d) = self.same(all, "direct", Some(false), |j| j.direct.clone()).filter(|d| d.v) {
             top.push(("direct".into(), "true".into(), from(&Some(d), "", &self.files)));
         }
         // fio invalidates each file's pages before a job by default: the same start, said.
-        match self.same(&all, "invalidate", Some(true), |j| j.invalidate.clone()) {
+        match self.same(all, "invalidate", Some(true), |j| j.invalidate.clone()) {
             Some(i) => {
                 let mode = if i.v { "cold" } else { "as-is" };
                 top.push(("cache".into(), toml_string(mode), from(&Some(i), "", &self.files)));
             }
             None => top.push(("cache".into(), toml_string("cold"), "fio's default: invalidate=1".into())),
         }
-        if let Some(s) = self.same(&all, "fsync/fdatasync/sync", None, |j| j.sync.clone()) {
+        if let Some(s) = self.same(all, "fsync/fdatasync/sync", None, |j| j.sync.clone()) {
             if all.iter().all(|j| j.pct() == 100) {
                 let o = Opt { key: s.from.clone(), value: None, at: s.at };
                 self.warn(&o, "no job writes, so there is nothing to sync");
@@ -993,7 +1065,7 @@ impl Converter {
                 top.push(("sync".into(), toml_string(s.v), from(&Some(s), "", &self.files)));
             }
         }
-        let runtime = self.same(&all, "runtime", None, |j| j.runtime_s.clone());
+        let runtime = self.same(all, "runtime", None, |j| j.runtime_s.clone());
         let time_based = all.iter().any(|j| j.time_based.as_ref().is_some_and(|t| t.v));
         match &runtime {
             Some(r) => {
@@ -1005,7 +1077,7 @@ impl Converter {
                     let o = Opt { key: r.from.clone(), value: None, at: r.at };
                     self.warn(&o, "without time_based, fio ends a job after runtime or once it has done size of I/O, whichever comes first; ioscope runs for the whole runtime, going over its working set again");
                 }
-                top.push(("duration".into(), toml_string(&fmt_secs(r.v)), from(&runtime, "", &self.files)));
+                top.push(("duration".into(), toml_string(&secs_literal(r.v)), from(&runtime, "", &self.files)));
             }
             None => {
                 let o = Opt { key: format!("[{}]", jobs[0].section), value: None, at: jobs[0].at };
@@ -1022,37 +1094,16 @@ impl Converter {
                 );
             }
         }
-        if let Some(r) = self.same(&all, "ramp_time", Some(0), |j| j.ramp_s.clone()).filter(|r| r.v > 0) {
-            top.push(("warmup".into(), toml_string(&fmt_secs(r.v)), from(&Some(r), "", &self.files)));
+        if let Some(r) = self.same(all, "ramp_time", Some(0), |j| j.ramp_s.clone()).filter(|r| r.v > 0) {
+            top.push(("warmup".into(), toml_string(&secs_literal(r.v)), from(&Some(r), "", &self.files)));
         }
-        let rates = self.rates(&groups, &mut top);
-        let description = all.iter().find_map(|j| j.description.clone());
-        let desc = match &description {
-            Some(d) => d.v.clone(),
-            None => format!("fio: {}", all.iter().map(|j| j.display_name()).collect::<Vec<_>>().join(", ")),
-        };
-        top.insert(0, ("description".into(), toml_string(&desc), from(&description, "the job names", &self.files)));
-        if let Some(u) = self.same(&all, "unlink", Some(false), |j| j.unlink.clone()).filter(|u| u.v) {
-            top.push(("cleanup".into(), "true".into(), from(&Some(u), "", &self.files)));
-        }
-        let stepped = self.steps(&groups, &mut top)?;
+    }
 
-        let mut out = String::new();
-        if n_groups > 1 {
-            let which = match pick {
-                Some(n) => format!("group {n} of {n_groups} (--group {n})"),
-                None => format!("all {n_groups} stonewall groups, one step each"),
-            };
-            let _ = writeln!(out, "# {which}");
-        }
-        for (k, v, src) in &top {
-            // Every comment is made safe here too: a section name or value may hold any character.
-            let comment = if src.is_empty() { String::new() } else { format!("  # {}", comment_safe(src)) };
-            let _ = writeln!(out, "{k} = {v}{comment}");
-        }
+    /// The `[[workload]]` tables of the jobs of the step's group.
+    fn write_workloads(&self, out: &mut String, group: &[&Job], stepped: Option<&str>, rates: Option<&Vec<String>>) {
         let mut names: Vec<String> = Vec::new();
-        let lone = groups[0].len() == 1;
-        for (i, j) in groups[0].iter().enumerate() {
+        let lone = group.len() == 1;
+        for (i, j) in group.iter().enumerate() {
             let base = if j.global_name && !lone { j.section.clone() } else { j.display_name() };
             let mut name = base.clone();
             let mut n = 2;
@@ -1086,11 +1137,10 @@ impl Converter {
             let _ = writeln!(out, "bs = {}  # {bs_src}", toml_string(&bs_list(&j.sizes())));
             let t_src = j.numjobs.as_ref().map_or("fio's default numjobs=1".into(), |n| self.src(n));
             let _ = writeln!(out, "threads = {}  # {t_src}", j.threads());
-            if let Some(skew) = rates.as_ref().and_then(|r| r.get(i)) {
+            if let Some(skew) = rates.and_then(|r| r.get(i)) {
                 let _ = writeln!(out, "skew = {skew}  # this job's share of the rate");
             }
         }
-        Some(out)
     }
 
     fn place(&self, at: At) -> String {
@@ -1229,9 +1279,9 @@ impl Converter {
                 let o = Opt { key: format!("[{}]", jb.section), value: None, at: jb.at };
                 let msg = format!(
                     "its files are {} each and [{}]'s {}: ioscope's working-set files all have one size, the total split evenly",
-                    fmt_size(*b),
+                    size_literal(*b),
                     ja.section,
-                    fmt_size(*a)
+                    size_literal(*a)
                 );
                 self.warn(&o, msg);
             }
@@ -1245,8 +1295,8 @@ impl Converter {
         let Some((bytes, files, src)) = best else { return };
         let files = files.max(1);
         let per_file = (bytes / files).max(1);
-        let src = if files > 1 { format!("{files} files of {}: {src}", fmt_size(per_file)) } else { src };
-        top.push(("size".into(), toml_string(&fmt_size(per_file.saturating_mul(files))), src));
+        let src = if files > 1 { format!("{files} files of {}: {src}", size_literal(per_file)) } else { src };
+        top.push(("size".into(), toml_string(&size_literal(per_file.saturating_mul(files))), src));
         if files > 1 {
             top.push((
                 "files".into(),
@@ -1280,13 +1330,17 @@ impl Converter {
                         if iops == 0 {
                             self.error(
                                 &o,
-                                format!("{} bytes per second is less than one I/O of {} per second", r.v, fmt_size(*b)),
+                                format!(
+                                    "{} bytes per second is less than one I/O of {} per second",
+                                    r.v,
+                                    size_literal(*b)
+                                ),
                                 "at least one block per second",
                             );
                             continue;
                         }
                         if r.v % b != 0 {
-                            self.warn(&o, format!("{} bytes per second at bs {} is not a whole number of I/Os; ioscope runs {iops} I/Os per second", r.v, fmt_size(*b)));
+                            self.warn(&o, format!("{} bytes per second at bs {} is not a whole number of I/Os; ioscope runs {iops} I/Os per second", r.v, size_literal(*b)));
                         }
                         Some((iops, r))
                     }
@@ -1594,25 +1648,8 @@ fn bssplit(s: &str) -> Option<Vec<(u64, u32)>> {
 /// A block-size list as ioscope writes it: `"4k"` or `"4k:60,64k:40"`.
 fn bs_list(l: &[(u64, u32)]) -> String {
     match l {
-        [(b, _)] => fmt_size(*b),
-        _ => l.iter().map(|(b, w)| format!("{}:{w}", fmt_size(*b))).collect::<Vec<_>>().join(","),
-    }
-}
-
-fn fmt_size(n: u64) -> String {
-    for (suffix, shift) in [("t", 40), ("g", 30), ("m", 20), ("k", 10)] {
-        if n >= 1 << shift && n % (1 << shift) == 0 {
-            return format!("{}{suffix}", n >> shift);
-        }
-    }
-    n.to_string()
-}
-
-fn fmt_secs(n: u64) -> String {
-    match n {
-        n if n > 0 && n % 3600 == 0 => format!("{}h", n / 3600),
-        n if n > 0 && n % 60 == 0 => format!("{}m", n / 60),
-        n => format!("{n}s"),
+        [(b, _)] => size_literal(*b),
+        _ => l.iter().map(|(b, w)| format!("{}:{w}", size_literal(*b))).collect::<Vec<_>>().join(","),
     }
 }
 

@@ -46,6 +46,74 @@ impl Section {
         [Section::Dataset, Section::Workload, Section::Probe, Section::Host, Section::Check];
 }
 
+/// A key's default, declared once as a typed value: the reader applies it when the key is
+/// absent, and the reference and `--help` show it ([`KeyDefault::to_string`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum KeyDefault {
+    /// No default: the key is optional (absent: off, none) or required.
+    None,
+    /// A whole number.
+    Int(u64),
+    /// A size in bytes, shown as a size (`4k`).
+    Size(u64),
+    /// Whole seconds, shown in seconds (`60s`; 0 is `0`).
+    Secs(u64),
+    Bool(bool),
+    /// One of the key's names (`posix`, `randread`).
+    Word(&'static str),
+    /// A TOML string, shown quoted as in a file (`"1%"`).
+    Quoted(&'static str),
+    /// Made by a rule from other keys or the context; the text says how (`its rw`).
+    Said(&'static str),
+}
+
+impl KeyDefault {
+    /// Whether there is nothing to show.
+    pub fn is_empty(&self) -> bool {
+        matches!(self, KeyDefault::None)
+    }
+    /// The value as a whole number (of an `Int`, `Size` or `Secs` default), else None.
+    pub fn number(&self) -> Option<u64> {
+        match *self {
+            KeyDefault::Int(n) | KeyDefault::Size(n) | KeyDefault::Secs(n) => Some(n),
+            _ => None,
+        }
+    }
+    /// The value as text (of a `Word` or `Quoted` default), else None.
+    pub fn word(&self) -> Option<&'static str> {
+        match *self {
+            KeyDefault::Word(w) | KeyDefault::Quoted(w) => Some(w),
+            _ => None,
+        }
+    }
+    /// The value as a TOML value, as a file would set it (None for `None` and `Said`).
+    pub fn toml(&self) -> Option<String> {
+        match *self {
+            KeyDefault::Int(n) => Some(n.to_string()),
+            KeyDefault::Size(n) => Some(crate::canonical::toml_string(&crate::units::size_literal(n))),
+            KeyDefault::Secs(n) => Some(format!("\"{n}s\"")),
+            KeyDefault::Bool(b) => Some(b.to_string()),
+            KeyDefault::Word(w) | KeyDefault::Quoted(w) => Some(crate::canonical::toml_string(w)),
+            KeyDefault::None | KeyDefault::Said(_) => None,
+        }
+    }
+}
+
+impl std::fmt::Display for KeyDefault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            KeyDefault::None => Ok(()),
+            KeyDefault::Int(n) => write!(f, "{n}"),
+            KeyDefault::Size(n) => f.write_str(&crate::units::size_literal(n)),
+            KeyDefault::Secs(0) => f.write_str("0"),
+            KeyDefault::Secs(n) => write!(f, "{n}s"),
+            KeyDefault::Bool(b) => write!(f, "{b}"),
+            KeyDefault::Word(w) | KeyDefault::Said(w) => f.write_str(w),
+            KeyDefault::Quoted(w) => write!(f, "\"{w}\""),
+        }
+    }
+}
+
 /// One workload key.
 #[derive(Debug)]
 pub struct Key {
@@ -62,8 +130,9 @@ pub struct Key {
     /// The form of its value on the command line (`SIZE`); "" for a switch (`--direct`,
     /// also `--direct=1` or `--direct=0`).
     pub form: &'static str,
-    /// The default, as written in the reference ("" when there is none).
-    pub default: &'static str,
+    /// The default: the value the Plan gets without the key, typed (the reader applies it
+    /// from here; the reference and `--help` show it).
+    pub default: KeyDefault,
     /// One line, for `--help`.
     pub help: &'static str,
     /// Makes the help instead, for a key whose help lists another table's entries (`engine`:
@@ -132,7 +201,7 @@ const fn plain(name: &'static str, sections: &'static [Section], help: &'static 
         flag: None,
         short: None,
         form: "",
-        default: "",
+        default: KeyDefault::None,
         help,
         help_from: None,
         doc: "",
@@ -152,7 +221,7 @@ pub const KEYS: &[Key] = &[
         flag: Some("engine"),
         short: None,
         form: "ENGINE",
-        default: "posix",
+        default: KeyDefault::Word("posix"),
         help: "",
         help_from: Some(engine_help),
         doc: "nfs needs no mount and has no client cache; `uring` is also spelled `io_uring`; fio's `psync`, `sync`, `pvsync` and `pvsync2` are `posix`; `libaio` is refused (use `uring` for queued asynchronous I/O)",
@@ -166,7 +235,7 @@ pub const KEYS: &[Key] = &[
         flag: Some("rw"),
         short: None,
         form: "PATTERN",
-        default: "randread",
+        default: KeyDefault::Word("randread"),
         help: "Access pattern: read, write, rw (sequential mixed), randread, randwrite or randrw.",
         help_from: None,
         doc: "at the top level, the one workload of a file without `[[workload]]`; in a `[[workload]]`, instead of `operation` and `fileio`; fio's `readwrite` is `rw`",
@@ -180,7 +249,7 @@ pub const KEYS: &[Key] = &[
         flag: Some("rwmix-read"),
         short: None,
         form: "PCT",
-        default: "50",
+        default: KeyDefault::Int(50),
         help: "Share of reads in percent, for --rw rw or randrw (in a [[workload]]: operation read or write).",
         help_from: None,
         doc: "",
@@ -194,7 +263,7 @@ pub const KEYS: &[Key] = &[
         flag: Some("bs"),
         short: None,
         form: "SIZE",
-        default: "4k",
+        default: KeyDefault::Size(4096),
         help: "Transfer size (4k), or a weighted list (4k:60,32k:25,512k:10,4m:5).",
         help_from: None,
         doc: "sizes are binary (4k = 4096 bytes)",
@@ -208,7 +277,7 @@ pub const KEYS: &[Key] = &[
         flag: Some("size"),
         short: None,
         form: "SIZE",
-        default: "1g",
+        default: KeyDefault::Size(1 << 30),
         help: "Working-set size over all files (256m, 10g); without a [dataset].",
         help_from: None,
         doc: "all threads share this one working set (fio's `size` is per job, each of its numjobs with its own files); on a block device, the device's first `size` bytes, and without `size` the whole device (the run records the size it used)",
@@ -222,7 +291,7 @@ pub const KEYS: &[Key] = &[
         flag: Some("files"),
         short: None,
         form: "N",
-        default: "1",
+        default: KeyDefault::Int(1),
         help: "Number of files the working set is split into; without a [dataset].",
         help_from: None,
         doc: "",
@@ -236,7 +305,7 @@ pub const KEYS: &[Key] = &[
         flag: Some("threads"),
         short: None,
         form: "N",
-        default: "1",
+        default: KeyDefault::Int(1),
         help: "Worker threads (of the one workload; in a [[workload]], of that workload).",
         help_from: None,
         doc: "",
@@ -250,7 +319,7 @@ pub const KEYS: &[Key] = &[
         flag: Some("name"),
         short: None,
         form: "NAME",
-        default: "its rw",
+        default: KeyDefault::Said("its rw"),
         help: "Name of the one workload of a run without [[workload]].",
         help_from: None,
         doc: "",
@@ -264,7 +333,7 @@ pub const KEYS: &[Key] = &[
         flag: Some("iodepth"),
         short: None,
         form: "N",
-        default: "1",
+        default: KeyDefault::Int(1),
         help: "I/Os in flight per thread (engines uring, nfs and null; posix is synchronous: 1).",
         help_from: None,
         doc: "each keeps a buffer of the largest bs, so iodepth × largest bs is at most 1 GiB per thread and threads × iodepth × largest bs at most 64 GiB",
@@ -278,7 +347,7 @@ pub const KEYS: &[Key] = &[
         flag: Some("sqpoll"),
         short: None,
         form: "",
-        default: "false",
+        default: KeyDefault::Bool(false),
         help: "io_uring: let a kernel thread poll the submission queue (engine uring).",
         help_from: None,
         doc: "",
@@ -292,7 +361,7 @@ pub const KEYS: &[Key] = &[
         flag: Some("duration"),
         short: None,
         form: "DUR",
-        default: "60s",
+        default: KeyDefault::Secs(60),
         help: "How long each step measures (30s, 5m, 1h30m; a bare number is seconds).",
         help_from: None,
         doc: "vdbench `elapsed`: whole seconds, at least `1s` (results are recorded once a second); all steps with their warm-ups at most 30 days",
@@ -306,7 +375,7 @@ pub const KEYS: &[Key] = &[
         flag: Some("dir"),
         short: None,
         form: "PATH",
-        default: "",
+        default: KeyDefault::None,
         help: "Directory for the working set; ioscope creates and marks its own files there. A block device (/dev/X, engines posix and uring) is used itself, with --force.",
         help_from: None,
         doc: "a block device is read and written from offset 0 to `size` (at most the device's size; without `size`, all of it; `files` = 1), with `direct` every block size a multiple of its logical block size (else refused, naming it), with nothing else written on it (no marker, no lock file); it is refused without `--force`, since a run that writes destroys its data, and refused even with it while mounted or in use by another run (the run holds it open exclusively, O_EXCL); also the default dataset anchor; one run at a time (a second run on it is refused, naming the first's pid and results file); its parent must exist: ioscope makes only the last part of the path, and `--cleanup` removes it again",
@@ -320,7 +389,7 @@ pub const KEYS: &[Key] = &[
         flag: Some("target"),
         short: None,
         form: "URL",
-        default: "",
+        default: KeyDefault::None,
         help: "Engine nfs: the NFS server, export and directory, nfs://HOST[:PORT]/EXPORT[/DIR][?version=3|4.1&nconnect=N&uid=U&gid=G]. Engine s3: the bucket and prefix, s3://BUCKET[/PREFIX][?endpoint=URL&region=R]. Engine smb: the share and directory, smb://[USER@]HOST[:PORT]/SHARE[/DIR][?timeout=S&encrypt=required|allowed|disabled&sign=required|auto]. Engines posix and uring: a block device /dev/X, as --dir.",
         help_from: None,
         doc: "flat working sets and `[dataset]` file trees both live there (see docs/testing-nfs.md); options `version=3` (the default) or `version=4.1` (NFSv4.1: no portmapper or MOUNT, port 2049 unless given, the path walked from the server's pseudo root; NFSv4.0 and 4.2 are refused; docs/testing-nfs.md), `nconnect=N` (connections per thread, 1 to 64), `uid=U`, `gid=G` (AUTH_SYS), `mountport=P` (else the portmapper on port 111 is asked), `timeout=S` (seconds before a call counts as timed out, 1 to 3600; default 10); an IPv6 address goes in brackets (`nfs://[::1]:2049/export`); a value out of range is refused, never clamped; engine s3 (docs/s3.md): options `endpoint=http[s]://HOST[:PORT]` (the server; default AWS, `https://s3.REGION.amazonaws.com`), `region=R` (else AWS_REGION, AWS_DEFAULT_REGION, us-east-1), `style=path|virtual` (how the bucket is addressed; path with an endpoint, virtual for AWS), `profile=P` (the credentials profile), `timeout=S` (default 30), `part_size=SIZE` (multipart parts, 5m to 5g; default 8m); credentials come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN) or a profile of ~/.aws/credentials, and are never printed or stored; engine smb (docs/smb.md): `USER@` the account (`DOMAIN;USER`; `guest` when absent), PORT 445 unless given, options `timeout=S` (default 30), `encrypt=required|allowed|disabled` (SMB3 encryption; default allowed: encrypted only if the server asks) and `sign=required|auto` (default auto: signed only if the server requires it); the password comes from IOSCOPE_SMB_PASSWORD or the file named by IOSCOPE_SMB_PASSWORD_FILE, never from the URL, and is never printed or stored",
@@ -334,7 +403,7 @@ pub const KEYS: &[Key] = &[
         flag: Some("direct"),
         short: None,
         form: "",
-        default: "false",
+        default: KeyDefault::Bool(false),
         help: "O_DIRECT: bypass the page cache (--direct, --direct=1; --direct=0 is off).",
         help_from: None,
         doc: "",
@@ -348,7 +417,7 @@ pub const KEYS: &[Key] = &[
         flag: Some("sync"),
         short: None,
         form: "MODE",
-        default: "none",
+        default: KeyDefault::Word("none"),
         help: "After each write: none, fsync, fdatasync; or dsync (open with O_DSYNC).",
         help_from: None,
         doc: "fsync and fdatasync are recorded as their own operations; fio's `--fsync=1` and `--fdatasync=1` are `fsync` and `fdatasync`",
@@ -362,7 +431,7 @@ pub const KEYS: &[Key] = &[
         flag: Some("cache"),
         short: None,
         form: "MODE",
-        default: "cold",
+        default: KeyDefault::Word("cold"),
         help: "The page cache at the start (preparation, not measured): cold (each file's data synced and its pages dropped, as fio's invalidate=1), warm (each file read once) or as-is.",
         help_from: None,
         doc: "docs/cache.md; `cold` is fio's default (`invalidate=1`): after preparation each file is synced (fdatasync) and its cached pages dropped (`posix_fadvise(POSIX_FADV_DONTNEED)`), so the run starts from the device, whatever preparation or an earlier run left; `warm` reads each file once, whole, through the page cache; `as-is` does nothing. With `direct` it matters less (O_DIRECT reads and writes around the cache) but still applies. Engines nfs, s3 and smb keep no client cache: `cold` drops nothing there (and says so), `warm` is refused. Each host of a many-host run does it for its own files. What was done (files, bytes, time) is recorded in the results and shown in the summary; fio's `invalidate=1` and `invalidate=0` are `cold` and `as-is`",
@@ -376,7 +445,7 @@ pub const KEYS: &[Key] = &[
         flag: Some("warmup"),
         short: None,
         form: "DUR|auto",
-        default: "0",
+        default: KeyDefault::Secs(0),
         help: "Unmeasured time before each step (excluded from the summary); 0, whole seconds, or auto (each step's seconds before it became steady).",
         help_from: None,
         doc: "`auto` runs each step for its duration and then marks the seconds before the step became steady (docs/steady-state.md) as warm-up in the results file, so the summary, SQL views and UI leave them out; a step that never becomes steady keeps every second, and the summary says it was not steady",
@@ -390,7 +459,7 @@ pub const KEYS: &[Key] = &[
         flag: Some("steady-window"),
         short: None,
         form: "DUR",
-        default: "10s",
+        default: KeyDefault::Secs(10),
         help: "Seconds a step must hold steady throughput and latency to be called steady (docs/steady-state.md).",
         help_from: None,
         doc: "the window of the steady-state rule: over it, the least-squares slope of IOPS, MB/s and p50 latency stays within 2% of the mean per second and their range within 50% of the mean; at least 2s",
@@ -404,7 +473,7 @@ pub const KEYS: &[Key] = &[
         flag: Some("until-steady"),
         short: None,
         form: "DUR",
-        default: "",
+        default: KeyDefault::None,
         help: "End the run once it has been steady for this window; the duration becomes its maximum.",
         help_from: None,
         doc: "evaluated every second with the steady-state rule over this window (which it sets, in place of `steady_window`); the step's row records the real duration and the summary says it ended early, steady; for a run of one step (no loops or staircase)",
@@ -418,7 +487,7 @@ pub const KEYS: &[Key] = &[
         flag: Some("rate-iops"),
         short: None,
         form: "N",
-        default: "max",
+        default: KeyDefault::Said("max"),
         help: "Open loop: issue this many I/Os per second over all threads; latency counts from the schedule.",
         help_from: None,
         doc: "vdbench `fwdrate`/`iorate`; fio's `rate_iops` is per job, this is over all threads and workloads",
@@ -432,7 +501,7 @@ pub const KEYS: &[Key] = &[
         flag: None,
         short: None,
         form: "",
-        default: "",
+        default: KeyDefault::None,
         help: "Rate curve: a first step at max rate, then steps at these percentages of it.",
         help_from: None,
         doc: "e.g. `[10, 50, 90, 100]`; `curve = true` means 10, 20 ... 100",
@@ -446,7 +515,7 @@ pub const KEYS: &[Key] = &[
         flag: None,
         short: None,
         form: "",
-        default: "",
+        default: KeyDefault::None,
         help: "Steps over thread counts, e.g. [1, 2, 4, 8] (vdbench forthreads).",
         help_from: None,
         doc: "",
@@ -462,7 +531,7 @@ pub const KEYS: &[Key] = &[
         flag: Some("staircase"),
         short: None,
         form: "RAMP",
-        default: "",
+        default: KeyDefault::None,
         help: "Step threads up: START-MAX[+ADD]/EVERY, e.g. 1-8/5s (1 to 8 threads, one more every 5 s); hosts:1-4/60s steps hosts up.",
         help_from: None,
         doc: "or `\"2-16+2/10s\"`; the step length is whole seconds, at least `1s`; `\"hosts:1-4/60s\"` (with hosts) runs the first host alone, then one more host every 60 s, the others idling until their step; its last step must use every host, and it takes the place of `for_threads`",
@@ -476,7 +545,7 @@ pub const KEYS: &[Key] = &[
         flag: Some("force"),
         short: None,
         form: "",
-        default: "false",
+        default: KeyDefault::Bool(false),
         help: "Write into files ioscope did not create, or onto a block device (destroying its data).",
         help_from: None,
         doc: "",
@@ -490,7 +559,7 @@ pub const KEYS: &[Key] = &[
         flag: Some("cleanup"),
         short: None,
         form: "",
-        default: "false",
+        default: KeyDefault::Bool(false),
         help: "Remove the files ioscope created after the run.",
         help_from: None,
         doc: "",
@@ -504,7 +573,7 @@ pub const KEYS: &[Key] = &[
         flag: Some("max-errors"),
         short: None,
         form: "N|PCT%",
-        default: "\"1%\"",
+        default: KeyDefault::Quoted("1%"),
         help: "End the run as failed past N failed I/Os or PCT% of the I/Os (off: never).",
         help_from: None,
         doc: "the run then ends with exit 1 and its results kept; a count (`1000`, `0` = any error), a share of the I/Os attempted (`\"0.1%\"`, judged once 1,000 I/Os were attempted), or `\"off\"`; with any limit but `\"off\"`, a run in which no I/O succeeds for 5 s in a row while I/Os fail ends too (a dead device, a hung server), one in which nothing succeeded at all is failed at its end whatever the count, and so does one in which the file system refuses every write for a whole second (ENOSPC, EDQUOT, EROFS: full or read-only; docs/exit-codes.md)",
@@ -518,7 +587,7 @@ pub const KEYS: &[Key] = &[
         flag: Some("verify"),
         short: None,
         form: "[fail|report]",
-        default: "\"off\"",
+        default: KeyDefault::Quoted("off"),
         help: "Stamp a header into every written block and check every block read back: off, fail (any mismatch fails the run, exit 1) or report; the flag alone is fail.",
         help_from: None,
         doc: "each block carries run, file, offset, write number and an XXH3 checksum; reads report corrupt, misplaced, stale and lost blocks with file, offset, expected and found header (docs/verify.md); verification is its own series (op `verify`: blocks checked, the check's time per block) and the summary's `verification` section; `--verify report` counts and shows mismatches without failing the run; covers flat working sets and [dataset] trees (a file a dataset operation replaces is checked again once written); not with hosts, a pattern workload or engine null; fio's `verify=md5|crc32c|xxhash|...` is `fail` (ioscope's own header and checksum are used)",
@@ -546,7 +615,7 @@ pub const KEYS: &[Key] = &[
         flag: Some("verify-block"),
         short: None,
         form: "SIZE",
-        default: "gcd of the block sizes",
+        default: KeyDefault::Said("gcd of the block sizes"),
         help: "Bytes each verify header and checksum cover; every block size must be a multiple of it.",
         help_from: None,
         doc: "at least 512 bytes (a sector); the default is the greatest common divisor of every block size the run uses, at least 512; a bigger block needs less memory for the run's per-block state (about 24 bytes per block of the working set)",
@@ -560,7 +629,7 @@ pub const KEYS: &[Key] = &[
         flag: Some("breakdown-top"),
         short: None,
         form: "N",
-        default: "16",
+        default: KeyDefault::Int(16),
         help: "Latency, service time, size and offset of the N busiest workers and files each second (0: off).",
         help_from: None,
         doc: "per operation and second, the N workers and the N files with the most I/O get their own distributions and the others are merged into one \"(other)\" row, so the parts add up to the whole (`by=file`, `by=worker` in Analytics); file trees also keep the ops, bytes and errors of their N busiest files (a flat working set counts every file); stated in the results file (meta `breakdown`); 0 turns it off (up to 10,000)",
@@ -574,7 +643,7 @@ pub const KEYS: &[Key] = &[
         flag: Some("repeat"),
         short: None,
         form: "N",
-        default: "1",
+        default: KeyDefault::Int(1),
         help: "Run the steps N times in one results file; the summary gives each step's mean and 95% interval (with --until-ci: at most N).",
         help_from: None,
         doc: "each repeat runs every step again, in the same results file (`step.repeat`), after the files were prepared once; caches are not dropped between repeats; from 1 to 1000; see docs/repeats.md",
@@ -588,7 +657,7 @@ pub const KEYS: &[Key] = &[
         flag: Some("until-ci"),
         short: None,
         form: "CONF:PCT%",
-        default: "",
+        default: KeyDefault::None,
         help: "Repeat until each step's CONF% Student t interval of IOPS (and MB/s) is within ±PCT% of the mean, like 95:5%.",
         help_from: None,
         doc: "at least 3 repeats, at most `repeat` (default 10); the interval is over the repeats' means of the step's total IOPS, and of its MB/s when bytes move; the confidence from 50 to 99.9, the half-width above 0 and at most 100%; see docs/repeats.md",
@@ -602,7 +671,7 @@ pub const KEYS: &[Key] = &[
         flag: Some("hosts"),
         short: None,
         form: "LIST",
-        default: "",
+        default: KeyDefault::None,
         help: "Run from these client hosts at once, comma-separated: [user@]host[:port], ssh://[user@]host[:port], agent://host:port.",
         help_from: None,
         doc: "in a file, a list of addresses like `[\"h1\", \"ssh://bench@h2:2222\"]`; replaces the file's `[[host]]` tables (see [Hosts](#hosts)); without hosts, the run is local",
@@ -616,7 +685,7 @@ pub const KEYS: &[Key] = &[
         flag: Some("token-file"),
         short: None,
         form: "FILE",
-        default: "",
+        default: KeyDefault::None,
         help: "The bearer token of the agent:// hosts that name none of their own (a file).",
         help_from: None,
         doc: "only with agent:// hosts",
@@ -630,7 +699,7 @@ pub const KEYS: &[Key] = &[
         flag: Some("tls-ca"),
         short: None,
         form: "FILE",
-        default: "",
+        default: KeyDefault::None,
         help: "PEM certificate(s) to trust for the TLS of the agent:// hosts that name none of their own.",
         help_from: None,
         doc: "only with agent:// hosts",
@@ -644,7 +713,7 @@ pub const KEYS: &[Key] = &[
         flag: Some("on-host-loss"),
         short: None,
         form: "stop|continue",
-        default: "stop",
+        default: KeyDefault::Word("stop"),
         help: "When a host is lost: stop the run (failed, every second received kept), or continue with the others.",
         help_from: None,
         doc: "only with hosts; with `continue` the lost host's gap is marked in the results",
@@ -658,7 +727,7 @@ pub const KEYS: &[Key] = &[
         flag: Some("host-timeout"),
         short: None,
         form: "DUR",
-        default: "10s",
+        default: KeyDefault::Secs(10),
         help: "A host that delivers no finished second for this long is lost; an agent that hears nothing from the coordinator for this long ends its load.",
         help_from: None,
         doc: "only with hosts; from `1s` to `1h`",
@@ -668,24 +737,24 @@ pub const KEYS: &[Key] = &[
     },
     // [dataset]
     plain("dir", DATASET, "The dataset's anchor directory (default: the top-level dir).", "\"/mnt/test/tree\""),
-    Key { default: "1", ..plain("depth", DATASET, "Directory levels below the anchor (0 to 8).", "2") },
-    Key { default: "1", ..plain("width", DATASET, "Directories per level.", "8") },
-    Key { default: "1", ..plain("files", DATASET, "Files per leaf directory.", "10") },
+    Key { default: KeyDefault::Int(1), ..plain("depth", DATASET, "Directory levels below the anchor (0 to 8).", "2") },
+    Key { default: KeyDefault::Int(1), ..plain("width", DATASET, "Directories per level.", "8") },
+    Key { default: KeyDefault::Int(1), ..plain("files", DATASET, "Files per leaf directory.", "10") },
     Key {
-        default: "64k",
+        default: KeyDefault::Size(64 << 10),
         ..plain("sizes", DATASET, "File size distribution, a size or a weighted list like bs.", "\"8k:60,32k:40\"")
     },
     plain("total_size", DATASET, "Stop creating files at this total (vdbench totalsize).", "\"100m\""),
     plain("working_set", DATASET, "Workloads use only the first files up to this size.", "\"10m\""),
     Key {
-        default: "reuse",
+        default: KeyDefault::Word("reuse"),
         doc: "`reuse`: use a matching tree, else create it; `always`: recreate; `never`: the tree must exist",
         ..plain("format", DATASET, "reuse, always or never.", "\"reuse\"")
     },
     // [[workload]]
-    Key { default: "workloadN", ..plain("name", WORKLOAD, "The workload's name.", "\"seqread\"") },
+    Key { default: KeyDefault::Said("workloadN"), ..plain("name", WORKLOAD, "The workload's name.", "\"seqread\"") },
     Key {
-        default: "read",
+        default: KeyDefault::Word("read"),
         doc: "without a dataset only `read` and `write` apply",
         ..plain(
             "operation",
@@ -695,12 +764,12 @@ pub const KEYS: &[Key] = &[
         )
     },
     Key {
-        default: "random",
+        default: KeyDefault::Word("random"),
         doc: "with a dataset: `sequential` by default",
         ..plain("fileio", WORKLOAD, "sequential (each file from start to end) or random.", "\"sequential\"")
     },
     Key {
-        default: "random",
+        default: KeyDefault::Word("random"),
         ..plain("fileselect", WORKLOAD, "random, sequential, or \"zipf:1.2\" (skewed, parameter > 0).", "\"zipf:1.2\"")
     },
     plain("skew", WORKLOAD, "Share of the rate in percent (the rest is split evenly).", "50"),
@@ -712,7 +781,7 @@ pub const KEYS: &[Key] = &[
     ),
     // [[probe]]
     Key {
-        default: "its first word",
+        default: KeyDefault::Said("its first word"),
         ..plain("name", PROBE, "The probe's name (default: the command's first word).", "\"rsync\"")
     },
     plain("command", PROBE, "The command, run with sh -c.", "\"true\""),
@@ -736,18 +805,18 @@ pub const KEYS: &[Key] = &[
         "\"ssh://bench@client1:22\"",
     ),
     Key {
-        default: "the address's host (:PORT added when two share it)",
+        default: KeyDefault::Said("the address's host (:PORT added when two share it)"),
         ..plain("name", HOST, "How the host is shown, and its own directory under a shared dir (unique; no `/`).", "\"client1\"")
     },
     plain("user", HOST, "ssh: the login name (or user@ in the address).", "\"bench\""),
     plain("port", HOST, "The ssh port, or the agent's port (or :PORT in the address).", "2222"),
     plain("identity", HOST, "ssh: the private key file (ssh -i).", "\"~/.ssh/id_ed25519\""),
     Key {
-        default: "the top-level dir",
+        default: KeyDefault::Said("the top-level dir"),
         ..plain("dir", HOST, "This host's own working directory, in place of the top-level dir.", "\"/mnt/test\"")
     },
     Key {
-        default: "the top-level target",
+        default: KeyDefault::Said("the top-level target"),
         ..plain(
             "target",
             HOST,
@@ -756,15 +825,15 @@ pub const KEYS: &[Key] = &[
         )
     },
     Key {
-        default: "a copy of this ioscope",
+        default: KeyDefault::Said("a copy of this ioscope"),
         ..plain("bin", HOST, "ssh: the path of ioscope on the host.", "\"/usr/local/bin/ioscope\"")
     },
     Key {
-        default: "the top-level token_file",
+        default: KeyDefault::Said("the top-level token_file"),
         ..plain("token_file", HOST, "agent://: the file holding the agent's bearer token.", "\"/etc/ioscope/token\"")
     },
     Key {
-        default: "the top-level tls_ca",
+        default: KeyDefault::Said("the top-level tls_ca"),
         ..plain("ca", HOST, "agent://: PEM certificate(s) to trust for the agent's TLS.", "\"/etc/ioscope/ca.pem\"")
     },
 ];

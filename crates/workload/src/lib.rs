@@ -39,4 +39,6 @@ mod host_tests;
 #[cfg(test)]
 mod keys_tests;
 #[cfg(test)]
+mod reader_tests;
+#[cfg(test)]
 mod tests;

@@ -190,6 +190,17 @@ pub fn size_literal(bytes: u64) -> String {
     bytes.to_string()
 }
 
+/// A whole number of seconds as the importers write it, in its largest exact unit: "90s",
+/// "5m", "2h" (never mixed, so that a converted file reads like the one it came from).
+pub fn secs_literal(secs: u64) -> String {
+    match secs {
+        0 => "0s".into(),
+        n if n % 3600 == 0 => format!("{}h", n / 3600),
+        n if n % 60 == 0 => format!("{}m", n / 60),
+        n => format!("{n}s"),
+    }
+}
+
 /// An exact duration string that [`parse_duration`] reads back: "1m30s", "500ms", "2h".
 pub fn duration_literal(d: Duration) -> String {
     let mut ns = d.as_nanos();
@@ -287,6 +298,15 @@ mod tests {
         assert_eq!(format_size(3 << 29), "1.5 GiB");
         assert_eq!(format_size(1 << 40), "1 TiB");
         assert_eq!(format_size(0), "0 B");
+    }
+
+    #[test]
+    fn importers_write_seconds_in_their_largest_exact_unit() {
+        let table: &[(u64, &str)] = &[(0, "0s"), (59, "59s"), (60, "1m"), (5400, "90m"), (7200, "2h"), (86_400, "24h")];
+        for (secs, text) in table {
+            assert_eq!(secs_literal(*secs), *text);
+            assert_eq!(parse_duration(text).unwrap(), Duration::from_secs(*secs));
+        }
     }
 
     #[test]

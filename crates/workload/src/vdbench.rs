@@ -4,6 +4,7 @@
 //! and nothing is produced unless the whole file converts.
 
 use crate::canonical::toml_string;
+use crate::units::{secs_literal, size_literal};
 use std::collections::HashMap;
 use std::fmt::Write;
 
@@ -73,7 +74,7 @@ impl Param {
     }
     fn size(&self) -> Result<String, ImportError> {
         match parse_num(&self.word()) {
-            Some(n) if n > 0 => Ok(toml_string(&fmt_size(n))),
+            Some(n) if n > 0 => Ok(toml_string(&size_literal(n))),
             _ => Err(self.invalid("a size such as 512, 8k, 4m or 100g")),
         }
     }
@@ -94,7 +95,7 @@ impl Param {
             let size = parse_num(&pair[0].to_ascii_lowercase()).filter(|&n| n > 0).ok_or_else(bad)?;
             let pct = parse_pct(&pair[1]).ok_or_else(bad)?;
             total += pct;
-            parts.push(format!("{}:{pct}", fmt_size(size)));
+            parts.push(format!("{}:{pct}", size_literal(size)));
         }
         if total != 100 {
             return Err(self.err(
@@ -378,8 +379,8 @@ impl Converter {
                 def.set("curve", p.for_list(parse_pct, |n| n.to_string())?);
                 def.refs.insert("curve", (p.items.clone(), p.pos));
             }
-            (Kind::Rd, "elapsed") => def.set("duration", toml_string(&fmt_secs(p.secs()?))),
-            (Kind::Rd, "warmup") => def.set("warmup", toml_string(&fmt_secs(p.secs()?))),
+            (Kind::Rd, "elapsed") => def.set("duration", toml_string(&secs_literal(p.secs()?))),
+            (Kind::Rd, "warmup") => def.set("warmup", toml_string(&secs_literal(p.secs()?))),
             // ioscope records every second; other reporting intervals have no equivalent.
             (Kind::Rd, "interval") if p.secs()? == 1 => {}
             (Kind::Rd, "interval") => return Err(p.unsupported("interval=1: ioscope records every second")),
@@ -396,7 +397,7 @@ impl Converter {
                 def.set("for_threads", p.for_list(|s| parse_num(s).filter(|&n| n > 0), |n| n.to_string())?)
             }
             (Kind::Rd, "xfersize") => {
-                def.set("for_bs", p.for_list(|s| parse_num(s).filter(|&n| n > 0), |n| toml_string(&fmt_size(n)))?)
+                def.set("for_bs", p.for_list(|s| parse_num(s).filter(|&n| n > 0), |n| toml_string(&size_literal(n)))?)
             }
             (Kind::Rd, "rdpct") => def.set("for_rwmix_read", p.for_list(parse_pct, |n| n.to_string())?),
             (Kind::Hd, "system") => {
@@ -591,25 +592,6 @@ fn parse_secs(s: &str) -> Option<u64> {
 
 fn parse_pct(s: &str) -> Option<u64> {
     s.parse::<u64>().ok().filter(|&n| n <= 100)
-}
-
-/// Bytes as ioscope writes sizes: the largest exact binary suffix, lowercase ("8k", "4m").
-fn fmt_size(n: u64) -> String {
-    for (suffix, shift) in [("t", 40), ("g", 30), ("m", 20), ("k", 10)] {
-        if n >= 1 << shift && n % (1 << shift) == 0 {
-            return format!("{}{suffix}", n >> shift);
-        }
-    }
-    n.to_string()
-}
-
-fn fmt_secs(n: u64) -> String {
-    match n {
-        0 => "0s".into(),
-        n if n % 3600 == 0 => format!("{}h", n / 3600),
-        n if n % 60 == 0 => format!("{}m", n / 60),
-        n => format!("{n}s"),
-    }
 }
 
 /// Expands a vdbench for-list: plain values, and ranges `a-b` followed by a step, `d` to
@@ -862,11 +844,14 @@ rd=run,fwd=*,fwdrate=curve,elapsed=90,warmup=30m,forthreads=(1-8,d),forxfersize=
         assert_eq!(parse_num("10k"), Some(10240));
         assert_eq!(parse_num("k"), None);
         assert_eq!(
-            (fmt_size(512), fmt_size(512 << 10), fmt_size(4 << 20), fmt_size(1536)),
+            (size_literal(512), size_literal(512 << 10), size_literal(4 << 20), size_literal(1536)),
             ("512".into(), "512k".into(), "4m".into(), "1536".into())
         );
         assert_eq!(parse_secs("2h"), Some(7200));
-        assert_eq!((fmt_secs(72000), fmt_secs(1800), fmt_secs(90)), ("20h".into(), "30m".into(), "90s".into()));
+        assert_eq!(
+            (secs_literal(72000), secs_literal(1800), secs_literal(90)),
+            ("20h".into(), "30m".into(), "90s".into())
+        );
         let t = toml("fsd=f,anchor=/a \"q\",openflags=o_dsync,totalsize=1g\nfwd=w,fsd=f\nrd=r,fwd=w,fwdrate=max\n");
         assert_eq!((t["dir"].as_str(), t["sync"].as_str()), (Some("/a \"q\""), Some("dsync")));
         assert_eq!((t["duration"].as_str(), t.get("rate_iops")), (Some("30s"), None));

@@ -244,7 +244,6 @@ impl<'a> Ctx<'a> {
             ok = false;
         }
         // Some keys belong to one transport.
-        let agent = matches!(kind, HostKind::Agent { .. });
         let only = [
             (user_g.loc(), "host.user", false),
             (identity_g.loc(), "host.identity", false),
@@ -252,24 +251,7 @@ impl<'a> Ctx<'a> {
             (token_g.loc(), "host.token_file", true),
             (ca_g.loc(), "host.ca", true),
         ];
-        for (loc, key, for_agents) in only {
-            if matches!(loc, Loc::Default) || for_agents == agent {
-                continue;
-            }
-            let (expected, note) = if for_agents {
-                (
-                    "only in an agent:// host",
-                    format!("{} is started over ssh, which needs no token or CA", kind.address()),
-                )
-            } else {
-                (
-                    "only in a host started over ssh",
-                    format!("{} is an agent already running (agent://)", kind.address()),
-                )
-            };
-            self.err(&loc, key, expected, note);
-            ok = false;
-        }
+        ok &= self.transport_keys(&kind, only);
         // A target of its own is where this host's engine works.
         let mut target = None;
         if let Got::Ok(url, loc) = &target_g {
@@ -329,6 +311,32 @@ impl<'a> Ctx<'a> {
             name_loc,
             named,
         })
+    }
+
+    /// Keys of one transport (`(where, key, for agents)`) set in a host of the other: false
+    /// (after reporting) when any is.
+    fn transport_keys(&mut self, kind: &HostKind, only: [(Loc, &str, bool); 5]) -> bool {
+        let agent = matches!(kind, HostKind::Agent { .. });
+        let mut ok = true;
+        for (loc, key, for_agents) in only {
+            if matches!(loc, Loc::Default) || for_agents == agent {
+                continue;
+            }
+            let (expected, note) = if for_agents {
+                (
+                    "only in an agent:// host",
+                    format!("{} is started over ssh, which needs no token or CA", kind.address()),
+                )
+            } else {
+                (
+                    "only in a host started over ssh",
+                    format!("{} is an agent already running (agent://)", kind.address()),
+                )
+            };
+            self.err(&loc, key, expected, note);
+            ok = false;
+        }
+        ok
     }
 
     /// A file path (not empty, no NUL).
