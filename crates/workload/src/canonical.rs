@@ -242,6 +242,7 @@ pub fn to_toml(plan: &Plan) -> String {
             );
             l.kv("pattern", v, "");
         }
+        crate::access::canonical(&w.access, &mut |k, v, c| l.kv(k, v, c));
         out.push_str("\n[[workload]]\n");
         l.write(&mut out);
     }

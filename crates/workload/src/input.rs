@@ -20,6 +20,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 use toml_edit::{Document, Item, TableLike, Value};
 
+mod access;
 mod hosts;
 
 /// Raw workload flags from the command line, as typed (strings), so that they are validated
@@ -1571,7 +1572,7 @@ impl<'a> Ctx<'a> {
         if n == 0 {
             workloads.push(self.flat_workload(has_dataset));
         } else {
-            for key in ["rw", "rwmix_read", "bs", "threads", "name"] {
+            for key in ["rw", "rwmix_read", "bs", "threads", "name"].into_iter().chain(crate::access::KEYS) {
                 if let Some((_, loc)) = self.raw(key) {
                     let note = format!("with [[workload]] sections, each workload sets its own `{key}`");
                     self.err(&loc, key, format!("`{key}` inside each [[workload]]"), note);
@@ -2207,7 +2208,7 @@ impl<'a> Ctx<'a> {
                 "workload" if workloads == 0 => {
                     let file = if self.file.is_some() { "the workload file has" } else { "there is" };
                     let mut note = format!("{file} no [[workload]] section, so `{key}` would change nothing");
-                    if ["rw", "rwmix_read", "bs", "threads", "name"].contains(&inner) {
+                    if ["rw", "rwmix_read", "bs", "threads", "name"].iter().chain(&crate::access::KEYS).any(|k| *k == inner) {
                         note.push_str(&format!(
                             "\nthe one workload of a file without [[workload]] takes the top-level key: --set {inner}={text}"
                         ));
@@ -2255,6 +2256,7 @@ impl<'a> Ctx<'a> {
         };
         let default_bs = vec![BsEntry { bs: BlockSize { bytes: 4096, weight: 1 }, loc: Loc::Default }];
         let bs = bs_g.or(default_bs)?;
+        let access = self.access("", access::Context { random: rw.is_random(), tree: has_dataset, pattern: false });
         Some(ParsedWorkload {
             name_loc: name_g.loc(),
             workload: Workload {
@@ -2267,6 +2269,7 @@ impl<'a> Ctx<'a> {
                 threads: threads_g.or(1)? as u32,
                 skew_pct: None,
                 pattern: None,
+                access: access?,
             },
             bs,
             skew_loc: Loc::Default,
@@ -2325,6 +2328,8 @@ impl<'a> Ctx<'a> {
         };
         let default_bs = vec![BsEntry { bs: BlockSize { bytes: 4096, weight: 1 }, loc: Loc::Default }];
         let bs = bs_g.or(default_bs)?;
+        let cx = access::Context { random: fileio == FileIo::Random, tree: has_dataset, pattern: matches!(pattern_g, Got::Ok(..)) };
+        let access = self.access("workload.", cx);
         Some(ParsedWorkload {
             name_loc: name_g.loc(),
             skew_loc: skew_g.loc(),
@@ -2346,6 +2351,7 @@ impl<'a> Ctx<'a> {
                     Got::Absent => None,
                     Got::Bad => return None,
                 },
+                access: access?,
             },
             bs,
         })

@@ -100,6 +100,37 @@ fn every_key_specs() -> Vec<Spec> {
             ],
             tables: vec![],
         },
+        // Access patterns: of the one workload, and of [[workload]]s.
+        Spec {
+            top: vec![
+                ("engine", "\"null\""),
+                ("rw", "\"read\""),
+                ("seq_skip", "\"-8k\""),
+                ("rate_iops", "1000"),
+                ("arrivals", "\"poisson\""),
+            ],
+            tables: vec![],
+        },
+        Spec {
+            top: vec![("engine", "\"null\""), ("rate_iops", "1000"), ("random_distribution", "\"random\""), ("percentage_random", "100")],
+            tables: vec![],
+        },
+        Spec {
+            top: vec![("engine", "\"null\""), ("rate_iops", "1000")],
+            tables: vec![
+                (
+                    Section::Workload,
+                    vec![
+                        ("rw", "\"randread\""),
+                        ("random_distribution", "\"zoned:60/10:30/20:10/70\""),
+                        ("percentage_random", "50"),
+                        ("arrivals", "\"poisson\""),
+                    ],
+                ),
+                (Section::Workload, vec![("name", "\"back\""), ("rw", "\"write\""), ("seq_skip", "\"4k\"")]),
+                (Section::Workload, vec![("name", "\"z\""), ("rw", "\"randrw\""), ("random_distribution", "\"zipf:1.2:0.25\"")]),
+            ],
+        },
         // until_steady ends a run of one step, on one host.
         Spec { top: vec![("engine", "\"null\""), ("dir", "\"/tmp/x\""), ("until_steady", "\"15s\"")], tables: vec![] },
         Spec {
