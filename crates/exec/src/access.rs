@@ -22,11 +22,21 @@ pub enum Sampler {
     Uniform,
     /// Rank k (from 1) with probability ∝ k^-theta, drawn exactly by rejection-inversion
     /// (Hörmann and Derflinger, 1996): O(1) whatever the number of blocks.
-    Zipf { zipf: Zipf, shift: u64 },
+    Zipf {
+        zipf: Zipf,
+        shift: u64,
+    },
     /// fio's pareto: rank = blocks · u^pow; `reverse` puts the dense end first.
-    Pareto { pow: f64, reverse: bool, shift: u64 },
+    Pareto {
+        pow: f64,
+        reverse: bool,
+        shift: u64,
+    },
     /// Mean and standard deviation in blocks; wrapped around the file's ends.
-    Normal { mean: f64, sd: f64 },
+    Normal {
+        mean: f64,
+        sd: f64,
+    },
     /// Zones: (draw below this 53-bit threshold, first block, blocks), in order.
     Zoned(Vec<(u64, u64, u64)>),
 }

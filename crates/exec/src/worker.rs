@@ -7,9 +7,9 @@
 //! service time covers the engine alone. Open loop: the schedule is fixed in advance; an I/O that starts late keeps its intended time, so
 //! queueing delay shows in response time (no coordinated omission).
 
+use crate::access::Arrivals;
 use crate::clock::{now_ns, wait_until};
 use crate::errors;
-use crate::access::Arrivals;
 use crate::iogen::IoGen;
 use ioscope_engine::{Completion, Engine, Io, IoBuffers, Op, Submitted};
 use ioscope_metrics::breakdown::{FileRing, IoRecord};
@@ -486,7 +486,13 @@ mod tests {
         engine.open(&OpenSpec { queue_depth: p.iodepth, ..Default::default() }, &bufs).unwrap();
         let start = now_ns();
         let mut w = Worker::new(engine, bufs, IoGen::for_plan(p, 1), &rec, &stop, p.sync, p.iodepth);
-        w.run(&Schedule { start_ns: start, deadline_ns: start + duration_ns, interval_ns, phase_ns: 0, arrivals: Arrivals::uniform() });
+        w.run(&Schedule {
+            start_ns: start,
+            deadline_ns: start + duration_ns,
+            interval_ns,
+            phase_ns: 0,
+            arrivals: Arrivals::uniform(),
+        });
         rec
     }
 
@@ -597,7 +603,13 @@ mod tests {
         let mut w = Worker::new(engine, bufs, IoGen::for_plan(&p, 1), &rec, &stop, p.sync, 32);
         w.verify = Some(crate::verify::WorkerVerify::new(&v, 32, 4096));
         let start = now_ns();
-        w.run(&Schedule { start_ns: start, deadline_ns: start + 50_000_000, interval_ns: None, phase_ns: 0, arrivals: Arrivals::uniform() });
+        w.run(&Schedule {
+            start_ns: start,
+            deadline_ns: start + 50_000_000,
+            interval_ns: None,
+            phase_ns: 0,
+            arrivals: Arrivals::uniform(),
+        });
         let t = totals(&rec);
         let (reads, writes, checked) = (t[0].counts.ops, t[1].counts.ops, &t[Op::Verify as usize]);
         assert!(reads > 100 && writes > 100, "{reads} reads, {writes} writes");
@@ -662,7 +674,13 @@ mod tests {
             engine.open(&spec, &bufs).unwrap();
             let mut w = Worker::new(engine, bufs, IoGen::for_plan(&p, 1), &rec, &stop, p.sync, depth);
             let start = now_ns();
-            w.run(&Schedule { start_ns: start, deadline_ns: start + 300_000_000, interval_ns: None, phase_ns: 0, arrivals: Arrivals::uniform() });
+            w.run(&Schedule {
+                start_ns: start,
+                deadline_ns: start + 300_000_000,
+                interval_ns: None,
+                phase_ns: 0,
+                arrivals: Arrivals::uniform(),
+            });
             let read = &totals(&rec)[Op::Read as usize];
             assert_eq!(read.counts.errors, 0, "depth {depth}");
             assert!(read.counts.ops > 1000, "depth {depth}: {} reads", read.counts.ops);
@@ -695,8 +713,13 @@ mod tests {
             let bufs = IoBuffers::new(depth as usize, 4096, 1);
             let spec = OpenSpec { files: vec![path.clone()], queue_depth: depth, ..Default::default() };
             let start = now_ns();
-            let schedule =
-                Schedule { start_ns: start, deadline_ns: start + 100_000_000, interval_ns: None, phase_ns: 0, arrivals: Arrivals::uniform() };
+            let schedule = Schedule {
+                start_ns: start,
+                deadline_ns: start + 100_000_000,
+                interval_ns: None,
+                phase_ns: 0,
+                arrivals: Arrivals::uniform(),
+            };
             let errors = if engine == "posix" {
                 let mut e = ioscope_engine::posix::PosixEngine::default();
                 e.open(&spec, &bufs).unwrap();

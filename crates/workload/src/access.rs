@@ -131,11 +131,18 @@ impl Distribution {
     pub fn parse(text: &str) -> Result<Distribution, String> {
         let t = text.trim().to_ascii_lowercase();
         if t.contains(',') {
-            return Err("one distribution for reads and writes alike (fio's comma-separated sets per direction are not taken)".into());
+            return Err(
+                "one distribution for reads and writes alike (fio's comma-separated sets per direction are not taken)"
+                    .into(),
+            );
         }
         let (kind, rest) = t.split_once(':').unwrap_or((t.as_str(), ""));
         let num = |s: &str, what: &str| -> Result<f64, String> {
-            s.trim().parse::<f64>().ok().filter(|x| x.is_finite()).ok_or_else(|| format!("{what} `{s}` is not a number"))
+            s.trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite())
+                .ok_or_else(|| format!("{what} `{s}` is not a number"))
         };
         // THETA[:CENTER], H[:CENTER], DEV[:CENTER]
         let param_center = |what: &str, ok: &dyn Fn(f64) -> bool, range: &str| -> Result<(f64, Option<f64>), String> {
@@ -323,9 +330,26 @@ mod tests {
     #[test]
     fn out_of_range_distributions_are_refused_with_a_reason() {
         for t in [
-            "zipf", "zipf:0", "zipf:-1", "zipf:nan", "zipf:inf", "zipf:11", "zipf:1.2:2", "pareto:1", "pareto:0",
-            "normal:0", "normal:101", "zoned:60/10:30/20", "zoned:100/0", "zoned:50/60:50/60", "zoned:x/1",
-            "zoned_abs:100/0", "zoned:60/10,40/90", "triangle:3", "zoned", "",
+            "zipf",
+            "zipf:0",
+            "zipf:-1",
+            "zipf:nan",
+            "zipf:inf",
+            "zipf:11",
+            "zipf:1.2:2",
+            "pareto:1",
+            "pareto:0",
+            "normal:0",
+            "normal:101",
+            "zoned:60/10:30/20",
+            "zoned:100/0",
+            "zoned:50/60:50/60",
+            "zoned:x/1",
+            "zoned_abs:100/0",
+            "zoned:60/10,40/90",
+            "triangle:3",
+            "zoned",
+            "",
         ] {
             assert!(Distribution::parse(t).is_err(), "{t} is refused");
         }

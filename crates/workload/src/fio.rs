@@ -745,7 +745,8 @@ impl Converter {
                         );
                     }
                     let (neg, mag) = m.strip_prefix('-').map_or((false, m), |r| (true, r));
-                    let bytes = need!(size(mag).and_then(|b| i64::try_from(b).ok()), "rw=read:SIZE, like read:4k or read:-8k");
+                    let bytes =
+                        need!(size(mag).and_then(|b| i64::try_from(b).ok()), "rw=read:SIZE, like read:4k or read:-8k");
                     match crate::access::check_seq_skip(if neg { -bytes } else { bytes }) {
                         Ok(skip) => j.seq_skip = at(o, skip),
                         Err(why) => return self.error(o, why, "rw=read:SIZE, a multiple of 512 bytes"),
@@ -1135,7 +1136,7 @@ impl Converter {
             if random {
                 let _ = writeln!(out, "random_distribution = {}  # {}", toml_string(&d.v), self.src(d));
             } else {
-                let o = Opt { key: d.from.clone(), value: Some(d.v.clone()), at: d.at };
+                let o = Opt { key: d.from.clone(), value: None, at: d.at };
                 self.warn(&o, "fio shapes random offsets only, and this job is sequential: not converted");
             }
         }
@@ -1143,16 +1144,22 @@ impl Converter {
             if random {
                 let _ = writeln!(out, "percentage_random = {}  # {}", p.v, self.src(p));
             } else {
-                let o = Opt { key: p.from.clone(), value: Some(p.v.to_string()), at: p.at };
-                self.warn(&o, "fio mixes in random offsets only for a random rw, and this job is sequential: not converted");
+                let o = Opt { key: p.from.clone(), value: None, at: p.at };
+                self.warn(
+                    &o,
+                    "fio mixes in random offsets only for a random rw, and this job is sequential: not converted",
+                );
             }
         }
         if let Some(p) = &j.poisson {
             if rated {
                 let _ = writeln!(out, "arrivals = \"poisson\"  # {}", self.src(p));
             } else {
-                let o = Opt { key: p.from.clone(), value: Some("poisson".into()), at: p.at };
-                self.warn(&o, "fio times arrivals only under a rate (rate_iops or rate), and this job has none: not converted");
+                let o = Opt { key: p.from.clone(), value: None, at: p.at };
+                self.warn(
+                    &o,
+                    "fio times arrivals only under a rate (rate_iops or rate), and this job has none: not converted",
+                );
             }
         }
     }

@@ -2208,7 +2208,11 @@ impl<'a> Ctx<'a> {
                 "workload" if workloads == 0 => {
                     let file = if self.file.is_some() { "the workload file has" } else { "there is" };
                     let mut note = format!("{file} no [[workload]] section, so `{key}` would change nothing");
-                    if ["rw", "rwmix_read", "bs", "threads", "name"].iter().chain(&crate::access::KEYS).any(|k| *k == inner) {
+                    if ["rw", "rwmix_read", "bs", "threads", "name"]
+                        .iter()
+                        .chain(&crate::access::KEYS)
+                        .any(|k| *k == inner)
+                    {
                         note.push_str(&format!(
                             "\nthe one workload of a file without [[workload]] takes the top-level key: --set {inner}={text}"
                         ));
@@ -2328,7 +2332,11 @@ impl<'a> Ctx<'a> {
         };
         let default_bs = vec![BsEntry { bs: BlockSize { bytes: 4096, weight: 1 }, loc: Loc::Default }];
         let bs = bs_g.or(default_bs)?;
-        let cx = access::Context { random: fileio == FileIo::Random, tree: has_dataset, pattern: matches!(pattern_g, Got::Ok(..)) };
+        let cx = access::Context {
+            random: fileio == FileIo::Random,
+            tree: has_dataset,
+            pattern: matches!(pattern_g, Got::Ok(..)),
+        };
         let access = self.access("workload.", cx);
         Some(ParsedWorkload {
             name_loc: name_g.loc(),

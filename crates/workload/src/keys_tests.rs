@@ -112,7 +112,12 @@ fn every_key_specs() -> Vec<Spec> {
             tables: vec![],
         },
         Spec {
-            top: vec![("engine", "\"null\""), ("rate_iops", "1000"), ("random_distribution", "\"random\""), ("percentage_random", "100")],
+            top: vec![
+                ("engine", "\"null\""),
+                ("rate_iops", "1000"),
+                ("random_distribution", "\"random\""),
+                ("percentage_random", "100"),
+            ],
             tables: vec![],
         },
         Spec {
@@ -128,7 +133,10 @@ fn every_key_specs() -> Vec<Spec> {
                     ],
                 ),
                 (Section::Workload, vec![("name", "\"back\""), ("rw", "\"write\""), ("seq_skip", "\"4k\"")]),
-                (Section::Workload, vec![("name", "\"z\""), ("rw", "\"randrw\""), ("random_distribution", "\"zipf:1.2:0.25\"")]),
+                (
+                    Section::Workload,
+                    vec![("name", "\"z\""), ("rw", "\"randrw\""), ("random_distribution", "\"zipf:1.2:0.25\"")],
+                ),
             ],
         },
         // until_steady ends a run of one step, on one host.

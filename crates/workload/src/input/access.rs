@@ -37,7 +37,11 @@ impl<'a> Ctx<'a> {
                 continue;
             }
             if cx.tree || cx.pattern {
-                let why = if cx.tree { "a [dataset] workload reads and writes whole files" } else { "a pattern workload places its offsets by picture" };
+                let why = if cx.tree {
+                    "a [dataset] workload reads and writes whole files"
+                } else {
+                    "a pattern workload places its offsets by picture"
+                };
                 self.err(loc, key, "an access pattern only for reads and writes on the flat working set", why);
             }
         }
