@@ -75,7 +75,7 @@ impl Sampler {
     fn zoned(zones: impl Iterator<Item = (f64, f64)>, n: u64) -> Sampler {
         let mut out = Vec::new();
         let (mut io, mut first) = (0.0f64, 0u64);
-        for (pct, len) in zones {
+        for (pct, len) in zones.take(ioscope_workload::access::MAX_ZONES) {
             io += pct.clamp(0.0, 100.0);
             let len = (len.max(0.0) as u64).clamp(1, n);
             let start = first.min(n - 1);

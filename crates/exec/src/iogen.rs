@@ -107,7 +107,9 @@ impl IoGen {
         // Sequential streams start spread over the working set, one region per worker.
         let total = file_size * files as u64;
         let region = total / eff.threads.max(1) as u64;
-        let skip = eff.access.seq_skip;
+        // A plan from an agent's peer or a results file was not validated: bound it.
+        let most = ioscope_workload::access::MAX_SEQ_SKIP as i64;
+        let skip = eff.access.seq_skip.clamp(-most, most);
         // A stream that moves back starts at the end of its region.
         let start = if skip < 0 { (region * (local as u64 + 1)).saturating_sub(1) } else { region * local as u64 };
         let unit = min_block.max(1);
@@ -257,7 +259,7 @@ impl IoGen {
             self.seq_offset += len;
             return at;
         }
-        let step = len as i64 + self.skip;
+        let step = (len as i64).saturating_add(self.skip);
         self.seq_back = step < 0;
         match self.seq_offset.checked_add_signed(step) {
             Some(next) => self.seq_offset = next,
@@ -322,6 +324,69 @@ mod tests {
         let mut g = gen(&p, 1);
         let got: Vec<(u32, u64)> = (0..5).map(|_| g.next(0)).map(|io| (io.file, io.offset)).collect();
         assert_eq!(got, vec![(0, 0), (0, 4096), (1, 0), (1, 4096), (0, 0)]);
+    }
+
+    fn offsets(toml: &str, n: usize) -> Vec<u64> {
+        let p = crate::test_plan(toml);
+        let mut g = gen(&p, 3);
+        (0..n).map(|_| g.next(0).offset).collect()
+    }
+
+    #[test]
+    fn seq_skip_leaves_holes_or_walks_back_and_wraps_at_the_files_ends() {
+        let holes = offsets("engine = 'null'\nrw = 'read'\nbs = '4k'\nsize = '32k'\nseq_skip = '4k'", 6);
+        assert_eq!(holes, vec![0, 8192, 16384, 24576, 0, 8192], "every other block, then from the start");
+        let back = offsets("engine = 'null'\nrw = 'read'\nbs = '4k'\nsize = '16k'\nseq_skip = '-8k'", 6);
+        assert_eq!(back, vec![12288, 8192, 4096, 0, 12288, 8192], "down from the last block, then from the end");
+        let p = crate::test_plan("engine = 'null'\nrw = 'read'\nbs = '4k'\nsize = '32k'\nfiles = 2\nseq_skip = '-8k'");
+        let mut g = gen(&p, 1);
+        let got: Vec<(u32, u64)> = (0..6).map(|_| g.next(0)).map(|io| (io.file, io.offset)).collect();
+        assert_eq!(got, vec![(1, 12288), (1, 8192), (1, 4096), (1, 0), (0, 12288), (0, 8192)], "back through the files");
+    }
+
+    #[test]
+    fn percentage_random_keeps_its_sequential_stream_apart_from_the_random_offsets() {
+        let got = offsets("engine = 'null'\nrw = 'randread'\nbs = '4k'\nsize = '64m'\npercentage_random = 50", 2000);
+        // The stream's offsets are 0, 4k, 8k ... in order, whatever falls between them.
+        let mut next = 0;
+        let mut seq = 0;
+        for o in got {
+            if o == next {
+                next += 4096;
+                seq += 1;
+            }
+        }
+        assert!((900..=1100).contains(&seq), "{seq} of 2,000 continue the stream");
+    }
+
+    #[test]
+    fn unvalidated_access_values_never_panic_and_stay_in_the_file() {
+        use ioscope_workload::{AbsZone, Access, Distribution, Zone};
+        let p = crate::test_plan("engine = 'null'\nrw = 'randrw'\nbs = '4k:1,64k:1'\nsize = '1m'\nfiles = 2");
+        let mut eff = crate::in_step(&p.workloads[0], &p.steps()[0]);
+        let nan = f64::NAN;
+        let dists = [
+            Distribution::Zipf { theta: nan, center: Some(nan) },
+            Distribution::Zipf { theta: f64::INFINITY, center: Some(-5.0) },
+            Distribution::Pareto { h: nan, center: None },
+            Distribution::Pareto { h: 7.0, center: Some(9.0) },
+            Distribution::Normal { dev_pct: nan, center: Some(nan) },
+            Distribution::Normal { dev_pct: -1.0, center: None },
+            Distribution::Zoned(vec![]),
+            Distribution::Zoned(vec![Zone { io_pct: nan, span_pct: f64::INFINITY }]),
+            Distribution::ZonedAbs(vec![AbsZone { io_pct: 1e300, bytes: u64::MAX }]),
+        ];
+        for (i, d) in dists.into_iter().enumerate() {
+            for (skip, pct) in [(i64::MIN, 0u8), (i64::MAX, 255), (1, 50), (-1, 99)] {
+                eff.fileio = if i % 2 == 0 { ioscope_workload::FileIo::Random } else { ioscope_workload::FileIo::Sequential };
+                eff.access = Access { seq_skip: skip, distribution: d.clone(), random_pct: pct, ..Access::default() };
+                let mut g = IoGen::new(2, 1 << 19, &eff, 0, 9, 0);
+                for _ in 0..2000 {
+                    let io = g.next(0);
+                    assert!(io.file < 2 && io.offset + io.len as u64 <= 1 << 19, "{d:?} {skip} {pct}: {io:?}");
+                }
+            }
+        }
     }
 
     #[test]
