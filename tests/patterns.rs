@@ -269,3 +269,28 @@ fn out_of_range_access_patterns_are_refused_at_their_line_and_column_with_exit_2
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("--random-distribution") && err.contains("zipf:THETA"), "{err}");
 }
+
+#[test]
+fn the_summary_names_the_access_pattern_of_each_workload() {
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().join("r.db");
+    let out = ioscope()
+        .args(["run", "--engine", "null", "--rw", "randread", "--random-distribution", "zipf:1.2:0.25"])
+        .args(["--percentage-random", "90", "--rate-iops", "1000", "--arrivals", "poisson", "--size", "1m"])
+        .args(["--duration", "1s", "--quiet", "--out"])
+        .arg(&results)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("randread bs 4 KiB threads 1 zipf:1.2:0.25 90% random poisson arrivals"), "{text}");
+    // fio's spelling of a backwards read on the command line.
+    let results = tmp.path().join("r2.db");
+    let out = ioscope()
+        .args(["run", "--engine", "null", "--rw=read:-8k", "--size", "1m", "--duration", "1s", "--quiet", "--out"])
+        .arg(&results)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("read bs 4 KiB threads 1 seq_skip -8k"), "{text}{}", String::from_utf8_lossy(&out.stderr));
+}

@@ -341,7 +341,11 @@ mod tests {
         let p = crate::test_plan("engine = 'null'\nrw = 'read'\nbs = '4k'\nsize = '32k'\nfiles = 2\nseq_skip = '-8k'");
         let mut g = gen(&p, 1);
         let got: Vec<(u32, u64)> = (0..6).map(|_| g.next(0)).map(|io| (io.file, io.offset)).collect();
-        assert_eq!(got, vec![(1, 12288), (1, 8192), (1, 4096), (1, 0), (0, 12288), (0, 8192)], "back through the files");
+        assert_eq!(
+            got,
+            vec![(1, 12288), (1, 8192), (1, 4096), (1, 0), (0, 12288), (0, 8192)],
+            "back through the files"
+        );
     }
 
     #[test]
@@ -378,7 +382,8 @@ mod tests {
         ];
         for (i, d) in dists.into_iter().enumerate() {
             for (skip, pct) in [(i64::MIN, 0u8), (i64::MAX, 255), (1, 50), (-1, 99)] {
-                eff.fileio = if i % 2 == 0 { ioscope_workload::FileIo::Random } else { ioscope_workload::FileIo::Sequential };
+                eff.fileio =
+                    if i % 2 == 0 { ioscope_workload::FileIo::Random } else { ioscope_workload::FileIo::Sequential };
                 eff.access = Access { seq_skip: skip, distribution: d.clone(), random_pct: pct, ..Access::default() };
                 let mut g = IoGen::new(2, 1 << 19, &eff, 0, 9, 0);
                 for _ in 0..2000 {

@@ -48,6 +48,24 @@ impl Access {
     pub fn is_default(&self) -> bool {
         *self == Access::default()
     }
+    /// What differs from the default, for the summary's workload line: "seq_skip -8k",
+    /// "zipf:1.2", "50% random", "poisson arrivals".
+    pub fn describe(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.seq_skip != 0 {
+            out.push(format!("seq_skip {}", seq_skip_literal(self.seq_skip)));
+        }
+        if !self.distribution.is_uniform() {
+            out.push(self.distribution.literal());
+        }
+        if self.random_pct != 100 {
+            out.push(format!("{}% random", self.random_pct));
+        }
+        if !self.arrivals.is_uniform() {
+            out.push(format!("{} arrivals", self.arrivals.name()));
+        }
+        out
+    }
 }
 
 fn is_zero(x: &i64) -> bool {

@@ -2236,7 +2236,7 @@ impl<'a> Ctx<'a> {
 
     /// The one workload of a file without [[workload]]: `rw`, `rwmix_read`, `bs`, `threads`.
     fn flat_workload(&mut self, has_dataset: bool) -> Option<ParsedWorkload> {
-        let rw_g = self.choice("rw", RWS);
+        let (rw_g, rw_skip) = self.rw_and_skip("rw");
         let rwmix_g = self.int("rwmix_read", 0, 100);
         let bs_g = self.block_sizes("bs");
         let threads_g = self.int("threads", 1, 4096);
@@ -2260,7 +2260,8 @@ impl<'a> Ctx<'a> {
         };
         let default_bs = vec![BsEntry { bs: BlockSize { bytes: 4096, weight: 1 }, loc: Loc::Default }];
         let bs = bs_g.or(default_bs)?;
-        let access = self.access("", access::Context { random: rw.is_random(), tree: has_dataset, pattern: false });
+        let access =
+            self.access("", access::Context { random: rw.is_random(), tree: has_dataset, pattern: false, rw_skip });
         Some(ParsedWorkload {
             name_loc: name_g.loc(),
             workload: Workload {
@@ -2284,7 +2285,7 @@ impl<'a> Ctx<'a> {
     fn workload(&mut self, i: usize, has_dataset: bool) -> Option<ParsedWorkload> {
         let name_g = self.text_value("workload.name", "a name like \"seqread\"");
         let op_g = self.choice("workload.operation", OPERATIONS);
-        let rw_g = self.choice("workload.rw", RWS);
+        let (rw_g, rw_skip) = self.rw_and_skip("workload.rw");
         let rwmix_g = self.int("workload.rwmix_read", 0, 100);
         let bs_g = self.block_sizes("workload.bs");
         let fileio_g = self.choice("workload.fileio", FILEIOS);
@@ -2336,6 +2337,7 @@ impl<'a> Ctx<'a> {
             random: fileio == FileIo::Random,
             tree: has_dataset,
             pattern: matches!(pattern_g, Got::Ok(..)),
+            rw_skip,
         };
         let access = self.access("workload.", cx);
         Some(ParsedWorkload {

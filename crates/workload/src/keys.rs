@@ -169,7 +169,7 @@ pub const KEYS: &[Key] = &[
         default: "randread",
         help: "Access pattern: read, write, rw (sequential mixed), randread, randwrite or randrw.",
         help_from: None,
-        doc: "at the top level, the one workload of a file without `[[workload]]`; in a `[[workload]]`, instead of `operation` and `fileio`; fio's `readwrite` is `rw`",
+        doc: "at the top level, the one workload of a file without `[[workload]]`; in a `[[workload]]`, instead of `operation` and `fileio`; fio's `readwrite` is `rw`; fio's offset modifier is taken too: `read:-8k` is `rw = \"read\"` with `seq_skip = \"-8k\"`",
         fio: &["rw", "readwrite"],
         fio_values: &[("readwrite", "rw")],
         example: "\"randrw\"",

@@ -2,8 +2,9 @@
 //! `percentage_random`, `arrivals`; see [`crate::access`]) and the rules that tie them to
 //! the workload's `rw`: each pattern only where it means something.
 
-use super::{Ctx, Got, Loc, Raw};
+use super::{Ctx, Got, Loc, Raw, RWS};
 use crate::access::{self, Access, Arrivals, Distribution};
+use crate::plan::Rw;
 use toml_edit::Value;
 
 /// What the access keys depend on in the workload being read.
@@ -14,6 +15,8 @@ pub(super) struct Context {
     pub tree: bool,
     /// The workload draws a text (`pattern`), which places its own offsets.
     pub pattern: bool,
+    /// The skip written as fio's offset modifier on `rw` (`read:-8k`).
+    pub rw_skip: Got<i64>,
 }
 
 const ARRIVALS: &[(&str, Arrivals)] = &[("uniform", Arrivals::Uniform), ("poisson", Arrivals::Poisson)];
@@ -27,7 +30,16 @@ impl<'a> Ctx<'a> {
         let dist_key = format!("{prefix}random_distribution");
         let pct_key = format!("{prefix}percentage_random");
         let arrivals_key = format!("{prefix}arrivals");
-        let skip_g = self.seq_skip(&skip_key);
+        let mut skip_g = self.seq_skip(&skip_key);
+        match (&skip_g, cx.rw_skip) {
+            (Got::Ok(_, loc), Got::Ok(..)) => {
+                let note = "rw = \"read:SIZE\" is fio's spelling of seq_skip";
+                self.err(loc, &skip_key, "either seq_skip or rw with :SIZE, not both", note);
+                skip_g = Got::Bad;
+            }
+            (Got::Absent, rw_skip) => skip_g = rw_skip,
+            _ => {}
+        }
         let dist_g = self.distribution(&dist_key);
         let pct_g = self.int(&pct_key, 0, 100);
         let arrivals_g = self.choice(&arrivals_key, ARRIVALS);
@@ -72,6 +84,36 @@ impl<'a> Ctx<'a> {
             random_pct: pct_g.or(100)? as u8,
             arrivals: arrivals_g.or(Arrivals::Uniform)?,
         })
+    }
+
+    /// `rw`, and the skip of fio's offset modifier when it has one (`read:-8k`, `write:4k`).
+    pub(super) fn rw_and_skip(&mut self, key: &str) -> (Got<Rw>, Got<i64>) {
+        let modified = match self.raw(key) {
+            Some((Raw::Flag(t), loc)) => t.split_once(':').map(|m| (m, loc)),
+            Some((Raw::Toml(item), loc)) => item.as_str().and_then(|t| t.split_once(':')).map(|m| (m, loc)),
+            None => None,
+        };
+        let Some(((base, modifier), loc)) = modified else {
+            return (self.choice(key, RWS), Got::Absent);
+        };
+        let base = base.trim().to_ascii_lowercase();
+        let base = super::table_key(key).map_or(base.as_str(), |k| k.native_value(&base)).to_string();
+        let Some(&(_, rw)) = RWS.iter().find(|(n, _)| *n == base) else {
+            self.err(&loc, key, "read, write or rw, then an optional :SIZE (fio's offset modifier, like read:-8k)", "");
+            return (Got::Bad, Got::Bad);
+        };
+        if rw.is_random() {
+            let note = "fio draws a new random offset every N I/Os, sequential in between; ioscope has no fixed-length runs (percentage_random mixes sequential and random I/Os at random)";
+            self.err(&loc, key, format!("{} without :N", rw.name()), note);
+            return (Got::Bad, Got::Bad);
+        }
+        match access::parse_seq_skip(modifier) {
+            Ok(skip) => (Got::Ok(rw, loc.clone()), Got::Ok(skip, loc)),
+            Err(note) => {
+                self.err(&loc, key, format!("{}:SIZE, the size {}", rw.name(), access::SEQ_SKIP_EXPECTED), note);
+                (Got::Bad, Got::Bad)
+            }
+        }
     }
 
     /// `seq_skip`: a signed size ("-8k") or a byte count.
