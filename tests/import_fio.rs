@@ -203,10 +203,7 @@ fn out_of_scope_fio_files_are_refused_with_exit_2_naming_the_option() {
         ("rbd.fio", "rbd.fio:3: error: ioengine=rbd: ioscope has no rbd engine"),
         ("netio.fio", "netio.fio:3: error: ioengine=net: ioscope has no net engine"),
         ("sg-write.fio", "sg-write.fio:4: error: ioengine=sg"),
-        ("zipf.fio", "zipf.fio:8: error: random_distribution=zipf:0.5:"),
-        ("poisson-rate-submission.fio", "error: rate_process=poisson:"),
         ("aio-read-depths.fio", "aio-read-depths.fio:15: error: iodepth=32: [file2] differs from iodepth=4"),
-        ("backwards-read.fio", "error: rw=read:-8k: ioscope has no offset modifier"),
         ("startdelay-clients.fio", "startdelay-clients.fio:13: error: startdelay=4:"),
         ("verify-writes.fio", "error: verify_fatal=1: ioscope's verification (verify=...) has no such option"),
     ];
@@ -221,7 +218,52 @@ fn out_of_scope_fio_files_are_refused_with_exit_2_naming_the_option() {
         assert!(!out_file.exists(), "{file}: a refused import wrote its output");
         assert!(out.stdout.is_empty());
     }
-    assert_eq!(fio_files("out-of-scope").len(), 9, "every out-of-scope file has a case above");
+    assert_eq!(fio_files("out-of-scope").len(), 6, "every out-of-scope file has a case above");
+}
+
+#[test]
+fn fio_access_patterns_convert_to_seq_skip_random_distribution_percentage_random_and_arrivals() {
+    let (t, _) = convert("fio-docs/backwards-read.fio", &[]);
+    assert_eq!((value(&t, "rw"), value(&t, "seq_skip")), ("\"read\"".into(), "\"-8k\"".into()));
+    let (t, _) = convert("fio-docs/zipf.fio", &[]);
+    assert_eq!((value(&t, "rw"), value(&t, "random_distribution")), ("\"randread\"".into(), "\"zipf:0.5\"".into()));
+    let (t, _) = convert("fio-docs/poisson-rate-submission.fio", &[]);
+    assert_eq!((value(&t, "rate_iops"), value(&t, "arrivals")), ("50".into(), "\"poisson\"".into()));
+    let tmp = tempfile::tempdir().unwrap();
+    let job = |name: &str, body: &str| {
+        let p = tmp.path().join(name);
+        std::fs::write(&p, format!("[job]\nioengine=null\nsize=64m\nruntime=5\n{body}")).unwrap();
+        ioscope().args(["import", "fio"]).arg(&p).output().unwrap()
+    };
+    // Holes, zones and a share of random I/Os, each as fio writes it.
+    let out = job("mix.fio", "rw=randread\npercentage_random=30\nrandom_distribution=zoned:60/10:30/20:10/70\n");
+    let t = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(value(&t, "percentage_random"), "30");
+    assert_eq!(value(&t, "random_distribution"), "\"zoned:60/10:30/20:10/70\"");
+    let out = job("holes.fio", "rw=write:4k\n");
+    assert_eq!(value(&String::from_utf8_lossy(&out.stdout), "seq_skip"), "\"4k\"", "{}", stderr(&out));
+    // What fio ignores is said and not converted; what ioscope cannot do is refused.
+    let out = job("seq-zipf.fio", "rw=read\nrandom_distribution=zipf:1.2\n");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).contains("random_distribution=zipf:1.2: fio shapes random offsets only"), "{}", stderr(&out));
+    for (body, says) in [
+        ("rw=randread:8\n", "error: rw=randread:8: fio draws a new random offset every 8 I/Os"),
+        ("rw=read:1000\n", "error: rw=read:1000: 1000 bytes is not a multiple of 512"),
+        (
+            "rw=randread\nrandom_distribution=zipf:0\n",
+            "error: random_distribution=zipf:0: the theta of zipf is above 0",
+        ),
+        (
+            "rw=randread\nrandom_distribution=zoned:50/10,50/90\n",
+            "error: random_distribution=zoned:50/10,50/90: one distribution for reads and writes",
+        ),
+        ("rw=randread\nrate_process=burst\n", "error: rate_process=burst: not a rate process fio has"),
+    ] {
+        let out = job("bad.fio", body);
+        assert_eq!(out.status.code(), Some(2), "{body}: {}", stderr(&out));
+        assert!(stderr(&out).contains(says), "{body}: expected {says:?} in {}", stderr(&out));
+    }
 }
 
 #[test]

@@ -40,7 +40,13 @@ fn run(p: &Plan, rec: &WorkerRecorder, reader: &mut WorkerReader, iters: u64) ->
 
     let t = Instant::now();
     let start_ns = now_ns();
-    w.run(&Schedule { start_ns, deadline_ns: start_ns + run_ns, interval_ns: None, phase_ns: 0 });
+    w.run(&Schedule {
+        start_ns,
+        deadline_ns: start_ns + run_ns,
+        interval_ns: None,
+        phase_ns: 0,
+        arrivals: ioscope_exec::access::Arrivals::uniform(),
+    });
     let elapsed = t.elapsed();
 
     let ops: u64 = reader.take(rec).iter().map(|op| op.counts.ops).sum();

@@ -1,8 +1,11 @@
 //! Per-worker I/O generator on the flat working set: picks the operation (read share), the
 //! block size (weighted list), the file and the offset (random, aligned to the smallest
 //! block size, or sequential). A few multiplications per I/O; no division, no allocation.
-//! A pattern workload instead draws its text: see [`PatternGen`].
+//! A pattern workload instead draws its text: see [`PatternGen`]. Access patterns
+//! (crate::access): random offsets from a skewed distribution, a share of them sequential,
+//! and sequential streams that skip ahead or move back after each I/O.
 
+use crate::access::Sampler;
 use ioscope_engine::buffers::wyrand;
 use ioscope_engine::{Io, Op};
 use ioscope_workload::font;
@@ -29,6 +32,18 @@ pub struct IoGen {
     random: bool,
     seq_file: u32,
     seq_offset: u64,
+    /// Bytes added after each sequential I/O (fio's rw=read:SIZE); negative moves back.
+    skip: i64,
+    /// The stream's last move went back: past a file's end it goes on at that file's last
+    /// block (a stream moving forward goes on at the next file's start).
+    seq_back: bool,
+    /// Sequential offsets are multiples of this (the smallest block size).
+    unit: u64,
+    /// Random offsets: the distribution over `blocks` aligned blocks of a file.
+    sampler: Sampler,
+    blocks: u64,
+    /// A random workload's draw below this is random, else sequential (percentage_random).
+    random_below: u64,
     pattern: Option<PatternGen>,
 }
 
@@ -91,7 +106,13 @@ impl IoGen {
         };
         // Sequential streams start spread over the working set, one region per worker.
         let total = file_size * files as u64;
-        let start = (total / eff.threads.max(1) as u64) * local as u64;
+        let region = total / eff.threads.max(1) as u64;
+        // A plan from an agent's peer or a results file was not validated: bound it.
+        let most = ioscope_workload::access::MAX_SEQ_SKIP as i64;
+        let skip = eff.access.seq_skip.clamp(-most, most);
+        // A stream that moves back starts at the end of its region.
+        let start = if skip < 0 { (region * (local as u64 + 1)).saturating_sub(1) } else { region * local as u64 };
+        let unit = min_block.max(1);
         let pattern = eff.pattern.as_ref().map(|p| PatternGen {
             columns: font::render(&p.text).unwrap_or_default(),
             column_ns: p.column.as_nanos().max(1) as u64,
@@ -112,7 +133,20 @@ impl IoGen {
             seq_file: ((start / file_size.max(1)) as u32).min(files.max(1) - 1),
             // At a multiple of the smallest block: every offset of the stream is then a sum
             // of block sizes from an aligned start (O_DIRECT refuses unaligned offsets).
-            seq_offset: start % file_size.max(1) / min_block.max(1) * min_block.max(1),
+            seq_offset: if skip < 0 {
+                (start % file_size.max(1) + 1).saturating_sub(min_block) / unit * unit
+            } else {
+                start % file_size.max(1) / unit * unit
+            },
+            skip,
+            seq_back: skip < 0,
+            unit,
+            sampler: Sampler::new(&eff.access.distribution, file_size.saturating_sub(min_block) / unit + 1, unit),
+            blocks: file_size.saturating_sub(min_block) / unit + 1,
+            random_below: match eff.access.random_pct {
+                p if p >= 100 => u64::MAX,
+                p => (u64::MAX / 100) * p as u64,
+            },
             pattern: pattern.filter(|p| !p.columns.is_empty()),
         }
     }
@@ -194,19 +228,48 @@ impl IoGen {
             let w = below(&mut self.rng, self.total_weight);
             *self.sizes.iter().find(|s| w < s.cum_weight).unwrap_or(&self.sizes[0])
         };
-        let (file, offset) = if self.random {
+        let random = self.random && (self.random_below == u64::MAX || wyrand(&mut self.rng) < self.random_below);
+        let (file, offset) = if random {
             let file = if self.files > 1 { below(&mut self.rng, self.files as u64) as u32 } else { 0 };
-            (file, below(&mut self.rng, size.positions) * self.align)
+            let pos = match &self.sampler {
+                Sampler::Uniform => below(&mut self.rng, size.positions),
+                s => s.block(&mut self.rng, self.blocks).min(size.positions.saturating_sub(1)),
+            };
+            (file, pos * self.align)
         } else {
-            if self.seq_offset + size.len as u64 > self.file_size {
+            self.next_seq(size.len as u64)
+        };
+        Io { op, file, offset, len: size.len, slot }
+    }
+
+    /// The next offset of the sequential stream for an I/O of `len` bytes; the stream then
+    /// moves by `len + skip`.
+    #[inline(always)]
+    fn next_seq(&mut self, len: u64) -> (u32, u64) {
+        if self.seq_offset.saturating_add(len) > self.file_size {
+            if self.seq_back {
+                self.seq_offset = self.file_size.saturating_sub(len) / self.unit * self.unit;
+            } else {
                 self.seq_offset = 0;
                 self.seq_file = (self.seq_file + 1) % self.files;
             }
-            let at = (self.seq_file, self.seq_offset);
-            self.seq_offset += size.len as u64;
-            at
-        };
-        Io { op, file, offset, len: size.len, slot }
+        }
+        let at = (self.seq_file, self.seq_offset);
+        if self.skip == 0 {
+            self.seq_offset += len;
+            return at;
+        }
+        let step = (len as i64).saturating_add(self.skip);
+        self.seq_back = step < 0;
+        match self.seq_offset.checked_add_signed(step) {
+            Some(next) => self.seq_offset = next,
+            None => {
+                // Back past the start: on at the previous file's last block.
+                self.seq_file = (self.seq_file + self.files - 1) % self.files;
+                self.seq_offset = u64::MAX;
+            }
+        }
+        at
     }
 }
 
@@ -261,6 +324,74 @@ mod tests {
         let mut g = gen(&p, 1);
         let got: Vec<(u32, u64)> = (0..5).map(|_| g.next(0)).map(|io| (io.file, io.offset)).collect();
         assert_eq!(got, vec![(0, 0), (0, 4096), (1, 0), (1, 4096), (0, 0)]);
+    }
+
+    fn offsets(toml: &str, n: usize) -> Vec<u64> {
+        let p = crate::test_plan(toml);
+        let mut g = gen(&p, 3);
+        (0..n).map(|_| g.next(0).offset).collect()
+    }
+
+    #[test]
+    fn seq_skip_leaves_holes_or_walks_back_and_wraps_at_the_files_ends() {
+        let holes = offsets("engine = 'null'\nrw = 'read'\nbs = '4k'\nsize = '32k'\nseq_skip = '4k'", 6);
+        assert_eq!(holes, vec![0, 8192, 16384, 24576, 0, 8192], "every other block, then from the start");
+        let back = offsets("engine = 'null'\nrw = 'read'\nbs = '4k'\nsize = '16k'\nseq_skip = '-8k'", 6);
+        assert_eq!(back, vec![12288, 8192, 4096, 0, 12288, 8192], "down from the last block, then from the end");
+        let p = crate::test_plan("engine = 'null'\nrw = 'read'\nbs = '4k'\nsize = '32k'\nfiles = 2\nseq_skip = '-8k'");
+        let mut g = gen(&p, 1);
+        let got: Vec<(u32, u64)> = (0..6).map(|_| g.next(0)).map(|io| (io.file, io.offset)).collect();
+        assert_eq!(
+            got,
+            vec![(1, 12288), (1, 8192), (1, 4096), (1, 0), (0, 12288), (0, 8192)],
+            "back through the files"
+        );
+    }
+
+    #[test]
+    fn percentage_random_keeps_its_sequential_stream_apart_from_the_random_offsets() {
+        let got = offsets("engine = 'null'\nrw = 'randread'\nbs = '4k'\nsize = '64m'\npercentage_random = 50", 2000);
+        // The stream's offsets are 0, 4k, 8k ... in order, whatever falls between them.
+        let mut next = 0;
+        let mut seq = 0;
+        for o in got {
+            if o == next {
+                next += 4096;
+                seq += 1;
+            }
+        }
+        assert!((900..=1100).contains(&seq), "{seq} of 2,000 continue the stream");
+    }
+
+    #[test]
+    fn unvalidated_access_values_never_panic_and_stay_in_the_file() {
+        use ioscope_workload::{AbsZone, Access, Distribution, Zone};
+        let p = crate::test_plan("engine = 'null'\nrw = 'randrw'\nbs = '4k:1,64k:1'\nsize = '1m'\nfiles = 2");
+        let mut eff = crate::in_step(&p.workloads[0], &p.steps()[0]);
+        let nan = f64::NAN;
+        let dists = [
+            Distribution::Zipf { theta: nan, center: Some(nan) },
+            Distribution::Zipf { theta: f64::INFINITY, center: Some(-5.0) },
+            Distribution::Pareto { h: nan, center: None },
+            Distribution::Pareto { h: 7.0, center: Some(9.0) },
+            Distribution::Normal { dev_pct: nan, center: Some(nan) },
+            Distribution::Normal { dev_pct: -1.0, center: None },
+            Distribution::Zoned(vec![]),
+            Distribution::Zoned(vec![Zone { io_pct: nan, span_pct: f64::INFINITY }]),
+            Distribution::ZonedAbs(vec![AbsZone { io_pct: 1e300, bytes: u64::MAX }]),
+        ];
+        for (i, d) in dists.into_iter().enumerate() {
+            for (skip, pct) in [(i64::MIN, 0u8), (i64::MAX, 255), (1, 50), (-1, 99)] {
+                eff.fileio =
+                    if i % 2 == 0 { ioscope_workload::FileIo::Random } else { ioscope_workload::FileIo::Sequential };
+                eff.access = Access { seq_skip: skip, distribution: d.clone(), random_pct: pct, ..Access::default() };
+                let mut g = IoGen::new(2, 1 << 19, &eff, 0, 9, 0);
+                for _ in 0..2000 {
+                    let io = g.next(0);
+                    assert!(io.file < 2 && io.offset + io.len as u64 <= 1 << 19, "{d:?} {skip} {pct}: {io:?}");
+                }
+            }
+        }
     }
 
     #[test]

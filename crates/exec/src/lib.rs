@@ -2,6 +2,7 @@
 //! per-second collector that writes results as the run goes, working-set preparation,
 //! and the host description stored with every run.
 
+pub mod access;
 pub mod blockdev;
 pub mod breakdown;
 pub mod cache;

@@ -1011,6 +1011,7 @@ fn worker_main<E: Engine>(mut engine: E, id: u32, sh: Shared<'_>) -> FirstErrors
                 deadline_ns: end,
                 interval_ns,
                 phase_ns: interval_ns.map_or(0, |iv| iv * sh.local as u64 / eff.threads as u64),
+                arrivals: crate::access::Arrivals::of(eff.access.arrivals, seed(k) ^ 0x9e37_79b9_7f4a_7c15),
             };
             crate::clock::wait_until(begin, sh.stop);
             sh.first_io_ns.fetch_min(now_ns(), Relaxed);

@@ -430,7 +430,13 @@ mod tests {
         w.run_tree(
             &tree,
             &mut task,
-            &Schedule { start_ns: start, deadline_ns: start + 100_000_000, interval_ns: None, phase_ns: 0 },
+            &Schedule {
+                start_ns: start,
+                deadline_ns: start + 100_000_000,
+                interval_ns: None,
+                phase_ns: 0,
+                arrivals: crate::access::Arrivals::uniform(),
+            },
         );
         let got = WorkerReader::new(ioscope_engine::OP_KINDS).naming(crate::errors::kind_name).take(&rec);
         (got[Op::Create as usize].clone(), w.errors.0)

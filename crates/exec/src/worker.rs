@@ -7,6 +7,7 @@
 //! service time covers the engine alone. Open loop: the schedule is fixed in advance; an I/O that starts late keeps its intended time, so
 //! queueing delay shows in response time (no coordinated omission).
 
+use crate::access::Arrivals;
 use crate::clock::{now_ns, wait_until};
 use crate::errors;
 use crate::iogen::IoGen;
@@ -26,6 +27,9 @@ pub struct Schedule {
     pub interval_ns: Option<u64>,
     /// Open loop: offset of this worker's first intended start (spreads workers evenly).
     pub phase_ns: u64,
+    /// Open loop: the gaps between intended starts, of mean `interval_ns` (even, or a
+    /// Poisson process).
+    pub arrivals: Arrivals,
 }
 
 /// The first failure of each op kind, for the end-of-run report.
@@ -237,7 +241,7 @@ impl<'a, E: Engine> Worker<'a, E> {
     pub(crate) fn pace(&self, s: &Schedule, next_intended: &mut u64, t: &mut u64) -> Option<u64> {
         let Some(iv) = s.interval_ns else { return Some(*t) };
         let i = *next_intended;
-        *next_intended += iv;
+        *next_intended += s.arrivals.gap(iv);
         if i > *t {
             *t = wait_until(i, self.stop);
             if *t >= s.deadline_ns || self.stop.load(Relaxed) {
@@ -340,6 +344,8 @@ impl<'a, E: Engine> Worker<'a, E> {
         // Slots queued in this round; their issue time is read once, right before commit.
         let mut batch: Vec<u32> = Vec::with_capacity(depth);
         let mut next_intended = s.start_ns + s.phase_ns;
+        // The gap last added to `next_intended`, taken back when the engine is busy.
+        let mut last_gap = 0;
         let batched = self.engine.submission().batched_submit;
         // Under verification: the I/O generated but not issued yet, because an I/O of one
         // of its blocks was in flight that it may not overlap. It is issued, unchanged (no
@@ -363,8 +369,9 @@ impl<'a, E: Engine> Worker<'a, E> {
                                 if next_intended > t {
                                     break;
                                 }
-                                next_intended += iv;
-                                next_intended - iv
+                                last_gap = s.arrivals.gap(iv);
+                                next_intended += last_gap;
+                                next_intended - last_gap
                             }
                         };
                         (self.gen.next(top), intended)
@@ -397,8 +404,8 @@ impl<'a, E: Engine> Worker<'a, E> {
                     }
                     Submitted::Busy => {
                         self.unstamp(&io);
-                        if let Some(iv) = s.interval_ns {
-                            next_intended -= iv;
+                        if s.interval_ns.is_some() {
+                            next_intended -= last_gap;
                         }
                         break;
                     }
@@ -479,7 +486,13 @@ mod tests {
         engine.open(&OpenSpec { queue_depth: p.iodepth, ..Default::default() }, &bufs).unwrap();
         let start = now_ns();
         let mut w = Worker::new(engine, bufs, IoGen::for_plan(p, 1), &rec, &stop, p.sync, p.iodepth);
-        w.run(&Schedule { start_ns: start, deadline_ns: start + duration_ns, interval_ns, phase_ns: 0 });
+        w.run(&Schedule {
+            start_ns: start,
+            deadline_ns: start + duration_ns,
+            interval_ns,
+            phase_ns: 0,
+            arrivals: Arrivals::uniform(),
+        });
         rec
     }
 
@@ -590,7 +603,13 @@ mod tests {
         let mut w = Worker::new(engine, bufs, IoGen::for_plan(&p, 1), &rec, &stop, p.sync, 32);
         w.verify = Some(crate::verify::WorkerVerify::new(&v, 32, 4096));
         let start = now_ns();
-        w.run(&Schedule { start_ns: start, deadline_ns: start + 50_000_000, interval_ns: None, phase_ns: 0 });
+        w.run(&Schedule {
+            start_ns: start,
+            deadline_ns: start + 50_000_000,
+            interval_ns: None,
+            phase_ns: 0,
+            arrivals: Arrivals::uniform(),
+        });
         let t = totals(&rec);
         let (reads, writes, checked) = (t[0].counts.ops, t[1].counts.ops, &t[Op::Verify as usize]);
         assert!(reads > 100 && writes > 100, "{reads} reads, {writes} writes");
@@ -655,7 +674,13 @@ mod tests {
             engine.open(&spec, &bufs).unwrap();
             let mut w = Worker::new(engine, bufs, IoGen::for_plan(&p, 1), &rec, &stop, p.sync, depth);
             let start = now_ns();
-            w.run(&Schedule { start_ns: start, deadline_ns: start + 300_000_000, interval_ns: None, phase_ns: 0 });
+            w.run(&Schedule {
+                start_ns: start,
+                deadline_ns: start + 300_000_000,
+                interval_ns: None,
+                phase_ns: 0,
+                arrivals: Arrivals::uniform(),
+            });
             let read = &totals(&rec)[Op::Read as usize];
             assert_eq!(read.counts.errors, 0, "depth {depth}");
             assert!(read.counts.ops > 1000, "depth {depth}: {} reads", read.counts.ops);
@@ -688,8 +713,13 @@ mod tests {
             let bufs = IoBuffers::new(depth as usize, 4096, 1);
             let spec = OpenSpec { files: vec![path.clone()], queue_depth: depth, ..Default::default() };
             let start = now_ns();
-            let schedule =
-                Schedule { start_ns: start, deadline_ns: start + 100_000_000, interval_ns: None, phase_ns: 0 };
+            let schedule = Schedule {
+                start_ns: start,
+                deadline_ns: start + 100_000_000,
+                interval_ns: None,
+                phase_ns: 0,
+                arrivals: Arrivals::uniform(),
+            };
             let errors = if engine == "posix" {
                 let mut e = ioscope_engine::posix::PosixEngine::default();
                 e.open(&spec, &bufs).unwrap();

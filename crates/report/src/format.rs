@@ -190,6 +190,7 @@ fn one_workload(p: &Plan, w: &ioscope_workload::Workload) -> String {
     if let Some(pat) = &w.pattern {
         parts.push(format!("pattern \"{}\"", pat.text));
     }
+    parts.extend(w.access.describe());
     parts.join(" ")
 }
 

@@ -23,6 +23,7 @@ fn plan() -> Plan {
             threads: 2,
             skew_pct: None,
             pattern: None,
+            access: Default::default(),
         }],
         size_bytes: 256 << 20,
         size_default: false,

@@ -299,6 +299,7 @@ fn workload_table(w: &crate::plan::Workload, out: &mut String) {
         );
         l.kv("pattern", v, "");
     }
+    crate::access::canonical(&w.access, &mut |k, v, c| l.kv(k, v, c));
     out.push_str("\n[[workload]]\n");
     l.write(out);
 }

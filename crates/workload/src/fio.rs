@@ -344,6 +344,14 @@ struct Job {
     verify: Option<V<bool>>,
     target: Option<V<String>>,
     wait_for: Option<V<String>>,
+    /// `rw=read:SIZE`: bytes skipped after each sequential I/O (negative: backwards).
+    seq_skip: Option<V<i64>>,
+    /// `random_distribution`, in the spelling ioscope reads (fio's).
+    distribution: Option<V<String>>,
+    /// `percentage_random`.
+    pct_random: Option<V<u8>>,
+    /// `rate_process=poisson`.
+    poisson: Option<V<bool>>,
     /// `name` was set in [global].
     global_name: bool,
 }
@@ -468,8 +476,6 @@ const REFUSED: &[(&str, &str)] = &[
     ("io_size", "fio stops after this much I/O; ioscope runs for a time"),
     ("io_limit", "fio stops after this much I/O; ioscope runs for a time"),
     ("number_ios", "fio stops after this many I/Os; ioscope runs for a time"),
-    ("random_distribution", "ioscope draws random offsets uniformly"),
-    ("percentage_random", "ioscope's offsets are all random or all sequential"),
     ("zonemode", "ioscope has no zoned I/O"),
     ("zonesize", "ioscope has no zoned I/O"),
     ("zonerange", "ioscope has no zoned I/O"),
@@ -488,7 +494,6 @@ const REFUSED: &[(&str, &str)] = &[
     ("blockalign", "ioscope aligns transfers to the smallest block size"),
     ("ba", "ioscope aligns transfers to the smallest block size"),
     ("flow", "ioscope shares its rate by skew, not by flow tokens"),
-    ("rate_process", "ioscope's open loop issues I/Os at even intervals (rate_process=linear)"),
     ("exec_prerun", "ioscope runs commands as [[probe]]s at set moments"),
     ("exec_postrun", "ioscope runs commands as [[probe]]s at set moments"),
     ("trim_percentage", "ioscope does not trim"),
@@ -738,16 +743,40 @@ impl Converter {
             "name" => j.name = at(o, raw),
             "description" => j.description = at(o, raw),
             "rw" | "readwrite" => {
-                let (pct, random) = match word.as_str() {
+                // `read:8k`: fio's offset modifier, a hole (or a step back) after each I/O.
+                let (base, modifier) = match word.split_once(':') {
+                    Some((b, m)) => (b.trim(), Some(m.trim())),
+                    None => (word.as_str(), None),
+                };
+                j.seq_skip = None;
+                if let Some(m) = modifier {
+                    if base.starts_with("rand") {
+                        return self.error(
+                            o,
+                            format!("fio draws a new random offset every {m} I/Os, sequential in between; ioscope has no fixed-length runs (percentage_random mixes sequential and random I/Os at random)"),
+                            "rw without :N, or percentage_random",
+                        );
+                    }
+                    let (neg, mag) = m.strip_prefix('-').map_or((false, m), |r| (true, r));
+                    let bytes = need!(
+                        self,
+                        o,
+                        raw,
+                        size(mag).and_then(|b| i64::try_from(b).ok()),
+                        "rw=read:SIZE, like read:4k or read:-8k"
+                    );
+                    match crate::access::check_seq_skip(if neg { -bytes } else { bytes }) {
+                        Ok(skip) => j.seq_skip = at(o, skip),
+                        Err(why) => return self.error(o, why, "rw=read:SIZE, a multiple of 512 bytes"),
+                    }
+                }
+                let (pct, random) = match base {
                     "read" => (100, false),
                     "write" => (0, false),
                     "randread" => (100, true),
                     "randwrite" => (0, true),
                     "rw" | "readwrite" => (50, false),
                     "randrw" => (50, true),
-                    w if w.contains(':') => {
-                        return self.error(o, "ioscope has no offset modifier (:N after rw)", "rw without :N");
-                    }
                     w if w.contains("trim") => return self.error(o, "ioscope does not trim", "read, write or a mix"),
                     _ => {
                         return self.error(
@@ -908,6 +937,20 @@ impl Converter {
                 }
                 _ => self.error(o, "not a fio verify method", "verify=crc32c, md5, xxhash, ... or verify=0"),
             },
+            "random_distribution" => match crate::access::Distribution::parse(raw) {
+                Ok(d) if d.is_uniform() => j.distribution = None,
+                Ok(_) => j.distribution = at(o, word.trim().to_string()),
+                Err(why) => self.error(o, why, crate::access::DISTRIBUTION_EXPECTED),
+            },
+            "percentage_random" => {
+                let Some(part) = same_for_reads_and_writes(self, o, raw) else { return };
+                j.pct_random = at(o, need!(self, o, raw, pct(&part), "a percentage from 0 to 100"));
+            }
+            "rate_process" => match word.trim() {
+                "linear" => j.poisson = None,
+                "poisson" => j.poisson = at(o, true),
+                _ => self.error(o, "not a rate process fio has", "rate_process=linear or poisson"),
+            },
             "nfs_url" => j.target = at(o, raw.to_string()),
             "wait_for" => j.wait_for = at(o, raw.to_string()),
             "startdelay" if matches!(word, "0" | "0s") => {}
@@ -965,7 +1008,8 @@ impl Converter {
             let comment = if src.is_empty() { String::new() } else { format!("  # {}", comment_safe(src)) };
             let _ = writeln!(out, "{k} = {v}{comment}");
         }
-        self.write_workloads(&mut out, &groups[0], stepped, rates.as_ref());
+        let rated = top.iter().any(|(k, ..)| k == "rate_iops" || k == "curve");
+        self.write_workloads(&mut out, &groups[0], stepped, rates.as_ref(), rated);
         Some(out)
     }
 
@@ -1100,7 +1144,16 @@ impl Converter {
     }
 
     /// The `[[workload]]` tables of the jobs of the step's group.
-    fn write_workloads(&self, out: &mut String, group: &[&Job], stepped: Option<&str>, rates: Option<&Vec<String>>) {
+    /// The `[[workload]]` tables; `rated`: the run has a rate (an open loop, whose arrivals
+    /// may be Poisson).
+    fn write_workloads(
+        &mut self,
+        out: &mut String,
+        group: &[&Job],
+        stepped: Option<&str>,
+        rates: Option<&Vec<String>>,
+        rated: bool,
+    ) {
         let mut names: Vec<String> = Vec::new();
         let lone = group.len() == 1;
         for (i, j) in group.iter().enumerate() {
@@ -1139,6 +1192,47 @@ impl Converter {
             let _ = writeln!(out, "threads = {}  # {t_src}", j.threads());
             if let Some(skew) = rates.and_then(|r| r.get(i)) {
                 let _ = writeln!(out, "skew = {skew}  # this job's share of the rate");
+            }
+            self.access_keys(j, rated, out);
+        }
+    }
+
+    /// A job's access pattern: `rw=read:SIZE`, `random_distribution`, `percentage_random`
+    /// and `rate_process`, each where fio would use it (a note where fio ignores it).
+    fn access_keys(&mut self, j: &Job, rated: bool, out: &mut String) {
+        if let Some(s) = &j.seq_skip {
+            let skip = crate::access::seq_skip_literal(s.v);
+            let _ = writeln!(out, "seq_skip = {}  # {}", toml_string(&skip), self.src(s));
+        }
+        let random = j.is_random();
+        if let Some(d) = &j.distribution {
+            if random {
+                let _ = writeln!(out, "random_distribution = {}  # {}", toml_string(&d.v), self.src(d));
+            } else {
+                let o = Opt { key: d.from.clone(), value: None, at: d.at };
+                self.warn(&o, "fio shapes random offsets only, and this job is sequential: not converted");
+            }
+        }
+        if let Some(p) = j.pct_random.as_ref().filter(|p| p.v != 100) {
+            if random {
+                let _ = writeln!(out, "percentage_random = {}  # {}", p.v, self.src(p));
+            } else {
+                let o = Opt { key: p.from.clone(), value: None, at: p.at };
+                self.warn(
+                    &o,
+                    "fio mixes in random offsets only for a random rw, and this job is sequential: not converted",
+                );
+            }
+        }
+        if let Some(p) = &j.poisson {
+            if rated {
+                let _ = writeln!(out, "arrivals = \"poisson\"  # {}", self.src(p));
+            } else {
+                let o = Opt { key: p.from.clone(), value: None, at: p.at };
+                self.warn(
+                    &o,
+                    "fio times arrivals only under a rate (rate_iops or rate), and this job has none: not converted",
+                );
             }
         }
     }

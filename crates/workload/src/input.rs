@@ -26,6 +26,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 use toml_edit::{Document, Item, TableLike, Value};
 
+mod access;
 mod blocks;
 mod defaults;
 mod hosts;

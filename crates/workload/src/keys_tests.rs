@@ -35,6 +35,56 @@ impl Spec {
 /// Plans that together use every key of the table (the rules between keys keep some apart:
 /// a staircase and a duration, a dataset and a flat working set, a pattern and NFS).
 fn every_key_specs() -> Vec<Spec> {
+    let mut specs = every_key_specs_but_access();
+    specs.extend(access_specs());
+    specs
+}
+
+/// Access patterns: of the one workload, and of [[workload]]s.
+fn access_specs() -> Vec<Spec> {
+    vec![
+        Spec {
+            top: vec![
+                ("engine", "\"null\""),
+                ("rw", "\"read\""),
+                ("seq_skip", "\"-8k\""),
+                ("rate_iops", "1000"),
+                ("arrivals", "\"poisson\""),
+            ],
+            tables: vec![],
+        },
+        Spec {
+            top: vec![
+                ("engine", "\"null\""),
+                ("rate_iops", "1000"),
+                ("random_distribution", "\"random\""),
+                ("percentage_random", "100"),
+            ],
+            tables: vec![],
+        },
+        Spec {
+            top: vec![("engine", "\"null\""), ("rate_iops", "1000")],
+            tables: vec![
+                (
+                    Section::Workload,
+                    vec![
+                        ("rw", "\"randread\""),
+                        ("random_distribution", "\"zoned:60/10:30/20:10/70\""),
+                        ("percentage_random", "50"),
+                        ("arrivals", "\"poisson\""),
+                    ],
+                ),
+                (Section::Workload, vec![("name", "\"back\""), ("rw", "\"write\""), ("seq_skip", "\"4k\"")]),
+                (
+                    Section::Workload,
+                    vec![("name", "\"z\""), ("rw", "\"randrw\""), ("random_distribution", "\"zipf:1.2:0.25\"")],
+                ),
+            ],
+        },
+    ]
+}
+
+fn every_key_specs_but_access() -> Vec<Spec> {
     vec![
         Spec {
             top: vec![

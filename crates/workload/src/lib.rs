@@ -3,6 +3,7 @@
 //! [`build_plan`] merges defaults, a workload file and flags, and returns either a [`Plan`] or
 //! every [`Diagnostic`] found; [`to_toml`] and [`plan_hash`] give a plan's canonical form.
 
+pub mod access;
 mod canonical;
 pub mod check;
 mod diagnostic;
@@ -25,10 +26,10 @@ pub use input::{build_plan, validate_file, Flags, ReadError, SourceFile, MAX_SOU
 /// below this one).
 pub use ioscope_readfile as readfile;
 pub use plan::{
-    BlockSize, CacheMode, Dataset, DatasetFormat, EngineKind, FileIo, FileSelect, MaxErrors, Operation, Pattern,
-    PatternMap, Plan, Probe, Rate, Rw, Staircase, StaircaseOf, Step, Steps, SyncMode, Target, TargetKind, UntilCi,
-    VerifyMode, Workload, DEFAULT_BREAKDOWN_TOP, DEFAULT_CONFIDENCE_PCT, DEFAULT_MAX_REPEATS_UNTIL_CI, MAX_REPEATS,
-    MAX_VERIFY_BLOCK, MIN_REPEATS_UNTIL_CI, MIN_VERIFY_BLOCK,
+    AbsZone, Access, Arrivals, BlockSize, CacheMode, Dataset, DatasetFormat, Distribution, EngineKind, FileIo,
+    FileSelect, MaxErrors, Operation, Pattern, PatternMap, Plan, Probe, Rate, Rw, Staircase, StaircaseOf, Step, Steps,
+    SyncMode, Target, TargetKind, UntilCi, VerifyMode, Workload, Zone, DEFAULT_BREAKDOWN_TOP, DEFAULT_CONFIDENCE_PCT,
+    DEFAULT_MAX_REPEATS_UNTIL_CI, MAX_REPEATS, MAX_VERIFY_BLOCK, MIN_REPEATS_UNTIL_CI, MIN_VERIFY_BLOCK,
 };
 pub use units::{format_size, parse_duration, parse_size, UnitError};
 

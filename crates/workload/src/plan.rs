@@ -1,6 +1,7 @@
 //! The Plan: a validated, normalized workload that the executor runs as is.
 //! Every field has a unit in its name or type; nothing here needs checking again.
 
+pub use crate::access::{AbsZone, Access, Arrivals, Distribution, Zone};
 pub use crate::host::{HostKind, HostShare, HostSpec, OnHostLoss};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -239,6 +240,10 @@ pub struct Workload {
     /// Share of the run's rate in percent; None = an even share of what is left.
     pub skew_pct: Option<f64>,
     pub pattern: Option<Pattern>,
+    /// Where in a file its I/Os go and when they are due (seq_skip, random_distribution,
+    /// percentage_random, arrivals).
+    #[serde(default, skip_serializing_if = "Access::is_default")]
+    pub access: Access,
 }
 
 impl Workload {

@@ -16,7 +16,11 @@ impl<'a> Ctx<'a> {
                 "workload" if workloads == 0 => {
                     let file = if self.file.is_some() { "the workload file has" } else { "there is" };
                     let mut note = format!("{file} no [[workload]] section, so `{key}` would change nothing");
-                    if ["rw", "rwmix_read", "bs", "threads", "name"].contains(&inner) {
+                    if ["rw", "rwmix_read", "bs", "threads", "name"]
+                        .iter()
+                        .chain(&crate::access::KEYS)
+                        .any(|k| *k == inner)
+                    {
                         note.push_str(&format!(
                             "\nthe one workload of a file without [[workload]] takes the top-level key: --set {inner}={text}"
                         ));
@@ -40,7 +44,7 @@ impl<'a> Ctx<'a> {
 
     /// The one workload of a file without [[workload]]: `rw`, `rwmix_read`, `bs`, `threads`.
     pub(super) fn flat_workload(&mut self, has_dataset: bool) -> Option<ParsedWorkload> {
-        let rw_g = self.choice("rw", RWS);
+        let (rw_g, rw_skip) = self.rw_and_skip("rw");
         let rwmix_g = self.int("rwmix_read", 0, 100);
         let bs_g = self.block_sizes("bs");
         let threads_g = self.int("threads", 1, 4096);
@@ -64,6 +68,8 @@ impl<'a> Ctx<'a> {
             (rw, _) => rw.default_read_pct(),
         };
         let bs = bs_g.or(defaults::block_size("bs"))?;
+        let access =
+            self.access("", access::Context { random: rw.is_random(), tree: has_dataset, pattern: false, rw_skip });
         Some(ParsedWorkload {
             name_loc: name_g.loc(),
             workload: Workload {
@@ -76,6 +82,7 @@ impl<'a> Ctx<'a> {
                 threads: threads_g.or(defaults::number("threads"))? as u32,
                 skew_pct: None,
                 pattern: None,
+                access: access?,
             },
             bs,
             skew_loc: Loc::Default,
@@ -86,7 +93,7 @@ impl<'a> Ctx<'a> {
     pub(super) fn workload(&mut self, i: usize, has_dataset: bool) -> Option<ParsedWorkload> {
         let name_g = self.text_value("workload.name", "a name like \"seqread\"");
         let op_g = self.choice("workload.operation", OPERATIONS);
-        let rw_g = self.choice("workload.rw", RWS);
+        let (rw_g, rw_skip) = self.rw_and_skip("workload.rw");
         let rwmix_g = self.int("workload.rwmix_read", 0, 100);
         let bs_g = self.block_sizes("workload.bs");
         let fileio_g = self.choice("workload.fileio", FILEIOS);
@@ -138,6 +145,13 @@ impl<'a> Ctx<'a> {
             })?,
         };
         let bs = bs_g.or(defaults::block_size("workload.bs"))?;
+        let cx = access::Context {
+            random: fileio == FileIo::Random,
+            tree: has_dataset,
+            pattern: matches!(pattern_g, Got::Ok(..)),
+            rw_skip,
+        };
+        let access = self.access("workload.", cx);
         Some(ParsedWorkload {
             name_loc: name_g.loc(),
             skew_loc: skew_g.loc(),
@@ -159,6 +173,7 @@ impl<'a> Ctx<'a> {
                     Got::Absent => None,
                     Got::Bad => return None,
                 },
+                access: access?,
             },
             bs,
         })

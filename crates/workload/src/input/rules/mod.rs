@@ -103,7 +103,7 @@ impl<'a> Ctx<'a> {
         if n == 0 {
             workloads.push(self.flat_workload(has_dataset));
         } else {
-            for key in ["rw", "rwmix_read", "bs", "threads", "name"] {
+            for key in ["rw", "rwmix_read", "bs", "threads", "name"].into_iter().chain(crate::access::KEYS) {
                 if let Some((_, loc)) = self.raw(key) {
                     let note = format!("with [[workload]] sections, each workload sets its own `{key}`");
                     self.err(&loc, key, format!("`{key}` inside each [[workload]]"), note);
