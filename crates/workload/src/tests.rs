@@ -1078,3 +1078,20 @@ fn repeats_are_read_with_their_limits_and_stay_out_of_the_workload_hash() {
     let d = one_error(&format!("{DIR}duration = \"10d\"\nrepeat = 4\n"));
     assert_eq!(d.key, "repeat");
 }
+
+#[test]
+fn flags_override_a_files_duration_or_staircase_as_they_override_every_key() {
+    let with = |text: &str, flag: &str, value: &str| build_plan(Some(&src(text)), &Flags::default().with(flag, value));
+    // A --staircase replaces the file's duration: each step lasts the staircase's /EVERY.
+    let p = with("engine = \"null\"\nduration = \"60s\"\n", "staircase", "1-4/5s")
+        .expect("a staircase flag over a duration");
+    assert_eq!((p.steps().len(), p.total_duration()), (4, Duration::from_secs(20)));
+    // A --duration sets each step of the file's staircase.
+    let p = with("engine = \"null\"\nstaircase = \"1-4/5s\"\n", "duration", "10s")
+        .expect("a duration flag over a staircase");
+    assert_eq!((p.steps().len(), p.total_duration()), (4, Duration::from_secs(40)));
+    // Both in the file, or both as flags, still say which to keep.
+    let both = Flags::default().with("staircase", "1-4/5s").with("duration", "10s");
+    let d = build_plan(Some(&src("engine = \"null\"\n")), &both).unwrap_err();
+    assert!(d.iter().any(|d| d.key == "staircase"), "{d:?}");
+}

@@ -149,7 +149,13 @@ fn assemble(top: &Top, run: &Run) -> Option<Plan> {
         for_bs: top.for_bs.or(Vec::new())?.into_iter().map(|e| e.into_iter().map(|e| e.bs).collect()).collect(),
         for_read_pct: top.for_pct.or(Vec::new())?.into_iter().map(|p| p as u8).collect(),
         curve: top.curve.or(Vec::new())?,
-        staircase: top.staircase.opt()?,
+        staircase: match (top.staircase.opt()?, &top.duration) {
+            // A --duration flag over a file's staircase sets each of its steps' duration.
+            (Some(st), Got::Ok(d, Loc::Flag { .. })) if !matches!(top.staircase.loc(), Loc::Flag { .. }) => {
+                Some(Staircase { every: *d, ..st })
+            }
+            (st, _) => st,
+        },
     };
     let has_dataset = run.has_dataset;
     let (size, files) = run.size_files();

@@ -62,7 +62,11 @@ impl<'a> Ctx<'a> {
                 self.err(loc, "staircase", expected, note);
             }
         }
-        if let (Got::Ok(_, loc), Got::Ok(..)) = (&top.staircase, &top.duration) {
+        // Flags override the file: a --staircase replaces the file's duration, and a
+        // --duration sets the steps of the file's staircase; both in one place is a conflict.
+        let from_flag = |l: &Loc| matches!(l, Loc::Flag { .. });
+        let one_place = from_flag(&top.staircase.loc()) == from_flag(&top.duration.loc());
+        if let (Got::Ok(_, loc), Got::Ok(..), true) = (&top.staircase, &top.duration, one_place) {
             let note = format!(
                 "the staircase's /EVERY part is each step's duration, and duration is also set ({})",
                 top.duration.loc().describe(text)
