@@ -7,6 +7,7 @@ pub mod blockdev;
 pub mod breakdown;
 pub mod cache;
 pub mod clock;
+pub mod content;
 mod cpu;
 mod engines;
 pub mod errors;

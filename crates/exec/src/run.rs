@@ -978,6 +978,8 @@ fn worker_main<E: Engine>(mut engine: E, id: u32, sh: Shared<'_>) -> FirstErrors
         let mut w = Worker::new(engine, buffers, gen, sh.recorder, sh.stop, plan.sync, plan.iodepth);
         w.ring = sh.ring;
         w.namer = crate::errors::namer(plan);
+        // Random per run and worker: no two workers (or hosts) write the same bytes.
+        w.content = crate::content::Filler::new(&workload.content, crate::verify::new_run_id() ^ u64::from(id));
         w.verify = sh
             .verifier
             .map(|v| crate::verify::WorkerVerify::new(v, plan.iodepth as usize, plan.max_block_bytes() as usize));

@@ -76,7 +76,8 @@ pub struct Worker<'a, E: Engine> {
     pub namer: ioscope_metrics::KindNamer,
     /// Data validation (`--verify`): stamps writes, checks reads (None: off).
     pub(crate) verify: Option<crate::verify::WorkerVerify<'a>>,
-    writes: u64,
+    /// What the bytes of each write are (the workload's data content).
+    pub(crate) content: crate::content::Filler,
     /// What a queued engine's reap returns when one I/O is waited for (kept: no allocation
     /// per I/O).
     reaped: Vec<Completion>,
@@ -105,7 +106,7 @@ impl<'a, E: Engine> Worker<'a, E> {
             errors: FirstErrors::default(),
             namer: errors::kind_name,
             verify: None,
-            writes: 0,
+            content: crate::content::Filler::new(&Default::default(), 0),
             reaped: Vec::new(),
         }
     }
@@ -173,21 +174,24 @@ impl<'a, E: Engine> Worker<'a, E> {
         }
     }
 
-    /// Makes each written block unique (no dedup) by stamping a sequence number; with
-    /// verification, a header in each block instead (and a read notes what it may find).
+    /// Fills a write with the workload's data content (by default unique in every sector:
+    /// no dedup); with verification, then a header in each block (and a read notes what it
+    /// may find).
     /// False under verification while an I/O of one of its blocks is in flight that it may
     /// not overlap (see ioscope_verify::state): nothing was stamped; issue it later.
     #[inline(always)]
     fn stamp(&mut self, io: &Io) -> bool {
+        if io.op == Op::Write {
+            let file = self.tree_file.unwrap_or(io.file);
+            if let Some(buf) = self.buffers.slot(io.slot).get_mut(..io.len as usize) {
+                self.content.fill(file, io.offset, buf);
+            }
+        }
         if let Some(v) = self.verify.as_mut() {
             return match self.tree_file {
                 Some(f) => v.issue_tree(io, f, self.buffers.slot(io.slot)),
                 None => v.issue(io, self.buffers.slot(io.slot)),
             };
-        }
-        if io.op == Op::Write && io.len >= 8 {
-            self.writes += 1;
-            self.buffers.slot(io.slot)[..8].copy_from_slice(&self.writes.to_le_bytes());
         }
         true
     }

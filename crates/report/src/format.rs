@@ -191,6 +191,7 @@ fn one_workload(p: &Plan, w: &ioscope_workload::Workload) -> String {
         parts.push(format!("pattern \"{}\"", pat.text));
     }
     parts.extend(w.access.describe());
+    parts.extend(w.content.describe());
     parts.join(" ")
 }
 

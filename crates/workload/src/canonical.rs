@@ -73,7 +73,7 @@ pub fn to_toml(plan: &Plan) -> String {
         dataset_table(d, &mut out);
     }
     for w in &plan.workloads {
-        workload_table(w, &mut out);
+        workload_table(w, &plan.content, &mut out);
     }
     for p in &plan.probes {
         let mut l = Lines::default();
@@ -217,6 +217,7 @@ fn top_lines(plan: &Plan) -> Lines {
     if let Some(b) = plan.verify_block {
         top.kv("verify_block", toml_string(&size_literal(u64::from(b))), "bytes each verify header covers");
     }
+    crate::content::canonical(&plan.content, &Default::default(), &mut |k, v, c| top.kv(k, v, c));
     if let Some(n) = plan.breakdown_top {
         top.kv("breakdown_top", n.to_string(), "busiest workers and files with distributions of their own");
     }
@@ -263,7 +264,7 @@ fn dataset_table(d: &crate::plan::Dataset, out: &mut String) {
 }
 
 /// One `[[workload]]` table of [`to_toml`].
-fn workload_table(w: &crate::plan::Workload, out: &mut String) {
+fn workload_table(w: &crate::plan::Workload, run_content: &crate::content::Content, out: &mut String) {
     let mut l = Lines::default();
     l.kv("name", toml_string(&w.name), "");
     l.kv("operation", toml_string(w.operation.name()), "");
@@ -300,6 +301,7 @@ fn workload_table(w: &crate::plan::Workload, out: &mut String) {
         l.kv("pattern", v, "");
     }
     crate::access::canonical(&w.access, &mut |k, v, c| l.kv(k, v, c));
+    crate::content::canonical(&w.content, run_content, &mut |k, v, c| l.kv(k, v, c));
     out.push_str("\n[[workload]]\n");
     l.write(out);
 }

@@ -352,6 +352,12 @@ struct Job {
     pct_random: Option<V<u8>>,
     /// `rate_process=poisson`.
     poisson: Option<V<bool>>,
+    /// `buffer_compress_percentage`, `buffer_compress_chunk`, `dedupe_percentage`,
+    /// `zero_buffers`: the data content (see crate::content).
+    compress_pct: Option<V<u8>>,
+    compress_chunk: Option<V<u64>>,
+    dedupe_pct: Option<V<u8>>,
+    zero_buffers: Option<V<bool>>,
     /// `name` was set in [global].
     global_name: bool,
 }
@@ -428,8 +434,6 @@ const WARN_ONLY: &[(&str, &str)] = &[
     ("exitall", "the workloads of an ioscope step all run for its duration"),
     ("end_fsync", "ioscope does not sync at the end of a step; the last second's writes may still be in the cache"),
     ("fsync_on_close", "ioscope keeps its files open during a step and does not sync at the end"),
-    ("refill_buffers", "ioscope's write data is random and incompressible"),
-    ("scramble_buffers", "ioscope's write data is random and incompressible"),
     ("fallocate", "ioscope writes its working set in full before the run"),
     ("overwrite", "ioscope writes its working set in full before the run, so writes overwrite"),
     ("create_on_open", "ioscope creates its working set before the run"),
@@ -481,10 +485,6 @@ const REFUSED: &[(&str, &str)] = &[
     ("zonerange", "ioscope has no zoned I/O"),
     ("zoneskip", "ioscope has no zoned I/O"),
     ("buffer_pattern", "ioscope writes random data"),
-    ("buffer_compress_percentage", "ioscope's write data is random and incompressible"),
-    ("buffer_compress_chunk", "ioscope's write data is random and incompressible"),
-    ("dedupe_percentage", "ioscope's write data is random and never repeats"),
-    ("zero_buffers", "ioscope's write data is random"),
     ("fadvise_hint", "ioscope gives the kernel no access hints"),
     ("ioscheduler", "ioscope does not change the device's I/O scheduler"),
     ("hipri", "ioscope's io_uring engine does not poll for completions"),
@@ -946,6 +946,18 @@ impl Converter {
                 let Some(part) = same_for_reads_and_writes(self, o, raw) else { return };
                 j.pct_random = at(o, need!(self, o, raw, pct(&part), "a percentage from 0 to 100"));
             }
+            "buffer_compress_percentage" => {
+                j.compress_pct = at(o, need!(self, o, raw, pct(raw).filter(|p| *p < 100), "a percentage from 0 to 99"))
+            }
+            "buffer_compress_chunk" => {
+                let ok = size(raw).filter(|n| (crate::content::MIN_CHUNK..=crate::content::MAX_CHUNK_OR_UNIT).contains(n));
+                j.compress_chunk = at(o, need!(self, o, raw, ok, "a size from 64 to 1m"))
+            }
+            "dedupe_percentage" => {
+                j.dedupe_pct = at(o, need!(self, o, raw, pct(raw).filter(|p| *p < 100), "a percentage from 0 to 99"))
+            }
+            "zero_buffers" => j.zero_buffers = at(o, need!(self, o, raw, flag(&o.value), "1 or 0")),
+            "refill_buffers" | "scramble_buffers" => self.warn(o, "ioscope's write data is random and unique in every 512-byte sector of every write unless a content key says otherwise (see docs/workload.md, \"Data content\")"),
             "rate_process" => match word.trim() {
                 "linear" => j.poisson = None,
                 "poisson" => j.poisson = at(o, true),
@@ -1194,6 +1206,65 @@ impl Converter {
                 let _ = writeln!(out, "skew = {skew}  # this job's share of the rate");
             }
             self.access_keys(j, rated, out);
+            self.content_keys(j, out);
+        }
+    }
+
+    /// A job's data content: fio's percentages as ioscope's ratios (P% reducible is
+    /// 100/(100−P)), fio's 512-byte compress chunk, and its dedup unit, the whole buffer.
+    fn content_keys(&mut self, j: &Job, out: &mut String) {
+        let writes = j.pct() < 100;
+        if !writes {
+            let given = [
+                j.compress_pct.as_ref().map(|v| (&v.from, v.at)),
+                j.dedupe_pct.as_ref().map(|v| (&v.from, v.at)),
+                j.zero_buffers.as_ref().map(|v| (&v.from, v.at)),
+                j.compress_chunk.as_ref().map(|v| (&v.from, v.at)),
+            ];
+            for (from, at) in given.into_iter().flatten() {
+                let o = Opt { key: from.clone(), value: None, at };
+                self.warn(&o, "fio shapes the data of writes, and this job only reads: not converted");
+            }
+            return;
+        }
+        if let Some(z) = j.zero_buffers.as_ref().filter(|z| z.v) {
+            if j.compress_pct.is_some() || j.dedupe_pct.is_some() {
+                let o = Opt { key: z.from.clone(), value: None, at: z.at };
+                self.error(
+                    &o,
+                    "zeros with a compress or dedupe percentage: fio lets the percentages win; say which",
+                    "zero_buffers=0, or no buffer_compress_percentage and dedupe_percentage",
+                );
+                return;
+            }
+            let _ = writeln!(out, "zero_buffers = true  # {}", self.src(z));
+        }
+        if let Some(p) = j.compress_pct.as_ref().filter(|p| p.v > 0) {
+            let ratio = crate::content::ratio_of_percentage(f64::from(p.v)).unwrap_or(1.0);
+            let _ = writeln!(out, "compress_ratio = {}  # {}", crate::content::ratio_literal(ratio), self.src(p));
+            let chunk = j.compress_chunk.as_ref().map_or(512, |c| c.v);
+            let src = j
+                .compress_chunk
+                .as_ref()
+                .map_or("fio's default buffer_compress_chunk=512".to_string(), |c| self.src(c));
+            let _ = writeln!(out, "compress_chunk = {}  # {src}", toml_string(&crate::units::size_literal(chunk)));
+        }
+        if let Some(p) = j.dedupe_pct.as_ref().filter(|p| p.v > 0) {
+            let ratio = crate::content::ratio_of_percentage(f64::from(p.v)).unwrap_or(1.0);
+            let _ = writeln!(out, "dedup_ratio = {}  # {}", crate::content::ratio_literal(ratio), self.src(p));
+            match j.sizes().as_slice() {
+                [(bs, _)] if bs % crate::content::MIN_UNIT == 0 && *bs <= crate::content::MAX_CHUNK_OR_UNIT => {
+                    let _ = writeln!(
+                        out,
+                        "dedup_unit = {}  # fio dedups whole buffers of bs",
+                        toml_string(&crate::units::size_literal(*bs))
+                    );
+                }
+                _ => {
+                    let o = Opt { key: p.from.clone(), value: None, at: p.at };
+                    self.warn(&o, "fio dedups whole buffers, and this job's block size is not one multiple of 512 up to 1m: ioscope dedups 4k units");
+                }
+            }
         }
     }
 

@@ -28,6 +28,7 @@ use toml_edit::{Document, Item, TableLike, Value};
 
 mod access;
 mod blocks;
+mod content;
 mod defaults;
 mod hosts;
 mod rules;

@@ -328,6 +328,78 @@ pub const KEYS: &[Key] = &[
         fio_values: &[("linear", "uniform")],
         example: "\"poisson\"",
     },
+    // Data content (crate::content): what the bytes written are. At the top level for the
+    // laid-out files and every workload; in a [[workload]], for its writes.
+    Key {
+        name: "compress_ratio",
+        sections: TOP_AND_WORKLOAD,
+        flag: Some("compress-ratio"),
+        short: None,
+        form: "RATIO",
+        default: KeyDefault::Int(1),
+        help: "Write data that compresses this much (2 = to half): each compress_chunk is random for 1/RATIO of its length, then zeros.",
+        help_from: None,
+        doc: "a number from 1 to 100, or `N:1`; fio's `buffer_compress_percentage=P` is 100/(100−P), vdbench's `compratio` the same number; the summary states the ratio measured with lz4 on a sample of what was written (see [Data content](#data-content))",
+        fio: &[],
+        fio_values: &[],
+        example: "2",
+    },
+    Key {
+        name: "compress_chunk",
+        sections: TOP_AND_WORKLOAD,
+        flag: Some("compress-chunk"),
+        short: None,
+        form: "SIZE",
+        default: KeyDefault::Size(4096),
+        help: "The unit of compress_ratio: chunks aligned on file offsets, each random then zeros.",
+        help_from: None,
+        doc: "from 64 bytes to 1 MiB; fio's `buffer_compress_chunk` (whose default, 512, the importer keeps)",
+        fio: &["buffer_compress_chunk"],
+        fio_values: &[],
+        example: "\"512\"",
+    },
+    Key {
+        name: "dedup_ratio",
+        sections: TOP_AND_WORKLOAD,
+        flag: Some("dedup-ratio"),
+        short: None,
+        form: "RATIO",
+        default: KeyDefault::Int(1),
+        help: "Write data that dedups this much (3 = each dedup_unit's content is written three times).",
+        help_from: None,
+        doc: "a number from 1 to 1000, or `N:1`; a unit's content depends on where it is (a file and the unit's index divided by the ratio), so rewriting a block writes the same bytes again; fio's `dedupe_percentage=P` is 100/(100−P), vdbench's `dedupratio` the same number",
+        fio: &[],
+        fio_values: &[],
+        example: "3",
+    },
+    Key {
+        name: "dedup_unit",
+        sections: TOP_AND_WORKLOAD,
+        flag: Some("dedup-unit"),
+        short: None,
+        form: "SIZE",
+        default: KeyDefault::Size(4096),
+        help: "The unit of dedup_ratio, aligned on file offsets.",
+        help_from: None,
+        doc: "from 512 bytes to 1 MiB, a multiple of 512; vdbench's `dedupunit`; fio dedups whole buffers, so the importer sets the job's block size",
+        fio: &[],
+        fio_values: &[],
+        example: "\"8k\"",
+    },
+    Key {
+        name: "zero_buffers",
+        sections: TOP_AND_WORKLOAD,
+        flag: Some("zero-buffers"),
+        short: None,
+        form: "",
+        default: KeyDefault::Bool(false),
+        help: "Write zeros (an array that detects zero blocks stores nothing).",
+        help_from: None,
+        doc: "not with compress_ratio or dedup_ratio; under verify each verify block still has its header",
+        fio: &[],
+        fio_values: &[],
+        example: "true",
+    },
     Key {
         name: "size",
         sections: TOP,
@@ -958,7 +1030,6 @@ const fn off_only(name: &'static str, why: &'static str) -> FioOption {
 const RUNS_FOR_A_TIME: &str =
     "ioscope runs for a time (--duration; fio's --runtime), not for an amount of I/O or a number of passes";
 const ONE_JOB: &str = "ioscope runs its workloads together; steps (for_threads, for_bs, staircase) or separate runs take the place of jobs one after another";
-const OWN_DATA: &str = "ioscope always writes random, non-zero, incompressible data";
 const RESULTS: &str =
     "ioscope records every I/O into per-second histograms in its results file (--out FILE); --json prints the summary as JSON";
 
@@ -1039,9 +1110,8 @@ pub const FIO_OPTIONS: &[FioOption] = &[
         name: "do_verify",
         meaning: FioMeaning::NoOp("with --verify, ioscope checks every block it reads while the workload runs (no separate verify pass)"),
     },
-    off_only("zero_buffers", OWN_DATA),
-    off_only("buffer_compress_percentage", OWN_DATA),
-    off_only("dedupe_percentage", OWN_DATA),
+    off_only("buffer_compress_percentage", "ioscope takes the ratio: --compress-ratio R, where fio's P% is 100/(100-P) (50% is 2)"),
+    off_only("dedupe_percentage", "ioscope takes the ratio: --dedup-ratio R, where fio's P% is 100/(100-P) (50% is 2)"),
     FioOption {
         name: "invalidate",
         meaning: FioMeaning::Switch {

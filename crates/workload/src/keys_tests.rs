@@ -37,7 +37,42 @@ impl Spec {
 fn every_key_specs() -> Vec<Spec> {
     let mut specs = every_key_specs_but_access();
     specs.extend(access_specs());
+    specs.extend(content_specs());
     specs
+}
+
+/// Data content: at the top level, and a [[workload]]'s own over it.
+fn content_specs() -> Vec<Spec> {
+    vec![
+        Spec {
+            top: vec![("engine", "\"null\""), ("rw", "\"randwrite\""), ("zero_buffers", "true")],
+            tables: vec![],
+        },
+        Spec {
+            top: vec![
+                ("engine", "\"null\""),
+                ("compress_ratio", "\"4:1\""),
+                ("compress_chunk", "\"512\""),
+                ("dedup_ratio", "1.5"),
+                ("dedup_unit", "\"8k\""),
+            ],
+            tables: vec![
+                (Section::Workload, vec![("rw", "\"randread\"")]),
+                (
+                    Section::Workload,
+                    vec![
+                        ("name", "\"w\""),
+                        ("rw", "\"write\""),
+                        ("compress_ratio", "2"),
+                        ("compress_chunk", "\"4k\""),
+                        ("dedup_ratio", "3"),
+                        ("dedup_unit", "\"4k\""),
+                        ("zero_buffers", "false"),
+                    ],
+                ),
+            ],
+        },
+    ]
 }
 
 /// Access patterns: of the one workload, and of [[workload]]s.

@@ -6,6 +6,7 @@
 pub mod access;
 mod canonical;
 pub mod check;
+pub mod content;
 mod diagnostic;
 pub mod fio;
 pub mod font;
@@ -26,7 +27,7 @@ pub use input::{build_plan, validate_file, Flags, ReadError, SourceFile, MAX_SOU
 /// below this one).
 pub use ioscope_readfile as readfile;
 pub use plan::{
-    AbsZone, Access, Arrivals, BlockSize, CacheMode, Dataset, DatasetFormat, Distribution, EngineKind, FileIo,
+    AbsZone, Access, Arrivals, BlockSize, CacheMode, Content, Dataset, DatasetFormat, Distribution, EngineKind, FileIo,
     FileSelect, MaxErrors, Operation, Pattern, PatternMap, Plan, Probe, Rate, Rw, Staircase, StaircaseOf, Step, Steps,
     SyncMode, Target, TargetKind, UntilCi, VerifyMode, Workload, Zone, DEFAULT_BREAKDOWN_TOP, DEFAULT_CONFIDENCE_PCT,
     DEFAULT_MAX_REPEATS_UNTIL_CI, MAX_REPEATS, MAX_VERIFY_BLOCK, MIN_REPEATS_UNTIL_CI, MIN_VERIFY_BLOCK,

@@ -2,6 +2,7 @@
 //! Every field has a unit in its name or type; nothing here needs checking again.
 
 pub use crate::access::{AbsZone, Access, Arrivals, Distribution, Zone};
+pub use crate::content::Content;
 pub use crate::host::{HostKind, HostShare, HostSpec, OnHostLoss};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -244,6 +245,9 @@ pub struct Workload {
     /// percentage_random, arrivals).
     #[serde(default, skip_serializing_if = "Access::is_default")]
     pub access: Access,
+    /// What its writes hold (compress_ratio, dedup_ratio, zero_buffers); random by default.
+    #[serde(default, skip_serializing_if = "Content::is_default")]
+    pub content: Content,
 }
 
 impl Workload {
@@ -521,6 +525,9 @@ pub struct Plan {
     /// The verify block in bytes (`verify_block`); None: [`Plan::verify_block_bytes`]'s default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify_block: Option<u32>,
+    /// What the laid-out files hold (the top-level content keys); random by default.
+    #[serde(default, skip_serializing_if = "Content::is_default")]
+    pub content: Content,
 }
 
 /// `until_ci = "95:5%"`: repeat until the Student t interval of the repeat means, at

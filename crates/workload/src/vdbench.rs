@@ -144,7 +144,7 @@ impl Def {
 
 const OPERATIONS: [&str; 12] =
     ["read", "write", "create", "delete", "mkdir", "rmdir", "open", "close", "getattr", "setattr", "copy", "move"];
-const TOP_KEYS: [&str; 3] = ["dir", "direct", "sync"];
+const TOP_KEYS: [&str; 6] = ["dir", "direct", "sync", "compress_ratio", "dedup_ratio", "dedup_unit"];
 const RD_KEYS: [&str; 7] = ["duration", "warmup", "rate_iops", "curve", "for_threads", "for_bs", "for_rwmix_read"];
 const DATASET_KEYS: [&str; 7] = ["dir", "depth", "width", "files", "sizes", "total_size", "working_set"];
 const HOST_KEYS: [&str; 3] = ["name", "address", "user"];
@@ -194,6 +194,13 @@ pub fn convert(text: &str) -> Result<String, Vec<ImportError>> {
                 c.errors.push(
                     head.err(msg, "no validate or data_errors (then verify = \"fail\" in the imported workload)"),
                 );
+            }
+            "compratio" | "dedupratio" | "dedupunit" => {
+                for p in std::iter::once(&head).chain(&rest) {
+                    if let Err(e) = c.content(p) {
+                        c.errors.push(e);
+                    }
+                }
             }
             _ => {
                 for p in std::iter::once(&head).chain(&rest) {
@@ -313,6 +320,26 @@ impl Converter {
         } else {
             *slot = Some(def);
         }
+    }
+
+    /// The general parameters of data content: `compratio`, `dedupratio` (the same ratios
+    /// as ioscope's) and `dedupunit`.
+    fn content(&mut self, p: &Param) -> Result<(), ImportError> {
+        let ratio = |max: f64| {
+            crate::content::parse_ratio(&p.word(), max)
+                .map(crate::content::ratio_literal)
+                .map_err(|why| p.err(format!("{}: {why}", p.name), crate::content::RATIO_EXPECTED))
+        };
+        match p.name.as_str() {
+            "compratio" => self.global.set("compress_ratio", ratio(crate::content::MAX_COMPRESS_RATIO)?),
+            "dedupratio" => self.global.set("dedup_ratio", ratio(crate::content::MAX_DEDUP_RATIO)?),
+            "dedupunit" => self.global.set("dedup_unit", p.size()?),
+            _ => {
+                let msg = format!("the general parameter {} is not supported", p.name);
+                return Err(p.err(msg, "compratio, dedupratio or dedupunit"));
+            }
+        }
+        Ok(())
     }
 
     fn apply(&mut self, kind: Kind, def: &mut Def, p: &Param) -> Result<(), ImportError> {
@@ -514,6 +541,10 @@ impl Converter {
         let mut out = String::from("# Converted from vdbench parameter file by ioscope import vdbench.\n");
         let _ = writeln!(out, "description = {}\nengine = \"posix\"", toml_string(&format!("vdbench: {}", rd.name)));
         let mut top = self.global.clone();
+        // vdbench's dedupunit defaults to 128k.
+        if top.keys.contains_key("dedup_ratio") && !top.keys.contains_key("dedup_unit") {
+            top.set("dedup_unit", toml_string("128k"));
+        }
         let fsd = self.fsd.as_ref().expect("every fwd names the fsd and the rd names an fwd");
         top.keys.extend(fsd.keys.get("dir").map(|d| ("dir".to_string(), d.clone())));
         emit(&mut out, &top, &TOP_KEYS, None);

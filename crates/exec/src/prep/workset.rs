@@ -17,7 +17,7 @@ use super::marker::{self, quoted, Marker};
 use super::parallel::par_for;
 use ioscope_engine::buffers::fill_random;
 use ioscope_engine::fs::{Entry, FileSystem, FsConn, Kind};
-use ioscope_workload::Plan;
+use ioscope_workload::{Content, Plan};
 use serde::{Deserialize, Serialize};
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
@@ -71,6 +71,17 @@ struct MarkerFile {
     /// known (a marker of an earlier version, or a run wrote without them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     verify_block: Option<u32>,
+    /// The data content the fill wrote (random in markers of earlier versions); None: not
+    /// one content (a run wrote another since). A run asking for another is refilled.
+    #[serde(default = "random_content", skip_serializing_if = "is_random_content")]
+    content: Option<Content>,
+}
+
+fn random_content() -> Option<Content> {
+    Some(Content::default())
+}
+fn is_random_content(c: &Option<Content>) -> bool {
+    *c == random_content()
 }
 
 /// A file's identity when ioscope made it.
@@ -170,6 +181,10 @@ pub struct Layout {
     /// The verify block the run's writes stamp headers of (None: the run writes without
     /// headers, or does not write): what the marker records for its files after the run.
     run_writes: Option<Option<u32>>,
+    /// The content the fill writes (the plan's top-level content keys).
+    content: Content,
+    /// The contents the run's writing workloads write.
+    run_contents: Vec<Content>,
     /// With `--force`: the marker found, refused ("PATH: why"), so the directory is taken
     /// as not ioscope's. The fill replaces it with a marker of the files it creates (and
     /// then clears this); a run that creates none leaves it as it is (see
@@ -296,7 +311,8 @@ pub fn check(fs: &dyn FileSystem, dir: &Path, plan: &Plan) -> Result<Layout, Wor
             }
         }
         match (ours, existing) {
-            (Some(f), Some(m)) if f.complete && f.size_bytes == size && m.len == size => {}
+            (Some(f), Some(m))
+                if f.complete && f.size_bytes == size && m.len == size && f.content == Some(plan.content) => {}
             (Some(_), _) | (None, None) => {
                 to_fill.push(i as usize);
                 need = need.saturating_add(size.saturating_sub(held));
@@ -341,6 +357,8 @@ pub fn check(fs: &dyn FileSystem, dir: &Path, plan: &Plan) -> Result<Layout, Wor
         verify_headers: stamps_headers(plan.verify_block_bytes())
             .then(|| (crate::verify::new_run_id(), plan.verify_block_bytes())),
         run_writes: plan.writes().then(|| (!plan.verify.is_off()).then(|| plan.verify_block_bytes())),
+        content: plan.content,
+        run_contents: plan.workloads.iter().filter(|w| w.writes()).map(|w| w.content).collect(),
         refused_marker,
     })
 }
@@ -431,6 +449,7 @@ fn fill(
             complete: false,
             made: Some(made),
             verify_block: None,
+            content: None,
         });
     }
     write_marker(&mut *c, &layout.dir, &layout.marker)?;
@@ -442,6 +461,7 @@ fn fill(
     // Headers only where chunks hold whole verify blocks (a verify block divides a chunk).
     let headers = layout.verify_headers.filter(|(_, bl)| stamps_headers(*bl));
     let per_file = size.div_ceil(CHUNK);
+    let filler_random = layout.content.is_random();
     let written = std::sync::atomic::AtomicU64::new(0);
     let total = layout.bytes_to_fill();
     let dir = &layout.dir;
@@ -454,7 +474,12 @@ fn fill(
             let Some(path) = usize::try_from(f).ok().and_then(|f| opened.get(f)) else { return Ok(()) };
             let chunk = &mut buf[..CHUNK.min(size - off) as usize];
             // Seeded per chunk: no two chunks are alike, so nothing dedupes.
-            fill_random(chunk, super::mix(k) ^ off);
+            if filler_random {
+                fill_random(chunk, super::mix(k) ^ off);
+            } else {
+                let file = usize::try_from(f).ok().and_then(|f| layout.to_fill.get(f)).map_or(0, |&i| i as u32);
+                crate::content::Filler::new(&layout.content, super::mix(k) ^ off).fill(file, off, chunk);
+            }
             if let (Some((run_id, bl)), Some(&file_id)) =
                 (headers, usize::try_from(f).ok().and_then(|f| file_ids.get(f)))
             {
@@ -475,6 +500,7 @@ fn fill(
         f.complete = true;
         if filled.contains(&f.name) {
             f.verify_block = stamped;
+            f.content = Some(layout.content);
         }
     }
     write_marker(&mut *c, &layout.dir, &layout.marker)?;
@@ -488,11 +514,16 @@ fn fill(
 /// false claim). A later `--verify` run then counts their blocks unverified until written.
 fn forget_headers(c: &mut dyn FsConn, layout: &mut Layout) -> Result<(), WorksetError> {
     let Some(writes) = layout.run_writes else { return Ok(()) };
+    // (and, likewise, a run that writes another content than the files hold)
     let ours: Vec<String> = (0..layout.files.len() as u32).map(file_name).collect();
     let mut changed = false;
     for f in layout.marker.body.files.iter_mut().filter(|f| ours.contains(&f.name)) {
         if f.verify_block.is_some() && f.verify_block != writes {
             f.verify_block = None;
+            changed = true;
+        }
+        if f.content.is_some() && layout.run_contents.iter().any(|c| Some(*c) != f.content) {
+            f.content = None;
             changed = true;
         }
     }

@@ -83,6 +83,7 @@ impl<'a> Ctx<'a> {
                 skew_pct: None,
                 pattern: None,
                 access: access?,
+                content: Default::default(),
             },
             bs,
             skew_loc: Loc::Default,
@@ -174,6 +175,7 @@ impl<'a> Ctx<'a> {
                     Got::Bad => return None,
                 },
                 access: access?,
+                content: Default::default(),
             },
             bs,
         })

@@ -5,6 +5,7 @@
 use super::top::Top;
 use super::*;
 
+mod content;
 mod data;
 mod engine;
 mod hosts;
@@ -47,6 +48,8 @@ pub(super) struct Run {
     all_bs: Vec<BsEntry>,
     direct: bool,
     verify_block: Option<u32>,
+    /// The top-level content keys (the laid-out files, and each workload's default).
+    content: Option<crate::content::Content>,
 }
 
 impl Run {
@@ -123,6 +126,7 @@ impl<'a> Ctx<'a> {
             }
         }
         self.sets_need_their_sections(n);
+        self.content_rules(run);
         run.probes = (0..self.arrays.get("probe").map_or(0, Vec::len))
             .map(|i| {
                 self.current = Some(("probe", i));
@@ -200,5 +204,6 @@ fn assemble(top: &Top, run: &Run) -> Option<Plan> {
             Got::Bad => return None,
             _ => run.verify_block,
         },
+        content: run.content?,
     })
 }
