@@ -24,6 +24,7 @@ fn plan() -> Plan {
             skew_pct: None,
             pattern: None,
             access: Default::default(),
+            content: Default::default(),
         }],
         size_bytes: 256 << 20,
         size_default: false,
@@ -57,6 +58,7 @@ fn plan() -> Plan {
         until_ci: None,
         verify: Default::default(),
         verify_block: None,
+        content: Default::default(),
     }
 }
 fn hist(values: &[(u64, u64)]) -> Histogram {

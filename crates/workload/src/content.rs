@@ -216,4 +216,47 @@ mod tests {
         assert_eq!(c(100.0, 64).random_bytes_per_chunk(), 8);
         assert_eq!(c(3.0, 4096).random_bytes_per_chunk(), 1368);
     }
+
+    /// The content of the first workload that writes, from imported TOML.
+    fn content_of_toml(toml: &str) -> Content {
+        let src = crate::SourceFile { path: "imported.toml".into(), text: toml.to_string() };
+        let plan = crate::build_plan(Some(&src), &Default::default())
+            .unwrap_or_else(|d| panic!("{toml}\n{}", crate::render_diagnostics(&d)));
+        plan.workloads.iter().find(|w| w.writes()).map(|w| w.content).unwrap()
+    }
+
+    fn fio(job: &str) -> Content {
+        let text = format!("[job]\nrw=randwrite\nbs=8k\nsize=64m\nruntime=5\n{job}\n");
+        let none = |_: &std::path::Path, _: u64| -> Result<String, crate::fio::ReadError> { unreachable!() };
+        let imported = crate::fio::convert(std::path::Path::new("job.fio"), &text, None, &none)
+            .unwrap_or_else(|e| panic!("{job}: {e:?}"));
+        content_of_toml(&imported.toml)
+    }
+
+    fn vdbench(general: &str) -> Content {
+        let text = format!(
+            "{general}\nfsd=fsd1,anchor=/tmp/ioscope-vd,depth=1,width=2,files=4,sizes=1m\nfwd=fwd1,fsd=fsd1,operation=write,xfersize=8k,fileio=random,threads=1\nrd=rd1,fwd=fwd1,fwdrate=max,format=yes,elapsed=5,interval=1\n"
+        );
+        content_of_toml(&crate::vdbench::convert(&text).unwrap_or_else(|e| panic!("{general}: {e:?}")))
+    }
+
+    #[test]
+    fn fio_and_vdbench_spellings_of_compression_and_dedup_import_to_the_same_content() {
+        let ours = |r: f64, chunk: u32, d: f64, unit: u32| Content {
+            compress_ratio: r,
+            compress_chunk_bytes: chunk,
+            dedup_ratio: d,
+            dedup_unit_bytes: unit,
+            zeros: false,
+        };
+        // fio: P% reducible is 100/(100-P); its chunk defaults to 512; it dedups whole buffers.
+        assert_eq!(fio("buffer_compress_percentage=50"), ours(2.0, 512, 1.0, 4096));
+        assert_eq!(fio("buffer_compress_percentage=75\nbuffer_compress_chunk=4k"), ours(4.0, 4096, 1.0, 4096));
+        assert_eq!(fio("dedupe_percentage=50"), ours(1.0, 4096, 2.0, 8192));
+        assert_eq!(fio("zero_buffers=1"), Content { zeros: true, ..Content::default() });
+        // vdbench: the same ratios; its dedupunit defaults to 128k.
+        assert_eq!(vdbench("compratio=4"), ours(4.0, 4096, 1.0, 4096));
+        assert_eq!(vdbench("dedupratio=3\ndedupunit=4k"), ours(1.0, 4096, 3.0, 4096));
+        assert_eq!(vdbench("dedupratio=2"), ours(1.0, 4096, 2.0, 128 << 10));
+    }
 }

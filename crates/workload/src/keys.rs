@@ -339,7 +339,7 @@ pub const KEYS: &[Key] = &[
         default: KeyDefault::Int(1),
         help: "Write data that compresses this much (2 = to half): each compress_chunk is random for 1/RATIO of its length, then zeros.",
         help_from: None,
-        doc: "a number from 1 to 100, or `N:1`; fio's `buffer_compress_percentage=P` is 100/(100−P), vdbench's `compratio` the same number; the summary states the ratio measured with lz4 on a sample of what was written (see [Data content](#data-content))",
+        doc: "a number from 1 to 100, or `N:1`; fio's `buffer_compress_percentage=P` is 100/(100−P), vdbench's `compratio` the same number (see [Data content](#data-content))",
         fio: &[],
         fio_values: &[],
         example: "2",

@@ -44,10 +44,7 @@ fn every_key_specs() -> Vec<Spec> {
 /// Data content: at the top level, and a [[workload]]'s own over it.
 fn content_specs() -> Vec<Spec> {
     vec![
-        Spec {
-            top: vec![("engine", "\"null\""), ("rw", "\"randwrite\""), ("zero_buffers", "true")],
-            tables: vec![],
-        },
+        Spec { top: vec![("engine", "\"null\""), ("rw", "\"randwrite\""), ("zero_buffers", "true")], tables: vec![] },
         Spec {
             top: vec![
                 ("engine", "\"null\""),
