@@ -505,6 +505,52 @@ const REFUSED: &[(&str, &str)] = &[
     ("writefua", "ioscope has no FUA I/O"),
 ];
 
+/// fio engines and options that have no meaning in ioscope (another protocol, the CPU, file
+/// metadata, zoned or passthrough devices): a job file naming one is refused, whatever else
+/// it says. docs/import.md lists the same (a test checks that they agree).
+pub const NO_MEANING: &[&str] = &[
+    "ioengine=cpuio",
+    "ioengine=net",
+    "ioengine=netsplice",
+    "ioengine=rdma",
+    "ioengine=http",
+    "ioengine=e4defrag",
+    "ioengine=gfapi",
+    "ioengine=gfapi_async",
+    "ioengine=rbd",
+    "ioengine=rados",
+    "ioengine=page_fault",
+    "ioengine=nbd",
+    "ioengine=mtd",
+    "ioengine=libpmem",
+    "ioengine=dev-dax",
+    "ioengine=ime_psync",
+    "ioengine=libcufile",
+    "ioengine=libhipfile",
+    "ioengine=libblkio",
+    "ioengine=dfs",
+    "ioengine=cpp_null",
+    "ioengine=exec",
+    "ioengine=ftruncate",
+    "ioengine=filestat",
+    "ioengine=filecreate",
+    "ioengine=filedelete",
+    "ioengine=falloc",
+    "ioengine=dirstat",
+    "ioengine=dircreate",
+    "ioengine=dirdelete",
+    "ioengine=io_uring_cmd",
+    "ioengine=sg",
+    "ioengine=xnvme",
+    "ioengine=spdk",
+    "ioengine=libiscsi",
+    "ioengine=libhdfs",
+    "zonemode",
+    "fdp",
+    "md_per_io_size",
+    "numa_mem_policy",
+];
+
 /// fio engines and the ioscope engine that does the same, with what differs.
 fn engine_of(name: &str) -> Option<(&'static str, &'static str)> {
     Some(match name {
