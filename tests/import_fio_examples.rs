@@ -109,3 +109,36 @@ fn import_doc_lists_every_fio_option_without_meaning_and_no_other() {
     got.sort_unstable();
     assert_eq!(got, want, "docs/import.md's list and fio::NO_MEANING differ");
 }
+
+/// fio's logging and reporting options change nothing ioscope measures: each is a warning
+/// (kept as a comment of the written file), never a refusal.
+#[test]
+fn fio_logging_and_reporting_options_are_noted_not_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let job = tmp.path().join("logs.fio");
+    let options = [
+        "log_avg_msec=1000",
+        "log_max_value=1",
+        "percentile_list=99:99.9",
+        "unified_rw_reporting=1",
+        "verify_fatal=0",
+        "write_lat_log=x",
+        "write_bw_log=x",
+        "write_iops_log=x",
+        "per_job_logs=0",
+        "log_prio=1",
+        "error_dump=0",
+        "group_reporting",
+        "thread",
+    ];
+    let text = format!("[global]\n{}\nruntime=10\ntime_based\n[a]\nrw=randread\nsize=64m\n", options.join("\n"));
+    std::fs::write(&job, text).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_ioscope")).arg("import").arg("fio").arg(&job).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let toml = String::from_utf8_lossy(&out.stdout);
+    for o in options {
+        let key = o.split('=').next().unwrap();
+        assert!(toml.contains(&format!("warning: {key}")), "{key} is noted in the written file:\n{toml}");
+    }
+}

@@ -463,6 +463,10 @@ const WARN_ONLY: &[(&str, &str)] = &[
     ("loops", "fio repeats the job this many times; ioscope runs each step for its duration (runtime, else 60s), going over the working set as often as it takes"),    ("do_verify", "with verify, ioscope checks every block as it is read during the run (no separate verify pass)"),
     ("verify_pattern", "ioscope's verified blocks carry a header and random data, not a pattern"),
     ("verify_backlog", "ioscope checks every block as it is read during the run"),
+    ("log_max_value", "ioscope records whole histograms every second, not a log's maximum or average"),
+    ("unified_rw_reporting", "ioscope reports reads, writes and their total"),
+    ("log_prio", "ioscope's per-second records have no I/O priority column"),
+    ("error_dump", "ioscope counts errors by kind in the summary"),
 ];
 
 /// fio options whose loss changes what is measured, with why.
@@ -1000,6 +1004,8 @@ impl Converter {
             "nfs_url" => j.target = at(o, raw.to_string()),
             "wait_for" => j.wait_for = at(o, raw.to_string()),
             "startdelay" if matches!(word, "0" | "0s") => {}
+            // fio's default, and what ioscope does: each bad block is counted and the run goes on.
+            "verify_fatal" if word == "0" => self.warn(o, "ioscope counts each verification failure and goes on"),
             k => {
                 if let Some((_, why)) = WARN_ONLY.iter().find(|(n, _)| *n == k) {
                     self.warn(o, *why);
