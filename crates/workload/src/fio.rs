@@ -1,6 +1,6 @@
 //! `ioscope import fio`: converts a fio job file (a `[global]` section and job sections,
 //! `include` files and `${VAR}` expansion) into an ioscope workload file (TOML, see
-//! docs/workload.md, "Importing fio job files").
+//! docs/import.md, "fio").
 //!
 //! An `include` is data from a file, not a licence to read any file: it names a regular file
 //! in the including file's own directory (no `..`, no absolute path or symlink leading out,
@@ -1014,11 +1014,7 @@ impl Converter {
                 } else if k.starts_with("verify_") {
                     self.error(o, "ioscope's verification (verify=...) has no such option", "see docs/verify.md");
                 } else {
-                    self.error(
-                        o,
-                        "a fio option ioscope has no equivalent for",
-                        "see docs/workload.md, \"Importing fio job files\"",
-                    );
+                    self.error(o, "a fio option ioscope has no equivalent for", "see docs/import.md, \"fio\"");
                 }
             }
         }
