@@ -207,7 +207,8 @@ impl Distribution {
                 let mut zones = Vec::new();
                 let mut abs_zones = Vec::new();
                 let (mut io_sum, mut span_sum) = (0.0, 0.0);
-                for part in rest.split(':') {
+                let parts: Vec<&str> = rest.split(':').collect();
+                for (k, part) in parts.iter().copied().enumerate() {
                     if zones.len() + abs_zones.len() >= MAX_ZONES {
                         return Err(format!("at most {MAX_ZONES} zones"));
                     }
@@ -226,7 +227,9 @@ impl Distribution {
                         }
                         abs_zones.push(AbsZone { io_pct: io, bytes });
                     } else {
-                        let span = num(span, "the zone's share of the file")?;
+                        // fio's `zoned:50/5:30/15:20/`: the last zone, without a span, is the rest.
+                        let rest_of_file = span.trim().is_empty() && k + 1 == parts.len();
+                        let span = if rest_of_file { 100.0 - span_sum } else { num(span, "the zone's share of the file")? };
                         if !(span > 0.0 && span <= 100.0) {
                             return Err(format!("a zone's share of the file is above 0 and at most 100, not {span}"));
                         }
@@ -343,6 +346,12 @@ mod tests {
             assert_eq!(Distribution::parse(&d.literal()).unwrap(), d, "{t}");
         }
         assert_eq!(Distribution::parse("zipf:1.2").unwrap(), Distribution::Zipf { theta: 1.2, center: None });
+        // fio's examples/rand-zones.fio: a last zone without a span takes the rest of the file.
+        assert_eq!(
+            Distribution::parse("zoned:50/5:30/15:20/").unwrap(),
+            Distribution::parse("zoned:50/5:30/15:20/80").unwrap()
+        );
+        assert!(Distribution::parse("zoned:50/:50/50").is_err(), "only the last zone may leave out its span");
     }
 
     #[test]
