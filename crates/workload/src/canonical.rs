@@ -147,13 +147,7 @@ fn top_lines(plan: &Plan) -> Lines {
         top.kv("files", plan.files.to_string(), "files the working set is split over");
     }
     top.kv("direct", plan.direct.to_string(), "O_DIRECT: bypass the page cache");
-    let sync = match plan.sync {
-        SyncMode::None => "none",
-        SyncMode::Fsync => "fsync",
-        SyncMode::Fdatasync => "fdatasync",
-        SyncMode::Dsync => "dsync",
-    };
-    top.kv("sync", toml_string(sync), "after each write: none | fsync | fdatasync | dsync");
+    top.kv("sync", toml_string(sync_name(plan.sync)), "after each write: none | fsync | fdatasync | dsync");
     top.kv("cache", toml_string(plan.cache.name()), "the page cache at the start: cold | warm | as-is");
     let st = &plan.steps;
     match &st.staircase {
@@ -286,6 +280,15 @@ fn workload_table(w: &crate::plan::Workload, out: &mut String) {
     if let Some(s) = w.skew_pct {
         l.kv("skew", number(s), "% of the rate");
     }
+    if let Some(d) = w.iodepth {
+        l.kv("iodepth", d.to_string(), "this workload's own");
+    }
+    if let Some(s) = w.sync {
+        l.kv("sync", toml_string(sync_name(s)), "this workload's own");
+    }
+    if let Some(d) = w.direct {
+        l.kv("direct", d.to_string(), "this workload's own");
+    }
     if let Some(p) = &w.pattern {
         let map = match p.map {
             PatternMap::Offset => "offset",
@@ -312,4 +315,13 @@ pub fn plan_hash(plan: &Plan) -> String {
     let load = Plan { checks: Vec::new(), repeat: None, until_ci: None, size_default: false, ..plan.clone() };
     let digest = Sha256::digest(to_toml(&load).as_bytes());
     digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn sync_name(s: SyncMode) -> &'static str {
+    match s {
+        SyncMode::None => "none",
+        SyncMode::Fsync => "fsync",
+        SyncMode::Fdatasync => "fdatasync",
+        SyncMode::Dsync => "dsync",
+    }
 }

@@ -30,6 +30,7 @@ mod access;
 mod blocks;
 mod defaults;
 mod hosts;
+mod own;
 mod rules;
 mod sections;
 mod sources;
@@ -440,6 +441,7 @@ struct ParsedWorkload {
     bs: Vec<BsEntry>,
     name_loc: Loc,
     skew_loc: Loc,
+    own_locs: own::OwnLocs,
 }
 
 /// One item of a list value.

@@ -386,7 +386,7 @@ pub const KEYS: &[Key] = &[
     },
     Key {
         name: "iodepth",
-        sections: TOP,
+        sections: TOP_AND_WORKLOAD,
         flag: Some("iodepth"),
         short: None,
         form: "N",
@@ -456,7 +456,7 @@ pub const KEYS: &[Key] = &[
     },
     Key {
         name: "direct",
-        sections: TOP,
+        sections: TOP_AND_WORKLOAD,
         flag: Some("direct"),
         short: None,
         form: "",
@@ -470,7 +470,7 @@ pub const KEYS: &[Key] = &[
     },
     Key {
         name: "sync",
-        sections: TOP,
+        sections: TOP_AND_WORKLOAD,
         flag: Some("sync"),
         short: None,
         form: "MODE",

@@ -186,7 +186,17 @@ fn every_key_specs_but_access() -> Vec<Spec> {
                         ("pattern", "{ text = \"HI\", map = \"offset\" }"),
                     ],
                 ),
-                (Section::Workload, vec![("name", "\"other\""), ("rw", "\"rw\""), ("rwmix_read", "30")]),
+                (
+                    Section::Workload,
+                    vec![
+                        ("name", "\"other\""),
+                        ("rw", "\"rw\""),
+                        ("rwmix_read", "30"),
+                        ("iodepth", "4"),
+                        ("sync", "\"fsync\""),
+                        ("direct", "false"),
+                    ],
+                ),
                 (
                     Section::Probe,
                     vec![("name", "\"sync\""), ("command", "\"true\""), ("at", "[\"1s\"]"), ("timeout", "\"20m\"")],

@@ -14,6 +14,7 @@ mod input;
 pub mod keys;
 pub mod layout;
 pub mod plan;
+mod per_workload;
 pub mod reference;
 mod units;
 pub mod vdbench;
@@ -39,6 +40,8 @@ mod fuzz_tests;
 mod host_tests;
 #[cfg(test)]
 mod keys_tests;
+#[cfg(test)]
+mod per_workload_tests;
 #[cfg(test)]
 mod reader_tests;
 #[cfg(test)]

@@ -244,6 +244,14 @@ pub struct Workload {
     /// percentage_random, arrivals).
     #[serde(default, skip_serializing_if = "Access::is_default")]
     pub access: Access,
+    /// This workload's own I/Os in flight per thread, sync mode and O_DIRECT (`iodepth`,
+    /// `sync`, `direct` in its [[workload]]); None: the run's ([`Plan::iodepth_of`]...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iodepth: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sync: Option<SyncMode>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direct: Option<bool>,
 }
 
 impl Workload {

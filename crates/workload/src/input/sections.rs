@@ -83,9 +83,13 @@ impl<'a> Ctx<'a> {
                 skew_pct: None,
                 pattern: None,
                 access: access?,
+                iodepth: None,
+                sync: None,
+                direct: None,
             },
             bs,
             skew_loc: Loc::Default,
+            own_locs: super::own::OwnLocs::default(),
         })
     }
 
@@ -101,6 +105,7 @@ impl<'a> Ctx<'a> {
         let threads_g = self.int("workload.threads", 1, 4096);
         let skew_g = self.percent("workload.skew");
         let pattern_g = self.pattern("workload.pattern");
+        let own = self.own_io();
         for (other, key) in [(op_g.loc(), "operation"), (fileio_g.loc(), "fileio")] {
             if let (Got::Ok(_, loc), false) = (&rw_g, matches!(other, Loc::Default)) {
                 let note = format!("rw names the operation and the file I/O order at once; `{key}` is also set");
@@ -174,7 +179,11 @@ impl<'a> Ctx<'a> {
                     Got::Bad => return None,
                 },
                 access: access?,
+                iodepth: own.iodepth,
+                sync: own.sync,
+                direct: own.direct,
             },
+            own_locs: own.locs,
             bs,
         })
     }

@@ -8,6 +8,7 @@ use super::*;
 mod data;
 mod engine;
 mod hosts;
+mod own;
 mod steps;
 mod threads;
 mod verify;
@@ -82,6 +83,7 @@ impl<'a> Ctx<'a> {
         self.file_size_rules(&run);
         self.object_rules(&top, &run);
         self.buffer_and_rate_rules(&top, &run);
+        self.own_io_rules(&top, &run);
         self.direct_rules(&top, &mut run);
         self.sync_rules(&top, &run);
         self.verify_rules(&top, &mut run);

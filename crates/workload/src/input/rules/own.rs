@@ -1,0 +1,78 @@
+//! The rules on a workload's own `iodepth`, `sync` and `direct`: the same as the run's keys
+//! (the engine's queue depth, a dataset's one operation at a time, a pattern's depth 1, the
+//! engine's direct I/O and its alignment, the I/O buffers), reported where the workload wrote
+//! them.
+
+use super::*;
+
+impl<'a> Ctx<'a> {
+    pub(super) fn own_io_rules(&mut self, top: &Top, run: &Run) {
+        let spec = run.engine.map(EngineKind::spec);
+        let run_depth = top.iodepth.or(defaults::number("iodepth")).unwrap_or(1);
+        for w in run.parsed() {
+            let (wl, locs) = (&w.workload, &w.own_locs);
+            if let (Some(depth), Some(e)) = (wl.iodepth, spec) {
+                let max = e.caps.max_queue_depth;
+                if depth > max {
+                    let note = format!("engine {} keeps at most {max} I/Os in flight per thread", e.name);
+                    self.err(&locs.iodepth, "workload.iodepth", format!("at most {max} with engine {}", e.name), note);
+                } else if depth > 1 && run.has_dataset {
+                    let note = "dataset workloads do one operation at a time per thread";
+                    self.err(&locs.iodepth, "workload.iodepth", "1 with a [dataset]", note);
+                } else if depth > 1 && wl.pattern.is_some() {
+                    let note = "a pattern draws column by column, one I/O at a time per thread";
+                    self.err(&locs.iodepth, "workload.iodepth", "1 for a pattern workload", note);
+                }
+            }
+            if let (Some(s), true) = (wl.sync, run.has_dataset) {
+                if s != SyncMode::None {
+                    let note = "dataset workloads write whole files; per-write sync applies to the flat working set";
+                    self.err(&locs.sync, "workload.sync", "none with a [dataset]", note);
+                }
+            }
+            if let (Some(s), false) = (wl.sync, wl.writes()) {
+                if s != SyncMode::None {
+                    let note = format!("sync applies after writes, and workload {} never writes", wl.name);
+                    self.err(&locs.sync, "workload.sync", "none for a workload that only reads", note);
+                }
+            }
+            if let (Some(true), Some(e)) = (wl.direct, spec) {
+                if !e.caps.direct_io {
+                    let note = format!("engine {} has no direct I/O (O_DIRECT)", e.name);
+                    self.err(&locs.direct, "workload.direct", format!("direct = false with engine {}", e.name), note);
+                } else if e.caps.direct_align_bytes > 0 {
+                    let align = e.caps.direct_align_bytes;
+                    for b in w.bs.iter().filter(|b| b.bs.bytes % align != 0) {
+                        let note = format!("direct = true (O_DIRECT) needs block sizes that are multiples of {align} bytes; {} is not", b.bs.bytes);
+                        self.err(&b.loc.clone(), "bs", format!("a multiple of {align} bytes with direct = true"), note);
+                    }
+                }
+            }
+            if let Some(depth) = wl.iodepth {
+                let slot = wl.max_block_bytes().div_ceil(4096) * 4096;
+                if u128::from(depth) * u128::from(slot) > u128::from(MAX_BUFFER_BYTES_PER_THREAD) {
+                    let note = format!("each thread keeps iodepth × largest bs = {depth} × {} of I/O buffers", format_size(slot));
+                    self.err(&locs.iodepth, "workload.iodepth", "iodepth × largest bs at most 1 GiB per thread", note);
+                }
+            }
+        }
+        // All threads' buffers together, each workload at its own depth.
+        let parsed = run.parsed();
+        if parsed.iter().any(|w| w.workload.iodepth.is_some()) {
+            let total: u128 = parsed
+                .iter()
+                .map(|w| {
+                    let d = w.workload.iodepth.map_or(run_depth, u64::from);
+                    let slot = w.workload.max_block_bytes().div_ceil(4096) * 4096;
+                    u128::from(w.workload.threads) * u128::from(d) * u128::from(slot)
+                })
+                .sum();
+            if total > u128::from(MAX_BUFFER_BYTES) {
+                let w = parsed.iter().rev().find(|w| w.workload.iodepth.is_some());
+                let loc = w.map_or(Loc::Default, |w| w.own_locs.iodepth.clone());
+                let note = format!("the workloads' threads × iodepth × largest bs add up to {total} bytes of I/O buffers");
+                self.err(&loc, "workload.iodepth", "threads × iodepth × largest bs at most 64 GiB over all workloads", note);
+            }
+        }
+    }
+}
