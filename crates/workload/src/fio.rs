@@ -20,6 +20,8 @@ use std::collections::BTreeMap;
 use std::fmt::{self, Write};
 use std::path::{Path, PathBuf};
 
+mod own;
+
 /// How serious a finding is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Severity {
@@ -157,6 +159,7 @@ pub fn convert(
         has_error: false,
         budget: MAX_TOTAL_BYTES.saturating_sub(text.len() as u64),
         kept: 0,
+        per_job: own::PerJob::default(),
     };
     let lines = c.lines(0, text, read, 0);
     let jobs = c.sections(&lines);
@@ -390,6 +393,8 @@ struct Converter {
     budget: u64,
     /// Lines kept so far (see [`MAX_LINES`]).
     kept: usize,
+    /// Settings the jobs of the one group set each in its own [[workload]].
+    per_job: own::PerJob,
 }
 
 /// fio options that do not change what ioscope measures, with what ioscope does.
@@ -1076,7 +1081,9 @@ impl Converter {
             top.push(("dir".into(), toml_string(&d), src));
         }
         self.working_set(groups, top);
-        if let Some(d) = self.same(all, "iodepth", Some(1), |j| j.iodepth.clone()).filter(|d| d.v > 1) {
+        self.per_job = own::PerJob::of(all, groups.len(), engine_v == "posix");
+        let per = self.per_job;
+        if let Some(d) = Some(all).filter(|_| !per.iodepth).and_then(|all| self.same(all, "iodepth", Some(1), |j| j.iodepth.clone())).filter(|d| d.v > 1) {
             if engine_v == "posix" {
                 let o = Opt { key: "iodepth".into(), value: Some(d.v.to_string()), at: d.at };
                 self.warn(&o, "fio keeps one I/O in flight per job with a synchronous engine whatever iodepth says, and so does ioscope's posix engine");
@@ -1090,7 +1097,7 @@ impl Converter {
         if let Some(v) = self.same(all, "verify", Some(false), |j| j.verify.clone()).filter(|v| v.v) {
             top.push(("verify".into(), toml_string("fail"), from(&Some(v), "", &self.files)));
         }
-        if let Some(d) = self.same(all, "direct", Some(false), |j| j.direct.clone()).filter(|d| d.v) {
+        if let Some(d) = Some(all).filter(|_| !per.direct).and_then(|all| self.same(all, "direct", Some(false), |j| j.direct.clone())).filter(|d| d.v) {
             top.push(("direct".into(), "true".into(), from(&Some(d), "", &self.files)));
         }
         // fio invalidates each file's pages before a job by default: the same start, said.
@@ -1101,7 +1108,7 @@ impl Converter {
             }
             None => top.push(("cache".into(), toml_string("cold"), "fio's default: invalidate=1".into())),
         }
-        if let Some(s) = self.same(all, "fsync/fdatasync/sync", None, |j| j.sync.clone()) {
+        if let Some(s) = Some(all).filter(|_| !per.sync).and_then(|all| self.same(all, "fsync/fdatasync/sync", None, |j| j.sync.clone())) {
             if all.iter().all(|j| j.pct() == 100) {
                 let o = Opt { key: s.from.clone(), value: None, at: s.at };
                 self.warn(&o, "no job writes, so there is nothing to sync");
@@ -1194,6 +1201,7 @@ impl Converter {
                 let _ = writeln!(out, "skew = {skew}  # this job's share of the rate");
             }
             self.access_keys(j, rated, out);
+            self.own_keys(j, out);
         }
     }
 
