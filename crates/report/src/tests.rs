@@ -27,6 +27,7 @@ fn plan() -> Plan {
             iodepth: None,
             sync: None,
             direct: None,
+            rate_iops: None,
         }],
         size_bytes: 256 << 20,
         size_default: false,

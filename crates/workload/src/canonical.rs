@@ -179,7 +179,9 @@ fn top_lines(plan: &Plan) -> Lines {
         let w = duration_literal(std::time::Duration::from_secs(w.into()));
         top.kv("until_steady", toml_string(&w), "the run ends once steady over this window");
     }
+    let own_rates = plan.workloads.iter().all(|w| w.rate_iops.is_some());
     match plan.rate_iops {
+        Some(r) if own_rates => top.kv("# rate_iops", r.to_string(), "the sum of the workloads' own"),
         Some(r) => top.kv("rate_iops", r.to_string(), "I/Os per second over all workloads"),
         None => top.kv("# rate_iops", "(none)".into(), "closed loop: as fast as possible"),
     }
@@ -277,8 +279,10 @@ fn workload_table(w: &crate::plan::Workload, out: &mut String) {
     };
     l.kv("fileselect", toml_string(&fileselect), "");
     l.kv("threads", w.threads.to_string(), "");
-    if let Some(s) = w.skew_pct {
-        l.kv("skew", number(s), "% of the rate");
+    match (w.rate_iops, w.skew_pct) {
+        (Some(r), _) => l.kv("rate_iops", r.to_string(), "this workload's own"),
+        (None, Some(s)) => l.kv("skew", number(s), "% of the rate"),
+        (None, None) => {}
     }
     if let Some(d) = w.iodepth {
         l.kv("iodepth", d.to_string(), "this workload's own");

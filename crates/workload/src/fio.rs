@@ -1875,11 +1875,16 @@ mod tests {
     }
 
     #[test]
-    fn run_wide_settings_must_agree_across_jobs_and_fio_defaults_count() {
+    fn run_wide_settings_must_agree_across_stonewall_groups_and_fio_defaults_count() {
         // direct=0, iodepth=1 and psync are fio's defaults: the same as not saying them.
         let t = run("[global]\nsize=1g\nruntime=5\n[a]\ndirect=0\niodepth=1\nioengine=psync\n[b]\nrw=write\n").unwrap();
         assert!(t.toml.contains("engine = \"posix\"  # ioengine=psync, job.fio:7"), "{}", t.toml);
-        let e = run("[global]\nsize=1g\nruntime=5\n[a]\ndirect=1\n[b]\nrw=write\n").unwrap_err();
+        // Jobs running together may differ: each workload gets its own direct.
+        let t = run("[global]\nsize=1g\nruntime=5\n[a]\ndirect=1\n[b]\nrw=write\n").unwrap().toml;
+        assert!(t.contains("direct = true  # direct=1, job.fio:5"), "{t}");
+        assert!(t.contains("direct = false  # fio's default direct=0"), "{t}");
+        // Stonewall groups are steps of the same workloads: there they must agree.
+        let e = run("[global]\nsize=1g\nruntime=5\n[a]\ndirect=1\n[b]\nstonewall\nrw=write\n").unwrap_err();
         let bad: Vec<&Finding> = e.iter().filter(|f| f.severity == Severity::Error).collect();
         assert_eq!(bad.len(), 1, "{e:?}");
         assert_eq!((bad[0].line, bad[0].option.as_str()), (6, "[b] without direct=1"));

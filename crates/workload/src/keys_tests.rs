@@ -37,7 +37,19 @@ impl Spec {
 fn every_key_specs() -> Vec<Spec> {
     let mut specs = every_key_specs_but_access();
     specs.extend(access_specs());
+    specs.push(own_rate_spec());
     specs
+}
+
+/// Each workload at its own open-loop rate.
+fn own_rate_spec() -> Spec {
+    Spec {
+        top: vec![("engine", "\"null\"")],
+        tables: vec![
+            (Section::Workload, vec![("name", "\"a\""), ("rate_iops", "100")]),
+            (Section::Workload, vec![("name", "\"b\""), ("rate_iops", "300")]),
+        ],
+    }
 }
 
 /// Access patterns: of the one workload, and of [[workload]]s.
@@ -186,17 +198,8 @@ fn every_key_specs_but_access() -> Vec<Spec> {
                         ("pattern", "{ text = \"HI\", map = \"offset\" }"),
                     ],
                 ),
-                (
-                    Section::Workload,
-                    vec![
-                        ("name", "\"other\""),
-                        ("rw", "\"rw\""),
-                        ("rwmix_read", "30"),
-                        ("iodepth", "4"),
-                        ("sync", "\"fsync\""),
-                        ("direct", "false"),
-                    ],
-                ),
+                (Section::Workload, vec![("name", "\"other\""), ("rw", "\"rw\""), ("iodepth", "4")]),
+                (Section::Workload, vec![("name", "\"own\""), ("rw", "\"write\""), ("sync", "\"fsync\""), ("direct", "false")]),
                 (
                     Section::Probe,
                     vec![("name", "\"sync\""), ("command", "\"true\""), ("at", "[\"1s\"]"), ("timeout", "\"20m\"")],

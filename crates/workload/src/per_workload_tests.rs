@@ -94,3 +94,27 @@ fn workload_buffers_add_up_over_workloads_at_their_own_depths() {
     let d = errors(text);
     assert!(d.iter().any(|d| line_of(d) == 14 && d.to_string().contains("64 GiB")), "{}", render_diagnostics(&d));
 }
+
+const RATED: &str = "engine = \"null\"\n\n[[workload]]\nname = \"log\"\nrw = \"write\"\nrate_iops = 100\n\n[[workload]]\nname = \"data\"\nrw = \"randread\"\nthreads = 2\nrate_iops = 300\n";
+
+#[test]
+fn each_workload_runs_at_its_own_rate_iops() {
+    let p = validate_file(&src(RATED)).unwrap_or_else(|d| panic!("{}", render_diagnostics(&d)));
+    assert_eq!(p.rate_iops, Some(400), "the run's rate is the sum");
+    assert_eq!((p.workloads[0].skew_pct, p.workloads[1].skew_pct), (Some(25.0), Some(75.0)));
+    assert_eq!((p.workloads[0].rate_iops, p.workloads[1].rate_iops), (Some(100), Some(300)));
+}
+
+#[test]
+fn a_workload_rate_with_a_run_rate_a_curve_a_skew_or_a_workload_without_is_refused_naming_both() {
+    let d = errors(&format!("rate_iops = 50\n{RATED}"));
+    assert_eq!(d.iter().map(line_of).collect::<Vec<_>>(), vec![1], "{}", render_diagnostics(&d));
+    assert!(d[0].to_string().contains("(line 7)"), "names the workload's line: {}", d[0]);
+    let d = errors(&RATED.replace("rate_iops = 100\n", "rate_iops = 100\nskew = 10\n"));
+    assert_eq!(d.iter().map(line_of).collect::<Vec<_>>(), vec![7], "{}", render_diagnostics(&d));
+    assert!(d[0].to_string().contains("either rate_iops or skew"), "{}", d[0]);
+    let d = errors(&RATED.replace("rate_iops = 300\n", ""));
+    assert_eq!(d.iter().map(line_of).collect::<Vec<_>>(), vec![9], "{}", render_diagnostics(&d));
+    let d = errors(&RATED.replace("rate_iops = 300", "rate_iops = 1"));
+    assert_eq!(d.iter().map(line_of).collect::<Vec<_>>(), vec![12], "{}", render_diagnostics(&d));
+}

@@ -252,6 +252,10 @@ pub struct Workload {
     pub sync: Option<SyncMode>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub direct: Option<bool>,
+    /// This workload's own open-loop rate (`rate_iops` in its [[workload]]); the run's
+    /// `rate_iops` is then their sum and each `skew_pct` its share (set by the reader).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_iops: Option<u64>,
 }
 
 impl Workload {

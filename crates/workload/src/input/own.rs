@@ -1,4 +1,4 @@
-//! A [[workload]]'s own `iodepth`, `sync` and `direct` (the run's keys, given inside one
+//! A [[workload]]'s own `iodepth`, `sync`, `direct` and `rate_iops` (the run's keys, given inside one
 //! workload): read here with their locations, checked by rules/own.rs.
 
 use super::*;
@@ -9,11 +9,12 @@ pub(super) struct OwnLocs {
     pub(super) iodepth: Loc,
     pub(super) sync: Loc,
     pub(super) direct: Loc,
+    pub(super) rate: Loc,
 }
 
 impl Default for OwnLocs {
     fn default() -> Self {
-        OwnLocs { iodepth: Loc::Default, sync: Loc::Default, direct: Loc::Default }
+        OwnLocs { iodepth: Loc::Default, sync: Loc::Default, direct: Loc::Default, rate: Loc::Default }
     }
 }
 
@@ -22,6 +23,7 @@ pub(super) struct OwnIo {
     pub(super) iodepth: Option<u32>,
     pub(super) sync: Option<SyncMode>,
     pub(super) direct: Option<bool>,
+    pub(super) rate_iops: Option<u64>,
     pub(super) locs: OwnLocs,
 }
 
@@ -31,8 +33,13 @@ impl<'a> Ctx<'a> {
         let depth = self.int("workload.iodepth", 1, 1024);
         let sync = self.choice("workload.sync", SYNCS);
         let direct = self.boolean("workload.direct");
+        let rate = self.int("workload.rate_iops", 1, 100_000_000);
         OwnIo {
-            locs: OwnLocs { iodepth: depth.loc(), sync: sync.loc(), direct: direct.loc() },
+            locs: OwnLocs { iodepth: depth.loc(), sync: sync.loc(), direct: direct.loc(), rate: rate.loc() },
+            rate_iops: match rate {
+                Got::Ok(r, _) => Some(r),
+                _ => None,
+            },
             iodepth: match depth {
                 Got::Ok(d, _) => Some(d as u32),
                 _ => None,

@@ -1,11 +1,52 @@
 //! The rules on a workload's own `iodepth`, `sync` and `direct`: the same as the run's keys
 //! (the engine's queue depth, a dataset's one operation at a time, a pattern's depth 1, the
 //! engine's direct I/O and its alignment, the I/O buffers), reported where the workload wrote
-//! them.
+//! them; and a workload's own `rate_iops`.
 
 use super::*;
 
 impl<'a> Ctx<'a> {
+    /// A workload's own `rate_iops`: every workload then has one (the run's rate is their
+    /// sum, each one's share its skew), and neither a run-level rate nor a curve nor a skew
+    /// says otherwise.
+    pub(super) fn own_rate_rules(&mut self, top: &Top, run: &Run) {
+        let parsed = run.parsed();
+        let Some(first) = parsed.iter().find(|w| w.workload.rate_iops.is_some()) else { return };
+        let text = self.text();
+        let first_loc = first.own_locs.rate.clone();
+        for (key, loc) in [("rate_iops", top.rate.loc()), ("curve", top.curve.loc())] {
+            if !matches!(loc, Loc::Default) {
+                let note = format!(
+                    "workload {} sets its own rate_iops ({}): the run's rate is the sum of the workloads' own",
+                    first.workload.name,
+                    first_loc.describe(text)
+                );
+                self.err(&loc, key, format!("no {key} when workloads set their own rate_iops"), note);
+            }
+        }
+        let hosts = run.hosts_given.max(1) as u64;
+        for w in &parsed {
+            let wl = &w.workload;
+            match wl.rate_iops {
+                None => {
+                    let note = format!("workload {} sets its own rate_iops ({})", first.workload.name, first_loc.describe(text));
+                    self.err(&w.name_loc, "workload.name", format!("rate_iops in workload {} too, or in none", wl.name), note);
+                }
+                Some(r) => {
+                    if wl.skew_pct.is_some() {
+                        let note = "a workload with its own rate_iops runs at that rate; skew shares a run-level rate";
+                        self.err(&w.skew_loc, "workload.skew", "either rate_iops or skew in a workload, not both", note);
+                    }
+                    let threads = u64::from(wl.threads).saturating_mul(hosts);
+                    if r < threads {
+                        let note = format!("each of the {threads} threads of workload {} needs at least 1 IOPS", wl.name);
+                        self.err(&w.own_locs.rate, "workload.rate_iops", format!("at least {threads} (1 IOPS per thread)"), note);
+                    }
+                }
+            }
+        }
+    }
+
     pub(super) fn own_io_rules(&mut self, top: &Top, run: &Run) {
         let spec = run.engine.map(EngineKind::spec);
         let run_depth = top.iodepth.or(defaults::number("iodepth")).unwrap_or(1);
@@ -74,5 +115,20 @@ impl<'a> Ctx<'a> {
                 self.err(&loc, "workload.iodepth", "threads × iodepth × largest bs at most 64 GiB over all workloads", note);
             }
         }
+    }
+}
+
+/// The run's rate from the workloads' own: their sum, each one's share its skew, so that the
+/// executor, the hosts' split and the reports see one open loop as before.
+pub(super) fn apply_own_rates(plan: &mut Plan) {
+    let rates: Option<Vec<u64>> = plan.workloads.iter().map(|w| w.rate_iops).collect();
+    let Some(rates) = rates else { return };
+    let sum: u64 = rates.iter().sum();
+    if sum == 0 {
+        return;
+    }
+    plan.rate_iops = Some(sum);
+    for (w, r) in plan.workloads.iter_mut().zip(rates) {
+        w.skew_pct = Some(r as f64 * 100.0 / sum as f64);
     }
 }
