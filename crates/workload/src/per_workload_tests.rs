@@ -38,8 +38,15 @@ fn two_workloads_keep_their_own_iodepth_sync_and_direct() {
 }
 
 #[test]
-fn a_plan_with_per_workload_depths_survives_its_json() {
+fn a_plan_with_per_workload_depths_survives_its_json_and_its_canonical_text() {
     let p = validate_file(&src(TWO)).unwrap();
+    // What a coordinator sends an agent: the canonical text, validated again there.
+    for text in [TWO, RATED] {
+        let p = validate_file(&src(text)).unwrap();
+        let again = validate_file(&src(&to_toml(&p))).unwrap_or_else(|d| panic!("{}", render_diagnostics(&d)));
+        assert_eq!(again, p);
+        assert_eq!(plan_hash(&again), plan_hash(&p));
+    }
     let back: Plan = serde_json::from_str(&serde_json::to_string(&p).unwrap()).unwrap();
     assert_eq!(back, p);
     assert_eq!(back.workloads[1].iodepth, Some(32));
