@@ -1083,7 +1083,9 @@ impl Converter {
         self.working_set(groups, top);
         self.per_job = own::PerJob::of(all, groups.len(), engine_v == "posix");
         let per = self.per_job;
-        if let Some(d) = Some(all).filter(|_| !per.iodepth).and_then(|all| self.same(all, "iodepth", Some(1), |j| j.iodepth.clone())).filter(|d| d.v > 1) {
+        // Jobs of one group may each have their own (written in their [[workload]]).
+        let depth = if per.iodepth { None } else { self.same(all, "iodepth", Some(1), |j| j.iodepth.clone()) };
+        if let Some(d) = depth.filter(|d| d.v > 1) {
             if engine_v == "posix" {
                 let o = Opt { key: "iodepth".into(), value: Some(d.v.to_string()), at: d.at };
                 self.warn(&o, "fio keeps one I/O in flight per job with a synchronous engine whatever iodepth says, and so does ioscope's posix engine");
@@ -1097,7 +1099,8 @@ impl Converter {
         if let Some(v) = self.same(all, "verify", Some(false), |j| j.verify.clone()).filter(|v| v.v) {
             top.push(("verify".into(), toml_string("fail"), from(&Some(v), "", &self.files)));
         }
-        if let Some(d) = Some(all).filter(|_| !per.direct).and_then(|all| self.same(all, "direct", Some(false), |j| j.direct.clone())).filter(|d| d.v) {
+        let direct = if per.direct { None } else { self.same(all, "direct", Some(false), |j| j.direct.clone()) };
+        if let Some(d) = direct.filter(|d| d.v) {
             top.push(("direct".into(), "true".into(), from(&Some(d), "", &self.files)));
         }
         // fio invalidates each file's pages before a job by default: the same start, said.
@@ -1108,7 +1111,8 @@ impl Converter {
             }
             None => top.push(("cache".into(), toml_string("cold"), "fio's default: invalidate=1".into())),
         }
-        if let Some(s) = Some(all).filter(|_| !per.sync).and_then(|all| self.same(all, "fsync/fdatasync/sync", None, |j| j.sync.clone())) {
+        let sync = if per.sync { None } else { self.same(all, "fsync/fdatasync/sync", None, |j| j.sync.clone()) };
+        if let Some(s) = sync {
             if all.iter().all(|j| j.pct() == 100) {
                 let o = Opt { key: s.from.clone(), value: None, at: s.at };
                 self.warn(&o, "no job writes, so there is nothing to sync");

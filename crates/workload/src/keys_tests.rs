@@ -199,7 +199,10 @@ fn every_key_specs_but_access() -> Vec<Spec> {
                     ],
                 ),
                 (Section::Workload, vec![("name", "\"other\""), ("rw", "\"rw\""), ("iodepth", "4")]),
-                (Section::Workload, vec![("name", "\"own\""), ("rw", "\"write\""), ("sync", "\"fsync\""), ("direct", "false")]),
+                (
+                    Section::Workload,
+                    vec![("name", "\"own\""), ("rw", "\"write\""), ("sync", "\"fsync\""), ("direct", "false")],
+                ),
                 (
                     Section::Probe,
                     vec![("name", "\"sync\""), ("command", "\"true\""), ("at", "[\"1s\"]"), ("timeout", "\"20m\"")],

@@ -42,7 +42,12 @@ fn meaning(p: Plan) -> Plan {
     let workloads = p
         .workloads
         .iter()
-        .map(|w| crate::Workload { iodepth: Some(p.iodepth_of(w)), sync: Some(p.sync_of(w)), direct: Some(p.direct_of(w)), ..w.clone() })
+        .map(|w| crate::Workload {
+            iodepth: Some(p.iodepth_of(w)),
+            sync: Some(p.sync_of(w)),
+            direct: Some(p.direct_of(w)),
+            ..w.clone()
+        })
         .collect();
     Plan {
         workloads,

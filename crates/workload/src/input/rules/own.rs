@@ -29,18 +29,38 @@ impl<'a> Ctx<'a> {
             let wl = &w.workload;
             match wl.rate_iops {
                 None => {
-                    let note = format!("workload {} sets its own rate_iops ({})", first.workload.name, first_loc.describe(text));
-                    self.err(&w.name_loc, "workload.name", format!("rate_iops in workload {} too, or in none", wl.name), note);
+                    let note = format!(
+                        "workload {} sets its own rate_iops ({})",
+                        first.workload.name,
+                        first_loc.describe(text)
+                    );
+                    self.err(
+                        &w.name_loc,
+                        "workload.name",
+                        format!("rate_iops in workload {} too, or in none", wl.name),
+                        note,
+                    );
                 }
                 Some(r) => {
                     if wl.skew_pct.is_some() {
                         let note = "a workload with its own rate_iops runs at that rate; skew shares a run-level rate";
-                        self.err(&w.skew_loc, "workload.skew", "either rate_iops or skew in a workload, not both", note);
+                        self.err(
+                            &w.skew_loc,
+                            "workload.skew",
+                            "either rate_iops or skew in a workload, not both",
+                            note,
+                        );
                     }
                     let threads = u64::from(wl.threads).saturating_mul(hosts);
                     if r < threads {
-                        let note = format!("each of the {threads} threads of workload {} needs at least 1 IOPS", wl.name);
-                        self.err(&w.own_locs.rate, "workload.rate_iops", format!("at least {threads} (1 IOPS per thread)"), note);
+                        let note =
+                            format!("each of the {threads} threads of workload {} needs at least 1 IOPS", wl.name);
+                        self.err(
+                            &w.own_locs.rate,
+                            "workload.rate_iops",
+                            format!("at least {threads} (1 IOPS per thread)"),
+                            note,
+                        );
                     }
                 }
             }
@@ -84,7 +104,10 @@ impl<'a> Ctx<'a> {
                 } else if e.caps.direct_align_bytes > 0 {
                     let align = e.caps.direct_align_bytes;
                     for b in w.bs.iter().filter(|b| b.bs.bytes % align != 0) {
-                        let note = format!("direct = true (O_DIRECT) needs block sizes that are multiples of {align} bytes; {} is not", b.bs.bytes);
+                        let note = format!(
+                            "direct = true (O_DIRECT) needs block sizes that are multiples of {align} bytes; {} is not",
+                            b.bs.bytes
+                        );
                         self.err(&b.loc.clone(), "bs", format!("a multiple of {align} bytes with direct = true"), note);
                     }
                 }
@@ -92,7 +115,10 @@ impl<'a> Ctx<'a> {
             if let Some(depth) = wl.iodepth {
                 let slot = wl.max_block_bytes().div_ceil(4096) * 4096;
                 if u128::from(depth) * u128::from(slot) > u128::from(MAX_BUFFER_BYTES_PER_THREAD) {
-                    let note = format!("each thread keeps iodepth × largest bs = {depth} × {} of I/O buffers", format_size(slot));
+                    let note = format!(
+                        "each thread keeps iodepth × largest bs = {depth} × {} of I/O buffers",
+                        format_size(slot)
+                    );
                     self.err(&locs.iodepth, "workload.iodepth", "iodepth × largest bs at most 1 GiB per thread", note);
                 }
             }
@@ -111,8 +137,14 @@ impl<'a> Ctx<'a> {
             if total > u128::from(MAX_BUFFER_BYTES) {
                 let w = parsed.iter().rev().find(|w| w.workload.iodepth.is_some());
                 let loc = w.map_or(Loc::Default, |w| w.own_locs.iodepth.clone());
-                let note = format!("the workloads' threads × iodepth × largest bs add up to {total} bytes of I/O buffers");
-                self.err(&loc, "workload.iodepth", "threads × iodepth × largest bs at most 64 GiB over all workloads", note);
+                let note =
+                    format!("the workloads' threads × iodepth × largest bs add up to {total} bytes of I/O buffers");
+                self.err(
+                    &loc,
+                    "workload.iodepth",
+                    "threads × iodepth × largest bs at most 64 GiB over all workloads",
+                    note,
+                );
             }
         }
     }
