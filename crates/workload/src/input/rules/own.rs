@@ -75,7 +75,13 @@ impl<'a> Ctx<'a> {
             if let (Some(depth), Some(e)) = (wl.iodepth, spec) {
                 let max = e.caps.max_queue_depth;
                 if depth > max {
-                    let note = format!("engine {} keeps at most {max} I/Os in flight per thread", e.name);
+                    let note = match max {
+                        1 => format!(
+                            "{} is synchronous: iodepth must be 1 (use engine uring to keep I/Os in flight)",
+                            e.name
+                        ),
+                        _ => format!("engine {} keeps at most {max} I/Os in flight per thread", e.name),
+                    };
                     self.err(&locs.iodepth, "workload.iodepth", format!("at most {max} with engine {}", e.name), note);
                 } else if depth > 1 && run.has_dataset {
                     let note = "dataset workloads do one operation at a time per thread";
