@@ -35,3 +35,17 @@ fn two_workloads_of_one_run_keep_their_own_iodepth_in_flight() {
     assert!(shallow <= 1.5, "depth 1 kept {shallow:.2} in flight: {summary}");
     assert!(deep >= 2.0 && deep > 2.0 * shallow, "depth 16 kept {deep:.2} in flight, depth 1 {shallow:.2}: {summary}");
 }
+
+#[test]
+fn two_workloads_of_one_run_each_run_at_their_own_rate_iops() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("rated.toml");
+    let text = "engine = \"null\"\n\n[[workload]]\nname = \"log\"\nrw = \"write\"\nrate_iops = 100\n\n[[workload]]\nname = \"data\"\nrw = \"randread\"\nthreads = 2\nrate_iops = 300\n";
+    std::fs::write(&file, text).unwrap();
+    let results = tmp.path().join("r.db");
+    let summary = json_of(&run_ok(&["run", s(&file), "--duration", "2s", "--out", s(&results), "--json", "--quiet"]));
+    for (w, rate) in [("log", 100.0), ("data", 300.0)] {
+        let iops = summary["workloads"][w]["iops"].as_f64().unwrap();
+        assert!((iops - rate).abs() <= rate * 0.1, "{w}: {iops} IOPS, its own rate_iops {rate}: {summary}");
+    }
+}
