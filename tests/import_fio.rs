@@ -203,7 +203,6 @@ fn out_of_scope_fio_files_are_refused_with_exit_2_naming_the_option() {
         ("rbd.fio", "rbd.fio:3: error: ioengine=rbd: ioscope has no rbd engine"),
         ("netio.fio", "netio.fio:3: error: ioengine=net: ioscope has no net engine"),
         ("sg-write.fio", "sg-write.fio:4: error: ioengine=sg"),
-        ("aio-read-depths.fio", "aio-read-depths.fio:15: error: iodepth=32: [file2] differs from iodepth=4"),
         ("startdelay-clients.fio", "startdelay-clients.fio:13: error: startdelay=4:"),
         ("verify-writes.fio", "error: verify_fatal=1: ioscope's verification (verify=...) has no such option"),
     ];
@@ -218,7 +217,7 @@ fn out_of_scope_fio_files_are_refused_with_exit_2_naming_the_option() {
         assert!(!out_file.exists(), "{file}: a refused import wrote its output");
         assert!(out.stdout.is_empty());
     }
-    assert_eq!(fio_files("out-of-scope").len(), 6, "every out-of-scope file has a case above");
+    assert_eq!(fio_files("out-of-scope").len(), 5, "every out-of-scope file has a case above");
 }
 
 #[test]
@@ -338,4 +337,27 @@ fn an_imported_write_then_read_job_file_runs_as_a_write_step_then_a_read_step() 
     for s in steps {
         assert!(s["ops"].as_u64().unwrap() > 0 && s["errors"].as_u64() == Some(0), "{s}");
     }
+}
+
+#[test]
+fn fio_jobs_of_one_group_with_iodepth_4_and_32_import_to_workloads_of_their_own_depth() {
+    let (t, v) = convert("aio-read-depths.fio", &[]);
+    assert_eq!(values(&t, "iodepth"), ["4", "32"], "each job's own, in its [[workload]]:\n{t}");
+    assert!(v.contains(": ok (uring file1 + file2"), "{v}");
+    // direct and fsync differing between the jobs of a group go the same way.
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path().join("mixed.fio");
+    let text = "[global]\nioengine=io_uring\nsize=64m\nruntime=5\ndirectory=/mnt/test\n\n[log]\nrw=write\nfsync=1\niodepth=1\n\n[data]\nrw=randread\ndirect=1\niodepth=16\n";
+    std::fs::write(&p, text).unwrap();
+    let out = ioscope().args(["import", "fio"]).arg(&p).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let t = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(values(&t, "iodepth"), ["1", "16"], "{t}");
+    assert_eq!(values(&t, "direct"), ["false", "true"], "{t}");
+    assert_eq!(values(&t, "sync"), ["\"fsync\""], "{t}");
+    // Jobs of several stonewall groups are steps of the same workloads: still one depth.
+    std::fs::write(&p, "[a]\nioengine=io_uring\nsize=64m\nruntime=5\nrw=randread\niodepth=4\n[b]\nstonewall\nioengine=io_uring\nsize=64m\nruntime=5\nrw=randread\niodepth=32\n").unwrap();
+    let out = ioscope().args(["import", "fio"]).arg(&p).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("ioscope has one iodepth for all the workloads of a run"), "{}", stderr(&out));
 }

@@ -76,7 +76,7 @@ pub fn resolve(plan: &mut Plan) -> Result<Option<Device>, BlockdevError> {
     if plan.size_bytes > dev.size_bytes {
         return Err(BlockdevError::TooLarge { path, plan: plan.size_bytes, device: dev.size_bytes });
     }
-    if plan.direct {
+    if plan.any_direct() {
         let logical = u64::from(dev.logical_block_bytes.max(1));
         if let Some(bs) = plan.block_sizes_bytes().into_iter().find(|b| b % logical != 0) {
             return Err(BlockdevError::Unaligned { path, logical: dev.logical_block_bytes, bs });

@@ -224,7 +224,7 @@ pub fn ops_of(plan: &Plan, w: &Workload) -> Vec<Op> {
             }
             if pcts.iter().any(|p| *p < 100) {
                 ops.push(Op::Write);
-                match plan.sync {
+                match plan.sync_of(w) {
                     SyncMode::Fsync if !dataset => ops.push(Op::Fsync),
                     SyncMode::Fdatasync if !dataset => ops.push(Op::Fdatasync),
                     _ => {}
@@ -949,8 +949,17 @@ fn worker_main<E: Engine>(mut engine: E, id: u32, sh: Shared<'_>) -> FirstErrors
     let _cpu = sh.cpu.register();
     tighten_timer_slack();
     let plan = sh.plan;
-    let buffers = IoBuffers::new(plan.iodepth as usize, plan.max_block_bytes() as usize, 0x9e37_79b9 ^ id as u64);
-    match engine.open(sh.spec, &buffers) {
+    let workload = &plan.workloads[sh.workload];
+    // Each worker runs at its workload's own depth, sync and direct (its own open).
+    let (depth, sync) = (plan.iodepth_of(workload), plan.sync_of(workload));
+    let spec = OpenSpec {
+        direct: plan.direct_of(workload),
+        dsync: sync == SyncMode::Dsync,
+        queue_depth: depth,
+        ..sh.spec.clone()
+    };
+    let buffers = IoBuffers::new(depth as usize, plan.max_block_bytes() as usize, 0x9e37_79b9 ^ id as u64);
+    match engine.open(&spec, &buffers) {
         Ok(()) if id == 0 => *sh.engine_setup.lock().unwrap() = Some(engine.describe()),
         Ok(()) => {}
         Err(e) => {
@@ -971,18 +980,18 @@ fn worker_main<E: Engine>(mut engine: E, id: u32, sh: Shared<'_>) -> FirstErrors
     if !open_failed && !sh.stop.load(Relaxed) {
         let t0 = sh.start_ns.load(Acquire);
         sh.recorder.start(t0, t0 + sh.times.end_ns.last().copied().unwrap_or(0));
-        let workload = &plan.workloads[sh.workload];
         let seed = |k: usize| 0x5851_f42d_4c95_7f2d ^ ((id as u64 + 1) << 32) ^ k as u64;
         let first = crate::in_step(workload, &sh.steps[0]);
         let gen = IoGen::new(plan.files, plan.file_size_bytes(), &first, sh.local, seed(0), t0);
-        let mut w = Worker::new(engine, buffers, gen, sh.recorder, sh.stop, plan.sync, plan.iodepth);
+        let mut w = Worker::new(engine, buffers, gen, sh.recorder, sh.stop, sync, depth);
         w.ring = sh.ring;
         w.namer = crate::errors::namer(plan);
         // Random per run and worker: no two workers (or hosts) write the same bytes.
         w.content = crate::content::Filler::new(&workload.content, crate::verify::new_run_id() ^ u64::from(id));
         w.verify = sh
             .verifier
-            .map(|v| crate::verify::WorkerVerify::new(v, plan.iodepth as usize, plan.max_block_bytes() as usize));
+            .map(|v| crate::verify::WorkerVerify::new(v, depth as usize, plan.max_block_bytes() as usize))
+            .map(|v| v.with_dsync(sync == SyncMode::Dsync));
         for (k, step) in sh.steps.iter().enumerate() {
             if sh.stop.load(Relaxed) {
                 break;

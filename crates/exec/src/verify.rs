@@ -268,6 +268,8 @@ pub struct WorkerVerify<'a> {
     last_write: Vec<(u32, u64, u32)>,
     stamped: u64,
     stamp_ns: u64,
+    /// This worker's writes are durable when they complete (its workload's sync is dsync).
+    dsync: bool,
 }
 
 impl<'a> WorkerVerify<'a> {
@@ -283,7 +285,13 @@ impl<'a> WorkerVerify<'a> {
             last_write: vec![(0, 0, 0); slots],
             stamped: 0,
             stamp_ns: 0,
+            dsync: v.dsync,
         }
+    }
+
+    /// Its workload's own O_DSYNC, in place of the run's.
+    pub fn with_dsync(self, dsync: bool) -> Self {
+        Self { dsync, ..self }
     }
 
     /// The run's verifier.
@@ -420,7 +428,7 @@ impl<'a> WorkerVerify<'a> {
                         }
                     }
                 }
-                if ok && self.v.dsync {
+                if ok && self.dsync {
                     self.durable(io.slot, io.file, first, n);
                 }
             }

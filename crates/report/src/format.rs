@@ -218,10 +218,15 @@ pub fn workload(p: &Plan) -> String {
             if p.files == 1 { "" } else { "s" }
         )),
     }
-    parts.push(format!("qd {}", p.iodepth));
+    // Workloads at depths of their own: each one's, in workload order ("qd 1/16").
+    let depths: Vec<String> = p.workloads.iter().map(|w| p.iodepth_of(w).to_string()).collect();
+    let own = p.workloads.iter().any(|w| p.iodepth_of(w) != p.max_iodepth());
+    parts.push(format!("qd {}", if own { depths.join("/") } else { p.max_iodepth().to_string() }));
     let sqpoll = if p.sqpoll { " sqpoll" } else { "" };
-    let cache = match (p.engine.spec().cache, p.direct) {
+    let mixed_direct = p.any_direct() && p.workloads.iter().any(|w| !p.direct_of(w));
+    let cache = match (p.engine.spec().cache, p.any_direct()) {
         (Some(fixed), _) => fixed,
+        (None, true) if mixed_direct => "direct+buffered",
         (None, true) => "direct",
         (None, false) => "buffered",
     };

@@ -249,8 +249,11 @@ impl Capacity {
 /// (from issue; the response time when none was recorded); None without either.
 fn capacity(s: &Summary, plan: Option<&Plan>) -> Option<Capacity> {
     let p = plan?;
-    let threads: u64 = p.max_threads().iter().map(|t| u64::from(*t)).sum();
-    let in_flight = threads.max(1).saturating_mul(u64::from(p.iodepth).max(1));
+    // Each workload's threads at its own depth.
+    let in_flight: u64 = (p.max_threads().iter().zip(&p.workloads))
+        .map(|(t, w)| u64::from(*t).saturating_mul(u64::from(p.iodepth_of(w)).max(1)))
+        .fold(0u64, u64::saturating_add)
+        .max(1);
     let (mut sum, mut n) = (0f64, 0u64);
     for (name, o) in &s.ops {
         if Op::parse(name).is_none_or(|op| op.serves_others()) {

@@ -229,7 +229,8 @@ impl Distribution {
                     } else {
                         // fio's `zoned:50/5:30/15:20/`: the last zone, without a span, is the rest.
                         let rest_of_file = span.trim().is_empty() && k + 1 == parts.len();
-                        let span = if rest_of_file { 100.0 - span_sum } else { num(span, "the zone's share of the file")? };
+                        let span =
+                            if rest_of_file { 100.0 - span_sum } else { num(span, "the zone's share of the file")? };
                         if !(span > 0.0 && span <= 100.0) {
                             return Err(format!("a zone's share of the file is above 0 and at most 100, not {span}"));
                         }

@@ -147,13 +147,7 @@ fn top_lines(plan: &Plan) -> Lines {
         top.kv("files", plan.files.to_string(), "files the working set is split over");
     }
     top.kv("direct", plan.direct.to_string(), "O_DIRECT: bypass the page cache");
-    let sync = match plan.sync {
-        SyncMode::None => "none",
-        SyncMode::Fsync => "fsync",
-        SyncMode::Fdatasync => "fdatasync",
-        SyncMode::Dsync => "dsync",
-    };
-    top.kv("sync", toml_string(sync), "after each write: none | fsync | fdatasync | dsync");
+    top.kv("sync", toml_string(sync_name(plan.sync)), "after each write: none | fsync | fdatasync | dsync");
     top.kv("cache", toml_string(plan.cache.name()), "the page cache at the start: cold | warm | as-is");
     let st = &plan.steps;
     match &st.staircase {
@@ -185,7 +179,9 @@ fn top_lines(plan: &Plan) -> Lines {
         let w = duration_literal(std::time::Duration::from_secs(w.into()));
         top.kv("until_steady", toml_string(&w), "the run ends once steady over this window");
     }
+    let own_rates = plan.workloads.iter().all(|w| w.rate_iops.is_some());
     match plan.rate_iops {
+        Some(r) if own_rates => top.kv("# rate_iops", r.to_string(), "the sum of the workloads' own"),
         Some(r) => top.kv("rate_iops", r.to_string(), "I/Os per second over all workloads"),
         None => top.kv("# rate_iops", "(none)".into(), "closed loop: as fast as possible"),
     }
@@ -284,8 +280,19 @@ fn workload_table(w: &crate::plan::Workload, run_content: &crate::content::Conte
     };
     l.kv("fileselect", toml_string(&fileselect), "");
     l.kv("threads", w.threads.to_string(), "");
-    if let Some(s) = w.skew_pct {
-        l.kv("skew", number(s), "% of the rate");
+    match (w.rate_iops, w.skew_pct) {
+        (Some(r), _) => l.kv("rate_iops", r.to_string(), "this workload's own"),
+        (None, Some(s)) => l.kv("skew", number(s), "% of the rate"),
+        (None, None) => {}
+    }
+    if let Some(d) = w.iodepth {
+        l.kv("iodepth", d.to_string(), "this workload's own");
+    }
+    if let Some(s) = w.sync {
+        l.kv("sync", toml_string(sync_name(s)), "this workload's own");
+    }
+    if let Some(d) = w.direct {
+        l.kv("direct", d.to_string(), "this workload's own");
     }
     if let Some(p) = &w.pattern {
         let map = match p.map {
@@ -314,4 +321,13 @@ pub fn plan_hash(plan: &Plan) -> String {
     let load = Plan { checks: Vec::new(), repeat: None, until_ci: None, size_default: false, ..plan.clone() };
     let digest = Sha256::digest(to_toml(&load).as_bytes());
     digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn sync_name(s: SyncMode) -> &'static str {
+    match s {
+        SyncMode::None => "none",
+        SyncMode::Fsync => "fsync",
+        SyncMode::Fdatasync => "fdatasync",
+        SyncMode::Dsync => "dsync",
+    }
 }

@@ -20,6 +20,8 @@ use std::collections::BTreeMap;
 use std::fmt::{self, Write};
 use std::path::{Path, PathBuf};
 
+mod own;
+
 /// How serious a finding is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Severity {
@@ -157,6 +159,7 @@ pub fn convert(
         has_error: false,
         budget: MAX_TOTAL_BYTES.saturating_sub(text.len() as u64),
         kept: 0,
+        per_job: own::PerJob::default(),
     };
     let lines = c.lines(0, text, read, 0);
     let jobs = c.sections(&lines);
@@ -396,6 +399,8 @@ struct Converter {
     budget: u64,
     /// Lines kept so far (see [`MAX_LINES`]).
     kept: usize,
+    /// Settings the jobs of the one group set each in its own [[workload]].
+    per_job: own::PerJob,
 }
 
 /// fio options that do not change what ioscope measures, with what ioscope does.
@@ -1136,7 +1141,11 @@ impl Converter {
             top.push(("dir".into(), toml_string(&d), src));
         }
         self.working_set(groups, top);
-        if let Some(d) = self.same(all, "iodepth", Some(1), |j| j.iodepth.clone()).filter(|d| d.v > 1) {
+        self.per_job = own::PerJob::of(all, groups.len(), engine_v == "posix");
+        let per = self.per_job;
+        // Jobs of one group may each have their own (written in their [[workload]]).
+        let depth = if per.iodepth { None } else { self.same(all, "iodepth", Some(1), |j| j.iodepth.clone()) };
+        if let Some(d) = depth.filter(|d| d.v > 1) {
             if engine_v == "posix" {
                 let o = Opt { key: "iodepth".into(), value: Some(d.v.to_string()), at: d.at };
                 self.warn(&o, "fio keeps one I/O in flight per job with a synchronous engine whatever iodepth says, and so does ioscope's posix engine");
@@ -1150,7 +1159,8 @@ impl Converter {
         if let Some(v) = self.same(all, "verify", Some(false), |j| j.verify.clone()).filter(|v| v.v) {
             top.push(("verify".into(), toml_string("fail"), from(&Some(v), "", &self.files)));
         }
-        if let Some(d) = self.same(all, "direct", Some(false), |j| j.direct.clone()).filter(|d| d.v) {
+        let direct = if per.direct { None } else { self.same(all, "direct", Some(false), |j| j.direct.clone()) };
+        if let Some(d) = direct.filter(|d| d.v) {
             top.push(("direct".into(), "true".into(), from(&Some(d), "", &self.files)));
         }
         // fio invalidates each file's pages before a job by default: the same start, said.
@@ -1161,7 +1171,8 @@ impl Converter {
             }
             None => top.push(("cache".into(), toml_string("cold"), "fio's default: invalidate=1".into())),
         }
-        if let Some(s) = self.same(all, "fsync/fdatasync/sync", None, |j| j.sync.clone()) {
+        let sync = if per.sync { None } else { self.same(all, "fsync/fdatasync/sync", None, |j| j.sync.clone()) };
+        if let Some(s) = sync {
             if all.iter().all(|j| j.pct() == 100) {
                 let o = Opt { key: s.from.clone(), value: None, at: s.at };
                 self.warn(&o, "no job writes, so there is nothing to sync");
@@ -1254,6 +1265,7 @@ impl Converter {
                 let _ = writeln!(out, "skew = {skew}  # this job's share of the rate");
             }
             self.access_keys(j, rated, out);
+            self.own_keys(j, out);
             self.content_keys(j, out);
         }
     }
@@ -1986,11 +1998,16 @@ mod tests {
     }
 
     #[test]
-    fn run_wide_settings_must_agree_across_jobs_and_fio_defaults_count() {
+    fn run_wide_settings_must_agree_across_stonewall_groups_and_fio_defaults_count() {
         // direct=0, iodepth=1 and psync are fio's defaults: the same as not saying them.
         let t = run("[global]\nsize=1g\nruntime=5\n[a]\ndirect=0\niodepth=1\nioengine=psync\n[b]\nrw=write\n").unwrap();
         assert!(t.toml.contains("engine = \"posix\"  # ioengine=psync, job.fio:7"), "{}", t.toml);
-        let e = run("[global]\nsize=1g\nruntime=5\n[a]\ndirect=1\n[b]\nrw=write\n").unwrap_err();
+        // Jobs running together may differ: each workload gets its own direct.
+        let t = run("[global]\nsize=1g\nruntime=5\n[a]\ndirect=1\n[b]\nrw=write\n").unwrap().toml;
+        assert!(t.contains("direct = true  # direct=1, job.fio:5"), "{t}");
+        assert!(t.contains("direct = false  # fio's default direct=0"), "{t}");
+        // Stonewall groups are steps of the same workloads: there they must agree.
+        let e = run("[global]\nsize=1g\nruntime=5\n[a]\ndirect=1\n[b]\nstonewall\nrw=write\n").unwrap_err();
         let bad: Vec<&Finding> = e.iter().filter(|f| f.severity == Severity::Error).collect();
         assert_eq!(bad.len(), 1, "{e:?}");
         assert_eq!((bad[0].line, bad[0].option.as_str()), (6, "[b] without direct=1"));

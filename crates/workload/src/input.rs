@@ -31,6 +31,7 @@ mod blocks;
 mod content;
 mod defaults;
 mod hosts;
+mod own;
 mod rules;
 mod sections;
 mod sources;
@@ -441,6 +442,7 @@ struct ParsedWorkload {
     bs: Vec<BsEntry>,
     name_loc: Loc,
     skew_loc: Loc,
+    own_locs: own::OwnLocs,
 }
 
 /// One item of a list value.

@@ -458,7 +458,7 @@ pub const KEYS: &[Key] = &[
     },
     Key {
         name: "iodepth",
-        sections: TOP,
+        sections: TOP_AND_WORKLOAD,
         flag: Some("iodepth"),
         short: None,
         form: "N",
@@ -528,7 +528,7 @@ pub const KEYS: &[Key] = &[
     },
     Key {
         name: "direct",
-        sections: TOP,
+        sections: TOP_AND_WORKLOAD,
         flag: Some("direct"),
         short: None,
         form: "",
@@ -542,7 +542,7 @@ pub const KEYS: &[Key] = &[
     },
     Key {
         name: "sync",
-        sections: TOP,
+        sections: TOP_AND_WORKLOAD,
         flag: Some("sync"),
         short: None,
         form: "MODE",
@@ -612,14 +612,14 @@ pub const KEYS: &[Key] = &[
     },
     Key {
         name: "rate_iops",
-        sections: TOP,
+        sections: TOP_AND_WORKLOAD,
         flag: Some("rate-iops"),
         short: None,
         form: "N",
         default: KeyDefault::Said("max"),
         help: "Open loop: issue this many I/Os per second over all threads; latency counts from the schedule.",
         help_from: None,
-        doc: "vdbench `fwdrate`/`iorate`; fio's `rate_iops` is per job, this is over all threads and workloads",
+        doc: "vdbench `fwdrate`/`iorate`; at the top level over all threads and workloads; in a `[[workload]]`, that workload's own rate (fio's per-job `rate_iops`): then every workload sets one, and the run has no top-level `rate_iops`, `curve` or `skew`",
         fio: &["rate_iops"],
         fio_values: &[],
         example: "2000",

@@ -38,7 +38,19 @@ fn every_key_specs() -> Vec<Spec> {
     let mut specs = every_key_specs_but_access();
     specs.extend(access_specs());
     specs.extend(content_specs());
+    specs.push(own_rate_spec());
     specs
+}
+
+/// Each workload at its own open-loop rate.
+fn own_rate_spec() -> Spec {
+    Spec {
+        top: vec![("engine", "\"null\"")],
+        tables: vec![
+            (Section::Workload, vec![("name", "\"a\""), ("rate_iops", "100")]),
+            (Section::Workload, vec![("name", "\"b\""), ("rate_iops", "300")]),
+        ],
+    }
 }
 
 /// Data content: at the top level, and a [[workload]]'s own over it.
@@ -218,7 +230,11 @@ fn every_key_specs_but_access() -> Vec<Spec> {
                         ("pattern", "{ text = \"HI\", map = \"offset\" }"),
                     ],
                 ),
-                (Section::Workload, vec![("name", "\"other\""), ("rw", "\"rw\""), ("rwmix_read", "30")]),
+                (Section::Workload, vec![("name", "\"other\""), ("rw", "\"rw\""), ("iodepth", "4")]),
+                (
+                    Section::Workload,
+                    vec![("name", "\"own\""), ("rw", "\"write\""), ("sync", "\"fsync\""), ("direct", "false")],
+                ),
                 (
                     Section::Probe,
                     vec![("name", "\"sync\""), ("command", "\"true\""), ("at", "[\"1s\"]"), ("timeout", "\"20m\"")],

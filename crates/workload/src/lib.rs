@@ -14,6 +14,7 @@ pub mod host;
 mod input;
 pub mod keys;
 pub mod layout;
+mod per_workload;
 pub mod plan;
 pub mod reference;
 mod units;
@@ -40,6 +41,8 @@ mod fuzz_tests;
 mod host_tests;
 #[cfg(test)]
 mod keys_tests;
+#[cfg(test)]
+mod per_workload_tests;
 #[cfg(test)]
 mod reader_tests;
 #[cfg(test)]

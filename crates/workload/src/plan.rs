@@ -248,6 +248,18 @@ pub struct Workload {
     /// What its writes hold (compress_ratio, dedup_ratio, zero_buffers); random by default.
     #[serde(default, skip_serializing_if = "Content::is_default")]
     pub content: Content,
+    /// This workload's own I/Os in flight per thread, sync mode and O_DIRECT (`iodepth`,
+    /// `sync`, `direct` in its [[workload]]); None: the run's ([`Plan::iodepth_of`]...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iodepth: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sync: Option<SyncMode>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direct: Option<bool>,
+    /// This workload's own open-loop rate (`rate_iops` in its [[workload]]); the run's
+    /// `rate_iops` is then their sum and each `skew_pct` its share (set by the reader).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_iops: Option<u64>,
 }
 
 impl Workload {

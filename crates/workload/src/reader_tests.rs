@@ -38,7 +38,19 @@ fn file_with(section: Section, key: &str, line: &str) -> Option<String> {
 /// What a plan means, with the defaults it leaves to its own accessors applied (a size
 /// left to its default is the same working set as that size written out).
 fn meaning(p: Plan) -> Plan {
+    // A workload's own iodepth, sync and direct default to the run's: resolved, they are one.
+    let workloads = p
+        .workloads
+        .iter()
+        .map(|w| crate::Workload {
+            iodepth: Some(p.iodepth_of(w)),
+            sync: Some(p.sync_of(w)),
+            direct: Some(p.direct_of(w)),
+            ..w.clone()
+        })
+        .collect();
     Plan {
+        workloads,
         size_default: false,
         breakdown_top: Some(p.breakdown_top()),
         repeat: Some(p.max_repeats()),

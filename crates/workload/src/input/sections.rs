@@ -84,9 +84,14 @@ impl<'a> Ctx<'a> {
                 pattern: None,
                 access: access?,
                 content: Default::default(),
+                iodepth: None,
+                sync: None,
+                direct: None,
+                rate_iops: None,
             },
             bs,
             skew_loc: Loc::Default,
+            own_locs: super::own::OwnLocs::default(),
         })
     }
 
@@ -102,6 +107,7 @@ impl<'a> Ctx<'a> {
         let threads_g = self.int("workload.threads", 1, 4096);
         let skew_g = self.percent("workload.skew");
         let pattern_g = self.pattern("workload.pattern");
+        let own = self.own_io();
         for (other, key) in [(op_g.loc(), "operation"), (fileio_g.loc(), "fileio")] {
             if let (Got::Ok(_, loc), false) = (&rw_g, matches!(other, Loc::Default)) {
                 let note = format!("rw names the operation and the file I/O order at once; `{key}` is also set");
@@ -176,7 +182,12 @@ impl<'a> Ctx<'a> {
                 },
                 access: access?,
                 content: Default::default(),
+                iodepth: own.iodepth,
+                sync: own.sync,
+                direct: own.direct,
+                rate_iops: own.rate_iops,
             },
+            own_locs: own.locs,
             bs,
         })
     }

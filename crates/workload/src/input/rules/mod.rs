@@ -9,6 +9,7 @@ mod content;
 mod data;
 mod engine;
 mod hosts;
+mod own;
 mod steps;
 mod threads;
 mod verify;
@@ -85,11 +86,14 @@ impl<'a> Ctx<'a> {
         self.file_size_rules(&run);
         self.object_rules(&top, &run);
         self.buffer_and_rate_rules(&top, &run);
+        self.own_io_rules(&top, &run);
+        self.own_rate_rules(&top, &run);
         self.direct_rules(&top, &mut run);
         self.sync_rules(&top, &run);
         self.verify_rules(&top, &mut run);
         self.dir_rule(&top, &run);
-        let plan = assemble(&top, &run)?;
+        let mut plan = assemble(&top, &run)?;
+        own::apply_own_rates(&mut plan);
         self.run_limits(&plan, &top, &run)?;
         if !self.diags.is_empty() {
             return None;
