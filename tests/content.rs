@@ -108,3 +108,17 @@ fn a_read_run_asking_for_other_content_than_the_files_hold_lays_them_out_again()
     let compressible = written(tmp.path(), &["--rw", "randread", "--bs", "4k", "--compress-ratio", "2"]);
     within_5_percent(lz4_ratio(&compressible, 64 << 10), 2.0, "the files laid out again for compress_ratio 2");
 }
+
+#[test]
+fn two_working_sets_share_no_unit_by_default_or_with_dedup() {
+    // Two hosts' directories on one filer are two working sets: what one writes must not
+    // dedup against the other's, or the filer would report N hosts' data as one.
+    for extra in [&["--rw", "randread"][..], &["--rw", "randwrite", "--dedup-ratio", "3"]] {
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let mut both = written(a.path(), extra);
+        let one = dedup_ratio(&both, 4096);
+        both.extend(written(b.path(), extra));
+        let two = dedup_ratio(&both, 4096);
+        assert!((two - one).abs() < 0.01, "{extra:?}: {one:.3} in one working set, {two:.3} over two");
+    }
+}

@@ -14,6 +14,19 @@
 
 use ioscope_workload::Content;
 
+/// The seed of a working set's dedup contents: of this host and the working set's
+/// directory, so that every writer of one working set (the fill and each worker) makes the
+/// same bytes of a unit, and two hosts (or two directories) share none.
+pub fn working_set_seed(dir: &std::path::Path) -> u64 {
+    use std::hash::{Hash, Hasher};
+    // SipHash with fixed keys: the same value in every process.
+    #[allow(deprecated)]
+    let mut h = std::hash::SipHasher::new();
+    crate::host::hostname().hash(&mut h);
+    dir.hash(&mut h);
+    h.finish()
+}
+
 /// Makes the bytes of one worker's writes (and of the laid-out files' chunks).
 pub struct Filler {
     kind: Kind,
@@ -25,6 +38,8 @@ pub struct Filler {
     random: u64,
     unit: u64,
     dedup: f64,
+    /// See [`working_set_seed`].
+    set_seed: u64,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -38,7 +53,9 @@ enum Kind {
 const SECTOR: usize = 512;
 
 impl Filler {
-    pub fn new(c: &Content, tag: u64) -> Self {
+    /// `tag` distinguishes this writer's writes from every other's; `set_seed` is the
+    /// working set's ([`working_set_seed`]).
+    pub fn new(c: &Content, tag: u64, set_seed: u64) -> Self {
         let kind = if c.zeros {
             Kind::Zeros
         } else if c.is_random() {
@@ -52,7 +69,7 @@ impl Filler {
         let chunk = if c.dedup_ratio > 1.0 { chunk.min(unit) } else { chunk };
         let shaped = Content { compress_chunk_bytes: chunk as u32, ..*c };
         let random = u64::from(shaped.random_bytes_per_chunk()).min(chunk);
-        Filler { kind, tag: mix(tag), writes: 0, chunk, random, unit, dedup: c.dedup_ratio.max(1.0) }
+        Filler { kind, tag: mix(tag), writes: 0, chunk, random, unit, dedup: c.dedup_ratio.max(1.0), set_seed }
     }
 
     /// Whether writes get the default data (the slot's random bytes, scrambled per sector).
@@ -84,7 +101,7 @@ impl Filler {
 
     /// Unit by unit: the unit's content is that of its group (its index divided by the ratio).
     fn fill_dedup(&self, file: u32, offset: u64, buf: &mut [u8]) {
-        let file_seed = mix(0x6a09_e667_f3bc_c908 ^ u64::from(file));
+        let file_seed = mix(self.set_seed ^ mix(0x6a09_e667_f3bc_c908 ^ u64::from(file)));
         let end = offset.saturating_add(buf.len() as u64);
         let mut pos = offset;
         while pos < end {
@@ -171,7 +188,7 @@ mod tests {
 
     #[test]
     fn default_writes_share_no_sector_even_from_one_slot_buffer() {
-        let mut f = Filler::new(&Content::default(), 7);
+        let mut f = Filler::new(&Content::default(), 7, 0);
         let base = vec![0xa5u8; 8192];
         let mut all = Vec::new();
         for w in 0..64u64 {
@@ -184,7 +201,7 @@ mod tests {
 
     #[test]
     fn a_unit_written_in_pieces_is_the_unit_written_whole() {
-        let mut f = Filler::new(&content(2.0, 3.0), 1);
+        let mut f = Filler::new(&content(2.0, 3.0), 1, 0);
         let mut whole = vec![0u8; 64 << 10];
         f.fill(3, 1 << 20, &mut whole);
         let mut pieces = vec![0u8; 64 << 10];
@@ -196,9 +213,15 @@ mod tests {
 
     #[test]
     fn dedup_3_makes_a_third_of_the_units_distinct_and_files_differ() {
-        let mut f = Filler::new(&content(1.0, 3.0), 1);
+        let mut f = Filler::new(&content(1.0, 3.0), 1, 0);
         let mut a = vec![0u8; 3 << 20];
         f.fill(0, 0, &mut a);
+        // Another working set (another directory or host) shares none of its units.
+        let mut other = vec![0u8; 3 << 20];
+        Filler::new(&content(1.0, 3.0), 1, 1).fill(0, 0, &mut other);
+        let mut both = a.clone();
+        both.extend_from_slice(&other);
+        assert!((dedup_of(&both, 4096) - 3.0).abs() < 0.01, "two working sets share a unit");
         assert!((dedup_of(&a, 4096) - 3.0).abs() < 0.01, "{}", dedup_of(&a, 4096));
         let mut b = vec![0u8; 3 << 20];
         f.fill(1, 0, &mut b);
@@ -208,7 +231,7 @@ mod tests {
 
     #[test]
     fn compress_2_makes_half_of_each_chunk_zeros_and_fresh_random_bytes_per_write() {
-        let mut f = Filler::new(&content(2.0, 1.0), 1);
+        let mut f = Filler::new(&content(2.0, 1.0), 1, 0);
         let (mut x, mut y) = (vec![1u8; 16384], vec![1u8; 16384]);
         f.fill(0, 0, &mut x);
         f.fill(0, 0, &mut y);

@@ -987,7 +987,9 @@ fn worker_main<E: Engine>(mut engine: E, id: u32, sh: Shared<'_>) -> FirstErrors
         w.ring = sh.ring;
         w.namer = crate::errors::namer(plan);
         // Random per run and worker: no two workers (or hosts) write the same bytes.
-        w.content = crate::content::Filler::new(&workload.content, crate::verify::new_run_id() ^ u64::from(id));
+        let set_seed = crate::content::working_set_seed(&plan.dir);
+        w.content =
+            crate::content::Filler::new(&workload.content, crate::verify::new_run_id() ^ u64::from(id), set_seed);
         w.verify = sh
             .verifier
             .map(|v| crate::verify::WorkerVerify::new(v, depth as usize, plan.max_block_bytes() as usize))

@@ -106,7 +106,7 @@ impl<'a, E: Engine> Worker<'a, E> {
             errors: FirstErrors::default(),
             namer: errors::kind_name,
             verify: None,
-            content: crate::content::Filler::new(&Default::default(), 0),
+            content: crate::content::Filler::new(&Default::default(), 0, 0),
             reaped: Vec::new(),
         }
     }

@@ -492,6 +492,8 @@ fn create_files(
     }
 
     let total = layout.files();
+    // Random per fill: two trees (two hosts' anchors on one filer) share no byte.
+    let fill_seed = crate::verify::new_run_id();
     let (done, bytes, start, next_report) = (AtomicU64::new(0), AtomicU64::new(0), Instant::now(), AtomicU64::new(100));
     // Called after every chunk and file; one thread reports when 100 ms have passed.
     let tick = || {
@@ -516,7 +518,7 @@ fn create_files(
             // data is durable when write_file returns: before the marker says complete, and
             // so the run does not measure the write-back of the format.
             let mut fill = |off: u64, chunk: &mut [u8]| {
-                fill_random(chunk, mix(mix(i) ^ off));
+                fill_random(chunk, mix(mix(i) ^ off) ^ fill_seed);
                 if let (Some((run_id, bl)), Some(id)) = (headers, file_id) {
                     let b = u64::from(bl.max(1));
                     if off % b == 0 && (chunk.len() as u64 % b == 0 || off + chunk.len() as u64 == size) {

@@ -462,6 +462,9 @@ fn fill(
     let headers = layout.verify_headers.filter(|(_, bl)| stamps_headers(*bl));
     let per_file = size.div_ceil(CHUNK);
     let filler_random = layout.content.is_random();
+    // Random per fill: two working sets (two hosts' directories on one filer) share no byte.
+    let fill_seed = crate::verify::new_run_id();
+    let set_seed = crate::content::working_set_seed(&layout.dir);
     let written = std::sync::atomic::AtomicU64::new(0);
     let total = layout.bytes_to_fill();
     let dir = &layout.dir;
@@ -475,10 +478,11 @@ fn fill(
             let chunk = &mut buf[..CHUNK.min(size - off) as usize];
             // Seeded per chunk: no two chunks are alike, so nothing dedupes.
             if filler_random {
-                fill_random(chunk, super::mix(k) ^ off);
+                fill_random(chunk, super::mix(k) ^ off ^ fill_seed);
             } else {
                 let file = usize::try_from(f).ok().and_then(|f| layout.to_fill.get(f)).map_or(0, |&i| i as u32);
-                crate::content::Filler::new(&layout.content, super::mix(k) ^ off).fill(file, off, chunk);
+                let tag = super::mix(k) ^ off ^ fill_seed;
+                crate::content::Filler::new(&layout.content, tag, set_seed).fill(file, off, chunk);
             }
             if let (Some((run_id, bl)), Some(&file_id)) =
                 (headers, usize::try_from(f).ok().and_then(|f| file_ids.get(f)))
