@@ -224,7 +224,7 @@ pub const KEYS: &[Key] = &[
         default: KeyDefault::Word("posix"),
         help: "",
         help_from: Some(engine_help),
-        doc: "nfs needs no mount and has no client cache; `uring` is also spelled `io_uring`; fio's `psync`, `sync`, `pvsync` and `pvsync2` are `posix`; `libaio` is refused (use `uring` for queued asynchronous I/O)",
+        doc: "nfs needs no mount and has no client cache; `uring` is also spelled `io_uring`; fio's `psync`, `sync`, `pvsync` and `pvsync2` are `posix`; `libaio` is refused (use `uring` for queued asynchronous I/O), but fio's spelling `--ioengine=libaio` (or `posixaio`) is converted to `uring` with a warning, as the fio importer converts it",
         fio: &["ioengine"],
         fio_values: &[("psync", "posix"), ("sync", "posix"), ("pvsync", "posix"), ("pvsync2", "posix")],
         example: "\"null\"",
