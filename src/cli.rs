@@ -498,6 +498,15 @@ impl clap::Args for WorkloadFlags {
                     // A refused option's value is taken as `--filename X` too, so that it is
                     // named in the refusal instead of being taken for the workload file.
                     FioMeaning::Refused(_) | FioMeaning::Only { .. } => arg = arg.value_name("VALUE"),
+                    // `--bssplit 4k/60:64k/40` and `--bssplit=4k/60:64k/40`.
+                    FioMeaning::Converted { key, .. } => {
+                        arg = arg.value_name("VALUE");
+                        if i == 0 {
+                            let help =
+                                format!("Converted to --{} as the fio importer converts it.", key.replace('_', "-"));
+                            arg = arg.hide(false).help(help).help_heading(FIO_HEADING);
+                        }
+                    }
                     FioMeaning::Switch { .. } => arg = arg.require_equals(true).value_name("0|1"),
                     FioMeaning::NoOp(why) => {
                         arg = arg.require_equals(true).value_name("0|1");

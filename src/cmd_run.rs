@@ -49,10 +49,15 @@ fn read_stdin() -> Result<SourceFile, Failure> {
 /// Builds the plan or prints every problem (exit 2).
 pub fn plan_from(file: Option<&Path>, flags: &Flags) -> Result<Plan, Failure> {
     let source = file.map(read_source).transpose()?;
-    build_plan(source.as_ref(), flags).map_err(|diags| {
+    let plan = build_plan(source.as_ref(), flags).map_err(|diags| {
         eprint!("{}", render_diagnostics(&diags));
         Failure::printed(Kind::InvalidInput)
-    })
+    })?;
+    // What fio's spellings among the flags do differently (the importer says the same).
+    for note in ioscope_workload::flag_notes(flags) {
+        eprintln!("warning: {note}");
+    }
+    Ok(plan)
 }
 
 pub fn validate(file: Option<&Path>, flags: &Flags) -> CmdResult {

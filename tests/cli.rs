@@ -1885,10 +1885,12 @@ fn an_unknown_fio_option_exits_2_naming_it_and_why() {
         ),
         // fio's verify methods are ioscope's --verify, which engine null cannot do.
         (&["--verify=md5"][..], "--verify md5: error: expected verify = \"off\" here"),
-        (&["--filename", "/dev/sda"][..], "--filename /dev/sda: error: expected a flag ioscope has"),
-        (&["--bssplit=4k/50:8k/50"][..], "--bs 4k:60,32k:40"),
+        // fio's options the importer converts are converted; a value that does not is refused.
+        (&["--filename", "/a/x:/b/y"][..], "--filename /a/x:/b/y: error: expected a file or a device"),
+        (&["--bssplit=4k/50:8k/60"][..], "--bssplit 4k/50:8k/60: error: expected size/percent pairs"),
         (&["--fsync=8"][..], "--fsync 8: error: expected 1 or 0"),
-        (&["--ioengine=libaio"][..], "use uring for queued asynchronous I/O"),
+        (&["--ioengine=rbd"][..], "--ioengine rbd: error: expected one of: posix, uring"),
+        (&["--output", "report.txt"][..], "--output report.txt: error: expected a flag ioscope has"),
     ] {
         let mut all = vec!["run", "--engine", "null", "--dir", s(&dir), "--duration", "1s", "--out", s(&results)];
         all.extend_from_slice(args);

@@ -1,6 +1,7 @@
 //! The command line as a user meets it: shell completions and the manual page name every
 //! workload flag of the key table; `validate` checks flags alone and a workload on standard
-//! input; fio's `--direct 1` (with a space) is taken as `--direct=1`.
+//! input; fio's `--direct 1` (with a space) is taken as `--direct=1`; fio's `--bssplit`, `--rwmixwrite`,
+//! `--filename` and `--ioengine=libaio` give the native flag's plan, `--output` is refused saying why.
 
 use std::io::Write;
 use std::process::Stdio;
@@ -125,4 +126,84 @@ fn a_switch_takes_fios_value_after_a_space() {
     std::fs::write(&file, "rw = \"read\"\nsize = \"4m\"\nduration = \"2s\"\ndir = \"/tmp/d\"\n").unwrap();
     let out = stdout_of(&["validate", "--direct", file.to_str().unwrap()]);
     assert!(out.contains("w.toml: ok"), "{out}");
+}
+
+/// The plan hash of a 1-second run on engine null with `flags` (from `ioscope show --json`).
+fn plan_of_run(dir: &std::path::Path, flags: &[&str]) -> String {
+    let out = dir.join(format!("r{}.db", std::fs::read_dir(dir).unwrap().count()));
+    let data = dir.join("data");
+    let data = data.to_str().unwrap();
+    let base = ["run", "--engine", "null", "--duration", "1s", "--size", "1m", "--dir", data];
+    let mut args: Vec<&str> = base.to_vec();
+    args.extend_from_slice(flags);
+    args.extend_from_slice(&["--out", out.to_str().unwrap()]);
+    run_ok(&args);
+    let shown: serde_json::Value =
+        serde_json::from_str(&stdout_of(&["show", "--json", out.to_str().unwrap()])).unwrap();
+    shown["workload"]["hash"].as_str().unwrap().to_string()
+}
+
+/// `flags` refused before any I/O, exit 2, with a message naming `flag`.
+fn refused_naming(flags: &[&str], flag: &str) {
+    let out = ioscope().arg("validate").args(["--dir", "/tmp/d", "--size", "1m"]).args(flags).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{flags:?}: {out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with(&format!("{flag} ")) && err.contains("error: expected"), "{flags:?}: {err}");
+}
+
+#[test]
+fn fios_bssplit_flag_is_a_weighted_bs_list_with_a_space_or_an_equals_sign() {
+    let dir = tempfile::tempdir().unwrap();
+    let native = plan_of_run(dir.path(), &["--bs", "4k:60,64k:40"]);
+    assert_eq!(plan_of_run(dir.path(), &["--bssplit", "4k/60:64k/40"]), native);
+    assert_eq!(plan_of_run(dir.path(), &["--bssplit=4k/60:64k/40"]), native);
+    refused_naming(&["--bssplit", "4k/200"], "--bssplit");
+    refused_naming(&["--bssplit=4k/60,8k/40"], "--bssplit");
+}
+
+#[test]
+fn fios_rwmixwrite_flag_is_rwmix_read_100_minus_it_with_a_space_or_an_equals_sign() {
+    let dir = tempfile::tempdir().unwrap();
+    let native = plan_of_run(dir.path(), &["--rw", "randrw", "--rwmix-read", "70"]);
+    assert_eq!(plan_of_run(dir.path(), &["--rw", "randrw", "--rwmixwrite", "30"]), native);
+    assert_eq!(plan_of_run(dir.path(), &["--rw", "randrw", "--rwmixwrite=30"]), native);
+    refused_naming(&["--rw", "randrw", "--rwmixwrite", "130"], "--rwmixwrite");
+}
+
+#[test]
+fn fios_filename_flag_is_the_working_set_directory_with_a_space_or_an_equals_sign() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let native = plan_of_run(dir.path(), &[]);
+    let file = data.join("f1");
+    let file = file.to_str().unwrap();
+    assert_eq!(plan_of_run(dir.path(), &["--filename", file]), native);
+    let with_equals = format!("--filename={file}");
+    assert_eq!(plan_of_run(dir.path(), &[with_equals.as_str()]), native);
+    assert!(!std::path::Path::new(file).exists(), "the working set is ioscope's own files, not {file}");
+    refused_naming(&["--filename", "/a/x:/b/y"], "--filename");
+}
+
+#[test]
+fn fios_ioengine_libaio_flag_runs_on_uring_with_a_warning_with_a_space_or_an_equals_sign() {
+    for flags in [&["--ioengine", "libaio"][..], &["--ioengine=libaio"]] {
+        let out = ioscope().args(["validate", "--dir", "/tmp/d", "--size", "1m"]).args(flags).output().unwrap();
+        assert!(out.status.success(), "{flags:?}: {out:?}");
+        assert!(String::from_utf8_lossy(&out.stdout).starts_with("flags: ok (uring randread"), "{flags:?}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("warning: --ioengine=libaio: ioscope runs it on io_uring"), "{flags:?}: {err}");
+    }
+    // ioscope's own flag names ioscope's engines only.
+    refused_naming(&["--engine", "libaio"], "--engine");
+}
+
+#[test]
+fn fios_output_flag_is_refused_saying_where_the_report_and_the_results_go() {
+    for flags in [&["--output", "report.txt"][..], &["--output=report.txt"]] {
+        let out = ioscope().args(["validate", "--dir", "/tmp/d", "--size", "1m"]).args(flags).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{flags:?}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.starts_with("--output report.txt: error") && err.contains("--out FILE"), "{flags:?}: {err}");
+    }
 }

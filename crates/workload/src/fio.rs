@@ -560,8 +560,50 @@ pub const NO_MEANING: &[&str] = &[
     "numa_mem_policy",
 ];
 
+/// The directory (or block device) of the working set for fio's `filename=NAME` (inside
+/// `directory` when relative), with what differs.
+fn filename_dir(name: &str, directory: Option<&str>) -> (String, String) {
+    if name.starts_with("/dev/") {
+        // A block device is the target itself (engines posix and uring).
+        let note = format!("{name}: a block device is run on as it is, from offset 0 to size; ioscope refuses it without --force (a run that writes destroys its data)");
+        return (name.to_string(), note);
+    }
+    let path = match (directory, Path::new(name).is_absolute()) {
+        (Some(b), false) => Path::new(b).join(name),
+        _ => PathBuf::from(name),
+    };
+    let parent = path.parent().map(|p| p.display().to_string()).filter(|p| !p.is_empty());
+    let d = parent.unwrap_or_else(|| ".".into());
+    let note = format!("ioscope keeps its working set in its own files (ioscope.N.dat) in {d}, not in {name}");
+    (d, note)
+}
+
+/// The value of a [`FioMeaning::Converted`](crate::keys::FioMeaning) option as its key takes
+/// it, converted as a job file's option is, with what differs (notes); None: not a valid value.
+pub(crate) fn convert_option(conversion: crate::keys::Conversion, value: &str) -> Option<(String, Vec<String>)> {
+    use crate::keys::Conversion;
+    match conversion {
+        // fio's `bssplit=4k/60,8k/40` (reads, then writes) has no equivalent: one list.
+        Conversion::BlockSizeSplit => bssplit(value).map(|l| (bs_list(&l), Vec::new())),
+        Conversion::WriteShare => pct(value).map(|p| ((100 - p).to_string(), Vec::new())),
+        Conversion::FileName => {
+            let mut found: Option<String> = None;
+            let mut notes = Vec::new();
+            for name in value.split(':').map(str::trim).filter(|n| !n.is_empty()) {
+                let (d, note) = filename_dir(name, None);
+                if found.as_ref().is_some_and(|f| *f != d) {
+                    return None; // ioscope keeps its working set in one directory
+                }
+                found = Some(d);
+                notes.push(note);
+            }
+            found.map(|d| (d, notes))
+        }
+    }
+}
+
 /// fio engines and the ioscope engine that does the same, with what differs.
-fn engine_of(name: &str) -> Option<(&'static str, &'static str)> {
+pub(crate) fn engine_of(name: &str) -> Option<(&'static str, &'static str)> {
     Some(match name {
         "psync" | "sync" | "pvsync" | "pvsync2" | "vsync" => ("posix", ""),
         "io_uring" => ("uring", ""),
@@ -1422,25 +1464,8 @@ impl Converter {
             if let Some(f) = &j.filename {
                 for name in f.v.split(':').filter(|n| !n.is_empty()) {
                     let o = Opt { key: f.from.clone(), value: None, at: f.at };
-                    if name.starts_with("/dev/") {
-                        // A block device is the target itself (engines posix and uring).
-                        self.warn(
-                            &o,
-                            format!("{name}: a block device is run on as it is, from offset 0 to size; ioscope refuses it without --force (a run that writes destroys its data)"),
-                        );
-                        dirs.push((name.to_string(), self.src(f), f.at));
-                        continue;
-                    }
-                    let path = match (&base, Path::new(name).is_absolute()) {
-                        (Some(b), false) => Path::new(b).join(name),
-                        _ => PathBuf::from(name),
-                    };
-                    let parent = path.parent().map(|p| p.display().to_string()).filter(|p| !p.is_empty());
-                    let d = parent.unwrap_or_else(|| ".".into());
-                    self.warn(
-                        &o,
-                        format!("ioscope keeps its working set in its own files (ioscope.N.dat) in {d}, not in {name}"),
-                    );
+                    let (d, note) = filename_dir(name, base.as_deref());
+                    self.warn(&o, note);
                     dirs.push((d, self.src(f), f.at));
                 }
             } else if let Some(d) = &j.directory {

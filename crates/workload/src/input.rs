@@ -30,6 +30,7 @@ mod access;
 mod blocks;
 mod content;
 mod defaults;
+mod fio_flags;
 mod hosts;
 mod own;
 mod rules;
@@ -243,13 +244,22 @@ struct FlagValue<'a> {
     flag: String,
 }
 
+/// What fio's spellings among `flags` do differently here (`--ioengine=libaio` runs on
+/// io_uring), one line each, to print as warnings; the importer notes the same in a job file.
+pub fn flag_notes(flags: &Flags) -> Vec<String> {
+    let mut notes = Vec::new();
+    fio_flags::convert_flags(&flags.given, &mut Vec::new(), &mut notes);
+    notes
+}
+
 /// Builds the Plan from defaults < file < flags (flags override the file). Returns every
 /// problem found, never just the first, in file order, then flag order.
 pub fn build_plan(file: Option<&SourceFile>, flags: &Flags) -> Result<Plan, Vec<Diagnostic>> {
     let parsed = file.map(|f| (f, Document::parse(f.text.as_str())));
     let mut diags = Vec::new();
     let sets = parse_sets(&flags.sets, &mut diags);
-    let flag_values = resolve_flags(&flags.given, &mut diags);
+    let converted = fio_flags::convert_flags(&flags.given, &mut diags, &mut Vec::new());
+    let flag_values = resolve_flags(&flags.given, &converted, &mut diags);
     let mut ctx = Ctx {
         file,
         flags: flag_values,

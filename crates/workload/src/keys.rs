@@ -224,7 +224,7 @@ pub const KEYS: &[Key] = &[
         default: KeyDefault::Word("posix"),
         help: "",
         help_from: Some(engine_help),
-        doc: "nfs needs no mount and has no client cache; `uring` is also spelled `io_uring`; fio's `psync`, `sync`, `pvsync` and `pvsync2` are `posix`; `libaio` is refused (use `uring` for queued asynchronous I/O)",
+        doc: "nfs needs no mount and has no client cache; `uring` is also spelled `io_uring`; fio's `psync`, `sync`, `pvsync` and `pvsync2` are `posix`; `libaio` is refused (use `uring` for queued asynchronous I/O), but fio's spelling `--ioengine=libaio` (or `posixaio`) is converted to `uring` with a warning, as the fio importer converts it",
         fio: &["ioengine"],
         fio_values: &[("psync", "posix"), ("sync", "posix"), ("pvsync", "posix"), ("pvsync2", "posix")],
         example: "\"null\"",
@@ -1010,6 +1010,21 @@ pub enum FioMeaning {
     Only { value: &'static str, why: &'static str },
     /// No equivalent, for this reason (and what to do instead).
     Refused(&'static str),
+    /// Its value is converted to `key`'s as the fio importer converts it (`bssplit=4k/60:64k/40`
+    /// is `bs = "4k:60,64k:40"`); a value that does not convert is refused, expecting `expected`.
+    Converted { key: &'static str, conversion: Conversion, expected: &'static str },
+}
+
+/// How a [`FioMeaning::Converted`] option's value becomes its key's (done by the fio importer's
+/// own code, [`crate::fio::convert_option`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Conversion {
+    /// fio's `bssplit` (size/percent pairs) to a weighted `bs` list.
+    BlockSizeSplit,
+    /// fio's `rwmixwrite` (the share of writes) to `rwmix_read`, 100 minus it.
+    WriteShare,
+    /// fio's `filename` (a file or a device) to the directory of the working set, or the device.
+    FileName,
 }
 
 /// A fio option handled by [`FIO_OPTIONS`].
@@ -1088,12 +1103,30 @@ pub const FIO_OPTIONS: &[FioOption] = &[
         meaning: FioMeaning::Switch { key: "direct", on: "false", off: "true", other: "1 or 0" },
     },
     FioOption { name: "unlink", meaning: FioMeaning::Switch { key: "cleanup", on: "true", off: "false", other: "1 or 0" } },
-    refused(
-        "filename",
-        "ioscope reads and writes only files it creates and marks itself, in a directory: give --dir DIR (and --size, --files for the working set)",
-    ),
-    refused("bssplit", "ioscope writes the block-size mix as a weighted --bs list: --bs 4k:60,32k:40 is fio's bssplit=4k/60:32k/40"),
-    refused("rwmixwrite", "ioscope takes the share of reads: --rwmix-read (100 minus the share of writes)"),
+    FioOption {
+        name: "filename",
+        meaning: FioMeaning::Converted {
+            key: "dir",
+            conversion: Conversion::FileName,
+            expected: "a file or a device, e.g. /data/f1 or /dev/sdb (names joined by `:` in one directory)",
+        },
+    },
+    FioOption {
+        name: "bssplit",
+        meaning: FioMeaning::Converted {
+            key: "bs",
+            conversion: Conversion::BlockSizeSplit,
+            expected: "size/percent pairs joined by colons, e.g. 4k/60:64k/40 (--bs 4k:60,64k:40)",
+        },
+    },
+    FioOption {
+        name: "rwmixwrite",
+        meaning: FioMeaning::Converted {
+            key: "rwmix_read",
+            conversion: Conversion::WriteShare,
+            expected: "a percentage from 0 to 100 (the share of writes; --rwmix-read is 100 minus it)",
+        },
+    },
     refused("rate", "ioscope's rate is in I/Os per second: --rate-iops N"),
     refused("thinktime", "ioscope has no think time between I/Os: --rate-iops N sets a fixed rate"),
     refused("startdelay", "ioscope starts every workload at once: --warmup runs unmeasured before each step"),
@@ -1125,7 +1158,10 @@ pub const FIO_OPTIONS: &[FioOption] = &[
     refused("numa_cpu_nodes", "ioscope does not pin its threads to CPUs"),
     off_only("end_fsync", "ioscope syncs after each write (--sync fsync) or not at all"),
     off_only("fsync_on_close", "ioscope syncs after each write (--sync fsync) or not at all"),
-    refused("output", RESULTS),
+    refused(
+        "output",
+        "fio's --output writes its text report to a file; ioscope prints its report on stdout (redirect it: > FILE) and writes the results file with every measurement to --out FILE (ioscope show FILE prints the report again)",
+    ),
     refused("output_format", RESULTS),
     refused("write_lat_log", RESULTS),
     refused("write_bw_log", RESULTS),

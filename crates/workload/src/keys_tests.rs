@@ -436,14 +436,44 @@ fn fio_options_without_an_equivalent_are_refused_naming_the_option_and_why() {
     let d = build_plan(None, &Flags::default().with("engine", "null").with("fsync", "4")).unwrap_err();
     let out = render_diagnostics(&d);
     assert!(out.starts_with("--fsync 4: error: expected 1 or 0"), "{out}");
-    // libaio is not an engine here: use uring.
-    let d = build_plan(None, &Flags::default().with("ioengine", "libaio")).unwrap_err();
+    // libaio is not an engine of ioscope's: use uring (fio's --ioengine=libaio is converted).
+    let d = build_plan(None, &Flags::default().with("engine", "libaio")).unwrap_err();
     assert!(render_diagnostics(&d).contains("use uring for queued asynchronous I/O"), "{}", render_diagnostics(&d));
     // fio's name written in a workload file points at ioscope's.
     let d = build_plan(Some(&src("numjobs = 4\nengine = \"null\"\n")), &Flags::default()).unwrap_err();
     assert!(d[0].message.contains("did you mean `threads`?"), "{}", d[0]);
     let d = build_plan(Some(&src("time_based = 1\nengine = \"null\"\n")), &Flags::default()).unwrap_err();
     assert!(d[0].message.contains("ioscope is always time based"), "{}", d[0]);
+}
+
+#[test]
+fn fio_options_the_importer_converts_are_converted_on_the_command_line_too() {
+    let base = || Flags::default().with("dir", "/d").with("rw", "randrw").with("engine", "null");
+    let plan = |flags: Flags| plan_hash(&build_plan(None, &flags).unwrap());
+    let cases = [
+        ("bssplit", "4k/60:64k/40", "bs", "4k:60,64k:40"),
+        ("bssplit", "4k/50:64k/:1m/", "bs", "4k:50,64k:25,1m:25"),
+        ("rwmixwrite", "30", "rwmix_read", "70"),
+        ("filename", "/data/f1", "dir", "/data"),
+        ("filename", "/dev/sdb", "dir", "/dev/sdb"),
+        ("ioengine", "libaio", "engine", "uring"),
+    ];
+    for (fio, value, key, same) in cases {
+        for spelling in [fio.to_string(), fio.replace('_', "-")] {
+            let got = plan(base().with(&spelling, value));
+            assert_eq!(got, plan(base().with(key, same)), "--{spelling} {value} is --{key} {same}");
+        }
+    }
+    assert!(crate::flag_notes(&Flags::default().with("ioengine", "libaio"))[0].contains("io_uring"));
+    // A value that does not convert is refused, naming the flag and what it takes.
+    for option in keys::FIO_OPTIONS {
+        let FioMeaning::Converted { expected, .. } = option.meaning else { continue };
+        let d = build_plan(None, &Flags::default().with("engine", "null").with(option.name, "4k/200:x:y")).unwrap_err();
+        let out = render_diagnostics(&d);
+        assert_eq!(d.len(), 1, "{out}");
+        let shown = format!("--{} 4k/200:x:y: error: expected {expected}", option.name);
+        assert!(out.starts_with(&shown), "{out}");
+    }
 }
 
 #[test]
@@ -461,7 +491,7 @@ fn by_fio_name_finds_keys_switches_and_refusals_in_either_spelling() {
         matches!(keys::by_fio_name("time-based"), Some(FioMatch::Option(o)) if matches!(o.meaning, FioMeaning::NoOp(_)))
     );
     assert!(
-        matches!(keys::by_fio_name("filename"), Some(FioMatch::Option(o)) if matches!(o.meaning, FioMeaning::Refused(_)))
+        matches!(keys::by_fio_name("output"), Some(FioMatch::Option(o)) if matches!(o.meaning, FioMeaning::Refused(_)))
     );
     assert!(keys::by_fio_name("no_such_option").is_none());
     let engine = keys::find(Section::Top, "engine").expect("engine");

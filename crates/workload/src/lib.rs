@@ -23,7 +23,7 @@ pub mod vdbench;
 pub use canonical::{plan_hash, to_toml};
 pub use diagnostic::{render_diagnostics, Diagnostic, Origin};
 pub use host::{HostKind, HostShare, HostSpec, OnHostLoss};
-pub use input::{build_plan, validate_file, Flags, ReadError, SourceFile, MAX_SOURCE_BYTES};
+pub use input::{build_plan, flag_notes, validate_file, Flags, ReadError, SourceFile, MAX_SOURCE_BYTES};
 /// The one reader of paths given by the user or a file (its own crate, for the crates
 /// below this one).
 pub use ioscope_readfile as readfile;

@@ -101,10 +101,21 @@ pub fn workload_reference() -> String {
                 format!("`={value}` accepted (what ioscope does anyway); other values refused (exit 2): {why}")
             }
             FioMeaning::Refused(why) => format!("refused (exit 2): {why}"),
+            FioMeaning::Converted { key, conversion, .. } => converted(key, conversion),
         };
         out.push_str(&format!("| `--{}` | {} |\n", option.name, cell(&what)));
     }
     out
+}
+
+/// What a converted fio option sets, as the fio importer converts it.
+fn converted(key: &str, conversion: keys::Conversion) -> String {
+    let how = match conversion {
+        keys::Conversion::BlockSizeSplit => "a weighted list: `--bssplit 4k/60:64k/40` is `--bs 4k:60,64k:40` (a size without a share takes an even part of what is left)",
+        keys::Conversion::WriteShare => "100 minus the share of writes: `--rwmixwrite 30` is `--rwmix-read 70`",
+        keys::Conversion::FileName => "the file's directory (ioscope keeps its working set in its own files there, with a warning), or the block device itself: `--filename /data/f1` is `--dir /data`, `--filename /dev/sdb` is `--dir /dev/sdb`",
+    };
+    format!("converted to `{key}` as the fio importer converts it, {how}; a value that does not convert is refused (exit 2)")
 }
 
 /// A value as TOML writes it: booleans bare, names quoted.

@@ -6,10 +6,19 @@ use super::*;
 
 /// Resolves the command-line flags to keys: any spelling of a key's flag, or a fio option
 /// (a switch that sets a key, a no-op, or a refusal with the reason).
-pub(super) fn resolve_flags<'a>(given: &'a [(String, String)], diags: &mut Vec<Diagnostic>) -> Vec<FlagValue<'a>> {
+/// `converted` is `fio_flags::convert_flags`'s answer for `given`.
+pub(super) fn resolve_flags<'a>(
+    given: &'a [(String, String)],
+    converted: &'a [Option<(&'static str, String)>],
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<FlagValue<'a>> {
     let mut out = Vec::new();
-    for (name, text) in given {
+    for (i, (name, text)) in given.iter().enumerate() {
         let flag = format!("--{name}");
+        if let Some(Some((key, value))) = converted.get(i) {
+            out.push(FlagValue { key, text: value.as_str(), flag });
+            continue;
+        }
         if let Some(key) = keys::by_flag(name) {
             out.push(FlagValue { key: key.name, text: text.as_str(), flag });
             continue;
@@ -44,6 +53,8 @@ pub(super) fn resolve_flags<'a>(given: &'a [(String, String)], diags: &mut Vec<D
                 let expected = format!("a flag ioscope has (fio's {flag} has no equivalent)");
                 diags.push(Diagnostic::at_flag(&flag, "", text, expected, why));
             }
+            // Its value did not convert: refused by `convert_flags`, naming the flag.
+            FioMeaning::Converted { .. } => {}
         }
     }
     out
@@ -183,7 +194,9 @@ impl<'a> Ctx<'a> {
                 notes.push(format!("did you mean `{to}`? (`{name}` is spelled `{to}` in ioscope)"));
             } else if let Some(keys::FioMatch::Option(o)) = fio {
                 match o.meaning {
-                    FioMeaning::Switch { key, .. } => notes.push(format!("`{name}` is fio's: set `{key}` instead")),
+                    FioMeaning::Switch { key, .. } | FioMeaning::Converted { key, .. } => {
+                        notes.push(format!("`{name}` is fio's: set `{key}` instead"))
+                    }
                     FioMeaning::NoOp(why) | FioMeaning::Only { why, .. } | FioMeaning::Refused(why) => {
                         notes.push(format!("`{name}` is fio's: {why}"))
                     }
