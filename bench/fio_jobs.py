@@ -192,6 +192,8 @@ def main():
     work = tempfile.mkdtemp(prefix="ioscope-fio-jobs-work-")
     _, version, _ = sh([args.bin, "--version"])
     _, src, _ = sh(["git", "-C", HERE, "rev-parse", "--short", "HEAD"])
+    # The binary may be older than the script: say when it was built.
+    binary_built = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(os.path.getmtime(args.bin)))
     start = datetime.datetime.now(datetime.timezone.utc)
     load0 = os.getloadavg()
     fs = fs_of(base)
@@ -238,7 +240,7 @@ def main():
         f"- machine: {machine()}, {fs}",
         f"- load average (1, 5, 15 min) at the start: {' '.join(f'{x:.2f}' for x in load0)}; at the end: "
         f"{' '.join(f'{x:.2f}' for x in load1)} (the machine's CPUs are shared with other work)",
-        f"- ioscope: {version.strip()} ({args.bin}), source {src.strip()}; fio: {fio_version}",
+        f"- ioscope: {version.strip()} ({args.bin}, built {binary_built}); this script at commit {src.strip()}; fio: {fio_version}",
         f"- command: `{' '.join(['python3', 'bench/fio_jobs.py'] + sys.argv[1:])}`; "
         f"{args.rounds} round(s), ioscope then fio on each job; ended {end:%H:%M} UTC",
         f"- page cache: each tool drops the files' pages first (fio invalidate=1, ioscope cache=cold)"
