@@ -193,7 +193,7 @@ def main():
     _, version, _ = sh([args.bin, "--version"])
     _, src, _ = sh(["git", "-C", HERE, "rev-parse", "--short", "HEAD"])
     # The binary may be older than the script: say when it was built.
-    binary_built = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(os.path.getmtime(args.bin)))
+    binary_built = datetime.datetime.fromtimestamp(os.path.getmtime(args.bin), datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     start = datetime.datetime.now(datetime.timezone.utc)
     load0 = os.getloadavg()
     fs = fs_of(base)
