@@ -10,12 +10,11 @@ use toml_edit::Value;
 impl<'a> Ctx<'a> {
     /// The run's content (top-level keys and flags); None when a key is wrong.
     pub(super) fn top_content(&mut self) -> Option<Content> {
-        let c = self.content_of(&|k: &str| k.to_string(), None)?;
-        Some(c)
+        self.content_of(&|k: &str| k.to_string(), None)
     }
 
     /// The content of [[workload]] `i` (its keys over `base`, the top level's; a flag over
-    /// both), and whether the workload writes; None when a key is wrong.
+    /// both); `writes`: whether the workload writes. None when a key is wrong.
     pub(super) fn workload_content(&mut self, i: usize, base: &Content, writes: bool) -> Option<Content> {
         self.current = Some(("workload", i));
         let own = content::KEYS.iter().find_map(|k| self.raw(&format!("workload.{k}")).map(|(_, loc)| (k, loc)));
