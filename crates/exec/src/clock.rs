@@ -118,17 +118,18 @@ pub fn tighten_timer_slack() {
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
 }
 
-/// Gives the calling thread priority over normal threads: SCHED_FIFO where permitted,
+/// Gives the calling thread priority over normal threads: SCHED_FIFO 2 where permitted
+/// (above a worker it boosts to SCHED_FIFO 1 while it waits for it, `cpu::ThreadCpu::boost`),
 /// else nice -10, else nothing. Threads it starts afterwards come up normal
 /// (SCHED_RESET_ON_FORK). Returns what it got, for the host configuration.
 pub fn raise_priority() -> &'static str {
-    let fifo = libc::sched_param { sched_priority: 1 };
+    let fifo = libc::sched_param { sched_priority: 2 };
     let normal = libc::sched_param { sched_priority: 0 };
     // SAFETY: sched_setscheduler/setpriority on the calling thread (0) with valid arguments.
     unsafe {
         NICE_BEFORE.store(libc::getpriority(libc::PRIO_PROCESS, 0), Relaxed);
         if libc::sched_setscheduler(0, libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK, &fifo) == 0 {
-            return "SCHED_FIFO 1";
+            return "SCHED_FIFO 2";
         }
         libc::sched_setscheduler(0, libc::SCHED_OTHER | libc::SCHED_RESET_ON_FORK, &normal);
         if libc::setpriority(libc::PRIO_PROCESS, 0, -10) == 0 {
@@ -196,7 +197,7 @@ mod tests {
         std::thread::spawn(move || {
             let got = raise_priority();
             match got {
-                "SCHED_FIFO 1" => assert_eq!(policy(), libc::SCHED_FIFO),
+                "SCHED_FIFO 2" => assert_eq!(policy(), libc::SCHED_FIFO),
                 "nice -10" => assert_eq!(nice(), -10),
                 _ => assert_eq!(policy(), libc::SCHED_OTHER),
             }

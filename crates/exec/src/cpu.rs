@@ -73,6 +73,32 @@ impl ThreadCpu {
     }
 }
 
+impl ThreadCpu {
+    /// Runs the worker at SCHED_FIFO 1 (below the collector's 2) until the guard drops (then at its normal policy and
+    /// nice again), so that a worker the collector waits for gets a CPU at once however
+    /// many others compete. None when not permitted (the collector has no real-time
+    /// priority either) or the worker is not running.
+    pub fn boost(&self) -> Option<Boost> {
+        let tid = self.tid.load(Relaxed);
+        let tid = libc::pid_t::try_from(tid).ok().filter(|t| *t > 0)?;
+        let fifo = libc::sched_param { sched_priority: 1 };
+        // SAFETY: sched_setscheduler on a thread id with a valid parameter.
+        let set = unsafe { libc::sched_setscheduler(tid, libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK, &fifo) };
+        (set == 0).then_some(Boost(tid))
+    }
+}
+
+/// A worker running at SCHED_FIFO ([`ThreadCpu::boost`]) until this drops.
+pub(crate) struct Boost(libc::pid_t);
+
+impl Drop for Boost {
+    fn drop(&mut self) {
+        let normal = libc::sched_param { sched_priority: 0 };
+        // SAFETY: as in boost; SCHED_OTHER keeps the thread's nice value.
+        unsafe { libc::sched_setscheduler(self.0, libc::SCHED_OTHER, &normal) };
+    }
+}
+
 /// Stores the worker's last figures when it ends.
 pub(crate) struct CpuGuard<'a>(&'a ThreadCpu);
 
@@ -140,6 +166,46 @@ impl CpuReader {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_boosted_worker_runs_at_fifo_1_and_gets_its_policy_and_nice_back() {
+        // SAFETY: sched_getscheduler/sched_getparam/getpriority on the calling thread.
+        let policy = || unsafe { libc::sched_getscheduler(0) } & !libc::SCHED_RESET_ON_FORK;
+        let rt_priority = || {
+            let mut p = libc::sched_param { sched_priority: -1 };
+            unsafe { libc::sched_getparam(0, &mut p) };
+            p.sched_priority
+        };
+        let nice = || unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
+        let clock = ThreadCpu::new();
+        let step = std::sync::Barrier::new(2);
+        std::thread::scope(|s| {
+            let worker = s.spawn(|| {
+                let _g = clock.register();
+                // SAFETY: raising one's own nice value is always permitted.
+                unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 7) };
+                step.wait();
+                step.wait();
+                let during = (policy(), rt_priority());
+                step.wait();
+                step.wait();
+                (during, (policy(), nice()))
+            });
+            step.wait();
+            let boost = clock.boost();
+            let was_boosted = boost.is_some();
+            step.wait();
+            step.wait();
+            drop(boost);
+            step.wait();
+            let (during, after) = worker.join().unwrap();
+            match was_boosted {
+                true => assert_eq!(during, (libc::SCHED_FIFO, 1), "boosted"),
+                false => assert_eq!(during.0, libc::SCHED_OTHER, "not permitted: unchanged"),
+            }
+            assert_eq!(after, (libc::SCHED_OTHER, 7), "its own policy and nice again");
+        });
+    }
 
     #[test]
     fn a_spinning_thread_shows_its_cpu_time_and_a_sleeping_one_almost_none() {

@@ -713,7 +713,14 @@ pub fn measure<S: Sink>(plan: &Plan, files: &[PathBuf], sink: &mut S, m: Measure
             .iter()
             .map(|f| f.file_name().map_or_else(|| f.display().to_string(), |n| n.to_string_lossy().into_owned()))
             .collect();
-        let c = Collect { host: &host, plan, workload_ops: &workload_ops, roles: &roles, file_names: &file_names };
+        let c = Collect {
+            host: &host,
+            plan,
+            workload_ops: &workload_ops,
+            roles: &roles,
+            file_names: &file_names,
+            cpu: &cpu,
+        };
         let mut breakdown = crate::breakdown::Collector::new(plan, &rings, tree.as_ref(), &file_names);
         let mut seconds = Seconds::new(t0, total_ns);
         loop {
@@ -1064,6 +1071,8 @@ struct Collect<'a> {
     roles: &'a [(usize, u32)],
     /// Names of the flat workloads' files, by index.
     file_names: &'a [String],
+    /// Each worker's thread (to boost one the collector waits for).
+    cpu: &'a [crate::cpu::ThreadCpu],
 }
 
 impl Collect<'_> {
@@ -1082,23 +1091,50 @@ impl Collect<'_> {
             self.workload_ops.iter().map(|ops| ops.iter().map(|_| OpInterval::empty()).collect()).collect();
         let mut workers = Vec::new();
         let mut per_file: std::collections::BTreeMap<(u32, usize), Counts> = Default::default();
-        for (w, (rec, reader)) in recorders.iter().zip(readers.iter_mut()).enumerate() {
-            let mut per_op: Vec<OpInterval> = Vec::new();
-            for slot in slots {
-                // Whole I/Os only: a worker in the middle of one I/O's record into this
-                // slot (preempted there, say) gets the CPU back and ends it first.
-                let (read, files) = reader.read_slot(rec, *slot, wait_for_worker);
-                for (op, file, c) in files {
-                    per_file.entry((file, op)).or_default().add(&c);
+        // Workers caught in the middle of an I/O's record (preempted there) are read after
+        // all the others, so that the waits for them overlap; one still not done after
+        // BOOST_AFTER_NS runs at real-time priority until it has been read. Under hundreds
+        // of workers per CPU a preempted worker may otherwise wait most of a second for a
+        // CPU, and the read with it.
+        let mut reads: Vec<Option<Vec<OpInterval>>> = recorders.iter().map(|_| None).collect();
+        let mut left: Vec<usize> = (0..recorders.len()).collect();
+        let (started, mut boosted) = (now_ns(), Vec::new());
+        while !left.is_empty() {
+            let before = left.len();
+            left.retain(|&w| {
+                let rec = &recorders[w];
+                if slots.iter().any(|s| rec.recording(*s)) {
+                    return true;
                 }
-                match per_op.is_empty() {
-                    true => per_op = read,
-                    false => per_op.iter_mut().zip(&read).for_each(|(a, b)| a.merge(b)),
+                let mut per_op: Vec<OpInterval> = Vec::new();
+                for slot in slots {
+                    // Whole I/Os only: should the worker begin a record into this slot
+                    // meanwhile, the read waits for it to end and reads again.
+                    let (read, files) = readers[w].read_slot(rec, *slot, wait_for_worker);
+                    for (op, file, c) in files {
+                        per_file.entry((file, op)).or_default().add(&c);
+                    }
+                    match per_op.is_empty() {
+                        true => per_op = read,
+                        false => per_op.iter_mut().zip(&read).for_each(|(a, b)| a.merge(b)),
+                    }
                 }
+                reads[w] = Some(per_op);
+                false
+            });
+            boosted.retain(|(w, _)| left.contains(w));
+            if left.len() == before {
+                if boosted.is_empty() && now_ns().saturating_sub(started) > BOOST_AFTER_NS {
+                    boosted = left.iter().filter_map(|&w| Some((w, self.cpu.get(w)?.boost()?))).collect();
+                }
+                wait_for_worker();
             }
+        }
+        for (w, per_op) in reads.into_iter().enumerate() {
+            let mut per_op = per_op.unwrap_or_default();
             let wi = self.roles[w].0;
             for (m, op) in merged[wi].iter_mut().zip(&self.workload_ops[wi]) {
-                let d = &mut per_op[*op as usize];
+                let Some(d) = per_op.get_mut(*op as usize) else { continue };
                 m.merge(d);
                 workers.push(WorkerCounts { worker: w as u32, op: *op, counts: d.counts });
                 by_worker.offer(w as u32, *op as usize, std::mem::replace(d, OpInterval::empty()));
@@ -1130,6 +1166,10 @@ impl Collect<'_> {
 fn read_through(readers: &[WorkerReader]) -> Vec<[u64; 2]> {
     readers.iter().map(|r| r.read_through()).collect()
 }
+
+/// How long the collector waits for a worker in the middle of a record before it boosts
+/// it (see [`Collect::collect`]).
+const BOOST_AFTER_NS: u64 = 5_000_000;
 
 /// The collector's wait for a worker that is recording an I/O into the slot it reads: a
 /// sleep (not a spin or a yield), so that the worker gets a CPU even when the collector

@@ -299,6 +299,12 @@ impl WorkerRecorder {
         self.slots[0].ops.len()
     }
 
+    /// Whether the worker is recording an I/O into `slot` right now (a read of the slot
+    /// would wait for it: [`WorkerReader::read_slot`]).
+    pub fn recording(&self, slot: usize) -> bool {
+        self.clock.seq[slot & 1].load(Acquire) & 1 == 1
+    }
+
     /// Also counts each recorded op per file, for files `0..files`.
     pub fn with_files(mut self, files: usize) -> Self {
         for slot in &mut self.slots {

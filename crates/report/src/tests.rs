@@ -595,7 +595,7 @@ fn many_threads_per_cpu_without_collector_priority_are_named() {
     r.hosts[0].1["collector_priority"] = serde_json::json!("normal (no permission to raise it)");
     let notes = summarize(&r, Path::new("r")).notes;
     assert!(notes.iter().any(|n| n.starts_with("64 worker threads on 2 CPUs of host h1")), "{notes:#?}");
-    r.hosts[0].1["collector_priority"] = serde_json::json!("SCHED_FIFO 1");
+    r.hosts[0].1["collector_priority"] = serde_json::json!("SCHED_FIFO 2");
     let notes = summarize(&r, Path::new("r")).notes;
     assert!(!notes.iter().any(|n| n.contains("worker threads on")), "{notes:#?}");
 }
