@@ -167,6 +167,8 @@ echo "== the s3 engine against a real MinIO, read back with s5cmd (scripts/s3-se
 s3_stage
 echo "== the smb engine against a real Samba, read back with smbclient (scripts/smb-server.sh)"
 smb_stage
+echo "== the README's examples as written (they start nfs-ganesha, MinIO and Samba themselves)"
+run "README examples" cargo test --test readme --locked --features ebpf -- --ignored
 echo "== many-host lab: four ssh hosts and nfs-ganesha in network namespaces (scripts/hosts-lab.sh)"
 lab_stage
 echo "== UI unit tests (node:test)"
