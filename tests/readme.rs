@@ -84,7 +84,8 @@ fn every_readme_example_runs_as_written_and_exits_as_it_says() {
     let bin_dir = Path::new(env!("CARGO_BIN_EXE_ioscope")).parent().unwrap();
     let mut script = String::from("set -u\n");
     for (k, e) in run.iter().enumerate() {
-        script.push_str(&format!("{}\necho \"@@readme {k} $?\"\n", e.text));
+        // The marker goes to both streams so that each example's own stderr can be shown.
+        script.push_str(&format!("{}\nrc=$?; echo \"@@readme {k} $rc\"; echo \"@@readme {k} $rc\" >&2\n", e.text));
     }
     // The scratch directory the first example made.
     script.push_str("[ -n \"${d:-}\" ] && rm -rf \"$d\"\n");
@@ -112,8 +113,29 @@ fn every_readme_example_runs_as_written_and_exits_as_it_says() {
         .iter()
         .filter(|(k, code)| *code != run[*k].exit)
         .map(|(k, code)| {
-            format!("README.md line {}: exit {code}, not {}: {}", run[*k].line, run[*k].exit, run[*k].text)
+            format!(
+                "README.md line {}: exit {code}, not {}: {}\n--- its stderr\n{}",
+                run[*k].line,
+                run[*k].exit,
+                run[*k].text,
+                stderr_of(&stderr, *k)
+            )
         })
         .collect();
-    assert!(wrong.is_empty(), "{}\n--- stderr (end)\n{tail}", wrong.join("\n"));
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// What example `k` wrote to stderr: the lines between the markers of `k - 1` and `k`, the
+/// last 80 of them.
+fn stderr_of(stderr: &str, k: usize) -> String {
+    let mut lines: Vec<&str> = Vec::new();
+    for line in stderr.lines() {
+        match line.strip_prefix("@@readme ").and_then(|r| r.split(' ').next()?.parse::<usize>().ok()) {
+            Some(done) if done == k => break,
+            Some(_) => lines.clear(),
+            None => lines.push(line),
+        }
+    }
+    let from = lines.len().saturating_sub(80);
+    lines[from..].join("\n")
 }
