@@ -518,6 +518,13 @@ pub struct Plan {
     /// `until_steady`: end the (one) step once steady over this window, whole seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub until_steady_s: Option<u32>,
+    /// `io_size`, `number_ios`, `passes`: each workload of the (one) step stops issuing
+    /// once it reaches one of them; none set: the step ends on time only.
+    #[serde(default, skip_serializing_if = "Amount::is_none")]
+    pub amount: Amount,
+    /// `precondition`: write the working set whole before the run (recorded, not measured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precondition: Option<Precondition>,
     /// Conditions on the run's figures, evaluated from its summary after it (`--check`,
     /// as written: `read.latency.p99 < 2ms`; parsed by ioscope_report::check). Not part
     /// of the workload's hash: the same load with other checks is the same workload.
@@ -595,6 +602,54 @@ pub const DEFAULT_MAX_REPEATS_UNTIL_CI: u32 = 10;
 pub const MAX_REPEATS: u32 = 1000;
 /// The confidence of the summary's intervals without `until_ci`, in percent.
 pub const DEFAULT_CONFIDENCE_PCT: f64 = 95.0;
+
+/// An end by amount (`io_size`, `number_ios`, `passes`): each workload, its threads
+/// together, stops issuing at the first of them it reaches.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Amount {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io_size_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub number_ios: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub passes: Option<u32>,
+}
+
+impl Amount {
+    pub fn is_none(&self) -> bool {
+        *self == Amount::default()
+    }
+}
+
+/// `precondition = "2x sequential write"`: before the run, one thread per file writes it
+/// whole `passes` times in `bs_bytes` sequential writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Precondition {
+    pub passes: u32,
+    pub bs_bytes: u64,
+}
+
+/// A precondition's writes: 128 KiB, as SNIA's PTS writes for workload-independent
+/// preconditioning.
+pub const PRECONDITION_BS: u64 = 128 * 1024;
+/// The most passes of a precondition.
+pub const MAX_PRECONDITION_PASSES: u32 = 16;
+
+impl Precondition {
+    /// "2x sequential write", as the key writes it.
+    pub fn literal(&self) -> String {
+        format!("{}x sequential write", self.passes)
+    }
+    /// Reads "Nx sequential write" (spaces and case free); None when it is not that form.
+    pub fn parse(text: &str) -> Option<Precondition> {
+        let t = text.trim().to_ascii_lowercase();
+        let words: Vec<&str> = t.split_whitespace().collect();
+        let [n, "sequential", "write"] = words.as_slice() else { return None };
+        let passes: u32 = n.strip_suffix('x')?.parse().ok()?;
+        (1..=MAX_PRECONDITION_PASSES).contains(&passes).then_some(Precondition { passes, bs_bytes: PRECONDITION_BS })
+    }
+}
+
 
 impl Plan {
     /// The most runs of the steps: `repeat`, or with `until_ci` and no `repeat`
@@ -691,6 +746,16 @@ impl Plan {
     /// Size of each flat working-set file in bytes.
     pub fn file_size_bytes(&self) -> u64 {
         self.size_bytes / self.files.max(1) as u64
+    }
+    /// The bytes after which each workload stops (`io_size`, or `passes` × the working
+    /// set's bytes, the fewer); None: no end by bytes.
+    pub fn amount_bytes(&self) -> Option<u64> {
+        let set = self.file_size_bytes().saturating_mul(u64::from(self.files));
+        let passes = self.amount.passes.map(|p| set.saturating_mul(u64::from(p)));
+        match (self.amount.io_size_bytes, passes) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
     pub fn writes(&self) -> bool {
         self.workloads.iter().any(Workload::writes)
