@@ -235,6 +235,16 @@ pub fn execute(plan: &Plan, output: &OutputFlags, probes: &crate::probe::Probes,
     if interrupt.load(Ordering::SeqCst) {
         return Err(Failure::said(Kind::Interrupted, "interrupted before the run started; nothing was measured"));
     }
+    if let (Some(p), false) = (&plan.precondition, output.quiet) {
+        let each = plan.file_size_bytes();
+        eprintln!(
+            "precondition: writing {} file(s) of {} whole {}x, sequentially in {} writes (recorded, not measured)",
+            files.len(),
+            terminal::size(each),
+            p.passes,
+            terminal::size(ioscope_exec::precondition::block_bytes(p, each))
+        );
+    }
     let mut reporter = Reporter::new(shown);
     let mut on_second = |p: &ioscope_exec::Progress| {
         reporter.second(p);
@@ -263,6 +273,9 @@ pub fn execute(plan: &Plan, output: &OutputFlags, probes: &crate::probe::Probes,
     terminal::clear_line(show_progress);
     let outcome = match outcome {
         Ok(o) => o,
+        Err(ioscope_exec::RunError::Precondition(_)) if interrupt.load(Ordering::SeqCst) => {
+            return Err(Failure::said(Kind::Interrupted, "interrupted during the precondition; nothing was measured"));
+        }
         Err(e) => {
             eprintln!("error: {e}");
             if matches!(e, ioscope_exec::RunError::Store { .. }) {

@@ -304,3 +304,59 @@ fn a_second_run_on_a_block_device_while_the_first_runs_is_refused() {
     assert!(!second_out.exists());
     assert!(l.backing_bytes().iter().all(|b| *b == 0), "the first run only read, the second wrote nothing");
 }
+
+#[test]
+fn a_precondition_writes_the_device_whole_twice_then_the_run_measures_until_steady_and_the_summary_shows_both() {
+    let Some(l) = Loop::new() else { return };
+    let out = l.results("r.db");
+    let args = [
+        "run",
+        "--dir",
+        &l.dev,
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
+        "--force",
+        "--direct",
+        "--rw",
+        "randread",
+        "--bs",
+        "4k",
+        "--precondition",
+        "2x sequential write",
+        "--until-steady",
+        "3s",
+        "--duration",
+        "20s",
+    ];
+    let o = ioscope(&args);
+    assert!(o.status.success(), "{}", text(&o));
+    // The run only read: every block of the device holds the precondition's random data.
+    let data = l.backing_bytes();
+    let (written, random) = written_blocks(&data, data.len());
+    let blocks = DEVICE_BYTES as usize / 4096;
+    assert_eq!((written, random), (blocks, blocks), "every 4 KiB block written with incompressible data");
+    let j = summary(&out);
+    let p = &j["precondition"];
+    assert_eq!(p["passes"], 2, "{p}");
+    assert_eq!(p["bs_bytes"], 128 * 1024, "{p}");
+    assert_eq!(p["planned_bytes"], 2 * DEVICE_BYTES, "{p}");
+    assert_eq!(p["bytes"], 2 * DEVICE_BYTES, "twice the device, no more: {p}");
+    assert_eq!(p["errors"], 0, "{p}");
+    // The measured phase is the reads alone: the precondition's writes are not its seconds.
+    assert!(j["ops"].get("write").is_none_or(|w| w["ops"] == 0), "{}", j["ops"]);
+    assert!(j["ops"]["read"]["ops"].as_u64().unwrap() > 0);
+    let ended = j["ended"]["by"].as_str().unwrap();
+    assert!(ended == "steady" || ended == "duration", "{}", j["ended"]);
+    if ended == "steady" {
+        assert_eq!(j["steady"][0]["state"], "steady", "{}", j["steady"]);
+        assert!(j["duration_s"].as_f64().unwrap() < 20.0);
+    }
+    let shown = text(&ioscope(&["show", out.to_str().unwrap()]));
+    assert!(
+        shown.contains("before   2x sequential write (precondition, not measured): 64 MiB of 64 MiB in 128 KiB writes"),
+        "{shown}"
+    );
+    assert!(shown.contains("ended    "), "{shown}");
+    assert!(shown.contains("steady   "), "{shown}");
+}

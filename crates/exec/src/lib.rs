@@ -3,6 +3,7 @@
 //! and the host description stored with every run.
 
 pub mod access;
+pub mod amount;
 pub mod blockdev;
 pub mod breakdown;
 pub mod cache;
@@ -15,6 +16,7 @@ pub mod host;
 pub mod iogen;
 pub mod journal;
 pub mod limit;
+pub mod precondition;
 pub mod prep;
 mod probe;
 pub mod run;

@@ -173,6 +173,9 @@ pub struct Measure<'a> {
     pub whole_seconds_after_ns: Option<u64>,
     /// Data validation (`--verify`): the run's verifier, kept across repeats (None: off).
     pub verifier: Option<&'a crate::verify::Verifier>,
+    /// A budget of this many bytes for each worker, in place of the plan's end by amount (a
+    /// precondition's: each worker its file, N times over).
+    pub worker_budget_bytes: Option<u64>,
 }
 
 /// How a measured run ended.
@@ -189,8 +192,27 @@ pub struct Measured<E> {
     pub first_io_ns: Option<u64>,
     /// The sink failed (the run stopped there).
     pub sink_error: Option<E>,
-    /// The run ended before its planned end because it was steady (`until_steady`).
-    pub ended_steady: bool,
+    /// Why the run ended before its planned end, if it did.
+    pub ended: Option<Ended>,
+}
+
+/// What ended a run before its planned end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ended {
+    /// It was steady (`until_steady`).
+    Steady,
+    /// Every workload had issued its amount (`io_size`, `number_ios`, `passes`).
+    Amount,
+}
+
+impl Ended {
+    /// As the results file and the summary name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Ended::Steady => "steady",
+            Ended::Amount => "amount",
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -200,6 +222,9 @@ pub enum RunError {
     /// The journal (`--journal`) could not be created; nothing was run.
     #[error("journal {0}")]
     Journal(String),
+    /// The precondition (`precondition`) failed or was interrupted; nothing was measured.
+    #[error("precondition: {0}; nothing was measured")]
+    Precondition(String),
 }
 
 /// The ops a workload can produce in a run; each gets a series every second, zero or not.
@@ -287,6 +312,11 @@ pub fn run(plan: &Plan, files: &[PathBuf], cfg: RunConfig<'_>) -> Result<Outcome
     let host = crate::host::hostname();
     let mut config = crate::host::describe_run(plan);
     config["timer"] = serde_json::json!(clock_source);
+    // Written before the page cache is set: a cold start drops what it wrote.
+    if let Some(p) = &plan.precondition {
+        config["precondition"] =
+            crate::precondition::run(plan, p, files, cfg.interrupt).map_err(RunError::Precondition)?;
+    }
     // The page cache as the plan chose, before anything is measured (docs/cache.md).
     config["cache"] = crate::cache::apply(plan, files, cfg.dataset.as_ref()).to_json();
     // The collector (this thread) must wake on time however many workers compete for the
@@ -383,10 +413,21 @@ fn run_measured(
                 start_at_ns: None,
                 whole_seconds_after_ns,
                 verifier: verifier.as_ref(),
+                worker_budget_bytes: None,
             },
         );
         (status, detail, sink_error) = (m.status, m.detail, m.sink_error);
-        if m.ended_steady && sink_error.is_none() {
+        if let Some(by) = m.ended {
+            // What ended each repeat that ended before its planned end, for the summary.
+            let ended = &mut sink.config["ended"];
+            if !ended.is_array() {
+                *ended = serde_json::json!([]);
+            }
+            if let Some(list) = ended.as_array_mut() {
+                list.push(serde_json::json!({"repeat": repeat, "by": by.name()}));
+            }
+        }
+        if m.ended.is_some() && sink_error.is_none() {
             // The step's row keeps its real length: the planned one was its maximum.
             let step = sink.step(0);
             if let Err(e) = sink.writer.end_step_early(step, &host) {
@@ -644,6 +685,10 @@ pub fn measure<S: Sink>(plan: &Plan, files: &[PathBuf], sink: &mut S, m: Measure
     let mut error_limit = crate::limit::ErrorLimit::new(plan.max_errors, crate::limit::place_of(plan));
     let mut until_steady = crate::steady::UntilSteady::of(plan);
     let mut ended_steady = false;
+    let budgets = match m.worker_budget_bytes {
+        Some(bytes) => Some(crate::amount::Budgets::per_worker(threads, bytes)),
+        None => crate::amount::Budgets::of(plan),
+    };
     let first_errors: Vec<FirstErrors> = std::thread::scope(|s| {
         let handles: Vec<_> = roles
             .iter()
@@ -671,6 +716,7 @@ pub fn measure<S: Sink>(plan: &Plan, files: &[PathBuf], sink: &mut S, m: Measure
                     first_io_ns: &first_io_ns,
                     cpu: &cpu[id],
                     verifier: m.verifier,
+                    budgets: budgets.as_ref(),
                 };
                 s.spawn(move || with_engine(plan, WorkerStart { id: id as u32, shared }))
             })
@@ -857,7 +903,13 @@ pub fn measure<S: Sink>(plan: &Plan, files: &[PathBuf], sink: &mut S, m: Measure
         t0_ns: start_ns.load(Relaxed),
         first_io_ns,
         sink_error,
-        ended_steady,
+        ended: if ended_steady {
+            Some(Ended::Steady)
+        } else if status == Status::Completed && budgets.as_ref().is_some_and(|b| b.all_spent()) {
+            Some(Ended::Amount)
+        } else {
+            None
+        },
     }
 }
 
@@ -912,6 +964,8 @@ struct Shared<'a> {
     /// This worker's thread CPU clock, read by the collector.
     cpu: &'a crate::cpu::ThreadCpu,
     verifier: Option<&'a crate::verify::Verifier>,
+    /// An end by amount's budgets (None: the run ends on time only).
+    budgets: Option<&'a crate::amount::Budgets>,
 }
 
 impl Shared<'_> {
@@ -992,6 +1046,7 @@ fn worker_main<E: Engine>(mut engine: E, id: u32, sh: Shared<'_>) -> FirstErrors
         let gen = IoGen::new(plan.files, plan.file_size_bytes(), &first, sh.local, seed(0), t0);
         let mut w = Worker::new(engine, buffers, gen, sh.recorder, sh.stop, sync, depth);
         w.ring = sh.ring;
+        w.budget = sh.budgets.and_then(|b| b.of_worker(id as usize, sh.workload));
         w.namer = crate::errors::namer(plan);
         // Random per run and worker: no two workers (or hosts) write the same bytes.
         let set_seed = crate::content::working_set_seed(&plan.dir);

@@ -397,6 +397,7 @@ fn run_load(a: Agent, p: Prepared, start_at_ns: u64) {
             whole_seconds_after_ns: None,
             // Refused with hosts: each host would know only its own writes.
             verifier: None,
+            worker_budget_bytes: None,
         },
     );
     let detail = match (m.status, a.stop_reason.lock().unwrap().clone()) {

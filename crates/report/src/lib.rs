@@ -11,6 +11,7 @@ pub mod cache;
 pub mod check;
 mod client;
 pub mod compare;
+pub mod ended;
 mod export;
 pub mod fail_if;
 pub mod format;
@@ -128,6 +129,13 @@ pub struct Summary {
     /// (docs/cache.md); absent when the plan cannot be read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache: Option<cache::CacheSummary>,
+    /// What ended a run with an end by amount or `until_steady` (absent for a run that
+    /// ends on time only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended: Option<ended::EndSummary>,
+    /// The precondition written before the run (`precondition`), not measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precondition: Option<ended::PreconditionSummary>,
 }
 
 /// Throughput and transfer latency of a part of a run (a workload, a step).
@@ -666,6 +674,8 @@ pub fn summarize(r: &Results, results_path: &Path) -> Summary {
         repeats: None,
         verification: None,
         cache: None,
+        ended: None,
+        precondition: None,
     };
     // With repeats, the knee is the first repeat's (each repeat runs the same steps).
     let first_repeat: Vec<StepSummary> = s.steps.iter().filter(|st| st.repeat == 0).cloned().collect();
@@ -677,6 +687,8 @@ pub fn summarize(r: &Results, results_path: &Path) -> Summary {
     let mode = plan.as_ref().map_or("fail", |p| p.verify.name());
     s.verification = verification::summarize(r, mode);
     s.cache = cache::summarize(&s.system, &s.workload.plan);
+    s.ended = ended::summarize_end(&r.hosts, &s.workload.plan);
+    s.precondition = ended::summarize_precondition(&r.hosts);
     let total_latency = Distribution::of(&total.latency_ns);
     s.checks = check::evaluate_all(&s, total_latency.as_ref());
     if !s.hosts.is_empty() {

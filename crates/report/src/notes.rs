@@ -91,8 +91,9 @@ pub(crate) fn notes(s: &Summary) -> Vec<Verdict> {
     // a missing quarter second or more is said (a 30 s run that measured 29 s says so).
     let plan_warmup_s: f64 = plan.as_ref().map_or(0.0, |p| p.steps().iter().map(|st| st.warmup.as_secs_f64()).sum());
     let auto_warmup_s: f64 = s.steady.iter().filter_map(|x| x.auto_warmup_s).map(f64::from).sum();
-    // A run that ended once steady (`until_steady`) is short by design; its steady line says so.
-    let ended_steady = s.steady.iter().any(|x| x.ended_early);
+    // A run that ended once steady (`until_steady`) or once its amount was issued is short
+    // by design; its steady or ended line says so.
+    let ended_steady = s.steady.iter().any(|x| x.ended_early) || s.ended.as_ref().is_some_and(|e| e.by == "amount");
     // With repeats, the plan's time once per repeat that ran (--until-ci may stop early).
     let planned_repeats = plan.as_ref().map_or(1, |p| p.max_repeats()).max(1);
     let ran = s.repeats.as_ref().map_or(1, |r| r.count);

@@ -58,6 +58,8 @@ fn plan() -> Plan {
         warmup_auto: false,
         steady_window_s: None,
         until_steady_s: None,
+        amount: Default::default(),
+        precondition: None,
         repeat: None,
         until_ci: None,
         verify: Default::default(),

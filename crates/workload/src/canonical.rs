@@ -179,6 +179,18 @@ fn top_lines(plan: &Plan) -> Lines {
         let w = duration_literal(std::time::Duration::from_secs(w.into()));
         top.kv("until_steady", toml_string(&w), "the run ends once steady over this window");
     }
+    if let Some(b) = plan.amount.io_size_bytes {
+        top.kv("io_size", toml_string(&size_literal(b)), "each workload ends once it has issued this many bytes");
+    }
+    if let Some(n) = plan.amount.number_ios {
+        top.kv("number_ios", n.to_string(), "each workload ends once it has issued this many I/Os");
+    }
+    if let Some(p) = plan.amount.passes {
+        top.kv("passes", p.to_string(), "each workload ends after this many passes over the working set");
+    }
+    if let Some(p) = &plan.precondition {
+        top.kv("precondition", toml_string(&p.literal()), "written before the run, recorded, not measured");
+    }
     let own_rates = plan.workloads.iter().all(|w| w.rate_iops.is_some());
     match plan.rate_iops {
         Some(r) if own_rates => top.kv("# rate_iops", r.to_string(), "the sum of the workloads' own"),

@@ -14,9 +14,10 @@ use crate::diagnostic::{closest, Diagnostic, MAX_DIAGNOSTICS};
 use crate::host::{OnHostLoss, MAX_HOSTS};
 use crate::keys::{self, FioMeaning, Section, PATTERN_KEYS};
 use crate::plan::{
-    BlockSize, CacheMode, Dataset, DatasetFormat, EngineKind, FileIo, FileSelect, MaxErrors, Operation, Pattern,
-    PatternMap, Plan, Probe, Rw, Staircase, StaircaseOf, Steps, SyncMode, UntilCi, VerifyMode, Workload,
-    DEFAULT_MAX_REPEATS_UNTIL_CI, MAX_REPEATS, MIN_REPEATS_UNTIL_CI,
+    Amount, BlockSize, CacheMode, Dataset, DatasetFormat, EngineKind, FileIo, FileSelect, MaxErrors, Operation,
+    Pattern, PatternMap, Plan, Precondition, Probe, Rw, Staircase, StaircaseOf, Steps, SyncMode, UntilCi, VerifyMode,
+    Workload, AMOUNT_MAX_DURATION_S, DEFAULT_MAX_REPEATS_UNTIL_CI, MAX_NUMBER_IOS, MAX_PASSES, MAX_PRECONDITION_PASSES,
+    MAX_REPEATS, MIN_REPEATS_UNTIL_CI,
 };
 use crate::units::{duration_literal, format_size, parse_duration, parse_size, UnitError};
 use ioscope_engine_table::{Capability, Target, TargetRule, ENGINES};

@@ -620,7 +620,7 @@ pub const KEYS: &[Key] = &[
         help: "End each workload once it has issued this many bytes (its threads together); the step ends at its duration or when every workload has ended, whichever comes first.",
         help_from: None,
         doc: "an end by amount, as fio's `io_size`: without a `duration` the step runs until the amount is moved (at most 24h); with one, whichever comes first. The summary says what ended the run. For a run of one step, on one host, without a `[dataset]` or a pattern. fio's `io_size` is per job clone, so an imported job's is multiplied by its `numjobs`",
-        fio: &[],
+        fio: &["io_size", "io_limit"],
         fio_values: &[],
         example: "\"8g\"",
     },
@@ -634,7 +634,7 @@ pub const KEYS: &[Key] = &[
         help: "End each workload once it has issued this many I/Os (its threads together).",
         help_from: None,
         doc: "as `io_size`, counted in I/Os (fio's `number_ios`, per job clone there); from 1 to 2^48",
-        fio: &[],
+        fio: &["number_ios"],
         fio_values: &[],
         example: "1000000",
     },
@@ -648,7 +648,7 @@ pub const KEYS: &[Key] = &[
         help: "End each workload after this many passes over its working set (passes × the working set's bytes).",
         help_from: None,
         doc: "as `io_size` with passes × size × files bytes (fio's `loops` of a job without `time_based`); a sequential workload covers each block once per pass, a random one moves as many bytes without covering every block; from 1 to 1000",
-        fio: &[],
+        fio: &["loops"],
         fio_values: &[],
         example: "2",
     },
@@ -1098,8 +1098,6 @@ const fn off_only(name: &'static str, why: &'static str) -> FioOption {
     FioOption { name, meaning: FioMeaning::Only { value: "0", why } }
 }
 
-const RUNS_FOR_A_TIME: &str =
-    "ioscope runs for a time (--duration; fio's --runtime), not for an amount of I/O or a number of passes";
 const ONE_JOB: &str = "ioscope runs its workloads together; steps (for_threads, for_bs, staircase) or separate runs take the place of jobs one after another";
 const RESULTS: &str =
     "ioscope records every I/O into per-second histograms in its results file (--out FILE); --json prints the summary as JSON";
@@ -1186,10 +1184,6 @@ pub const FIO_OPTIONS: &[FioOption] = &[
     refused("rate", "ioscope's rate is in I/Os per second: --rate-iops N"),
     refused("thinktime", "ioscope has no think time between I/Os: --rate-iops N sets a fixed rate"),
     refused("startdelay", "ioscope starts every workload at once: --warmup runs unmeasured before each step"),
-    refused("loops", RUNS_FOR_A_TIME),
-    refused("number_ios", RUNS_FOR_A_TIME),
-    refused("io_size", RUNS_FOR_A_TIME),
-    refused("io_limit", RUNS_FOR_A_TIME),
     refused("offset", "ioscope uses each working-set file from its start to its end"),
     refused("stonewall", ONE_JOB),
     refused("wait_for_previous", ONE_JOB),

@@ -36,6 +36,17 @@ impl Spec {
 /// a staircase and a duration, a dataset and a flat working set, a pattern and NFS).
 fn every_key_specs() -> Vec<Spec> {
     let mut specs = every_key_specs_but_access();
+    // An end by amount and a precondition, on a run of one step over local files.
+    specs.push(Spec {
+        top: vec![
+            ("dir", "\"/tmp/x\""),
+            ("io_size", "\"8g\""),
+            ("number_ios", "1000000"),
+            ("passes", "2"),
+            ("precondition", "\"2x sequential write\""),
+        ],
+        tables: vec![],
+    });
     specs.extend(access_specs());
     specs.extend(content_specs());
     specs.push(own_rate_spec());

@@ -28,10 +28,11 @@ pub use input::{build_plan, flag_notes, validate_file, Flags, ReadError, SourceF
 /// below this one).
 pub use ioscope_readfile as readfile;
 pub use plan::{
-    AbsZone, Access, Amount, Arrivals, BlockSize, CacheMode, Content, Dataset, DatasetFormat, Distribution, EngineKind, FileIo,
-    FileSelect, MaxErrors, Operation, Pattern, PatternMap, Plan, Probe, Rate, Rw, Staircase, StaircaseOf, Step, Steps,
-    Precondition, SyncMode, Target, TargetKind, UntilCi, VerifyMode, Workload, Zone, DEFAULT_BREAKDOWN_TOP, DEFAULT_CONFIDENCE_PCT,
-    DEFAULT_MAX_REPEATS_UNTIL_CI, MAX_REPEATS, MAX_VERIFY_BLOCK, MIN_REPEATS_UNTIL_CI, MIN_VERIFY_BLOCK,
+    AbsZone, Access, Amount, Arrivals, BlockSize, CacheMode, Content, Dataset, DatasetFormat, Distribution, EngineKind,
+    FileIo, FileSelect, MaxErrors, Operation, Pattern, PatternMap, Plan, Precondition, Probe, Rate, Rw, Staircase,
+    StaircaseOf, Step, Steps, SyncMode, Target, TargetKind, UntilCi, VerifyMode, Workload, Zone, AMOUNT_MAX_DURATION_S,
+    DEFAULT_BREAKDOWN_TOP, DEFAULT_CONFIDENCE_PCT, DEFAULT_MAX_REPEATS_UNTIL_CI, MAX_REPEATS, MAX_VERIFY_BLOCK,
+    MIN_REPEATS_UNTIL_CI, MIN_VERIFY_BLOCK,
 };
 pub use units::{format_size, parse_duration, parse_size, UnitError};
 

@@ -634,6 +634,12 @@ pub struct Precondition {
 pub const PRECONDITION_BS: u64 = 128 * 1024;
 /// The most passes of a precondition.
 pub const MAX_PRECONDITION_PASSES: u32 = 16;
+/// The most `number_ios`: 2^48.
+pub const MAX_NUMBER_IOS: u64 = 1 << 48;
+/// The most `passes`.
+pub const MAX_PASSES: u32 = 1000;
+/// The duration of a step that ends by amount and sets none: its most.
+pub const AMOUNT_MAX_DURATION_S: u64 = 24 * 3600;
 
 impl Precondition {
     /// "2x sequential write", as the key writes it.
@@ -649,7 +655,6 @@ impl Precondition {
         (1..=MAX_PRECONDITION_PASSES).contains(&passes).then_some(Precondition { passes, bs_bytes: PRECONDITION_BS })
     }
 }
-
 
 impl Plan {
     /// The most runs of the steps: `repeat`, or with `until_ci` and no `repeat`

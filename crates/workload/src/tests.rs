@@ -1023,6 +1023,38 @@ fn warmup_auto_and_until_steady_reach_the_plan_and_its_toml() {
 }
 
 #[test]
+fn an_end_by_amount_and_a_precondition_reach_the_plan_and_its_toml() {
+    let p = plan(&format!("{DIR}size = \"1g\"\nio_size = \"8g\"\nnumber_ios = 1000\npasses = 3\nprecondition = \"2X Sequential  write\"\n"));
+    assert_eq!(p.amount, crate::Amount { io_size_bytes: Some(8 << 30), number_ios: Some(1000), passes: Some(3) });
+    // The fewer bytes of io_size and passes × the working set.
+    assert_eq!(p.amount_bytes(), Some(3 << 30));
+    assert_eq!(p.precondition, Some(crate::Precondition { passes: 2, bs_bytes: 128 * 1024 }));
+    // Without a duration, a step that ends by amount may last up to 24h.
+    assert_eq!(p.duration, std::time::Duration::from_secs(24 * 3600));
+    let again = plan(&crate::to_toml(&p));
+    assert_eq!((again.amount, again.precondition, again.duration), (p.amount, p.precondition, p.duration));
+    let timed = plan(&format!("{DIR}passes = 1\nduration = \"30s\"\n"));
+    assert_eq!(timed.duration, std::time::Duration::from_secs(30));
+}
+
+#[test]
+fn an_end_by_amount_or_a_precondition_is_refused_where_it_cannot_hold() {
+    let d = one_error(&format!("{DIR}for_threads = [1, 2]\nio_size = \"1g\"\n"));
+    assert_eq!((d.key.as_str(), pos(&d).0), ("io_size", 3), "{d}");
+    assert!(d.message.contains("2 steps"), "{d}");
+    let d = one_error(&format!("{DIR}precondition = \"2x random write\"\n"));
+    assert!(d.to_string().contains("Nx sequential write"), "{d}");
+    let d = one_error(&format!("{DIR}precondition = \"17x sequential write\"\n"));
+    assert_eq!(d.key, "precondition", "{d}");
+    let d = one_error(&format!("{DIR}rw = \"randrw\"\nverify = \"report\"\nprecondition = \"1x sequential write\"\n"));
+    assert!(d.to_string().contains("without verify"), "{d}");
+    let d = one_error("engine = \"null\"\nprecondition = \"1x sequential write\"\n");
+    assert!(d.to_string().contains("posix or uring"), "{d}");
+    let d = one_error(&format!("{DIR}number_ios = 0\n"));
+    assert_eq!(d.key, "number_ios", "{d}");
+}
+
+#[test]
 fn until_steady_on_a_run_of_several_steps_is_refused_at_its_line() {
     let d = one_error("engine = \"null\"\nfor_threads = [1, 2]\nuntil_steady = \"10s\"\n");
     assert_eq!((d.key.as_str(), pos(&d).0), ("until_steady", 3), "{d}");

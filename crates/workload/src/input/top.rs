@@ -16,6 +16,11 @@ pub(super) struct Top {
     pub(super) warmup_auto: bool,
     pub(super) steady_window: Got<Duration>,
     pub(super) until_steady: Got<Duration>,
+    /// The end by amount: `io_size`, `number_ios`, `passes`.
+    pub(super) io_size: Got<u64>,
+    pub(super) number_ios: Got<u64>,
+    pub(super) passes: Got<u64>,
+    pub(super) precondition: Got<Precondition>,
     pub(super) dir: Got<PathBuf>,
     pub(super) target: Got<String>,
     pub(super) direct: Got<bool>,
@@ -50,6 +55,10 @@ impl<'a> Ctx<'a> {
         let (warmup, warmup_auto) = self.warmup();
         let steady_window = self.step_time("steady_window", 2);
         let until_steady = self.step_time("until_steady", 2);
+        let io_size = self.size("io_size");
+        let number_ios = self.int("number_ios", 1, MAX_NUMBER_IOS);
+        let passes = self.int("passes", 1, u64::from(MAX_PASSES));
+        let precondition = self.precondition();
         let dir = self.dir("dir");
         let target = self.text_value("target", TARGET_EXPECTED);
         let direct = self.boolean("direct");
@@ -89,6 +98,10 @@ impl<'a> Ctx<'a> {
             warmup_auto,
             steady_window,
             until_steady,
+            io_size,
+            number_ios,
+            passes,
+            precondition,
             dir,
             target,
             direct,
@@ -110,6 +123,23 @@ impl<'a> Ctx<'a> {
             until_ci,
             on_host_loss,
             host_timeout,
+        }
+    }
+
+    /// `precondition = "2x sequential write"`.
+    fn precondition(&mut self) -> Got<Precondition> {
+        let Some((raw, loc)) = self.raw("precondition") else {
+            return Got::Absent;
+        };
+        let expected =
+            format!("\"Nx sequential write\" with N from 1 to {MAX_PRECONDITION_PASSES}, like \"2x sequential write\"");
+        match self.string("precondition", raw, &loc, &expected).map(Precondition::parse) {
+            Some(Some(p)) => Got::Ok(p, loc),
+            Some(None) => {
+                self.err(&loc, "precondition", expected, "");
+                Got::Bad
+            }
+            None => Got::Bad,
         }
     }
 }

@@ -5,6 +5,7 @@
 use super::top::Top;
 use super::*;
 
+mod amount;
 mod content;
 mod data;
 mod engine;
@@ -95,6 +96,7 @@ impl<'a> Ctx<'a> {
         let mut plan = assemble(&top, &run)?;
         own::apply_own_rates(&mut plan);
         self.run_limits(&plan, &top, &run)?;
+        self.amount_rules(&plan, &top, &run);
         if !self.diags.is_empty() {
             return None;
         }
@@ -167,6 +169,11 @@ fn assemble(top: &Top, run: &Run) -> Option<Plan> {
     };
     let has_dataset = run.has_dataset;
     let (size, files) = run.size_files();
+    let amount = Amount {
+        io_size_bytes: top.io_size.opt()?,
+        number_ios: top.number_ios.opt()?,
+        passes: top.passes.opt()?.map(|p| p as u32),
+    };
     Some(Plan {
         engine: run.engine?,
         iodepth: top.iodepth.or(defaults::number("iodepth"))? as u32,
@@ -184,7 +191,11 @@ fn assemble(top: &Top, run: &Run) -> Option<Plan> {
         files: if has_dataset { 0 } else { files? as u32 },
         dataset: run.dataset.clone()?,
         workloads: run.workloads.iter().map(|w| w.as_ref().map(|w| w.workload.clone())).collect::<Option<Vec<_>>>()?,
-        duration: top.duration.or(defaults::secs("duration"))?,
+        duration: match top.duration {
+            // An end by amount without a duration runs until the amount is moved, at most 24h.
+            Got::Absent if !amount.is_none() => Duration::from_secs(AMOUNT_MAX_DURATION_S),
+            _ => top.duration.or(defaults::secs("duration"))?,
+        },
         warmup: top.warmup.or(defaults::secs("warmup"))?,
         rate_iops: top.rate.opt()?,
         steps,
@@ -201,6 +212,8 @@ fn assemble(top: &Top, run: &Run) -> Option<Plan> {
         warmup_auto: top.warmup_auto,
         steady_window_s: top.steady_window.opt()?.map(|d| d.as_secs() as u32),
         until_steady_s: top.until_steady.opt()?.map(|d| d.as_secs() as u32),
+        amount,
+        precondition: top.precondition.opt()?,
         repeat: top.repeat.opt()?.map(|n| n as u32),
         until_ci: top.until_ci.opt()?,
         verify: top.verify.or(defaults::choice("verify", VERIFY_MODES))?,
