@@ -17,8 +17,17 @@ fn run(extra: &[&str]) -> (Value, String, tempfile::TempDir) {
     args.extend_from_slice(extra);
     run_ok(&args);
     let json = json_of(&run_ok(&["show", "--json", s(&out)]));
+    schema_check(&json);
     let text = String::from_utf8_lossy(&run_ok(&["show", s(&out)]).stdout).into_owned();
     (json, text, tmp)
+}
+
+/// The summary matches schema/summary.schema.json (its `ended` and `precondition` included).
+fn schema_check(summary: &Value) {
+    let schema: Value = serde_json::from_str(include_str!("../schema/summary.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator.iter_errors(summary).map(|e| format!("{e} at {}", e.instance_path)).collect();
+    assert!(errors.is_empty(), "summary does not match schema: {errors:#?}");
 }
 
 fn ops(summary: &Value, op: &str) -> u64 {
@@ -77,4 +86,19 @@ fn an_amount_on_a_run_of_several_steps_is_refused_with_exit_2_before_any_io() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("--io-size") && err.contains("io_size on a run of one step"), "{err}");
     assert!(!dir.exists(), "nothing was prepared");
+}
+
+#[test]
+fn a_fio_job_without_runtime_imports_and_runs_until_it_has_done_size_per_clone_as_fio_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (job, toml, out) = (tmp.path().join("j.fio"), tmp.path().join("w.toml"), tmp.path().join("r.db"));
+    let dir = tmp.path().join("d");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(&job, format!("[w]\nrw=randwrite\nbs=4k\nsize=8m\nnumjobs=2\ndirectory={}\n", s(&dir))).unwrap();
+    run_ok(&["import", "fio", s(&job), "-o", s(&toml)]);
+    run_ok(&["run", s(&toml), "--out", s(&out), "--quiet"]);
+    let j = json_of(&run_ok(&["show", "--json", s(&out)]));
+    // Each of fio's two clones writes its 8 MiB: 16 MiB in 4 KiB writes.
+    assert_eq!(ops(&j, "write"), 4096, "{}", j["ops"]);
+    assert_eq!(j["ended"]["by"], "amount");
 }

@@ -337,6 +337,10 @@ fn a_precondition_writes_the_device_whole_twice_then_the_run_measures_until_stea
     let blocks = DEVICE_BYTES as usize / 4096;
     assert_eq!((written, random), (blocks, blocks), "every 4 KiB block written with incompressible data");
     let j = summary(&out);
+    let schema: serde_json::Value = serde_json::from_str(include_str!("../schema/summary.schema.json")).unwrap();
+    let errors: Vec<String> =
+        jsonschema::validator_for(&schema).unwrap().iter_errors(&j).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "the summary matches its schema: {errors:?}");
     let p = &j["precondition"];
     assert_eq!(p["passes"], 2, "{p}");
     assert_eq!(p["bs_bytes"], 128 * 1024, "{p}");

@@ -14,7 +14,6 @@ const CORPUS: &str = "tests/data/fio-examples";
 const MODEL_GAPS: &[&str] = &[
     "iodepth",             // one iodepth for all the workloads of a run
     "rate",                // rates below one I/O per second
-    "io_size",             // no end by amount of I/O
     "buffer_pattern",      // data content
     "dedupe_mode",         // data content
     "verify_interval",     // verification options

@@ -116,7 +116,7 @@ function summaryBlock(run, which) {
     figure('operations', fmtInt(t.ops)),
     figure('transferred', fmtBytes(t.bytes)),
     figure('errors', fmtInt(t.errors), t.errors ? '⚠' : null),
-    figure('measured', `${s.duration_s != null ? s.duration_s.toFixed(1) : '—'} s`, s.planned_duration_s != null ? `of ${s.planned_duration_s.toFixed(0)} s planned` : null),
+    figure('measured', `${s.duration_s != null ? s.duration_s.toFixed(1) : '—'} s`, s.planned_duration_s != null ? `of ${s.ended && s.ended.by !== 'duration' ? 'at most ' : ''}${s.planned_duration_s.toFixed(0)} s planned` : null),
     figure('status', status, s.status_detail || null));
   const ops = Object.entries(s.ops || {});
   const lat = (d, k) => (d ? fmtNs(d[k]) : '—');
@@ -169,6 +169,7 @@ function summaryBlock(run, which) {
   const knee = s.knee ? h('div', { class: 'callout knee' }, h('b', {}, `Knee: step ${s.knee.step} (${s.knee.label})`), ' — ', s.knee.reason) : null;
   const notes = verdictList(s);
   const verification = verificationBlock(s);
+  const phases = phasesBlock(s);
   // The run's checks (--check), as the summary evaluated them: passed or failed, with the figure.
   const checks = (s.checks || []).length
     ? h('ul', { class: 'checks' }, s.checks.map((c) => h('li', { class: c.passed ? 'check-passed' : 'check-failed' },
@@ -181,7 +182,35 @@ function summaryBlock(run, which) {
     s.host ? h('span', {}, `host ${s.host}`) : null,
     s.started_unix_ms ? h('span', {}, `started ${fmtDateTime(s.started_unix_ms)}`) : null,
     s.ioscope_version ? h('span', {}, `ioscope ${s.ioscope_version}`) : null);
-  return h('div', { class: 'summary-block' }, figs, knee, h('div', { class: 'table-scroll' }, table), foot, agentsTable(s), targetBlock(s), verification, notes, checks, repeats, meta);
+  return h('div', { class: 'summary-block' }, figs, knee, h('div', { class: 'table-scroll' }, table), foot, agentsTable(s), targetBlock(s), phases, verification, notes, checks, repeats, meta);
+}
+
+// What ran before the measured run (`precondition`, not measured) and what ended it (its
+// amount, steady, or its planned duration), as the text summary says them.
+export function phasesBlock(s) {
+  const p = s.precondition;
+  const e = s.ended;
+  if (!p && !e) return null;
+  // As the text summary writes them: grouped digits, a fixed number of decimals.
+  const fix = (v, d) => Number(v).toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d });
+  const lines = [];
+  if (p) {
+    const range = p.mb_per_s_min != null && p.mb_per_s_max != null
+      ? ` (each whole second ${fix(p.mb_per_s_min, 1)}–${fix(p.mb_per_s_max, 1)} MB/s)` : '';
+    lines.push(h('p', { class: 'foot precondition-line' },
+      h('b', {}, 'Precondition'), ` (${p.passes}x sequential write, not measured): `,
+      `${fmtBytes(p.bytes)} of ${fmtBytes(p.planned_bytes)} in ${fmtBytes(p.bs_bytes)} writes in ${fix(p.seconds, 2)} s, `,
+      `${fix(p.mb_per_s, 1)} MB/s${range}, `,
+      h('span', { class: p.errors ? 'bad' : '' }, p.errors ? `${fmtInt(p.errors)} errors` : 'no errors'), '.'));
+  }
+  if (e) {
+    const said = {
+      amount: `by amount: every workload issued its ${e.amount}`,
+      steady: 'steady, before its planned end (until_steady)',
+    }[e.by] || (e.amount ? `at its planned duration, before the amount (${e.amount}) was issued` : 'at its planned duration, never steady (until_steady)');
+    lines.push(h('p', { class: 'foot ended-line', 'data-ended': e.by }, h('b', {}, 'Ended'), ` ${said}.`));
+  }
+  return h('div', { class: 'phases' }, lines);
 }
 
 // Data validation (--verify): blocks checked, bad blocks by kind (checksum, torn,

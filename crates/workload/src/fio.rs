@@ -327,6 +327,10 @@ struct Job {
     stonewall: bool,
     time_based: Option<V<bool>>,
     runtime_s: Option<V<u64>>,
+    /// The end by amount: `io_size` (or `io_limit`), `number_ios`, `loops`.
+    io_size: Option<V<u64>>,
+    number_ios: Option<V<u64>>,
+    loops: Option<V<u64>>,
     ramp_s: Option<V<u64>>,
     rate_iops: Option<V<u64>>,
     rate_bytes: Option<V<u64>>,
@@ -469,7 +473,7 @@ const WARN_ONLY: &[(&str, &str)] = &[
     ("prio", "ioscope does not set an I/O priority"),
     ("prioclass", "ioscope does not set an I/O priority"),
     ("serialize_overlap", "ioscope does not order overlapping I/Os"),
-    ("loops", "fio repeats the job this many times; ioscope runs each step for its duration (runtime, else 60s), going over the working set as often as it takes"),    ("do_verify", "with verify, ioscope checks every block as it is read during the run (no separate verify pass)"),
+    ("do_verify", "with verify, ioscope checks every block as it is read during the run (no separate verify pass)"),
     ("verify_pattern", "ioscope's verified blocks carry a header and random data, not a pattern"),
     ("verify_backlog", "ioscope checks every block as it is read during the run"),
     ("log_max_value", "ioscope records whole histograms every second, not a log's maximum or average"),
@@ -486,9 +490,6 @@ const REFUSED: &[(&str, &str)] = &[
     ("thinktime_spin", "fio pauses between I/Os; ioscope has no think time"),
     ("offset", "ioscope uses its files from the start"),
     ("offset_increment", "ioscope uses its files from the start"),
-    ("io_size", "fio stops after this much I/O; ioscope runs for a time"),
-    ("io_limit", "fio stops after this much I/O; ioscope runs for a time"),
-    ("number_ios", "fio stops after this many I/Os; ioscope runs for a time"),
     ("zonemode", "ioscope has no zoned I/O"),
     ("zonesize", "ioscope has no zoned I/O"),
     ("zonerange", "ioscope has no zoned I/O"),
@@ -984,6 +985,14 @@ impl Converter {
     /// and what has no equivalent.
     fn apply_run_option(&mut self, j: &mut Job, o: &Opt, raw: &str, word: &str) {
         match o.key.as_str() {
+            // The end by amount, converted with the run's end (see `amount`).
+            "io_size" | "io_limit" => {
+                j.io_size = at(o, need!(self, o, raw, size(raw).filter(|n| *n > 0), "a size like 10g"))
+            }
+            "number_ios" => {
+                j.number_ios = at(o, need!(self, o, raw, count(raw).filter(|n| *n > 0), "a number of I/Os, e.g. 100000"))
+            }
+            "loops" => j.loops = at(o, need!(self, o, raw, count(raw).filter(|n| (1..=u64::from(u32::MAX)).contains(n)), "1 or more")),
             "ioengine" => match engine_of(word) {
                 Some((engine, note)) => {
                     if !note.is_empty() {
@@ -1230,12 +1239,15 @@ impl Converter {
                     let o = Opt { key: r.from.clone(), value: None, at: r.at };
                     self.error(&o, "ioscope measures for at least one second", "runtime=1 or more");
                 }
-                if !time_based {
+                // Without time_based fio ends a job after runtime or its amount, whichever
+                // comes first, and so does ioscope with both.
+                if !time_based && !self.amount(groups, top) {
                     let o = Opt { key: r.from.clone(), value: None, at: r.at };
                     self.warn(&o, "without time_based, fio ends a job after runtime or once it has done size of I/O, whichever comes first; ioscope runs for the whole runtime, going over its working set again");
                 }
                 top.push(("duration".into(), toml_string(&secs_literal(r.v)), from(&runtime, "", &self.files)));
             }
+            None if !time_based && self.amount(groups, top) => {}
             None => {
                 let o = Opt { key: format!("[{}]", jobs[0].section), value: None, at: jobs[0].at };
                 let fio_does = if time_based {
@@ -1254,6 +1266,40 @@ impl Converter {
         if let Some(r) = self.same(all, "ramp_time", Some(0), |j| j.ramp_s.clone()).filter(|r| r.v > 0) {
             top.push(("warmup".into(), toml_string(&secs_literal(r.v)), from(&Some(r), "", &self.files)));
         }
+    }
+
+    /// A job without time_based ends once it has done its amount: `number_ios`, else
+    /// `io_size` (else `size`) × `loops`, per job clone; ioscope's `number_ios` or `io_size`
+    /// count each workload's threads together, so numjobs multiplies it. Converted (pushed
+    /// to `top`, true) for a run of one group whose jobs all come to the same amount.
+    fn amount(&mut self, groups: &[Vec<&Job>], top: &mut Vec<(String, String, String)>) -> bool {
+        let [group] = groups else { return false };
+        let of = |j: &Job| -> Option<(&'static str, u64, String)> {
+            let n = u64::from(j.threads());
+            if let Some(ios) = &j.number_ios {
+                return Some(("number_ios", ios.v.saturating_mul(n), ios.from.clone()));
+            }
+            let (bytes, src) = match (&j.io_size, &j.size) {
+                (Some(v), _) | (None, Some(v)) => (v.v, v.from.clone()),
+                (None, None) => return None,
+            };
+            let loops = j.loops.as_ref().map_or(1, |l| l.v);
+            let src = match &j.loops {
+                Some(l) => format!("{src} × {}", l.from),
+                None => src,
+            };
+            Some(("io_size", bytes.saturating_mul(loops).saturating_mul(n), src))
+        };
+        let amounts: Vec<_> = group.iter().map(|j| of(j)).collect();
+        let Some(Some((key, value, src))) = amounts.first().cloned() else { return false };
+        if amounts.iter().any(|a| a.as_ref().map(|(k, v, _)| (*k, *v)) != Some((key, value))) {
+            return false;
+        }
+        let threads = group[0].threads();
+        let src = if threads > 1 { format!("{src} × numjobs={threads}") } else { src };
+        let literal = if key == "io_size" { toml_string(&size_literal(value)) } else { value.to_string() };
+        top.push((key.into(), literal, format!("{src}: fio ends the job once it has done this much I/O")));
+        true
     }
 
     /// The `[[workload]]` tables of the jobs of the step's group.
@@ -1917,6 +1963,36 @@ fn comment_safe(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_job_without_time_based_ends_at_its_amount_per_clone_times_numjobs() {
+        let key = |t: &str, k: &str| {
+            t.lines()
+                .find_map(|l| l.strip_prefix(&format!("{k} = ")))
+                .map(|v| v.split("  #").next().unwrap().to_string())
+        };
+        // No runtime: the amount alone; numjobs clones each do size.
+        let t = run("[a]\nsize=64m\nnumjobs=2\nrw=randread\n").unwrap();
+        assert_eq!(key(&t.toml, "io_size").as_deref(), Some("\"128m\""), "{}", t.toml);
+        assert_eq!(key(&t.toml, "duration"), None, "{}", t.toml);
+        assert!(!t.warnings.iter().any(|w| w.to_string().contains("60s")), "{:?}", t.warnings);
+        // runtime without time_based: whichever comes first, as fio.
+        let t = run("[a]\nsize=64m\nio_size=1g\nloops=3\nruntime=10\n").unwrap().toml;
+        assert_eq!(
+            (key(&t, "io_size").as_deref(), key(&t, "duration").as_deref()),
+            (Some("\"3g\""), Some("\"10s\"")),
+            "{t}"
+        );
+        let t = run("[a]\nsize=64m\nnumber_ios=1000\nnumjobs=4\n").unwrap().toml;
+        assert_eq!(key(&t, "number_ios").as_deref(), Some("4000"), "{t}");
+        // time_based: time only.
+        let t = run("[a]\nsize=64m\ntime_based\nruntime=10\n").unwrap().toml;
+        assert_eq!(key(&t, "io_size"), None, "{t}");
+        // Jobs that come to different amounts cannot share one: timed, with the warning.
+        let t = run("[a]\nsize=64m\nrw=randread\n[b]\nsize=64m\nnumjobs=2\nrw=randwrite\n").unwrap();
+        assert_eq!(key(&t.toml, "io_size"), None, "{}", t.toml);
+        assert!(t.warnings.iter().any(|w| w.to_string().contains("default duration of 60s")), "{:?}", t.warnings);
+    }
 
     fn run(text: &str) -> Result<Imported, Vec<Finding>> {
         let read = |p: &Path, _: u64| match p.to_str() {
