@@ -364,3 +364,21 @@ fn a_precondition_writes_the_device_whole_twice_then_the_run_measures_until_stea
     assert!(shown.contains("ended    "), "{shown}");
     assert!(shown.contains("steady   "), "{shown}");
 }
+
+#[test]
+fn a_fio_job_naming_a_device_without_a_size_imports_and_writes_the_device_whole_once_as_fio_does() {
+    let Some(l) = Loop::new() else { return };
+    let (job, toml, out) = (l.results("fill.fio"), l.results("fill.toml"), l.results("fill.db"));
+    std::fs::write(&job, format!("[fill]\nrw=write\nbs=1m\ndirect=1\nfilename={}\n", l.dev)).unwrap();
+    let o = ioscope(&["import", "fio", job.to_str().unwrap(), "-o", toml.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(std::fs::read_to_string(&toml).unwrap().contains("passes = 1"), "the device whole, once");
+    let o = ioscope(&["run", toml.to_str().unwrap(), "--force", "--quiet", "-o", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let j = summary(&out);
+    assert_eq!(j["ops"]["write"]["bytes"], DEVICE_BYTES, "{}", j["ops"]);
+    assert_eq!(j["ended"]["by"], "amount");
+    let data = l.backing_bytes();
+    let blocks = DEVICE_BYTES as usize / 4096;
+    assert_eq!(written_blocks(&data, data.len()), (blocks, blocks), "every block written once, with random data");
+}

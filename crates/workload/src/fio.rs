@@ -373,6 +373,12 @@ impl Job {
     fn threads(&self) -> u32 {
         self.numjobs.as_ref().map_or(1, |n| n.v)
     }
+    /// `filename` names a device (`/dev/...`) and nothing sizes it: fio uses it whole.
+    fn whole_device(&self) -> bool {
+        self.size.is_none()
+            && self.filesize.is_none()
+            && self.filename.as_ref().is_some_and(|f| f.v.split(':').all(|n| n.starts_with("/dev/")))
+    }
     fn pct(&self) -> u8 {
         match (&self.read_pct, &self.mix_read) {
             (Some(r), Some(m)) if r.v == 50 => m.v,
@@ -566,7 +572,7 @@ pub const NO_MEANING: &[&str] = &[
 fn filename_dir(name: &str, directory: Option<&str>) -> (String, String) {
     if name.starts_with("/dev/") {
         // A block device is the target itself (engines posix and uring).
-        let note = format!("{name}: a block device is run on as it is, from offset 0 to size; ioscope refuses it without --force (a run that writes destroys its data)");
+        let note = format!("{name}: a block device is run on as it is, from offset 0 to size (the whole device without one); ioscope refuses it without --force (a run that writes destroys its data)");
         return (name.to_string(), note);
     }
     let path = match (directory, Path::new(name).is_absolute()) {
@@ -1281,6 +1287,12 @@ impl Converter {
             }
             let (bytes, src) = match (&j.io_size, &j.size) {
                 (Some(v), _) | (None, Some(v)) => (v.v, v.from.clone()),
+                // The device whole, once per loop and clone.
+                (None, None) if j.whole_device() => {
+                    let loops = j.loops.as_ref().map_or(1, |l| l.v);
+                    let src = j.filename.as_ref().map_or(String::new(), |f| f.from.clone());
+                    return Some(("passes", loops.saturating_mul(n), format!("{src}, the device whole")));
+                }
                 (None, None) => return None,
             };
             let loops = j.loops.as_ref().map_or(1, |l| l.v);
@@ -1297,6 +1309,9 @@ impl Converter {
         }
         let threads = group[0].threads();
         let src = if threads > 1 { format!("{src} × numjobs={threads}") } else { src };
+        if key == "passes" && value > u64::from(crate::plan::MAX_PASSES) {
+            return false;
+        }
         let literal = if key == "io_size" { toml_string(&size_literal(value)) } else { value.to_string() };
         top.push((key.into(), literal, format!("{src}: fio ends the job once it has done this much I/O")));
         true
@@ -1535,6 +1550,7 @@ impl Converter {
     /// job's own (fio gives every job and clone its own files unless filename names them).
     fn working_set(&mut self, groups: &[Vec<&Job>], top: &mut Vec<(String, String, String)>) {
         let mut best: Option<(u64, u64, String)> = None;
+        let mut whole_device = false;
         for g in groups {
             let mut named: BTreeMap<String, u64> = BTreeMap::new();
             let (mut bytes, mut files) = (0u64, 0u64);
@@ -1545,6 +1561,11 @@ impl Converter {
                 let each = match (&j.filesize, &j.size) {
                     (Some(f), _) => f.v,
                     (None, Some(s)) => s.v / nr.max(1),
+                    // A device named without a size is used whole, by fio and by ioscope.
+                    (None, None) if j.whole_device() => {
+                        whole_device = true;
+                        continue;
+                    }
                     (None, None) => {
                         let o = Opt { key: format!("[{}]", j.section), value: None, at: j.at };
                         self.error(&o, "no size: fio would size the job from files that already exist; ioscope creates its working set and needs its size", "size=1g (or filesize=)");
@@ -1589,6 +1610,13 @@ impl Converter {
             }
         }
         let Some((bytes, files, src)) = best else { return };
+        if whole_device {
+            if bytes > 0 {
+                let o = Opt { key: "size".into(), value: None, at: groups[0][0].at };
+                self.error(&o, "a device used whole beside jobs with a size: ioscope's working set is one device or one set of files", "a size in every job, or in none");
+            }
+            return;
+        }
         let files = files.max(1);
         let per_file = (bytes / files).max(1);
         let src = if files > 1 { format!("{files} files of {}: {src}", size_literal(per_file)) } else { src };
