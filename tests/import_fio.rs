@@ -355,9 +355,15 @@ fn fio_jobs_of_one_group_with_iodepth_4_and_32_import_to_workloads_of_their_own_
     assert_eq!(values(&t, "iodepth"), ["1", "16"], "{t}");
     assert_eq!(values(&t, "direct"), ["false", "true"], "{t}");
     assert_eq!(values(&t, "sync"), ["\"fsync\""], "{t}");
-    // Jobs of several stonewall groups are steps of the same workloads: still one depth.
+    // Stonewall groups that differ in depth alone are a step per depth (for_iodepth).
     std::fs::write(&p, "[a]\nioengine=io_uring\nsize=64m\nruntime=5\nrw=randread\niodepth=4\n[b]\nstonewall\nioengine=io_uring\nsize=64m\nruntime=5\nrw=randread\niodepth=32\n").unwrap();
     let out = ioscope().args(["import", "fio"]).arg(&p).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let t = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(values(&t, "for_iodepth"), ["[4, 32]"], "{t}");
+    // A depth that differs within a group and between groups is not one loop.
+    std::fs::write(&p, "[global]\nioengine=io_uring\nsize=64m\nruntime=5\nrw=randread\n[a]\niodepth=4\n[a2]\niodepth=8\n[b]\nstonewall\niodepth=32\n[b2]\niodepth=8\n").unwrap();
+    let out = ioscope().args(["import", "fio"]).arg(&p).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(stderr(&out).contains("ioscope has one iodepth for all the workloads of a run"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("jobs running together differ in what the groups step"), "{}", stderr(&out));
 }

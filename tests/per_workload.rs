@@ -49,3 +49,22 @@ fn two_workloads_of_one_run_each_run_at_their_own_rate_iops() {
         assert!((iops - rate).abs() <= rate * 0.1, "{w}: {iops} IOPS, its own rate_iops {rate}: {summary}");
     }
 }
+
+#[test]
+fn for_iodepth_runs_a_step_per_depth_each_keeping_its_own_in_flight() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("depths.toml");
+    let text = format!(
+        "engine = \"uring\"\ndir = \"{}\"\nsize = \"16m\"\nrw = \"randread\"\nfor_iodepth = [1, 16]\n",
+        s(&tmp.path().join("d"))
+    );
+    std::fs::write(&file, text).unwrap();
+    let results = tmp.path().join("r.db");
+    let summary = json_of(&run_ok(&["run", s(&file), "--duration", "2s", "--out", s(&results), "--json", "--quiet"]));
+    let steps = summary["steps"].as_array().unwrap();
+    let labels: Vec<&str> = steps.iter().map(|st| st["label"].as_str().unwrap()).collect();
+    assert_eq!(labels, ["iodepth=1", "iodepth=16"], "{summary}");
+    let (shallow, deep) = (in_flight(&steps[0]), in_flight(&steps[1]));
+    assert!(shallow <= 1.5, "depth 1 kept {shallow:.2} in flight: {summary}");
+    assert!(deep >= 2.0 && deep > 2.0 * shallow, "depth 16 kept {deep:.2} in flight, depth 1 {shallow:.2}: {summary}");
+}

@@ -42,6 +42,7 @@ pub fn in_step(w: &Workload, step: &Step) -> Workload {
         read_pct: step.read_pct.filter(|_| w.operation.transfers()).unwrap_or(w.read_pct),
         block_sizes: step.block_sizes.clone().unwrap_or_else(|| w.block_sizes.clone()),
         threads: step.threads_of(w),
+        iodepth: step.iodepth.or(w.iodepth),
         ..w.clone()
     }
 }

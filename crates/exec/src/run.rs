@@ -1012,7 +1012,8 @@ fn worker_main<E: Engine>(mut engine: E, id: u32, sh: Shared<'_>) -> FirstErrors
     let plan = sh.plan;
     let workload = &plan.workloads[sh.workload];
     // Each worker runs at its workload's own depth, sync and direct (its own open).
-    let (depth, sync) = (plan.iodepth_of(workload), plan.sync_of(workload));
+    // Opened (and its buffers sized) at its deepest step; each step keeps its own in flight.
+    let (depth, sync) = (plan.most_iodepth_of(workload), plan.sync_of(workload));
     let spec = OpenSpec {
         direct: plan.direct_of(workload),
         dsync: sync == SyncMode::Dsync,
@@ -1061,6 +1062,7 @@ fn worker_main<E: Engine>(mut engine: E, id: u32, sh: Shared<'_>) -> FirstErrors
                 break;
             }
             let eff = crate::in_step(workload, step);
+            w.queue_depth = plan.iodepth_of(&eff).clamp(1, depth);
             let (start, end) = (t0 + sh.times.start_ns[k], t0 + sh.times.end_ns[k]);
             if sh.local >= eff.threads {
                 crate::clock::wait_until(end, sh.stop);

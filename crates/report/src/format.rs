@@ -221,7 +221,13 @@ pub fn workload(p: &Plan) -> String {
     // Workloads at depths of their own: each one's, in workload order ("qd 1/16").
     let depths: Vec<String> = p.workloads.iter().map(|w| p.iodepth_of(w).to_string()).collect();
     let own = p.workloads.iter().any(|w| p.iodepth_of(w) != p.max_iodepth());
-    parts.push(format!("qd {}", if own { depths.join("/") } else { p.max_iodepth().to_string() }));
+    let stepped = p.steps.for_iodepth.iter().map(|d| d.to_string()).collect::<Vec<_>>();
+    parts.push(match (stepped.is_empty(), own) {
+        // A step per depth: the depths in step order ("qd 1,8,32 by step").
+        (false, _) => format!("qd {} by step", stepped.join(",")),
+        (true, true) => format!("qd {}", depths.join("/")),
+        (true, false) => format!("qd {}", p.max_iodepth()),
+    });
     let sqpoll = if p.sqpoll { " sqpoll" } else { "" };
     let mixed_direct = p.any_direct() && p.workloads.iter().any(|w| !p.direct_of(w));
     let cache = match (p.engine.spec().cache, p.any_direct()) {

@@ -251,7 +251,7 @@ fn capacity(s: &Summary, plan: Option<&Plan>) -> Option<Capacity> {
     let p = plan?;
     // Each workload's threads at its own depth.
     let in_flight: u64 = (p.max_threads().iter().zip(&p.workloads))
-        .map(|(t, w)| u64::from(*t).saturating_mul(u64::from(p.iodepth_of(w)).max(1)))
+        .map(|(t, w)| u64::from(*t).saturating_mul(u64::from(p.most_iodepth_of(w)).max(1)))
         .fold(0u64, u64::saturating_add)
         .max(1);
     let (mut sum, mut n) = (0f64, 0u64);

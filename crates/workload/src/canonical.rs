@@ -125,7 +125,10 @@ fn top_lines(plan: &Plan) -> Lines {
     if let Some(t) = &plan.target {
         top.kv("target", toml_string(&t.url), "NFSv3 server, export and directory");
     }
-    top.kv("iodepth", plan.iodepth.to_string(), "I/Os in flight per thread");
+    match plan.steps.for_iodepth.is_empty() {
+        true => top.kv("iodepth", plan.iodepth.to_string(), "I/Os in flight per thread"),
+        false => top.kv("# iodepth", "(for_iodepth)".into(), "each step sets it"),
+    }
     if plan.sqpoll {
         top.kv("sqpoll", "true".into(), "io_uring submission-queue polling");
     }
@@ -204,6 +207,9 @@ fn top_lines(plan: &Plan) -> Lines {
     }
     if !st.for_threads.is_empty() {
         top.kv("for_threads", ints(&mut st.for_threads.iter().map(|x| *x as u64)), "a step per thread count");
+    }
+    if !st.for_iodepth.is_empty() {
+        top.kv("for_iodepth", ints(&mut st.for_iodepth.iter().map(|x| *x as u64)), "a step per queue depth");
     }
     if !st.for_bs.is_empty() {
         let list: Vec<String> = st.for_bs.iter().map(|b| toml_string(&bs_literal(b))).collect();

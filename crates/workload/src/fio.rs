@@ -373,6 +373,14 @@ impl Job {
     fn threads(&self) -> u32 {
         self.numjobs.as_ref().map_or(1, |n| n.v)
     }
+    /// The I/Os this job keeps in flight: its iodepth, 1 on a synchronous engine (fio's
+    /// psync, the default, keeps one whatever iodepth says).
+    fn step_depth(&self) -> u32 {
+        match self.engine.as_ref().map_or("posix", |e| e.v) {
+            "posix" => 1,
+            _ => self.iodepth.as_ref().map_or(1, |d| d.v),
+        }
+    }
     /// `filename` names a device (`/dev/...`) and nothing sizes it: fio uses it whole.
     fn whole_device(&self) -> bool {
         self.size.is_none()
@@ -1201,7 +1209,17 @@ impl Converter {
         self.per_job = own::PerJob::of(all, groups.len(), engine_v == "posix");
         let per = self.per_job;
         // Jobs of one group may each have their own (written in their [[workload]]).
-        let depth = if per.iodepth { None } else { self.same(all, "iodepth", Some(1), |j| j.iodepth.clone()) };
+        // Groups that step the depth get for_iodepth (see `steps`), not one run-wide depth.
+        let depth_stepped =
+            groups.iter().any(|g| g.iter().zip(&groups[0]).any(|(a, b)| a.step_depth() != b.step_depth()));
+        let depth = if engine_v == "posix" && !per.iodepth {
+            // One in flight whatever each job says: said once, for the first deeper one.
+            all.iter().find_map(|j| j.iodepth.clone().filter(|d| d.v > 1))
+        } else if per.iodepth || depth_stepped {
+            None
+        } else {
+            self.same(all, "iodepth", Some(1), |j| j.iodepth.clone())
+        };
         if let Some(d) = depth.filter(|d| d.v > 1) {
             if engine_v == "posix" {
                 let o = Opt { key: "iodepth".into(), value: Some(d.v.to_string()), at: d.at };
@@ -1728,8 +1746,9 @@ impl Converter {
             return Some(None);
         }
         type Dim = (&'static str, &'static str, fn(&Job) -> String);
-        let dims: [Dim; 3] = [
+        let dims: [Dim; 4] = [
             ("for_threads", "numjobs", |j| j.threads().to_string()),
+            ("for_iodepth", "iodepth", |j| j.step_depth().to_string()),
             ("for_bs", "bs", |j| toml_string(&bs_list(&j.sizes()))),
             ("for_rwmix_read", "rw/rwmixread", |j| j.pct().to_string()),
         ];
@@ -1769,7 +1788,7 @@ impl Converter {
                 .collect();
             self.error(
                 &o,
-                format!("the job file runs {} stonewall groups one after another ({}), and {why}: an ioscope run steps only numjobs, bs or the read share of all its workloads", groups.len(), list.join(", ")),
+                format!("the job file runs {} stonewall groups one after another ({}), and {why}: an ioscope run steps only numjobs, iodepth, bs or the read share of all its workloads", groups.len(), list.join(", ")),
                 &format!("--group N (1 to {}) to import one group at a time", groups.len()),
             );
             return None;
@@ -1991,6 +2010,20 @@ fn comment_safe(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stonewall_groups_that_differ_only_in_iodepth_become_a_step_per_depth() {
+        let base = "[global]\nioengine=libaio\nrw=randread\nsize=64m\nruntime=5\ntime_based\n";
+        let t = run(&format!("{base}[a]\niodepth=1\n[b]\nstonewall\niodepth=8\n[c]\nstonewall\niodepth=32\n")).unwrap();
+        assert!(t.toml.contains("for_iodepth = [1, 8, 32]"), "{}", t.toml);
+        assert!(!t.toml.lines().any(|l| l.starts_with("iodepth = ")), "{}", t.toml);
+        // On a synchronous engine fio keeps one in flight whatever iodepth says: no steps.
+        let t = run("[global]\nrw=randread\nsize=64m\nruntime=5\n[a]\niodepth=1\n[b]\nstonewall\niodepth=8\n").unwrap();
+        assert!(!t.toml.contains("for_iodepth"), "{}", t.toml);
+        // Depth and bs at once is not one loop.
+        let e = run(&format!("{base}[a]\niodepth=1\n[b]\nstonewall\niodepth=8\nbs=64k\n")).unwrap_err();
+        assert!(e.iter().any(|f| f.to_string().contains("differ in iodepth and bs at once")), "{e:?}");
+    }
 
     #[test]
     fn a_job_without_time_based_ends_at_its_amount_per_clone_times_numjobs() {

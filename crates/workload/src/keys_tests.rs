@@ -36,6 +36,7 @@ impl Spec {
 /// a staircase and a duration, a dataset and a flat working set, a pattern and NFS).
 fn every_key_specs() -> Vec<Spec> {
     let mut specs = every_key_specs_but_access();
+    specs.push(Spec { top: vec![("engine", "\"null\""), ("for_iodepth", "[1, 8, 32]")], tables: vec![] });
     // An end by amount and a precondition, on a run of one step over local files.
     specs.push(Spec {
         top: vec![

@@ -17,9 +17,15 @@ impl Plan {
     pub fn direct_of(&self, w: &Workload) -> bool {
         w.direct.unwrap_or(self.direct)
     }
-    /// The deepest queue of any workload (at least the run's when no workload sets one).
+    /// The most I/Os in flight per thread of `w` in any step: the deepest of `for_iodepth`'s
+    /// steps (which set every workload's), else its own.
+    pub fn most_iodepth_of(&self, w: &Workload) -> u32 {
+        self.steps.for_iodepth.iter().copied().max().unwrap_or_else(|| self.iodepth_of(w))
+    }
+    /// The deepest queue of any workload in any step (at least the run's when no workload
+    /// sets one).
     pub fn max_iodepth(&self) -> u32 {
-        self.workloads.iter().map(|w| self.iodepth_of(w)).max().unwrap_or(self.iodepth)
+        self.workloads.iter().map(|w| self.most_iodepth_of(w)).max().unwrap_or(self.iodepth)
     }
     /// Whether any workload bypasses the page cache.
     pub fn any_direct(&self) -> bool {

@@ -391,6 +391,9 @@ pub struct Step {
     pub index: u32,
     /// Threads of every workload.
     pub threads: Option<u32>,
+    /// I/Os in flight per thread of every workload (`for_iodepth`); None = each its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iodepth: Option<u32>,
     /// How many hosts run in it (the first N, in the order given); None = every host.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hosts: Option<u32>,
@@ -417,6 +420,9 @@ impl Step {
         if let Some(t) = self.threads {
             parts.push(format!("threads={t}"));
         }
+        if let Some(d) = self.iodepth {
+            parts.push(format!("iodepth={d}"));
+        }
         if let Some(bs) = &self.block_sizes {
             let list: Vec<String> = bs.iter().map(|b| crate::units::size_literal(b.bytes)).collect();
             parts.push(format!("bs={}", list.join(",")));
@@ -437,6 +443,9 @@ impl Step {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Steps {
     pub for_threads: Vec<u32>,
+    /// I/Os in flight per thread of every workload, a step each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub for_iodepth: Vec<u32>,
     pub for_bs: Vec<Vec<BlockSize>>,
     pub for_read_pct: Vec<u8>,
     /// Percentages of the max rate; empty = no curve.
@@ -783,8 +792,8 @@ impl Plan {
         self.workloads.iter().map(Workload::max_block_bytes).chain(steps).max().unwrap_or(1)
     }
 
-    /// The steps in run order: hosts or threads (the staircase or for_threads), then bs,
-    /// then rwmix_read, then rate (innermost). In one host's part ([`Plan::for_host`]), a
+    /// The steps in run order: hosts or threads (the staircase or for_threads), then
+    /// iodepth, then bs, then rwmix_read, then rate (innermost). In one host's part ([`Plan::for_host`]), a
     /// step the host sits out has 0 threads, and a fixed rate is the host's part of it.
     pub fn steps(&self) -> Vec<Step> {
         let s = &self.steps;
@@ -797,13 +806,17 @@ impl Plan {
                 (None, false) => (s.for_threads.iter().copied().map(Some).collect(), vec![None], self.duration),
                 (None, true) => (vec![None], vec![None], self.duration),
             };
+        let depths: Vec<Option<u32>> =
+            if s.for_iodepth.is_empty() { vec![None] } else { s.for_iodepth.iter().copied().map(Some).collect() };
         let bss: Vec<Option<Vec<BlockSize>>> =
             if s.for_bs.is_empty() { vec![None] } else { s.for_bs.iter().cloned().map(Some).collect() };
         let pcts: Vec<Option<u8>> =
             if s.for_read_pct.is_empty() { vec![None] } else { s.for_read_pct.iter().copied().map(Some).collect() };
         let mut out: Vec<Step> = Vec::new();
+        let threads_depths: Vec<(Option<u32>, Option<u32>)> =
+            threads.iter().flat_map(|t| depths.iter().map(move |d| (*t, *d))).collect();
         for h in &hosts {
-            for t in &threads {
+            for (t, d) in &threads_depths {
                 for bs in &bss {
                     for pct in &pcts {
                         let push = |out: &mut Vec<Step>, rate| {
@@ -811,6 +824,7 @@ impl Plan {
                             out.push(Step {
                                 index,
                                 threads: *t,
+                                iodepth: *d,
                                 hosts: *h,
                                 block_sizes: bs.clone(),
                                 read_pct: *pct,
@@ -854,7 +868,7 @@ impl Plan {
             None => s.for_threads.len().max(1),
         };
         let rates = if s.curve.is_empty() { 1 } else { 1 + s.curve.len() };
-        [threads, s.for_bs.len().max(1), s.for_read_pct.len().max(1), rates]
+        [threads, s.for_iodepth.len().max(1), s.for_bs.len().max(1), s.for_read_pct.len().max(1), rates]
             .into_iter()
             .fold(1u64, |n, k| n.saturating_mul(k as u64))
     }

@@ -1038,6 +1038,22 @@ fn an_end_by_amount_and_a_precondition_reach_the_plan_and_its_toml() {
 }
 
 #[test]
+fn for_iodepth_makes_a_step_per_depth_after_the_thread_steps_and_is_refused_where_it_cannot_hold() {
+    let p = plan(&format!("{DIR}engine = \"uring\"\nfor_threads = [1, 2]\nfor_iodepth = [1, 32]\n"));
+    let labels: Vec<String> = p.steps().iter().map(|s| s.label()).collect();
+    assert_eq!(labels, ["threads=1 iodepth=1", "threads=1 iodepth=32", "threads=2 iodepth=1", "threads=2 iodepth=32"]);
+    assert_eq!((p.step_count(), p.max_iodepth(), p.most_iodepth_of(&p.workloads[0])), (4, 32, 32));
+    let again = plan(&crate::to_toml(&p));
+    assert_eq!(again.steps, p.steps);
+    let d = one_error(&format!("{DIR}for_iodepth = [1, 4]\n"));
+    assert!(d.key == "for_iodepth" && d.to_string().contains("at most 1 with engine posix"), "{d}");
+    let d = one_error(&format!("{DIR}engine = \"uring\"\niodepth = 4\nfor_iodepth = [1, 4]\n"));
+    assert!(d.to_string().contains("either iodepth or for_iodepth"), "{d}");
+    let d = one_error(&format!("{DIR}engine = \"uring\"\nfor_iodepth = [1, 2000]\n"));
+    assert_eq!(d.key, "for_iodepth", "{d}");
+}
+
+#[test]
 fn an_end_by_amount_or_a_precondition_is_refused_where_it_cannot_hold() {
     let d = one_error(&format!("{DIR}for_threads = [1, 2]\nio_size = \"1g\"\n"));
     assert_eq!((d.key.as_str(), pos(&d).0), ("io_size", 3), "{d}");

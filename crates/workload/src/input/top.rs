@@ -31,6 +31,7 @@ pub(super) struct Top {
     pub(super) rate: Got<u64>,
     pub(super) curve: Got<Vec<u8>>,
     pub(super) for_threads: Got<Vec<u64>>,
+    pub(super) for_iodepth: Got<Vec<u64>>,
     pub(super) for_bs: Got<Vec<Vec<BsEntry>>>,
     pub(super) for_pct: Got<Vec<u64>>,
     pub(super) staircase: Got<Staircase>,
@@ -69,6 +70,7 @@ impl<'a> Ctx<'a> {
         let rate = self.int("rate_iops", 1, 100_000_000);
         let curve = self.curve();
         let for_threads = self.int_list("for_threads", 1, 4096);
+        let for_iodepth = self.int_list("for_iodepth", 1, 1024);
         let for_bs = self.bs_lists("for_bs");
         let for_pct = self.int_list("for_rwmix_read", 0, 100);
         let staircase = self.staircase();
@@ -112,6 +114,7 @@ impl<'a> Ctx<'a> {
             rate,
             curve,
             for_threads,
+            for_iodepth,
             for_bs,
             for_pct,
             staircase,

@@ -156,6 +156,7 @@ impl<'a> Ctx<'a> {
 fn assemble(top: &Top, run: &Run) -> Option<Plan> {
     let steps = Steps {
         for_threads: top.for_threads.or(Vec::new())?.into_iter().map(|t| t as u32).collect(),
+        for_iodepth: top.for_iodepth.or(Vec::new())?.into_iter().map(|d| d as u32).collect(),
         for_bs: top.for_bs.or(Vec::new())?.into_iter().map(|e| e.into_iter().map(|e| e.bs).collect()).collect(),
         for_read_pct: top.for_pct.or(Vec::new())?.into_iter().map(|p| p as u8).collect(),
         curve: top.curve.or(Vec::new())?,

@@ -83,6 +83,7 @@ impl<'a> Ctx<'a> {
         // The first loop that is set, to point at when there are too many steps.
         let loops = [
             ("for_threads", top.for_threads.loc()),
+            ("for_iodepth", top.for_iodepth.loc()),
             ("for_bs", top.for_bs.loc()),
             ("for_rwmix_read", top.for_pct.loc()),
             ("curve", top.curve.loc()),

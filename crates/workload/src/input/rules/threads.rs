@@ -7,6 +7,7 @@ use super::*;
 impl<'a> Ctx<'a> {
     /// A synchronous engine does one I/O at a time per thread; so do dataset workloads.
     pub(super) fn depth_rules(&mut self, top: &Top, run: &Run) {
+        self.for_iodepth_rules(top, run);
         let (engine, has_dataset) = (run.engine, run.has_dataset);
         if let (Got::Ok(depth, loc), Some(e)) = (&top.iodepth, engine.map(EngineKind::spec)) {
             let max = e.caps.max_queue_depth;
@@ -35,6 +36,32 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// `for_iodepth`: depths the engine keeps in flight, no workload depth of its own, no
+    /// `[dataset]`.
+    fn for_iodepth_rules(&mut self, top: &Top, run: &Run) {
+        let Got::Ok(depths, loc) = &top.for_iodepth else { return };
+        let deepest = depths.iter().copied().max().unwrap_or(1);
+        if let Some(e) = run.engine.map(EngineKind::spec) {
+            let max = u64::from(e.caps.max_queue_depth);
+            if deepest > max {
+                let note = format!("engine {} keeps at most {max} I/Os in flight per thread", e.name);
+                self.err(loc, "for_iodepth", format!("depths of at most {max} with engine {}", e.name), note);
+            }
+        }
+        if run.has_dataset {
+            let note = "dataset workloads do one operation at a time per thread";
+            self.err(loc, "for_iodepth", "no for_iodepth with a [dataset]", note);
+        }
+        if let Got::Ok(_, l) = &top.iodepth {
+            let note = "each step of for_iodepth sets the depth; give one of the two";
+            self.err(l, "iodepth", "either iodepth or for_iodepth, not both", note);
+        }
+        if run.parsed().iter().any(|w| w.workload.iodepth.is_some()) {
+            let note = "each step of for_iodepth sets every workload's depth";
+            self.err(loc, "for_iodepth", "for_iodepth with no [[workload]] iodepth of its own", note);
+        }
+    }
+
     /// The I/O buffers fit in memory, the rate gives each thread at least 1 IOPS, the skews
     /// add up to at most 100.
     pub(super) fn buffer_and_rate_rules(&mut self, top: &Top, run: &Run) {
@@ -44,7 +71,12 @@ impl<'a> Ctx<'a> {
         let largest_bs = all_bs.iter().map(|e| e.bs.bytes).max().unwrap_or(4096);
         let slot_bytes = largest_bs.div_ceil(4096) * 4096;
         let mut buffers_refused = false;
-        if let Some(depth) = top.iodepth.or(defaults::number("iodepth")) {
+        // The deepest step's depth sizes the buffers (for_iodepth), else the run's.
+        let depth_g = match &top.for_iodepth {
+            Got::Ok(l, loc) => Got::Ok(l.iter().copied().max().unwrap_or(1), loc.clone()),
+            _ => top.iodepth.clone(),
+        };
+        if let Some(depth) = depth_g.or(defaults::number("iodepth")) {
             let per_thread = u128::from(depth) * u128::from(slot_bytes);
             if per_thread > u128::from(MAX_BUFFER_BYTES_PER_THREAD) {
                 buffers_refused = true;
@@ -52,7 +84,7 @@ impl<'a> Ctx<'a> {
                     "each thread keeps iodepth × largest bs = {depth} × {} of I/O buffers",
                     format_size(largest_bs)
                 );
-                let (loc, key) = match top.iodepth.loc() {
+                let (loc, key) = match depth_g.loc() {
                     Loc::Default => {
                         (all_bs.iter().max_by_key(|e| e.bs.bytes).map_or(Loc::Default, |e| e.loc.clone()), "bs")
                     }
@@ -74,18 +106,18 @@ impl<'a> Ctx<'a> {
             })
             .sum();
         let all_buffers = u128::from(max_threads)
-            * u128::from(top.iodepth.or(defaults::number("iodepth")).unwrap_or(1))
+            * u128::from(depth_g.or(defaults::number("iodepth")).unwrap_or(1))
             * u128::from(slot_bytes);
         if all_buffers > u128::from(MAX_BUFFER_BYTES) && !buffers_refused {
             let note = format!(
                 "{max_threads} thread(s) × iodepth {} × largest bs {} = {} of I/O buffers",
-                top.iodepth.or(defaults::number("iodepth")).unwrap_or(1),
+                depth_g.or(defaults::number("iodepth")).unwrap_or(1),
                 format_size(largest_bs),
                 u64::try_from(all_buffers).map_or("more than 16 EiB".to_string(), format_size)
             );
             // Point at what is most likely to have been raised: iodepth, else the block size.
             let largest_loc = all_bs.iter().max_by_key(|e| e.bs.bytes).map_or(Loc::Default, |e| e.loc.clone());
-            let (loc, key) = match (top.iodepth.loc(), largest_loc) {
+            let (loc, key) = match (depth_g.loc(), largest_loc) {
                 (Loc::Default, Loc::Default) => (Loc::Default, "threads"),
                 (Loc::Default, l) => (l, "bs"),
                 (l, _) => (l, "iodepth"),
