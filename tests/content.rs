@@ -76,6 +76,50 @@ fn default_data_neither_compresses_nor_dedups_after_random_writes_from_reused_bu
 }
 
 #[test]
+fn default_4k_random_writes_from_one_slot_buffer_do_not_compress_across_writes() {
+    // One thread at depth 1: every write comes from the same buffer, and a 1 MiB piece (a
+    // 128 KiB record of an array that compresses, and more) holds hundreds of them.
+    let tmp = tempfile::tempdir().unwrap();
+    let data = written(tmp.path(), &["--rw", "randwrite", "--bs", "4k"]);
+    let ratio = lz4_ratio(&data, 1 << 20);
+    assert!(ratio < 1.01, "default 4 KiB writes compressed {ratio:.2}:1 over 1 MiB pieces");
+}
+
+/// The summary's measured content (`content` in `show --json`) of the newest results file.
+fn measured(tmp: &Path) -> serde_json::Value {
+    let n = (1..).take_while(|n| tmp.join(format!("r{n}.db")).exists()).last().unwrap();
+    let out = ioscope().args(["show", "--json"]).arg(tmp.join(format!("r{n}.db"))).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    s["content"].clone()
+}
+
+#[test]
+fn the_summary_states_the_compressibility_and_dedup_measured_from_what_was_written() {
+    for (args, asked, compress, dedup) in [
+        (&["--rw", "randwrite", "--bs", "4k"][..], "random (default)", 1.0, 1.0),
+        (&["--rw", "randwrite", "--bs", "64k", "--compress-ratio", "2"], "compress 2:1 (4k chunks)", 2.0, 1.0),
+        (&["--rw", "randwrite", "--bs", "64k", "--compress-ratio", "4"], "compress 4:1 (4k chunks)", 4.0, 1.0),
+        (&["--rw", "randwrite", "--bs", "16k", "--dedup-ratio", "3"], "dedup 3:1 (4k units)", 3.0, 3.0),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let data = written(tmp.path(), args);
+        let c = measured(tmp.path());
+        assert_eq!(c["asked"], asked, "{c}");
+        assert!(c["sample_bytes"].as_u64().unwrap() >= 4 << 20, "{c}");
+        // lz4 over 1 MiB regions: a dedup unit written three times in a row compresses too.
+        within_5_percent(
+            c["compress_ratio"].as_f64().unwrap(),
+            compress,
+            &format!("{args:?}: the summary's lz4 ratio"),
+        );
+        within_5_percent(c["dedup_ratio"].as_f64().unwrap(), dedup, &format!("{args:?}: the summary's dedup ratio"));
+        // The same as this test measures over the whole file.
+        within_5_percent(c["dedup_ratio"].as_f64().unwrap(), dedup_ratio(&data, 4096), "summary against the file");
+    }
+}
+
+#[test]
 fn zero_buffers_lay_out_and_write_zeros() {
     let tmp = tempfile::tempdir().unwrap();
     let data = written(tmp.path(), &["--rw", "randwrite", "--bs", "4k", "--zero-buffers"]);

@@ -32,6 +32,10 @@ test('the summary panel shows the precondition and what ended the run', async ()
   const pre = await page.$eval('.precondition-line', (e) => e.textContent);
   assert.match(pre, /^Precondition \(2x sequential write, not measured\): 16 MiB of 16 MiB in 128 KiB writes in [\d.]+ s, [\d,.]+ MB\/s/);
   assert.match(pre, /no errors\.$/);
+  const data = await page.$eval('.content-line', (e) => e.textContent);
+  const c = run.summary.content;
+  assert.equal(c.asked, 'random (default)');
+  assert.match(data, new RegExp(`^Data asked random \\(default\\); measured over [\\d.]+ MiB read back: compresses ${c.compress_ratio.toFixed(2)}:1 \\(lz4\\)`));
   const ended = await page.$eval('.ended-line', (e) => e.textContent);
   assert.equal(ended, 'Ended by amount: every workload issued its number_ios 4,000.');
   // The planned time of a run that may end earlier is its most.

@@ -9,6 +9,7 @@ pub mod breakdown;
 pub mod cache;
 pub mod clock;
 pub mod content;
+pub mod content_sample;
 mod cpu;
 mod engines;
 pub mod errors;

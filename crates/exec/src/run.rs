@@ -11,7 +11,7 @@ use ioscope_engine::{Engine, IoBuffers, Op, OpenSpec, OP_KINDS};
 use ioscope_metrics::breakdown::{FileRing, WorkerTop};
 use ioscope_metrics::{Counts, FileCounts, OpInterval, OpSeries, Snapshot, WorkerCounts, WorkerReader, WorkerRecorder};
 use ioscope_store::{ProbeRow, RunInfo, Status, StepRow, Writer};
-use ioscope_workload::{Operation, Plan, Rate, Step, SyncMode, Workload};
+use ioscope_workload::{EngineKind, Operation, Plan, Rate, Step, SyncMode, Workload};
 use std::path::PathBuf;
 use std::sync::atomic::{
     AtomicBool, AtomicU64, AtomicUsize,
@@ -462,6 +462,10 @@ fn run_measured(
     let mut config = std::mem::take(&mut sink.config);
     let written = rest.iter().try_for_each(|t| writer.write_target(t));
     crate::system::run_ended(&mut config);
+    // What the local files hold now, measured (docs/workload.md, "Data content").
+    if matches!(plan.engine, EngineKind::Posix | EngineKind::Uring) && cfg.dataset.is_none() && !files.is_empty() {
+        config["content_measured"] = crate::content_sample::measure(plan, files);
+    }
     let written = written.and_then(|()| writer.update_host(&host, &config));
     let written = match &verifier {
         Some(v) => written.and_then(|()| {

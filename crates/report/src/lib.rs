@@ -11,6 +11,7 @@ pub mod cache;
 pub mod check;
 mod client;
 pub mod compare;
+pub mod content;
 pub mod ended;
 mod export;
 pub mod fail_if;
@@ -136,6 +137,10 @@ pub struct Summary {
     /// The precondition written before the run (`precondition`), not measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub precondition: Option<ended::PreconditionSummary>,
+    /// The data content asked and what the working set held after the run, measured from
+    /// a sample read back (absent where it was not measured: remote targets, datasets).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<content::ContentSummary>,
 }
 
 /// Throughput and transfer latency of a part of a run (a workload, a step).
@@ -676,6 +681,7 @@ pub fn summarize(r: &Results, results_path: &Path) -> Summary {
         cache: None,
         ended: None,
         precondition: None,
+        content: None,
     };
     // With repeats, the knee is the first repeat's (each repeat runs the same steps).
     let first_repeat: Vec<StepSummary> = s.steps.iter().filter(|st| st.repeat == 0).cloned().collect();
@@ -689,6 +695,7 @@ pub fn summarize(r: &Results, results_path: &Path) -> Summary {
     s.cache = cache::summarize(&s.system, &s.workload.plan);
     s.ended = ended::summarize_end(&r.hosts, &s.workload.plan);
     s.precondition = ended::summarize_precondition(&r.hosts);
+    s.content = content::summarize(&r.hosts, &s.workload.plan);
     let total_latency = Distribution::of(&total.latency_ns);
     s.checks = check::evaluate_all(&s, total_latency.as_ref());
     if !s.hosts.is_empty() {

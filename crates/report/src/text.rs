@@ -326,6 +326,10 @@ fn render(s: &Summary) -> String {
             out.push_str(&format!("{label:<9}{line}\n"));
         }
     }
+    for line in crate::content::text_lines(s) {
+        out.push_str(&line);
+        out.push('\n');
+    }
     for line in crate::ended::text_lines(s) {
         out.push_str(&line);
         out.push('\n');

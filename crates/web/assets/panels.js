@@ -185,12 +185,13 @@ function summaryBlock(run, which) {
   return h('div', { class: 'summary-block' }, figs, knee, h('div', { class: 'table-scroll' }, table), foot, agentsTable(s), targetBlock(s), phases, verification, notes, checks, repeats, meta);
 }
 
-// What ran before the measured run (`precondition`, not measured) and what ended it (its
-// amount, steady, or its planned duration), as the text summary says them.
+// What ran before the measured run (`precondition`, not measured), the data content asked
+// and measured, and what ended the run (its amount, steady, or its planned duration), as
+// the text summary says them.
 export function phasesBlock(s) {
   const p = s.precondition;
   const e = s.ended;
-  if (!p && !e) return null;
+  if (!p && !e && !s.content) return null;
   // As the text summary writes them: grouped digits, a fixed number of decimals.
   const fix = (v, d) => Number(v).toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d });
   const lines = [];
@@ -202,6 +203,13 @@ export function phasesBlock(s) {
       `${fmtBytes(p.bytes)} of ${fmtBytes(p.planned_bytes)} in ${fmtBytes(p.bs_bytes)} writes in ${fix(p.seconds, 2)} s, `,
       `${fix(p.mb_per_s, 1)} MB/s${range}, `,
       h('span', { class: p.errors ? 'bad' : '' }, p.errors ? `${fmtInt(p.errors)} errors` : 'no errors'), '.'));
+  }
+  const c = s.content;
+  if (c) {
+    const got = c.sample_bytes
+      ? `measured over ${fmtBytes(c.sample_bytes)} read back: compresses ${fix(c.compress_ratio, 2)}:1 (lz4), dedups ${fix(c.dedup_ratio, 2)}:1 (${fmtBytes(c.dedup_unit_bytes)} units)`
+      : 'nothing could be read back to measure it';
+    lines.push(h('p', { class: 'foot content-line' }, h('b', {}, 'Data'), ` asked ${c.asked}; ${got}.`));
   }
   if (e) {
     const said = {
