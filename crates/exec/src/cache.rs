@@ -167,46 +167,75 @@ fn read_whole(file: &File) -> std::io::Result<u64> {
 /// Bytes of a regular file in the page cache (mincore over a read-only mapping, a window
 /// at a time); None where it cannot be told (not a regular file, a mapping refused).
 pub fn resident_bytes(file: &File, len: u64) -> Option<u64> {
-    if !file.metadata().ok()?.file_type().is_file() {
-        return None;
-    }
-    // SAFETY: sysconf reads a constant of the system.
-    let page = u64::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).ok().filter(|p| *p > 0)?;
+    let page = page_size_if_regular(file)?;
     let mut resident = 0u64;
     let mut at = 0u64;
     let mut vec = Vec::new();
     while at < len {
         let bytes = (len - at).min(MINCORE_WINDOW as u64 * page);
-        let pages = bytes.div_ceil(page) as usize;
-        // SAFETY: a fresh shared read-only mapping of the file, unmapped below; nothing
-        // reads through it (mincore only asks which of its pages are resident).
-        let addr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                bytes as usize,
-                libc::PROT_READ,
-                libc::MAP_SHARED,
-                file.as_raw_fd(),
-                at as libc::off_t,
-            )
-        };
-        if addr == libc::MAP_FAILED {
-            return None;
-        }
-        vec.clear();
-        vec.resize(pages, 0u8);
-        // SAFETY: addr maps `bytes` bytes; vec holds one byte per page of them.
-        let rc = unsafe { libc::mincore(addr, bytes as usize, vec.as_mut_ptr()) };
-        // SAFETY: the mapping made above, of that length.
-        unsafe { libc::munmap(addr, bytes as usize) };
-        if rc != 0 {
-            return None;
-        }
+        mincore(file, at, bytes, page, &mut vec)?;
         let n = vec.iter().filter(|b| *b & 1 == 1).count() as u64;
         resident = resident.saturating_add((n * page).min(bytes));
         at += bytes;
     }
     Some(resident)
+}
+
+/// Which pages of `offset..offset + len` of a regular file are in the page cache (one flag
+/// per page; `offset` a multiple of the page size, `len` at most 1 GiB); None where it
+/// cannot be told.
+pub fn resident_pages(file: &File, offset: u64, len: u64) -> Option<Vec<bool>> {
+    let page = page_size_if_regular(file)?;
+    if offset % page != 0 || len > MINCORE_WINDOW as u64 * page {
+        return None;
+    }
+    let mut vec = Vec::new();
+    mincore(file, offset, len, page, &mut vec)?;
+    Some(vec.iter().map(|b| *b & 1 == 1).collect())
+}
+
+/// Drops the pages of `offset..offset + len` from the page cache (those not dirty).
+pub fn drop_range(file: &File, offset: u64, len: u64) {
+    if let Some(len) = std::num::NonZeroU64::new(len) {
+        let _ = rustix::fs::fadvise(file, offset, Some(len), rustix::fs::Advice::DontNeed);
+    }
+}
+
+/// The page size, for a regular file (mincore tells nothing of other files).
+fn page_size_if_regular(file: &File) -> Option<u64> {
+    if !file.metadata().ok()?.file_type().is_file() {
+        return None;
+    }
+    // SAFETY: sysconf reads a constant of the system.
+    u64::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).ok().filter(|p| *p > 0)
+}
+
+/// mincore over `bytes` bytes of `file` from `at` (a multiple of `page`) into `vec`, one
+/// byte per page.
+fn mincore(file: &File, at: u64, bytes: u64, page: u64, vec: &mut Vec<u8>) -> Option<()> {
+    let pages = bytes.div_ceil(page) as usize;
+    // SAFETY: a fresh shared read-only mapping of the file, unmapped below; nothing
+    // reads through it (mincore only asks which of its pages are resident).
+    let addr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            bytes as usize,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            file.as_raw_fd(),
+            at as libc::off_t,
+        )
+    };
+    if addr == libc::MAP_FAILED {
+        return None;
+    }
+    vec.clear();
+    vec.resize(pages, 0u8);
+    // SAFETY: addr maps `bytes` bytes; vec holds one byte per page of them.
+    let rc = unsafe { libc::mincore(addr, bytes as usize, vec.as_mut_ptr()) };
+    // SAFETY: the mapping made above, of that length.
+    unsafe { libc::munmap(addr, bytes as usize) };
+    (rc == 0).then_some(())
 }
 
 #[cfg(test)]

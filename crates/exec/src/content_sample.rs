@@ -14,6 +14,35 @@ use std::path::PathBuf;
 const REGIONS: u64 = 16;
 const REGION_BYTES: u64 = 1 << 20;
 
+/// Regions are aligned on this (the usual page size; elsewhere the cache is left as read).
+const PAGE: u64 = 4096;
+
+fn lcm(a: u64, b: u64) -> u64 {
+    let gcd = |mut a: u64, mut b: u64| {
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        a
+    };
+    (a / gcd(a, b).max(1)).saturating_mul(b)
+}
+
+/// Drops the runs of pages that `before` says were not cached.
+fn uncache(f: &std::fs::File, offset: u64, before: &[bool]) {
+    let mut k = 0;
+    while k < before.len() {
+        if before[k] {
+            k += 1;
+            continue;
+        }
+        let start = k;
+        while k < before.len() && !before[k] {
+            k += 1;
+        }
+        crate::cache::drop_range(f, offset + start as u64 * PAGE, (k - start) as u64 * PAGE);
+    }
+}
+
 /// The measured ratios, as each host's configuration records them (`content_measured`).
 pub fn measure(plan: &Plan, files: &[PathBuf]) -> serde_json::Value {
     let unit = u64::from(plan.content.dedup_unit_bytes.max(512));
@@ -22,7 +51,9 @@ pub fn measure(plan: &Plan, files: &[PathBuf]) -> serde_json::Value {
     if total == 0 {
         return serde_json::Value::Null;
     }
-    let region = REGION_BYTES.min(file_size) / unit * unit;
+    // Regions start on a page (to tell what was cached) and on a unit.
+    let align = lcm(unit, PAGE);
+    let region = REGION_BYTES.min(file_size) / align * align;
     if region == 0 {
         return serde_json::Value::Null;
     }
@@ -34,12 +65,19 @@ pub fn measure(plan: &Plan, files: &[PathBuf]) -> serde_json::Value {
     for k in 0..n {
         // Evenly over the whole set, each region inside one file and aligned on the unit.
         let at = total / n * k;
-        let (file, offset) = ((at / file_size) as usize, at % file_size / unit * unit);
-        let offset = offset.min(file_size - region);
+        let (file, offset) = ((at / file_size) as usize, at % file_size / align * align);
+        let offset = offset.min((file_size - region) / align * align);
         let Some(path) = files.get(file) else { continue };
         let got = std::fs::File::open(path).and_then(|mut f| {
+            let before = crate::cache::resident_pages(&f, offset, region);
+            // No readahead: it would cache pages past the region, which nothing then drops.
+            let _ = rustix::fs::fadvise(&f, 0, None, rustix::fs::Advice::Random);
             f.seek(SeekFrom::Start(offset))?;
-            f.read_exact(&mut buf)
+            let read = f.read_exact(&mut buf);
+            if let Some(before) = before {
+                uncache(&f, offset, &before);
+            }
+            read
         });
         if let Err(e) = got {
             if errors.len() < 4 {
@@ -112,6 +150,23 @@ mod tests {
         assert!((2.0..=6.5).contains(&c), "{m}");
         let d = m["dedup_ratio"].as_f64().unwrap();
         assert!((d - 3.0).abs() < 0.05, "{m}");
+    }
+
+    #[test]
+    fn reading_the_sample_leaves_a_cold_file_cold() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("f");
+        std::fs::write(&path, vec![7u8; 4 << 20]).unwrap();
+        let f = std::fs::File::open(&path).unwrap();
+        f.sync_all().unwrap();
+        crate::cache::drop_range(&f, 0, 4 << 20);
+        if crate::cache::resident_bytes(&f, 4 << 20) != Some(0) {
+            eprintln!("this file system keeps its pages (tmpfs): not checked");
+            return;
+        }
+        let m = measure(&plan_over(1, "4m"), std::slice::from_ref(&path));
+        assert_eq!(m["sample_bytes"], 4 << 20, "{m}");
+        assert_eq!(crate::cache::resident_bytes(&f, 4 << 20), Some(0), "the sample's pages were left cached");
     }
 
     #[test]
