@@ -38,12 +38,8 @@ impl Sink for Tally {
         self.bytes_per_second.push(t.bytes);
         (self.ops, self.bytes) = (self.ops + t.ops, self.bytes + t.bytes);
         self.measured_ns += snap.interval_ns;
-        for (kind, n) in snap.ops.iter().flat_map(|o| o.data.errors_by_kind.iter()) {
-            match self.errors.iter().position(|(k, _)| k == kind) {
-                Some(i) => self.errors[i].1 += n,
-                None if self.errors.len() < 64 => self.errors.push((kind.clone(), *n)),
-                None => {}
-            }
+        for o in &snap.ops {
+            ioscope_metrics::snapshot::merge_kinds(&mut self.errors, &o.data.errors_by_kind);
         }
         Ok(())
     }
@@ -97,7 +93,8 @@ pub fn run(
 ) -> Result<serde_json::Value, String> {
     let pre = plan_of(plan, p).ok_or("the plan has no workload")?;
     let file_size = plan.file_size_bytes();
-    let per_file = file_size / block_bytes(p, file_size) * block_bytes(p, file_size);
+    let bs = block_bytes(p, file_size);
+    let per_file = file_size / bs * bs;
     let mut tally = Tally::default();
     let mut quiet = |_: &crate::run::Progress| {};
     let m = measure(
@@ -118,7 +115,7 @@ pub fn run(
     let seconds = tally.measured_ns as f64 / 1e9;
     let record = serde_json::json!({
         "passes": p.passes,
-        "bs_bytes": block_bytes(p, file_size),
+        "bs_bytes": bs,
         "planned_bytes": per_file.saturating_mul(u64::from(p.passes)).saturating_mul(files.len() as u64),
         "bytes": tally.bytes,
         "ops": tally.ops,

@@ -132,7 +132,7 @@ impl OpInterval {
 /// keeps its place, new ones follow in `from`'s order. Linear in both lengths (one hash
 /// map of `from`'s kinds), not a search of `into` per kind: a results file may hold
 /// thousands of kinds a second, and merging them must not cost their square.
-fn merge_kinds(into: &mut Vec<(String, u64)>, from: &[(String, u64)]) {
+pub fn merge_kinds(into: &mut Vec<(String, u64)>, from: &[(String, u64)]) {
     if from.is_empty() {
         return;
     }

@@ -26,8 +26,10 @@ pub struct ContentSummary {
 
 /// The content the hosts measured; None when none did (a remote target, a dataset, a
 /// results file from before the measurement).
-pub(crate) fn summarize(hosts: &[(String, serde_json::Value)], plan: &serde_json::Value) -> Option<ContentSummary> {
-    let plan = serde_json::from_value::<ioscope_workload::Plan>(plan.clone()).ok()?;
+pub(crate) fn summarize(
+    hosts: &[(String, serde_json::Value)],
+    plan: &ioscope_workload::Plan,
+) -> Option<ContentSummary> {
     let mut asked: Vec<String> = plan.content.describe();
     for w in &plan.workloads {
         asked.extend(w.content.describe().into_iter().filter(|d| !asked.contains(d)).collect::<Vec<_>>());

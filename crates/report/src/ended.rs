@@ -56,8 +56,10 @@ pub(crate) fn repeats_ended_by(hosts: &[(String, serde_json::Value)], by: &str) 
 
 /// The end of a run whose plan ends by amount or `until_steady`; None for one that ends on
 /// time only.
-pub(crate) fn summarize_end(hosts: &[(String, serde_json::Value)], plan: &serde_json::Value) -> Option<EndSummary> {
-    let plan = serde_json::from_value::<ioscope_workload::Plan>(plan.clone()).ok()?;
+pub(crate) fn summarize_end(
+    hosts: &[(String, serde_json::Value)],
+    plan: &ioscope_workload::Plan,
+) -> Option<EndSummary> {
     if plan.amount.is_none() && plan.until_steady_s.is_none() {
         return None;
     }

@@ -693,9 +693,9 @@ pub fn summarize(r: &Results, results_path: &Path) -> Summary {
     let mode = plan.as_ref().map_or("fail", |p| p.verify.name());
     s.verification = verification::summarize(r, mode);
     s.cache = cache::summarize(&s.system, &s.workload.plan);
-    s.ended = ended::summarize_end(&r.hosts, &s.workload.plan);
+    s.ended = plan.as_ref().and_then(|p| ended::summarize_end(&r.hosts, p));
     s.precondition = ended::summarize_precondition(&r.hosts);
-    s.content = content::summarize(&r.hosts, &s.workload.plan);
+    s.content = plan.as_ref().and_then(|p| content::summarize(&r.hosts, p));
     let total_latency = Distribution::of(&total.latency_ns);
     s.checks = check::evaluate_all(&s, total_latency.as_ref());
     if !s.hosts.is_empty() {

@@ -91,6 +91,11 @@ pub(crate) fn step_states(r: &Results, samples: &[Sample]) -> Vec<StepSteady> {
     if rows.is_empty() && !samples.is_empty() {
         rows.push((0, 0, u64::MAX));
     }
+    // Files that record what ended each repeat say it; earlier ones ended early only by
+    // until_steady.
+    let recorded = r.hosts.iter().any(|(_, c)| c["ended"].is_array());
+    let until_steady = plan.as_ref().is_some_and(|p| p.until_steady_s.is_some())
+        && (!recorded || !crate::ended::repeats_ended_by(&r.hosts, "steady").is_empty());
     rows.into_iter()
         .map(|(step, warmup_ns, duration_ns)| {
             let (seconds, pts) = points(samples, step);
@@ -108,11 +113,6 @@ pub(crate) fn step_states(r: &Results, samples: &[Sample]) -> Vec<StepSteady> {
                     .map(|c| LevelChange { measure: c.measure.key().to_string(), from: c.from, to: c.to })
                     .collect(),
             });
-            // Files that record what ended each repeat say it; earlier ones ended early only
-            // by until_steady.
-            let recorded = r.hosts.iter().any(|(_, c)| c["ended"].is_array());
-            let until_steady = plan.as_ref().is_some_and(|p| p.until_steady_s.is_some())
-                && (!recorded || !crate::ended::repeats_ended_by(&r.hosts, "steady").is_empty());
             StepSteady {
                 step,
                 window_s: rule.window_s,
