@@ -3,10 +3,11 @@
 //!   IOSCOPE_NFS_URL=nfs://10.77.0.2/export cargo test -p ioscope-engine-nfs -- --ignored
 //! The lease test needs a short lease: IOSCOPE_NFS_LEASE_S=10 scripts/nfs-ganesha.sh start.
 
+use ioscope_engine::fs::FileSystem;
 use ioscope_engine::{Completion, Engine, Io, IoBuffers, Op, OpenSpec, Submitted};
 use ioscope_engine_nfs::target::Target;
 use ioscope_engine_nfs::v4::engine::Nfs41Engine;
-use ioscope_engine_nfs::v4::fs::Paths41;
+use ioscope_engine_nfs::v4::fs::{Nfs41Fs, Paths41};
 use ioscope_engine_nfs::v4::session::{Calls, Renewal};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
@@ -114,9 +115,15 @@ fn nfs41_a_session_idle_past_its_lease_is_kept_by_renewal_and_expires_without() 
     let mut idle = Calls::establish(&t, 0).unwrap();
     let activity = Arc::new(AtomicU64::new(0));
     let mut renewal = Renewal::start(&t, &renewed.info, 1, activity).unwrap();
+    // A connection of the file system (as preparation keeps one while others fill the
+    // files): it keeps its own lease.
+    let fs = Nfs41Fs::mount(&t).unwrap();
+    let mut kept = fs.connect().unwrap();
     // Past the lease, and past the server's next sweep of expired clients.
     std::thread::sleep(lease * 2 + Duration::from_secs(5));
     renewed.renew().expect("the renewed session is alive");
+    kept.list(std::path::Path::new(&t.url_of(&t.path))).expect("the file system's idle connection is alive");
+    drop(kept);
     assert!(renewal.renewals.load(std::sync::atomic::Ordering::Relaxed) >= 2);
     renewal.stop();
     let e = idle.renew().unwrap_err();

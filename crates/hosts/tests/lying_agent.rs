@@ -84,6 +84,9 @@ enum Expect {
     /// Either: a boundary value may be one a second can hold (a count of failures past
     /// max_errors), or not.
     LostOrFailed(&'static str),
+    /// Both, in this order: a second it could hold failed the run, and a later one, sent
+    /// while the run was being stopped, lost it. The run keeps the first reason.
+    FailedThenLost(&'static str),
     /// Interrupted midway: every host stops, none is lost.
     Interrupted,
 }
@@ -127,8 +130,9 @@ struct Liar {
     /// one answer cost it.
     slowest_ns: Arc<AtomicU64>,
     answered: Option<Instant>,
-    /// Polls for seconds after the lie and the stop that followed it (the coordinator
-    /// stops asking a host it lost, then asks it to stop).
+    /// Polls for seconds after the lie and the last stop that followed it: the coordinator
+    /// stops asking a host it lost, then asks it to stop. (An earlier stop, such as the
+    /// end of a run its errors failed, is followed by the polls that drain its seconds.)
     after_stop: usize,
 }
 
@@ -416,7 +420,9 @@ fn liar_router(liar: Arc<Mutex<Liar>>) -> Router {
         Json(Empty {})
     }
     async fn stop(State(l): State<Arc<Mutex<Liar>>>, Json(_): Json<Empty>) -> Json<Empty> {
-        l.lock().unwrap().stopped = true;
+        let mut l = l.lock().unwrap();
+        l.stopped = true;
+        l.after_stop = 0;
         Json(Empty {})
     }
     Router::new()
@@ -543,7 +549,11 @@ fn one_run(rt: &tokio::runtime::Runtime, dir: &std::path::Path, lie: &'static st
     let honest_seconds = r.seconds.iter().filter(|s| s.host == "honest").count();
     let liar = &r.hosts.iter().find(|(n, _)| n == "liar").unwrap().1["agent"];
     let lost = liar["status"] == "lost";
+    let failed_by = |because: &str| {
+        outcome.status == Status::Failed && outcome.detail.as_deref().is_some_and(|d| d.contains(because))
+    };
     let expected = match expect(lie) {
+        Expect::LostOrFailed(because) if lost && failed_by(because) => Expect::FailedThenLost(because),
         Expect::LostOrFailed(_) if lost => Expect::Lost,
         Expect::LostOrFailed(because) => Expect::Failed(because),
         e => e,
@@ -559,6 +569,13 @@ fn one_run(rt: &tokio::runtime::Runtime, dir: &std::path::Path, lie: &'static st
         Expect::Failed(because) => {
             assert!(!lost, "{why}: its own data should fail the run, not lose it: {liar}");
             assert_eq!(outcome.status, Status::Failed, "{why}: {:?}", outcome.detail);
+            let detail = outcome.detail.clone().unwrap_or_default();
+            assert!(detail.contains("host liar") && detail.contains(because), "{why}: {detail}");
+        }
+        Expect::FailedThenLost(because) => {
+            let l = liar_state.lock().unwrap();
+            assert!(l.stopped, "{why}: the lost host was not asked to stop");
+            assert!(l.after_stop <= 1, "{why}: polled {} times after it was lost and stopped", l.after_stop);
             let detail = outcome.detail.clone().unwrap_or_default();
             assert!(detail.contains("host liar") && detail.contains(because), "{why}: {detail}");
         }

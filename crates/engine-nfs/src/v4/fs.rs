@@ -7,7 +7,7 @@
 //! removed through, a session per connection.
 
 use super::proto::{self, op, status, Attrs, Create, DirEntry, Reply, StateId};
-use super::session::{failed, Calls};
+use super::session::{failed, Calls, Renewal};
 use crate::client::NfsError;
 use crate::proto::{Fh, Stable};
 use crate::target::Target;
@@ -38,6 +38,8 @@ pub struct Paths41 {
     pub wtmax: u32,
     /// The file a dataset is being written to (`create_empty`, `write_at`, `sync`).
     writing: Option<(PathBuf, Open)>,
+    /// Keeps the lease of a connection of [`Nfs41Fs`] (an engine renews its own).
+    renewal: Option<Renewal>,
 }
 
 impl Paths41 {
@@ -68,6 +70,7 @@ impl Paths41 {
             rtmax: max,
             wtmax: max,
             writing: None,
+            renewal: None,
         })
     }
 
@@ -496,6 +499,9 @@ impl Paths41 {
 
     /// CLOSE of what is open, then DESTROY_SESSION and DESTROY_CLIENTID.
     pub fn teardown(&mut self) -> Option<NfsError> {
+        if let Some(mut r) = self.renewal.take() {
+            r.stop();
+        }
         let closed = self.finish_writing().err();
         closed.or(self.calls.destroy())
     }
@@ -534,7 +540,11 @@ impl Nfs41Fs {
 
 impl FileSystem for Nfs41Fs {
     fn connect(&self) -> io::Result<Box<dyn FsConn + '_>> {
-        Ok(Box::new(Paths41::connect(&self.target, 0).map_err(to_io)?))
+        // A connection may sit idle past the lease (the one that wrote the marker, while
+        // others fill the files): it renews the lease itself.
+        let mut paths = Paths41::connect(&self.target, 0).map_err(to_io)?;
+        paths.renewal = Some(paths.calls.keep_lease(&self.target).map_err(to_io)?);
+        Ok(Box::new(paths))
     }
 }
 

@@ -138,6 +138,8 @@ pub struct Calls {
     seq: SlotSeq,
     /// DESTROY_SESSION was sent.
     destroyed: bool,
+    /// Compounds sent: what a [`Renewal`] started by [`Calls::keep_lease`] watches.
+    activity: Arc<AtomicU64>,
 }
 
 /// A compound without SEQUENCE (session setup and teardown), one operation.
@@ -179,7 +181,8 @@ impl Calls {
             }
         };
         let info = SessionInfo { addr, clientid, id, slots: fore.max_requests, fore, lease: Duration::ZERO, owner };
-        let mut calls = Calls { conn, info, slot: io_slots, seq: SlotSeq::default(), destroyed: false };
+        let mut calls =
+            Calls { conn, info, slot: io_slots, seq: SlotSeq::default(), destroyed: false, activity: Arc::default() };
         if fore.max_requests < want || fore.max_operations < 5 {
             calls.destroy();
             return Err(NfsError::Setup(format!(
@@ -226,7 +229,7 @@ impl Calls {
     /// session is not destroyed when they are dropped).
     pub fn on_session(t: &Target, info: &SessionInfo, slot: u32) -> Result<Calls, NfsError> {
         let conn = Conn::connect(info.addr, auth_of(t), t.timeout)?;
-        Ok(Calls { conn, info: info.clone(), slot, seq: SlotSeq::default(), destroyed: true })
+        Ok(Calls { conn, info: info.clone(), slot, seq: SlotSeq::default(), destroyed: true, activity: Arc::default() })
     }
 
     /// One compound: SEQUENCE on this slot, then the `ops` operations `args` writes; `read`
@@ -246,6 +249,7 @@ impl Calls {
             proto::compound(&mut e, ops + 1);
             proto::sequence(&mut e, &self.info.id, seq, self.slot, self.info.highest_slot());
             args(&mut e);
+            self.activity.fetch_add(1, Relaxed);
             // Without a reply the id stays taken (see SlotSeq).
             let body = self.conn.call(NFS_PROG, 4, proto::COMPOUND, &e.buf)?;
             let mut r = Reply::parse(&body)?;
@@ -262,6 +266,13 @@ impl Calls {
                 s => return Err(failed("SEQUENCE", s)),
             }
         }
+    }
+
+    /// A [`Renewal`] on the slot after this one (the session's renewal slot when these are
+    /// its calls by path): the lease stays while these calls are idle, as a connection
+    /// kept open through a long fill is.
+    pub fn keep_lease(&self, t: &Target) -> Result<Renewal, NfsError> {
+        Renewal::start(t, &self.info, self.slot.saturating_add(1), self.activity.clone())
     }
 
     /// A SEQUENCE alone: renews the lease.
