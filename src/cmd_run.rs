@@ -106,6 +106,9 @@ pub fn execute(plan: &Plan, output: &OutputFlags, probes: &crate::probe::Probes,
     // A block device: refused without --force, checked against the plan and used as it
     // is; a plan without a size gets the device's (the run records the size it used).
     let mut plan = plan.clone();
+    // An existing file (not ioscope's): read as it is, written only with --force; a plan
+    // without a size gets the file's.
+    let existing = ioscope_exec::existing::resolve(&mut plan).map_err(Failure::invalid)?;
     let device = ioscope_exec::blockdev::resolve(&mut plan).map_err(Failure::invalid)?;
     // Held to the end of the run: no mount, no second run on the device meanwhile.
     let _claim =
@@ -170,6 +173,16 @@ pub fn execute(plan: &Plan, output: &OutputFlags, probes: &crate::probe::Probes,
             );
         }
         vec![dev.path.clone()]
+    } else if let Some(f) = &existing {
+        if !output.quiet {
+            eprintln!(
+                "existing file {} ({} of {}): used as it is, nothing is prepared on it and --cleanup leaves it",
+                f.path.display(),
+                terminal::size(plan.size_bytes),
+                terminal::size(f.size_bytes)
+            );
+        }
+        vec![f.path.clone()]
     } else {
         let (fs, dir) = ioscope_exec::storage(plan).map_err(Failure::failed)?;
         let mut layout = match workset::check(&*fs, &dir, plan) {

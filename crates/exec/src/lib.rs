@@ -13,6 +13,7 @@ pub mod content_sample;
 mod cpu;
 mod engines;
 pub mod errors;
+pub mod existing;
 pub mod host;
 pub mod iogen;
 pub mod journal;

@@ -70,13 +70,15 @@ fn same_file(f: &File, path: &Path) -> bool {
 
 /// The local directory a plan's files live in (the dataset's, or the working set's), if
 /// any: none for an engine with a target (nfs: on its server), none without a dataset for
-/// an engine that does no I/O (null), none for a block device.
+/// an engine that does no I/O (null), none for a block device or an existing file.
 pub fn local_dir(plan: &ioscope_workload::Plan) -> Option<PathBuf> {
     let caps = plan.engine.spec().caps;
     match &plan.dataset {
         _ if caps.target.is_some() => None,
         // A block device holds no lock file: nothing but the run's own I/O is written on it.
         None if crate::blockdev::is_block_device(&plan.dir) => None,
+        // Nor does an existing file named as the target (not ioscope's: nothing is added).
+        None if crate::existing::is_existing_file(&plan.dir) => None,
         Some(d) => Some(d.dir.clone()),
         None => caps.does_io.then(|| plan.dir.clone()),
     }

@@ -382,10 +382,14 @@ impl Job {
         }
     }
     /// `filename` names a device (`/dev/...`) and nothing sizes it: fio uses it whole.
-    fn whole_device(&self) -> bool {
+    /// Named without a size: devices, or one existing file, used whole (fio sizes the job
+    /// from what is there; so does ioscope, at the start of the run).
+    fn used_whole(&self) -> bool {
+        let names = || self.filename.iter().flat_map(|f| f.v.split(':').filter(|n| !n.is_empty()));
         self.size.is_none()
             && self.filesize.is_none()
-            && self.filename.as_ref().is_some_and(|f| f.v.split(':').all(|n| n.starts_with("/dev/")))
+            && names().next().is_some()
+            && (names().all(|n| n.starts_with("/dev/")) || names().count() == 1)
     }
     fn pct(&self) -> u8 {
         match (&self.read_pct, &self.mix_read) {
@@ -577,6 +581,17 @@ pub const NO_MEANING: &[&str] = &[
 
 /// The directory (or block device) of the working set for fio's `filename=NAME` (inside
 /// `directory` when relative), with what differs.
+/// A file named without a size (fio needs it to exist): the target itself, as a device is.
+fn existing_file(name: &str, directory: Option<&str>) -> (String, String) {
+    let path = match (directory, Path::new(name).is_absolute()) {
+        (Some(b), false) => Path::new(b).join(name),
+        _ => PathBuf::from(name),
+    };
+    let d = path.display().to_string();
+    let note = format!("{d}: an existing file is run on as it is, from offset 0 to its end (fio needs it to exist too); ioscope reads it without --force, writes into it only with --force, and never removes it");
+    (d, note)
+}
+
 fn filename_dir(name: &str, directory: Option<&str>) -> (String, String) {
     if name.starts_with("/dev/") {
         // A block device is the target itself (engines posix and uring).
@@ -1306,10 +1321,10 @@ impl Converter {
             let (bytes, src) = match (&j.io_size, &j.size) {
                 (Some(v), _) | (None, Some(v)) => (v.v, v.from.clone()),
                 // The device whole, once per loop and clone.
-                (None, None) if j.whole_device() => {
+                (None, None) if j.used_whole() => {
                     let loops = j.loops.as_ref().map_or(1, |l| l.v);
                     let src = j.filename.as_ref().map_or(String::new(), |f| f.from.clone());
-                    return Some(("passes", loops.saturating_mul(n), format!("{src}, the device whole")));
+                    return Some(("passes", loops.saturating_mul(n), format!("{src}, used whole")));
                 }
                 (None, None) => return None,
             };
@@ -1543,7 +1558,11 @@ impl Converter {
             if let Some(f) = &j.filename {
                 for name in f.v.split(':').filter(|n| !n.is_empty()) {
                     let o = Opt { key: f.from.clone(), value: None, at: f.at };
-                    let (d, note) = filename_dir(name, base.as_deref());
+                    let (d, note) = if j.used_whole() && !name.starts_with("/dev/") {
+                        existing_file(name, base.as_deref())
+                    } else {
+                        filename_dir(name, base.as_deref())
+                    };
                     self.warn(&o, note);
                     dirs.push((d, self.src(f), f.at));
                 }
@@ -1580,7 +1599,7 @@ impl Converter {
                     (Some(f), _) => f.v,
                     (None, Some(s)) => s.v / nr.max(1),
                     // A device named without a size is used whole, by fio and by ioscope.
-                    (None, None) if j.whole_device() => {
+                    (None, None) if j.used_whole() => {
                         whole_device = true;
                         continue;
                     }
@@ -1631,7 +1650,7 @@ impl Converter {
         if whole_device {
             if bytes > 0 {
                 let o = Opt { key: "size".into(), value: None, at: groups[0][0].at };
-                self.error(&o, "a device used whole beside jobs with a size: ioscope's working set is one device or one set of files", "a size in every job, or in none");
+                self.error(&o, "a device or file used whole beside jobs with a size: ioscope's working set is one device, one existing file or one set of files", "a size in every job, or in none");
             }
             return;
         }

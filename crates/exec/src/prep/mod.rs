@@ -32,8 +32,9 @@ pub fn cleanup(plan: &ioscope_workload::Plan) -> Result<Removed, String> {
     if plan.dataset.is_none() && !plan.engine.spec().caps.does_io {
         return Ok(Removed::default());
     }
-    // A block device: nothing was created on it, nothing is removed.
-    if plan.dataset.is_none() && crate::blockdev::is_block_device(&plan.dir) {
+    // A block device or an existing file: nothing was created on it, nothing is removed.
+    let named = crate::blockdev::is_block_device(&plan.dir) || crate::existing::is_existing_file(&plan.dir);
+    if plan.dataset.is_none() && named {
         return Ok(Removed::default());
     }
     let (fs, dir) = crate::storage(plan).map_err(|e| e.to_string())?;
