@@ -73,6 +73,11 @@ fn a_fio_job_naming_an_existing_file_without_a_size_reads_it_whole_per_loop_and_
     assert_eq!(sum["total"]["ops"].as_u64(), Some(256), "{:#}", sum["total"]);
     assert_eq!(sum["total"]["bytes"].as_u64(), Some(16 << 20), "{:#}", sum["total"]);
     assert_eq!(sum["ended"]["by"], "amount", "{:#}", sum["ended"]);
+    // Its content is its own, measured: random bytes do not compress.
+    let content = &sum["content"];
+    assert!(content["asked"].as_str().unwrap().starts_with("nothing (an existing file"), "{content:#}");
+    let ratio = content["compress_ratio"].as_f64().unwrap();
+    assert!((0.95..1.05).contains(&ratio), "{content:#}");
     assert!(std::fs::read(&file).unwrap() == before, "the user's file is unchanged");
     assert_eq!(others_in(&data_dir, &[&file]), Vec::<String>::new(), "nothing added beside the user's file");
 }
@@ -115,7 +120,10 @@ fn writing_into_an_existing_file_needs_force_is_refused_before_any_io_and_the_fi
     forced.push("--force");
     let out = ioscope(&forced);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(summary(&db)["total"]["ops"].as_u64(), Some(200));
+    let sum = summary(&db);
+    assert_eq!(sum["total"]["ops"].as_u64(), Some(200));
+    let asked = sum["content"]["asked"].as_str().unwrap();
+    assert_eq!(asked, "random (default) for the writes, over an existing file's own data");
     let after = std::fs::read(&file).expect("--cleanup never removes a file that is not ioscope's");
     assert_eq!(after.len(), before.len(), "written in place, never extended or truncated");
     assert!(after != before, "the 200 writes landed in the file");

@@ -34,6 +34,10 @@ pub fn describe(target_dir: Option<&Path>) -> Value {
     let target = target_dir.map(|d| {
         let canonical = d.canonicalize().unwrap_or_else(|_| d.to_path_buf());
         let mut t = json!({ "dir": canonical.display().to_string() });
+        if crate::existing::is_existing_file(&canonical) {
+            // The target is a file that is not ioscope's (crate::existing): its size as found.
+            t["existing_file_bytes"] = json!(std::fs::metadata(&canonical).map_or(0, |m| m.len()));
+        }
         if crate::blockdev::is_block_device(&canonical) {
             // The target is the device itself (not a file system on it): what the device is.
             t["device"] = match crate::blockdev::describe(&canonical) {

@@ -34,10 +34,17 @@ pub(crate) fn summarize(
     for w in &plan.workloads {
         asked.extend(w.content.describe().into_iter().filter(|d| !asked.contains(d)).collect::<Vec<_>>());
     }
-    let mut s = ContentSummary {
-        asked: if asked.is_empty() { "random (default)".to_string() } else { asked.join(", ") },
-        ..Default::default()
-    };
+    let mut asked = if asked.is_empty() { "random (default)".to_string() } else { asked.join(", ") };
+    // An existing file (not ioscope's) holds its own data: nothing was asked of what a run
+    // that only reads it finds there.
+    if hosts.iter().any(|(_, c)| c["target"]["existing_file_bytes"].is_u64()) {
+        asked = if plan.writes() || plan.precondition.is_some() {
+            format!("{asked} for the writes, over an existing file's own data")
+        } else {
+            "nothing (an existing file, read as it is: its own data)".to_string()
+        };
+    }
+    let mut s = ContentSummary { asked, ..Default::default() };
     let (mut compressed, mut units, mut distinct, mut any) = (0u64, 0u64, 0u64, false);
     for (host, c) in hosts {
         let m = &c["content_measured"];
