@@ -266,15 +266,23 @@ fn fio_access_patterns_convert_to_seq_skip_random_distribution_percentage_random
 }
 
 #[test]
-fn stonewall_groups_that_are_not_steps_are_refused_and_imported_one_group_at_a_time() {
-    let out = import("fio-docs/ssd-test.fio", &[]);
+fn stonewall_groups_that_are_not_steps_are_phases_and_import_one_group_at_a_time_too() {
+    // Read, random read, write, random write, one after another: a phase each.
+    let (t, _) = convert("fio-docs/ssd-test.fio", &[]);
+    assert!(t.contains("# all 4 stonewall groups, one phase each"), "{t}");
+    let phases: Vec<&str> = t.lines().filter(|l| l.starts_with("phase = ")).collect();
+    assert_eq!(phases.len(), 4, "{t}");
+    assert!(phases[3].starts_with("phase = 4"), "{t}");
+    // A rate is over a run's workloads and phases split them: refused, saying how to import.
+    let tmp = tempfile::tempdir().unwrap();
+    let rated = tmp.path().join("rated.fio");
+    let text = std::fs::read_to_string(format!("{CORPUS}/fio-docs/ssd-test.fio")).unwrap();
+    std::fs::write(&rated, text.replace("[global]\n", "[global]\nrate_iops=100\n")).unwrap();
+    let out = ioscope().args(["import", "fio"]).arg(&rated).output().unwrap();
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(
-        err.contains("ssd-test.fio:19: error: [rand-read] (stonewall): the job file runs 4 stonewall groups"),
-        "{err}"
-    );
-    assert!(err.contains("--group N (1 to 4)"), "{err}");
+    assert!(err.contains("(stonewall): the job file runs 4 stonewall groups one after another"), "{err}");
+    assert!(err.contains("a run with phases has no rate") && err.contains("--group N (1 to 4)"), "{err}");
     let (t, _) = convert("fio-docs/ssd-test.fio", &["--group", "2"]);
     assert_eq!((value(&t, "name"), value(&t, "rw")), ("\"rand-read\"".into(), "\"randread\"".into()));
     assert_eq!(value(&t, "dir"), "\"/mount-point-of-ssd\"");
@@ -361,9 +369,12 @@ fn fio_jobs_of_one_group_with_iodepth_4_and_32_import_to_workloads_of_their_own_
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let t = String::from_utf8_lossy(&out.stdout).into_owned();
     assert_eq!(values(&t, "for_iodepth"), ["[4, 32]"], "{t}");
-    // A depth that differs within a group and between groups is not one loop.
+    // A depth that differs within a group and between groups is not one loop: phases, each
+    // job at its own depth.
     std::fs::write(&p, "[global]\nioengine=io_uring\nsize=64m\nruntime=5\nrw=randread\n[a]\niodepth=4\n[a2]\niodepth=8\n[b]\nstonewall\niodepth=32\n[b2]\niodepth=8\n").unwrap();
     let out = ioscope().args(["import", "fio"]).arg(&p).output().unwrap();
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(stderr(&out).contains("jobs running together differ in what the groups step"), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let t = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(values(&t, "iodepth"), ["4", "8", "32", "8"], "{t}");
+    assert_eq!(values(&t, "phase"), ["1", "1", "2", "2"], "{t}");
 }

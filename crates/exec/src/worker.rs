@@ -620,17 +620,26 @@ mod tests {
         let engine = Overlaps { disk, queue: Default::default(), inflight: Vec::new(), overlaps: overlaps.clone() };
         let mut w = Worker::new(engine, bufs, IoGen::for_plan(&p, 1), &rec, &stop, p.sync, 32);
         w.verify = Some(crate::verify::WorkerVerify::new(&v, 32, 4096));
-        let start = now_ns();
-        w.run(&Schedule {
-            start_ns: start,
-            deadline_ns: start + 50_000_000,
-            interval_ns: None,
-            phase_ns: 0,
-            arrivals: Arrivals::uniform(),
-        });
-        let t = totals(&rec);
+        // Slices of 50 ms until it has done enough of each (how long that takes depends on
+        // the machine's load, not on the loop), at most 200 of them.
+        let mut slices = 0;
+        let t = loop {
+            let start = now_ns();
+            w.run(&Schedule {
+                start_ns: start,
+                deadline_ns: start + 50_000_000,
+                interval_ns: None,
+                phase_ns: 0,
+                arrivals: Arrivals::uniform(),
+            });
+            slices += 1;
+            let t = totals(&rec);
+            if (t[0].counts.ops > 100 && t[1].counts.ops > 100) || slices == 200 {
+                break t;
+            }
+        };
         let (reads, writes, checked) = (t[0].counts.ops, t[1].counts.ops, &t[Op::Verify as usize]);
-        assert!(reads > 100 && writes > 100, "{reads} reads, {writes} writes");
+        assert!(reads > 100 && writes > 100, "{reads} reads, {writes} writes in {slices} slices of 50 ms");
         assert_eq!(
             overlaps.load(Relaxed),
             0,

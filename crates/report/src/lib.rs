@@ -95,7 +95,8 @@ pub struct Summary {
     /// Each host's configuration as stored.
     pub system: BTreeMap<String, serde_json::Value>,
     pub workload: Workload,
-    /// Per workload, when the run had more than one (measured seconds only).
+    /// Per workload, when the run had more than one (measured seconds only; with phases, a
+    /// workload of one phase over the seconds of its phase's steps).
     pub workloads: BTreeMap<String, PartSummary>,
     /// Per step, when the run had more than one (measured seconds only).
     pub steps: Vec<StepSummary>,
@@ -728,7 +729,8 @@ fn part<'a>(ops: impl Iterator<Item = (Op, &'a OpInterval)>, seconds: f64) -> Pa
     }
 }
 
-/// Per workload over the measured seconds, for runs of several workloads.
+/// Per workload over the measured seconds (of the steps it runs in, in a run with phases),
+/// for runs of several workloads.
 fn workload_parts(r: &Results) -> BTreeMap<String, PartSummary> {
     let measured: Vec<_> = r.seconds.iter().filter(|s| !s.warmup).collect();
     let mut names: Vec<&str> = Vec::new();
@@ -741,10 +743,26 @@ fn workload_parts(r: &Results) -> BTreeMap<String, PartSummary> {
         return BTreeMap::new();
     }
     let seconds = host_durations(r).values().copied().fold(0.0, f64::max);
+    use ioscope_workload::Plan;
+    let phased: Option<Plan> = serde_json::from_str(&r.run.info.plan_json).ok().filter(|p: &Plan| p.phases() > 0);
+    let steps = phased.as_ref().map(Plan::steps).unwrap_or_default();
     names
         .iter()
         .map(|name| {
             let ops = measured.iter().flat_map(|s| &s.ops).filter(|o| o.workload == *name);
+            // A workload of one phase is rated over the seconds of its phase's steps.
+            let own = phased.as_ref().and_then(|p| p.workloads.iter().find(|w| w.name == *name));
+            let seconds = match own {
+                Some(w) => {
+                    let mut by_host: BTreeMap<&str, u64> = BTreeMap::new();
+                    let its = |step: u32| steps.iter().any(|st| st.index == step && st.runs(w));
+                    for s in measured.iter().filter(|s| its(s.step)) {
+                        *by_host.entry(&s.host).or_default() += s.interval_ns;
+                    }
+                    by_host.values().copied().max().unwrap_or(0) as f64 / 1e9
+                }
+                None => seconds,
+            };
             (name.to_string(), part(ops.map(|o| (o.op, &o.data)), seconds))
         })
         .collect()

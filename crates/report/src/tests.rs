@@ -29,6 +29,7 @@ fn plan() -> Plan {
             sync: None,
             direct: None,
             rate_iops: None,
+            phase: None,
         }],
         size_bytes: 256 << 20,
         size_default: false,

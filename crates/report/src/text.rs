@@ -264,6 +264,12 @@ fn render(s: &Summary) -> String {
         }
         out.push('\n');
         out.push_str(&table(&rows));
+        let plan = serde_json::from_value::<ioscope_workload::Plan>(s.workload.plan.clone()).ok();
+        if plan.is_some_and(|p| p.phases() > 0) {
+            out.push_str(
+                "(a workload of one phase is rated over its phase's seconds; the op rows over the whole run)\n",
+            );
+        }
     }
     if !s.steps.is_empty() {
         let mut rows =

@@ -312,6 +312,9 @@ fn workload_table(w: &crate::plan::Workload, run_content: &crate::content::Conte
     if let Some(d) = w.direct {
         l.kv("direct", d.to_string(), "this workload's own");
     }
+    if let Some(p) = w.phase {
+        l.kv("phase", p.to_string(), "runs in this phase only");
+    }
     if let Some(p) = &w.pattern {
         let map = match p.map {
             PatternMap::Offset => "offset",

@@ -9,7 +9,8 @@
 //!
 //! Jobs that run together (no `stonewall` between them) become the `[[workload]]`s of one
 //! run; `stonewall` groups become steps when they differ only in what an ioscope step can
-//! change (numjobs, bs, the read share), else one group is imported at a time (`--group`).
+//! change (numjobs, iodepth, bs, the read share), else phases (`phase = N` in each job's
+//! `[[workload]]`), one after another; `--group N` imports one group alone.
 //! Every option without an equivalent is reported with its file and line: a warning when
 //! its loss does not change what is measured (or ioscope says exactly what it does
 //! instead), an error otherwise, and then nothing is produced.
@@ -430,6 +431,7 @@ const WARN_ONLY: &[(&str, &str)] = &[
     ("group_reporting", "ioscope reports every workload and the run's total"),
     ("new_group", "ioscope reports every workload and the run's total"),
     ("thread", "ioscope runs every job as threads of one process"),
+    ("threads", "ioscope runs every job as threads of one process (fio takes `threads` for `thread`)"),
     ("stats", "ioscope always records statistics"),
     ("write_bw_log", "ioscope records bandwidth every second in the results file"),
     ("write_iops_log", "ioscope records IOPS every second in the results file"),
@@ -1144,6 +1146,7 @@ impl Converter {
         if n_groups > 1 {
             let which = match pick {
                 Some(n) => format!("group {n} of {n_groups} (--group {n})"),
+                None if stepped == Some("phase") => format!("all {n_groups} stonewall groups, one phase each"),
                 None => format!("all {n_groups} stonewall groups, one step each"),
             };
             let _ = writeln!(out, "# {which}");
@@ -1154,7 +1157,13 @@ impl Converter {
             let _ = writeln!(out, "{k} = {v}{comment}");
         }
         let rated = top.iter().any(|(k, ..)| k == "rate_iops" || k == "curve");
-        self.write_workloads(&mut out, &groups[0], stepped, rates.as_ref(), rated);
+        if stepped == Some("phase") {
+            let phases: Vec<u32> =
+                groups.iter().enumerate().flat_map(|(g, jobs)| jobs.iter().map(move |_| g as u32 + 1)).collect();
+            self.write_workloads(&mut out, &all, Some(&phases), None, rates.as_ref(), rated);
+        } else {
+            self.write_workloads(&mut out, &groups[0], None, stepped, rates.as_ref(), rated);
+        }
         Some(out)
     }
 
@@ -1221,7 +1230,9 @@ impl Converter {
             top.push(("dir".into(), toml_string(&d), src));
         }
         self.working_set(groups, top);
-        self.per_job = own::PerJob::of(all, groups.len(), engine_v == "posix");
+        // Phases are one set of workloads, each job with its own settings, as one group's are.
+        let sets = if phased(groups) { 1 } else { groups.len() };
+        self.per_job = own::PerJob::of(all, sets, engine_v == "posix");
         let per = self.per_job;
         // Jobs of one group may each have their own (written in their [[workload]]).
         // Groups that step the depth get for_iodepth (see `steps`), not one run-wide depth.
@@ -1350,13 +1361,14 @@ impl Converter {
         true
     }
 
-    /// The `[[workload]]` tables of the jobs of the step's group.
-    /// The `[[workload]]` tables; `rated`: the run has a rate (an open loop, whose arrivals
+    /// The `[[workload]]` tables of the jobs of the step's group, or of every job, each in
+    /// its `phases` entry; `rated`: the run has a rate (an open loop, whose arrivals
     /// may be Poisson).
     fn write_workloads(
         &mut self,
         out: &mut String,
         group: &[&Job],
+        phases: Option<&[u32]>,
         stepped: Option<&str>,
         rates: Option<&Vec<String>>,
         rated: bool,
@@ -1374,6 +1386,9 @@ impl Converter {
             names.push(name.clone());
             let _ = writeln!(out, "\n# [{}] at {}", comment_safe(&j.section), self.place(j.at));
             let _ = writeln!(out, "[[workload]]\nname = {}", toml_string(&name));
+            if let Some(p) = phases.and_then(|p| p.get(i)) {
+                let _ = writeln!(out, "phase = {p}  # stonewall group {p}");
+            }
             let pct = j.pct();
             let rw_src = j.read_pct.as_ref().map_or("fio's default rw=read".into(), |r| self.src(r));
             if stepped == Some("for_rwmix_read") || (pct != 0 && pct != 100) {
@@ -1758,42 +1773,22 @@ impl Converter {
         Some(shares)
     }
 
-    /// Several stonewall groups as steps: the groups must match job for job except in one of
-    /// numjobs, bs or the read share, the same for every job of a group.
+    /// Several stonewall groups as steps (the groups match job for job except in one of
+    /// numjobs, iodepth, bs or the read share, the same for every job of a group), else as
+    /// phases ([`phased`]); at a rate, refused.
     fn steps(&mut self, groups: &[Vec<&Job>], top: &mut Vec<(String, String, String)>) -> Option<Option<&'static str>> {
         if groups.len() < 2 {
             return Some(None);
         }
-        type Dim = (&'static str, &'static str, fn(&Job) -> String);
-        let dims: [Dim; 4] = [
-            ("for_threads", "numjobs", |j| j.threads().to_string()),
-            ("for_iodepth", "iodepth", |j| j.step_depth().to_string()),
-            ("for_bs", "bs", |j| toml_string(&bs_list(&j.sizes()))),
-            ("for_rwmix_read", "rw/rwmixread", |j| j.pct().to_string()),
-        ];
-        let g0 = &groups[0];
-        let differs = |f: &dyn Fn(&Job) -> String| groups.iter().any(|g| g.iter().zip(g0).any(|(a, b)| f(a) != f(b)));
-        let mut why: Option<String> = None;
-        if groups.iter().any(|g| g.len() != g0.len()) {
-            why = Some("they have different numbers of jobs".into());
-        } else if differs(&|j| j.is_random().to_string()) {
-            why = Some("some read or write sequentially and others at random".into());
-        } else if differs(&|j| {
-            format!("{:?}{:?}", j.rate_iops.as_ref().map(|r| r.v), j.rate_bytes.as_ref().map(|r| r.v))
-        }) {
-            why = Some("they run at different rates".into());
+        if phased(groups) {
+            return Some(Some("phase"));
         }
-        let varying: Vec<&Dim> = dims
+        let g0 = &groups[0];
+        let why = why_not_steps(groups);
+        let varying: Vec<&StepDim> = STEP_DIMS
             .iter()
             .filter(|d| groups.iter().any(|g| g.iter().zip(g0).any(|(a, b)| (d.2)(a) != (d.2)(b))))
             .collect();
-        if why.is_none() && varying.len() > 1 {
-            let names: Vec<&str> = varying.iter().map(|d| d.1).collect();
-            why = Some(format!("they differ in {} at once", names.join(" and ")));
-        }
-        if why.is_none() && varying.iter().any(|d| groups.iter().any(|g| g.iter().any(|j| (d.2)(j) != (d.2)(g[0])))) {
-            why = Some("jobs running together differ in what the groups step".into());
-        }
         if let Some(why) = why {
             let j = groups[1][0];
             let o = Opt { key: format!("[{}] (stonewall)", j.section), value: None, at: j.at };
@@ -1807,7 +1802,7 @@ impl Converter {
                 .collect();
             self.error(
                 &o,
-                format!("the job file runs {} stonewall groups one after another ({}), and {why}: an ioscope run steps only numjobs, iodepth, bs or the read share of all its workloads", groups.len(), list.join(", ")),
+                format!("the job file runs {} stonewall groups one after another ({}) at a rate, and {why}: ioscope runs such groups as phases, and a run with phases has no rate", groups.len(), list.join(", ")),
                 &format!("--group N (1 to {}) to import one group at a time", groups.len()),
             );
             return None;
@@ -1832,6 +1827,46 @@ impl Converter {
         top.push((d.0.into(), format!("[{}]", values.join(", ")), format!("one step per stonewall group: {src}")));
         Some(Some(d.0))
     }
+}
+
+/// What a step may change between stonewall groups: the loop key, fio's option, and the
+/// job's value of it.
+type StepDim = (&'static str, &'static str, fn(&Job) -> String);
+const STEP_DIMS: [StepDim; 4] = [
+    ("for_threads", "numjobs", |j| j.threads().to_string()),
+    ("for_iodepth", "iodepth", |j| j.step_depth().to_string()),
+    ("for_bs", "bs", |j| toml_string(&bs_list(&j.sizes()))),
+    ("for_rwmix_read", "rw/rwmixread", |j| j.pct().to_string()),
+];
+
+/// Why several stonewall groups are not steps of one set of workloads (None: they are).
+fn why_not_steps(groups: &[Vec<&Job>]) -> Option<String> {
+    let g0 = groups.first()?;
+    let differs = |f: &dyn Fn(&Job) -> String| groups.iter().any(|g| g.iter().zip(g0).any(|(a, b)| f(a) != f(b)));
+    if groups.iter().any(|g| g.len() != g0.len()) {
+        return Some("they have different numbers of jobs".into());
+    } else if differs(&|j| j.is_random().to_string()) {
+        return Some("some read or write sequentially and others at random".into());
+    } else if differs(&|j| format!("{:?}{:?}", j.rate_iops.as_ref().map(|r| r.v), j.rate_bytes.as_ref().map(|r| r.v))) {
+        return Some("they run at different rates".into());
+    }
+    let varying: Vec<&StepDim> = STEP_DIMS.iter().filter(|d| differs(&|j| (d.2)(j))).collect();
+    if varying.len() > 1 {
+        let names: Vec<&str> = varying.iter().map(|d| d.1).collect();
+        return Some(format!("they differ in {} at once", names.join(" and ")));
+    }
+    if varying.iter().any(|d| groups.iter().any(|g| g.iter().any(|j| (d.2)(j) != (d.2)(g[0])))) {
+        return Some("jobs running together differ in what the groups step".into());
+    }
+    None
+}
+
+/// Several stonewall groups that are not steps of one another run as phases, each with its
+/// own jobs; a rate is over all of a run's workloads, so a job file with one is not phased
+/// (and is refused, saying why).
+fn phased(groups: &[Vec<&Job>]) -> bool {
+    let rated = groups.iter().flatten().any(|j| j.rate_iops.is_some() || j.rate_bytes.is_some());
+    groups.len() > 1 && !rated && why_not_steps(groups).is_some()
 }
 
 /// fio's name for a job's access pattern.
@@ -2039,8 +2074,11 @@ mod tests {
         // On a synchronous engine fio keeps one in flight whatever iodepth says: no steps.
         let t = run("[global]\nrw=randread\nsize=64m\nruntime=5\n[a]\niodepth=1\n[b]\nstonewall\niodepth=8\n").unwrap();
         assert!(!t.toml.contains("for_iodepth"), "{}", t.toml);
-        // Depth and bs at once is not one loop.
-        let e = run(&format!("{base}[a]\niodepth=1\n[b]\nstonewall\niodepth=8\nbs=64k\n")).unwrap_err();
+        // Depth and bs at once is not one loop: the groups are phases, each job with its own depth.
+        let t = run(&format!("{base}[a]\niodepth=1\n[b]\nstonewall\niodepth=8\nbs=64k\n")).unwrap().toml;
+        assert!(t.contains("phase = 2") && t.contains("iodepth = 8") && !t.contains("for_iodepth"), "{t}");
+        // At a rate they are refused, saying why.
+        let e = run(&format!("{base}rate_iops=100\n[a]\niodepth=1\n[b]\nstonewall\niodepth=8\nbs=64k\n")).unwrap_err();
         assert!(e.iter().any(|f| f.to_string().contains("differ in iodepth and bs at once")), "{e:?}");
     }
 

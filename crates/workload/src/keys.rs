@@ -972,6 +972,12 @@ pub const KEYS: &[Key] = &[
         ..plain("fileselect", WORKLOAD, "random, sequential, or \"zipf:1.2\" (skewed, parameter > 0).", "\"zipf:1.2\"")
     },
     plain("skew", WORKLOAD, "Share of the rate in percent (the rest is split evenly).", "50"),
+    Key {
+        default: KeyDefault::Said("every phase"),
+        form: "N",
+        doc: "a run's phases run one after another, each with the workloads that name it (and those that name none), as fio's stonewall groups do: a write phase, then a read phase; 1 to 64, with no phase left without a workload; each phase makes the steps of the run's loops, labelled `phase=N`; not with `rate_iops` or `curve` (a rate is shared over all the workloads)",
+        ..plain("phase", WORKLOAD, "The phase this workload runs in (1, 2...); phases run one after another.", "2")
+    },
     plain(
         "pattern",
         WORKLOAD,
@@ -1112,6 +1118,7 @@ const fn off_only(name: &'static str, why: &'static str) -> FioOption {
     FioOption { name, meaning: FioMeaning::Only { value: "0", why } }
 }
 
+const PHASES: &str = "flags make one run of workloads together; jobs one after another are phases of a workload file (`phase = N` in each [[workload]]), which `ioscope import fio` writes for a job file's stonewall groups";
 const ONE_JOB: &str = "ioscope runs its workloads together; steps (for_threads, for_bs, staircase) or separate runs take the place of jobs one after another";
 const RESULTS: &str =
     "ioscope records every I/O into per-second histograms in its results file (--out FILE); --json prints the summary as JSON";
@@ -1199,8 +1206,8 @@ pub const FIO_OPTIONS: &[FioOption] = &[
     refused("thinktime", "ioscope has no think time between I/Os: --rate-iops N sets a fixed rate"),
     refused("startdelay", "ioscope starts every workload at once: --warmup runs unmeasured before each step"),
     refused("offset", "ioscope uses each working-set file from its start to its end"),
-    refused("stonewall", ONE_JOB),
-    refused("wait_for_previous", ONE_JOB),
+    refused("stonewall", PHASES),
+    refused("wait_for_previous", PHASES),
     refused("new_group", ONE_JOB),
     refused("readonly", "ioscope has no read-only guard (it writes its working set when it prepares it)"),
     FioOption {

@@ -51,6 +51,15 @@ fn every_key_specs() -> Vec<Spec> {
     specs.extend(access_specs());
     specs.extend(content_specs());
     specs.push(own_rate_spec());
+    // Phases: a write phase, then a read phase, and a workload in both.
+    specs.push(Spec {
+        top: vec![("dir", "\"/tmp/x\"")],
+        tables: vec![
+            (Section::Workload, vec![("name", "\"fill\""), ("rw", "\"write\""), ("phase", "1")]),
+            (Section::Workload, vec![("name", "\"read\""), ("phase", "2")]),
+            (Section::Workload, vec![("name", "\"both\"")]),
+        ],
+    });
     specs
 }
 

@@ -45,6 +45,8 @@ mod keys_tests;
 #[cfg(test)]
 mod per_workload_tests;
 #[cfg(test)]
+mod phase_tests;
+#[cfg(test)]
 mod reader_tests;
 #[cfg(test)]
 mod tests;

@@ -260,6 +260,10 @@ pub struct Workload {
     /// `rate_iops` is then their sum and each `skew_pct` its share (set by the reader).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_iops: Option<u64>,
+    /// The phase it runs in (`phase`, 1-based): a run's phases run one after another, each
+    /// with its own workloads (fio's stonewall groups); None = every phase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<u32>,
 }
 
 impl Workload {
@@ -397,6 +401,10 @@ pub struct Step {
     /// How many hosts run in it (the first N, in the order given); None = every host.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hosts: Option<u32>,
+    /// The phase it belongs to (1-based), in a run whose workloads name phases: only the
+    /// workloads of this phase (and those without one) run in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<u32>,
     pub block_sizes: Option<Vec<BlockSize>>,
     pub read_pct: Option<u8>,
     pub rate: Rate,
@@ -409,11 +417,24 @@ pub struct Step {
 impl Step {
     /// How many threads workload `w` runs in this step.
     pub fn threads_of(&self, w: &Workload) -> u32 {
+        if !self.runs(w) {
+            return 0;
+        }
         self.threads.unwrap_or(w.threads)
+    }
+    /// Whether workload `w` runs in this step (it does unless it belongs to another phase).
+    pub fn runs(&self, w: &Workload) -> bool {
+        match (self.phase, w.phase) {
+            (Some(step), Some(own)) => step == own,
+            _ => true,
+        }
     }
     /// "threads=4 bs=8k rate=50%": what sets this step apart (empty for a single plain step).
     pub fn label(&self) -> String {
         let mut parts = Vec::new();
+        if let Some(p) = self.phase {
+            parts.push(format!("phase={p}"));
+        }
         if let Some(h) = self.hosts {
             parts.push(format!("hosts={h}"));
         }
@@ -815,7 +836,13 @@ impl Plan {
         let mut out: Vec<Step> = Vec::new();
         let threads_depths: Vec<(Option<u32>, Option<u32>)> =
             threads.iter().flat_map(|t| depths.iter().map(move |d| (*t, *d))).collect();
-        for h in &hosts {
+        let phases: Vec<Option<u32>> = match self.phases() {
+            0 => vec![None],
+            n => (1..=n).map(Some).collect(),
+        };
+        let phases_hosts: Vec<(Option<u32>, Option<u32>)> =
+            phases.iter().flat_map(|p| hosts.iter().map(move |h| (*p, *h))).collect();
+        for (phase, h) in &phases_hosts {
             for (t, d) in &threads_depths {
                 for bs in &bss {
                     for pct in &pcts {
@@ -826,6 +853,7 @@ impl Plan {
                                 threads: *t,
                                 iodepth: *d,
                                 hosts: *h,
+                                phase: *phase,
                                 block_sizes: bs.clone(),
                                 read_pct: *pct,
                                 rate,
@@ -868,9 +896,15 @@ impl Plan {
             None => s.for_threads.len().max(1),
         };
         let rates = if s.curve.is_empty() { 1 } else { 1 + s.curve.len() };
-        [threads, s.for_iodepth.len().max(1), s.for_bs.len().max(1), s.for_read_pct.len().max(1), rates]
+        let phases = self.phases().max(1) as usize;
+        [phases, threads, s.for_iodepth.len().max(1), s.for_bs.len().max(1), s.for_read_pct.len().max(1), rates]
             .into_iter()
             .fold(1u64, |n, k| n.saturating_mul(k as u64))
+    }
+
+    /// How many phases the run has: the highest `phase` of its workloads (0: none named).
+    pub fn phases(&self) -> u32 {
+        self.workloads.iter().filter_map(|w| w.phase).max().unwrap_or(0)
     }
 
     /// Warm-up and measured time of every step.

@@ -1,5 +1,6 @@
 //! A [[workload]]'s own `iodepth`, `sync`, `direct` and `rate_iops` (the run's keys, given inside one
-//! workload): read here with their locations, checked by rules/own.rs.
+//! workload), and its `phase`: read here with their locations, checked by rules/own.rs and
+//! (the phases) rules/steps.rs.
 
 use super::*;
 
@@ -10,11 +11,18 @@ pub(super) struct OwnLocs {
     pub(super) sync: Loc,
     pub(super) direct: Loc,
     pub(super) rate: Loc,
+    pub(super) phase: Loc,
 }
 
 impl Default for OwnLocs {
     fn default() -> Self {
-        OwnLocs { iodepth: Loc::Default, sync: Loc::Default, direct: Loc::Default, rate: Loc::Default }
+        OwnLocs {
+            iodepth: Loc::Default,
+            sync: Loc::Default,
+            direct: Loc::Default,
+            rate: Loc::Default,
+            phase: Loc::Default,
+        }
     }
 }
 
@@ -24,18 +32,30 @@ pub(super) struct OwnIo {
     pub(super) sync: Option<SyncMode>,
     pub(super) direct: Option<bool>,
     pub(super) rate_iops: Option<u64>,
+    pub(super) phase: Option<u32>,
     pub(super) locs: OwnLocs,
 }
 
 impl<'a> Ctx<'a> {
-    /// The current [[workload]]'s `iodepth`, `sync` and `direct`.
+    /// The current [[workload]]'s `iodepth`, `sync`, `direct`, `rate_iops` and `phase`.
     pub(super) fn own_io(&mut self) -> OwnIo {
         let depth = self.int("workload.iodepth", 1, 1024);
         let sync = self.choice("workload.sync", SYNCS);
         let direct = self.boolean("workload.direct");
         let rate = self.int("workload.rate_iops", 1, 100_000_000);
+        let phase = self.int("workload.phase", 1, u64::from(MAX_PHASES));
         OwnIo {
-            locs: OwnLocs { iodepth: depth.loc(), sync: sync.loc(), direct: direct.loc(), rate: rate.loc() },
+            locs: OwnLocs {
+                iodepth: depth.loc(),
+                sync: sync.loc(),
+                direct: direct.loc(),
+                rate: rate.loc(),
+                phase: phase.loc(),
+            },
+            phase: match phase {
+                Got::Ok(p, _) => Some(p as u32),
+                _ => None,
+            },
             rate_iops: match rate {
                 Got::Ok(r, _) => Some(r),
                 _ => None,

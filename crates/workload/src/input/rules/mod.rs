@@ -77,6 +77,7 @@ impl<'a> Ctx<'a> {
         self.sections(&mut run);
         self.repeat_rules(&top, &run);
         self.step_rules(&top, &run);
+        self.phase_rules(&top, &run);
         self.depth_rules(&top, &run);
         self.dataset_sync_rule(&top, &run);
         self.capability_rules(&top, &mut run);

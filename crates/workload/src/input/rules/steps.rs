@@ -1,4 +1,4 @@
-//! Steps and end conditions: loops, curve and staircase that make the steps, repeats and
+//! Steps and end conditions: loops, curve, staircase and phases that make the steps, repeats and
 //! until_ci, until_steady, and the limits of the whole run (steps, its length, probe times).
 
 use super::hosts::hosts_n;
@@ -72,6 +72,29 @@ impl<'a> Ctx<'a> {
                 top.duration.loc().describe(text)
             );
             self.err(loc, "staircase", "no duration with a staircase", note);
+        }
+    }
+
+    /// Phases (`phase` in the [[workload]]s): numbered from 1 with none left empty, and no
+    /// rate, whose share is over all of a run's workloads while a phase runs only some.
+    pub(super) fn phase_rules(&mut self, top: &Top, run: &Run) {
+        let named: Vec<(u32, &Loc)> =
+            run.parsed().iter().filter_map(|w| w.workload.phase.map(|p| (p, &w.own_locs.phase))).collect();
+        let Some(&(last, last_loc)) = named.iter().max_by_key(|(p, _)| *p) else { return };
+        let empty: Vec<String> =
+            (1..last).filter(|p| named.iter().all(|(q, _)| q != p)).map(|p| p.to_string()).collect();
+        if !empty.is_empty() {
+            let note = format!("no workload has phase {}, so the run would idle through it", empty.join(", "));
+            self.err(last_loc, "workload.phase", format!("phases 1 to {last}, each with a workload"), note);
+        }
+        let own_rate = run.parsed().iter().find(|w| w.workload.rate_iops.is_some()).map(|w| w.own_locs.rate.clone());
+        let rated = [("rate_iops", top.rate.loc()), ("curve", top.curve.loc())]
+            .into_iter()
+            .find(|(_, l)| !matches!(l, Loc::Default))
+            .or(own_rate.map(|l| ("workload.rate_iops", l)));
+        if let Some((key, loc)) = rated {
+            let note = "a rate is shared over all the workloads of a run, and each phase runs only its own";
+            self.err(&loc, key, "no rate_iops or curve in a run with phases", note);
         }
     }
 
