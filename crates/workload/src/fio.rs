@@ -1802,7 +1802,10 @@ impl Converter {
                 .collect();
             self.error(
                 &o,
-                format!("the job file runs {} stonewall groups one after another ({}) at a rate, and {why}: ioscope runs such groups as phases, and a run with phases has no rate", groups.len(), list.join(", ")),
+                match groups.len() > crate::input::MAX_PHASES as usize {
+                    true => format!("ioscope runs at most {} phases, and the job file runs {} stonewall groups one after another that are not steps ({why}): {}", crate::input::MAX_PHASES, groups.len(), list.join(", ")),
+                    false => format!("the job file runs {} stonewall groups one after another ({}) at a rate, and {why}: ioscope runs such groups as phases, and a run with phases has no rate", groups.len(), list.join(", ")),
+                },
                 &format!("--group N (1 to {}) to import one group at a time", groups.len()),
             );
             return None;
@@ -1866,7 +1869,7 @@ fn why_not_steps(groups: &[Vec<&Job>]) -> Option<String> {
 /// (and is refused, saying why).
 fn phased(groups: &[Vec<&Job>]) -> bool {
     let rated = groups.iter().flatten().any(|j| j.rate_iops.is_some() || j.rate_bytes.is_some());
-    groups.len() > 1 && !rated && why_not_steps(groups).is_some()
+    (2..=crate::input::MAX_PHASES as usize).contains(&groups.len()) && !rated && why_not_steps(groups).is_some()
 }
 
 /// fio's name for a job's access pattern.

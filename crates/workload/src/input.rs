@@ -203,7 +203,7 @@ const FORMATS: &[(&str, DatasetFormat)] =
 /// Most steps a run may have.
 const MAX_STEPS: u64 = 10_000;
 /// Phases of a run (`phase` in a [[workload]]): each runs its own workloads, one after another.
-const MAX_PHASES: u32 = 64;
+pub(crate) const MAX_PHASES: u32 = 64;
 /// Most files a dataset may have.
 const MAX_DATASET_FILES: u128 = crate::layout::MAX_DATASET_FILES as u128;
 const VERIFY_MODES: &[(&str, VerifyMode)] =

@@ -97,6 +97,13 @@ fn fio_stonewall_groups_that_are_not_steps_of_one_another_import_to_phases() {
     // fio's rate is over a group; ioscope's over a run, which phases split: refused.
     let e = import(&job.replace("numjobs=4\n", "numjobs=4\nrate_iops=100\n")).unwrap_err();
     assert!(e.contains("a run with phases has no rate"), "{e}");
+    // More groups than phases: refused, saying the most.
+    let mut many = String::from("[global]\nioengine=libaio\ndirectory=/tmp/x\nsize=64m\nruntime=1\ntime_based\n");
+    for g in 0..65 {
+        many.push_str(&format!("[j{g}]\nstonewall\nrw={}\n", if g % 2 == 0 { "write" } else { "randread" }));
+    }
+    let e = import(&many).unwrap_err();
+    assert!(e.contains("ioscope runs at most 64 phases, and the job file runs 65 stonewall groups"), "{e}");
     // fio's `threads` is its `thread`.
     let t = import(&job.replace("[global]\n", "[global]\nthreads=1\n")).unwrap();
     assert!(t.contains("threads=1: ioscope runs every job as threads of one process"), "{t}");
