@@ -14,6 +14,7 @@ mod cpu;
 mod engines;
 pub mod errors;
 pub mod existing;
+pub mod flow;
 pub mod host;
 pub mod iogen;
 pub mod journal;

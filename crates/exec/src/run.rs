@@ -229,6 +229,9 @@ pub enum RunError {
 
 /// The ops a workload can produce in a run; each gets a series every second, zero or not.
 pub fn ops_of(plan: &Plan, w: &Workload) -> Vec<Op> {
+    if !w.flow.is_empty() {
+        return crate::flow::ops_of_flow(&w.flow);
+    }
     let pcts: Vec<u8> = if plan.steps.for_read_pct.is_empty() || !w.operation.transfers() {
         vec![w.read_pct]
     } else {
@@ -657,7 +660,8 @@ pub fn measure<S: Sink>(plan: &Plan, files: &[PathBuf], sink: &mut S, m: Measure
         .collect();
     // Per-file breakdown: a ring per worker, drained by the collector (none when off).
     let rings = crate::breakdown::rings(plan, threads);
-    let tree = m.dataset.map(Tree::new);
+    let flows = plan.workloads.iter().any(|w| !w.flow.is_empty());
+    let tree = m.dataset.map(|l| Tree::with_sizes(l, flows));
     let curve_base: Vec<AtomicU64> = steps.iter().map(|_| AtomicU64::new(UNKNOWN)).collect();
     let stop = AtomicBool::new(false);
     let ready = Barrier::new(threads + 1);
@@ -1097,6 +1101,10 @@ fn worker_main<E: Engine>(mut engine: E, id: u32, sh: Shared<'_>) -> FirstErrors
             crate::clock::wait_until(begin, sh.stop);
             sh.first_io_ns.fetch_min(now_ns(), Relaxed);
             match sh.tree {
+                Some(tree) if !eff.flow.is_empty() => {
+                    let mut task = crate::flow::FlowTask::new(tree, eff, sh.local, seed(k));
+                    w.run_flow(tree, &mut task, &schedule);
+                }
                 Some(tree) => {
                     let mut task = TreeTask::new(tree, eff, sh.local, seed(k));
                     w.run_tree(tree, &mut task, &schedule);

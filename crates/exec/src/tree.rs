@@ -15,10 +15,10 @@ use ioscope_engine::buffers::wyrand;
 use ioscope_engine::{Engine, FileReq, Io, Op};
 use ioscope_metrics::breakdown::NO_FILE;
 use ioscope_workload::{FileIo, FileSelect, Operation, Workload};
-use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
 
-const ABSENT: u8 = 0;
-const PRESENT: u8 = 1;
+pub(crate) const ABSENT: u8 = 0;
+pub(crate) const PRESENT: u8 = 1;
 /// Claimed by a worker for a create, delete, copy or move in progress.
 const BUSY: u8 = 2;
 /// Picks tried before an operation gives up for want of a file in the right state.
@@ -31,29 +31,44 @@ const MAX_BACKOFF_NS: u64 = 10_000_000;
 /// The tree and the state of its files and leaf directories, shared by all workers.
 pub struct Tree {
     pub layout: Layout,
-    files: Vec<AtomicU8>,
+    pub(crate) files: Vec<AtomicU8>,
     dirs: Vec<AtomicU8>,
+    /// Each file's size as the run's flows left it (flows only; empty otherwise): a flow
+    /// reads a whole file as long as it is now, and appends at its end.
+    pub(crate) sizes: Vec<AtomicU64>,
 }
 
 impl Tree {
-    /// A freshly prepared tree: every file and directory exists.
+    /// A freshly prepared tree: every directory and every preallocated file exists.
     pub fn new(layout: Layout) -> Self {
-        let files = (0..layout.files()).map(|_| AtomicU8::new(PRESENT)).collect();
+        Self::with_sizes(layout, false)
+    }
+
+    /// [`Tree::new`], keeping each file's size when `flows` (a run with a flow workload).
+    pub fn with_sizes(layout: Layout, flows: bool) -> Self {
+        let state = |i| AtomicU8::new(if layout.preallocated(i) { PRESENT } else { ABSENT });
+        let files = (0..layout.files()).map(state).collect();
         let dirs = (0..layout.leaf_dirs()).map(|_| AtomicU8::new(PRESENT)).collect();
-        Self { layout, files, dirs }
+        let sizes = match flows {
+            true => (0..layout.files())
+                .map(|i| AtomicU64::new(if layout.preallocated(i) { layout.file_size(i) } else { 0 }))
+                .collect(),
+            false => Vec::new(),
+        };
+        Self { layout, files, dirs, sizes }
     }
     /// Claims a file in state `from` (to BUSY); false if another worker got there first.
-    fn claim(&self, i: u64, from: u8) -> bool {
+    pub(crate) fn claim(&self, i: u64, from: u8) -> bool {
         self.files[i as usize].compare_exchange(from, BUSY, Relaxed, Relaxed).is_ok()
     }
-    fn set(&self, i: u64, state: u8) {
+    pub(crate) fn set(&self, i: u64, state: u8) {
         self.files[i as usize].store(state, Relaxed);
     }
 }
 
 /// One worker's position in a dataset workload.
 pub struct TreeTask {
-    eff: Workload,
+    pub(crate) eff: Workload,
     rng: u64,
     /// Files the workload uses (the working set), and the sequential cursor.
     files: u64,
@@ -67,7 +82,7 @@ pub struct TreeTask {
     /// How long to wait after the next pick that finds nothing (0: none failed lately).
     backoff_ns: u64,
     /// The end of the current schedule (backing off never goes past it).
-    deadline_ns: u64,
+    pub(crate) deadline_ns: u64,
 }
 
 impl TreeTask {
@@ -88,7 +103,7 @@ impl TreeTask {
         }
     }
 
-    fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         ((wyrand(&mut self.rng) as u128 * n as u128) >> 64) as u64
     }
 
@@ -116,7 +131,7 @@ impl TreeTask {
     }
 
     /// A file in state `want`; claimed (BUSY) when `claim`. None after [`PICK_TRIES`].
-    fn pick(&mut self, tree: &Tree, want: u8, claim: bool) -> Option<u64> {
+    pub(crate) fn pick(&mut self, tree: &Tree, want: u8, claim: bool) -> Option<u64> {
         for _ in 0..PICK_TRIES {
             let i = self.select();
             if claim {
@@ -182,7 +197,7 @@ impl<'a, E: Engine> Worker<'a, E> {
     /// Performs and records one path operation on file `file` of the tree (its number, for
     /// the per-file breakdown; [`NO_FILE`] for a directory); returns its result and
     /// completion time.
-    fn file_op(&mut self, op: Op, r: &FileReq<'_>, intended: u64, file: u32) -> (i64, u64) {
+    pub(crate) fn file_op(&mut self, op: Op, r: &FileReq<'_>, intended: u64, file: u32) -> (i64, u64) {
         let issue = now_ns();
         let result = self.engine.file_op(r, &mut self.buffers);
         let done = now_ns();
@@ -207,7 +222,7 @@ impl<'a, E: Engine> Worker<'a, E> {
     /// No file was in the state the operation needs (every pick failed): that is no I/O
     /// and no error, so it is counted apart as a skip; then the worker backs off (longer
     /// each time in a row) rather than spin on a tree that has nothing for it.
-    fn no_target(&mut self, op: Op, task: &mut TreeTask) -> u64 {
+    pub(crate) fn no_target(&mut self, op: Op, task: &mut TreeTask) -> u64 {
         self.recorder.at(now_ns()).op(op as usize).record_skip();
         task.backoff_ns = (task.backoff_ns * 2).clamp(MIN_BACKOFF_NS, MAX_BACKOFF_NS);
         wait_until(now_ns().saturating_add(task.backoff_ns).min(task.deadline_ns), self.stop)
@@ -369,12 +384,12 @@ impl<'a, E: Engine> Worker<'a, E> {
 
 /// A tree file's number for the per-file breakdown (trees beyond 2^32 - 1 files: the rest
 /// are not broken down).
-fn file_no(i: u64) -> u32 {
+pub(crate) fn file_no(i: u64) -> u32 {
     u32::try_from(i).unwrap_or(NO_FILE)
 }
 
 /// A request for `path` with every other field at its default.
-fn req(path: &std::path::Path) -> FileReq<'_> {
+pub(crate) fn req(path: &std::path::Path) -> FileReq<'_> {
     FileReq { op: Op::Getattr, path, to: None, file: 0, write: false, size: 0 }
 }
 

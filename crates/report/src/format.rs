@@ -143,7 +143,10 @@ fn block_sizes(list: &[ioscope_workload::BlockSize]) -> String {
 /// One workload: "randread bs 4 KiB threads 2", "fwd1: read sequential bs 8 KiB threads 48 skew 50%".
 fn one_workload(p: &Plan, w: &ioscope_workload::Workload) -> String {
     let mut parts = Vec::new();
-    if p.dataset.is_none() && w.operation.transfers() {
+    if !w.flow.is_empty() {
+        let steps: Vec<String> = w.flow.iter().map(|s| s.text()).collect();
+        parts.push(format!("flow [{}]", steps.join(", ")));
+    } else if p.dataset.is_none() && w.operation.transfers() {
         let rw = w.rw_name();
         if matches!(rw, "randrw" | "rw") {
             parts.push(format!("{rw} {}% reads", w.read_pct));
@@ -164,7 +167,7 @@ fn one_workload(p: &Plan, w: &ioscope_workload::Workload) -> String {
         }
         parts.push(op);
     }
-    if w.operation.transfers() {
+    if w.operation.transfers() && w.flow.is_empty() {
         parts.push(format!("bs {}", block_sizes(&w.block_sizes)));
     }
     match (&p.steps.staircase, p.steps.for_threads.as_slice()) {
@@ -203,14 +206,20 @@ pub fn workload(p: &Plan) -> String {
         many => parts.extend(many.iter().map(|w| format!("{}: {}", w.name, one_workload(p, w)))),
     }
     match &p.dataset {
-        Some(d) => parts.push(format!(
-            "dataset {} depth {} width {} files {}/dir sizes {}",
-            d.dir.display(),
-            d.depth,
-            d.width,
-            d.files,
-            block_sizes(&d.sizes)
-        )),
+        Some(d) => {
+            let sizes = match d.size_gamma {
+                Some(g) => format!("gamma mean {} shape {}", bytes(g.mean_bytes), num(g.shape)),
+                None => block_sizes(&d.sizes),
+            };
+            let prealloc = d.prealloc_pct.map(|p| format!(" prealloc {p}%")).unwrap_or_default();
+            parts.push(format!(
+                "dataset {} depth {} width {} files {}/dir sizes {sizes}{prealloc}",
+                d.dir.display(),
+                d.depth,
+                d.width,
+                d.files,
+            ))
+        }
         None => parts.push(format!(
             "size {} x {} file{}",
             bytes(p.size_bytes),

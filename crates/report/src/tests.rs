@@ -30,6 +30,7 @@ fn plan() -> Plan {
             direct: None,
             rate_iops: None,
             phase: None,
+            flow: Vec::new(),
         }],
         size_bytes: 256 << 20,
         size_default: false,

@@ -260,7 +260,17 @@ fn dataset_table(d: &crate::plan::Dataset, out: &mut String) {
     l.kv("depth", d.depth.to_string(), "directory levels");
     l.kv("width", d.width.to_string(), "directories per level");
     l.kv("files", d.files.to_string(), "files per leaf directory");
-    l.kv("sizes", toml_string(&bs_literal(&d.sizes)), "file sizes, SIZE:WEIGHT");
+    match d.size_gamma {
+        Some(g) => l.kv(
+            "sizes",
+            toml_string(&format!("gamma:{}:{}", size_literal(g.mean_bytes), number(g.shape))),
+            "file sizes: gamma, mean and shape",
+        ),
+        None => l.kv("sizes", toml_string(&bs_literal(&d.sizes)), "file sizes, SIZE:WEIGHT"),
+    }
+    if let Some(p) = d.prealloc_pct {
+        l.kv("prealloc", p.to_string(), "% of the files created by preparation");
+    }
     if let Some(t) = d.total_size_bytes {
         l.kv("total_size", toml_string(&size_literal(t)), "stop creating files at this total");
     }
@@ -281,16 +291,21 @@ fn dataset_table(d: &crate::plan::Dataset, out: &mut String) {
 fn workload_table(w: &crate::plan::Workload, run_content: &crate::content::Content, out: &mut String) {
     let mut l = Lines::default();
     l.kv("name", toml_string(&w.name), "");
-    l.kv("operation", toml_string(w.operation.name()), "");
-    if w.operation.transfers() {
-        l.kv("rwmix_read", w.read_pct.to_string(), "% of transfers that are reads");
+    if w.flow.is_empty() {
+        l.kv("operation", toml_string(w.operation.name()), "");
+        if w.operation.transfers() {
+            l.kv("rwmix_read", w.read_pct.to_string(), "% of transfers that are reads");
+        }
+        l.kv("bs", toml_string(&bs_literal(&w.block_sizes)), "transfer size(s), binary (4k = 4096 B)");
+        let fileio = match w.fileio {
+            FileIo::Sequential => "sequential",
+            FileIo::Random => "random",
+        };
+        l.kv("fileio", toml_string(fileio), "");
+    } else {
+        let steps: Vec<String> = w.flow.iter().map(|s| toml_string(&s.text())).collect();
+        l.kv("flow", format!("[{}]", steps.join(", ")), "each thread's steps, in order, repeated");
     }
-    l.kv("bs", toml_string(&bs_literal(&w.block_sizes)), "transfer size(s), binary (4k = 4096 B)");
-    let fileio = match w.fileio {
-        FileIo::Sequential => "sequential",
-        FileIo::Random => "random",
-    };
-    l.kv("fileio", toml_string(fileio), "");
     let fileselect = match w.fileselect {
         FileSelect::Random => "random".to_string(),
         FileSelect::Sequential => "sequential".to_string(),

@@ -32,6 +32,7 @@ mod blocks;
 mod content;
 mod defaults;
 mod fio_flags;
+mod flow;
 mod hosts;
 mod own;
 mod rules;

@@ -943,6 +943,12 @@ pub const KEYS: &[Key] = &[
         default: KeyDefault::Size(64 << 10),
         ..plain("sizes", DATASET, "File size distribution, a size or a weighted list like bs.", "\"8k:60,32k:40\"")
     },
+    Key {
+        default: KeyDefault::Said("100 (all)"),
+        form: "PCT",
+        doc: "the others are missing at the start, for a flow's `create` (Filebench's `prealloc`); which ones is a hash of the file's number",
+        ..plain("prealloc", DATASET, "Share of the files preparation creates, in percent.", "80")
+    },
     plain("total_size", DATASET, "Stop creating files at this total (vdbench totalsize).", "\"100m\""),
     plain("working_set", DATASET, "Workloads use only the first files up to this size.", "\"10m\""),
     Key {
@@ -977,6 +983,17 @@ pub const KEYS: &[Key] = &[
         form: "N",
         doc: "a run's phases run one after another, each with the workloads that name it (and those that name none), as fio's stonewall groups do: a write phase, then a read phase; 1 to 64, with no phase left without a workload; each phase makes the steps of the run's loops, labelled `phase=N`; not with `rate_iops` or `curve` (a rate is shared over all the workloads)",
         ..plain("phase", WORKLOAD, "The phase this workload runs in (1, 2...); phases run one after another.", "2")
+    },
+    Key {
+        default: KeyDefault::Said("none (one operation)"),
+        form: "STEPS",
+        doc: "each thread runs the steps in order, over and over, on the dataset's files (Filebench's flowops); a step is `OP [SIZE] [random]`: `create`, `open`, `close`, `read SIZE [random]`, `write SIZE [random]`, `read_whole SIZE`, `write_whole SIZE`, `append SIZE [random]`, `fsync`, `delete`, `stat`; not with `operation`, `rw`, `bs`, `fileio`, `rwmix_read`, `pattern`, `iodepth`, `sync` or a rate",
+        ..plain(
+            "flow",
+            WORKLOAD,
+            "Steps each thread runs in order, over and over, like [\"open\", \"read_whole 1m\", \"close\"].",
+            "[\"open\", \"read_whole 1m\", \"close\"]",
+        )
     },
     plain(
         "pattern",

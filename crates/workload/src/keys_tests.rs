@@ -60,6 +60,14 @@ fn every_key_specs() -> Vec<Spec> {
             (Section::Workload, vec![("name", "\"both\"")]),
         ],
     });
+    // A flow over a file set with a gamma size distribution, part of it preallocated.
+    specs.push(Spec {
+        top: vec![("dir", "\"/tmp/x\"")],
+        tables: vec![
+            (Section::Dataset, vec![("files", "100"), ("sizes", "\"gamma:16k:1.5\""), ("prealloc", "80")]),
+            (Section::Workload, vec![("flow", "[\"create\", \"write_whole 64k\", \"close\", \"delete\"]")]),
+        ],
+    });
     specs
 }
 

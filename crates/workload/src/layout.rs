@@ -9,6 +9,9 @@ use crate::plan::Dataset;
 /// At most this many files in a dataset (validation refuses more).
 pub const MAX_DATASET_FILES: u64 = 100_000_000;
 
+/// Keeps the pick of preallocated files apart from the pick of sizes.
+const PREALLOC_SALT: u64 = 0x5bd1_e995_0f1b_a7c3;
+
 /// splitmix64's finalizer: a cheap, well-mixed hash of an index (file sizes, data seeds).
 pub fn mix(mut z: u64) -> u64 {
     z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
@@ -26,6 +29,8 @@ pub struct FileSizes {
     working_files: u64,
     total_bytes: u64,
     working_bytes: u64,
+    /// Share of the files preparation creates, in percent (100: all).
+    prealloc_pct: u8,
 }
 
 impl FileSizes {
@@ -41,7 +46,8 @@ impl FileSizes {
                 (acc, b.bytes)
             })
             .collect();
-        let mut l = FileSizes { cum, files: 0, working_files: 0, total_bytes: 0, working_bytes: 0 };
+        let prealloc_pct = spec.prealloc_pct.unwrap_or(100).min(100);
+        let mut l = FileSizes { cum, files: 0, working_files: 0, total_bytes: 0, working_bytes: 0, prealloc_pct };
         let max = u64::from(spec.width).saturating_pow(spec.depth).saturating_mul(u64::from(spec.files));
         let mut working = None;
         while l.files < max {
@@ -92,6 +98,13 @@ impl FileSizes {
         self.working_bytes
     }
 
+    /// Whether preparation creates file i (`prealloc`: a share of the files, picked by a
+    /// hash of the index; all of them without it).
+    #[inline]
+    pub fn preallocated(&self, i: u64) -> bool {
+        self.prealloc_pct >= 100 || mix(i ^ PREALLOC_SALT) % 100 < u64::from(self.prealloc_pct)
+    }
+
     /// File i's size: a weighted pick by a hash of i. Cheap: workers call it per file they open.
     #[inline]
     pub fn file_size(&self, i: u64) -> u64 {
@@ -117,6 +130,8 @@ mod tests {
             total_size_bytes: total,
             working_set_bytes: working,
             format: DatasetFormat::Reuse,
+            prealloc_pct: None,
+            size_gamma: None,
         }
     }
 

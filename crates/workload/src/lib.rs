@@ -9,6 +9,7 @@ pub mod check;
 pub mod content;
 mod diagnostic;
 pub mod fio;
+pub mod flow;
 pub mod font;
 pub mod host;
 mod input;
@@ -29,10 +30,10 @@ pub use input::{build_plan, flag_notes, validate_file, Flags, ReadError, SourceF
 pub use ioscope_readfile as readfile;
 pub use plan::{
     AbsZone, Access, Amount, Arrivals, BlockSize, CacheMode, Content, Dataset, DatasetFormat, Distribution, EngineKind,
-    FileIo, FileSelect, MaxErrors, Operation, Pattern, PatternMap, Plan, Precondition, Probe, Rate, Rw, Staircase,
-    StaircaseOf, Step, Steps, SyncMode, Target, TargetKind, UntilCi, VerifyMode, Workload, Zone, AMOUNT_MAX_DURATION_S,
-    DEFAULT_BREAKDOWN_TOP, DEFAULT_CONFIDENCE_PCT, DEFAULT_MAX_REPEATS_UNTIL_CI, MAX_REPEATS, MAX_VERIFY_BLOCK,
-    MIN_REPEATS_UNTIL_CI, MIN_VERIFY_BLOCK,
+    FileIo, FileSelect, FlowOp, FlowStep, MaxErrors, Operation, Pattern, PatternMap, Plan, Precondition, Probe, Rate,
+    Rw, SizeGamma, Staircase, StaircaseOf, Step, Steps, SyncMode, Target, TargetKind, UntilCi, VerifyMode, Workload,
+    Zone, AMOUNT_MAX_DURATION_S, DEFAULT_BREAKDOWN_TOP, DEFAULT_CONFIDENCE_PCT, DEFAULT_MAX_REPEATS_UNTIL_CI,
+    MAX_REPEATS, MAX_VERIFY_BLOCK, MIN_REPEATS_UNTIL_CI, MIN_VERIFY_BLOCK,
 };
 pub use units::{format_size, parse_duration, parse_size, UnitError};
 

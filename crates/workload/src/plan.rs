@@ -3,6 +3,7 @@
 
 pub use crate::access::{AbsZone, Access, Arrivals, Distribution, Zone};
 pub use crate::content::Content;
+pub use crate::flow::{FlowOp, FlowStep};
 pub use crate::host::{HostKind, HostShare, HostSpec, OnHostLoss};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -264,10 +265,17 @@ pub struct Workload {
     /// with its own workloads (fio's stonewall groups); None = every phase.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<u32>,
+    /// A flow: the steps each thread runs in order, over and over, on the dataset's files
+    /// (crate::flow); empty for a workload of one operation.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flow: Vec<FlowStep>,
 }
 
 impl Workload {
     pub fn writes(&self) -> bool {
+        if !self.flow.is_empty() {
+            return self.flow.iter().any(|s| s.op.writes());
+        }
         match self.operation {
             Operation::Read => self.read_pct < 100,
             Operation::Open
@@ -324,6 +332,43 @@ pub struct Dataset {
     pub total_size_bytes: Option<u64>,
     pub working_set_bytes: Option<u64>,
     pub format: DatasetFormat,
+    /// Share of the files that preparation creates, in percent (Filebench's `prealloc`);
+    /// None: all of them. The others are missing when the run starts, for a flow to create.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prealloc_pct: Option<u8>,
+    /// `sizes = "gamma:MEAN:SHAPE"`: the gamma distribution `sizes` was made from (its
+    /// quantiles, [`SizeGamma::quantiles`]); None: `sizes` as written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size_gamma: Option<SizeGamma>,
+}
+
+/// A gamma distribution of file sizes with its mean and shape (Filebench's cvar-gamma).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SizeGamma {
+    pub mean_bytes: u64,
+    pub shape: f64,
+}
+
+impl SizeGamma {
+    /// Quantiles the dataset's sizes are drawn from with equal weight: the distribution's
+    /// value at the middle of each of this many equal slices of probability.
+    pub const QUANTILES: u32 = 100;
+
+    /// The sizes (1 byte at least), each of weight 1, scaled so that their mean is the
+    /// distribution's: every file's size is one of them, picked by a hash of its index as
+    /// from any weighted list.
+    pub fn quantiles(&self) -> Vec<BlockSize> {
+        use statrs::distribution::{ContinuousCDF, Gamma};
+        let rate = self.shape / self.mean_bytes.max(1) as f64;
+        let Ok(g) = Gamma::new(self.shape, rate) else {
+            return vec![BlockSize { bytes: self.mean_bytes.max(1), weight: 1 }];
+        };
+        let q: Vec<f64> =
+            (0..Self::QUANTILES).map(|k| g.inverse_cdf((k as f64 + 0.5) / Self::QUANTILES as f64)).collect();
+        // The middles of the slices miss a little of the tail: scaled to the mean asked for.
+        let scale = self.mean_bytes as f64 / (q.iter().sum::<f64>() / q.len() as f64).max(1e-9);
+        q.iter().map(|x| BlockSize { bytes: ((x * scale).round() as u64).max(1), weight: 1 }).collect()
+    }
 }
 
 /// A command run at set moments during the run, timed.
@@ -607,6 +652,8 @@ impl std::fmt::Display for UntilCi {
 
 /// The smallest verify block: a sector (ioscope_verify::MIN_BLOCK_LEN).
 pub const MIN_VERIFY_BLOCK: u32 = 512;
+/// The largest transfer of a flow step.
+pub const MAX_FLOW_IO_BYTES: u64 = 64 << 20;
 /// The largest verify block.
 pub const MAX_VERIFY_BLOCK: u32 = 64 << 20;
 

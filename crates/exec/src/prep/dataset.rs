@@ -37,8 +37,8 @@ pub const MARKER: &str = ".ioscope-dataset.json";
 /// Whether both describe the same files on disk. The anchor's spelling, the working set
 /// and the format do not change the tree, so changing them must not cost a re-format.
 fn same_tree(a: &Dataset, b: &Dataset) -> bool {
-    (a.depth, a.width, a.files, &a.sizes, a.total_size_bytes)
-        == (b.depth, b.width, b.files, &b.sizes, b.total_size_bytes)
+    (a.depth, a.width, a.files, &a.sizes, a.total_size_bytes, a.prealloc_pct)
+        == (b.depth, b.width, b.files, &b.sizes, b.total_size_bytes, b.prealloc_pct)
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -122,6 +122,12 @@ impl Layout {
         self.sizes.file_size(i)
     }
 
+    /// Whether preparation creates file i: see [`FileSizes::preallocated`].
+    #[inline]
+    pub fn preallocated(&self, i: u64) -> bool {
+        self.sizes.preallocated(i)
+    }
+
     /// Files are numbered leaf by leaf.
     pub fn leaf_of(&self, i: u64) -> u64 {
         i / u64::from(self.spec.files.max(1))
@@ -172,6 +178,7 @@ impl Layout {
             && (self.files() == 0
                 || (0..=100)
                     .map(|k| k * (self.files() - 1) / 100)
+                    .filter(|i| self.preallocated(*i))
                     .all(|i| is(&self.file_path(i), false, Some(self.file_size(i)))))
     }
 }
@@ -258,6 +265,9 @@ struct Shape {
     sizes: Vec<(u64, u32)>,
     total_size: Option<u64>,
     working_set: Option<u64>,
+    /// Share of the files preparation created (absent: all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    prealloc_pct: Option<u8>,
 }
 
 impl Shape {
@@ -270,6 +280,7 @@ impl Shape {
             sizes: d.sizes.iter().map(|b| (b.bytes, b.weight)).collect(),
             total_size: d.total_size_bytes,
             working_set: d.working_set_bytes,
+            prealloc_pct: d.prealloc_pct,
         }
     }
 
@@ -284,6 +295,8 @@ impl Shape {
             total_size_bytes: self.total_size,
             working_set_bytes: self.working_set,
             format: DatasetFormat::Reuse,
+            prealloc_pct: self.prealloc_pct,
+            size_gamma: None,
         }
     }
 }
@@ -508,6 +521,11 @@ fn create_files(
         threads,
         || connect(fs, anchor),
         |c, i| {
+            if !layout.preallocated(i) {
+                // Left for a flow to create.
+                done.fetch_add(1, Relaxed);
+                return Ok(());
+            }
             let path = layout.file_path(i);
             let size = layout.file_size(i);
             let file_id = u32::try_from(i).ok().filter(|_| headers.is_some());
@@ -709,6 +727,8 @@ mod tests {
             total_size_bytes: None,
             working_set_bytes: None,
             format: DatasetFormat::Reuse,
+            prealloc_pct: None,
+            size_gamma: None,
         }
     }
 

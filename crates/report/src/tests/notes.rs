@@ -18,6 +18,8 @@ fn rsync_tree() -> Dataset {
         total_size_bytes: None,
         working_set_bytes: None,
         format: DatasetFormat::Reuse,
+        prealloc_pct: None,
+        size_gamma: None,
     }
 }
 

@@ -89,6 +89,7 @@ impl<'a> Ctx<'a> {
                 direct: None,
                 rate_iops: None,
                 phase: None,
+                flow: Vec::new(),
             },
             bs,
             skew_loc: Loc::Default,
@@ -108,7 +109,20 @@ impl<'a> Ctx<'a> {
         let threads_g = self.int("workload.threads", 1, 4096);
         let skew_g = self.percent("workload.skew");
         let pattern_g = self.pattern("workload.pattern");
+        let flow_g = self.flow_steps("workload.flow");
         let own = self.own_io();
+        let replaced = [
+            (op_g.loc(), "operation"),
+            (rw_g.loc(), "rw"),
+            (rwmix_g.loc(), "rwmix_read"),
+            (bs_g.loc(), "bs"),
+            (fileio_g.loc(), "fileio"),
+            (pattern_g.loc(), "pattern"),
+            (own.locs.iodepth.clone(), "iodepth"),
+            (own.locs.sync.clone(), "sync"),
+            (own.locs.rate.clone(), "rate_iops"),
+        ];
+        self.flow_rules(&flow_g, &replaced, has_dataset);
         for (other, key) in [(op_g.loc(), "operation"), (fileio_g.loc(), "fileio")] {
             if let (Got::Ok(_, loc), false) = (&rw_g, matches!(other, Loc::Default)) {
                 let note = format!("rw names the operation and the file I/O order at once; `{key}` is also set");
@@ -152,7 +166,12 @@ impl<'a> Ctx<'a> {
                 defaults::choice("workload.fileio", FILEIOS)
             })?,
         };
-        let bs = bs_g.or(defaults::block_size("workload.bs"))?;
+        let flow = flow_g.or(Vec::new())?;
+        // A flow's transfers are its steps' sizes (the buffers are sized for the largest).
+        let bs = match flow.iter().map(|s| s.bytes).max().filter(|b| *b > 0) {
+            Some(bytes) => vec![BsEntry { bs: BlockSize { bytes, weight: 1 }, loc: flow_g.loc() }],
+            None => bs_g.or(defaults::block_size("workload.bs"))?,
+        };
         let cx = access::Context {
             random: fileio == FileIo::Random,
             tree: has_dataset,
@@ -188,6 +207,7 @@ impl<'a> Ctx<'a> {
                 direct: own.direct,
                 rate_iops: own.rate_iops,
                 phase: own.phase,
+                flow,
             },
             own_locs: own.locs,
             bs,
@@ -205,7 +225,15 @@ impl<'a> Ctx<'a> {
         let depth_g = self.int("dataset.depth", 0, 8);
         let width_g = self.int("dataset.width", 1, 10_000);
         let files_g = self.int("dataset.files", 1, 10_000_000);
-        let sizes_g = self.block_sizes("dataset.sizes");
+        let prealloc_g = self.int("dataset.prealloc", 0, 100);
+        let gamma_g = self.gamma_sizes("dataset.sizes");
+        let sizes_g = match &gamma_g {
+            None => self.block_sizes("dataset.sizes"),
+            Some(Got::Ok(g, loc)) => {
+                Got::Ok(g.quantiles().into_iter().map(|bs| BsEntry { bs, loc: loc.clone() }).collect(), loc.clone())
+            }
+            Some(_) => Got::Bad,
+        };
         let total_g = self.size("dataset.total_size");
         let ws_g = self.size("dataset.working_set");
         let format_g = self.choice("dataset.format", FORMATS);
@@ -254,6 +282,11 @@ impl<'a> Ctx<'a> {
                 Got::Bad => return None,
             },
             format: format_g.or(defaults::choice("dataset.format", FORMATS))?,
+            prealloc_pct: prealloc_g.opt()?.map(|p| p as u8),
+            size_gamma: match gamma_g {
+                Some(Got::Ok(g, _)) => Some(g),
+                _ => None,
+            },
         }))
     }
 

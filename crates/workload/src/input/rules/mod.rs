@@ -9,6 +9,7 @@ mod amount;
 mod content;
 mod data;
 mod engine;
+mod flow;
 mod hosts;
 mod own;
 mod steps;
@@ -93,6 +94,7 @@ impl<'a> Ctx<'a> {
         self.direct_rules(&top, &mut run);
         self.sync_rules(&top, &run);
         self.verify_rules(&top, &mut run);
+        self.flow_run_rules(&top, &mut run);
         self.dir_rule(&top, &run);
         let mut plan = assemble(&top, &run)?;
         own::apply_own_rates(&mut plan);

@@ -1,0 +1,251 @@
+//! Flows: a workload whose threads each run a sequence of file operations in order, over
+//! and over, on the files of the run's `[dataset]` (Filebench's flowops: createfile,
+//! writewholefile, appendfilerand, openfile, readwholefile, closefile, deletefile,
+//! statfile, fsync...). A step is written `OP [SIZE] [random]`, like `"read_whole 1m"` or
+//! `"append 16k random"`; the sequence is checked here (a step on an open file needs one
+//! open before it, an open needs none), and run by the executor (crates/exec/src/flow.rs).
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// At most this many steps in one flow.
+pub const MAX_FLOW_STEPS: usize = 256;
+
+/// One kind of flow step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FlowOp {
+    /// A missing file of the dataset created (exclusively) and opened for writing.
+    Create,
+    /// An existing file opened.
+    Open,
+    /// The open file closed.
+    Close,
+    /// SIZE read from the open file: sequentially from where the last read ended
+    /// (from the start again at its end), or at a random offset.
+    Read,
+    /// SIZE written into the open file, sequentially or at a random offset within it.
+    Write,
+    /// The whole open file read from its start, SIZE at a time.
+    ReadWhole,
+    /// The open file written from its start to its dataset size, SIZE at a time.
+    WriteWhole,
+    /// SIZE appended to the open file (random: 1 byte to SIZE, uniformly).
+    Append,
+    /// The open file's data made durable (fsync).
+    Fsync,
+    /// An existing file removed.
+    Delete,
+    /// An existing file's attributes read (stat).
+    Stat,
+}
+
+impl FlowOp {
+    pub const ALL: [FlowOp; 11] = [
+        FlowOp::Create,
+        FlowOp::Open,
+        FlowOp::Close,
+        FlowOp::Read,
+        FlowOp::Write,
+        FlowOp::ReadWhole,
+        FlowOp::WriteWhole,
+        FlowOp::Append,
+        FlowOp::Fsync,
+        FlowOp::Delete,
+        FlowOp::Stat,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FlowOp::Create => "create",
+            FlowOp::Open => "open",
+            FlowOp::Close => "close",
+            FlowOp::Read => "read",
+            FlowOp::Write => "write",
+            FlowOp::ReadWhole => "read_whole",
+            FlowOp::WriteWhole => "write_whole",
+            FlowOp::Append => "append",
+            FlowOp::Fsync => "fsync",
+            FlowOp::Delete => "delete",
+            FlowOp::Stat => "stat",
+        }
+    }
+
+    /// Moves data, SIZE at a time (the step names its SIZE).
+    pub fn transfers(self) -> bool {
+        matches!(self, FlowOp::Read | FlowOp::Write | FlowOp::ReadWhole | FlowOp::WriteWhole | FlowOp::Append)
+    }
+
+    /// Works on the thread's open file.
+    pub fn needs_open(self) -> bool {
+        self.transfers() || matches!(self, FlowOp::Close | FlowOp::Fsync)
+    }
+
+    /// Writes into the dataset (creates, changes or removes a file).
+    pub fn writes(self) -> bool {
+        matches!(self, FlowOp::Create | FlowOp::Write | FlowOp::WriteWhole | FlowOp::Append | FlowOp::Delete)
+    }
+
+    /// `random` means something for it (a random offset, or a random append size).
+    fn takes_random(self) -> bool {
+        matches!(self, FlowOp::Read | FlowOp::Write | FlowOp::Append)
+    }
+}
+
+/// One step of a flow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FlowStep {
+    pub op: FlowOp,
+    /// Bytes per transfer (0 for a step that moves no data).
+    pub bytes: u64,
+    /// Read and write: at random offsets; append: a random size from 1 byte to `bytes`.
+    pub random: bool,
+}
+
+/// The expected form of a step, for messages.
+pub const STEP_FORM: &str = "a step like \"open\", \"read_whole 1m\", \"read 8k random\" or \"append 16k random\" \
+     (create, open, close, read, write, read_whole, write_whole, append, fsync, delete, stat)";
+
+impl FlowStep {
+    /// Reads `OP [SIZE] [random]`; Err says what is wrong.
+    pub fn parse(text: &str) -> Result<FlowStep, String> {
+        let mut words = text.split_whitespace();
+        let name = words.next().ok_or("the step is empty")?;
+        let op = FlowOp::ALL.into_iter().find(|o| o.name() == name).ok_or_else(|| format!("no step `{name}`"))?;
+        let mut step = FlowStep { op, bytes: 0, random: false };
+        for w in words {
+            if w == "random" {
+                if !op.takes_random() {
+                    return Err(format!("`random` applies to read, write and append, not {name}"));
+                }
+                step.random = true;
+            } else if step.bytes == 0 && op.transfers() {
+                let b = crate::units::parse_size(w).map_err(|e| format!("`{w}`: {e}"))?;
+                if !(1..=crate::plan::MAX_FLOW_IO_BYTES).contains(&b) {
+                    return Err(format!("`{w}`: a size from 1 byte to 64 MiB"));
+                }
+                step.bytes = b;
+            } else if op.transfers() {
+                return Err(format!("`{w}`: one SIZE, then optionally `random`"));
+            } else {
+                return Err(format!("{name} takes no size (`{w}`)"));
+            }
+        }
+        if op.transfers() && step.bytes == 0 {
+            return Err(format!("{name} needs its size: \"{name} 1m\""));
+        }
+        Ok(step)
+    }
+
+    /// Its text, as [`FlowStep::parse`] reads it.
+    pub fn text(&self) -> String {
+        let mut s = self.op.name().to_string();
+        if self.bytes > 0 {
+            s.push(' ');
+            s.push_str(&crate::units::size_literal(self.bytes));
+        }
+        if self.random {
+            s.push_str(" random");
+        }
+        s
+    }
+}
+
+impl Serialize for FlowStep {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.text())
+    }
+}
+
+impl<'de> Deserialize<'de> for FlowStep {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<FlowStep, D::Error> {
+        let text = String::deserialize(d)?;
+        FlowStep::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Checks the order of a flow's steps, which repeat: a step on the open file needs one
+/// opened (or created) before it, and an open or a create needs none open (the last step
+/// may leave a file open for the next round's steps, as a reader that opens once does).
+/// Err: (the step's index, what is wrong).
+pub fn check_order(steps: &[FlowStep]) -> Result<(), (usize, String)> {
+    // Two rounds: the second starts as the first ended.
+    let mut open = false;
+    for round in 0..2 {
+        for (i, s) in steps.iter().enumerate() {
+            match s.op {
+                FlowOp::Create | FlowOp::Open if open => {
+                    let why = if round == 0 {
+                        format!("{} while a file is open: close it first", s.op.name())
+                    } else {
+                        format!(
+                            "{} while the file the flow's last steps left open is open: end the flow with close",
+                            s.op.name()
+                        )
+                    };
+                    return Err((i, why));
+                }
+                FlowOp::Create | FlowOp::Open => open = true,
+                FlowOp::Close if !open => return Err((i, "close with no file open".into())),
+                FlowOp::Close => open = false,
+                op if op.needs_open() && !open => {
+                    return Err((i, format!("{} needs an open file: put open or create before it", op.name())))
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flow(steps: &[&str]) -> Vec<FlowStep> {
+        steps.iter().map(|s| FlowStep::parse(s).unwrap()).collect()
+    }
+
+    #[test]
+    fn a_step_reads_back_from_its_text() {
+        for text in ["create", "read_whole 1m", "append 16k random", "read 8k random", "write 4k", "stat", "fsync"] {
+            assert_eq!(FlowStep::parse(text).unwrap().text(), text);
+        }
+        let s = FlowStep::parse("append 16k random").unwrap();
+        assert_eq!(s, FlowStep { op: FlowOp::Append, bytes: 16384, random: true });
+    }
+
+    #[test]
+    fn a_step_says_what_is_wrong_with_it() {
+        let err = |t: &str| FlowStep::parse(t).unwrap_err();
+        assert_eq!(err("readwhole 1m"), "no step `readwhole`");
+        assert_eq!(err("read"), "read needs its size: \"read 1m\"");
+        assert_eq!(err("close 4k"), "close takes no size (`4k`)");
+        assert_eq!(err("read_whole 1m random"), "`random` applies to read, write and append, not read_whole");
+        assert!(err("read 1g").contains("64 MiB"), "{}", err("read 1g"));
+        assert_eq!(err(""), "the step is empty");
+    }
+
+    #[test]
+    fn the_order_of_steps_is_checked_over_two_rounds() {
+        // Filebench's fileserver: fine.
+        let fileserver = flow(&[
+            "create",
+            "write_whole 1m",
+            "close",
+            "open",
+            "append 16k random",
+            "close",
+            "open",
+            "read_whole 1m",
+            "close",
+            "delete",
+            "stat",
+        ]);
+        assert_eq!(check_order(&fileserver), Ok(()));
+        // A reader that opens once and keeps reading is not: the second round opens again.
+        let err = check_order(&flow(&["open", "read 8k"])).unwrap_err();
+        assert_eq!(err.0, 0);
+        assert!(err.1.contains("end the flow with close"), "{}", err.1);
+        assert_eq!(check_order(&flow(&["read_whole 1m"])).unwrap_err().0, 0);
+        assert_eq!(check_order(&flow(&["open", "close", "close"])).unwrap_err(), (2, "close with no file open".into()));
+    }
+}
