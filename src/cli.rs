@@ -236,6 +236,13 @@ pub enum ImportFrom {
         #[command(flatten)]
         out: OutFile,
     },
+    /// A Filebench workload (.f: filesets, processes, threads, flowops, run): what has no
+    /// equivalent is reported.
+    Filebench {
+        file: PathBuf,
+        #[command(flatten)]
+        out: OutFile,
+    },
     /// A fio job file ([global] and job sections): options without an equivalent are reported.
     Fio {
         /// The fio job file.

@@ -207,6 +207,7 @@ fn main() -> ExitCode {
         cli::Command::Export { file, format, out } => cmd_show::export(&file, format, &out),
         cli::Command::Demo(args) => cmd_demo::demo(args),
         cli::Command::Import { from: cli::ImportFrom::Vdbench { file, out } } => cmd_import::vdbench(&file, &out),
+        cli::Command::Import { from: cli::ImportFrom::Filebench { file, out } } => cmd_import::filebench(&file, &out),
         cli::Command::Import { from: cli::ImportFrom::Fio { file, out, group } } => {
             cmd_import_fio::fio(&file, &out, group)
         }

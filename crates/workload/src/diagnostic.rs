@@ -87,6 +87,9 @@ pub struct Diagnostic {
     pub expected: String,
     /// Extra sentences (a suggestion, why two settings conflict), one note per line; may be empty.
     pub message: String,
+    /// `key` is another tool's option (a Filebench attribute, in an import), not a
+    /// workload key: it is named as it is, never as an unknown key.
+    pub foreign: bool,
 }
 
 impl Diagnostic {
@@ -108,6 +111,7 @@ impl Diagnostic {
             value: clip(&redact(&value.into()), MAX_ECHO_CHARS),
             expected: clip_lines(&expected.into(), MAX_NOTE_CHARS),
             message: clip_lines(&message.into(), MAX_NOTE_CHARS),
+            foreign: false,
         }
     }
 
@@ -125,6 +129,7 @@ impl Diagnostic {
             value: clip(&redact(&value.into()), MAX_ECHO_CHARS),
             expected: clip_lines(&expected.into(), MAX_NOTE_CHARS),
             message: clip_lines(&message.into(), MAX_NOTE_CHARS),
+            foreign: false,
         }
     }
 
@@ -136,6 +141,7 @@ impl Diagnostic {
             value: String::new(),
             expected: String::new(),
             message: String::new(),
+            foreign: false,
         }
     }
 
@@ -153,7 +159,7 @@ impl Diagnostic {
             Origin::Flag { .. } | Origin::Omitted { .. } => String::new(),
             Origin::File { .. } if self.key.is_empty() && self.value.is_empty() => "invalid TOML".to_string(),
             Origin::File { .. } if self.key.is_empty() => format!("invalid TOML ({})", self.value),
-            Origin::File { .. } if !crate::input::is_known_key(&self.key) => {
+            Origin::File { .. } if !self.foreign && !crate::input::is_known_key(&self.key) => {
                 format!("unknown key \"{}\"", self.key)
             }
             Origin::File { .. } if self.value.is_empty() => self.key.clone(),

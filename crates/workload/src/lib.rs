@@ -8,6 +8,7 @@ mod canonical;
 pub mod check;
 pub mod content;
 mod diagnostic;
+pub mod filebench;
 pub mod fio;
 pub mod flow;
 pub mod font;

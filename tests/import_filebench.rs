@@ -1,0 +1,112 @@
+//! `ioscope import filebench` on the ten personalities Filebench ships
+//! (examples/filebench/): each one that converts validates and runs on local files (made
+//! small with flags, which override the file), with the operations its flowops name and
+//! no error; each one that does not is refused naming the line and the reason.
+
+use serde_json::Value;
+
+mod common;
+#[allow(dead_code)]
+mod skip;
+
+use common::run::{ioscope, json_of, run_ok, s};
+
+/// Personality, and what it converts to: the operations its flow records, or (refused)
+/// what the message says.
+const PERSONALITIES: &[(&str, Result<&[&str], &str>)] = &[
+    ("fileserver", Ok(&["create", "write", "close", "open", "read", "delete", "getattr"])),
+    ("varmail", Ok(&["delete", "create", "write", "fsync", "close", "open", "read"])),
+    ("webproxy", Ok(&["delete", "create", "write", "close", "open", "read"])),
+    ("randomread", Ok(&["read"])),
+    ("randomwrite", Ok(&["write"])),
+    ("singlestreamread", Ok(&["read"])),
+    ("webserver", Err("2 filesets (bigfileset, logfiles): ioscope's flows run on one [dataset]")),
+    ("oltp", Err("2 filesets (datafiles, logfile): ioscope's flows run on one [dataset]")),
+    ("videoserver", Err("2 filesets (activevids, passivevids)")),
+    ("singlestreamwrite", Err("the file has no size")),
+];
+
+#[test]
+fn filebench_personalities_import_validate_and_run_or_are_refused_with_their_reason() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (name, outcome) in PERSONALITIES {
+        let f = format!("examples/filebench/{name}.f");
+        let toml = tmp.path().join(format!("{name}.toml"));
+        let out = ioscope().args(["import", "filebench", &f, "-o", s(&toml)]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        let ops = match outcome {
+            Err(says) => {
+                assert_eq!(out.status.code(), Some(2), "{name}: {err}");
+                assert!(err.contains(says) && err.contains(&format!("{name}.f:")), "{name}: {err}");
+                assert!(!toml.exists(), "{name}: nothing written");
+                continue;
+            }
+            Ok(ops) => ops,
+        };
+        assert!(out.status.success(), "{name}: {err}");
+        run_ok(&["validate", s(&toml)]);
+        // Small: a few threads, a few directories, a small file, one second.
+        let dir = tmp.path().join(name);
+        let text = std::fs::read_to_string(&toml).unwrap();
+        let mut args = vec!["run", s(&toml), "--dir", s(&dir), "--duration", "1s", "--json", "--quiet"];
+        let results = tmp.path().join(format!("{name}.db"));
+        args.extend(["--out", s(&results)]);
+        if text.contains("[dataset]") {
+            args.extend(["--set", "dataset.width=4", "--set", "workload.threads=4"]);
+        } else {
+            args.extend(["--size", "16m", "--threads", "2"]);
+        }
+        let summary: Value = json_of(&run_ok(&args));
+        assert_eq!(summary["total"]["errors"], 0, "{name}: {summary}");
+        for op in *ops {
+            assert!(summary["ops"][op]["ops"].as_u64().unwrap_or(0) > 0, "{name}: no {op}: {summary}");
+        }
+    }
+}
+
+#[test]
+fn the_fileserver_personality_converts_to_its_fileset_and_flow() {
+    let out = run_ok(&["import", "filebench", "examples/filebench/fileserver.f"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    for line in [
+        "dir = \"/tmp/bigfileset\"",
+        "duration = \"1m\"",
+        "width = 500",
+        "files = 20",
+        "sizes = \"gamma:128k:1.5\"",
+        "prealloc = 80",
+        "threads = 50",
+        "\"append 16k random\",",
+        "\"read_whole 1m\",",
+    ] {
+        assert!(text.lines().any(|l| l.trim() == line), "no `{line}` in:\n{text}");
+    }
+}
+
+#[test]
+fn a_filebench_file_with_what_has_no_meaning_here_is_refused_naming_each_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = tmp.path().join("bad.f");
+    let text = "set $dir=/tmp/x\n\
+                define fileset name=a,path=$dir,size=8k,entries=100,prealloc\n\
+                define process name=p\n{\n  thread name=t,instances=2\n  {\n\
+                \x20   flowop openfile name=o,filesetname=a,fd=1\n\
+                \x20   flowop aiowrite name=w,filesetname=a,iosize=8k\n\
+                \x20   flowop readwholefile name=r,fd=1,iosize=$nope\n\
+                \x20   flowop closefile name=c,fd=1,dsync\n  }\n}\nrun 10\n";
+    std::fs::write(&f, text).unwrap();
+    let out = ioscope().args(["import", "filebench", s(&f)]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    for says in [
+        "bad.f:8:5: error: aiowrite",
+        "asynchronous I/O",
+        "bad.f:9:38: error: iosize",
+        "$nope is not set",
+        "bad.f:10:",
+        "dsync",
+    ] {
+        assert!(err.contains(says), "no `{says}` in:\n{err}");
+    }
+    assert!(out.stdout.is_empty());
+}
