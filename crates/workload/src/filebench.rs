@@ -718,7 +718,10 @@ mod tests {
 
     #[test]
     fn cvar_gamma_becomes_gamma_sizes_and_a_plain_size_a_size() {
-        assert_eq!(size_of("cvar(type=cvar-gamma,parameters=mean:131072;gamma:1.5)").as_deref(), Some("gamma:128k:1.5"));
+        assert_eq!(
+            size_of("cvar(type=cvar-gamma,parameters=mean:131072;gamma:1.5)").as_deref(),
+            Some("gamma:128k:1.5")
+        );
         assert_eq!(size_of("16k").as_deref(), Some("16k"));
         assert_eq!(size_of("cvar(type=cvar-lognormal,parameters=mean:1;sigma:2)"), None);
     }

@@ -351,13 +351,11 @@ impl Converter {
         };
         match (kind, name) {
             (_, "openflags") => {
-                for item in &p.items {
-                    match item.to_ascii_lowercase().as_str() {
-                        "o_direct" => self.global.set("direct", "true".into()),
-                        "o_sync" | "o_dsync" => self.global.set("sync", toml_string("dsync")),
-                        _ => return Err(p.unsupported("openflags=o_direct, o_sync or o_dsync")),
-                    }
-                }
+                // An fsd is a [dataset], whose files ioscope opens through the page cache and
+                // writes whole: O_DIRECT and O_SYNC apply to the flat working set only.
+                return Err(p.unsupported(
+                    "no openflags: ioscope's dataset workloads open files buffered, without o_direct or o_sync",
+                ));
             }
             (Kind::Fsd, "anchor") if p.items.len() == 1 && !p.raw.is_empty() => def.set("dir", toml_string(&p.raw)),
             (Kind::Fsd, "anchor") => return Err(p.invalid("anchor=/path/to/directory")),
@@ -825,7 +823,7 @@ FSD=fsd1,ANCHOR=/mnt/x,
    depth=1,width=2,
    * a comment inside the continuation
    files=3,sizes=(4k,50,
-   8k,50),openflags=o_direct
+   8k,50)
 fwd=default,fsd=fsd1,threads=4,xfersize=(4k,50,64k,50)
 fwd=wr,operation=write,rdpct=30,fileselect=seq
 fwd=rd,operation=read,threads=8,xfersize=16k
@@ -834,7 +832,6 @@ rd=run,fwd=*,fwdrate=curve,elapsed=90,warmup=30m,forthreads=(1-8,d),forxfersize=
 ";
         let t = toml(text);
         assert_eq!(t["dir"].as_str(), Some("/mnt/x"));
-        assert_eq!(t["direct"].as_bool(), Some(true));
         assert_eq!(t["duration"].as_str(), Some("90s"));
         assert_eq!(t["warmup"].as_str(), Some("30m"));
         assert_eq!(t["curve"].as_bool(), Some(true));
@@ -883,8 +880,13 @@ rd=run,fwd=*,fwdrate=curve,elapsed=90,warmup=30m,forthreads=(1-8,d),forxfersize=
             (secs_literal(72000), secs_literal(1800), secs_literal(90)),
             ("20h".into(), "30m".into(), "90s".into())
         );
-        let t = toml("fsd=f,anchor=/a \"q\",openflags=o_dsync,totalsize=1g\nfwd=w,fsd=f\nrd=r,fwd=w,fwdrate=max\n");
-        assert_eq!((t["dir"].as_str(), t["sync"].as_str()), (Some("/a \"q\""), Some("dsync")));
+        let t = toml("fsd=f,anchor=/a \"q\",totalsize=1g\nfwd=w,fsd=f\nrd=r,fwd=w,fwdrate=max\n");
+        assert_eq!(t["dir"].as_str(), Some("/a \"q\""));
+        // Dataset files are opened buffered: openflags would be asked for and not done.
+        for flag in ["o_dsync", "o_direct"] {
+            let e = errors(&format!("fsd=f,anchor=/a,openflags={flag}\nfwd=w,fsd=f\nrd=r,fwd=w\n"));
+            assert!(e.iter().any(|x| x.parameter == "openflags"), "{e:?}");
+        }
         assert_eq!((t["duration"].as_str(), t.get("rate_iops")), (Some("30s"), None));
         assert_eq!(t["dataset"]["total_size"].as_str(), Some("1g"));
     }

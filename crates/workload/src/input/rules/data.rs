@@ -27,7 +27,8 @@ impl<'a> Ctx<'a> {
         run.has_dataset = has_dataset;
     }
 
-    /// A dataset writes whole files: no per-write sync.
+    /// A dataset writes whole files: no per-write sync; and opens them through the page
+    /// cache: no O_DIRECT (it would be asked for and not done).
     pub(super) fn dataset_sync_rule(&mut self, top: &Top, run: &Run) {
         let has_dataset = run.has_dataset;
         if let (true, Got::Ok(sync, loc)) = (has_dataset, &top.sync) {
@@ -35,6 +36,21 @@ impl<'a> Ctx<'a> {
                 let note = "dataset workloads write whole files through open/write/close; per-write sync applies to the flat working set";
                 self.err(loc, "sync", "none with a [dataset]", note);
             }
+        }
+        let own = run
+            .parsed()
+            .iter()
+            .filter(|w| w.workload.direct == Some(true))
+            .map(|w| w.own_locs.direct.clone())
+            .collect::<Vec<_>>();
+        let top_direct = match &top.direct {
+            Got::Ok(true, loc) => Some(loc.clone()),
+            _ => None,
+        };
+        for loc in top_direct.into_iter().chain(own).filter(|_| has_dataset) {
+            let note =
+                "dataset workloads open their files through the page cache; O_DIRECT applies to the flat working set";
+            self.err(&loc, "direct", "false with a [dataset]", note);
         }
     }
 
