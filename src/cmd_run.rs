@@ -156,8 +156,19 @@ pub fn execute(plan: &Plan, output: &OutputFlags, probes: &crate::probe::Probes,
     let mut dataset = None;
     let mut verify_laid_out = None;
     let files = if let Some(d) = &plan.dataset {
+        // The file sets' directories are checked too before anything is written (those in
+        // an anchor not made yet are new).
+        let (fs, _) = ioscope_exec::storage(plan).map_err(Failure::failed)?;
+        let anchor_exists = fs.connect().ok().and_then(|mut c| c.stat(&d.dir).ok().flatten()).is_some();
+        for set in plan.filesets.iter().filter(|_| anchor_exists) {
+            check_tree(&*fs, set, plan)?;
+        }
         let (layout, laid_out) = prepare_dataset(d, plan, output, show_progress, created_dir)?;
         (dataset, verify_laid_out) = (Some(layout), laid_out);
+        // A flow's file sets: trees of their own in directories of the dataset's anchor.
+        for set in &plan.filesets {
+            prepare_dataset(set, plan, output, show_progress, false)?;
+        }
         Vec::new()
     } else if !plan.engine.spec().caps.does_io {
         Vec::new()
@@ -514,8 +525,26 @@ fn watch_signals(
     Ok(())
 }
 
-/// Checks the dataset's anchor (refusal: exit 2, before any I/O), then creates or reuses
-/// the tree, with progress.
+/// Whether the tree at `d`'s anchor can be reused; a refusal is invalid input (exit 2).
+fn check_tree(
+    fs: &dyn ioscope_engine::fs::FileSystem,
+    d: &ioscope_workload::Dataset,
+    plan: &Plan,
+) -> Result<bool, Failure> {
+    match dataset::check(fs, d, plan.force) {
+        Ok(r) => Ok(r),
+        Err(
+            e @ (dataset::DatasetError::NotOurs { .. }
+            | dataset::DatasetError::Missing { .. }
+            | dataset::DatasetError::NoSpace { .. }
+            | dataset::DatasetError::NoParent { .. }),
+        ) => Err(Failure::invalid(e)),
+        Err(e) => Err(Failure::failed(e)),
+    }
+}
+
+/// Checks the dataset's (or a file set's) anchor (refusal: exit 2, before any I/O), then
+/// creates or reuses the tree, with progress.
 fn prepare_dataset(
     d: &ioscope_workload::Dataset,
     plan: &Plan,
@@ -524,16 +553,7 @@ fn prepare_dataset(
     created_dir: bool,
 ) -> Result<(dataset::Layout, Option<ioscope_exec::verify::LaidOut>), Failure> {
     let (fs, _) = ioscope_exec::storage(plan).map_err(Failure::failed)?;
-    let reusable = match dataset::check(&*fs, d, plan.force) {
-        Ok(r) => r,
-        Err(
-            e @ (dataset::DatasetError::NotOurs { .. }
-            | dataset::DatasetError::Missing { .. }
-            | dataset::DatasetError::NoSpace { .. }
-            | dataset::DatasetError::NoParent { .. }),
-        ) => return Err(Failure::invalid(e)),
-        Err(e) => return Err(Failure::failed(e)),
-    };
+    let reusable = check_tree(&*fs, d, plan)?;
     if let Some(refused) = dataset::refused_marker(&*fs, d).filter(|_| plan.force) {
         eprintln!(
             "note: {refused}; with --force the directory is taken as not ioscope's: nothing that marker \
@@ -543,8 +563,12 @@ fn prepare_dataset(
     let layout = dataset::Layout::new(d);
     if !output.quiet {
         let what = if reusable { "reusing" } else { "creating" };
+        let tree = match (&d.name, plan.dataset.as_ref().is_some_and(|main| main.dir == d.dir)) {
+            (Some(name), false) => format!("fileset {name}"),
+            _ => "dataset".to_string(),
+        };
         eprintln!(
-            "{what} dataset: {} files, {} in {} directories under {}",
+            "{what} {tree}: {} files, {} in {} directories under {}",
             terminal::int(layout.files()),
             terminal::size(layout.total_bytes()),
             terminal::int(layout.leaf_dirs()),

@@ -103,7 +103,7 @@ fn a_file_set_has_the_gamma_mean_and_the_share_preallocated_that_it_names() {
 fn a_flow_that_makes_no_sense_is_refused_before_any_io_naming_its_line() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("d");
-    let cases: [(&str, &str); 4] = [
+    let cases: [(&str, &str); 6] = [
         ("[[workload]]\nflow = [\"open\", \"read_whole 1m\", \"close\"]\n", "a flow with a [dataset]"),
         (
             "[dataset]\nfiles = 10\n[[workload]]\nflow = [\"read_whole 1m\", \"close\"]\n",
@@ -117,6 +117,14 @@ fn a_flow_that_makes_no_sense_is_refused_before_any_io_naming_its_line() {
             "[dataset]\nfiles = 10\n[[workload]]\nflow = [\"open\", \"readwhole 1m\", \"close\"]\n",
             "no step `readwhole`",
         ),
+        (
+            "[dataset]\nfiles = 10\n[[fileset]]\nname = \"logs\"\n[[workload]]\nflow = [\"open\", \"append 8k in log\", \"close\"]\n",
+            "the step `append 8k in log` names no set (sets: logs)",
+        ),
+        (
+            "[dataset]\nfiles = 10\n[[fileset]]\nname = \"logs\"\n[[workload]]\nflow = [\"open\", \"close\"]\n",
+            "the fileset `logs` would be made and never used",
+        ),
     ];
     for (body, says) in cases {
         let file = tmp.path().join("bad.toml");
@@ -128,4 +136,50 @@ fn a_flow_that_makes_no_sense_is_refused_before_any_io_naming_its_line() {
         assert!(err.contains("bad.toml:"), "names the file and line: {err}");
     }
     assert!(!dir.exists(), "nothing was made");
+}
+
+#[test]
+fn a_log_appended_by_every_thread_grows_by_every_append_and_is_its_own_file_in_the_breakdown() {
+    // Filebench's webserver: each flow reads a whole file of the dataset, then appends to
+    // the log, a file set of one file every thread holds open.
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("webserver.toml");
+    let threads = 4;
+    let text = format!(
+        "dir = \"{}\"\nduration = \"2s\"\nbreakdown_top = 8\n\n\
+         [dataset]\nname = \"pages\"\ndepth = 1\nwidth = 4\nfiles = 25\nsizes = \"16k\"\n\n\
+         [[fileset]]\nname = \"logs\"\ndepth = 0\nfiles = 1\nsizes = \"16k\"\n\n\
+         [[workload]]\nname = \"webserver\"\nthreads = {threads}\n\
+         flow = [\"open in pages\", \"read_whole 64k\", \"close\", \"append 8k random in logs\"]\n",
+        s(&tmp.path().join("d"))
+    );
+    std::fs::write(&file, text).unwrap();
+    let results = tmp.path().join("r.db");
+    let summary = json_of(&run_ok(&["run", s(&file), "--out", s(&results), "--json", "--quiet"]));
+    assert_eq!(summary["total"]["errors"], 0, "{summary}");
+    let (reads, writes) = (ops(&summary, "read"), ops(&summary, "write"));
+    assert!(reads > 100, "{summary}");
+    // One read of each 16 KiB page per flow, one append: give or take one per thread.
+    assert!((reads - writes).abs() <= threads, "{summary}");
+    // Each thread's log is opened once when it starts and closed when it ends, beside
+    // the pages it opens and closes.
+    assert_eq!(ops(&summary, "open"), ops(&summary, "close"), "{summary}");
+    assert!((ops(&summary, "open") - reads - threads).abs() <= threads, "{summary}");
+    // Concurrent appends each take their own range: the log grew by every byte written.
+    let log = tmp.path().join("d/logs/f000000");
+    let grown = std::fs::metadata(&log).unwrap().len() - 16384;
+    assert_eq!(grown, summary["ops"]["write"]["bytes"].as_u64().unwrap(), "{summary}");
+    // The log is a file of its own in the per-file breakdown, named below the anchor.
+    let r = ioscope_store::open(&results).unwrap();
+    let log_writes: u64 = r
+        .seconds
+        .iter()
+        .flat_map(|s| s.files.iter())
+        .filter(|f| f.op.name() == "write" && f.file == "logs/f000000")
+        .map(|f| f.counts.ops)
+        .sum();
+    assert_eq!(log_writes as i64, writes, "every write went to the log");
+    // --cleanup takes the file set away with the dataset.
+    run_ok(&["run", s(&file), "--out", s(&tmp.path().join("r2.db")), "--duration", "1s", "--cleanup", "--quiet"]);
+    assert!(!tmp.path().join("d").exists(), "cleanup left the tree");
 }

@@ -89,9 +89,10 @@ impl<'a> Collector<'a> {
         self.by_file.drain(self.rings, read, snap.second, u64::MAX, true);
         let (tree, names) = (self.tree, self.file_names);
         let per_file = self.by_file.close(|i| match tree {
-            // A tree file is named by its path below the dataset's directory.
+            // A tree file is named by its path below the dataset's directory (a file set's:
+            // the set's name, then its own).
             Some(t) => {
-                let path = t.layout.file_path(i as u64);
+                let path = t.file_path(i as u64);
                 path.strip_prefix(t.layout.anchor()).unwrap_or(&path).display().to_string()
             }
             None => names.get(i as usize).cloned().unwrap_or_else(|| i.to_string()),

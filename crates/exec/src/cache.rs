@@ -77,7 +77,13 @@ pub fn apply(plan: &Plan, files: &[PathBuf], dataset: Option<&crate::dataset::La
         return done;
     }
     let paths: Vec<PathBuf> = match dataset {
-        Some(d) => (0..d.working_files()).map(|i| d.file_path(i)).collect(),
+        // The dataset's working set, and a flow's file sets.
+        Some(d) => {
+            let sets = plan.filesets.iter().map(crate::dataset::Layout::new);
+            let mut paths: Vec<PathBuf> = (0..d.working_files()).map(|i| d.file_path(i)).collect();
+            sets.for_each(|l| paths.extend((0..l.working_files()).map(|i| l.file_path(i))));
+            paths
+        }
         None => files.to_vec(),
     };
     done.files = paths.len() as u64;

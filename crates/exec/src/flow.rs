@@ -13,6 +13,13 @@
 //! deletes a file in use, so no operation fails for another's. When an open or create fails
 //! or finds no file, the steps on that file are passed over, to the next step that opens
 //! one or needs none: the failure itself is counted (an error by kind, or a skip).
+//!
+//! A step may name a file set (`in NAME`): an open, create, delete or stat picks its file
+//! there; a transfer or fsync that names one works on a file of that set the thread opens
+//! when it starts and keeps open to the end (one open and one close each, recorded), not
+//! claimed, so threads share it as Filebench's do (webserver's log): appends to a shared
+//! file each take their own range at its end. The engine's handles are a stack: the held
+//! files are opened first, below the file the flow opens and closes.
 
 use crate::clock::now_ns;
 use crate::tree::{file_no, req, Tree, TreeTask, ABSENT, PRESENT};
@@ -21,82 +28,149 @@ use ioscope_engine::{Engine, FileReq, Io, Op};
 use ioscope_workload::{FlowOp, FlowStep, Workload};
 use std::sync::atomic::Ordering::Relaxed;
 
+/// A file a flow works on: its number in the tree, where its next sequential transfer
+/// goes, and its engine handle.
+#[derive(Clone, Copy)]
+struct FlowFile {
+    i: u64,
+    cursor: u64,
+    handle: u32,
+}
+
 /// One worker's place in its flow.
 pub struct FlowTask {
-    /// File picks, random numbers and back-off, as a dataset workload's.
-    pick: TreeTask,
+    /// File picks, random numbers and back-off per set (0: the dataset; k: file set k).
+    picks: Vec<TreeTask>,
     steps: Vec<FlowStep>,
+    /// Each step's set (an index into `picks`).
+    set_of: Vec<usize>,
     /// The step to run next.
     next: usize,
-    /// The open file (its index in the tree) and where its next sequential transfer goes.
-    open: Option<(u64, u64)>,
+    /// The file the flow opened.
+    open: Option<FlowFile>,
+    /// The sets whose files the thread holds (each named by a transfer or fsync), and
+    /// the file held (None: none was found or it did not open); opened at the start.
+    held: Vec<(usize, Option<FlowFile>)>,
 }
 
 impl FlowTask {
     pub fn new(tree: &Tree, eff: Workload, local: u32, seed: u64) -> Self {
         let steps = eff.flow.clone();
-        FlowTask { pick: TreeTask::new(tree, eff, local, seed), steps, next: 0, open: None }
+        // A set the reader checked exists; one that does not is the dataset.
+        let set_of: Vec<usize> =
+            steps.iter().map(|s| s.set.and_then(|n| tree.set_index(n.as_str())).unwrap_or(0)).collect();
+        let picks = (0..tree.set_count())
+            .map(|k| TreeTask::in_set(tree, k, eff.clone(), local, seed.wrapping_add(k as u64)))
+            .collect();
+        let mut held: Vec<(usize, Option<FlowFile>)> = Vec::new();
+        for (s, k) in steps.iter().zip(&set_of) {
+            if s.holds() && !held.iter().any(|(h, _)| h == k) {
+                held.push((*k, None));
+            }
+        }
+        FlowTask { picks, steps, set_of, next: 0, open: None, held }
     }
 
     /// Passes over the steps on the file that did not open, up to the next one that opens
-    /// a file or needs none.
+    /// a file, needs none, or works on a held file.
     fn pass_over_file_steps(&mut self) {
         for _ in 0..self.steps.len() {
-            if !self.steps[self.next].op.needs_open() {
+            let s = &self.steps[self.next];
+            if !s.op.needs_open() || s.holds() {
                 return;
             }
             self.next = (self.next + 1) % self.steps.len();
         }
+    }
+
+    /// The engine handle the flow's own file gets: above the held ones.
+    fn open_handle(&self) -> u32 {
+        self.held.iter().filter(|(_, f)| f.is_some()).count() as u32
     }
 }
 
 impl<'a, E: Engine> Worker<'a, E> {
     /// Runs a flow until the deadline (or stop), one step after another.
     pub fn run_flow(&mut self, tree: &Tree, task: &mut FlowTask, s: &Schedule) {
-        task.pick.deadline_ns = s.deadline_ns;
-        let mut t = now_ns();
+        task.picks.iter_mut().for_each(|p| p.deadline_ns = s.deadline_ns);
+        let mut t = self.open_held(tree, task, now_ns());
         while t < s.deadline_ns && !self.stop.load(Relaxed) && self.engine.lost().is_none() && !task.steps.is_empty() {
-            let step = task.steps[task.next];
+            let k = task.next;
             task.next = (task.next + 1) % task.steps.len();
-            t = self.flow_step(tree, task, step, t, s.deadline_ns);
+            t = self.flow_step(tree, task, k, t, s.deadline_ns);
         }
-        if let Some((i, _)) = task.open.take() {
-            self.close_flow_file(tree, i, now_ns());
+        if let Some(f) = task.open.take() {
+            self.close_flow_file(tree, f, now_ns());
+        }
+        for (_, f) in task.held.iter_mut().rev() {
+            if let Some(f) = f.take() {
+                let path = tree.file_path(f.i);
+                let r = FileReq { op: Op::Close, file: f.handle, ..req(&path) };
+                self.file_op(Op::Close, &r, now_ns(), file_no(f.i));
+            }
         }
     }
 
-    /// Closes the open file, which other threads may then pick again.
-    fn close_flow_file(&mut self, tree: &Tree, i: u64, intended: u64) -> u64 {
-        let path = tree.layout.file_path(i);
-        let done = self.file_op(Op::Close, &FileReq { op: Op::Close, ..req(&path) }, intended, file_no(i)).1;
-        tree.set(i, PRESENT);
+    /// Opens a file of each held set (for writing if a step writes to it); returns when done.
+    fn open_held(&mut self, tree: &Tree, task: &mut FlowTask, mut t: u64) -> u64 {
+        for h in 0..task.held.len() {
+            let k = task.held[h].0;
+            let Some(i) = task.picks[k].pick(tree, PRESENT, false) else {
+                t = self.no_target(Op::Open, &mut task.picks[k]);
+                continue;
+            };
+            let write = task.steps.iter().zip(&task.set_of).any(|(s, set)| *set == k && s.holds() && s.op.writes());
+            let path = tree.file_path(i);
+            let handle = task.open_handle();
+            let size = tree.sizes.get(i as usize).map_or(0, |s| s.load(Relaxed));
+            let (r, done) = self.file_op(
+                Op::Open,
+                &FileReq { op: Op::Open, write, size, file: handle, ..req(&path) },
+                t,
+                file_no(i),
+            );
+            t = done;
+            if r >= 0 {
+                task.held[h].1 = Some(FlowFile { i, cursor: 0, handle });
+            }
+        }
+        t
+    }
+
+    /// Closes the flow's own file, which other threads may then pick again.
+    fn close_flow_file(&mut self, tree: &Tree, f: FlowFile, intended: u64) -> u64 {
+        let path = tree.file_path(f.i);
+        let r = FileReq { op: Op::Close, file: f.handle, ..req(&path) };
+        let done = self.file_op(Op::Close, &r, intended, file_no(f.i)).1;
+        tree.set(f.i, PRESENT);
         done
     }
 
-    /// Runs one step due at `intended`; returns when it completed.
-    fn flow_step(&mut self, tree: &Tree, task: &mut FlowTask, step: FlowStep, intended: u64, deadline: u64) -> u64 {
-        let layout = &tree.layout;
+    /// Runs step `k` due at `intended`; returns when it completed.
+    fn flow_step(&mut self, tree: &Tree, task: &mut FlowTask, k: usize, intended: u64, deadline: u64) -> u64 {
+        let (step, set) = (task.steps[k], task.set_of[k]);
+        let handle = task.open_handle();
         match step.op {
             FlowOp::Create => {
-                let Some(i) = task.pick.pick(tree, ABSENT, true) else {
+                let Some(i) = task.picks[set].pick(tree, ABSENT, true) else {
                     task.pass_over_file_steps();
-                    return self.no_target(Op::Create, &mut task.pick);
+                    return self.no_target(Op::Create, &mut task.picks[set]);
                 };
-                let path = layout.file_path(i);
+                let path = tree.file_path(i);
                 let issue = now_ns();
                 let mut result = self.engine.file_op(&FileReq { op: Op::Create, ..req(&path) }, &mut self.buffers);
                 let created = result >= 0;
                 if created {
                     tree.sizes[i as usize].store(0, Relaxed);
-                    result =
-                        self.engine.file_op(&FileReq { op: Op::Open, write: true, ..req(&path) }, &mut self.buffers);
+                    let open = FileReq { op: Op::Open, write: true, file: handle, ..req(&path) };
+                    result = self.engine.file_op(&open, &mut self.buffers);
                 }
                 let done = now_ns();
                 let io = Io { op: Op::Create, file: file_no(i), offset: 0, len: 0, slot: 0 };
                 self.record(&io, result, done, done - intended, done - issue);
                 // Held (busy) while it is open: no other thread deletes or opens it meanwhile.
                 match result >= 0 {
-                    true => task.open = Some((i, 0)),
+                    true => task.open = Some(FlowFile { i, cursor: 0, handle }),
                     false => {
                         tree.set(i, if created { PRESENT } else { ABSENT });
                         task.pass_over_file_steps();
@@ -105,17 +179,17 @@ impl<'a, E: Engine> Worker<'a, E> {
                 done
             }
             FlowOp::Open => {
-                let Some(i) = task.pick.pick(tree, PRESENT, true) else {
+                let Some(i) = task.picks[set].pick(tree, PRESENT, true) else {
                     task.pass_over_file_steps();
-                    return self.no_target(Op::Open, &mut task.pick);
+                    return self.no_target(Op::Open, &mut task.picks[set]);
                 };
-                let path = layout.file_path(i);
+                let path = tree.file_path(i);
                 let size = tree.sizes[i as usize].load(Relaxed);
-                let write = task.pick.eff.writes();
-                let r = FileReq { op: Op::Open, write, size, ..req(&path) };
+                let write = task.picks[set].eff.writes();
+                let r = FileReq { op: Op::Open, write, size, file: handle, ..req(&path) };
                 let (result, done) = self.file_op(Op::Open, &r, intended, file_no(i));
                 match result >= 0 {
-                    true => task.open = Some((i, 0)),
+                    true => task.open = Some(FlowFile { i, cursor: 0, handle }),
                     false => {
                         tree.set(i, PRESENT);
                         task.pass_over_file_steps();
@@ -124,38 +198,67 @@ impl<'a, E: Engine> Worker<'a, E> {
                 done
             }
             FlowOp::Close => match task.open.take() {
-                Some((i, _)) => self.close_flow_file(tree, i, intended),
+                Some(f) => self.close_flow_file(tree, f, intended),
                 None => intended,
             },
             FlowOp::Delete | FlowOp::Stat => {
                 // Claimed for the operation: a stat never races a delete of the same file.
                 let op = if step.op == FlowOp::Delete { Op::Delete } else { Op::Getattr };
-                let Some(i) = task.pick.pick(tree, PRESENT, true) else { return self.no_target(op, &mut task.pick) };
-                let path = layout.file_path(i);
+                let Some(i) = task.picks[set].pick(tree, PRESENT, true) else {
+                    return self.no_target(op, &mut task.picks[set]);
+                };
+                let path = tree.file_path(i);
                 let (r, done) = self.file_op(op, &FileReq { op, ..req(&path) }, intended, file_no(i));
                 tree.set(i, if r >= 0 && op == Op::Delete { ABSENT } else { PRESENT });
                 done
             }
-            FlowOp::Fsync => match task.open {
-                Some((i, _)) => self.flow_io(Op::Fsync, i, 0, 0, intended).1,
-                None => intended,
-            },
-            _ => self.flow_transfer(tree, task, step, intended, deadline),
+            _ => {
+                let held = task.held.iter().position(|(h, _)| *h == set).filter(|_| step.holds());
+                let file = match held {
+                    Some(h) => task.held[h].1,
+                    None => task.open,
+                };
+                let Some(f) = file else {
+                    return match held {
+                        // The held file was not found or did not open: a skip each time.
+                        Some(_) => self.no_target(op_of(step.op), &mut task.picks[set]),
+                        None => intended,
+                    };
+                };
+                let (done, f) = match step.op {
+                    FlowOp::Fsync => (self.flow_io(Op::Fsync, f, 0, 0, intended).1, f),
+                    _ => self.flow_transfer(tree, &mut task.picks[set], f, step, intended, deadline),
+                };
+                match held {
+                    Some(h) => task.held[h].1 = Some(f),
+                    None => task.open = Some(f),
+                }
+                done
+            }
         }
     }
 
-    /// One I/O on the open file `i` (the engine's file 0), counted on tree file `i`.
-    fn flow_io(&mut self, op: Op, i: u64, offset: u64, len: u64, intended: u64) -> (i64, u64) {
-        self.tree_file = Some(file_no(i));
+    /// One I/O on the flow's file `f` (its engine handle), counted on its tree file.
+    fn flow_io(&mut self, op: Op, f: FlowFile, offset: u64, len: u64, intended: u64) -> (i64, u64) {
+        self.tree_file = Some(file_no(f.i));
         let len = u32::try_from(len).unwrap_or(u32::MAX);
-        let got = self.submit_sync(&Io { op, file: 0, offset, len, slot: 0 }, intended);
+        let got = self.submit_sync(&Io { op, file: f.handle, offset, len, slot: 0 }, intended);
         self.tree_file = None;
         got
     }
 
-    /// A read, write, whole-file read or write, or append on the open file.
-    fn flow_transfer(&mut self, tree: &Tree, task: &mut FlowTask, step: FlowStep, intended: u64, deadline: u64) -> u64 {
-        let Some((i, cursor)) = task.open else { return intended };
+    /// A read, write, whole-file read or write, or append on file `f`; returns when it
+    /// completed, and the file with its cursor moved.
+    fn flow_transfer(
+        &mut self,
+        tree: &Tree,
+        pick: &mut TreeTask,
+        f: FlowFile,
+        step: FlowStep,
+        intended: u64,
+        deadline: u64,
+    ) -> (u64, FlowFile) {
+        let i = f.i;
         let size = &tree.sizes[i as usize];
         let now = size.load(Relaxed);
         let bytes = step.bytes.max(1);
@@ -163,12 +266,12 @@ impl<'a, E: Engine> Worker<'a, E> {
             FlowOp::ReadWhole | FlowOp::WriteWhole => {
                 let (op, end) = match step.op {
                     FlowOp::ReadWhole => (Op::Read, now),
-                    _ => (Op::Write, tree.layout.file_size(i)),
+                    _ => (Op::Write, tree.file_size(i)),
                 };
                 let (mut at, mut t) = (0, intended);
                 while at < end && t < deadline && !self.stop.load(Relaxed) {
                     let len = bytes.min(end - at);
-                    let (r, done) = self.flow_io(op, i, at, len, t);
+                    let (r, done) = self.flow_io(op, f, at, len, t);
                     t = done;
                     if r < 0 || (r as u64) < len {
                         break;
@@ -178,62 +281,74 @@ impl<'a, E: Engine> Worker<'a, E> {
                         size.fetch_max(at, Relaxed);
                     }
                 }
-                t
+                (t, f)
             }
             FlowOp::Append => {
-                let len = if step.random { 1 + task.pick.below(bytes) } else { bytes };
-                let (r, done) = self.flow_io(Op::Write, i, now, len, intended);
-                if r >= 0 && r as u64 == len {
-                    size.fetch_max(now + len, Relaxed);
+                let len = if step.random { 1 + pick.below(bytes) } else { bytes };
+                // The range at the end is this append's alone, whoever else appends.
+                let at = size.fetch_add(len, Relaxed);
+                let (r, done) = self.flow_io(Op::Write, f, at, len, intended);
+                if r < 0 || (r as u64) < len {
+                    // Given back if no other append came after it.
+                    let _ = size.compare_exchange(at + len, at + r.max(0) as u64, Relaxed, Relaxed);
                 }
-                done
+                (done, f)
             }
             _ => {
                 let write = step.op == FlowOp::Write;
                 // A write's file is as long as the dataset says at least; a read's as it is now.
-                let room = if write { now.max(tree.layout.file_size(i)) } else { now };
+                let room = if write { now.max(tree.file_size(i)) } else { now };
                 if room == 0 {
                     // Nothing to read in an empty file: no I/O.
-                    return intended;
+                    return (intended, f);
                 }
                 let len = bytes.min(room);
                 let at = match step.random {
-                    true => task.pick.below(room / len) * len,
-                    false if cursor + len > room => 0,
-                    false => cursor,
+                    true => pick.below(room / len) * len,
+                    false if f.cursor + len > room => 0,
+                    false => f.cursor,
                 };
                 let op = if write { Op::Write } else { Op::Read };
-                let (r, done) = self.flow_io(op, i, at, len, intended);
+                let (r, done) = self.flow_io(op, f, at, len, intended);
                 if write && r >= 0 {
                     size.fetch_max(at + len, Relaxed);
                 }
-                task.open = Some((i, at + len));
-                done
+                (done, FlowFile { cursor: at + len, ..f })
             }
         }
     }
 }
 
+/// The operation a flow step records.
+fn op_of(op: FlowOp) -> Op {
+    match op {
+        FlowOp::Create => Op::Create,
+        FlowOp::Open => Op::Open,
+        FlowOp::Close => Op::Close,
+        FlowOp::Read | FlowOp::ReadWhole => Op::Read,
+        FlowOp::Write | FlowOp::WriteWhole | FlowOp::Append => Op::Write,
+        FlowOp::Fsync => Op::Fsync,
+        FlowOp::Delete => Op::Delete,
+        FlowOp::Stat => Op::Getattr,
+    }
+}
+
 /// The operations a flow records (for its workers' recorders).
 pub fn ops_of_flow(steps: &[FlowStep]) -> Vec<Op> {
-    let mut ops = Vec::new();
+    let mut ops: Vec<Op> = Vec::new();
     for s in steps {
-        let op = match s.op {
-            FlowOp::Create => Op::Create,
-            FlowOp::Open => Op::Open,
-            FlowOp::Close => Op::Close,
-            FlowOp::Read | FlowOp::ReadWhole => Op::Read,
-            FlowOp::Write | FlowOp::WriteWhole | FlowOp::Append => Op::Write,
-            FlowOp::Fsync => Op::Fsync,
-            FlowOp::Delete => Op::Delete,
-            FlowOp::Stat => Op::Getattr,
-        };
+        let op = op_of(s.op);
         if !ops.contains(&op) {
             ops.push(op);
         }
     }
-    // A file left open when the run ends is closed then.
-    if (ops.contains(&Op::Open) || ops.contains(&Op::Create)) && !ops.contains(&Op::Close) {
+    // A held file is opened at the start and closed at the end; a file left open when the
+    // run ends is closed then.
+    if steps.iter().any(FlowStep::holds) && !ops.contains(&Op::Open) {
+        ops.push(Op::Open);
+    }
+    let opens = ops.contains(&Op::Open) || ops.contains(&Op::Create);
+    if opens && !ops.contains(&Op::Close) {
         ops.push(Op::Close);
     }
     ops.sort();

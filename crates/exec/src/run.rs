@@ -661,7 +661,8 @@ pub fn measure<S: Sink>(plan: &Plan, files: &[PathBuf], sink: &mut S, m: Measure
     // Per-file breakdown: a ring per worker, drained by the collector (none when off).
     let rings = crate::breakdown::rings(plan, threads);
     let flows = plan.workloads.iter().any(|w| !w.flow.is_empty());
-    let tree = m.dataset.map(|l| Tree::with_sizes(l, flows));
+    let sets = plan.filesets.iter().map(crate::dataset::Layout::new).collect();
+    let tree = m.dataset.map(|l| Tree::with_sets(l, sets, flows));
     let curve_base: Vec<AtomicU64> = steps.iter().map(|_| AtomicU64::new(UNKNOWN)).collect();
     let stop = AtomicBool::new(false);
     let ready = Barrier::new(threads + 1);
@@ -926,7 +927,7 @@ pub fn measure<S: Sink>(plan: &Plan, files: &[PathBuf], sink: &mut S, m: Measure
 /// dataset's) and where in it.
 fn first_error_text(e: &FirstError, files: &[PathBuf], tree: Option<&Tree>) -> String {
     let file = match tree {
-        Some(t) if e.file != ioscope_metrics::breakdown::NO_FILE => Some(t.layout.file_path(u64::from(e.file))),
+        Some(t) if e.file != ioscope_metrics::breakdown::NO_FILE => Some(t.file_path(u64::from(e.file))),
         Some(_) => None,
         None => files.get(e.file as usize).cloned(),
     };

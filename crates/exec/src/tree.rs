@@ -29,8 +29,14 @@ const MIN_BACKOFF_NS: u64 = 100_000;
 const MAX_BACKOFF_NS: u64 = 10_000_000;
 
 /// The tree and the state of its files and leaf directories, shared by all workers.
+///
+/// A flow's file sets (`[[fileset]]`) are trees of their own in directories of the
+/// dataset's anchor; their files follow the dataset's in one numbering (set `k`'s file `j`
+/// is file `bases[k] + j`), so every per-file state, size and breakdown row covers them.
 pub struct Tree {
     pub layout: Layout,
+    /// The file sets, and where the numbers of each one's files begin.
+    sets: Vec<(Layout, u64)>,
     pub(crate) files: Vec<AtomicU8>,
     dirs: Vec<AtomicU8>,
     /// Each file's size as the run's flows left it (flows only; empty otherwise): a flow
@@ -46,16 +52,69 @@ impl Tree {
 
     /// [`Tree::new`], keeping each file's size when `flows` (a run with a flow workload).
     pub fn with_sizes(layout: Layout, flows: bool) -> Self {
-        let state = |i| AtomicU8::new(if layout.preallocated(i) { PRESENT } else { ABSENT });
-        let files = (0..layout.files()).map(state).collect();
-        let dirs = (0..layout.leaf_dirs()).map(|_| AtomicU8::new(PRESENT)).collect();
-        let sizes = match flows {
-            true => (0..layout.files())
-                .map(|i| AtomicU64::new(if layout.preallocated(i) { layout.file_size(i) } else { 0 }))
-                .collect(),
-            false => Vec::new(),
-        };
-        Self { layout, files, dirs, sizes }
+        Self::with_sets(layout, Vec::new(), flows)
+    }
+
+    /// [`Tree::with_sizes`] with the flows' file sets, each freshly prepared too.
+    pub fn with_sets(layout: Layout, set_layouts: Vec<Layout>, flows: bool) -> Self {
+        let mut sets = Vec::with_capacity(set_layouts.len());
+        let mut next = layout.files();
+        for l in set_layouts {
+            let n = l.files();
+            sets.push((l, next));
+            next = next.saturating_add(n);
+        }
+        let mut tree = Self { layout, sets, files: Vec::new(), dirs: Vec::new(), sizes: Vec::new() };
+        let present: Vec<bool> = (0..next).map(|i| tree.preallocated(i)).collect();
+        tree.files = present.iter().map(|p| AtomicU8::new(if *p { PRESENT } else { ABSENT })).collect();
+        tree.dirs = (0..tree.layout.leaf_dirs()).map(|_| AtomicU8::new(PRESENT)).collect();
+        if flows {
+            let size = |i: u64| if present[i as usize] { tree.file_size(i) } else { 0 };
+            tree.sizes = (0..next).map(|i| AtomicU64::new(size(i))).collect();
+        }
+        tree
+    }
+
+    /// The layout file `i` is in, and its number there.
+    fn part(&self, i: u64) -> (&Layout, u64) {
+        match self.sets.iter().rev().find(|(_, base)| i >= *base) {
+            Some((l, base)) => (l, i - base),
+            None => (&self.layout, i),
+        }
+    }
+    /// File `i`'s path (of the dataset or of a file set).
+    pub fn file_path(&self, i: u64) -> std::path::PathBuf {
+        let (l, j) = self.part(i);
+        l.file_path(j)
+    }
+    /// File `i`'s size as prepared.
+    pub fn file_size(&self, i: u64) -> u64 {
+        let (l, j) = self.part(i);
+        l.file_size(j)
+    }
+    fn preallocated(&self, i: u64) -> bool {
+        let (l, j) = self.part(i);
+        l.preallocated(j)
+    }
+    /// The set a flow step names: 0 for the dataset's `name`, k for the k-th file set.
+    pub(crate) fn set_index(&self, name: &str) -> Option<usize> {
+        let named = |l: &Layout| l.spec().name.as_deref() == Some(name);
+        match named(&self.layout) {
+            true => Some(0),
+            false => self.sets.iter().position(|(l, _)| named(l)).map(|k| k + 1),
+        }
+    }
+    /// How many sets: the dataset and its file sets.
+    pub(crate) fn set_count(&self) -> usize {
+        1 + self.sets.len()
+    }
+    /// Set `k`'s files a workload uses (the first of them, up to its working set), and
+    /// the number of the first; k = 0 is the dataset, k = 1.. the file sets in order.
+    pub(crate) fn range_of(&self, k: usize) -> (u64, u64) {
+        match k.checked_sub(1).and_then(|s| self.sets.get(s)) {
+            Some((l, base)) => (*base, l.working_files().max(1)),
+            None => (0, self.layout.working_files().max(1)),
+        }
     }
     /// Claims a file in state `from` (to BUSY); false if another worker got there first.
     pub(crate) fn claim(&self, i: u64, from: u8) -> bool {
@@ -70,7 +129,9 @@ impl Tree {
 pub struct TreeTask {
     pub(crate) eff: Workload,
     rng: u64,
-    /// Files the workload uses (the working set), and the sequential cursor.
+    /// Files the workload uses (the working set: files `base..base + files`), and the
+    /// sequential cursor.
+    base: u64,
     files: u64,
     cursor: u64,
     /// The file being transferred: (index, size, next offset, transfers left).
@@ -87,12 +148,18 @@ pub struct TreeTask {
 
 impl TreeTask {
     pub fn new(tree: &Tree, eff: Workload, local: u32, seed: u64) -> Self {
-        let files = tree.layout.working_files().max(1);
+        Self::in_set(tree, 0, eff, local, seed)
+    }
+
+    /// A task picking files of set `k` (0: the dataset; see [`Tree::range_of`]).
+    pub fn in_set(tree: &Tree, k: usize, eff: Workload, local: u32, seed: u64) -> Self {
+        let (base, files) = tree.range_of(k);
         let cursor = files / eff.threads.max(1) as u64 * local as u64;
         let total_weight = eff.block_sizes.iter().map(|b| b.weight as u64).sum::<u64>().max(1);
         Self {
             eff,
             rng: seed,
+            base,
             files,
             cursor,
             open: None,
@@ -109,6 +176,10 @@ impl TreeTask {
 
     /// A file index by `fileselect`.
     fn select(&mut self) -> u64 {
+        self.base + self.select_in_set()
+    }
+
+    fn select_in_set(&mut self) -> u64 {
         match self.eff.fileselect {
             FileSelect::Random => self.below(self.files),
             FileSelect::Sequential => {

@@ -207,18 +207,20 @@ pub fn workload(p: &Plan) -> String {
     }
     match &p.dataset {
         Some(d) => {
-            let sizes = match d.size_gamma {
-                Some(g) => format!("gamma mean {} shape {}", bytes(g.mean_bytes), num(g.shape)),
-                None => block_sizes(&d.sizes),
+            let shape = |d: &ioscope_workload::Dataset| {
+                let sizes = match d.size_gamma {
+                    Some(g) => format!("gamma mean {} shape {}", bytes(g.mean_bytes), num(g.shape)),
+                    None => block_sizes(&d.sizes),
+                };
+                let prealloc = d.prealloc_pct.map(|p| format!(" prealloc {p}%")).unwrap_or_default();
+                format!("depth {} width {} files {}/dir sizes {sizes}{prealloc}", d.depth, d.width, d.files)
             };
-            let prealloc = d.prealloc_pct.map(|p| format!(" prealloc {p}%")).unwrap_or_default();
-            parts.push(format!(
-                "dataset {} depth {} width {} files {}/dir sizes {sizes}{prealloc}",
-                d.dir.display(),
-                d.depth,
-                d.width,
-                d.files,
-            ))
+            let name = d.name.as_ref().map(|n| format!(" ({n})")).unwrap_or_default();
+            parts.push(format!("dataset {}{name} {}", d.dir.display(), shape(d)));
+            // A flow's file sets, each a directory of the anchor.
+            for f in &p.filesets {
+                parts.push(format!("fileset {} {}", f.name.as_deref().unwrap_or("?"), shape(f)));
+            }
         }
         None => parts.push(format!(
             "size {} x {} file{}",

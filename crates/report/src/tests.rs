@@ -36,6 +36,7 @@ fn plan() -> Plan {
         size_default: false,
         files: 1,
         dataset: None,
+        filesets: Vec::new(),
         iodepth: 1,
         duration: Duration::from_secs(3),
         warmup: Duration::ZERO,

@@ -71,6 +71,9 @@ pub fn to_toml(plan: &Plan) -> String {
     top_lines(plan).write(&mut out);
     if let Some(d) = &plan.dataset {
         dataset_table(d, &mut out);
+        for f in &plan.filesets {
+            fileset_table(f, &mut out);
+        }
     }
     for w in &plan.workloads {
         workload_table(w, &plan.content, &mut out);
@@ -257,20 +260,10 @@ fn top_lines(plan: &Plan) -> Lines {
 fn dataset_table(d: &crate::plan::Dataset, out: &mut String) {
     let mut l = Lines::default();
     l.kv("dir", toml_string(&d.dir.to_string_lossy()), "anchor");
-    l.kv("depth", d.depth.to_string(), "directory levels");
-    l.kv("width", d.width.to_string(), "directories per level");
-    l.kv("files", d.files.to_string(), "files per leaf directory");
-    match d.size_gamma {
-        Some(g) => l.kv(
-            "sizes",
-            toml_string(&format!("gamma:{}:{}", size_literal(g.mean_bytes), number(g.shape))),
-            "file sizes: gamma, mean and shape",
-        ),
-        None => l.kv("sizes", toml_string(&bs_literal(&d.sizes)), "file sizes, SIZE:WEIGHT"),
+    if let Some(name) = &d.name {
+        l.kv("name", toml_string(name), "for flow steps: in NAME");
     }
-    if let Some(p) = d.prealloc_pct {
-        l.kv("prealloc", p.to_string(), "% of the files created by preparation");
-    }
+    tree_lines(d, &mut l);
     if let Some(t) = d.total_size_bytes {
         l.kv("total_size", toml_string(&size_literal(t)), "stop creating files at this total");
     }
@@ -285,6 +278,33 @@ fn dataset_table(d: &crate::plan::Dataset, out: &mut String) {
     l.kv("format", toml_string(format), "reuse | always | never");
     out.push_str("\n[dataset]\n");
     l.write(out);
+}
+
+/// One `[[fileset]]` table of [`to_toml`] (its directory follows from its name).
+fn fileset_table(f: &crate::plan::Dataset, out: &mut String) {
+    let mut l = Lines::default();
+    l.kv("name", toml_string(f.name.as_deref().unwrap_or("")), "in the dataset's anchor");
+    tree_lines(f, &mut l);
+    out.push_str("\n[[fileset]]\n");
+    l.write(out);
+}
+
+/// The shape of a tree: depth, width, files, sizes, prealloc.
+fn tree_lines(d: &crate::plan::Dataset, l: &mut Lines) {
+    l.kv("depth", d.depth.to_string(), "directory levels");
+    l.kv("width", d.width.to_string(), "directories per level");
+    l.kv("files", d.files.to_string(), "files per leaf directory");
+    match d.size_gamma {
+        Some(g) => l.kv(
+            "sizes",
+            toml_string(&format!("gamma:{}:{}", size_literal(g.mean_bytes), number(g.shape))),
+            "file sizes: gamma, mean and shape",
+        ),
+        None => l.kv("sizes", toml_string(&bs_literal(&d.sizes)), "file sizes, SIZE:WEIGHT"),
+    }
+    if let Some(p) = d.prealloc_pct {
+        l.kv("prealloc", p.to_string(), "% of the files created by preparation");
+    }
 }
 
 /// One `[[workload]]` table of [`to_toml`].

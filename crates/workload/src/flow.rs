@@ -4,6 +4,12 @@
 //! statfile, fsync...). A step is written `OP [SIZE] [random]`, like `"read_whole 1m"` or
 //! `"append 16k random"`; the sequence is checked here (a step on an open file needs one
 //! open before it, an open needs none), and run by the executor (crates/exec/src/flow.rs).
+//!
+//! A step may name a file set, `in NAME` (the [dataset]'s `name`, or a [[fileset]]'s):
+//! an open, create, delete or stat then picks its file there, and a read, write, append
+//! or fsync works on a file of that set the thread holds open for the whole run (opened
+//! when the thread starts), as Filebench's flowops that name a fileset with no openfile
+//! before them (webserver's log append).
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -90,6 +96,43 @@ impl FlowOp {
     }
 }
 
+/// The most bytes in a file set's name.
+pub const MAX_SET_NAME: usize = 32;
+
+/// A file set's name as a step names it (`in logfiles`): 1 to 32 of A-Z a-z 0-9 _ -.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SetName {
+    len: u8,
+    bytes: [u8; MAX_SET_NAME],
+}
+
+/// The expected form of a file set's name, for messages.
+pub const SET_NAME_FORM: &str = "a name of 1 to 32 letters, digits, _ or -, like \"logfiles\"";
+
+impl SetName {
+    /// Err says what is wrong with `text` as a name.
+    pub fn new(text: &str) -> Result<SetName, String> {
+        let ok = (1..=MAX_SET_NAME).contains(&text.len())
+            && text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        if !ok {
+            return Err(format!("`{text}` is not {SET_NAME_FORM}"));
+        }
+        let mut bytes = [0; MAX_SET_NAME];
+        bytes[..text.len()].copy_from_slice(text.as_bytes());
+        Ok(SetName { len: text.len() as u8, bytes })
+    }
+
+    pub fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.bytes[..usize::from(self.len).min(MAX_SET_NAME)]).unwrap_or("")
+    }
+}
+
+impl std::fmt::Debug for SetName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", self.as_str())
+    }
+}
+
 /// One step of a flow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FlowStep {
@@ -98,21 +141,38 @@ pub struct FlowStep {
     pub bytes: u64,
     /// Read and write: at random offsets; append: a random size from 1 byte to `bytes`.
     pub random: bool,
+    /// `in NAME`: the file set the step works in (None: the [dataset], or the open file).
+    pub set: Option<SetName>,
 }
 
 /// The expected form of a step, for messages.
-pub const STEP_FORM: &str = "a step like \"open\", \"read_whole 1m\", \"read 8k random\" or \"append 16k random\" \
-     (create, open, close, read, write, read_whole, write_whole, append, fsync, delete, stat)";
+pub const STEP_FORM: &str =
+    "a step like \"open\", \"read_whole 1m\", \"read 8k random\" or \"append 16k random in logfiles\" \
+     (create, open, close, read, write, read_whole, write_whole, append, fsync, delete, stat; `in NAME` a file set)";
 
 impl FlowStep {
     /// Reads `OP [SIZE] [random]`; Err says what is wrong.
     pub fn parse(text: &str) -> Result<FlowStep, String> {
-        let mut words = text.split_whitespace();
+        let mut words: Vec<&str> = text.split_whitespace().collect();
+        let set = match words.len() {
+            n if n >= 2 && words[n - 2] == "in" => {
+                let set = SetName::new(words[n - 1])?;
+                words.truncate(n - 2);
+                Some(set)
+            }
+            _ => None,
+        };
+        let mut words = words.into_iter();
         let name = words.next().ok_or("the step is empty")?;
         let op = FlowOp::ALL.into_iter().find(|o| o.name() == name).ok_or_else(|| format!("no step `{name}`"))?;
-        let mut step = FlowStep { op, bytes: 0, random: false };
+        if op == FlowOp::Close && set.is_some() {
+            return Err("close takes no set: it closes the file the flow opened".into());
+        }
+        let mut step = FlowStep { op, bytes: 0, random: false, set };
         for w in words {
-            if w == "random" {
+            if w == "in" {
+                return Err("`in NAME` comes last, once".into());
+            } else if w == "random" {
                 if !op.takes_random() {
                     return Err(format!("`random` applies to read, write and append, not {name}"));
                 }
@@ -145,7 +205,17 @@ impl FlowStep {
         if self.random {
             s.push_str(" random");
         }
+        if let Some(set) = &self.set {
+            s.push_str(" in ");
+            s.push_str(set.as_str());
+        }
         s
+    }
+
+    /// Works on a file of its set the thread holds open for the run (a transfer or fsync
+    /// that names a set), not on the file the flow opened.
+    pub fn holds(&self) -> bool {
+        self.set.is_some() && self.op.needs_open()
     }
 }
 
@@ -186,6 +256,7 @@ pub fn check_order(steps: &[FlowStep]) -> Result<(), (usize, String)> {
                 FlowOp::Create | FlowOp::Open => open = true,
                 FlowOp::Close if !open => return Err((i, "close with no file open".into())),
                 FlowOp::Close => open = false,
+                _ if s.holds() => {}
                 op if op.needs_open() && !open => {
                     return Err((i, format!("{} needs an open file: put open or create before it", op.name())))
                 }
@@ -206,11 +277,22 @@ mod tests {
 
     #[test]
     fn a_step_reads_back_from_its_text() {
-        for text in ["create", "read_whole 1m", "append 16k random", "read 8k random", "write 4k", "stat", "fsync"] {
+        for text in [
+            "create",
+            "read_whole 1m",
+            "append 16k random",
+            "read 8k random",
+            "write 4k",
+            "stat",
+            "fsync",
+            "open in logs",
+        ] {
             assert_eq!(FlowStep::parse(text).unwrap().text(), text);
         }
         let s = FlowStep::parse("append 16k random").unwrap();
-        assert_eq!(s, FlowStep { op: FlowOp::Append, bytes: 16384, random: true });
+        assert_eq!(s, FlowStep { op: FlowOp::Append, bytes: 16384, random: true, set: None });
+        let s = FlowStep::parse("append 16k random in log-files_2").unwrap();
+        assert_eq!((s.set.unwrap().as_str(), s.holds()), ("log-files_2", true));
     }
 
     #[test]
@@ -222,6 +304,9 @@ mod tests {
         assert_eq!(err("read_whole 1m random"), "`random` applies to read, write and append, not read_whole");
         assert!(err("read 1g").contains("64 MiB"), "{}", err("read 1g"));
         assert_eq!(err(""), "the step is empty");
+        assert!(err("read 8k in a/b").contains("not a name of 1 to 32"), "{}", err("read 8k in a/b"));
+        assert_eq!(err("close in logs"), "close takes no set: it closes the file the flow opened");
+        assert_eq!(err("read in logs 8k"), "`in NAME` comes last, once");
     }
 
     #[test]
@@ -247,5 +332,8 @@ mod tests {
         assert!(err.1.contains("end the flow with close"), "{}", err.1);
         assert_eq!(check_order(&flow(&["read_whole 1m"])).unwrap_err().0, 0);
         assert_eq!(check_order(&flow(&["open", "close", "close"])).unwrap_err(), (2, "close with no file open".into()));
+        // Webserver: a log append on a held file of its own set, with no file open.
+        assert_eq!(check_order(&flow(&["open", "read_whole 1m", "close", "append 16k random in logs"])), Ok(()));
+        assert_eq!(check_order(&flow(&["append 1m in big"])), Ok(()));
     }
 }

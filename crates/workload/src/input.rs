@@ -455,6 +455,8 @@ struct ParsedWorkload {
     workload: Workload,
     bs: Vec<BsEntry>,
     name_loc: Loc,
+    /// Where its `flow` was written (Default without one).
+    flow_loc: Loc,
     skew_loc: Loc,
     own_locs: own::OwnLocs,
 }

@@ -12,6 +12,8 @@ pub enum Section {
     Top,
     /// `[dataset]`.
     Dataset,
+    /// Each `[[fileset]]`: another tree beside the dataset, for flows.
+    Fileset,
     /// Each `[[workload]]`.
     Workload,
     /// Each `[[probe]]`.
@@ -28,6 +30,7 @@ impl Section {
         match self {
             Section::Top => "",
             Section::Dataset => "dataset",
+            Section::Fileset => "fileset",
             Section::Workload => "workload",
             Section::Probe => "probe",
             Section::Host => "host",
@@ -36,14 +39,21 @@ impl Section {
     }
     /// Whether the file holds several of it (`[[workload]]`).
     pub fn is_array(self) -> bool {
-        matches!(self, Section::Workload | Section::Probe | Section::Host | Section::Check)
+        matches!(self, Section::Fileset | Section::Workload | Section::Probe | Section::Host | Section::Check)
     }
     /// The sections, in file order.
-    pub const ALL: [Section; 6] =
-        [Section::Top, Section::Dataset, Section::Workload, Section::Probe, Section::Host, Section::Check];
+    pub const ALL: [Section; 7] = [
+        Section::Top,
+        Section::Dataset,
+        Section::Fileset,
+        Section::Workload,
+        Section::Probe,
+        Section::Host,
+        Section::Check,
+    ];
     /// The sub-tables: every section but the top level.
-    pub const TABLES: [Section; 5] =
-        [Section::Dataset, Section::Workload, Section::Probe, Section::Host, Section::Check];
+    pub const TABLES: [Section; 6] =
+        [Section::Dataset, Section::Fileset, Section::Workload, Section::Probe, Section::Host, Section::Check];
 }
 
 /// A key's default, declared once as a typed value: the reader applies it when the key is
@@ -188,6 +198,8 @@ impl Key {
 const TOP: &[Section] = &[Section::Top];
 const TOP_AND_WORKLOAD: &[Section] = &[Section::Top, Section::Workload];
 const DATASET: &[Section] = &[Section::Dataset];
+/// The keys of a tree's shape: the dataset's and each fileset's.
+const TREE: &[Section] = &[Section::Dataset, Section::Fileset];
 const WORKLOAD: &[Section] = &[Section::Workload];
 const PROBE: &[Section] = &[Section::Probe];
 const HOST: &[Section] = &[Section::Host];
@@ -936,18 +948,22 @@ pub const KEYS: &[Key] = &[
     },
     // [dataset]
     plain("dir", DATASET, "The dataset's anchor directory (default: the top-level dir).", "\"/mnt/test/tree\""),
-    Key { default: KeyDefault::Int(1), ..plain("depth", DATASET, "Directory levels below the anchor (0 to 8).", "2") },
-    Key { default: KeyDefault::Int(1), ..plain("width", DATASET, "Directories per level.", "8") },
-    Key { default: KeyDefault::Int(1), ..plain("files", DATASET, "Files per leaf directory.", "10") },
+    Key {
+        doc: "optional on the dataset, required on each `[[fileset]]` (a fileset is a tree of its own in the directory of that name in the dataset's anchor, with the tree keys `depth`, `width`, `files`, `sizes` and `prealloc`, made, reused or remade as the dataset is); names differ; 1 to 32 letters, digits, `_` or `-`, and not `dNN` (a name of the tree's own directories)",
+        ..plain("name", TREE, "The set's name, for flow steps that name it (`in NAME`).", "\"logfiles\"")
+    },
+    Key { default: KeyDefault::Int(1), ..plain("depth", TREE, "Directory levels below the anchor (0 to 8).", "2") },
+    Key { default: KeyDefault::Int(1), ..plain("width", TREE, "Directories per level.", "8") },
+    Key { default: KeyDefault::Int(1), ..plain("files", TREE, "Files per leaf directory.", "10") },
     Key {
         default: KeyDefault::Size(64 << 10),
-        ..plain("sizes", DATASET, "File size distribution, a size or a weighted list like bs.", "\"8k:60,32k:40\"")
+        ..plain("sizes", TREE, "File size distribution, a size or a weighted list like bs.", "\"8k:60,32k:40\"")
     },
     Key {
         default: KeyDefault::Said("100 (all)"),
         form: "PCT",
         doc: "the others are missing at the start, for a flow's `create` (Filebench's `prealloc`); which ones is a hash of the file's number",
-        ..plain("prealloc", DATASET, "Share of the files preparation creates, in percent.", "80")
+        ..plain("prealloc", TREE, "Share of the files preparation creates, in percent.", "80")
     },
     plain("total_size", DATASET, "Stop creating files at this total (vdbench totalsize).", "\"100m\""),
     plain("working_set", DATASET, "Workloads use only the first files up to this size.", "\"10m\""),

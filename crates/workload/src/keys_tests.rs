@@ -68,6 +68,28 @@ fn every_key_specs() -> Vec<Spec> {
             (Section::Workload, vec![("flow", "[\"create\", \"write_whole 64k\", \"close\", \"delete\"]")]),
         ],
     });
+    // Two sets: webserver's reads of a named dataset and its appends to a log fileset.
+    specs.push(Spec {
+        top: vec![("dir", "\"/tmp/x\"")],
+        tables: vec![
+            (Section::Dataset, vec![("name", "\"big\""), ("files", "100")]),
+            (
+                Section::Fileset,
+                vec![
+                    ("name", "\"logs\""),
+                    ("depth", "0"),
+                    ("width", "1"),
+                    ("files", "1"),
+                    ("sizes", "\"8k\""),
+                    ("prealloc", "100"),
+                ],
+            ),
+            (
+                Section::Workload,
+                vec![("flow", "[\"open in big\", \"read_whole 64k\", \"close\", \"append 8k random in logs\"]")],
+            ),
+        ],
+    });
     specs
 }
 

@@ -122,6 +122,7 @@ mod tests {
 
     fn tree(files: u32, sizes: &[(u64, u32)], total: Option<u64>, working: Option<u64>) -> Dataset {
         Dataset {
+            name: None,
             dir: "/d".into(),
             depth: 2,
             width: 3,

@@ -322,6 +322,10 @@ pub enum DatasetFormat {
 /// A directory tree of files (vdbench fsd).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Dataset {
+    /// The set's name, for flow steps (`in NAME`): optional on the [dataset], required on
+    /// each [[fileset]].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     pub dir: PathBuf,
     pub depth: u32,
     pub width: u32,
@@ -546,6 +550,10 @@ pub struct Plan {
     pub size_default: bool,
     pub files: u32,
     pub dataset: Option<Dataset>,
+    /// More file sets beside the dataset (`[[fileset]]`), each its own tree in a directory
+    /// of the dataset's anchor named as the set, for flow steps that name them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub filesets: Vec<Dataset>,
     /// Never empty.
     pub workloads: Vec<Workload>,
     /// Measured time of each step.

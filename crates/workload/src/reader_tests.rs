@@ -30,6 +30,10 @@ fn file_with(section: Section, key: &str, line: &str) -> Option<String> {
         // (A dataset is there when one of its keys is.)
         Section::Dataset => Some(format!("[dataset]\ndir = \"/tmp/ioscope-defaults/tree\"\n{line}\n")),
         Section::Workload => Some(format!("dir = \"/tmp/ioscope-defaults\"\n\n[[workload]]\n{rw}{line}\n")),
+        Section::Fileset => Some(format!(
+            "[dataset]\ndir = \"/tmp/ioscope-defaults/tree\"\n\n[[fileset]]\nname = \"s\"\n{line}\n\n\
+             [[workload]]\nflow = [\"read 4k in s\"]\n"
+        )),
         // Their defaults are made from other keys (`Said`), nothing to set.
         Section::Probe | Section::Host | Section::Check => None,
     }

@@ -287,6 +287,7 @@ impl Shape {
     /// The dataset this marker describes, at `anchor` (wherever it was when it was made).
     fn at(&self, anchor: &Path) -> Dataset {
         Dataset {
+            name: None,
             dir: anchor.to_path_buf(),
             depth: self.depth,
             width: self.width,
@@ -719,6 +720,7 @@ mod tests {
 
     fn spec(anchor: &Path, depth: u32, width: u32, files: u32, sizes: &[(u64, u32)]) -> Dataset {
         Dataset {
+            name: None,
             dir: anchor.to_path_buf(),
             depth,
             width,

@@ -39,11 +39,17 @@ pub fn cleanup(plan: &ioscope_workload::Plan) -> Result<Removed, String> {
     }
     let (fs, dir) = crate::storage(plan).map_err(|e| e.to_string())?;
     match &plan.dataset {
-        Some(d) => dataset::cleanup(&*fs, &d.dir).map_err(|e| e.to_string()).map(|c| Removed {
-            files: c.files,
-            bytes: c.bytes,
-            left: c.left.map(|why| format!("{}: {why}", d.dir.display())).into_iter().collect(),
-        }),
+        Some(d) => {
+            // A flow's file sets first: they are directories of the dataset's anchor.
+            let mut removed = Removed::default();
+            for set in plan.filesets.iter().chain([d]) {
+                let c = dataset::cleanup(&*fs, &set.dir).map_err(|e| e.to_string())?;
+                removed.files += c.files;
+                removed.bytes += c.bytes;
+                removed.left.extend(c.left.map(|why| format!("{}: {why}", set.dir.display())));
+            }
+            Ok(removed)
+        }
         None => workset::cleanup(&*fs, &dir).map_err(|e| e.to_string()).map(|c| Removed {
             files: c.files as u64,
             bytes: c.bytes,

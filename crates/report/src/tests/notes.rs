@@ -8,6 +8,7 @@ use ioscope_workload::{Dataset, DatasetFormat};
 /// The rsync example's tree: 16 leaves of 50 files, mostly small, a few of 4 MiB.
 fn rsync_tree() -> Dataset {
     Dataset {
+        name: None,
         dir: PathBuf::from("/tmp/tree"),
         depth: 2,
         width: 4,

@@ -72,6 +72,7 @@ impl<'a> Ctx<'a> {
             self.access("", access::Context { random: rw.is_random(), tree: has_dataset, pattern: false, rw_skip });
         Some(ParsedWorkload {
             name_loc: name_g.loc(),
+            flow_loc: Loc::Default,
             workload: Workload {
                 name: name_g.or(rw.name().to_string())?,
                 operation: if read_pct > 0 { Operation::Read } else { Operation::Write },
@@ -181,6 +182,7 @@ impl<'a> Ctx<'a> {
         let access = self.access("workload.", cx);
         Some(ParsedWorkload {
             name_loc: name_g.loc(),
+            flow_loc: flow_g.loc(),
             skew_loc: skew_g.loc(),
             workload: Workload {
                 name: name_g.or(format!("workload{}", i + 1))?,
@@ -222,18 +224,8 @@ impl<'a> Ctx<'a> {
         on_target: Option<(TargetRule, Option<&Target>)>,
     ) -> Option<Option<Dataset>> {
         let dir_g = self.dir("dataset.dir");
-        let depth_g = self.int("dataset.depth", 0, 8);
-        let width_g = self.int("dataset.width", 1, 10_000);
-        let files_g = self.int("dataset.files", 1, 10_000_000);
-        let prealloc_g = self.int("dataset.prealloc", 0, 100);
-        let gamma_g = self.gamma_sizes("dataset.sizes");
-        let sizes_g = match &gamma_g {
-            None => self.block_sizes("dataset.sizes"),
-            Some(Got::Ok(g, loc)) => {
-                Got::Ok(g.quantiles().into_iter().map(|bs| BsEntry { bs, loc: loc.clone() }).collect(), loc.clone())
-            }
-            Some(_) => Got::Bad,
-        };
+        let name_g = self.set_name("dataset.name");
+        let shape = self.tree_shape("dataset");
         let total_g = self.size("dataset.total_size");
         let ws_g = self.size("dataset.working_set");
         let format_g = self.choice("dataset.format", FORMATS);
@@ -252,25 +244,10 @@ impl<'a> Ctx<'a> {
             }
             _ => None,
         };
-        let (depth, width, files) = (
-            depth_g.or(defaults::number("dataset.depth"))?,
-            width_g.or(defaults::number("dataset.width"))?,
-            files_g.or(defaults::number("dataset.files"))?,
-        );
-        // Checked: 10000^8 × 10000000 does not fit even in a u128.
-        let total = u128::from(width).checked_pow(depth as u32).and_then(|d| d.checked_mul(u128::from(files)));
-        if !matches!(total, Some(t) if t <= MAX_DATASET_FILES) {
-            let total = total.map_or("more than 10^38".to_string(), |t| t.to_string());
-            let note = format!("width^depth × files = {width}^{depth} × {files} = {total} files");
-            self.err(&files_g.loc(), "dataset.files", format!("at most {MAX_DATASET_FILES} files in all"), note);
-            return None;
-        }
+        let shape = shape?;
         Some(Some(Dataset {
+            name: name_g.opt()?,
             dir: dir?,
-            depth: depth as u32,
-            width: width as u32,
-            files: files as u32,
-            sizes: sizes_g.or(defaults::block_size("dataset.sizes"))?.into_iter().map(|e| e.bs).collect(),
             total_size_bytes: match total_g {
                 Got::Ok(v, _) => Some(v),
                 Got::Absent => None,
@@ -282,12 +259,115 @@ impl<'a> Ctx<'a> {
                 Got::Bad => return None,
             },
             format: format_g.or(defaults::choice("dataset.format", FORMATS))?,
+            ..shape
+        }))
+    }
+
+    /// Each [[fileset]] table: a tree of its own in `dataset`'s anchor, in the directory named
+    /// as the set. None when any is bad (or there is one and no dataset).
+    pub(super) fn filesets(&mut self, dataset: Option<&Dataset>) -> Option<Vec<(Dataset, Loc)>> {
+        let n = self.arrays.get("fileset").map_or(0, Vec::len);
+        let mut sets = Vec::new();
+        let mut ok = true;
+        for i in 0..n {
+            self.current = Some(("fileset", i));
+            let name_g = self.set_name("fileset.name");
+            let shape = self.tree_shape("fileset");
+            self.current = None;
+            let header = self.arrays.get("fileset").and_then(|a| a.get(i)).and_then(|(s, _)| s.clone());
+            let header = header.map_or(Loc::Default, |span| Loc::File { span, shown: "[[fileset]]".into() });
+            let name = match name_g {
+                Got::Ok(n, _) => Some(n),
+                Got::Absent => {
+                    self.err(
+                        &header,
+                        "fileset.name",
+                        "name = \"NAME\" in each [[fileset]]",
+                        "flow steps name a fileset: \"append 16k in NAME\"",
+                    );
+                    None
+                }
+                Got::Bad => None,
+            };
+            match (name, shape, dataset) {
+                (Some(name), Some(shape), Some(d)) => {
+                    let dir = d.dir.join(&name);
+                    sets.push((Dataset { name: Some(name), dir, format: d.format, ..shape }, header));
+                }
+                (_, _, None) if ok => {
+                    let note = "a fileset lives in a directory of the dataset's anchor, beside the dataset's own tree";
+                    self.err(&header, "fileset.name", "a [dataset] with the [[fileset]]", note);
+                    ok = false;
+                }
+                _ => ok = false,
+            }
+        }
+        ok.then_some(sets)
+    }
+
+    /// A set's `name`: checked as a flow step names it, never a name of the tree's own
+    /// directories (`dNN`).
+    fn set_name(&mut self, key: &str) -> Got<String> {
+        let got = self.text_value(key, crate::flow::SET_NAME_FORM);
+        if let Got::Ok(name, loc) = &got {
+            let ours = name.len() > 1 && name.starts_with('d') && name[1..].bytes().all(|b| b.is_ascii_digit());
+            let why = match crate::flow::SetName::new(name) {
+                Err(why) => why,
+                Ok(_) if ours => format!("`{name}` is how the tree names its own directories"),
+                Ok(_) => return got,
+            };
+            self.err(loc, key, crate::flow::SET_NAME_FORM, why);
+            return Got::Bad;
+        }
+        got
+    }
+
+    /// The keys of a tree's shape in section `sec` (`dataset`, `fileset`): depth, width,
+    /// files, sizes and prealloc, the rest of the [`Dataset`] left at its defaults. None
+    /// when any is bad.
+    fn tree_shape(&mut self, sec: &str) -> Option<Dataset> {
+        let key = |k: &str| format!("{sec}.{k}");
+        let depth_g = self.int(&key("depth"), 0, 8);
+        let width_g = self.int(&key("width"), 1, 10_000);
+        let files_g = self.int(&key("files"), 1, 10_000_000);
+        let prealloc_g = self.int(&key("prealloc"), 0, 100);
+        let gamma_g = self.gamma_sizes(&key("sizes"));
+        let sizes_g = match &gamma_g {
+            None => self.block_sizes(&key("sizes")),
+            Some(Got::Ok(g, loc)) => {
+                Got::Ok(g.quantiles().into_iter().map(|bs| BsEntry { bs, loc: loc.clone() }).collect(), loc.clone())
+            }
+            Some(_) => Got::Bad,
+        };
+        let (depth, width, files) = (
+            depth_g.or(defaults::number("dataset.depth"))?,
+            width_g.or(defaults::number("dataset.width"))?,
+            files_g.or(defaults::number("dataset.files"))?,
+        );
+        // Checked: 10000^8 × 10000000 does not fit even in a u128.
+        let total = u128::from(width).checked_pow(depth as u32).and_then(|d| d.checked_mul(u128::from(files)));
+        if !matches!(total, Some(t) if t <= MAX_DATASET_FILES) {
+            let total = total.map_or("more than 10^38".to_string(), |t| t.to_string());
+            let note = format!("width^depth × files = {width}^{depth} × {files} = {total} files");
+            self.err(&files_g.loc(), &key("files"), format!("at most {MAX_DATASET_FILES} files in all"), note);
+            return None;
+        }
+        Some(Dataset {
+            name: None,
+            dir: PathBuf::new(),
+            depth: depth as u32,
+            width: width as u32,
+            files: files as u32,
+            sizes: sizes_g.or(defaults::block_size("dataset.sizes"))?.into_iter().map(|e| e.bs).collect(),
+            total_size_bytes: None,
+            working_set_bytes: None,
+            format: DatasetFormat::Reuse,
             prealloc_pct: prealloc_g.opt()?.map(|p| p as u8),
             size_gamma: match gamma_g {
                 Some(Got::Ok(g, _)) => Some(g),
                 _ => None,
             },
-        }))
+        })
     }
 
     /// With an engine that has a target (nfs, s3, smb) the dataset lives on the server, under the

@@ -14,6 +14,8 @@ impl<'a> Ctx<'a> {
         run.files_g = self.int("files", 1, 1_000_000);
         let on_target = target_rule.map(|rule| (rule, parsed_target.as_ref().and_then(|t| t.as_ref().ok())));
         run.dataset = if has_dataset { self.dataset(&top.dir, engine, on_target) } else { Some(None) };
+        let dataset = run.dataset.clone().flatten();
+        run.filesets = self.filesets(dataset.as_ref());
         if has_dataset {
             for (g, key) in [(run.size_g.loc(), "size"), (run.files_g.loc(), "files")] {
                 if !matches!(g, Loc::Default) {

@@ -13,6 +13,7 @@ impl<'a> Ctx<'a> {
             .filter(|w| !w.workload.flow.is_empty())
             .map(|w| (w.workload.writes(), w.workload.name.clone()))
             .collect();
+        self.fileset_rules(run);
         let Some((_, name)) = flows.first() else { return };
         let first = format!("workload `{name}`");
         if let Got::Ok(mode, loc) = &top.verify {
@@ -52,6 +53,53 @@ impl<'a> Ctx<'a> {
                     }
                     Some(_) => {}
                 }
+            }
+        }
+    }
+}
+
+impl<'a> Ctx<'a> {
+    /// File sets: names that differ, each named by a flow step, every step's set one of
+    /// them, and not on many hosts (each host's tree would need its own).
+    fn fileset_rules(&mut self, run: &Run) {
+        let Some(sets) = run.filesets.as_ref() else { return };
+        let mut names: Vec<&str> = Vec::new();
+        if let Some(Some(Dataset { name: Some(n), .. })) = &run.dataset {
+            names.push(n);
+        }
+        for (set, loc) in sets {
+            let name = set.name.as_deref().unwrap_or("");
+            if names.contains(&name) {
+                self.err(loc, "fileset.name", "a name no other set has", format!("`{name}` is taken"));
+            }
+            names.push(name);
+        }
+        let parsed = run.parsed();
+        for w in &parsed {
+            for step in w.workload.flow.iter().filter_map(|s| s.set.map(|n| (s, n))) {
+                if !names.contains(&step.1.as_str()) {
+                    let known = if names.is_empty() { "none is named".to_string() } else { names.join(", ") };
+                    let note = format!("the step `{}` names no set (sets: {known}); the dataset is named with name in [dataset], others are [[fileset]] tables", step.0.text());
+                    self.err(
+                        &w.flow_loc,
+                        "workload.flow",
+                        "`in NAME` with the name of the dataset or a [[fileset]]",
+                        note,
+                    );
+                }
+            }
+        }
+        for (set, loc) in sets {
+            let name = set.name.as_deref().unwrap_or("");
+            let named =
+                parsed.iter().any(|w| w.workload.flow.iter().any(|s| s.set.is_some_and(|n| n.as_str() == name)));
+            if !named {
+                let note = format!("the fileset `{name}` would be made and never used");
+                self.err(loc, "fileset.name", format!("a flow step that names it (\"read 8k in {name}\")"), note);
+            }
+            if run.hosts.as_ref().is_some_and(|h| !h.is_empty()) {
+                let note = "each host runs on a dataset of its own, and a fileset of the run's would be shared";
+                self.err(loc, "fileset.name", "no [[fileset]] with hosts", note);
             }
         }
     }

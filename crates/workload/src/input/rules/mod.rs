@@ -40,6 +40,8 @@ pub(super) struct Run {
     size_g: Got<u64>,
     files_g: Got<u64>,
     dataset: Option<Option<Dataset>>,
+    /// Each [[fileset]] and where its header is; None when any is bad.
+    filesets: Option<Vec<(Dataset, Loc)>>,
     /// The number of `[[workload]]` tables (0: the one workload of the top-level keys).
     n: usize,
     workloads: Vec<Option<ParsedWorkload>>,
@@ -194,6 +196,11 @@ fn assemble(top: &Top, run: &Run) -> Option<Plan> {
         size_default: !has_dataset && matches!(run.size_g, Got::Absent),
         files: if has_dataset { 0 } else { files? as u32 },
         dataset: run.dataset.clone()?,
+        // A fileset is made, reused or remade as the dataset is (a flow may have set its format).
+        filesets: {
+            let format = run.dataset.clone()?.map_or(DatasetFormat::Reuse, |d| d.format);
+            run.filesets.clone()?.into_iter().map(|(f, _)| Dataset { format, ..f }).collect()
+        },
         workloads: run.workloads.iter().map(|w| w.as_ref().map(|w| w.workload.clone())).collect::<Option<Vec<_>>>()?,
         duration: match top.duration {
             // An end by amount without a duration runs until the amount is moved, at most 24h.
