@@ -21,7 +21,7 @@
 //! file each take their own range at its end. The engine's handles are a stack: the held
 //! files are opened first, below the file the flow opens and closes.
 
-use crate::clock::now_ns;
+use crate::clock::{now_ns, wait_until};
 use crate::tree::{file_no, req, Tree, TreeTask, ABSENT, PRESENT};
 use crate::worker::{Schedule, Worker};
 use ioscope_engine::{Engine, FileReq, Io, Op};
@@ -48,6 +48,9 @@ pub struct FlowTask {
     next: usize,
     /// The file the flow opened.
     open: Option<FlowFile>,
+    /// With a `flow_rate`: how often this thread starts a round, and when its first is due
+    /// after the schedule's start (threads spread over the interval).
+    round_ns: Option<(u64, u64)>,
     /// The sets whose files the thread holds (each named by a transfer or fsync), and
     /// the file held (None: none was found or it did not open); opened at the start.
     held: Vec<(usize, Option<FlowFile>)>,
@@ -68,7 +71,12 @@ impl FlowTask {
                 held.push((*k, None));
             }
         }
-        FlowTask { picks, steps, set_of, next: 0, open: None, held }
+        let threads = u64::from(eff.threads.max(1));
+        let round_ns = eff.flow_rate.map(|r| {
+            let every = (1_000_000_000u128 * u128::from(threads) / u128::from(r.max(1))) as u64;
+            (every.max(1), every / threads * u64::from(local))
+        });
+        FlowTask { picks, steps, set_of, next: 0, open: None, round_ns, held }
     }
 
     /// Passes over the steps on the file that did not open, up to the next one that opens
@@ -93,8 +101,22 @@ impl<'a, E: Engine> Worker<'a, E> {
     /// Runs a flow until the deadline (or stop), one step after another.
     pub fn run_flow(&mut self, tree: &Tree, task: &mut FlowTask, s: &Schedule) {
         task.picks.iter_mut().for_each(|p| p.deadline_ns = s.deadline_ns);
-        let mut t = self.open_held(tree, task, now_ns());
+        // With a flow_rate, each round of the flow is due at its own time (its first step
+        // timed from then); without, each step is due when the one before completed.
+        let rounds = task.round_ns.map(|(every, phase)| Schedule {
+            interval_ns: Some(every),
+            phase_ns: phase,
+            arrivals: crate::access::Arrivals::uniform(),
+            ..*s
+        });
+        let mut next_intended = s.start_ns + rounds.as_ref().map_or(0, |r| r.phase_ns);
+        let mut t = if rounds.is_some() { wait_until(next_intended, self.stop) } else { now_ns() };
+        t = self.open_held(tree, task, t);
         while t < s.deadline_ns && !self.stop.load(Relaxed) && self.engine.lost().is_none() && !task.steps.is_empty() {
+            if let (0, Some(r)) = (task.next, &rounds) {
+                let Some(due) = self.pace(r, &mut next_intended, &mut t) else { break };
+                t = due;
+            }
             let k = task.next;
             task.next = (task.next + 1) % task.steps.len();
             t = self.flow_step(tree, task, k, t, s.deadline_ns);
@@ -201,6 +223,7 @@ impl<'a, E: Engine> Worker<'a, E> {
                 Some(f) => self.close_flow_file(tree, f, intended),
                 None => intended,
             },
+            FlowOp::Delay => wait_until(intended.saturating_add(step.wait_ns).min(deadline), self.stop),
             FlowOp::Delete | FlowOp::Stat => {
                 // Claimed for the operation: a stat never races a delete of the same file.
                 let op = if step.op == FlowOp::Delete { Op::Delete } else { Op::Getattr };
@@ -221,7 +244,7 @@ impl<'a, E: Engine> Worker<'a, E> {
                 let Some(f) = file else {
                     return match held {
                         // The held file was not found or did not open: a skip each time.
-                        Some(_) => self.no_target(op_of(step.op), &mut task.picks[set]),
+                        Some(_) => self.no_target(op_of(step.op).unwrap_or(Op::Open), &mut task.picks[set]),
                         None => intended,
                     };
                 };
@@ -319,9 +342,9 @@ impl<'a, E: Engine> Worker<'a, E> {
     }
 }
 
-/// The operation a flow step records.
-fn op_of(op: FlowOp) -> Op {
-    match op {
+/// The operation a flow step records (a delay none).
+fn op_of(op: FlowOp) -> Option<Op> {
+    Some(match op {
         FlowOp::Create => Op::Create,
         FlowOp::Open => Op::Open,
         FlowOp::Close => Op::Close,
@@ -330,14 +353,15 @@ fn op_of(op: FlowOp) -> Op {
         FlowOp::Fsync => Op::Fsync,
         FlowOp::Delete => Op::Delete,
         FlowOp::Stat => Op::Getattr,
-    }
+        FlowOp::Delay => return None,
+    })
 }
 
 /// The operations a flow records (for its workers' recorders).
 pub fn ops_of_flow(steps: &[FlowStep]) -> Vec<Op> {
     let mut ops: Vec<Op> = Vec::new();
     for s in steps {
-        let op = op_of(s.op);
+        let Some(op) = op_of(s.op) else { continue };
         if !ops.contains(&op) {
             ops.push(op);
         }

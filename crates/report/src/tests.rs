@@ -31,6 +31,7 @@ fn plan() -> Plan {
             rate_iops: None,
             phase: None,
             flow: Vec::new(),
+            flow_rate: None,
         }],
         size_bytes: 256 << 20,
         size_default: false,

@@ -325,6 +325,9 @@ fn workload_table(w: &crate::plan::Workload, run_content: &crate::content::Conte
     } else {
         let steps: Vec<String> = w.flow.iter().map(|s| toml_string(&s.text())).collect();
         l.kv("flow", format!("[{}]", steps.join(", ")), "each thread's steps, in order, repeated");
+        if let Some(r) = w.flow_rate {
+            l.kv("flow_rate", r.to_string(), "rounds of the flow per second, all its threads");
+        }
     }
     let fileselect = match w.fileselect {
         FileSelect::Random => "random".to_string(),

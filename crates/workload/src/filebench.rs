@@ -61,7 +61,10 @@ struct Reader<'t> {
     filesets: Vec<FileSet>,
     processes: Vec<Process>,
     run_s: Option<u64>,
-    eventgen: Option<Range<usize>>,
+    /// `eventgen rate = N`: its events per second (0: off), and where it is.
+    eventgen: Option<(u64, Range<usize>)>,
+    /// The workload that has a rate from the event generator, once one has.
+    limited: Option<String>,
 }
 
 /// The file's statements: (byte offset, text), comments removed, a line that ends with a
@@ -196,7 +199,7 @@ impl<'t> Reader<'t> {
             match word {
                 "set" => self.set(rest, rest_at),
                 "echo" | "usage" | "debug" | "enable" => {}
-                "eventgen" => self.eventgen = Some(*at..at + s.len()),
+                "eventgen" => self.eventgen(rest, *at..at + s.len()),
                 "run" => self.run(rest, *at..at + s.len()),
                 "define" => {
                     let (kind, attrs) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
@@ -303,6 +306,17 @@ impl<'t> Reader<'t> {
         }
     }
 
+    /// `eventgen rate = N`: N events per second shared by the limit flowops.
+    fn eventgen(&mut self, rest: &str, span: Range<usize>) {
+        let v = rest.split_once('=').map(|(k, v)| (k.trim(), v.trim()));
+        let v = v.filter(|(k, _)| *k == "rate").map(|(_, v)| v.to_string());
+        let v = v.map(|v| v.strip_prefix('$').and_then(|n| self.vars.get(n).cloned()).unwrap_or(v));
+        match v.as_deref().and_then(|v| v.parse::<u64>().ok()).filter(|r| *r <= 10_000_000) {
+            Some(rate) => self.eventgen = Some((rate, span)),
+            None => self.problem(span, "eventgen", "eventgen rate = EVENTS_PER_SECOND", format!("\"{}\"", rest.trim())),
+        }
+    }
+
     fn run(&mut self, rest: &str, span: Range<usize>) {
         let t = rest.trim();
         let t = t.strip_prefix('$').and_then(|n| self.vars.get(n).cloned()).unwrap_or_else(|| t.to_string());
@@ -369,6 +383,75 @@ fn step_of(kind: &str, iosize: Option<u64>, random: bool) -> Result<String, Stri
     })
 }
 
+/// The rounds per second of thread `t`'s flow that the limit flowop `f` allows at
+/// `events` per second, and how it follows (for a comment), as Filebench counts events:
+/// eventlimit one a round, opslimit and iopslimit one an operation or I/O of its target
+/// (or of the whole flow), bwlimit one a MiB its target (or the flow) moves.
+fn limit_rate(
+    r: &mut Reader,
+    t: &Thread,
+    f: &(String, Vec<Attr>, Range<usize>),
+    events: u64,
+) -> Result<(u64, String), String> {
+    let target = r.attr(&f.1, "target").map(|(v, _)| v);
+    let counted: Vec<&(String, Vec<Attr>, Range<usize>)> = t
+        .flowops
+        .iter()
+        .filter(|o| !matches!(o.0.as_str(), "opslimit" | "bwlimit" | "iopslimit" | "eventlimit" | "delay"))
+        .filter(|o| match &target {
+            Some(name) => o.1.iter().any(|a| a.name == "name" && a.value.as_deref() == Some(name)),
+            None => true,
+        })
+        .collect();
+    if target.is_some() && counted.is_empty() {
+        return Err(format!("no flowop named {} in this thread", target.unwrap_or_default()));
+    }
+    let iters = |o: &(String, Vec<Attr>, Range<usize>)| {
+        o.1.iter().find(|a| a.name == "iters").and_then(|a| a.value.as_deref()?.parse::<u64>().ok()).unwrap_or(1).max(1)
+    };
+    let per_round: u64 = match f.0.as_str() {
+        "eventlimit" => 1,
+        "bwlimit" => {
+            let mut bytes = 0u64;
+            for o in &counted {
+                if matches!(o.0.as_str(), "readwholefile" | "writewholefile") {
+                    return Err(format!("{}: a whole file moves as many bytes as the file holds", o.0));
+                }
+                let size = r.attr(&o.1, "iosize").and_then(|(v, _)| parse_size(&v).ok()).unwrap_or(0);
+                bytes = bytes.saturating_add(size.saturating_mul(iters(o)));
+            }
+            if bytes == 0 {
+                return Err("its flowops move no bytes".into());
+            }
+            let rounds = ((events as f64) * (1u64 << 20) as f64 / bytes as f64).round().max(1.0) as u64;
+            let why = format!(
+                "bwlimit under eventgen rate {events}: {events} MiB/s of {} a round = {rounds} rounds/s of the flow",
+                size_literal(bytes)
+            );
+            return Ok((rounds, why));
+        }
+        _ => counted.iter().map(|o| iters(o)).sum::<u64>().max(1),
+    };
+    let rounds = (events / per_round).max(1);
+    let why =
+        format!("{} under eventgen rate {events}: {per_round} event(s) a round = {rounds} rounds/s of the flow", f.0);
+    Ok((rounds, why))
+}
+
+/// Whether flowop `f` of thread `t` works on a file of its set that the thread holds open
+/// (`in NAME`): a transfer or fsync naming a set, on no fd an `openfile` or `createfile` of
+/// the thread opens (Filebench opens such a file at its first use and keeps it open).
+fn held_by(t: &Thread, f: &(String, Vec<Attr>, Range<usize>)) -> bool {
+    let fd = |a: &[Attr]| a.iter().find(|x| x.name == "fd").and_then(|x| x.value.clone()).unwrap_or_else(|| "1".into());
+    let transfer = matches!(
+        f.0.as_str(),
+        "read" | "write" | "readwholefile" | "writewholefile" | "appendfile" | "appendfilerand" | "fsync"
+    );
+    let names_set = f.1.iter().any(|a| matches!(a.name.as_str(), "filesetname" | "filename"));
+    let opened = t.flowops.iter().any(|(k, a, _)| matches!(k.as_str(), "openfile" | "createfile") && fd(a) == fd(&f.1));
+    transfer && names_set && !opened
+}
+
 /// Why a flowop kind has no step, for its message.
 fn refused_flowop(kind: &str) -> &'static str {
     match kind {
@@ -393,8 +476,35 @@ impl<'t> Reader<'t> {
         Some((v, a.span))
     }
 
-    /// The fileset as a `[dataset]` table.
-    fn dataset(&mut self, fs: &FileSet, out: &mut String) {
+    /// One file of a size, read or written by a lone flowop per thread: the flat working set.
+    fn flat(&self) -> bool {
+        let lone = |t: &Thread| t.flowops.len() == 1 && matches!(t.flowops[0].0.as_str(), "read" | "write");
+        matches!(self.filesets.as_slice(), [fs] if fs.single && fs.attrs.iter().any(|a| a.name == "size"))
+            && self.processes.iter().all(|p| p.threads.iter().all(lone))
+    }
+
+    /// Whether some flowop reads or writes a file of a set with no `openfile` or
+    /// `createfile` before it (see [`held_by`]).
+    fn held_file(&self) -> bool {
+        self.processes.iter().flat_map(|p| &p.threads).any(|t| t.flowops.iter().any(|f| held_by(t, f)))
+    }
+
+    /// The iosize of the first flowop that names set `name`, as a size literal.
+    fn first_iosize(&self, name: &str) -> Option<String> {
+        let value = |a: &Attr| {
+            let v = a.value.clone().unwrap_or_default();
+            v.strip_prefix('$').and_then(|n| self.vars.get(n).cloned()).unwrap_or(v)
+        };
+        let flowops = self.processes.iter().flat_map(|p| &p.threads).flat_map(|t| &t.flowops);
+        let attrs = flowops
+            .map(|(_, a, _)| a)
+            .find(|a| a.iter().any(|x| matches!(x.name.as_str(), "filesetname" | "filename") && value(x) == name))?;
+        let size = attrs.iter().find(|a| a.name == "iosize").map(value)?;
+        parse_size(&size).ok().filter(|b| *b > 0).map(size_literal)
+    }
+
+    /// The fileset as a `[dataset]` or `[[fileset]]` table.
+    fn dataset(&mut self, fs: &FileSet, table: Table, out: &mut String) {
         let attrs = fs.attrs.clone();
         let entries = match attrs.iter().find(|a| a.name == "entries").cloned() {
             Some(a) => self.number(&a, crate::layout::MAX_DATASET_FILES).unwrap_or(1).max(1),
@@ -404,7 +514,11 @@ impl<'t> Reader<'t> {
             Some(a) => self.number(&a, u64::MAX).unwrap_or(1).max(1),
             None => entries,
         };
+        // A file with no size (Filebench's starts empty and a sequential write makes it
+        // grow): here it starts at one transfer's size, and its writes are appends.
+        let unsized_file = fs.single && attrs.iter().all(|a| a.name != "size");
         let size = match self.attr(&attrs, "size") {
+            None if unsized_file => Some(self.first_iosize(&fs.name).unwrap_or_else(|| "1m".into())),
             Some((v, span)) => size_of(&v).or_else(|| {
                 self.problem(
                     span,
@@ -437,7 +551,20 @@ impl<'t> Reader<'t> {
         if leaves * per_leaf != entries {
             let _ = writeln!(out, "# ({} files here: {entries} rounded up to whole directories)", leaves * per_leaf);
         }
-        let _ = writeln!(out, "[dataset]");
+        if unsized_file {
+            let _ = writeln!(out, "# (a file with no size: it starts at one write's size, and grows by each)");
+        }
+        match table {
+            Table::Dataset(None) => {
+                let _ = writeln!(out, "[dataset]");
+            }
+            Table::Dataset(Some(name)) => {
+                let _ = writeln!(out, "[dataset]\nname = {}", toml_string(name));
+            }
+            Table::Fileset(name) => {
+                let _ = writeln!(out, "[[fileset]]\nname = {}", toml_string(name));
+            }
+        }
         let _ = writeln!(out, "depth = {depth}");
         let _ = writeln!(out, "width = {leaves}");
         let _ = writeln!(out, "files = {per_leaf}");
@@ -460,14 +587,17 @@ fn convert(text: &str) -> Result<String, Vec<Problem>> {
         processes: Vec::new(),
         run_s: None,
         eventgen: None,
+        limited: None,
     };
     r.read();
     let mut out = String::from("# Converted from a Filebench workload by `ioscope import filebench`.\n");
     let dir = r.vars.get("dir").cloned().unwrap_or_else(|| "/tmp".into());
     // A fileset's files are in $dir/NAME, as Filebench puts them; a file is $dir/NAME.
+    // Several: the first fileset is the dataset there, the others file sets in it.
     let under = match r.filesets.as_slice() {
-        [fs] if !fs.single => format!("{}/{}", dir.trim_end_matches('/'), fs.name),
-        _ => dir.clone(),
+        [_] if r.flat() => dir.clone(),
+        [fs, ..] => format!("{}/{}", dir.trim_end_matches('/'), fs.name),
+        [] => dir.clone(),
     };
     let _ = writeln!(out, "dir = {}", toml_string(&under));
     let _ = writeln!(out, "duration = {}", toml_string(&secs_literal(r.run_s.unwrap_or(DEFAULT_RUN_S))));
@@ -482,37 +612,49 @@ fn convert(text: &str) -> Result<String, Vec<Problem>> {
 }
 
 fn convert_body(r: &mut Reader, out: &mut String) {
-    if r.filesets.len() > 1 {
-        let names: Vec<String> = r.filesets.iter().map(|f| f.name.clone()).collect();
-        let span = r.filesets[1].span.clone();
-        let why = format!("{} filesets ({}): ioscope's flows run on one [dataset]", names.len(), names.join(", "));
-        r.problem(span, "define fileset", "one fileset or file", why);
-        return;
-    }
-    let Some(fs) = r.filesets.pop() else {
+    if r.filesets.is_empty() {
         r.problem(0..0, "define fileset", "a fileset or file for the flowops", "the workload defines none");
         return;
-    };
+    }
     if r.processes.is_empty() {
-        r.problem(fs.span.clone(), "define process", "a process with threads and flowops", "the workload defines none");
+        let span = r.filesets[0].span.clone();
+        r.problem(span, "define process", "a process with threads and flowops", "the workload defines none");
         return;
     }
-    // One file read or written by a lone flowop per thread: the flat working set.
-    let lone = fs.single
-        && r.processes.iter().all(|p| {
-            p.threads.iter().all(|t| t.flowops.len() == 1 && matches!(t.flowops[0].0.as_str(), "read" | "write"))
-        });
-    if lone {
+    if r.flat() {
+        let fs = r.filesets.remove(0);
         flat(r, &fs, out);
         return;
     }
-    r.dataset(&fs, out);
+    // The first fileset is the [dataset]; with others, each is a [[fileset]] and every set
+    // is named as Filebench names it.
+    let sets = std::mem::take(&mut r.filesets);
+    let names: Vec<String> = sets.iter().map(|f| f.name.clone()).collect();
+    for (k, fs) in sets.iter().enumerate() {
+        if names.len() > 1 || r.held_file() {
+            if let Err(why) = crate::flow::SetName::new(&fs.name) {
+                r.problem(fs.span.clone(), "name", crate::flow::SET_NAME_FORM, why);
+            }
+        }
+        let table = match (k, names.len() > 1 || r.held_file()) {
+            (0, false) => Table::Dataset(None),
+            (0, true) => Table::Dataset(Some(&fs.name)),
+            _ => Table::Fileset(&fs.name),
+        };
+        r.dataset(fs, table, out);
+    }
     let processes = std::mem::take(&mut r.processes);
     for p in &processes {
         for t in &p.threads {
-            workload(r, p, t, &fs.name, out);
+            workload(r, p, t, &sets, out);
         }
     }
+}
+
+/// Which table a fileset becomes: the dataset (named when steps name it), or a file set.
+enum Table<'n> {
+    Dataset(Option<&'n str>),
+    Fileset(&'n str),
 }
 
 /// `define file` and one read or write flowop per thread: a flat working set of one file
@@ -600,27 +742,47 @@ fn flowop_checks(r: &mut Reader, attrs: &[Attr]) {
 }
 
 /// One thread type of a process as a `[[workload]]` with its flow.
-fn workload(r: &mut Reader, p: &Process, t: &Thread, fileset: &str, out: &mut String) {
+fn workload(r: &mut Reader, p: &Process, t: &Thread, sets: &[FileSet], out: &mut String) {
     let mut steps: Vec<String> = Vec::new();
     let mut notes: Vec<String> = Vec::new();
-    for (kind, attrs, span) in &t.flowops {
+    // Rounds of the flow per second from a limit flowop under the event generator.
+    let mut rate: Option<(u64, String)> = None;
+    for flowop in &t.flowops {
+        let (kind, attrs, span) = flowop;
+        let held = held_by(t, flowop);
+        // The set a step names (`in NAME`): a held file's, or another set than the dataset.
+        let mut in_set = None;
         if let Some((set, sspan)) = r.attr(attrs, "filesetname").or_else(|| r.attr(attrs, "filename")) {
-            if set != fileset {
-                r.problem(
-                    sspan,
-                    "filesetname",
-                    format!("the fileset {fileset}"),
-                    format!("{set}: ioscope's flows run on one [dataset]"),
-                );
+            match sets.iter().position(|f| f.name == set) {
+                None => {
+                    let defined: Vec<&str> = sets.iter().map(|f| f.name.as_str()).collect();
+                    let why = format!("no fileset or file {set} is defined (defined: {})", defined.join(", "));
+                    r.problem(sspan, "filesetname", "the name of a define fileset or define file", why);
+                }
+                Some(k) if held || k > 0 => in_set = Some(k),
+                Some(_) => {}
             }
         }
-        if let Some((fd, fspan)) = r.attr(attrs, "fd") {
+        if let Some((fd, fspan)) = r.attr(attrs, "fd").filter(|_| !held) {
             if fd != "1" {
                 r.problem(fspan, "fd", "fd=1", "a flow has one file open at a time");
             }
         }
-        if matches!(kind.as_str(), "opslimit" | "bwlimit" | "iopslimit" | "eventlimit") && r.eventgen.is_none() {
-            notes.push(format!("# {kind}: no eventgen rate is set, so it limits nothing, as in Filebench"));
+        if matches!(kind.as_str(), "opslimit" | "bwlimit" | "iopslimit" | "eventlimit") {
+            match r.eventgen.as_ref().map(|e| e.0).filter(|rate| *rate > 0) {
+                None => notes.push(format!("# {kind}: no eventgen rate is set, so it limits nothing, as in Filebench")),
+                Some(events) => match limit_rate(r, t, flowop, events) {
+                    Ok((rounds, why)) => rate = Some((rounds, why)),
+                    Err(why) => r.problem(span.clone(), kind, "a limit whose rate a flow can run at", why),
+                },
+            }
+            continue;
+        }
+        if kind == "delay" {
+            match attrs.iter().find(|a| a.name == "value").cloned().and_then(|a| r.number(&a, 3600)) {
+                Some(secs) if secs > 0 => steps.push(format!("delay {}", secs_literal(secs))),
+                _ => r.problem(span.clone(), "delay", "delay value=SECONDS (1 to 3600)", "no value"),
+            }
             continue;
         }
         flowop_checks(r, attrs);
@@ -635,7 +797,12 @@ fn workload(r: &mut Reader, p: &Process, t: &Thread, fileset: &str, out: &mut St
             Some(a) => r.number(&a, crate::flow::MAX_FLOW_STEPS as u64).unwrap_or(1).max(1),
             None => 1,
         };
-        match step_of(kind, iosize, random) {
+        // A sequential write to a file that starts empty makes it grow: appends.
+        let unsized_file = in_set.is_some_and(|k| sets[k].single && sets[k].attrs.iter().all(|a| a.name != "size"));
+        let kind = if held && unsized_file && kind == "write" && !random { "appendfile" } else { kind.as_str() };
+        let step = step_of(kind, iosize, random)
+            .map(|step| in_set.map_or(step.clone(), |k| format!("{step} in {}", sets[k].name)));
+        match step {
             Ok(step) if steps.len() + iters as usize <= crate::flow::MAX_FLOW_STEPS => {
                 steps.extend(std::iter::repeat_n(step, iters as usize))
             }
@@ -660,6 +827,14 @@ fn workload(r: &mut Reader, p: &Process, t: &Thread, fileset: &str, out: &mut St
     let _ = writeln!(out, "threads = {}", (p.instances * t.instances).min(4096));
     for n in notes {
         let _ = writeln!(out, "{n}");
+    }
+    if let Some((rounds, why)) = rate {
+        if let Some(other) = r.limited.replace(name.clone()) {
+            let why = format!("{other} and {name} share the event generator's events, which ioscope's rates do not");
+            let span = r.eventgen.as_ref().map_or(0..0, |e| e.1.clone());
+            r.problem(span, "eventgen", "one workload limited by the event generator", why);
+        }
+        let _ = writeln!(out, "# {why}\nflow_rate = {rounds}");
     }
     let quoted: Vec<String> = steps.iter().map(|s| toml_string(s)).collect();
     let _ = writeln!(out, "flow = [\n  {},\n]", quoted.join(",\n  "));

@@ -42,10 +42,12 @@ pub enum FlowOp {
     Delete,
     /// An existing file's attributes read (stat).
     Stat,
+    /// A pause of DURATION before the next step, no I/O (Filebench's delay).
+    Delay,
 }
 
 impl FlowOp {
-    pub const ALL: [FlowOp; 11] = [
+    pub const ALL: [FlowOp; 12] = [
         FlowOp::Create,
         FlowOp::Open,
         FlowOp::Close,
@@ -57,6 +59,7 @@ impl FlowOp {
         FlowOp::Fsync,
         FlowOp::Delete,
         FlowOp::Stat,
+        FlowOp::Delay,
     ];
 
     pub fn name(self) -> &'static str {
@@ -72,6 +75,7 @@ impl FlowOp {
             FlowOp::Fsync => "fsync",
             FlowOp::Delete => "delete",
             FlowOp::Stat => "stat",
+            FlowOp::Delay => "delay",
         }
     }
 
@@ -143,12 +147,17 @@ pub struct FlowStep {
     pub random: bool,
     /// `in NAME`: the file set the step works in (None: the [dataset], or the open file).
     pub set: Option<SetName>,
+    /// Delay: how long, in nanoseconds (1 µs to 1 h).
+    pub wait_ns: u64,
 }
+
+/// The longest `delay`.
+pub const MAX_DELAY_NS: u64 = 3_600_000_000_000;
 
 /// The expected form of a step, for messages.
 pub const STEP_FORM: &str =
-    "a step like \"open\", \"read_whole 1m\", \"read 8k random\" or \"append 16k random in logfiles\" \
-     (create, open, close, read, write, read_whole, write_whole, append, fsync, delete, stat; `in NAME` a file set)";
+    "a step like \"open\", \"read_whole 1m\", \"read 8k random\", \"append 16k random in logfiles\" or \"delay 10s\" \
+     (create, open, close, read, write, read_whole, write_whole, append, fsync, delete, stat, delay; `in NAME` a file set)";
 
 impl FlowStep {
     /// Reads `OP [SIZE] [random]`; Err says what is wrong.
@@ -168,7 +177,20 @@ impl FlowStep {
         if op == FlowOp::Close && set.is_some() {
             return Err("close takes no set: it closes the file the flow opened".into());
         }
-        let mut step = FlowStep { op, bytes: 0, random: false, set };
+        let mut step = FlowStep { op, bytes: 0, random: false, set, wait_ns: 0 };
+        if op == FlowOp::Delay {
+            let rest: Vec<&str> = words.collect();
+            let d = match rest.as_slice() {
+                [d] => crate::units::parse_duration(d).map_err(|e| format!("`{d}`: {e}"))?,
+                _ => return Err("delay takes one duration: \"delay 10s\"".into()),
+            };
+            let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+            if !(1_000..=MAX_DELAY_NS).contains(&ns) || set.is_some() {
+                return Err("a delay from 1us to 1h, in no set: \"delay 10s\"".into());
+            }
+            step.wait_ns = ns;
+            return Ok(step);
+        }
         for w in words {
             if w == "in" {
                 return Err("`in NAME` comes last, once".into());
@@ -198,6 +220,10 @@ impl FlowStep {
     /// Its text, as [`FlowStep::parse`] reads it.
     pub fn text(&self) -> String {
         let mut s = self.op.name().to_string();
+        if self.op == FlowOp::Delay {
+            s.push(' ');
+            s.push_str(&crate::units::duration_literal(std::time::Duration::from_nanos(self.wait_ns)));
+        }
         if self.bytes > 0 {
             s.push(' ');
             s.push_str(&crate::units::size_literal(self.bytes));
@@ -286,11 +312,13 @@ mod tests {
             "stat",
             "fsync",
             "open in logs",
+            "delay 10s",
+            "delay 250ms",
         ] {
             assert_eq!(FlowStep::parse(text).unwrap().text(), text);
         }
         let s = FlowStep::parse("append 16k random").unwrap();
-        assert_eq!(s, FlowStep { op: FlowOp::Append, bytes: 16384, random: true, set: None });
+        assert_eq!(s, FlowStep { op: FlowOp::Append, bytes: 16384, random: true, set: None, wait_ns: 0 });
         let s = FlowStep::parse("append 16k random in log-files_2").unwrap();
         assert_eq!((s.set.unwrap().as_str(), s.holds()), ("log-files_2", true));
     }

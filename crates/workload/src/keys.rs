@@ -1011,6 +1011,12 @@ pub const KEYS: &[Key] = &[
             "[\"open\", \"read_whole 1m\", \"close\"]",
         )
     },
+    Key {
+        default: KeyDefault::Said("none (each round when the last ended)"),
+        form: "ROUNDS",
+        doc: "a flow's rounds per second, its threads together (Filebench's eventgen rate under an eventlimit, or under a bwlimit in MiB/s over the bytes of a round): each thread starts a round every threads/ROUNDS seconds and its first step is timed from then, so a round that starts late shows in the latency; 1 to 10,000,000; only with a `flow`",
+        ..plain("flow_rate", WORKLOAD, "A flow's rounds per second, all its threads together.", "384")
+    },
     plain(
         "pattern",
         WORKLOAD,

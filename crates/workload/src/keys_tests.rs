@@ -65,7 +65,10 @@ fn every_key_specs() -> Vec<Spec> {
         top: vec![("dir", "\"/tmp/x\"")],
         tables: vec![
             (Section::Dataset, vec![("files", "100"), ("sizes", "\"gamma:16k:1.5\""), ("prealloc", "80")]),
-            (Section::Workload, vec![("flow", "[\"create\", \"write_whole 64k\", \"close\", \"delete\"]")]),
+            (
+                Section::Workload,
+                vec![("flow", "[\"create\", \"write_whole 64k\", \"close\", \"delete\"]"), ("flow_rate", "100")],
+            ),
         ],
     });
     // Two sets: webserver's reads of a named dataset and its appends to a log fileset.

@@ -269,6 +269,10 @@ pub struct Workload {
     /// (crate::flow); empty for a workload of one operation.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub flow: Vec<FlowStep>,
+    /// A flow's rounds per second, all its threads together (None: each round when the one
+    /// before ended).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow_rate: Option<u64>,
 }
 
 impl Workload {

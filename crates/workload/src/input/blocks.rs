@@ -3,6 +3,9 @@
 
 use super::*;
 
+/// The largest file of a tree (the gamma mean's limit too).
+const MAX_FILE_SIZE: u64 = 64 << 30;
+
 impl<'a> Ctx<'a> {
     /// `for_bs`: a list of block sizes or weighted lists, like `["4k", "64k"]` (flag: "4k 64k").
     pub(super) fn bs_lists(&mut self, key: &str) -> Got<Vec<Vec<BsEntry>>> {
@@ -109,7 +112,7 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// Checks one block size (1 byte ..= 256 MiB).
+    /// Checks one size: a transfer's (1 byte to 256 MiB) or a tree file's (to 64 GiB).
     pub(super) fn bs_entry(
         &mut self,
         key: &str,
@@ -117,14 +120,21 @@ impl<'a> Ctx<'a> {
         weight: u32,
         loc: &Loc,
     ) -> Option<BsEntry> {
+        // A tree's file sizes (`sizes` of a [dataset] or [[fileset]]) go to 64 GiB, as
+        // gamma's mean does; transfer sizes to 256 MiB.
+        let (max, form) = match key.ends_with(".sizes") {
+            true => (MAX_FILE_SIZE, "a file size from 1 byte to 64 GiB, like 4k, 1m, 10g"),
+            false => (MAX_BS, "a block size from 1 byte to 256 MiB, like 4k, 64k, 1m"),
+        };
         match bytes {
-            Ok(b) if (1..=MAX_BS).contains(&b) => {
-                Some(BsEntry { bs: BlockSize { bytes: b, weight }, loc: loc.clone() })
-            }
+            Ok(b) if (1..=max).contains(&b) => Some(BsEntry { bs: BlockSize { bytes: b, weight }, loc: loc.clone() }),
             Ok(b) => {
-                let note =
-                    if b == 0 { String::new() } else { format!("{} is larger than the 256 MiB limit", format_size(b)) };
-                self.err(loc, key, "a block size from 1 byte to 256 MiB, like 4k, 64k, 1m", note);
+                let note = if b == 0 {
+                    String::new()
+                } else {
+                    format!("{} is larger than the {} limit", format_size(b), format_size(max))
+                };
+                self.err(loc, key, form, note);
                 None
             }
             Err(note) => {

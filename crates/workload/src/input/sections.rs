@@ -91,6 +91,7 @@ impl<'a> Ctx<'a> {
                 rate_iops: None,
                 phase: None,
                 flow: Vec::new(),
+                flow_rate: None,
             },
             bs,
             skew_loc: Loc::Default,
@@ -111,6 +112,7 @@ impl<'a> Ctx<'a> {
         let skew_g = self.percent("workload.skew");
         let pattern_g = self.pattern("workload.pattern");
         let flow_g = self.flow_steps("workload.flow");
+        let flow_rate_g = self.int("workload.flow_rate", 1, 10_000_000);
         let own = self.own_io();
         let replaced = [
             (op_g.loc(), "operation"),
@@ -124,6 +126,10 @@ impl<'a> Ctx<'a> {
             (own.locs.rate.clone(), "rate_iops"),
         ];
         self.flow_rules(&flow_g, &replaced, has_dataset);
+        if let (Got::Ok(_, loc), false) = (&flow_rate_g, matches!(flow_g, Got::Ok(..))) {
+            let note = "flow_rate is the rounds per second of a flow; a workload of one operation has rate_iops";
+            self.err(loc, "workload.flow_rate", "flow_rate with a flow", note);
+        }
         for (other, key) in [(op_g.loc(), "operation"), (fileio_g.loc(), "fileio")] {
             if let (Got::Ok(_, loc), false) = (&rw_g, matches!(other, Loc::Default)) {
                 let note = format!("rw names the operation and the file I/O order at once; `{key}` is also set");
@@ -210,6 +216,7 @@ impl<'a> Ctx<'a> {
                 rate_iops: own.rate_iops,
                 phase: own.phase,
                 flow,
+                flow_rate: flow_rate_g.opt()?,
             },
             own_locs: own.locs,
             bs,
