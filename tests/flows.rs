@@ -103,7 +103,7 @@ fn a_file_set_has_the_gamma_mean_and_the_share_preallocated_that_it_names() {
 fn a_flow_that_makes_no_sense_is_refused_before_any_io_naming_its_line() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("d");
-    let cases: [(&str, &str); 6] = [
+    let cases: [(&str, &str); 7] = [
         ("[[workload]]\nflow = [\"open\", \"read_whole 1m\", \"close\"]\n", "a flow with a [dataset]"),
         (
             "[dataset]\nfiles = 10\n[[workload]]\nflow = [\"read_whole 1m\", \"close\"]\n",
@@ -124,6 +124,10 @@ fn a_flow_that_makes_no_sense_is_refused_before_any_io_naming_its_line() {
         (
             "[dataset]\nfiles = 10\n[[fileset]]\nname = \"logs\"\n[[workload]]\nflow = [\"open\", \"close\"]\n",
             "the fileset `logs` would be made and never used",
+        ),
+        (
+            "[dataset]\nfiles = 10\n[[workload]]\nflow = [\"open\", \"read 4k\", \"close\", \"wait w 10\"]\n",
+            "no flow's step posts to `w`",
         ),
     ];
     for (body, says) in cases {
@@ -182,4 +186,28 @@ fn a_log_appended_by_every_thread_grows_by_every_append_and_is_its_own_file_in_t
     // --cleanup takes the file set away with the dataset.
     run_ok(&["run", s(&file), "--out", s(&tmp.path().join("r2.db")), "--duration", "1s", "--cleanup", "--quiet"]);
     assert!(!tmp.path().join("d").exists(), "cleanup left the tree");
+}
+
+#[test]
+fn a_wait_takes_its_count_of_posts_so_the_writers_keep_to_the_readers_pace() {
+    // Filebench's oltp, in small: every reader's round posts once to each writer, and a
+    // writer writes once per 100 posts; a flow_rate paces the readers' rounds.
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("coupled.toml");
+    let text = format!(
+        "dir = \"{}\"\nduration = \"2s\"\n\n[dataset]\nname = \"data\"\ndepth = 0\nfiles = 4\nsizes = \"1m\"\n\n\
+         [[workload]]\nname = \"readers\"\nthreads = 4\nflow_rate = 2000\n\
+         flow = [\"read 4k random in data\", \"post w blocking\"]\n\n\
+         [[workload]]\nname = \"writers\"\nthreads = 2\nflow = [\"write 4k random in data\", \"wait w 100 ahead 200\"]\n",
+        s(&tmp.path().join("d"))
+    );
+    std::fs::write(&file, text).unwrap();
+    let summary = json_of(&run_ok(&["run", s(&file), "--out", s(&tmp.path().join("r.db")), "--json", "--quiet"]));
+    assert_eq!(summary["total"]["errors"], 0, "{summary}");
+    let (reads, writes) = (ops(&summary, "read"), ops(&summary, "write"));
+    // 2,000 rounds a second for 2 s: never more (a busy machine may fall behind a little).
+    assert!((3000..=4004).contains(&reads), "{reads} reads at 2000 rounds/s: {summary}");
+    // Each writer's first write comes at once, then one per 100 of the readers' posts.
+    let per_writer = reads / 100 + 1;
+    assert!((writes - 2 * per_writer).abs() <= 2, "{writes} writes for {reads} reads: {summary}");
 }

@@ -25,8 +25,82 @@ use crate::clock::{now_ns, wait_until};
 use crate::tree::{file_no, req, Tree, TreeTask, ABSENT, PRESENT};
 use crate::worker::{Schedule, Worker};
 use ioscope_engine::{Engine, FileReq, Io, Op};
-use ioscope_workload::{FlowOp, FlowStep, Workload};
-use std::sync::atomic::Ordering::Relaxed;
+use ioscope_workload::flow::SetName;
+use ioscope_workload::{FlowOp, FlowStep, Plan, Workload};
+use std::sync::atomic::{AtomicI64, Ordering::Relaxed};
+
+/// A waiting thread's side of a name: posts that came and were not taken yet, and the
+/// room blocking posts have left (Filebench's low and high water semaphores).
+struct Waiter {
+    posts: AtomicI64,
+    room: AtomicI64,
+}
+
+/// The run's waits and posts, shared by all workers: for each name waited on, one
+/// [`Waiter`] per thread whose flow waits on it.
+#[derive(Default)]
+pub struct Semaphores {
+    names: Vec<Named>,
+}
+
+/// A name waited on: who waits (workload, thread), and each one's side.
+type Named = (SetName, Vec<(usize, u32)>, Vec<Waiter>);
+
+/// How often a blocked wait or post looks again.
+const SEM_POLL: std::time::Duration = std::time::Duration::from_micros(50);
+
+impl Semaphores {
+    pub fn new(plan: &Plan) -> Self {
+        let mut names: Vec<Named> = Vec::new();
+        for (wi, (w, threads)) in plan.workloads.iter().zip(plan.max_threads()).enumerate() {
+            for s in w.flow.iter().filter(|s| s.op == FlowOp::Wait) {
+                let Some(name) = s.sem else { continue };
+                let k = match names.iter().position(|(n, ..)| *n == name) {
+                    Some(k) => k,
+                    None => {
+                        names.push((name, Vec::new(), Vec::new()));
+                        names.len() - 1
+                    }
+                };
+                if names[k].1.iter().any(|(i, _)| *i == wi) {
+                    continue;
+                }
+                let room = if s.ahead > 0 { i64::from(s.ahead) } else { i64::MAX / 4 };
+                for local in 0..threads {
+                    names[k].1.push((wi, local));
+                    names[k].2.push(Waiter { posts: AtomicI64::new(0), room: AtomicI64::new(room) });
+                }
+            }
+        }
+        Semaphores { names }
+    }
+
+    fn waiters(&self, name: SetName) -> &[Waiter] {
+        self.names.iter().find(|(n, ..)| *n == name).map_or(&[], |(_, _, w)| w.as_slice())
+    }
+
+    fn waiter(&self, name: SetName, workload: usize, local: u32) -> Option<&Waiter> {
+        let (_, who, waiters) = self.names.iter().find(|(n, ..)| *n == name)?;
+        who.iter().position(|w| *w == (workload, local)).and_then(|i| waiters.get(i))
+    }
+}
+
+/// Takes `n` from `c` once it holds that many; false if `give_up` said so first.
+fn take(c: &AtomicI64, n: i64, give_up: &dyn Fn() -> bool) -> bool {
+    loop {
+        let now = c.load(Relaxed);
+        if now >= n {
+            if c.compare_exchange(now, now - n, Relaxed, Relaxed).is_ok() {
+                return true;
+            }
+            continue;
+        }
+        if give_up() {
+            return false;
+        }
+        std::thread::sleep(SEM_POLL);
+    }
+}
 
 /// A file a flow works on: its number in the tree, where its next sequential transfer
 /// goes, and its engine handle.
@@ -51,13 +125,16 @@ pub struct FlowTask {
     /// With a `flow_rate`: how often this thread starts a round, and when its first is due
     /// after the schedule's start (threads spread over the interval).
     round_ns: Option<(u64, u64)>,
+    /// The workload and thread this is (for its side of the names it waits on).
+    workload: usize,
+    local: u32,
     /// The sets whose files the thread holds (each named by a transfer or fsync), and
     /// the file held (None: none was found or it did not open); opened at the start.
     held: Vec<(usize, Option<FlowFile>)>,
 }
 
 impl FlowTask {
-    pub fn new(tree: &Tree, eff: Workload, local: u32, seed: u64) -> Self {
+    pub fn new(tree: &Tree, eff: Workload, workload: usize, local: u32, seed: u64) -> Self {
         let steps = eff.flow.clone();
         // A set the reader checked exists; one that does not is the dataset.
         let set_of: Vec<usize> =
@@ -76,7 +153,7 @@ impl FlowTask {
             let every = (1_000_000_000u128 * u128::from(threads) / u128::from(r.max(1))) as u64;
             (every.max(1), every / threads * u64::from(local))
         });
-        FlowTask { picks, steps, set_of, next: 0, open: None, round_ns, held }
+        FlowTask { picks, steps, set_of, next: 0, open: None, round_ns, workload, local, held }
     }
 
     /// Passes over the steps on the file that did not open, up to the next one that opens
@@ -224,6 +301,26 @@ impl<'a, E: Engine> Worker<'a, E> {
                 None => intended,
             },
             FlowOp::Delay => wait_until(intended.saturating_add(step.wait_ns).min(deadline), self.stop),
+            FlowOp::Wait | FlowOp::Post => {
+                let Some(name) = step.sem else { return intended };
+                let stop = self.stop;
+                let give_up = || stop.load(Relaxed) || now_ns() >= deadline;
+                if step.op == FlowOp::Wait {
+                    if let Some(w) = tree.sems.waiter(name, task.workload, task.local) {
+                        // Room for as many posts as it takes, then the posts themselves.
+                        w.room.fetch_add(i64::from(step.count), Relaxed);
+                        take(&w.posts, i64::from(step.count), &give_up);
+                    }
+                } else {
+                    for w in tree.sems.waiters(name) {
+                        if step.count > 0 && !take(&w.room, 1, &give_up) {
+                            break;
+                        }
+                        w.posts.fetch_add(1, Relaxed);
+                    }
+                }
+                now_ns()
+            }
             FlowOp::Delete | FlowOp::Stat => {
                 // Claimed for the operation: a stat never races a delete of the same file.
                 let op = if step.op == FlowOp::Delete { Op::Delete } else { Op::Getattr };
@@ -342,7 +439,7 @@ impl<'a, E: Engine> Worker<'a, E> {
     }
 }
 
-/// The operation a flow step records (a delay none).
+/// The operation a flow step records (a delay, wait or post none).
 fn op_of(op: FlowOp) -> Option<Op> {
     Some(match op {
         FlowOp::Create => Op::Create,
@@ -353,7 +450,7 @@ fn op_of(op: FlowOp) -> Option<Op> {
         FlowOp::Fsync => Op::Fsync,
         FlowOp::Delete => Op::Delete,
         FlowOp::Stat => Op::Getattr,
-        FlowOp::Delay => return None,
+        FlowOp::Delay | FlowOp::Wait | FlowOp::Post => return None,
     })
 }
 

@@ -662,7 +662,7 @@ pub fn measure<S: Sink>(plan: &Plan, files: &[PathBuf], sink: &mut S, m: Measure
     let rings = crate::breakdown::rings(plan, threads);
     let flows = plan.workloads.iter().any(|w| !w.flow.is_empty());
     let sets = plan.filesets.iter().map(crate::dataset::Layout::new).collect();
-    let tree = m.dataset.map(|l| Tree::with_sets(l, sets, flows));
+    let tree = m.dataset.map(|l| Tree::with_sets(l, sets, flows).with_semaphores(crate::flow::Semaphores::new(plan)));
     let curve_base: Vec<AtomicU64> = steps.iter().map(|_| AtomicU64::new(UNKNOWN)).collect();
     let stop = AtomicBool::new(false);
     let ready = Barrier::new(threads + 1);
@@ -1103,7 +1103,7 @@ fn worker_main<E: Engine>(mut engine: E, id: u32, sh: Shared<'_>) -> FirstErrors
             sh.first_io_ns.fetch_min(now_ns(), Relaxed);
             match sh.tree {
                 Some(tree) if !eff.flow.is_empty() => {
-                    let mut task = crate::flow::FlowTask::new(tree, eff, sh.local, seed(k));
+                    let mut task = crate::flow::FlowTask::new(tree, eff, sh.workload, sh.local, seed(k));
                     w.run_flow(tree, &mut task, &schedule);
                 }
                 Some(tree) => {

@@ -42,6 +42,8 @@ pub struct Tree {
     /// Each file's size as the run's flows left it (flows only; empty otherwise): a flow
     /// reads a whole file as long as it is now, and appends at its end.
     pub(crate) sizes: Vec<AtomicU64>,
+    /// The flows' waits and posts.
+    pub(crate) sems: crate::flow::Semaphores,
 }
 
 impl Tree {
@@ -64,7 +66,8 @@ impl Tree {
             sets.push((l, next));
             next = next.saturating_add(n);
         }
-        let mut tree = Self { layout, sets, files: Vec::new(), dirs: Vec::new(), sizes: Vec::new() };
+        let mut tree =
+            Self { layout, sets, files: Vec::new(), dirs: Vec::new(), sizes: Vec::new(), sems: Default::default() };
         let present: Vec<bool> = (0..next).map(|i| tree.preallocated(i)).collect();
         tree.files = present.iter().map(|p| AtomicU8::new(if *p { PRESENT } else { ABSENT })).collect();
         tree.dirs = (0..tree.layout.leaf_dirs()).map(|_| AtomicU8::new(PRESENT)).collect();
@@ -73,6 +76,11 @@ impl Tree {
             tree.sizes = (0..next).map(|i| AtomicU64::new(size(i))).collect();
         }
         tree
+    }
+
+    /// With the flows' waits and posts.
+    pub fn with_semaphores(self, sems: crate::flow::Semaphores) -> Self {
+        Self { sems, ..self }
     }
 
     /// The layout file `i` is in, and its number there.

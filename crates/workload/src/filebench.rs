@@ -438,6 +438,34 @@ fn limit_rate(
     Ok((rounds, why))
 }
 
+/// A semblock as a `wait NAME COUNT [ahead HIGHWATER]` step (NAME the semblock's own), a
+/// sempost as `post TARGET [blocking]`.
+fn sem_step(r: &mut Reader, f: &(String, Vec<Attr>, Range<usize>)) -> Result<String, String> {
+    let max = u64::from(crate::flow::MAX_SEM_COUNT);
+    let value = match f.1.iter().find(|a| a.name == "value").cloned() {
+        Some(a) => r.number(&a, max).filter(|v| *v > 0).ok_or("a value from 1")?,
+        None => 1,
+    };
+    if f.0 == "semblock" {
+        let (name, _) = r.attr(&f.1, "name").ok_or("a semblock needs its name (posts name it as their target)")?;
+        crate::flow::SetName::new(&name)?;
+        let ahead = match f.1.iter().find(|a| a.name == "highwater").cloned() {
+            Some(a) => r.number(&a, max).unwrap_or(0),
+            None => 0,
+        };
+        return Ok(match ahead {
+            0 => format!("wait {name} {value}"),
+            h => format!("wait {name} {value} ahead {h}"),
+        });
+    }
+    if value != 1 {
+        return Err(format!("a post of value {value}: ioscope posts one at a time"));
+    }
+    let (target, _) = r.attr(&f.1, "target").ok_or("a sempost needs the semblock it posts to (target=)")?;
+    let blocking = f.1.iter().any(|a| a.name == "blocking");
+    Ok(if blocking { format!("post {target} blocking") } else { format!("post {target}") })
+}
+
 /// Whether flowop `f` of thread `t` works on a file of its set that the thread holds open
 /// (`in NAME`): a transfer or fsync naming a set, on no fd an `openfile` or `createfile` of
 /// the thread opens (Filebench opens such a file at its first use and keeps it open).
@@ -445,7 +473,7 @@ fn held_by(t: &Thread, f: &(String, Vec<Attr>, Range<usize>)) -> bool {
     let fd = |a: &[Attr]| a.iter().find(|x| x.name == "fd").and_then(|x| x.value.clone()).unwrap_or_else(|| "1".into());
     let transfer = matches!(
         f.0.as_str(),
-        "read" | "write" | "readwholefile" | "writewholefile" | "appendfile" | "appendfilerand" | "fsync"
+        "read" | "write" | "aiowrite" | "readwholefile" | "writewholefile" | "appendfile" | "appendfilerand" | "fsync"
     );
     let names_set = f.1.iter().any(|a| matches!(a.name.as_str(), "filesetname" | "filename"));
     let opened = t.flowops.iter().any(|(k, a, _)| matches!(k.as_str(), "openfile" | "createfile") && fd(a) == fd(&f.1));
@@ -685,7 +713,7 @@ fn flat(r: &mut Reader, fs: &FileSet, out: &mut String) {
                 })
             });
             let random = attrs.iter().any(|a| a.name == "random");
-            flowop_checks(r, attrs);
+            flowop_checks(r, attrs, false);
             let rw = match (kind.as_str(), random) {
                 ("read", false) => "read",
                 ("read", true) => "randread",
@@ -706,7 +734,7 @@ fn flat(r: &mut Reader, fs: &FileSet, out: &mut String) {
 }
 
 /// The attributes of a flowop that change nothing or cannot be said here.
-fn flowop_checks(r: &mut Reader, attrs: &[Attr]) {
+fn flowop_checks(r: &mut Reader, attrs: &[Attr], dsync_ok: bool) {
     for a in attrs {
         let v = r.value(a);
         match a.name.as_str() {
@@ -716,6 +744,7 @@ fn flowop_checks(r: &mut Reader, attrs: &[Attr]) {
             "directio" => {
                 r.problem(a.span.clone(), "directio", "directio=0", "flows open files through the page cache")
             }
+            "dsync" if dsync_ok => {}
             "dsync" => r.problem(
                 a.span.clone(),
                 "dsync",
@@ -770,13 +799,39 @@ fn workload(r: &mut Reader, p: &Process, t: &Thread, sets: &[FileSet], out: &mut
         }
         if matches!(kind.as_str(), "opslimit" | "bwlimit" | "iopslimit" | "eventlimit") {
             match r.eventgen.as_ref().map(|e| e.0).filter(|rate| *rate > 0) {
-                None => notes.push(format!("# {kind}: no eventgen rate is set, so it limits nothing, as in Filebench")),
+                None => notes
+                    .push(format!("# {kind}: the eventgen rate is 0 or unset, so it limits nothing, as in Filebench")),
                 Some(events) => match limit_rate(r, t, flowop, events) {
                     Ok((rounds, why)) => rate = Some((rounds, why)),
                     Err(why) => r.problem(span.clone(), kind, "a limit whose rate a flow can run at", why),
                 },
             }
             continue;
+        }
+        match kind.as_str() {
+            "aiowait" => {
+                notes.push(
+                    "# aiowait: the writes before it were made one at a time, so there is nothing to wait for".into(),
+                );
+                continue;
+            }
+            "hog" => {
+                notes.push("# hog: CPU work between operations, which ioscope does not spend".into());
+                continue;
+            }
+            "semblock" | "sempost" => {
+                match sem_step(r, flowop) {
+                    Ok(step) => steps.push(step),
+                    Err(why) => r.problem(
+                        span.clone(),
+                        kind,
+                        "a semblock with its name and value, or a sempost of value 1 to one",
+                        why,
+                    ),
+                }
+                continue;
+            }
+            _ => {}
         }
         if kind == "delay" {
             match attrs.iter().find(|a| a.name == "value").cloned().and_then(|a| r.number(&a, 3600)) {
@@ -785,7 +840,8 @@ fn workload(r: &mut Reader, p: &Process, t: &Thread, sets: &[FileSet], out: &mut
             }
             continue;
         }
-        flowop_checks(r, attrs);
+        let writes = matches!(kind.as_str(), "write" | "aiowrite" | "writewholefile" | "appendfile" | "appendfilerand");
+        flowop_checks(r, attrs, writes);
         let iosize = r.attr(attrs, "iosize").and_then(|(v, s)| {
             parse_size(&v).ok().filter(|b| (1..=crate::plan::MAX_FLOW_IO_BYTES).contains(b)).or_else(|| {
                 r.problem(s, "iosize", "a size from 1 byte to 64 MiB", format!("\"{v}\""));
@@ -799,12 +855,35 @@ fn workload(r: &mut Reader, p: &Process, t: &Thread, sets: &[FileSet], out: &mut
         };
         // A sequential write to a file that starts empty makes it grow: appends.
         let unsized_file = in_set.is_some_and(|k| sets[k].single && sets[k].attrs.iter().all(|a| a.name != "size"));
-        let kind = if held && unsized_file && kind == "write" && !random { "appendfile" } else { kind.as_str() };
-        let step = step_of(kind, iosize, random)
-            .map(|step| in_set.map_or(step.clone(), |k| format!("{step} in {}", sets[k].name)));
+        let kind = match kind.as_str() {
+            "write" if held && unsized_file && !random => "appendfile",
+            // Asynchronous writes are made one at a time, as its thread's flow runs.
+            "aiowrite" => {
+                notes.push("# aiowrite: written one at a time (Filebench keeps them in flight until aiowait)".into());
+                "write"
+            }
+            k => k,
+        };
+        let suffix = in_set.map(|k| format!(" in {}", sets[k].name)).unwrap_or_default();
+        if held && attrs.iter().any(|a| a.name == "opennext") {
+            notes.push("# opennext: each thread holds one file of the set (Filebench moves on to the next)".into());
+        }
+        // A dsync write: the write, then an fsync of the same file, each its own operation.
+        let dsync = writes && attrs.iter().any(|a| a.name == "dsync");
+        if dsync {
+            notes
+                .push("# dsync: each write is followed by an fsync of its file (durable per write, as O_DSYNC)".into());
+        }
+        let step = step_of(kind, iosize, random).map(|step| format!("{step}{suffix}"));
+        let per = if dsync { 2 } else { 1 };
         match step {
-            Ok(step) if steps.len() + iters as usize <= crate::flow::MAX_FLOW_STEPS => {
-                steps.extend(std::iter::repeat_n(step, iters as usize))
+            Ok(step) if steps.len() + per * iters as usize <= crate::flow::MAX_FLOW_STEPS => {
+                for _ in 0..iters {
+                    steps.push(step.clone());
+                    if dsync {
+                        steps.push(format!("fsync{suffix}"));
+                    }
+                }
             }
             Ok(_) => {
                 let max = crate::flow::MAX_FLOW_STEPS;

@@ -44,10 +44,17 @@ pub enum FlowOp {
     Stat,
     /// A pause of DURATION before the next step, no I/O (Filebench's delay).
     Delay,
+    /// `wait NAME COUNT [ahead N]`: waits until COUNT posts to NAME have come for this
+    /// thread since it last took them, and takes them (Filebench's semblock); `ahead`: a
+    /// blocking post may run at most N posts ahead of this thread's waits (its highwater).
+    Wait,
+    /// `post NAME [blocking]`: one post to NAME for each thread that waits on it
+    /// (Filebench's sempost); `blocking`: held while a waiter has no room (see Wait).
+    Post,
 }
 
 impl FlowOp {
-    pub const ALL: [FlowOp; 12] = [
+    pub const ALL: [FlowOp; 14] = [
         FlowOp::Create,
         FlowOp::Open,
         FlowOp::Close,
@@ -60,6 +67,8 @@ impl FlowOp {
         FlowOp::Delete,
         FlowOp::Stat,
         FlowOp::Delay,
+        FlowOp::Wait,
+        FlowOp::Post,
     ];
 
     pub fn name(self) -> &'static str {
@@ -76,6 +85,8 @@ impl FlowOp {
             FlowOp::Delete => "delete",
             FlowOp::Stat => "stat",
             FlowOp::Delay => "delay",
+            FlowOp::Wait => "wait",
+            FlowOp::Post => "post",
         }
     }
 
@@ -149,15 +160,25 @@ pub struct FlowStep {
     pub set: Option<SetName>,
     /// Delay: how long, in nanoseconds (1 µs to 1 h).
     pub wait_ns: u64,
+    /// Wait and post: the name waited on and posted to.
+    pub sem: Option<SetName>,
+    /// Wait: the posts it takes, and how far posts may run ahead (0: no bound); post: 1 if
+    /// blocking.
+    pub count: u32,
+    pub ahead: u32,
 }
+
+/// The most posts a wait takes, or may be ahead.
+pub const MAX_SEM_COUNT: u32 = 1_000_000;
 
 /// The longest `delay`.
 pub const MAX_DELAY_NS: u64 = 3_600_000_000_000;
 
 /// The expected form of a step, for messages.
 pub const STEP_FORM: &str =
-    "a step like \"open\", \"read_whole 1m\", \"read 8k random\", \"append 16k random in logfiles\" or \"delay 10s\" \
-     (create, open, close, read, write, read_whole, write_whole, append, fsync, delete, stat, delay; `in NAME` a file set)";
+    "a step like \"open\", \"read_whole 1m\", \"read 8k random\", \"append 16k random in logfiles\", \"delay 10s\" \
+     or \"wait NAME 100\" (create, open, close, read, write, read_whole, write_whole, append, fsync, delete, stat, delay, \
+     wait, post; `in NAME` a file set)";
 
 impl FlowStep {
     /// Reads `OP [SIZE] [random]`; Err says what is wrong.
@@ -177,7 +198,25 @@ impl FlowStep {
         if op == FlowOp::Close && set.is_some() {
             return Err("close takes no set: it closes the file the flow opened".into());
         }
-        let mut step = FlowStep { op, bytes: 0, random: false, set, wait_ns: 0 };
+        let mut step = FlowStep { op, bytes: 0, random: false, set, wait_ns: 0, sem: None, count: 0, ahead: 0 };
+        if matches!(op, FlowOp::Wait | FlowOp::Post) {
+            let rest: Vec<&str> = words.collect();
+            let form = "\"wait NAME COUNT [ahead N]\" or \"post NAME [blocking]\", in no set";
+            let count = |w: &str| w.parse::<u32>().ok().filter(|n| (1..=MAX_SEM_COUNT).contains(n));
+            let (sem, count, ahead) = match (op, rest.as_slice()) {
+                (_, _) if set.is_some() => return Err(form.into()),
+                (FlowOp::Wait, [name, n]) => (name, count(n), Some(0)),
+                (FlowOp::Wait, [name, n, "ahead", a]) => (name, count(n), count(a)),
+                (FlowOp::Post, [name]) => (name, Some(0), Some(0)),
+                (FlowOp::Post, [name, "blocking"]) => (name, Some(1), Some(0)),
+                _ => return Err(format!("{form} (COUNT and N from 1 to {MAX_SEM_COUNT})")),
+            };
+            let (Some(count), Some(ahead)) = (count, ahead) else {
+                return Err(format!("{form} (COUNT and N from 1 to {MAX_SEM_COUNT})"));
+            };
+            (step.sem, step.count, step.ahead) = (Some(SetName::new(sem)?), count, ahead);
+            return Ok(step);
+        }
         if op == FlowOp::Delay {
             let rest: Vec<&str> = words.collect();
             let d = match rest.as_slice() {
@@ -223,6 +262,16 @@ impl FlowStep {
         if self.op == FlowOp::Delay {
             s.push(' ');
             s.push_str(&crate::units::duration_literal(std::time::Duration::from_nanos(self.wait_ns)));
+        }
+        if let Some(sem) = &self.sem {
+            s.push(' ');
+            s.push_str(sem.as_str());
+            match self.op {
+                FlowOp::Wait if self.ahead > 0 => s.push_str(&format!(" {} ahead {}", self.count, self.ahead)),
+                FlowOp::Wait => s.push_str(&format!(" {}", self.count)),
+                _ if self.count > 0 => s.push_str(" blocking"),
+                _ => {}
+            }
         }
         if self.bytes > 0 {
             s.push(' ');
@@ -314,11 +363,27 @@ mod tests {
             "open in logs",
             "delay 10s",
             "delay 250ms",
+            "wait lg-block 3200 ahead 1000",
+            "wait w 10",
+            "post lg-block blocking",
+            "post w",
         ] {
             assert_eq!(FlowStep::parse(text).unwrap().text(), text);
         }
         let s = FlowStep::parse("append 16k random").unwrap();
-        assert_eq!(s, FlowStep { op: FlowOp::Append, bytes: 16384, random: true, set: None, wait_ns: 0 });
+        assert_eq!(
+            s,
+            FlowStep {
+                op: FlowOp::Append,
+                bytes: 16384,
+                random: true,
+                set: None,
+                wait_ns: 0,
+                sem: None,
+                count: 0,
+                ahead: 0
+            }
+        );
         let s = FlowStep::parse("append 16k random in log-files_2").unwrap();
         assert_eq!((s.set.unwrap().as_str(), s.holds()), ("log-files_2", true));
     }

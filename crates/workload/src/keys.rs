@@ -1003,7 +1003,7 @@ pub const KEYS: &[Key] = &[
     Key {
         default: KeyDefault::Said("none (one operation)"),
         form: "STEPS",
-        doc: "each thread runs the steps in order, over and over, on the dataset's files (Filebench's flowops); a step is `OP [SIZE] [random]`: `create`, `open`, `close`, `read SIZE [random]`, `write SIZE [random]`, `read_whole SIZE`, `write_whole SIZE`, `append SIZE [random]`, `fsync`, `delete`, `stat`; not with `operation`, `rw`, `bs`, `fileio`, `rwmix_read`, `pattern`, `iodepth`, `sync` or a rate",
+        doc: "each thread runs the steps in order, over and over, on the dataset's files (Filebench's flowops); a step is `OP [SIZE] [random]`: `create`, `open`, `close`, `read SIZE [random]`, `write SIZE [random]`, `read_whole SIZE`, `write_whole SIZE`, `append SIZE [random]`, `fsync`, `delete`, `stat`, `delay DURATION`, `wait NAME COUNT [ahead N]`, `post NAME [blocking]`, each ending `in NAME` to work in a named set; not with `operation`, `rw`, `bs`, `fileio`, `rwmix_read`, `pattern`, `iodepth`, `sync` or `rate_iops` (`flow_rate` paces a flow)",
         ..plain(
             "flow",
             WORKLOAD,

@@ -14,6 +14,7 @@ impl<'a> Ctx<'a> {
             .map(|w| (w.workload.writes(), w.workload.name.clone()))
             .collect();
         self.fileset_rules(run);
+        self.wait_post_rules(run);
         let Some((_, name)) = flows.first() else { return };
         let first = format!("workload `{name}`");
         if let Got::Ok(mode, loc) = &top.verify {
@@ -100,6 +101,30 @@ impl<'a> Ctx<'a> {
             if run.hosts.as_ref().is_some_and(|h| !h.is_empty()) {
                 let note = "each host runs on a dataset of its own, and a fileset of the run's would be shared";
                 self.err(loc, "fileset.name", "no [[fileset]] with hosts", note);
+            }
+        }
+    }
+
+    /// Waits and posts: every name waited on is posted to by some flow, and every name
+    /// posted to is waited on (a wait nobody posts to would wait to the end of the run).
+    fn wait_post_rules(&mut self, run: &Run) {
+        let parsed = run.parsed();
+        let steps = || parsed.iter().flat_map(|w| w.workload.flow.iter().map(move |s| (w, s)));
+        for (w, s) in steps() {
+            let Some(name) = s.sem else { continue };
+            let (other, what) = match s.op {
+                crate::flow::FlowOp::Wait => (crate::flow::FlowOp::Post, "posts to"),
+                _ => (crate::flow::FlowOp::Wait, "waits on"),
+            };
+            if !steps().any(|(_, t)| t.op == other && t.sem == Some(name)) {
+                let note =
+                    format!("no flow's step {what} `{}`, so `{}` would wait or post in vain", name.as_str(), s.text());
+                self.err(
+                    &w.flow_loc,
+                    "workload.flow",
+                    format!("a `{}` step for `{}`", other.name(), name.as_str()),
+                    note,
+                );
             }
         }
     }
