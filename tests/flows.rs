@@ -66,6 +66,25 @@ fn filebench_fileserver_flow_counts_each_step_as_its_operation_in_the_flows_prop
     assert!(ops(&summary, "write") >= 2 * create - 2 * t, "{summary}");
     let plan = &summary["workload"]["plan"];
     assert_eq!(plan["dataset"]["format"], "always", "a flow that writes makes its tree anew: {plan}");
+    // Each round of the flow is its own op, `flow`, timed over all of its steps: rounds
+    // are the flows begun (less the one each thread was in when the run ended), and as
+    // the steps follow each other, the rounds' time is the time of the steps in them.
+    let flow = &summary["ops"]["flow"];
+    let rounds = flow["ops"].as_i64().unwrap() + flow["skipped"].as_i64().unwrap();
+    assert!((create - rounds).abs() <= t, "{rounds} rounds for {create} creates: {summary}");
+    assert_eq!(flow["bytes"], 0, "{flow}");
+    let time = |o: &Value| o["ops"].as_f64().unwrap() * o["latency_ns"]["mean"].as_f64().unwrap();
+    let steps: f64 =
+        summary["ops"].as_object().unwrap().iter().filter(|(k, _)| *k != "flow").map(|(_, o)| time(o)).sum();
+    let in_rounds = time(flow);
+    assert!(
+        in_rounds <= steps * 1.01 && in_rounds >= steps * 0.7,
+        "rounds {in_rounds} ns, steps {steps} ns: {summary}"
+    );
+    // Rounds are not I/O: the total counts the transfers and file operations alone.
+    let io: i64 = ["read", "write", "create", "delete", "getattr"].iter().map(|op| ops(&summary, op)).sum();
+    assert_eq!(summary["total"]["ops"].as_i64().unwrap(), io, "{summary}");
+    assert!(summary.get("flows").is_none(), "one workload: its flow is the op table: {summary}");
 }
 
 #[test]
@@ -210,4 +229,17 @@ fn a_wait_takes_its_count_of_posts_so_the_writers_keep_to_the_readers_pace() {
     // Each writer's first write comes at once, then one per 100 of the readers' posts.
     let per_writer = reads / 100 + 1;
     assert!((writes - 2 * per_writer).abs() <= 2, "{writes} writes for {reads} reads: {summary}");
+    // Each flow has its own operations and rounds: a reader's round is one read.
+    let schema: Value = serde_json::from_str(include_str!("../schema/summary.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator.iter_errors(&summary).map(|e| format!("{e} at {}", e.instance_path)).collect();
+    assert!(errors.is_empty(), "summary does not match schema: {errors:#?}");
+    let flows = &summary["flows"];
+    assert_eq!(flows["readers"]["read"]["ops"].as_i64(), Some(reads), "{flows}");
+    assert_eq!(flows["writers"]["write"]["ops"].as_i64(), Some(writes), "{flows}");
+    assert!(flows["writers"].get("read").is_none(), "{flows}");
+    let reader_rounds = flows["readers"]["flow"]["ops"].as_i64().unwrap();
+    assert!((reads - reader_rounds).abs() <= 4, "{reader_rounds} rounds, {reads} reads: {flows}");
+    let writer_rounds = flows["writers"]["flow"]["ops"].as_i64().unwrap();
+    assert!((writes - writer_rounds).abs() <= 2, "{writer_rounds} rounds, {writes} writes: {flows}");
 }

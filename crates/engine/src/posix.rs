@@ -84,7 +84,7 @@ impl Engine for PosixEngine {
             },
             // Every entry read, as `ls` would.
             Op::List => std::fs::read_dir(req.path).and_then(|mut d| d.try_for_each(|e| e.map(drop))).map(|()| 0),
-            Op::Read | Op::Write | Op::Fsync | Op::Fdatasync | Op::Verify => {
+            Op::Read | Op::Write | Op::Fsync | Op::Fdatasync | Op::Verify | Op::Flow => {
                 Err(std::io::Error::from_raw_os_error(libc::EINVAL))
             }
         };

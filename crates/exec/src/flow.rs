@@ -189,14 +189,22 @@ impl<'a, E: Engine> Worker<'a, E> {
         let mut next_intended = s.start_ns + rounds.as_ref().map_or(0, |r| r.phase_ns);
         let mut t = if rounds.is_some() { wait_until(next_intended, self.stop) } else { now_ns() };
         t = self.open_held(tree, task, t);
+        // The round under way: when it was due, and the failures before it.
+        let mut round = (t, self.failures);
         while t < s.deadline_ns && !self.stop.load(Relaxed) && self.engine.lost().is_none() && !task.steps.is_empty() {
             if let (0, Some(r)) = (task.next, &rounds) {
                 let Some(due) = self.pace(r, &mut next_intended, &mut t) else { break };
                 t = due;
+                round.0 = due;
             }
             let k = task.next;
             task.next = (task.next + 1) % task.steps.len();
             t = self.flow_step(tree, task, k, t, s.deadline_ns);
+            if task.next <= k {
+                // The last step is done (or passed over): the round is over, the next is due.
+                self.record_round(round, t, s.deadline_ns);
+                round = (t, self.failures);
+            }
         }
         if let Some(f) = task.open.take() {
             self.close_flow_file(tree, f, now_ns());
@@ -206,6 +214,22 @@ impl<'a, E: Engine> Worker<'a, E> {
                 let path = tree.file_path(f.i);
                 let r = FileReq { op: Op::Close, file: f.handle, ..req(&path) };
                 self.file_op(Op::Close, &r, now_ns(), file_no(f.i));
+            }
+        }
+    }
+
+    /// Records a round of the flow that was due at `round.0` and ended at `done`: its whole
+    /// time, or a skip when one of its operations failed or found no file (`round.1` is the
+    /// failures before it). A round the run's end cut off is not a round.
+    fn record_round(&mut self, round: (u64, u64), done: u64, deadline: u64) {
+        let slot = self.recorder.at(done);
+        let rec = slot.op(Op::Flow as usize);
+        match (self.failures > round.1, done >= deadline || self.stop.load(Relaxed)) {
+            (_, true) => {}
+            (true, false) => rec.record_skip(),
+            (false, false) => {
+                let time = done.saturating_sub(round.0);
+                rec.record(time, time, 0, 0);
             }
         }
     }
@@ -462,6 +486,10 @@ pub fn ops_of_flow(steps: &[FlowStep]) -> Vec<Op> {
         if !ops.contains(&op) {
             ops.push(op);
         }
+    }
+    // Each round of the flow is recorded too.
+    if !steps.is_empty() {
+        ops.push(Op::Flow);
     }
     // A held file is opened at the start and closed at the end; a file left open when the
     // run ends is closed then.

@@ -302,6 +302,7 @@ impl<'a, E: Engine> Worker<'a, E> {
     /// and no error, so it is counted apart as a skip; then the worker backs off (longer
     /// each time in a row) rather than spin on a tree that has nothing for it.
     pub(crate) fn no_target(&mut self, op: Op, task: &mut TreeTask) -> u64 {
+        self.failures += 1;
         self.recorder.at(now_ns()).op(op as usize).record_skip();
         task.backoff_ns = (task.backoff_ns * 2).clamp(MIN_BACKOFF_NS, MAX_BACKOFF_NS);
         wait_until(now_ns().saturating_add(task.backoff_ns).min(task.deadline_ns), self.stop)

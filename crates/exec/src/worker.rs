@@ -83,6 +83,9 @@ pub struct Worker<'a, E: Engine> {
     /// What a queued engine's reap returns when one I/O is waited for (kept: no allocation
     /// per I/O).
     reaped: Vec<Completion>,
+    /// Operations that failed or found nothing to act on, so far (a flow's round with one
+    /// is cut short).
+    pub(crate) failures: u64,
 }
 
 impl<'a, E: Engine> Worker<'a, E> {
@@ -111,6 +114,7 @@ impl<'a, E: Engine> Worker<'a, E> {
             content: crate::content::Filler::new(&Default::default(), 0, 0),
             budget: None,
             reaped: Vec::new(),
+            failures: 0,
         }
     }
 
@@ -156,6 +160,7 @@ impl<'a, E: Engine> Worker<'a, E> {
             slot.record_file(io.op as usize, io.file, Some(result as u64));
             rec.record(latency_ns, service_ns, result as u64, io.offset);
         } else {
+            self.failures += 1;
             slot.record_file(io.op as usize, io.file, None);
             let kind = if short { errors::SHORT } else { errors::kind_of(result) };
             rec.record_error(kind);

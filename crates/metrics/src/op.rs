@@ -26,10 +26,15 @@ pub enum Op {
     Verify = 14,
     /// A directory's entries listed (READDIR, a bucket listing under a prefix).
     List = 15,
+    /// A round of a flow: all its steps once, in order (Filebench's per-flow figure); its
+    /// latency is the round's whole time, from when its first step was due to when its last
+    /// completed; its skips are the rounds cut short (a step failed or found no file).
+    /// Not an I/O: not counted in total IOPS.
+    Flow = 16,
 }
 
 /// Number of [`Op`] kinds.
-pub const OP_KINDS: usize = 16;
+pub const OP_KINDS: usize = 17;
 
 impl Op {
     pub const ALL: [Op; OP_KINDS] = [
@@ -49,6 +54,7 @@ impl Op {
         Op::Move,
         Op::Verify,
         Op::List,
+        Op::Flow,
     ];
 
     /// The name in results files, summaries and the API.
@@ -70,6 +76,7 @@ impl Op {
             Op::Move => "move",
             Op::Verify => "verify",
             Op::List => "list",
+            Op::Flow => "flow",
         }
     }
 
@@ -96,11 +103,12 @@ impl Op {
     }
 
     /// Serves other operations: `fsync`/`fdatasync` after writes, the `open`/`close`
-    /// around a dataset workload's transfers, and the check of blocks read (`verify`). They are reported in their own rows but, as
+    /// around a dataset workload's transfers, the check of blocks read (`verify`), and a
+    /// flow's rounds of operations (`flow`). They are reported in their own rows but, as
     /// in fio and vdbench, not counted in total IOPS; their errors count in the total like
     /// every other error.
     pub fn serves_others(self) -> bool {
-        matches!(self, Op::Fsync | Op::Fdatasync | Op::Open | Op::Close | Op::Verify)
+        matches!(self, Op::Fsync | Op::Fdatasync | Op::Open | Op::Close | Op::Verify | Op::Flow)
     }
 
     /// A file-tree operation (dataset workloads): the only ones that can find nothing to

@@ -98,6 +98,11 @@ pub struct Summary {
     /// Per workload, when the run had more than one (measured seconds only; with phases, a
     /// workload of one phase over the seconds of its phase's steps).
     pub workloads: BTreeMap<String, PartSummary>,
+    /// Per flow workload, when the run had more than one workload: its operations, each as
+    /// in `ops` (measured seconds, the run's duration), with `flow` its rounds (Filebench's
+    /// ops/s per flowop and per flow). Absent otherwise (`ops` is then the flow's).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub flows: BTreeMap<String, BTreeMap<String, OpSummary>>,
     /// Per step, when the run had more than one (measured seconds only).
     pub steps: Vec<StepSummary>,
     /// Per step (also for a run of one): when it became steady, whether it fell out later
@@ -580,19 +585,7 @@ pub fn summarize(r: &Results, results_path: &Path) -> Summary {
         if !ioscope_metrics::is_sync_op(*op) {
             total.latency_ns.merge(&d.latency_ns);
         }
-        ops.insert(
-            op.to_string(),
-            OpSummary {
-                iops: rate(c.ops, duration_s),
-                bytes_per_sec: rate(c.bytes, duration_s),
-                ops: c.ops,
-                bytes: c.bytes,
-                errors: c.errors,
-                errors_by_kind: d.errors_by_kind.iter().cloned().collect(),
-                skipped: d.skipped,
-                distributions: OpSummary::distributions_of(d),
-            },
-        );
+        ops.insert(op.to_string(), op_summary(d, duration_s));
     }
 
     let rows = per_second(r);
@@ -658,6 +651,7 @@ pub fn summarize(r: &Results, results_path: &Path) -> Summary {
             toml: info.workload_toml.clone(),
         },
         workloads: workload_parts(r),
+        flows: flow_ops(r, duration_s),
         steps: step_parts(r, &rows),
         steady: Vec::new(),
         knee: None,
@@ -708,6 +702,43 @@ pub fn summarize(r: &Results, results_path: &Path) -> Summary {
     // One truth: the notes are the verdicts' messages.
     s.notes = s.verdicts.iter().map(|v| v.message.clone()).collect();
     s
+}
+
+/// One operation's figures from its merged data over `seconds` of measured time.
+fn op_summary(d: &OpInterval, seconds: f64) -> OpSummary {
+    let c = d.counts;
+    OpSummary {
+        iops: rate(c.ops, seconds),
+        bytes_per_sec: rate(c.bytes, seconds),
+        ops: c.ops,
+        bytes: c.bytes,
+        errors: c.errors,
+        errors_by_kind: d.errors_by_kind.iter().cloned().collect(),
+        skipped: d.skipped,
+        distributions: OpSummary::distributions_of(d),
+    }
+}
+
+/// Per flow workload (one whose rounds were recorded) of a run of several workloads, its
+/// operations over the measured seconds.
+fn flow_ops(r: &Results, seconds: f64) -> BTreeMap<String, BTreeMap<String, OpSummary>> {
+    if !several_workloads(r) {
+        return BTreeMap::new();
+    }
+    let measured = || r.seconds.iter().filter(|s| !s.warmup).flat_map(|s| &s.ops);
+    let mut flows: BTreeMap<String, BTreeMap<Op, OpInterval>> = BTreeMap::new();
+    for o in measured().filter(|o| o.op == Op::Flow) {
+        flows.entry(o.workload.clone()).or_default();
+    }
+    for o in measured().filter(|o| !o.data.is_empty()) {
+        if let Some(ops) = flows.get_mut(&o.workload) {
+            ops.entry(o.op).or_insert_with(OpInterval::empty).merge(&o.data);
+        }
+    }
+    flows
+        .into_iter()
+        .map(|(w, ops)| (w, ops.iter().map(|(op, d)| (op.to_string(), op_summary(d, seconds))).collect()))
+        .collect()
 }
 
 /// Counts and transfer latency of `ops` over `seconds` of measured time.

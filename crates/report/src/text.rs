@@ -10,6 +10,7 @@ use crate::{format, Summary};
 use ioscope_metrics::StatId;
 use ioscope_workload::plan::Plan;
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 
 /// Operations in table order: read and write first, the rest by name.
 fn op_order(s: &Summary) -> Vec<&str> {
@@ -182,6 +183,27 @@ fn escape_strings(v: &mut serde_json::Value) -> bool {
     }
 }
 
+/// A flow's operations as Filebench lists its flowops: each op's rate and latency, the
+/// flow's rounds (`flow`) last.
+fn flow_rows(ops: &BTreeMap<String, crate::OpSummary>) -> Vec<Vec<String>> {
+    let mut rows =
+        vec![["op", "ops/s", "MB/s", "lat mean", "p50", "p99", "max", "errors", "skipped"].map(String::from).to_vec()];
+    let order = ops.keys().filter(|k| *k != "flow").chain(ops.keys().filter(|k| *k == "flow"));
+    for name in order {
+        let o = &ops[name];
+        let label = if name == "flow" { "flow (rounds)".to_string() } else { name.clone() };
+        let mut row = vec![label, format::iops(o.iops), format::float(o.bytes_per_sec / 1e6, 1)];
+        match o.percentiles(StatId::Latency) {
+            Some(l) => row.extend([l.mean, l.p50, l.p99, l.max].map(format::ns)),
+            None => row.extend(vec!["-".to_string(); 4]),
+        }
+        row.push(format::int(o.errors));
+        row.push(format::int(o.skipped));
+        rows.push(row);
+    }
+    rows
+}
+
 fn render(s: &Summary) -> String {
     let mut out =
         format!("ioscope {}  {}  {:.1} s  results: {}\n", s.ioscope_version, s.status, s.duration_s, s.results_file);
@@ -270,6 +292,10 @@ fn render(s: &Summary) -> String {
                 "(a workload of one phase is rated over its phase's seconds; the op rows over the whole run)\n",
             );
         }
+    }
+    for (name, ops) in &s.flows {
+        out.push_str(&format!("\nflow {name}\n"));
+        out.push_str(&table(&flow_rows(ops)));
     }
     if !s.steps.is_empty() {
         let mut rows =

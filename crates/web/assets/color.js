@@ -26,6 +26,8 @@ const NAMED = {
   copy: '#7bc8a4',
   move: '#d98fcf',
   verify: '#e6b673',
+  list: '#a0b4d0',
+  flow: '#f0e0a0',
 };
 
 export const PALETTE = [
