@@ -1,14 +1,18 @@
 #!/usr/bin/env python3
 """Filebench's personalities run by Filebench and by ioscope, same parameters, same file system.
 
-For each personality of examples/filebench/ that converts (fileserver, varmail, webproxy by
-default): a copy of the .f with $dir, $nfiles, $nthreads and the run time set from the flags is
+For each personality of examples/filebench/ (fileserver, webserver, varmail, webproxy and oltp
+by default): a copy of the .f with $dir, $nfiles, $nthreads (oltp: $nshadows) and the run time
+set from the flags is
 run by Filebench (built from its source: --filebench names the binary, or --src a checkout that is
 built, or it is cloned from github.com/filebench/filebench; not in CI), then imported with
 `ioscope import filebench` and run by ioscope in the same directory. Filebench's per-flowop
-counts are summed by the operation each flowop is in ioscope (readfile* is read, wrtfile* and
-appendfilerand* are write, ...), and each operation's ops/s and its share of all operations (the
-op mix) are printed for both, with the ratio ioscope / Filebench. ioscope counts each transfer of
+counts are summed by thread and by the operation each flowop is in ioscope (readfile* is read,
+wrtfile*, appendfilerand* and aiowrite are write, ...), ioscope's by flow (its summary's `flows`
+when a personality has several thread types, as oltp has) and operation, and each one's ops/s
+and its share of all operations (the op mix) are printed for both, with the ratio ioscope /
+Filebench. An operation ioscope adds (oltp's dsync writes are a write and an fsync) is not in
+the mix. ioscope counts each transfer of
 a whole-file read or write as its own read or write: with iosize 1m and files of 16-128 KiB mean
 that is one per flowop, as Filebench counts it (the table shows it as it is measured).
 
@@ -19,7 +23,7 @@ Writes the table to bench/results/YYYY-MM-DD-<hostname>-filebench.md.
 
 Usage: bench/filebench.py [--bin target/release/ioscope] [--filebench PATH | --src DIR]
                           [--dir /var/tmp/X] [--seconds 30] [--threads 8] [--nfiles 1000]
-                          [--personalities fileserver,varmail,webproxy]
+                          [--personalities fileserver,webserver,varmail,webproxy,oltp]
 Python 3 standard library only. See bench/README.md.
 """
 
@@ -52,6 +56,7 @@ KIND_OP = {
     "appendfile": "write",
     "appendfilerand": "write",
     "write": "write",
+    "aiowrite": "write",
 }
 
 
@@ -83,11 +88,20 @@ def personality(name, dir_, nfiles, threads, seconds):
     text = re.sub(r"set \$dir=\S+", f"set $dir={dir_}", text)
     text = re.sub(r"set \$nfiles=\S+", f"set $nfiles={nfiles}", text)
     text = re.sub(r"set \$nthreads=\S+", f"set $nthreads={threads}", text)
+    text = re.sub(r"set \$nshadows=\S+", f"set $nshadows={threads}", text)
     text = re.sub(r"^run.*$", f"run {seconds}", text, flags=re.M)
     if not re.search(r"^run", text, flags=re.M):
         # Some personalities leave `run` to the command line (webproxy, videoserver).
         text += f"\nrun {seconds}\n"
-    kinds = {name: kind for kind, name in re.findall(r"flowop\s+(\w+)\s+name=([\w-]+)", text)}
+    # Each flowop's thread and kind: flowop name -> (thread, kind).
+    kinds, thread = {}, ""
+    for line in text.splitlines():
+        m = re.search(r"\bthread\s+name=([\w-]+)", line)
+        if m:
+            thread = m.group(1)
+        m = re.search(r"flowop\s+(\w+)\s+name=([\w-]+)", line)
+        if m:
+            kinds[m.group(2)] = (thread, m.group(1))
     return text, kinds
 
 
@@ -101,15 +115,19 @@ def run_filebench(binary, text, kinds, work):
     for line in out.splitlines():
         m = re.match(r"^(\S+)\s+(\d+)ops\s+([\d.]+)ops/s\s+([\d.]+)mb/s\s+([\d.]+)ms/op", line)
         if m and m.group(1) in kinds:
-            op = KIND_OP.get(kinds[m.group(1)])
+            thread, kind = kinds[m.group(1)]
+            op = KIND_OP.get(kind)
             if op:
-                d = by_op.setdefault(op, {"ops": 0, "ops_s": 0.0, "mb_s": 0.0})
+                d = by_op.setdefault((thread, op), {"ops": 0, "ops_s": 0.0, "mb_s": 0.0})
                 d["ops"] += int(m.group(2))
                 d["ops_s"] += float(m.group(3))
                 d["mb_s"] += float(m.group(4))
         m = re.search(r"Run took (\d+) seconds", line)
         if m:
             secs = int(m.group(1))
+    if not by_op:
+        # Said, never dropped: a personality without Filebench's breakdown has no rows.
+        print(f"Filebench printed no per-flowop lines; its output ended:\n{out[-1500:]}{err[-1500:]}", file=sys.stderr)
     return by_op, secs
 
 
@@ -124,7 +142,13 @@ def run_ioscope(binary, text, work, name):
     if code not in (0, 1):
         sys.exit(f"ioscope run failed: {err}")
     s = json.loads(out)
-    return {op: {"ops": v["ops"], "ops_s": v["iops"], "mb_s": v["bytes_per_sec"] / 1e6} for op, v in s["ops"].items()}, s
+    # One flow: its ops are the run's; several: each flow's own (named as its thread).
+    flows = s.get("flows") or {s["workload"]["plan"]["workloads"][0]["name"]: s["ops"]}
+    return {
+        (flow, op): {"ops": v["ops"], "ops_s": v["iops"], "mb_s": v["bytes_per_sec"] / 1e6}
+        for flow, ops in flows.items()
+        for op, v in ops.items()
+    }, s
 
 
 def main():
@@ -136,7 +160,7 @@ def main():
     ap.add_argument("--seconds", type=int, default=30)
     ap.add_argument("--threads", type=int, default=8)
     ap.add_argument("--nfiles", type=int, default=1000)
-    ap.add_argument("--personalities", default="fileserver,varmail,webproxy")
+    ap.add_argument("--personalities", default="fileserver,webserver,varmail,webproxy,oltp")
     a = ap.parse_args()
     fb = a.filebench or build_filebench(a.src)
     aslr = open("/proc/sys/kernel/randomize_va_space").read().strip()
@@ -154,15 +178,15 @@ def main():
                 io_ops, _ = run_ioscope(a.bin, text, work, name)
             fb_total = sum(v["ops"] for v in fb_ops.values()) or 1
             io_total = sum(v["ops"] for op, v in io_ops.items() if op in fb_ops) or 1
-            for op in sorted(fb_ops):
-                f, i = fb_ops[op], io_ops.get(op, {"ops": 0, "ops_s": 0.0, "mb_s": 0.0})
+            for key in sorted(fb_ops):
+                f, i = fb_ops[key], io_ops.get(key, {"ops": 0, "ops_s": 0.0, "mb_s": 0.0})
                 fmix, imix = 100.0 * f["ops"] / fb_total, 100.0 * i["ops"] / io_total
                 ratio = i["ops_s"] / f["ops_s"] if f["ops_s"] else float("nan")
-                rows.append((name, op, f["ops_s"], i["ops_s"], ratio, f["mb_s"], i["mb_s"], fmix, imix))
+                rows.append((name, "/".join(key), f["ops_s"], i["ops_s"], ratio, f["mb_s"], i["mb_s"], fmix, imix))
     finally:
         open("/proc/sys/kernel/randomize_va_space", "w").write(aslr + "\n")
         shutil.rmtree(a.dir, ignore_errors=True)
-    head = "| personality | op | Filebench ops/s | ioscope ops/s | ratio | Filebench MB/s | ioscope MB/s | Filebench mix % | ioscope mix % | mix diff (points) |"
+    head = "| personality | thread/op | Filebench ops/s | ioscope ops/s | ratio | Filebench MB/s | ioscope MB/s | Filebench mix % | ioscope mix % | mix diff (points) |"
     lines = [head, "|" + "---|" * 10]
     for (name, op, fs, is_, r, fm, im, fx, ix) in rows:
         lines.append(f"| {name} | {op} | {fs:,.0f} | {is_:,.0f} | {r:.2f} | {fm:.1f} | {im:.1f} | {fx:.2f} | {ix:.2f} | {ix - fx:+.2f} |")
