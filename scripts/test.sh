@@ -112,6 +112,7 @@ nfs_stage() {
   run "nfs: cli" cargo test --test cli --locked --features ebpf -- --ignored nfs_engine_
   run "nfs: nfs41" cargo test --test nfs41 --locked --features ebpf -- --ignored --skip server_
   run "nfs: verify" cargo test --test verify --locked --features ebpf -- --ignored nfs_   # faults made on the server's file
+  run "nfs: filebench" cargo test --test import_filebench --locked --features ebpf -- --ignored
   # The target-side probe (--probe local, eBPF and procfs) watching that server and its loop device;
   # its results file is kept for the browser test of the server worksheet (below).
   export IOSCOPE_SERVER_RESULTS="$CARGO_TARGET_DIR/probe-test-results.db"

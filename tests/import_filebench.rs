@@ -1,7 +1,8 @@
 //! `ioscope import filebench` on the ten personalities Filebench ships
-//! (examples/filebench/): each one that converts validates and runs on local files (made
-//! small with flags, which override the file), with the operations its flowops name and
-//! no error; each one that does not is refused naming the line and the reason.
+//! (examples/filebench/): each one that converts validates and runs on local files, and
+//! over NFSv3 and NFSv4.1 against the nfs-ganesha scripts/test.sh starts (made small with
+//! flags, which override the file), with the operations its flowops name and no error;
+//! each one that does not is refused naming the line and the reason.
 
 use serde_json::Value;
 
@@ -28,6 +29,32 @@ const PERSONALITIES: &[(&str, Result<&[&str], &str>)] = &[
 
 #[test]
 fn filebench_personalities_import_validate_and_run_or_are_refused_with_their_reason() {
+    every_personality_runs(&[]);
+}
+
+#[test]
+#[ignore = "needs nfs-ganesha: scripts/test.sh starts one and sets IOSCOPE_NFS_URL"]
+fn filebench_personalities_run_against_nfs_v3_and_v41() {
+    let Ok(url) = std::env::var("IOSCOPE_NFS_URL") else {
+        skip::skip("IOSCOPE_NFS_URL is not set (scripts/nfs-ganesha.sh start-loop)");
+        return;
+    };
+    let sub = format!("filebench-{}", std::process::id());
+    let dir = std::env::var("IOSCOPE_NFS_EXPORT_DIR").unwrap_or_else(|_| "/tmp/ioscope-nfs/export".into());
+    let on_server = std::path::Path::new(&dir).join(&sub);
+    std::fs::create_dir_all(&on_server).unwrap();
+    for version in ["3", "4.1"] {
+        let target = format!("{url}/{sub}?version={version}");
+        every_personality_runs(&["--engine", "nfs", "--target", &target, "--cleanup"]);
+    }
+    // --cleanup removed every file set and working set the runs made: the directory is empty.
+    std::fs::remove_dir(&on_server).unwrap();
+}
+
+/// Imports, validates and runs every personality (with `engine` flags, or on local files in
+/// a temporary directory), each for a second on small files: each does every operation its
+/// flowops do, without an error, and its rounds are counted.
+fn every_personality_runs(engine: &[&str]) {
     let tmp = tempfile::tempdir().unwrap();
     for (name, outcome) in PERSONALITIES {
         let f = format!("examples/filebench/{name}.f");
@@ -45,10 +72,13 @@ fn filebench_personalities_import_validate_and_run_or_are_refused_with_their_rea
         };
         assert!(out.status.success(), "{name}: {err}");
         run_ok(&["validate", s(&toml)]);
-        // Small: a few threads, a few directories, small files (a tree's of 16 KiB), one second.
         let dir = tmp.path().join(name);
         let text = std::fs::read_to_string(&toml).unwrap();
-        let mut args = vec!["run", s(&toml), "--dir", s(&dir), "--duration", "1s", "--json", "--quiet"];
+        let mut args = vec!["run", s(&toml), "--duration", "1s", "--json", "--quiet"];
+        match engine.is_empty() {
+            true => args.extend(["--dir", s(&dir)]),
+            false => args.extend(engine),
+        }
         let results = tmp.path().join(format!("{name}.db"));
         args.extend(["--out", s(&results)]);
         if text.contains("[dataset]") {
@@ -61,9 +91,12 @@ fn filebench_personalities_import_validate_and_run_or_are_refused_with_their_rea
             args.extend(["--size", "16m", "--threads", "2"]);
         }
         let summary: Value = json_of(&run_ok(&args));
-        assert_eq!(summary["total"]["errors"], 0, "{name}: {summary}");
+        assert_eq!(summary["total"]["errors"], 0, "{name} {engine:?}: {summary}");
         for op in *ops {
-            assert!(summary["ops"][op]["ops"].as_u64().unwrap_or(0) > 0, "{name}: no {op}: {summary}");
+            assert!(summary["ops"][op]["ops"].as_u64().unwrap_or(0) > 0, "{name} {engine:?}: no {op}: {summary}");
+        }
+        if text.contains("flow = ") {
+            assert!(summary["ops"]["flow"]["ops"].as_u64().unwrap_or(0) > 0, "{name} {engine:?}: no rounds: {summary}");
         }
     }
 }
